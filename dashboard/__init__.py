@@ -1,0 +1,1 @@
+"""EchoMQ Dashboard: the Django project and app that show and act on queues."""

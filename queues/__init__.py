@@ -1,0 +1,4 @@
+"""EchoMQ runtime: the Python side of the EchoMQ / BullMQ queue protocol.
+
+No Django imports here; the dashboard builds on this package, never the reverse.
+"""

@@ -1,0 +1,51 @@
+"""Redis clients for the runtime, from a URL.
+
+``redis://``, ``rediss://`` and ``unix://`` URLs give a plain client; adding
+``cluster=1`` to the query string (``redis://10.0.0.1:7000/?cluster=1``) gives a
+Redis Cluster client, so moving to a cluster is a setting, not a rewrite.
+Responses stay bytes: job data may be any bytes, and decoding is the reader's
+decision (``queues.codec``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def split_cluster_flag(url: str) -> tuple[str, bool]:
+    """Remove our ``cluster=`` query parameter; return (url, is_cluster)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    cluster = any(k == "cluster" and v.lower() in _TRUE for k, v in query)
+    if not any(k == "cluster" for k, _ in query):
+        return url, False  # untouched: urlunsplit would mangle unix:///path
+    rest = [(k, v) for k, v in query if k != "cluster"]
+    return urlunsplit(parts._replace(query=urlencode(rest))), cluster
+
+
+def connect(url: str, **options: Any) -> Redis:
+    """A synchronous client (a ``RedisCluster`` when the URL says cluster=1)."""
+    plain, cluster = split_cluster_flag(url)
+    if cluster:
+        return cast(Redis, RedisCluster.from_url(plain, **options))  # type: ignore[no-untyped-call]
+    return Redis.from_url(plain, **options)
+
+
+def connect_async(url: str, **options: Any) -> AsyncRedis:
+    """An asyncio client (a cluster client when the URL says cluster=1)."""
+    plain, cluster = split_cluster_flag(url)
+    if cluster:
+        return cast(AsyncRedis, AsyncRedisCluster.from_url(plain, **options))
+    return cast(AsyncRedis, AsyncRedis.from_url(plain, **options))
+
+
+def is_cluster(client: object) -> bool:
+    return isinstance(client, RedisCluster | AsyncRedisCluster)

@@ -1,0 +1,164 @@
+"""Every Redis key name EchoMQ touches is built here and nowhere else.
+
+A queue's keys all start with ``<prefix>:<queue>:``. When the prefix carries a
+Redis Cluster hash tag (``{bull}``) every key of the queue hashes to one slot,
+which is what lets each transition script run atomically on a cluster.
+"""
+
+from __future__ import annotations
+
+import re
+
+DEFAULT_PREFIX = "bull"
+
+# Queue names end up inside key names and Channels group names, so they are
+# limited to printable characters without ':' (the key separator) or spaces.
+_QUEUE_NAME = re.compile(r"^[^\s:{}\x00-\x1f\x7f]{1,200}$")
+_PREFIX = re.compile(r"^[^\s\x00-\x1f\x7f]{1,100}$")
+_INTEGER = re.compile(r"^-?\d+$")
+MAX_JOB_ID_LENGTH = 512
+
+
+class InvalidName(ValueError):
+    """A queue name, prefix or job id that must not become part of a key."""
+
+
+def validate_queue_name(name: str) -> str:
+    if not _QUEUE_NAME.match(name):
+        raise InvalidName(f"invalid queue name {name!r}")
+    return name
+
+
+def validate_prefix(prefix: str) -> str:
+    if not _PREFIX.match(prefix) or prefix.endswith(":"):
+        raise InvalidName(f"invalid key prefix {prefix!r}")
+    return prefix
+
+
+def validate_job_id(job_id: str) -> str:
+    """Any id a job can have: generated integers or custom ids without ':'."""
+    if not job_id or len(job_id) > MAX_JOB_ID_LENGTH or ":" in job_id:
+        raise InvalidName(f"invalid job id {job_id!r}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in job_id):
+        raise InvalidName(f"invalid job id {job_id!r}")
+    return job_id
+
+
+def validate_custom_job_id(job_id: str) -> str:
+    """Custom ids may not look like generated ones (integers)."""
+    validate_job_id(job_id)
+    if _INTEGER.match(job_id):
+        raise InvalidName(f"custom job id {job_id!r} may not be an integer")
+    return job_id
+
+
+class QueueKeys:
+    """The key names of one queue, computed once (they are on every hot path)."""
+
+    __slots__ = (
+        "active",
+        "base",
+        "completed",
+        "delayed",
+        "events",
+        "failed",
+        "id",
+        "limiter",
+        "marker",
+        "meta",
+        "metrics_completed",
+        "metrics_failed",
+        "name",
+        "paused",
+        "pc",
+        "prefix",
+        "prioritized",
+        "repeat",
+        "stalled",
+        "stalled_check",
+        "wait",
+        "waiting_children",
+    )
+
+    def __init__(self, name: str, prefix: str = DEFAULT_PREFIX) -> None:
+        self.name = validate_queue_name(name)
+        self.prefix = validate_prefix(prefix)
+        # The "key prefix" scripts receive in ARGV to derive per-job keys.
+        self.base = f"{prefix}:{name}:"
+        b = self.base
+        self.wait = b + "wait"
+        self.paused = b + "paused"
+        self.active = b + "active"
+        self.prioritized = b + "prioritized"
+        self.pc = b + "pc"
+        self.delayed = b + "delayed"
+        self.marker = b + "marker"
+        self.completed = b + "completed"
+        self.failed = b + "failed"
+        self.waiting_children = b + "waiting-children"
+        self.id = b + "id"
+        self.meta = b + "meta"
+        self.events = b + "events"
+        self.stalled = b + "stalled"
+        self.stalled_check = b + "stalled-check"
+        self.limiter = b + "limiter"
+        self.repeat = b + "repeat"
+        self.metrics_completed = b + "metrics:completed"
+        self.metrics_failed = b + "metrics:failed"
+
+    def __repr__(self) -> str:
+        return f"QueueKeys({self.name!r}, prefix={self.prefix!r})"
+
+    def state(self, state: str) -> str:
+        """The key holding the jobs of a state (``waiting-children`` included)."""
+        if state not in STATE_KEY_SUFFIX:
+            raise InvalidName(f"unknown state {state!r}")
+        return self.base + STATE_KEY_SUFFIX[state]
+
+    def finished(self, target: str) -> str:
+        """``completed`` or ``failed``: the zset a finished job lands in."""
+        if target not in ("completed", "failed"):
+            raise InvalidName(f"unknown finished state {target!r}")
+        return self.base + target
+
+    def metrics(self, target: str) -> str:
+        return self.metrics_completed if target == "completed" else self.metrics_failed
+
+    def metrics_data(self, target: str) -> str:
+        return self.metrics(target) + ":data"
+
+    def job(self, job_id: str) -> str:
+        return self.base + job_id
+
+    def lock(self, job_id: str) -> str:
+        return self.base + job_id + ":lock"
+
+    def logs(self, job_id: str) -> str:
+        return self.base + job_id + ":logs"
+
+    def dependencies(self, job_id: str) -> str:
+        return self.base + job_id + ":dependencies"
+
+    def processed(self, job_id: str) -> str:
+        return self.base + job_id + ":processed"
+
+    def deduplication(self, dedup_id: str) -> str:
+        return self.base + "de:" + dedup_id
+
+    def repeat_scheduler(self, scheduler_id: str) -> str:
+        return self.repeat + ":" + scheduler_id
+
+
+# State name (as shown and as used by BullMQ's getState) -> key suffix.
+STATE_KEY_SUFFIX: dict[str, str] = {
+    "wait": "wait",
+    "paused": "paused",
+    "active": "active",
+    "prioritized": "prioritized",
+    "delayed": "delayed",
+    "completed": "completed",
+    "failed": "failed",
+    "waiting-children": "waiting-children",
+}
+LIST_STATES = frozenset({"wait", "paused", "active"})
+ZSET_STATES = frozenset({"prioritized", "delayed", "completed", "failed", "waiting-children"})
