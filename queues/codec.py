@@ -1,0 +1,57 @@
+"""Tolerant decoding of what other writers left in Redis.
+
+A real keyspace holds fields from BullMQ of several versions, hand edits and
+plain garbage; readers must show what they can and never raise. These helpers
+turn raw bytes into text, numbers and JSON, falling back instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_MISSING = object()
+
+
+def text(raw: bytes | str | None) -> str | None:
+    """UTF-8 text; invalid bytes become U+FFFD instead of an error."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        return raw
+    return raw.decode("utf-8", errors="replace")
+
+
+def integer(raw: bytes | str | int | None, default: int | None = None) -> int | None:
+    """An integer field ("12", "12.0", b"12"); ``default`` when absent or malformed."""
+    if raw is None:
+        return default
+    if isinstance(raw, int):
+        return raw
+    try:
+        value = raw.decode() if isinstance(raw, bytes) else raw
+        return int(value)
+    except (ValueError, UnicodeDecodeError):
+        try:
+            return int(float(value))
+        except (ValueError, OverflowError, UnboundLocalError):
+            return default
+
+
+def loads(raw: bytes | str | None, default: Any = None) -> Any:
+    """Parsed JSON, or ``default`` when absent or not JSON."""
+    if raw is None:
+        return default
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return default
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, as BullMQ writes it (no spaces, unicode kept)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def is_json(raw: bytes | str | None) -> bool:
+    return raw is not None and loads(raw, _MISSING) is not _MISSING
