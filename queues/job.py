@@ -19,7 +19,7 @@ RawHash = dict[bytes, bytes] | dict[str, str] | dict[bytes | str, bytes | str]
 def _field(raw: RawHash, name: str) -> bytes | str | None:
     value = raw.get(name.encode())  # type: ignore[call-overload]
     if value is None:
-        value = raw.get(name)  # type: ignore[call-overload]
+        value = raw.get(name)
     return value  # type: ignore[no-any-return]
 
 
