@@ -17,10 +17,10 @@ RawHash = dict[bytes, bytes] | dict[str, str] | dict[bytes | str, bytes | str]
 
 
 def _field(raw: RawHash, name: str) -> bytes | str | None:
-    value = raw.get(name.encode())  # type: ignore[call-overload]
-    if value is None:
-        value = raw.get(name)
-    return value  # type: ignore[no-any-return]
+    # Clients decoding responses give str keys, ours give bytes: accept both.
+    fields: dict[Any, bytes | str] = raw  # type: ignore[assignment]
+    value = fields.get(name.encode())
+    return fields.get(name) if value is None else value
 
 
 @dataclass(slots=True)
