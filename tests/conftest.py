@@ -39,3 +39,13 @@ def prefix() -> str:
 
 def pytest_report_header() -> str:
     return f"redis: {'REDIS_URL' if os.environ.get('REDIS_URL') else 'private server'}"
+
+
+@pytest.fixture(scope="session")
+def cluster_url() -> Iterator[str]:
+    """A seed URL (``...?cluster=1``) of a local 3-node Redis Cluster, for the session."""
+    from tests.cluster import LocalCluster
+
+    cluster = LocalCluster().start()
+    yield cluster.url
+    cluster.stop()
