@@ -1,0 +1,200 @@
+"""The synchronous Queue: add jobs, read them, and run the admin actions.
+
+Every job move is one script from ``priv/scripts`` (built by
+``queues.commands.admin``); reads use a constant number of pipelined round
+trips and never more than the page asked for. Works with ``redis.Redis`` and
+``RedisCluster`` clients alike (all keys of a queue share its prefix, so a
+``{hash-tag}`` prefix keeps them in one slot).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from redis import Redis
+
+from queues import codec, scripts
+from queues.commands import admin
+from queues.errors import raise_for_code
+from queues.job import Job
+from queues.job_options import JobOptions, prepare_job
+from queues.keys import (
+    DEFAULT_PREFIX,
+    LIST_STATES,
+    STATE_KEY_SUFFIX,
+    QueueKeys,
+    validate_job_id,
+)
+
+ALL_STATES: tuple[str, ...] = tuple(STATE_KEY_SUFFIX)
+# Ids starting "0:" are markers old BullMQ versions pushed into wait; never jobs.
+_LEGACY_MARKER = "0:"
+
+AddSpec = tuple[str, Any, "JobOptions | Mapping[str, Any] | None"]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _text(raw: object) -> str:
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", errors="replace")
+    return str(raw)
+
+
+def _list_windows(lengths: Sequence[int], start: int, stop: int) -> list[tuple[int, int] | None]:
+    """Split the window [start, stop] (Redis LRANGE rules: inclusive, negative
+    counts from the end) of lists read one after the other into one
+    (start, stop) per list, None for a list the window misses."""
+    total = sum(lengths)
+    first = max(start + total if start < 0 else start, 0)
+    last = min(stop + total if stop < 0 else stop, total - 1)
+    windows: list[tuple[int, int] | None] = []
+    offset = 0
+    for length in lengths:
+        low, high = max(first - offset, 0), min(last - offset, length - 1)
+        windows.append((low, high) if low <= high else None)
+        offset += length
+    return windows
+
+
+class Queue:
+    def __init__(self, name: str, connection: Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
+        self.keys = QueueKeys(name, prefix)
+        self.name = name
+        self.prefix = prefix
+        self.connection = connection
+        # redis-py types every command's result as "value | Awaitable[value]";
+        # this client is synchronous, so results are read through an Any view.
+        self._redis: Any = connection
+
+    def __repr__(self) -> str:
+        return f"Queue({self.name!r}, prefix={self.prefix!r})"
+
+    def _pipeline(self) -> Any:
+        # No MULTI: a cluster client cannot wrap commands in a transaction, and
+        # reads here only need one round trip, not isolation.
+        return self._redis.pipeline(transaction=False)
+
+    # -- adding ------------------------------------------------------------
+
+    def add(
+        self, name: str, data: Any = None, opts: JobOptions | Mapping[str, Any] | None = None
+    ) -> str:
+        """Add one job; returns its id (the existing one for a duplicate id or
+        a held deduplication id). Raises InvalidJobOptions, ParentJobNotExist."""
+        call = admin.add_job(self.keys, prepare_job(name, data, opts))
+        result = scripts.run(self.connection, call)
+        raise_for_code(result, "addJob")
+        return _text(result)
+
+    def add_bulk(self, jobs: Sequence[AddSpec], *, batch: int = 1000) -> list[str]:
+        """Add many jobs, one pipelined round trip per ``batch`` of them."""
+        prepared = [prepare_job(name, data, opts, now_ms=now_ms()) for name, data, opts in jobs]
+        if not prepared:
+            return []
+        scripts.ensure_loaded(self.connection, ("addJob",))
+        ids: list[str] = []
+        for offset in range(0, len(prepared), batch):
+            pipe = self._pipeline()
+            for job in prepared[offset : offset + batch]:
+                scripts.queue_in_pipeline(pipe, admin.add_job(self.keys, job))
+            for result in pipe.execute():
+                raise_for_code(result, "addJob")
+                ids.append(_text(result))
+        return ids
+
+    # -- reading -----------------------------------------------------------
+
+    def get_job(self, job_id: str) -> Job | None:
+        validate_job_id(job_id)
+        raw = self._redis.hgetall(self.keys.job(job_id))
+        return Job.from_hash(job_id, raw) if raw else None
+
+    def get_state(self, job_id: str) -> str | None:
+        """The state holding the job ("unknown" when in none), None if it is gone."""
+        validate_job_id(job_id)
+        pipe = self._pipeline()
+        pipe.exists(self.keys.job(job_id))
+        for state in ALL_STATES:
+            if state in LIST_STATES:
+                pipe.lpos(self.keys.state(state), job_id)
+            else:
+                pipe.zscore(self.keys.state(state), job_id)
+        exists, *found = pipe.execute()
+        for state, hit in zip(ALL_STATES, found, strict=True):
+            if hit is not None:
+                return state
+        return "unknown" if exists else None
+
+    def get_counts(self, *states: str) -> dict[str, int]:
+        """Jobs per state in one round trip; "wait" counts the wait and paused
+        lists together (a 5.x paused queue keeps its ready jobs in paused)."""
+        wanted = states or ALL_STATES
+        pipe = self._pipeline()
+        for state in wanted:
+            key = self.keys.state(state)  # raises InvalidName for unknown states
+            if state in LIST_STATES:
+                pipe.llen(key)
+            else:
+                pipe.zcard(key)
+            if state == "wait":
+                pipe.llen(self.keys.paused)
+        results = iter(pipe.execute())
+        return {
+            state: next(results) + (next(results) if state == "wait" else 0) for state in wanted
+        }
+
+    def get_jobs(self, state: str, start: int = 0, stop: int = -1) -> list[Job]:
+        """Jobs of a state, newest first; ``start``/``stop`` as in LRANGE."""
+        key = self.keys.state(state)
+        if state == "wait":
+            ids = self._ready_ids(start, stop)
+        elif state in LIST_STATES:
+            ids = self._redis.lrange(key, start, stop)
+        else:
+            ids = self._redis.zrevrange(key, start, stop)
+        texts = (_text(job_id) for job_id in ids)
+        return self._load_jobs(
+            [job_id for job_id in texts if not job_id.startswith(_LEGACY_MARKER)]
+        )
+
+    def _ready_ids(self, start: int, stop: int) -> list[bytes | str]:
+        # "wait" shows the wait list followed by the paused list, as one list.
+        pipe = self._pipeline()
+        pipe.llen(self.keys.wait)
+        pipe.llen(self.keys.paused)
+        windows = _list_windows(pipe.execute(), start, stop)
+        pipe = self._pipeline()
+        for key, window in zip((self.keys.wait, self.keys.paused), windows, strict=True):
+            if window is not None:
+                pipe.lrange(key, *window)
+        return [job_id for chunk in pipe.execute() for job_id in chunk]
+
+    def _load_jobs(self, ids: Sequence[str]) -> list[Job]:
+        if not ids:
+            return []
+        pipe = self._pipeline()
+        for job_id in ids:
+            pipe.hgetall(self.keys.base + job_id)
+        # A job removed between the two round trips is left out, not shown empty.
+        return [
+            Job.from_hash(job_id, raw)
+            for job_id, raw in zip(ids, pipe.execute(), strict=True)
+            if raw
+        ]
+
+    def is_paused(self) -> bool:
+        return bool(self._redis.hexists(self.keys.meta, "paused"))
+
+    def get_logs(self, job_id: str, start: int = 0, stop: int = -1) -> tuple[list[str], int]:
+        """A window of the job's log lines and how many lines it has."""
+        validate_job_id(job_id)
+        pipe = self._pipeline()
+        pipe.lrange(self.keys.logs(job_id), start, stop)
+        pipe.llen(self.keys.logs(job_id))
+        lines, total = pipe.execute()
+        return [codec.text(line) or "" for line in lines], int(total)
