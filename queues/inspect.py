@@ -1,0 +1,686 @@
+"""The read model: what the dashboard, the JSON API and any CLI show.
+
+Every function here costs O(page), never O(queue): counts come from LLEN /
+ZCARD, lists from range commands, job fields from pipelined HMGET, and each
+call makes a constant number of round trips whatever the queue holds. Nothing
+here moves a job, and nothing raises on malformed data written by another
+runtime: fields are decoded through ``queues.codec`` and ``Job.from_hash``.
+
+Each result type has ``as_json()`` so the HTML page and the JSON API render
+exactly the same data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from redis import Redis
+
+from queues import codec
+from queues.events import Event
+from queues.job import Job
+from queues.keys import InvalidName, QueueKeys, validate_job_id, validate_prefix
+
+# The tabs of a queue, in the order a job usually travels through them.
+# "wait" shows the wait and paused lists together (5.x moves ready jobs to
+# "paused" while the queue is paused; 6.x leaves them in "wait").
+STATES: tuple[str, ...] = (
+    "wait",
+    "prioritized",
+    "delayed",
+    "active",
+    "waiting-children",
+    "completed",
+    "failed",
+)
+DATA_DISPLAY_LIMIT = 64 * 1024
+DISCOVERY_TTL_S = 10.0
+METRICS_POINTS = 30
+MAX_PAGE_SIZE = 500
+# Fields a job-list row needs; data (possibly megabytes) is never fetched for a list.
+_ROW_FIELDS = (
+    "name",
+    "timestamp",
+    "processedOn",
+    "finishedOn",
+    "atm",
+    "attemptsMade",
+    "ats",
+    "opts",
+    "progress",
+    "failedReason",
+    "delay",
+    "priority",
+)
+_LIST_KEY_STATES = ("wait", "paused", "active")
+_ZSET_STATES = ("prioritized", "delayed", "completed", "failed", "waiting-children")
+_DELAYED_SEQ_BITS = 4096
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class QueueRef:
+    """A queue as the dashboard names it: ``<prefix>:<name>``."""
+
+    prefix: str
+    name: str
+
+    def __post_init__(self) -> None:
+        # QueueKeys validates both parts: a bad name never becomes a key.
+        QueueKeys(self.name, self.prefix)
+
+    @property
+    def keys(self) -> QueueKeys:
+        return QueueKeys(self.name, self.prefix)
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.prefix}:{self.name}"
+
+    @classmethod
+    def parse(cls, qualified: str, default_prefix: str = "bull") -> QueueRef:
+        """``"queue"`` or ``"prefix:queue"`` (the prefix may itself contain ':')."""
+        prefix, sep, name = qualified.rpartition(":")
+        return cls(prefix if sep else default_prefix, name)
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
+
+
+def scan_queues(client: Redis, prefixes: Iterable[str]) -> list[QueueRef]:
+    """Queues under ``prefixes`` found by their ``meta`` or ``id`` key (SCAN, no KEYS)."""
+    found: set[QueueRef] = set()
+    for prefix in prefixes:
+        validate_prefix(prefix)
+        head = prefix + ":"
+        # One pass for both suffixes; the glob also lets a few other keys through
+        # (metrics:...), which the suffix check below drops.
+        pattern = _glob_escape(head) + "*:[mi][ed]*"
+        for raw in client.scan_iter(match=pattern, count=10_000):
+            key = codec.text(raw) or ""
+            for suffix in (":meta", ":id"):
+                if key.startswith(head) and key.endswith(suffix):
+                    name = key[len(head) : -len(suffix)]
+                    # A job key or a name we could never address safely is skipped.
+                    with contextlib.suppress(InvalidName):
+                        found.add(QueueRef(prefix, name))
+    return sorted(found)
+
+
+@dataclass
+class _DiscoveryCache:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    entries: dict[tuple[int, tuple[str, ...]], tuple[float, list[QueueRef]]] = field(
+        default_factory=dict
+    )
+    refreshing: set[tuple[int, tuple[str, ...]]] = field(default_factory=set)
+
+
+_discovery = _DiscoveryCache()
+
+
+def clear_discovery_cache() -> None:
+    with _discovery.lock:
+        _discovery.entries.clear()
+
+
+def _refresh(client: Redis, cache_key: tuple[int, tuple[str, ...]]) -> list[QueueRef]:
+    try:
+        queues = scan_queues(client, cache_key[1])
+        with _discovery.lock:
+            _discovery.entries[cache_key] = (time.monotonic(), queues)
+        return queues
+    finally:
+        with _discovery.lock:
+            _discovery.refreshing.discard(cache_key)
+
+
+def discover_queues(
+    client: Redis, prefixes: Sequence[str], configured: Iterable[QueueRef] = ()
+) -> list[QueueRef]:
+    """Configured queues plus those found under ``prefixes``, sorted.
+
+    The scan walks the whole keyspace, so its result is cached for
+    ``DISCOVERY_TTL_S``; a stale result is served while one background thread
+    rescans, so no page request ever waits for a scan after the first.
+    """
+    cache_key = (id(client), tuple(prefixes))
+    with _discovery.lock:
+        entry = _discovery.entries.get(cache_key)
+        stale = entry is None or time.monotonic() - entry[0] > DISCOVERY_TTL_S
+        start_background = entry is not None and stale and cache_key not in _discovery.refreshing
+        if start_background:
+            _discovery.refreshing.add(cache_key)
+    if entry is None:
+        scanned = _refresh(client, cache_key)
+    else:
+        scanned = entry[1]
+        if start_background:
+            threading.Thread(target=_refresh, args=(client, cache_key), daemon=True).start()
+    return sorted(set(scanned) | set(configured))
+
+
+def queue_exists(client: Redis, ref: QueueRef) -> bool:
+    """True when the queue has left any trace (meta or id key)."""
+    keys = ref.keys
+    return bool(client.exists(keys.meta, keys.id))
+
+
+# --------------------------------------------------------------------------- counts
+
+
+@dataclass(slots=True)
+class QueueSummary:
+    ref: QueueRef
+    counts: dict[str, int]
+    paused: bool
+    completed_per_minute: list[int] = field(default_factory=list)
+    failed_per_minute: list[int] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.ref.qualified,
+            "prefix": self.ref.prefix,
+            "name": self.ref.name,
+            "counts": dict(self.counts),
+            "paused": self.paused,
+            "metrics": {
+                "completed_per_minute": self.completed_per_minute,
+                "failed_per_minute": self.failed_per_minute,
+            },
+        }
+
+
+def _queue_count_commands(pipe: Any, keys: QueueKeys) -> None:
+    pipe.llen(keys.wait)
+    pipe.llen(keys.paused)
+    pipe.zcard(keys.prioritized)
+    pipe.zcard(keys.delayed)
+    pipe.llen(keys.active)
+    pipe.zcard(keys.waiting_children)
+    pipe.zcard(keys.completed)
+    pipe.zcard(keys.failed)
+    pipe.hexists(keys.meta, "paused")
+
+
+_COUNT_REPLIES = 9
+
+
+def _counts_from(replies: Sequence[Any]) -> tuple[dict[str, int], bool]:
+    wait, paused_list, prioritized, delayed, active, children, completed, failed, paused = replies
+    counts = {
+        "wait": int(wait) + int(paused_list),
+        "prioritized": int(prioritized),
+        "delayed": int(delayed),
+        "active": int(active),
+        "waiting-children": int(children),
+        "completed": int(completed),
+        "failed": int(failed),
+    }
+    return counts, bool(paused)
+
+
+def _per_minute(raw: Sequence[Any]) -> list[int]:
+    # Stored newest first; sparklines draw oldest first.
+    return [codec.integer(v, 0) or 0 for v in reversed(raw)]
+
+
+def queue_summaries(
+    client: Redis, refs: Sequence[QueueRef], *, metrics_points: int = METRICS_POINTS
+) -> list[QueueSummary]:
+    """Counts, paused flag and per-minute metrics of many queues: one round trip."""
+    pipe = client.pipeline(transaction=False)
+    for ref in refs:
+        keys = ref.keys
+        _queue_count_commands(pipe, keys)
+        if metrics_points:
+            pipe.lrange(keys.metrics_data("completed"), 0, metrics_points - 1)
+            pipe.lrange(keys.metrics_data("failed"), 0, metrics_points - 1)
+    replies = pipe.execute()
+    per_queue = _COUNT_REPLIES + (2 if metrics_points else 0)
+    summaries = []
+    for index, ref in enumerate(refs):
+        chunk = replies[index * per_queue : (index + 1) * per_queue]
+        counts, paused = _counts_from(chunk[:_COUNT_REPLIES])
+        summary = QueueSummary(ref, counts, paused)
+        if metrics_points:
+            summary.completed_per_minute = _per_minute(chunk[_COUNT_REPLIES])
+            summary.failed_per_minute = _per_minute(chunk[_COUNT_REPLIES + 1])
+        summaries.append(summary)
+    return summaries
+
+
+# --------------------------------------------------------------------------- job lists
+
+
+@dataclass(slots=True)
+class JobRow:
+    """What one line of a job list shows."""
+
+    job: Job
+    state: str
+    missing: bool = False  # listed in the state but its hash is gone
+    score: int | None = None
+
+    @property
+    def due_ms(self) -> int | None:
+        """For delayed jobs: when the job becomes ready (from the zset score)."""
+        if self.state != "delayed" or self.score is None:
+            return None
+        return self.score // _DELAYED_SEQ_BITS
+
+    @property
+    def reason_line(self) -> str:
+        reason = self.job.failed_reason or ""
+        return reason.strip().splitlines()[0][:300] if reason.strip() else ""
+
+    @property
+    def progress_percent(self) -> int | None:
+        value = self.job.progress
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return max(0, min(100, int(value)))
+
+    def as_json(self) -> dict[str, Any]:
+        job = self.job
+        return {
+            "id": job.id,
+            "state": self.state,
+            "missing": self.missing,
+            "name": job.name,
+            "timestamp": job.timestamp,
+            "processed_on": job.processed_on,
+            "finished_on": job.finished_on,
+            "attempts_made": job.attempts_made,
+            "attempts": job.attempts,
+            "progress": job.progress,
+            "failed_reason": self.reason_line or None,
+            "priority": job.priority,
+            "delay": job.delay,
+            "due": self.due_ms,
+        }
+
+
+@dataclass(slots=True)
+class JobPage:
+    ref: QueueRef
+    state: str
+    start: int
+    size: int
+    total: int
+    rows: list[JobRow]
+
+    @property
+    def end(self) -> int:
+        """One-based index of the last row shown (0 when empty)."""
+        return self.start + len(self.rows)
+
+    @property
+    def has_next(self) -> bool:
+        return self.end < self.total
+
+    @property
+    def has_previous(self) -> bool:
+        return self.start > 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.ref.qualified,
+            "state": self.state,
+            "start": self.start,
+            "end": self.end,
+            "total": self.total,
+            "jobs": [row.as_json() for row in self.rows],
+        }
+
+
+def _row_hash(values: Sequence[Any]) -> dict[str, Any]:
+    pairs = zip(_ROW_FIELDS, values, strict=True)
+    return {name: value for name, value in pairs if value is not None}
+
+
+def _fetch_rows(
+    client: Redis, keys: QueueKeys, state: str, members: Sequence[tuple[str, int | None]]
+) -> list[JobRow]:
+    pipe = client.pipeline(transaction=False)
+    for job_id, _ in members:
+        pipe.hmget(keys.job(job_id), list(_ROW_FIELDS))
+    replies = pipe.execute() if members else []
+    rows = []
+    for (job_id, score), values in zip(members, replies, strict=True):
+        raw = _row_hash(values)
+        rows.append(JobRow(Job.from_hash(job_id, raw), state, missing=not raw, score=score))
+    return rows
+
+
+def _member_id(raw: Any) -> str | None:
+    job_id = codec.text(raw) or ""
+    try:
+        return validate_job_id(job_id)
+    except InvalidName:
+        return None  # legacy "0:" markers and garbage members are not jobs
+
+
+def job_page(
+    client: Redis, ref: QueueRef, state: str, *, start: int = 0, size: int = 50
+) -> JobPage:
+    """One page of a state, newest first, with the total: two round trips."""
+    if state not in STATES:
+        raise InvalidName(f"unknown state {state!r}")
+    start = max(0, start)
+    size = max(1, min(size, MAX_PAGE_SIZE))
+    keys = ref.keys
+    stop = start + size - 1
+    pipe = client.pipeline(transaction=False)
+    members: list[tuple[str, int | None]] = []
+    if state == "wait":
+        pipe.llen(keys.wait)
+        pipe.llen(keys.paused)
+        pipe.lrange(keys.wait, start, stop)
+        wait_len, paused_len, wait_ids = pipe.execute()
+        total = int(wait_len) + int(paused_len)
+        ids = list(wait_ids)
+        if len(ids) < size and paused_len:
+            # The page runs past the end of wait into the paused list.
+            offset = max(0, start - int(wait_len))
+            ids += cast(list[Any], client.lrange(keys.paused, offset, offset + size - len(ids) - 1))
+        members = [(i, None) for i in map(_member_id, ids) if i is not None]
+    elif state == "active":
+        pipe.llen(keys.active)
+        pipe.lrange(keys.active, start, stop)
+        total, ids = pipe.execute()
+        members = [(i, None) for i in map(_member_id, ids) if i is not None]
+    else:
+        key = keys.state(state)
+        pipe.zcard(key)
+        pipe.zrevrange(key, start, stop, withscores=True)
+        total, scored = pipe.execute()
+        for raw, score in scored:
+            job_id = _member_id(raw)
+            if job_id is not None:
+                members.append((job_id, int(score)))
+    rows = _fetch_rows(client, keys, state, members)
+    return JobPage(ref, state, start, size, int(total), rows)
+
+
+# --------------------------------------------------------------------------- job detail
+
+
+@dataclass(slots=True)
+class JobDetail:
+    ref: QueueRef
+    job: Job
+    state: str | None  # None: the hash exists but no state holds the id
+    lock_token: str | None
+    lock_ttl_ms: int | None
+    logs: list[str]
+    logs_start: int
+    logs_total: int
+    data_display: str
+    data_truncated: bool
+    data_size: int
+    children_pending: list[str]
+    children_pending_total: int
+    children_processed: dict[str, str]
+    children_processed_total: int
+
+    @property
+    def parent_ref(self) -> tuple[QueueRef, str] | None:
+        """The parent's queue and id, from ``parent`` JSON or ``parentKey``."""
+        parent = self.job.parent or {}
+        queue_key, job_id = parent.get("queueKey"), parent.get("id")
+        if not (isinstance(queue_key, str) and isinstance(job_id, str)):
+            queue_key, _, job_id = (self.job.parent_key or "").rpartition(":")
+        if not queue_key or not job_id:
+            return None
+        try:
+            return QueueRef.parse(queue_key), validate_job_id(job_id)
+        except (InvalidName, ValueError):
+            return None
+
+    @property
+    def opts_display(self) -> str:
+        if self.job.opts:
+            return json.dumps(self.job.opts, indent=2, ensure_ascii=False, sort_keys=True)
+        return self.job.opts_text or ""
+
+    @property
+    def stacktraces(self) -> list[str]:
+        """Stack traces of every failed attempt, latest first."""
+        return list(reversed(self.job.stacktrace))
+
+    def as_json(self) -> dict[str, Any]:
+        job = self.job
+        parent = self.parent_ref
+        data: Any = job.data if not self.data_truncated and job.data is not None else None
+        return {
+            "queue": self.ref.qualified,
+            "id": job.id,
+            "state": self.state,
+            "name": job.name,
+            "data": data,
+            "data_text": None if data is not None else self.data_display,
+            "data_truncated": self.data_truncated,
+            "data_size": self.data_size,
+            "opts": job.opts if job.opts else None,
+            "opts_text": None if job.opts else job.opts_text,
+            "timestamp": job.timestamp,
+            "delay": job.delay,
+            "priority": job.priority,
+            "processed_on": job.processed_on,
+            "finished_on": job.finished_on,
+            "attempts_made": job.attempts_made,
+            "attempts_started": job.attempts_started,
+            "attempts": job.attempts,
+            "stalled_counter": job.stalled_counter,
+            "processed_by": job.processed_by,
+            "progress": job.progress,
+            "returnvalue": job.returnvalue,
+            "failed_reason": job.failed_reason,
+            "stacktrace": job.stacktrace,
+            "deferred_failure": job.deferred_failure,
+            "lock": {"token": self.lock_token, "ttl_ms": self.lock_ttl_ms}
+            if self.lock_token is not None
+            else None,
+            "logs": {"start": self.logs_start, "total": self.logs_total, "lines": self.logs},
+            "parent": {"queue": parent[0].qualified, "id": parent[1]} if parent else None,
+            "children": {
+                "pending": self.children_pending,
+                "pending_total": self.children_pending_total,
+                "processed": self.children_processed,
+                "processed_total": self.children_processed_total,
+            },
+            "extra": job.extra,
+        }
+
+
+def _data_display(job: Job, full: bool) -> tuple[str, bool, int]:
+    raw = job.data_text or ""
+    size = len(raw.encode("utf-8", errors="replace"))
+    if not full and len(raw) > DATA_DISPLAY_LIMIT:
+        return raw[:DATA_DISPLAY_LIMIT], True, size
+    if job.data is not None:
+        return json.dumps(job.data, indent=2, ensure_ascii=False), False, size
+    return raw, False, size
+
+
+def _child_label(client_key: str, keys: QueueKeys) -> str:
+    # Children of the same queue show as bare ids, others as their full key.
+    return client_key[len(keys.base) :] if client_key.startswith(keys.base) else client_key
+
+
+def job_detail(
+    client: Redis,
+    ref: QueueRef,
+    job_id: str,
+    *,
+    logs_start: int = 0,
+    logs_size: int = 50,
+    full_data: bool = False,
+    children_limit: int = 50,
+) -> JobDetail | None:
+    """Everything the job page shows, or None when the job's hash is gone."""
+    validate_job_id(job_id)
+    keys = ref.keys
+    logs_start = max(0, logs_start)
+    pipe = client.pipeline(transaction=False)
+    pipe.hgetall(keys.job(job_id))
+    pipe.get(keys.lock(job_id))
+    pipe.pttl(keys.lock(job_id))
+    pipe.llen(keys.logs(job_id))
+    pipe.lrange(keys.logs(job_id), logs_start, logs_start + max(1, logs_size) - 1)
+    for zset_state in _ZSET_STATES:
+        pipe.zscore(keys.state(zset_state), job_id)
+    pipe.lpos(keys.active, job_id)
+    pipe.scard(keys.dependencies(job_id))
+    pipe.sscan(keys.dependencies(job_id), 0, count=children_limit)
+    pipe.hlen(keys.processed(job_id))
+    pipe.hscan(keys.processed(job_id), 0, count=children_limit)
+    replies = pipe.execute()
+    raw, lock, ttl, logs_total, logs = replies[:5]
+    if not raw:
+        return None
+    scores = replies[5 : 5 + len(_ZSET_STATES)]
+    active_pos, pending_total, pending_scan, processed_total, processed_scan = replies[
+        5 + len(_ZSET_STATES) :
+    ]
+    in_zsets = (s for s, score in zip(_ZSET_STATES, scores, strict=True) if score is not None)
+    state: str | None = next(in_zsets, None)
+    if state is None and active_pos is not None:
+        state = "active"
+    if state is None:
+        # Only a job not in any zset nor active can be waiting: LPOS on the
+        # (possibly huge) ready lists runs only then.
+        check = client.pipeline(transaction=False)
+        check.lpos(keys.wait, job_id)
+        check.lpos(keys.paused, job_id)
+        in_wait, in_paused = check.execute()
+        if in_wait is not None or in_paused is not None:
+            state = "wait"
+    job = Job.from_hash(job_id, raw)
+    data_display, truncated, size = _data_display(job, full_data)
+    pending = sorted(_child_label(codec.text(k) or "", keys) for k in pending_scan[1])
+    processed = {
+        _child_label(codec.text(k) or "", keys): codec.text(v) or ""
+        for k, v in processed_scan[1].items()
+    }
+    return JobDetail(
+        ref=ref,
+        job=job,
+        state=state,
+        lock_token=codec.text(lock),
+        lock_ttl_ms=int(ttl) if lock is not None and int(ttl) >= 0 else None,
+        logs=[codec.text(line) or "" for line in logs],
+        logs_start=logs_start,
+        logs_total=int(logs_total),
+        data_display=data_display,
+        data_truncated=truncated,
+        data_size=size,
+        children_pending=pending[:children_limit],
+        children_pending_total=int(pending_total),
+        children_processed=dict(list(processed.items())[:children_limit]),
+        children_processed_total=int(processed_total),
+    )
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass(slots=True)
+class EventPage:
+    ref: QueueRef
+    events: list[Event]
+    next_before: str | None  # pass as ``before`` for the next (older) page
+    newest_id: str | None  # the newest stream id that exists, for live resume
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.ref.qualified,
+            "events": [event_json(e) for e in self.events],
+            "next_before": self.next_before,
+            "newest_id": self.newest_id,
+        }
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    return {
+        "id": event.stream_id,
+        "event": event.event,
+        "job_id": event.job_id,
+        "timestamp": event.timestamp_ms,
+        "fields": event.fields,
+    }
+
+
+def _stream_id_ok(stream_id: str) -> bool:
+    ms, _, seq = stream_id.partition("-")
+    return ms.isdigit() and (seq == "" or seq.isdigit()) and len(stream_id) < 48
+
+
+def events_page(
+    client: Redis,
+    ref: QueueRef,
+    *,
+    before: str | None = None,
+    size: int = 50,
+    event_type: str | None = None,
+    job_id: str | None = None,
+    scan_limit: int = 5_000,
+) -> EventPage:
+    """Events newest first, older than ``before`` (a stream id), optionally filtered.
+
+    Filters are applied while reading batches backwards, at most
+    ``scan_limit`` entries per call, so a rare event type never makes one
+    request walk the whole stream; ``next_before`` continues where it stopped.
+    """
+    keys = ref.keys
+    size = max(1, min(size, MAX_PAGE_SIZE))
+    if before is not None and not _stream_id_ok(before):
+        raise InvalidName(f"invalid stream id {before!r}")
+    filtered = bool(event_type or job_id)
+    batch = size if not filtered else max(size * 4, 200)
+    upper = "(" + before if before else "+"
+    events: list[Event] = []
+    scanned = 0
+    cursor: str | None = None
+    newest_raw = cast(list[Any], client.xrevrange(keys.events, "+", "-", count=1))
+    newest_id = codec.text(newest_raw[0][0]) if newest_raw else None
+    ended = False
+    while len(events) < size and scanned < scan_limit:
+        entries = cast(list[Any], client.xrevrange(keys.events, upper, "-", count=batch))
+        consumed_all = True
+        for index, (stream_id, raw) in enumerate(entries):
+            scanned += 1
+            event = Event.from_entry(stream_id, raw)
+            cursor = event.stream_id
+            if (event_type and event.event != event_type) or (job_id and event.job_id != job_id):
+                continue
+            events.append(event)
+            if len(events) == size:
+                consumed_all = index == len(entries) - 1
+                break
+        if len(entries) < batch and consumed_all:
+            ended = True
+            break
+        upper = "(" + (cursor or "0")
+    next_before = None if ended else cursor
+    return EventPage(ref, events, next_before, newest_id)
+
+
+def job_events(client: Redis, ref: QueueRef, job_id: str, *, size: int = 50) -> list[Event]:
+    """This job's most recent events (from the latest few thousand), newest first."""
+    validate_job_id(job_id)
+    return events_page(client, ref, size=size, job_id=job_id, scan_limit=5_000).events

@@ -1,0 +1,121 @@
+"""Fast test and bench data written straight into Redis, bypassing the runtime.
+
+The dashboard must show whatever another writer left, so tests seed job
+hashes and state structures directly (including malformed ones). Bulk seeding
+runs a loop inside Redis so a million failed jobs take seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from redis import Redis
+
+from queues.keys import QueueKeys
+
+_DELAYED_SEQ = 4096
+
+# Creates ARGV[2] failed jobs with ids ARGV[3].. under key prefix ARGV[1];
+# KEYS[1] = the failed zset. Test data only, not a protocol script.
+_BULK_FAILED = """
+local base, count, first, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+for i = first, first + count - 1 do
+  local id = tostring(i)
+  redis.call('HSET', base .. id, 'name', 'bulk', 'data', '{"n":' .. id .. '}',
+    'opts', '{"attempts":3}', 'timestamp', now - 1000, 'processedOn', now - 500,
+    'finishedOn', now + i, 'atm', 3, 'ats', 3, 'failedReason', 'boom ' .. id,
+    'stacktrace', '["Error: boom"]')
+  redis.call('ZADD', KEYS[1], now + i, id)
+end
+return count
+"""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def seed_job(
+    client: Redis,
+    keys: QueueKeys,
+    job_id: str,
+    *,
+    state: str = "wait",
+    name: str = "task",
+    data: Any = None,
+    opts: Mapping[str, Any] | None = None,
+    fields: Mapping[str, str | bytes | int] | None = None,
+    raw: bool = False,
+    score: int | None = None,
+) -> str:
+    """One job hash plus its membership in ``state``; ``raw`` writes only ``fields``."""
+    ts = now_ms()
+    mapping: dict[str, str | bytes | int] = {}
+    if not raw:
+        mapping = {
+            "name": name,
+            "data": json.dumps(data if data is not None else {}),
+            "opts": json.dumps(dict(opts or {"attempts": 1})),
+            "timestamp": ts,
+            "delay": 0,
+            "priority": 0,
+        }
+        if state in ("active", "completed", "failed"):
+            mapping["processedOn"] = ts
+            mapping["ats"] = 1
+        if state in ("completed", "failed"):
+            mapping["finishedOn"] = ts
+            mapping["atm"] = 1
+        if state == "failed":
+            mapping["failedReason"] = "boom"
+            mapping["stacktrace"] = json.dumps(["Error: boom\n    at work (job.js:1:1)"])
+        if state == "completed":
+            mapping["returnvalue"] = json.dumps({"ok": True})
+    mapping.update(fields or {})
+    pipe = client.pipeline(transaction=False)
+    if mapping:
+        pipe.hset(keys.job(job_id), mapping=mapping)
+    if state in ("wait", "paused", "active"):
+        pipe.lpush(keys.state(state), job_id)
+    elif state == "delayed":
+        due = (ts + 60_000) * _DELAYED_SEQ
+        pipe.zadd(keys.delayed, {job_id: score if score is not None else due})
+    elif state != "none":
+        pipe.zadd(keys.state(state), {job_id: score if score is not None else ts})
+    pipe.incr(keys.id)
+    pipe.execute()
+    return job_id
+
+
+def seed_jobs(client: Redis, keys: QueueKeys, state: str, count: int, *, first: int = 1) -> None:
+    for n in range(first, first + count):
+        seed_job(client, keys, str(n), state=state, data={"n": n})
+
+
+def seed_failed_bulk(
+    client: Redis, keys: QueueKeys, count: int, *, first: int = 1, batch: int = 20_000
+) -> None:
+    """``count`` failed jobs with integer ids, written inside Redis in batches."""
+    script = client.register_script(_BULK_FAILED)
+    now = now_ms()
+    done = 0
+    while done < count:
+        n = min(batch, count - done)
+        script(keys=[keys.failed], args=[keys.base, n, first + done, now])
+        done += n
+    client.set(keys.id, first + count)
+    client.hset(keys.meta, "opts.maxLenEvents", 10_000)
+
+
+def seed_events(
+    client: Redis, keys: QueueKeys, events: list[tuple[str, Mapping[str, str]]]
+) -> list[str]:
+    """XADD each (event, fields) in order; returns the stream ids."""
+    ids = []
+    for name, fields in events:
+        entry = {"event": name, **fields}
+        ids.append(client.xadd(keys.events, entry).decode())  # type: ignore[union-attr]
+    return ids

@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from redis import Redis
+
+from queues import inspect
+from queues.inspect import QueueRef
+from queues.keys import InvalidName
+from tests.dashboard_seed import seed_events, seed_failed_bulk, seed_job, seed_jobs
+
+REF = QueueRef("bull", "emails")
+KEYS = REF.keys
+
+
+@pytest.fixture(autouse=True)
+def _fresh_discovery() -> None:
+    inspect.clear_discovery_cache()
+
+
+def test_discovery_finds_queues_by_meta_or_id_and_skips_other_prefixes(redis_client: Redis) -> None:
+    redis_client.hset("bull:emails:meta", "opts.maxLenEvents", 10)
+    redis_client.set("bull:reports:id", 3)
+    redis_client.set("other:hidden:id", 1)
+    redis_client.hset("bull:reports:metrics:failed", "count", 1)  # matches the glob, not a queue
+    found = inspect.discover_queues(redis_client, ["bull"], [QueueRef("bull", "configured")])
+    assert [r.qualified for r in found] == ["bull:configured", "bull:emails", "bull:reports"]
+
+
+def test_discovery_is_cached_then_refreshed(redis_client: Redis) -> None:
+    redis_client.set("bull:a:id", 1)
+    assert [r.name for r in inspect.discover_queues(redis_client, ["bull"])] == ["a"]
+    redis_client.set("bull:b:id", 1)
+    # Within the TTL the cached answer stands; no keyspace walk per request.
+    assert [r.name for r in inspect.discover_queues(redis_client, ["bull"])] == ["a"]
+    inspect.clear_discovery_cache()
+    assert [r.name for r in inspect.discover_queues(redis_client, ["bull"])] == ["a", "b"]
+
+
+def test_summaries_of_many_queues_take_one_round_trip(redis_client: Redis) -> None:
+    seed_jobs(redis_client, KEYS, "wait", 3)
+    seed_job(redis_client, KEYS, "p1", state="paused")
+    seed_job(redis_client, KEYS, "d1", state="delayed")
+    seed_job(redis_client, KEYS, "f1", state="failed")
+    seed_job(redis_client, KEYS, "c1", state="completed")
+    seed_job(redis_client, KEYS, "a1", state="active")
+    seed_job(redis_client, KEYS, "r1", state="prioritized")
+    seed_job(redis_client, KEYS, "w1", state="waiting-children")
+    redis_client.hset(KEYS.meta, "paused", 1)
+    redis_client.lpush(KEYS.metrics_data("completed"), 5, 7)  # newest first: 7 then 5
+    other = QueueRef("bull", "other")
+    refs = [REF, other]
+    calls = []
+    original = redis_client.pipeline
+
+    def counting_pipeline(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    redis_client.pipeline = counting_pipeline  # type: ignore[method-assign]
+    emails, empty = inspect.queue_summaries(redis_client, refs)
+    assert len(calls) == 1
+    assert emails.counts == {
+        "wait": 4,
+        "prioritized": 1,
+        "delayed": 1,
+        "active": 1,
+        "waiting-children": 1,
+        "completed": 1,
+        "failed": 1,
+    }
+    assert emails.paused is True
+    assert emails.completed_per_minute == [5, 7]
+    assert empty.total == 0
+    assert empty.paused is False
+
+
+def test_failed_page_is_newest_first_with_total_and_reason_line(redis_client: Redis) -> None:
+    for n in range(1, 8):
+        seed_job(
+            redis_client,
+            KEYS,
+            str(n),
+            state="failed",
+            score=1000 + n,
+            fields={"failedReason": f"Error {n}\nsecond line"},
+        )
+    page = inspect.job_page(redis_client, REF, "failed", start=2, size=3)
+    assert page.total == 7
+    assert [row.job.id for row in page.rows] == ["5", "4", "3"]
+    assert page.rows[0].reason_line == "Error 5"
+    assert (page.start, page.end, page.has_next, page.has_previous) == (2, 5, True, True)
+    assert page.as_json()["jobs"][0]["failed_reason"] == "Error 5"
+
+
+def test_wait_page_spans_wait_then_paused_lists(redis_client: Redis) -> None:
+    seed_jobs(redis_client, KEYS, "wait", 2)  # wait = [2, 1]
+    seed_job(redis_client, KEYS, "p1", state="paused")
+    page = inspect.job_page(redis_client, REF, "wait", start=1, size=5)
+    assert page.total == 3
+    assert [row.job.id for row in page.rows] == ["1", "p1"]
+
+
+def test_rows_never_fetch_data_and_survive_a_missing_hash(redis_client: Redis) -> None:
+    seed_job(redis_client, KEYS, "big", state="failed", data={"x": "y" * 100_000})
+    redis_client.zadd(KEYS.failed, {"ghost": 1})
+    page = inspect.job_page(redis_client, REF, "failed")
+    rows = {row.job.id: row for row in page.rows}
+    assert rows["big"].job.data_text is None
+    assert rows["ghost"].missing is True
+
+
+def test_delayed_rows_carry_due_time_from_the_score(redis_client: Redis) -> None:
+    seed_job(redis_client, KEYS, "d", state="delayed", score=1_700_000_000_000 * 4096 + 3)
+    (row,) = inspect.job_page(redis_client, REF, "delayed").rows
+    assert row.due_ms == 1_700_000_000_000
+
+
+def test_unknown_state_is_refused(redis_client: Redis) -> None:
+    with pytest.raises(InvalidName):
+        inspect.job_page(redis_client, REF, "nonsense")
+
+
+def test_job_detail_reads_state_lock_logs_and_truncates_big_data(redis_client: Redis) -> None:
+    seed_job(redis_client, KEYS, "7", state="active", data={"blob": "z" * 70_000})
+    redis_client.set(KEYS.lock("7"), "token-1", px=30_000)
+    redis_client.rpush(KEYS.logs("7"), *[f"line {n}" for n in range(120)])
+    detail = inspect.job_detail(redis_client, REF, "7", logs_start=100, logs_size=50)
+    assert detail is not None
+    assert detail.state == "active"
+    assert detail.lock_token == "token-1"
+    assert detail.lock_ttl_ms is not None
+    assert 0 < detail.lock_ttl_ms <= 30_000
+    assert detail.logs_total == 120
+    assert detail.logs == [f"line {n}" for n in range(100, 120)]
+    assert detail.data_truncated is True
+    assert len(detail.data_display) == inspect.DATA_DISPLAY_LIMIT
+    full = inspect.job_detail(redis_client, REF, "7", full_data=True)
+    assert full is not None
+    assert not full.data_truncated
+    assert json.loads(full.data_display) == {"blob": "z" * 70_000}
+
+
+@pytest.mark.parametrize("state", ["wait", "paused", "delayed", "completed", "failed"])
+def test_job_detail_finds_the_state(redis_client: Redis, state: str) -> None:
+    seed_job(redis_client, KEYS, "j", state=state)
+    detail = inspect.job_detail(redis_client, REF, "j")
+    assert detail is not None
+    assert detail.state == ("wait" if state == "paused" else state)
+
+
+def test_job_detail_of_a_missing_job_is_none_and_parent_children_resolve(
+    redis_client: Redis,
+) -> None:
+    assert inspect.job_detail(redis_client, REF, "nope") is None
+    seed_job(
+        redis_client,
+        KEYS,
+        "child",
+        fields={"parentKey": "bull:parents:9", "parent": '{"id":"9","queueKey":"bull:parents"}'},
+    )
+    seed_job(redis_client, KEYS, "parent", state="waiting-children")
+    redis_client.sadd(KEYS.dependencies("parent"), KEYS.job("child"))
+    redis_client.hset(KEYS.processed("parent"), KEYS.job("done"), '"ok"')
+    child = inspect.job_detail(redis_client, REF, "child")
+    parent = inspect.job_detail(redis_client, REF, "parent")
+    assert child is not None
+    assert parent is not None
+    assert child.parent_ref == (QueueRef("bull", "parents"), "9")
+    assert parent.children_pending == ["child"]
+    assert parent.children_processed == {"done": '"ok"'}
+    assert parent.as_json()["children"]["pending_total"] == 1
+
+
+def test_events_page_newest_first_paginates_and_filters(redis_client: Redis) -> None:
+    ids = seed_events(
+        redis_client,
+        KEYS,
+        [("added", {"jobId": str(n % 3), "name": "x"}) for n in range(10)]
+        + [("failed", {"jobId": "1", "failedReason": "boom"})],
+    )
+    first = inspect.events_page(redis_client, REF, size=4)
+    assert [e.stream_id for e in first.events] == ids[::-1][:4]
+    assert first.newest_id == ids[-1]
+    second = inspect.events_page(redis_client, REF, size=4, before=first.next_before)
+    assert [e.stream_id for e in second.events] == ids[::-1][4:8]
+    only_failed = inspect.events_page(redis_client, REF, event_type="failed")
+    assert [e.event for e in only_failed.events] == ["failed"]
+    assert only_failed.next_before is None
+    job1 = inspect.job_events(redis_client, REF, "1")
+    assert [e.job_id for e in job1] == ["1"] * 4  # n = 1, 4, 7 and the failure
+    with pytest.raises(InvalidName):
+        inspect.events_page(redis_client, REF, before="not-an-id")
+
+
+def test_page_cost_does_not_depend_on_queue_size(redis_client: Redis) -> None:
+    seed_failed_bulk(redis_client, KEYS, 30_000)
+    page = inspect.job_page(redis_client, REF, "failed", start=0, size=50)
+    assert page.total == 30_000
+    assert [row.job.id for row in page.rows[:2]] == ["30000", "29999"]
+    assert inspect.job_detail(redis_client, REF, "1") is not None
