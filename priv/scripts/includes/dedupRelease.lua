@@ -1,0 +1,13 @@
+-- A finished job stops deduplicating new adds. Only a key that still names
+-- this job is deleted (a newer job may own the id by now), and a key with its
+-- own ttl ("throttle" mode, as in BullMQ) is left to expire on its own.
+local function release_dedup_key(queue_base, job_key, job_id)
+  local dedup_id = redis.call("HGET", job_key, "deid")
+  if not dedup_id then
+    return
+  end
+  local dedup_key = queue_base .. "de:" .. dedup_id
+  if redis.call("PTTL", dedup_key) == -1 and redis.call("GET", dedup_key) == job_id then
+    redis.call("DEL", dedup_key)
+  end
+end

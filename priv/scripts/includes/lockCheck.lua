@@ -1,0 +1,26 @@
+-- A worker may only move a job it holds the lock of. Token "0" is the
+-- convention for "processed without a lock": no check, nothing to release.
+-- Checking is kept apart from releasing so a script can refuse (-2 / -6 / -3)
+-- before it changes anything.
+local function lock_status(job_key, token)
+  if token == "0" then
+    return 0
+  end
+  local holder = redis.call("GET", job_key .. ":lock")
+  if not holder then
+    return -2
+  end
+  if holder ~= token then
+    return -6
+  end
+  return 0
+end
+
+-- The job leaves `active`: drop its lock and its mark from the last stalled
+-- check (a job no longer active cannot stall).
+local function release_lock(job_key, stalled_key, job_id, token)
+  if token ~= "0" then
+    redis.call("DEL", job_key .. ":lock")
+  end
+  redis.call("SREM", stalled_key, job_id)
+end

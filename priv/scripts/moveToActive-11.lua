@@ -1,0 +1,40 @@
+--[[ moveToActive: a worker takes the next job and locks it.
+
+  KEYS[1]  wait          (list)
+  KEYS[2]  active        (list)
+  KEYS[3]  prioritized   (zset)
+  KEYS[4]  events        (stream)
+  KEYS[5]  stalled       (set; part of the fixed arity, not touched here)
+  KEYS[6]  limiter       (string)
+  KEYS[7]  delayed       (zset)
+  KEYS[8]  paused        (list)
+  KEYS[9]  meta          (hash)
+  KEYS[10] pc            (priority counter)
+  KEYS[11] marker        (zset)
+
+  ARGV[1]  key prefix "<prefix>:<queue>:" (per-job keys are derived from it)
+  ARGV[2]  now (ms)
+  ARGV[3]  msgpack {token, lockDuration, name?, limiter? {max, duration}}
+           token "0" = take the job without a lock
+
+  Returns {fields, id, rate_limit_ms, next_delayed_due_ms}:
+    {HGETALL of the job, job id, 0, 0}   the job, now active and locked
+    {0, 0, ttl, 0}                       rate limited: ttl ms left in the window
+    {0, 0, 0, 0}                         paused / at global concurrency / nothing at all
+    {0, 0, 0, due}                       nothing ready; the next delayed job is due at `due`
+
+  Events: waiting (jobId, prev=delayed) per promoted delayed job;
+          failed (jobId, failedReason, prev=waiting) per job with a deferred
+          failure (`defa`) met on the way; active (jobId, prev=waiting).
+]]
+
+--- @include "takeNextJob"
+
+local queue = {
+  wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
+  limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8], meta = KEYS[9],
+  pc = KEYS[10], marker = KEYS[11], base = ARGV[1],
+}
+queue.cap = events_cap(queue.meta)
+
+return take_next_job(queue, cmsgpack.unpack(ARGV[3]), tonumber(ARGV[2]))

@@ -1,0 +1,167 @@
+--[[ moveToFinished: a worker ends an attempt, completed or failed, and may
+  take its next job in the same round trip.
+
+  KEYS[1]  wait          (list)
+  KEYS[2]  active        (list)
+  KEYS[3]  prioritized   (zset)
+  KEYS[4]  events        (stream)
+  KEYS[5]  stalled       (set)
+  KEYS[6]  limiter       (string)
+  KEYS[7]  delayed       (zset)
+  KEYS[8]  paused        (list)
+  KEYS[9]  meta          (hash)
+  KEYS[10] pc            (priority counter)
+  KEYS[11] completed or failed (zset, score = finishedOn)
+  KEYS[12] job key "<prefix>:<queue>:<id>" (hash)
+  KEYS[13] metrics key of the target "<prefix>:<queue>:metrics:<target>"
+           (hash; its data list is KEYS[13] .. ":data")
+  KEYS[14] marker        (zset)
+
+  ARGV[1]  job id
+  ARGV[2]  now (ms)
+  ARGV[3]  field to set: "returnvalue" or "failedReason"
+  ARGV[4]  its value (return value as JSON, or the failure reason)
+  ARGV[5]  target: "completed" or "failed"
+  ARGV[6]  fetch next: "1" to take the next job, else "0"
+  ARGV[7]  key prefix "<prefix>:<queue>:"
+  ARGV[8]  msgpack {token, lockDuration, name?, limiter?, attempts,
+           keepJobs {count, age?, limit?}, maxMetricsSize, fpof?, cpof?, idof?, rdof?}
+           keepJobs.count: 0 delete the job, N > 0 keep the newest N,
+           -1 keep all; age (s): delete jobs finished longer ago, at most
+           `limit` (default 1000) per call.
+  ARGV[9]  optional msgpack array {field, value, ...} to set (e.g. stacktrace)
+
+  Returns
+    without fetch next: 0
+    with fetch next: {fields, id, rate_limit_ms, next_delayed_due_ms}, exactly
+      as moveToActive answers
+    or -1 (no such job), -4 (completing a parent with pending children),
+    -9 (completing a parent with failed children), -2 (lock gone, e.g. an
+    admin failed the job), -6 (lock held by another token), -3 (not active).
+    Every check runs before the first write, so a refused call changes nothing.
+
+  Events: in the parent's queue, waiting (prev=waiting-children) or delayed
+  when the last child finished; completed (jobId, returnvalue, prev=active) or
+  failed (jobId, failedReason, prev=active); retries-exhausted (jobId,
+  attemptsMade) when a failure used the last attempt; then the events of
+  taking the next job (see moveToActive); drained when nothing was taken and
+  wait, active and prioritized are all empty.
+]]
+
+--- @include "lockCheck"
+--- @include "jobFields"
+--- @include "finishMetrics"
+--- @include "parentRelease"
+--- @include "removeJobKeys"
+--- @include "takeNextJob"
+
+local queue = {
+  wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
+  limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8], meta = KEYS[9],
+  pc = KEYS[10], marker = KEYS[14], base = ARGV[7],
+}
+local stalled_key, finished_key, job_key, metrics_key = KEYS[5], KEYS[11], KEYS[12], KEYS[13]
+local job_id, now = ARGV[1], tonumber(ARGV[2])
+local field, value, target = ARGV[3], ARGV[4], ARGV[5]
+
+if redis.call("EXISTS", job_key) == 0 then
+  return -1
+end
+if target == "completed" then
+  if redis.call("SCARD", job_key .. ":dependencies") > 0 then
+    return -4
+  end
+  if redis.call("ZCARD", job_key .. ":unsuccessful") > 0 then
+    return -9
+  end
+end
+local opts = cmsgpack.unpack(ARGV[8])
+local lock = lock_status(job_key, opts.token)
+if lock ~= 0 then
+  return lock
+end
+if redis.call("LREM", queue.active, -1, job_id) == 0 then
+  return -3
+end
+release_lock(job_key, stalled_key, job_id, opts.token)
+set_packed_fields(job_key, ARGV[9])
+
+queue.cap = events_cap(queue.meta)
+redis.call("XTRIM", queue.events, "MAXLEN", "~", queue.cap)
+release_dedup_key(queue.base, job_key, job_id)
+
+local parent = parent_of(job_key)
+if parent then
+  if target == "completed" then
+    child_completed(parent, job_key, value, now)
+  else
+    child_failed(parent, job_key, value, now, opts)
+  end
+end
+
+local attempts_made = redis.call("HINCRBY", job_key, "atm", 1)
+
+-- Removes finished jobs (and all their keys) from the target set.
+local function remove_finished(ids)
+  if #ids == 0 then
+    return
+  end
+  for _, id in ipairs(ids) do
+    remove_job_keys(queue.base .. id)
+  end
+  redis.call("ZREM", finished_key, unpack(ids))
+end
+
+local keep = type(opts.keepJobs) == "table" and opts.keepJobs or {}
+local keep_count = tonumber(keep.count) or -1
+local keep_age = tonumber(keep.age)
+local keep_limit = tonumber(keep.limit) or 1000
+if keep_count == 0 then
+  remove_job_keys(job_key)
+  if parent then
+    child_removed(parent, job_key, now)
+  end
+else
+  redis.call("HSET", job_key, field, value, "finishedOn", now)
+  if target == "failed" then
+    redis.call("HDEL", job_key, "defa")
+  end
+  redis.call("ZADD", finished_key, now, job_id)
+  if keep_age then
+    local cutoff = now - keep_age * 1000
+    remove_finished(redis.call("ZRANGEBYSCORE", finished_key, "-inf", "(" .. cutoff,
+      "LIMIT", 0, keep_limit))
+  end
+  if keep_count > 0 then
+    -- Oldest first, bounded like the age rule so that lowering the count on
+    -- a huge set cannot block Redis in one call.
+    local excess = redis.call("ZCARD", finished_key) - keep_count
+    if excess > 0 then
+      remove_finished(redis.call("ZRANGE", finished_key, 0, math.min(excess, keep_limit) - 1))
+    end
+  end
+end
+
+emit_event(queue.events, queue.cap, target, "jobId", job_id, field, value, "prev", "active")
+if target == "failed" and attempts_made >= (tonumber(opts.attempts) or 1) then
+  emit_event(queue.events, queue.cap, "retries-exhausted", "jobId", job_id,
+    "attemptsMade", attempts_made)
+end
+
+local max_points = tonumber(opts.maxMetricsSize) or 0
+if max_points > 0 then
+  record_metrics(metrics_key, max_points, now)
+end
+
+local reply = 0
+if ARGV[6] == "1" then
+  reply = take_next_job(queue, opts, now)
+  if reply[2] ~= 0 then
+    return reply
+  end
+end
+if redis.call("LLEN", queue.wait) == 0 and redis.call("LLEN", queue.active) == 0
+    and redis.call("ZCARD", queue.prioritized) == 0 then
+  emit_event(queue.events, queue.cap, "drained")
+end
+return reply

@@ -1,0 +1,358 @@
+"""Builders for the worker transitions: pick up, finish, delay, recover, renew.
+
+Each function returns a :class:`~queues.scripts.ScriptCall` for one script of
+``priv/scripts`` with the KEYS order fixed by PROTOCOL.md. Option tables travel
+msgpack-packed (the Lua side unpacks them with ``cmsgpack``), so their key
+names (``token``, ``lockDuration``, ``keepJobs`` ...) are part of the protocol.
+
+``decode_fetched`` turns the shared answer of moveToActive and of
+moveToFinished-with-fetch-next into a :class:`Fetched`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import msgpack
+
+from queues import codec, scripts
+from queues.errors import raise_for_code
+from queues.job import Job
+from queues.keys import QueueKeys, validate_job_id
+from queues.scripts import ScriptCall
+
+FinishTarget = Literal["completed", "failed"]
+
+# Token "0" tells the scripts not to take or check a lock (BullMQ's convention
+# for processing without a lock).
+NO_LOCK_TOKEN = "0"  # noqa: S105 (a protocol constant, not a secret)
+# Default cap on finished jobs removed by age in one finish (BullMQ's default).
+DEFAULT_KEEP_LIMIT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most ``max`` jobs started per ``duration_ms`` window (per queue)."""
+
+    max: int
+    duration_ms: int
+
+    def __post_init__(self) -> None:
+        if self.max < 1 or self.duration_ms < 1:
+            raise ValueError(f"rate limit needs max >= 1 and duration >= 1 ms, got {self}")
+
+    def packed(self) -> dict[str, int]:
+        return {"max": self.max, "duration": self.duration_ms}
+
+
+@dataclass(frozen=True, slots=True)
+class KeepJobs:
+    """What stays of finished jobs (removeOnComplete / removeOnFail).
+
+    ``count``: ``0`` removes the job at once, ``N > 0`` keeps the newest N,
+    ``None`` (or a negative number) keeps every job. ``age_s`` removes jobs
+    finished more than that many seconds ago, at most ``limit`` per finish.
+    """
+
+    count: int | None = None
+    age_s: int | None = None
+    limit: int | None = None
+
+    @classmethod
+    def keep_all(cls) -> KeepJobs:
+        return cls()
+
+    @classmethod
+    def remove(cls) -> KeepJobs:
+        return cls(count=0)
+
+    @classmethod
+    def from_option(cls, value: object) -> KeepJobs:
+        """Interpret a BullMQ ``removeOnComplete``/``removeOnFail`` value:
+        true = delete, false/None = keep, N = keep newest N,
+        ``{age, count, limit}``. Malformed values keep the job (never lose data)."""
+        if isinstance(value, bool):
+            return cls.remove() if value else cls.keep_all()
+        if isinstance(value, int):
+            return cls(count=value)
+        if isinstance(value, Mapping):
+            return cls(
+                count=_optional_int(value.get("count")),
+                age_s=_optional_int(value.get("age")),
+                limit=_optional_int(value.get("limit")),
+            )
+        return cls.keep_all()
+
+    def packed(self) -> dict[str, int]:
+        table: dict[str, int] = {"count": -1 if self.count is None else self.count}
+        if self.age_s is not None:
+            table["age"] = self.age_s
+            table["limit"] = DEFAULT_KEEP_LIMIT if self.limit is None else self.limit
+        return table
+
+
+def _optional_int(value: object) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class FinishOptions:
+    """Everything moveToFinished needs besides the job and its result.
+
+    ``lock_duration_ms``, ``limiter`` and ``worker_name`` are used only when
+    the call also fetches the next job. ``max_metrics_size`` > 0 records
+    per-minute metrics (that many data points kept). The four parent flags are
+    BullMQ's failure policies (fpof / cpof / idof / rdof); the script also
+    reads them from the job's ``parent`` field.
+    """
+
+    lock_duration_ms: int
+    attempts: int
+    keep: KeepJobs
+    max_metrics_size: int = 0
+    limiter: RateLimit | None = None
+    worker_name: str = ""
+    fail_parent_on_failure: bool = False
+    continue_parent_on_failure: bool = False
+    ignore_dependency_on_failure: bool = False
+    remove_dependency_on_failure: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """What a pick-up answered: a job, or why there is none.
+
+    ``rate_limit_ms`` > 0: the queue is rate limited for that long.
+    ``next_delayed_due_ms``: when the earliest delayed job is due (a worker may
+    sleep until then); ``None`` when there is none or a job was returned.
+    """
+
+    job: Job | None
+    job_id: str | None
+    rate_limit_ms: int = 0
+    next_delayed_due_ms: int | None = None
+
+
+def _pack(value: Any) -> bytes:
+    packed: bytes = msgpack.packb(value, use_bin_type=True)
+    return packed
+
+
+def _pickup_options(
+    token: str, lock_duration_ms: int, worker_name: str, limiter: RateLimit | None
+) -> dict[str, Any]:
+    if not token:
+        raise ValueError("a lock token is required (use NO_LOCK_TOKEN for no lock)")
+    if lock_duration_ms < 1:
+        raise ValueError(f"lock duration must be >= 1 ms, got {lock_duration_ms}")
+    table: dict[str, Any] = {"token": token, "lockDuration": lock_duration_ms}
+    if worker_name:
+        table["name"] = worker_name
+    if limiter is not None:
+        table["limiter"] = limiter.packed()
+    return table
+
+
+def _flat_fields(fields: Mapping[str, str] | None) -> bytes | None:
+    if not fields:
+        return None
+    flat: list[str] = []
+    for name, value in fields.items():
+        flat.extend((name, value))
+    return _pack(flat)
+
+
+def move_to_active(
+    keys: QueueKeys,
+    *,
+    token: str,
+    lock_duration_ms: int,
+    now_ms: int,
+    worker_name: str = "",
+    limiter: RateLimit | None = None,
+) -> ScriptCall:
+    options = _pickup_options(token, lock_duration_ms, worker_name, limiter)
+    return scripts.call(
+        "moveToActive",
+        (
+            keys.wait,
+            keys.active,
+            keys.prioritized,
+            keys.events,
+            keys.stalled,
+            keys.limiter,
+            keys.delayed,
+            keys.paused,
+            keys.meta,
+            keys.pc,
+            keys.marker,
+        ),
+        (keys.base, now_ms, _pack(options)),
+    )
+
+
+def move_to_finished(
+    keys: QueueKeys,
+    job_id: str,
+    *,
+    token: str,
+    now_ms: int,
+    target: FinishTarget,
+    value: str,
+    fetch_next: bool,
+    options: FinishOptions,
+    extra_fields: dict[str, str] | None = None,
+) -> ScriptCall:
+    """``value`` is the return value as JSON (completed) or the failed reason."""
+    validate_job_id(job_id)
+    if target not in ("completed", "failed"):
+        raise ValueError(f"unknown finish target {target!r}")
+    field = "returnvalue" if target == "completed" else "failedReason"
+    if options.attempts < 0 or options.max_metrics_size < 0:
+        raise ValueError("attempts and max_metrics_size must not be negative")
+    table = _pickup_options(token, options.lock_duration_ms, options.worker_name, options.limiter)
+    table["keepJobs"] = options.keep.packed()
+    table["attempts"] = options.attempts
+    table["maxMetricsSize"] = options.max_metrics_size
+    for flag, enabled in (
+        ("fpof", options.fail_parent_on_failure),
+        ("cpof", options.continue_parent_on_failure),
+        ("idof", options.ignore_dependency_on_failure),
+        ("rdof", options.remove_dependency_on_failure),
+    ):
+        if enabled:
+            table[flag] = True
+    args: tuple[scripts.ScriptArg, ...] = (
+        job_id,
+        now_ms,
+        field,
+        value,
+        target,
+        1 if fetch_next else 0,
+        keys.base,
+        _pack(table),
+    )
+    packed_fields = _flat_fields(extra_fields)
+    if packed_fields is not None:
+        args = (*args, packed_fields)
+    return scripts.call(
+        "moveToFinished",
+        (
+            keys.wait,
+            keys.active,
+            keys.prioritized,
+            keys.events,
+            keys.stalled,
+            keys.limiter,
+            keys.delayed,
+            keys.paused,
+            keys.meta,
+            keys.pc,
+            keys.finished(target),
+            keys.job(job_id),
+            keys.metrics(target),
+            keys.marker,
+        ),
+        args,
+    )
+
+
+def move_to_delayed(
+    keys: QueueKeys,
+    job_id: str,
+    *,
+    token: str,
+    now_ms: int,
+    delay_ms: int,
+    skip_attempt: bool = False,
+    fields: dict[str, str] | None = None,
+) -> ScriptCall:
+    """Move an active job to delayed, due at ``now_ms + delay_ms`` (a retry
+    with backoff, or a job postponing itself with ``skip_attempt``)."""
+    validate_job_id(job_id)
+    if delay_ms < 0:
+        raise ValueError(f"delay must not be negative, got {delay_ms}")
+    args: tuple[scripts.ScriptArg, ...] = (
+        keys.base,
+        now_ms,
+        job_id,
+        token,
+        delay_ms,
+        1 if skip_attempt else 0,
+    )
+    packed_fields = _flat_fields(fields)
+    if packed_fields is not None:
+        args = (*args, packed_fields)
+    return scripts.call(
+        "moveToDelayed",
+        (
+            keys.marker,
+            keys.active,
+            keys.prioritized,
+            keys.delayed,
+            keys.job(job_id),
+            keys.events,
+            keys.meta,
+            keys.stalled,
+        ),
+        args,
+    )
+
+
+def move_stalled_jobs_to_wait(
+    keys: QueueKeys, *, max_stalled_count: int, now_ms: int, stalled_interval_ms: int
+) -> ScriptCall:
+    if max_stalled_count < 0 or stalled_interval_ms < 1:
+        raise ValueError("max_stalled_count >= 0 and stalled_interval_ms >= 1 required")
+    return scripts.call(
+        "moveStalledJobsToWait",
+        (
+            keys.stalled,
+            keys.wait,
+            keys.active,
+            keys.stalled_check,
+            keys.meta,
+            keys.paused,
+            keys.marker,
+            keys.events,
+        ),
+        (max_stalled_count, keys.base, now_ms, stalled_interval_ms),
+    )
+
+
+def extend_lock(keys: QueueKeys, job_id: str, *, token: str, lock_duration_ms: int) -> ScriptCall:
+    validate_job_id(job_id)
+    if lock_duration_ms < 1:
+        raise ValueError(f"lock duration must be >= 1 ms, got {lock_duration_ms}")
+    return scripts.call(
+        "extendLock",
+        (keys.lock(job_id), keys.stalled),
+        (token, lock_duration_ms, job_id),
+    )
+
+
+def decode_fetched(
+    result: Any, *, command: str = "moveToActive", job_id: str | None = None
+) -> Fetched:
+    """Decode ``{fields, id, rate_limit_ms, next_delayed_due_ms}`` (or the bare
+    ``0`` moveToFinished answers when it fetched nothing). A closed error code
+    raises its :mod:`queues.errors` exception."""
+    raise_for_code(result, command, job_id)
+    if not isinstance(result, list | tuple) or len(result) < 4:
+        return Fetched(None, None)
+    raw_fields, raw_id, raw_limit, raw_due = result[0], result[1], result[2], result[3]
+    rate_limit_ms = codec.integer(raw_limit, 0) or 0
+    due = codec.integer(raw_due, 0) or 0
+    if isinstance(raw_fields, list) and raw_id not in (0, None):
+        fetched_id = codec.text(raw_id) or ""
+        pairs = dict(zip(raw_fields[0::2], raw_fields[1::2], strict=False))
+        return Fetched(Job.from_hash(fetched_id, pairs), fetched_id, rate_limit_ms, None)
+    return Fetched(None, None, rate_limit_ms, due if due > 0 else None)
