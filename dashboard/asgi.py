@@ -1,4 +1,9 @@
-"""ASGI entry point (daphne / uvicorn)."""
+"""ASGI entry point (daphne / uvicorn): HTTP goes to Django, WebSockets to the live consumer.
+
+``manage.py runserver`` serves this same application (daphne is first in
+INSTALLED_APPS). The WebSocket side checks the Origin against ALLOWED_HOSTS
+and loads the session user; the consumer then checks the view permission.
+"""
 
 from __future__ import annotations
 
@@ -8,4 +13,20 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
-application = get_asgi_application()
+# Django must be set up before anything imports models (the auth middleware does).
+django_application = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_application,
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

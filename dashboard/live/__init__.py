@@ -1,0 +1,7 @@
+"""Live updates: the events streams of the queues, pushed to browsers over WebSockets.
+
+``hub`` runs one stream reader per (prefix, queue) per server process and fans
+its events out to a channel-layer group; ``consumer`` is the WebSocket end a
+page talks to (auth, subscribe, resume from a stream id); ``streams`` holds the
+stream-id arithmetic and the replay both of them use.
+"""

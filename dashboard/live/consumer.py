@@ -1,0 +1,215 @@
+"""The WebSocket a dashboard page keeps open to receive a queue's events live.
+
+Protocol (JSON text frames):
+
+browser -> server
+    {"type": "subscribe", "queues": [{"queue": "bull:emails", "last_id": "1700000000000-0"}]}
+        ``last_id`` is the newest event the page already shows (from the page's
+        ``data-last-id`` or the last message it received); omit it (or null) to
+        start from now. Subscribing again to a queue replaces the old position.
+    {"type": "unsubscribe", "queues": ["bull:emails"]}
+
+server -> browser
+    {"type": "subscribed", "queue": q, "last_id": id}   position confirmed; replay follows
+    {"type": "events", "queue": q, "events": [{"id", "event", "job_id", "fields"}, ...],
+     "last_id": id, "skipped": n, "refresh": bool}
+        oldest first; every event carries its stream id, ``last_id`` is the
+        position to resume from. ``refresh`` (with ``skipped`` events left out,
+        possibly all of them) means the page fell behind: reload counts rather
+        than applying each event.
+    {"type": "gap", "queue": q, "last_id": id}   events were trimmed away (or too
+        many missed): reload counts and lists, continue from ``last_id``
+    {"type": "error", "queue": q, "message": text}
+
+Close codes: 4401 not logged in, 4403 no permission to view, 4400 bad message.
+
+No event is lost between the replay and the live feed: the consumer joins the
+reader's group, then publishes a barrier message through that same group and
+replays only when the barrier comes back. Every event the reader published
+before the barrier was already in the stream then, so the replay has it; every
+event published after it reaches us through the group (pub/sub keeps the order
+of one channel). Events seen by both are dropped by stream id.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from dashboard.live.hub import get_hub
+from dashboard.live.streams import (
+    EventPayload,
+    Replay,
+    keys_from_ref,
+    newest_id,
+    parse_stream_id,
+    queue_ref,
+    replay_after,
+)
+from queues.keys import InvalidName
+
+CLOSE_NOT_LOGGED_IN = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_BAD_MESSAGE = 4400
+MAX_QUEUES_PER_SOCKET = 500
+REPLAY_LIMIT = 1000
+# A page is behind when one batch brings more than BEHIND_EVENTS events or when
+# messages wait in the layer longer than BEHIND_S: it then gets counts of what
+# it missed (at most every HINT_INTERVAL_S) and reloads, instead of every event.
+BEHIND_EVENTS = 200
+BEHIND_S = 1.0
+HINT_INTERVAL_S = 1.0
+FEED_KEEP = 500  # the Events tab keeps this many lines; more in one message is waste
+
+
+def user_may_view(user: Any) -> bool:
+    from dashboard import permissions
+
+    return bool(permissions.can_view(user))
+
+
+@dataclass
+class Subscription:
+    ref: str
+    group: str
+    resume_from: str | None
+    last_sent: tuple[int, int] = (0, 0)
+    skipped: int = 0
+    hinted_at: float = 0.0
+    # Until our barrier comes back, live events are dropped: each of them was in
+    # the stream before the barrier was published, so the replay has it.
+    replaying: bool = True
+
+
+class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    async def connect(self) -> None:
+        self.subscriptions: dict[str, Subscription] = {}
+        user = self.scope.get("user")
+        # Accept, then close: a handshake refusal reaches the browser as a bare
+        # 1006, while a close code after accept tells the page why.
+        await self.accept()
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_NOT_LOGGED_IN)
+        elif not await database_sync_to_async(user_may_view)(user):
+            await self.close(code=CLOSE_FORBIDDEN)
+
+    async def disconnect(self, code: int) -> None:
+        for ref in list(getattr(self, "subscriptions", {})):
+            await self._unsubscribe(ref)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        kind = content.get("type") if isinstance(content, dict) else None
+        queues = content.get("queues") if isinstance(content, dict) else None
+        if kind not in ("subscribe", "unsubscribe") or not isinstance(queues, list):
+            await self.close(code=CLOSE_BAD_MESSAGE)
+            return
+        for item in queues:
+            if kind == "unsubscribe":
+                await self._unsubscribe(str(item))
+            elif isinstance(item, dict):
+                await self._subscribe(item.get("queue"), item.get("last_id"))
+
+    async def _subscribe(self, raw_ref: object, last_id: object) -> None:
+        try:
+            keys = keys_from_ref(raw_ref) if isinstance(raw_ref, str) else None
+        except InvalidName:
+            keys = None
+        if keys is None or keys.prefix not in known_prefixes():
+            await self.send_json({"type": "error", "queue": raw_ref, "message": "unknown queue"})
+            return
+        ref = queue_ref(keys)
+        if ref not in self.subscriptions and len(self.subscriptions) >= MAX_QUEUES_PER_SOCKET:
+            await self.send_json({"type": "error", "queue": ref, "message": "too many queues"})
+            return
+        await self._unsubscribe(ref)
+        group = await get_hub().acquire(ref)
+        resume = last_id if parse_stream_id(last_id) is not None else None
+        self.subscriptions[ref] = Subscription(ref, group, resume)  # type: ignore[arg-type]
+        await self.channel_layer.group_add(group, self.channel_name)
+        await self.channel_layer.group_send(
+            group, {"type": "live.barrier", "queue": ref, "target": self.channel_name}
+        )
+
+    async def _unsubscribe(self, ref: str) -> None:
+        sub = self.subscriptions.pop(ref, None)
+        if sub is not None:
+            await self.channel_layer.group_discard(sub.group, self.channel_name)
+            await get_hub().release(ref)
+
+    async def live_barrier(self, message: dict[str, Any]) -> None:
+        """Our own barrier is back: the group feeds us, so replay what came before it."""
+        sub = self.subscriptions.get(message["queue"])
+        if message["target"] != self.channel_name or sub is None or not sub.replaying:
+            return
+        client = get_hub().client
+        stream_key = keys_from_ref(sub.ref).events
+        if sub.resume_from is None:
+            replay = Replay([], False, await newest_id(client, stream_key))
+        else:
+            replay = await replay_after(client, stream_key, sub.resume_from, REPLAY_LIMIT)
+        kind = "gap" if replay.gap else "subscribed"
+        await self.send_json({"type": kind, "queue": sub.ref, "last_id": replay.tip})
+        sub.last_sent = parse_stream_id(replay.tip) or (0, 0)
+        sub.replaying = False
+        await self._send_events(sub, replay.events)
+
+    async def live_events(self, message: dict[str, Any]) -> None:
+        sub = self.subscriptions.get(message["queue"])
+        if sub is None or sub.replaying:
+            return
+        events = self._unseen(sub, message["events"])
+        if events and time.monotonic() - message["sent_at"] > BEHIND_S:
+            await self._skip(sub, events)
+        else:
+            await self._send_events(sub, events)
+
+    async def live_gap(self, message: dict[str, Any]) -> None:
+        sub = self.subscriptions.get(message["queue"])
+        if sub is None or sub.replaying:
+            return  # the replay detects the gap itself
+        sub.last_sent = parse_stream_id(message["tip"]) or sub.last_sent
+        await self.send_json({"type": "gap", "queue": sub.ref, "last_id": message["tip"]})
+
+    @staticmethod
+    def _unseen(sub: Subscription, events: list[EventPayload]) -> list[EventPayload]:
+        return [e for e in events if (parse_stream_id(e["id"]) or (0, 0)) > sub.last_sent]
+
+    async def _skip(self, sub: Subscription, events: list[EventPayload]) -> None:
+        """This socket is behind: count events instead of sending them, hint now and then."""
+        sub.skipped += len(events)
+        sub.last_sent = parse_stream_id(events[-1]["id"]) or sub.last_sent
+        now = time.monotonic()
+        if now - sub.hinted_at >= HINT_INTERVAL_S:
+            sub.hinted_at = now
+            await self._send_events(sub, [])
+
+    async def _send_events(self, sub: Subscription, events: list[EventPayload]) -> None:
+        """Oldest first; a batch too big for the page becomes its newest part plus a hint."""
+        skipped = sub.skipped + max(0, len(events) - FEED_KEEP)
+        if not events and not skipped:
+            return
+        sent = events[-FEED_KEEP:]
+        if sent:
+            sub.last_sent = max(sub.last_sent, parse_stream_id(sent[-1]["id"]) or (0, 0))
+        sub.skipped = 0
+        await self.send_json(
+            {
+                "type": "events",
+                "queue": sub.ref,
+                "events": sent,
+                "last_id": "{}-{}".format(*sub.last_sent),
+                "skipped": skipped,
+                "refresh": skipped > 0 or len(events) > BEHIND_EVENTS,
+            }
+        )
+
+
+def known_prefixes() -> set[str]:
+    prefixes = set(settings.ECHOMQ_PREFIXES)
+    prefixes.update(ref.rpartition(":")[0] for ref in settings.ECHOMQ_QUEUES if ":" in ref)
+    return prefixes or {"bull"}

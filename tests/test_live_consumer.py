@@ -1,0 +1,213 @@
+"""The live WebSocket consumer against a real Redis: auth, subscribe, resume, gaps, fan-out."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Permission, User
+from redis import Redis
+
+from dashboard.asgi import application
+from dashboard.live.consumer import LiveConsumer
+from dashboard.live.hub import get_hub
+from queues.keys import QueueKeys
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+QUEUE = "bull:emails"
+STREAM = QueueKeys("emails").events
+
+
+@pytest.fixture
+async def hub(redis_client: Redis) -> AsyncIterator[None]:
+    """Every reader and client this test's event loop started is closed with it."""
+    yield
+    await get_hub().close()
+
+
+def make_user(*, staff: bool = True, view: bool = True) -> User:
+    user = User.objects.create_user("ann", password="pw", is_staff=staff)
+    if view:
+        user.user_permissions.add(Permission.objects.get(codename="view_queues"))
+    return user
+
+
+async def connect_as(user: Any) -> WebsocketCommunicator:
+    communicator = WebsocketCommunicator(LiveConsumer.as_asgi(), "/ws/live/")
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
+async def viewer_socket() -> WebsocketCommunicator:
+    user = await asyncio.to_thread(make_user)
+    return await connect_as(user)
+
+
+async def subscribe(
+    communicator: WebsocketCommunicator, last_id: str | None = None, queue: str = QUEUE
+) -> dict[str, Any]:
+    await communicator.send_json_to(
+        {"type": "subscribe", "queues": [{"queue": queue, "last_id": last_id}]}
+    )
+    reply: dict[str, Any] = await communicator.receive_json_from(timeout=5)
+    return reply
+
+
+async def received_ids(communicator: WebsocketCommunicator, count: int) -> list[str]:
+    ids: list[str] = []
+    while len(ids) < count:
+        message = await communicator.receive_json_from(timeout=5)
+        assert message["type"] == "events", message
+        ids.extend(event["id"] for event in message["events"])
+    return ids
+
+
+def add_event(redis: Redis, job_id: str, name: str = "added", **fields: str) -> str:
+    entry = {"event": name, "jobId": job_id, **fields}
+    return redis.xadd(STREAM, entry).decode()  # type: ignore[arg-type, union-attr]
+
+
+@pytest.mark.usefixtures("hub")
+async def test_anonymous_socket_is_closed_with_4401() -> None:
+    from django.contrib.auth.models import AnonymousUser
+
+    communicator = await connect_as(AnonymousUser())
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+
+
+@pytest.mark.usefixtures("hub")
+async def test_user_without_view_permission_is_closed_with_4403() -> None:
+    user = await asyncio.to_thread(make_user, view=False)
+    communicator = await connect_as(user)
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+
+
+@pytest.mark.usefixtures("hub")
+async def test_foreign_origin_is_refused_before_the_consumer() -> None:
+    communicator = WebsocketCommunicator(
+        application,
+        "/ws/live/",
+        headers=[(b"origin", b"https://evil.example"), (b"host", b"localhost")],
+    )
+    connected, _ = await communicator.connect()
+    assert not connected
+
+
+@pytest.mark.usefixtures("hub")
+async def test_subscribe_from_now_then_receive_each_xadd(redis_client: Redis) -> None:
+    old = add_event(redis_client, "1")
+    communicator = await viewer_socket()
+    assert await subscribe(communicator) == {"type": "subscribed", "queue": QUEUE, "last_id": old}
+    new = add_event(redis_client, "2", "completed", returnvalue="42")
+    message = await communicator.receive_json_from(timeout=5)
+    assert message["type"] == "events"
+    assert message["refresh"] is False
+    assert message["events"] == [
+        {"id": new, "event": "completed", "job_id": "2", "fields": {"returnvalue": "42"}}
+    ]
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_resume_replays_what_was_missed_then_goes_live(redis_client: Redis) -> None:
+    seen = add_event(redis_client, "1")
+    missed = [add_event(redis_client, str(n)) for n in (2, 3)]
+    communicator = await viewer_socket()
+    assert (await subscribe(communicator, seen))["type"] == "subscribed"
+    assert await received_ids(communicator, 2) == missed
+    live = add_event(redis_client, "4")
+    assert await received_ids(communicator, 1) == [live]
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_trimmed_id_gives_a_gap_and_the_new_position(redis_client: Redis) -> None:
+    first = add_event(redis_client, "1")
+    for n in range(2, 6):
+        redis_client.xadd(STREAM, {"event": "added", "jobId": str(n)}, maxlen=2, approximate=False)
+    newest = redis_client.xrevrange(STREAM, count=1)[0][0].decode()
+    communicator = await viewer_socket()
+    assert await subscribe(communicator, first) == {
+        "type": "gap",
+        "queue": QUEUE,
+        "last_id": newest,
+    }
+    # Continues live from the new position.
+    live = add_event(redis_client, "6")
+    assert await received_ids(communicator, 1) == [live]
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_no_event_lost_or_doubled_while_subscribing_under_load(redis_client: Redis) -> None:
+    start = add_event(redis_client, "0")
+
+    def produce() -> list[str]:
+        ids = []
+        for n in range(1, 301):
+            ids.append(add_event(redis_client, str(n)))
+            time.sleep(0.001)  # a steady stream that the subscription lands in the middle of
+        return ids
+
+    communicator = await viewer_socket()
+    producing = asyncio.ensure_future(asyncio.to_thread(produce))
+    await asyncio.sleep(0.05)
+    assert (await subscribe(communicator, start))["type"] == "subscribed"
+    produced = await producing
+    ids: list[str] = []
+    while not ids or ids[-1] != produced[-1]:
+        message = await communicator.receive_json_from(timeout=5)
+        ids.extend(event["id"] for event in message["events"])
+    assert ids == produced
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_one_reader_per_queue_shared_and_stopped_with_the_last_subscriber(
+    redis_client: Redis,
+) -> None:
+    first, second = (
+        await viewer_socket(),
+        await connect_as(await asyncio.to_thread(User.objects.get)),
+    )
+    await subscribe(first)
+    await subscribe(second)
+    assert list(get_hub().readers) == [QUEUE]
+    assert get_hub().readers[QUEUE].subscribers == 2
+    event = add_event(redis_client, "1")
+    assert await received_ids(first, 1) == [event]
+    assert await received_ids(second, 1) == [event]
+    await first.disconnect()
+    assert get_hub().readers[QUEUE].subscribers == 1
+    await second.disconnect()
+    assert get_hub().readers == {}
+
+
+@pytest.mark.usefixtures("hub")
+async def test_a_large_backlog_is_sent_with_a_refresh_hint(redis_client: Redis) -> None:
+    for n in range(300):
+        add_event(redis_client, str(n))
+    communicator = await viewer_socket()
+    assert (await subscribe(communicator, "0-0"))["type"] == "subscribed"
+    message = await communicator.receive_json_from(timeout=5)
+    assert len(message["events"]) == 300
+    assert message["refresh"] is True
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_unknown_prefix_and_bad_names_are_refused(redis_client: Redis) -> None:
+    communicator = await viewer_socket()
+    for queue in ("secret:emails", "bull:", "bull:a b"):
+        reply = await subscribe(communicator, queue=queue)
+        assert reply["type"] == "error"
+    assert get_hub().readers == {}
+    await communicator.send_json_to({"type": "dance"})
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4400}
