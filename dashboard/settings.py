@@ -70,6 +70,9 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "dashboard.urls"
 ASGI_APPLICATION = "dashboard.asgi.application"
+# Live updates: Redis pub/sub on REDIS_URL, else on the private server; the URL
+# is resolved at first use (dashboard.live.layer), never at import time.
+CHANNEL_LAYERS = {"default": {"BACKEND": "dashboard.live.layer.QueueRedisChannelLayer"}}
 
 TEMPLATES = [
     {

@@ -96,6 +96,11 @@ class QueueEvents:
         self.last_id = event.stream_id
         return event
 
+    @property
+    def buffered(self) -> int:
+        """Events already read and not yet handed out (next ones need no round trip)."""
+        return len(self._buffer)
+
     async def _current_last_id(self) -> str:
         newest = await self._client.xrevrange(self.keys.events, count=1)
         return codec.text(newest[0][0]) or "0-0" if newest else "0-0"
