@@ -17,9 +17,10 @@ from redis import Redis
 
 from queues import codec, scripts
 from queues.commands import admin
-from queues.errors import raise_for_code
+from queues.commands.admin import CleanableState, FinishedState, RequeueSource
+from queues.errors import JobNotInState, raise_for_code
 from queues.job import Job
-from queues.job_options import JobOptions, prepare_job
+from queues.job_options import JobOptions, prepare_job, to_json
 from queues.keys import (
     DEFAULT_PREFIX,
     LIST_STATES,
@@ -31,6 +32,8 @@ from queues.keys import (
 ALL_STATES: tuple[str, ...] = tuple(STATE_KEY_SUFFIX)
 # Ids starting "0:" are markers old BullMQ versions pushed into wait; never jobs.
 _LEGACY_MARKER = "0:"
+
+_CLEAN_BATCH = 1000
 
 AddSpec = tuple[str, Any, "JobOptions | Mapping[str, Any] | None"]
 
@@ -87,9 +90,7 @@ class Queue:
         """Add one job; returns its id (the existing one for a duplicate id or
         a held deduplication id). Raises InvalidJobOptions, ParentJobNotExist."""
         call = admin.add_job(self.keys, prepare_job(name, data, opts))
-        result = scripts.run(self.connection, call)
-        raise_for_code(result, "addJob")
-        return _text(result)
+        return _text(self._run(call, "addJob"))
 
     def add_bulk(self, jobs: Sequence[AddSpec], *, batch: int = 1000) -> list[str]:
         """Add many jobs, one pipelined round trip per ``batch`` of them."""
@@ -198,3 +199,100 @@ class Queue:
         pipe.llen(self.keys.logs(job_id))
         lines, total = pipe.execute()
         return [codec.text(line) or "" for line in lines], int(total)
+
+    # -- admin actions: one script each; wrong state -> JobNotInState, gone ->
+    # JobNotExist, and the job is left exactly as it was.
+
+    def _run(self, call: scripts.ScriptCall, command: str, job_id: str | None = None) -> Any:
+        result = scripts.run(self.connection, call)
+        raise_for_code(result, command, job_id)
+        return result
+
+    def retry(self, job_id: str, *, state: FinishedState = "failed") -> None:
+        """Move a failed (or completed) job back to wait to run again."""
+        validate_job_id(job_id)
+        self._run(admin.requeue_job(self.keys, job_id, state), "retry", job_id)
+
+    def promote(self, job_id: str) -> None:
+        """Run a delayed job now."""
+        validate_job_id(job_id)
+        self._run(admin.requeue_job(self.keys, job_id, "delayed"), "promote", job_id)
+
+    def fail(self, job_id: str, reason: str) -> None:
+        """Fail a job that has not finished; an active job's worker loses its lock."""
+        validate_job_id(job_id)
+        call = admin.fail_job(self.keys, job_id, reason=reason, now_ms=now_ms())
+        self._run(call, "fail", job_id)
+
+    def remove(self, job_id: str) -> None:
+        validate_job_id(job_id)
+        self._run(admin.remove_job(self.keys, job_id), "remove", job_id)
+
+    def retry_all(self, state: FinishedState = "failed", *, batch: int = 1000) -> int:
+        """Retry every job that was in ``state`` when the call started; returns
+        how many were requeued."""
+        return self._requeue_all(state, batch, max_score=now_ms())
+
+    def promote_all(self, *, batch: int = 1000) -> int:
+        return self._requeue_all("delayed", batch, max_score=None)
+
+    def _requeue_all(self, source: RequeueSource, batch: int, max_score: int | None) -> int:
+        call = admin.requeue_jobs(self.keys, source, batch=batch, max_score=max_score)
+        total = 0
+        while True:
+            moved, remaining = scripts.run(self.connection, call)
+            total += int(moved)
+            if int(remaining) == 0:
+                return total
+
+    def clean(self, state: CleanableState, grace_ms: int, limit: int = 0) -> list[str]:
+        """Delete jobs of ``state`` older than ``grace_ms`` (finished for
+        completed/failed, created for the others); at most ``limit`` (0 = all).
+        "wait" covers the wait and paused lists. Returns the deleted ids."""
+        cutoff = now_ms() - grace_ms
+        removed: list[str] = []
+        for key_state in ("wait", "paused") if state == "wait" else (state,):
+            while limit == 0 or len(removed) < limit:
+                batch = _CLEAN_BATCH if limit == 0 else min(limit - len(removed), _CLEAN_BATCH)
+                call = admin.clean_jobs(self.keys, key_state, cutoff_ms=cutoff, limit=batch)
+                ids = [_text(job_id) for job_id in scripts.run(self.connection, call)]
+                removed.extend(ids)
+                if len(ids) < batch:
+                    break
+        return removed
+
+    def pause(self) -> None:
+        scripts.run(self.connection, admin.pause(self.keys, paused=True))
+
+    def resume(self) -> None:
+        scripts.run(self.connection, admin.pause(self.keys, paused=False))
+
+    def drain(self, delayed: bool = False, *, batch: int = 1000) -> None:
+        """Delete the jobs not started yet (and delayed ones when asked)."""
+        call = admin.drain(self.keys, delayed=delayed, batch=batch)
+        while scripts.run(self.connection, call) == 1:
+            pass
+
+    def obliterate(self, force: bool = False, *, batch: int = 1000) -> None:
+        """Pause the queue, then delete it with all its jobs. Raises
+        JobNotInState when jobs are active and ``force`` is not set (or another
+        admin resumed the queue meanwhile); what was deleted stays deleted."""
+        self.pause()
+        call = admin.obliterate(self.keys, force=force, batch=batch)
+        while True:
+            result = scripts.run(self.connection, call)
+            if result == -3:
+                raise JobNotInState("obliterate (active jobs or not paused)")
+            if result == 0:
+                return
+
+    def update_progress(self, job_id: str, progress: Any) -> None:
+        validate_job_id(job_id)
+        call = admin.update_progress(self.keys, job_id, to_json(progress))
+        self._run(call, "updateProgress", job_id)
+
+    def add_log(self, job_id: str, line: str, keep: int | None = None) -> int:
+        """Append a log line; returns how many lines the job has now."""
+        validate_job_id(job_id)
+        call = admin.add_log(self.keys, job_id, line, keep=keep or 0)
+        return int(self._run(call, "addLog", job_id))

@@ -16,6 +16,9 @@ from queues.keys import QueueKeys
 from queues.scripts import ScriptCall
 
 FinishedState = Literal["completed", "failed"]
+# Where a job comes back to run from: a retry (failed/completed) or a promotion.
+RequeueSource = Literal["failed", "completed", "delayed"]
+CleanableState = Literal["completed", "failed", "delayed", "prioritized", "wait", "paused"]
 
 
 def _flag(value: bool) -> str:
@@ -53,3 +56,158 @@ def add_job(keys: QueueKeys, job: PreparedJob) -> ScriptCall:
             job.parent_json,
         ),
     )
+
+
+def _ready_keys(keys: QueueKeys) -> tuple[str, ...]:
+    # What requeueJob(s) need after the source set to make a job runnable.
+    return (
+        keys.wait,
+        keys.paused,
+        keys.meta,
+        keys.active,
+        keys.prioritized,
+        keys.pc,
+        keys.marker,
+        keys.events,
+    )
+
+
+def requeue_job(keys: QueueKeys, job_id: str, source: RequeueSource) -> ScriptCall:
+    """Retry (source failed/completed) or promote (source delayed) one job."""
+    return scripts.call(
+        "requeueJob", (keys.state(source), *_ready_keys(keys)), (keys.base, job_id, source)
+    )
+
+
+def requeue_jobs(
+    keys: QueueKeys, source: RequeueSource, *, batch: int, max_score: int | None = None
+) -> ScriptCall:
+    """One bounded batch of retry-all / promote-all; ``max_score`` None = all."""
+    if batch <= 0:
+        raise ValueError("batch must be positive")
+    limit = "+inf" if max_score is None else str(max_score)
+    return scripts.call(
+        "requeueJobs",
+        (keys.state(source), *_ready_keys(keys)),
+        (keys.base, source, batch, limit),
+    )
+
+
+def fail_job(keys: QueueKeys, job_id: str, *, reason: str, now_ms: int) -> ScriptCall:
+    return scripts.call(
+        "failJob",
+        (
+            keys.wait,
+            keys.paused,
+            keys.active,
+            keys.prioritized,
+            keys.delayed,
+            keys.failed,
+            keys.stalled,
+            keys.meta,
+            keys.events,
+        ),
+        (keys.base, job_id, reason, now_ms),
+    )
+
+
+def remove_job(keys: QueueKeys, job_id: str) -> ScriptCall:
+    return scripts.call(
+        "removeJob",
+        (
+            keys.wait,
+            keys.paused,
+            keys.active,
+            keys.prioritized,
+            keys.delayed,
+            keys.completed,
+            keys.failed,
+            keys.waiting_children,
+            keys.stalled,
+            keys.repeat,
+            keys.meta,
+            keys.events,
+        ),
+        (keys.base, job_id),
+    )
+
+
+def pause(keys: QueueKeys, *, paused: bool) -> ScriptCall:
+    """Pause (``paused=True``) or resume the queue."""
+    return scripts.call(
+        "pause",
+        (
+            keys.wait,
+            keys.paused,
+            keys.meta,
+            keys.prioritized,
+            keys.delayed,
+            keys.marker,
+            keys.events,
+        ),
+        ("pause" if paused else "resume",),
+    )
+
+
+def clean_jobs(keys: QueueKeys, state: CleanableState, *, cutoff_ms: int, limit: int) -> ScriptCall:
+    """Delete up to ``limit`` jobs of ``state`` finished/created at or before ``cutoff_ms``."""
+    if limit <= 0:
+        raise ValueError("limit must be positive")
+    return scripts.call(
+        "cleanJobsInSet",
+        (keys.state(state), keys.events, keys.meta),
+        (keys.base, state, cutoff_ms, limit),
+    )
+
+
+def drain(keys: QueueKeys, *, delayed: bool, batch: int) -> ScriptCall:
+    if batch <= 0:
+        raise ValueError("batch must be positive")
+    return scripts.call(
+        "drain",
+        (keys.wait, keys.paused, keys.prioritized, keys.delayed, keys.pc, keys.meta, keys.events),
+        (keys.base, _flag(delayed), batch),
+    )
+
+
+def obliterate(keys: QueueKeys, *, force: bool, batch: int) -> ScriptCall:
+    if batch <= 0:
+        raise ValueError("batch must be positive")
+    return scripts.call(
+        "obliterate",
+        (
+            keys.meta,
+            keys.active,
+            keys.wait,
+            keys.paused,
+            keys.prioritized,
+            keys.delayed,
+            keys.completed,
+            keys.failed,
+            keys.waiting_children,
+            keys.repeat,
+            keys.id,
+            keys.pc,
+            keys.marker,
+            keys.events,
+            keys.stalled,
+            keys.stalled_check,
+            keys.limiter,
+            keys.metrics_completed,
+            keys.metrics_data("completed"),
+            keys.metrics_failed,
+            keys.metrics_data("failed"),
+        ),
+        (keys.base, batch, _flag(force)),
+    )
+
+
+def update_progress(keys: QueueKeys, job_id: str, progress_json: str) -> ScriptCall:
+    return scripts.call(
+        "updateProgress", (keys.job(job_id), keys.events, keys.meta), (job_id, progress_json)
+    )
+
+
+def add_log(keys: QueueKeys, job_id: str, line: str, *, keep: int = 0) -> ScriptCall:
+    """Append a log line; ``keep`` > 0 trims to the newest ``keep`` lines."""
+    return scripts.call("addLog", (keys.job(job_id), keys.logs(job_id)), (line, max(keep, 0)))

@@ -1,0 +1,66 @@
+--[[
+  removeJob: delete a job from whatever state holds it, with all its keys
+  (hash, logs, lock, dependencies, processed ...). An active job may be
+  removed: its lock goes with it, so its worker's finish gets -1.
+
+  KEYS[1]  wait
+  KEYS[2]  paused
+  KEYS[3]  active
+  KEYS[4]  prioritized
+  KEYS[5]  delayed
+  KEYS[6]  completed
+  KEYS[7]  failed
+  KEYS[8]  waiting-children
+  KEYS[9]  stalled
+  KEYS[10] repeat (job schedulers)
+  KEYS[11] meta
+  KEYS[12] events
+
+  ARGV[1] key prefix "<prefix>:<queue>:"
+  ARGV[2] job id
+
+  Returns: 0 done; -1 neither the job hash nor its id in any state exists;
+  -8 the job is the next run of a job scheduler that still exists (remove the
+  scheduler instead).
+  An id left in a state without its hash is removed too (returns 0).
+  Not done: a child's entry in its parent's dependencies is not touched
+  (the parent may live under another queue's keys).
+
+  Events: removed (jobId, prev = the state it was in, "unknown" when none).
+]]
+--- @include "emitEvent"
+--- @include "locateJob"
+--- @include "discardJob"
+
+local queue_base = ARGV[1]
+local job_id = ARGV[2]
+local job_key = queue_base .. job_id
+
+local state = locate_job({
+  {name = "completed", key = KEYS[6]},
+  {name = "failed", key = KEYS[7]},
+  {name = "delayed", key = KEYS[5]},
+  {name = "prioritized", key = KEYS[4]},
+  {name = "waiting-children", key = KEYS[8]},
+  {name = "active", key = KEYS[3], list = true},
+  {name = "wait", key = KEYS[1], list = true},
+  {name = "paused", key = KEYS[2], list = true},
+}, job_id)
+if not state and redis.call("EXISTS", job_key) == 0 then
+  return -1
+end
+if state and state.name == "delayed" then
+  local scheduler = redis.call("HGET", job_key, "rjk")
+  if scheduler and redis.call("ZSCORE", KEYS[10], scheduler) then
+    return -8
+  end
+end
+
+if state then
+  take_job_out(state, job_id)
+end
+redis.call("SREM", KEYS[9], job_id)
+discard_job(queue_base, job_id)
+emit_event(KEYS[12], events_cap(KEYS[11]), "removed", "jobId", job_id,
+  "prev", state and state.name or "unknown")
+return 0
