@@ -202,7 +202,7 @@ def test_keep_count_keeps_the_newest_n(redis_client: Redis, keys: QueueKeys) -> 
 
 
 def test_keep_age_removes_older_jobs_up_to_the_limit(redis_client: Redis, keys: QueueKeys) -> None:
-    ages = {"a": NOW - 100_000, "b": NOW - 90_000, "c": NOW - 80_000, "fresh": NOW - 30_000}
+    ages = {"a": NOW - 100_000, "b": NOW - 90_000, "c": NOW - 80_000, "edge": NOW - 60_000}
     for job_id, finished in ages.items():
         redis_client.hset(keys.job(job_id), "name", "x")
         redis_client.zadd(keys.failed, {job_id: finished})
@@ -210,9 +210,14 @@ def test_keep_age_removes_older_jobs_up_to_the_limit(redis_client: Redis, keys: 
     keep = t.KeepJobs.from_option({"age": 60, "limit": 2})
     finish(redis_client, keys, "1", target="failed", value="e", options=finish_options(keep=keep))
     # Oldest first, at most `limit` per call.
-    assert zmembers(redis_client, keys.failed) == ["c", "fresh", "1"]
+    assert zmembers(redis_client, keys.failed) == ["c", "edge", "1"]
     assert redis_client.exists(keys.job("a"), keys.job("b")) == 0
     assert redis_client.exists(keys.job("c")) == 1
+    # Exactly `age` old is not older than age: kept.
+    keep = t.KeepJobs.from_option({"age": 60})
+    _active(redis_client, keys, "2")
+    finish(redis_client, keys, "2", target="failed", value="e", options=finish_options(keep=keep))
+    assert zmembers(redis_client, keys.failed) == ["edge", "1", "2"]
 
 
 def test_metrics_count_per_minute_newest_first_and_trimmed(

@@ -128,8 +128,10 @@ else
   end
   redis.call("ZADD", finished_key, now, job_id)
   if keep_age then
-    local cutoff = now - keep_age * 1000
-    remove_finished(redis.call("ZRANGEBYSCORE", finished_key, "-inf", "(" .. cutoff,
+    -- Strictly older than `age` seconds; formatted by hand because Lua's
+    -- number to string conversion would print large scores as 1.7e+12.
+    local cutoff = string.format("(%d", math.floor(now - keep_age * 1000))
+    remove_finished(redis.call("ZRANGEBYSCORE", finished_key, "-inf", cutoff,
       "LIMIT", 0, keep_limit))
   end
   if keep_count > 0 then
