@@ -11,6 +11,7 @@ from redis import Redis
 from queues.errors import ParentJobNotExist
 from queues.job_options import InvalidJobOptions
 from queues.queue import Queue, _list_windows
+from tests.queue_helpers import stream_events as events
 
 PRIORITY_SHIFT = 2**32
 
@@ -18,13 +19,6 @@ PRIORITY_SHIFT = 2**32
 @pytest.fixture
 def queue(redis_client: Redis) -> Queue:
     return Queue("mail", redis_client)
-
-
-def events(client: Redis, queue: Queue) -> list[dict[str, str]]:
-    return [
-        {k.decode(): v.decode() for k, v in fields.items()}
-        for _, fields in client.xrange(queue.keys.events)
-    ]
 
 
 def test_standard_add_writes_hash_wait_marker_and_events(redis_client: Redis, queue: Queue) -> None:

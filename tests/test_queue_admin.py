@@ -11,6 +11,7 @@ from redis import Redis
 
 from queues.errors import JobBelongsToJobScheduler, JobNotExist, JobNotInState
 from queues.queue import Queue, now_ms
+from tests.queue_helpers import stream_events as events
 
 LOCK_TOKEN = "worker-token"
 
@@ -18,13 +19,6 @@ LOCK_TOKEN = "worker-token"
 @pytest.fixture
 def queue(redis_client: Redis) -> Queue:
     return Queue("jobs", redis_client)
-
-
-def events(client: Redis, queue: Queue) -> list[dict[str, str]]:
-    return [
-        {k.decode(): v.decode() for k, v in fields.items()}
-        for _, fields in client.xrange(queue.keys.events)
-    ]
 
 
 def last_event(client: Redis, queue: Queue) -> dict[str, str]:
