@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "dashboard.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"

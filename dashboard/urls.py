@@ -1,5 +1,40 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.contrib.auth import views as auth_views
+from django.urls import URLPattern, URLResolver, include, path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from dashboard import api, views
+
+_queue = "queues/<str:prefix>/<str:name>/"
+
+page_patterns: list[URLPattern | URLResolver] = [
+    path("", views.overview, name="overview"),
+    path(_queue, views.queue_page, name="queue"),
+    path(_queue + "events/", views.events_page, name="events"),
+    path(_queue + "goto/", views.goto_job, name="goto"),
+    path(_queue + "actions/", views.job_actions, name="job_actions"),
+    path(_queue + "bulk/", views.queue_actions, name="queue_actions"),
+    # Last: a job id may contain '/', so it takes the rest of the path.
+    path(_queue + "job/<path:job_id>", views.job_page, name="job"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="dashboard/login.html"),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+]
+
+api_patterns: list[URLPattern | URLResolver] = [
+    path("queues/", api.queues, name="queues"),
+    path(_queue, api.queue, name="queue"),
+    path(_queue + "jobs/", api.jobs, name="jobs"),
+    path(_queue + "events/", api.events, name="events"),
+    path(_queue + "actions/", api.job_actions, name="job_actions"),
+    path(_queue + "bulk/", api.queue_actions, name="queue_actions"),
+    path(_queue + "job/<path:job_id>", api.job, name="job"),
+]
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("api/", include((api_patterns, "api"))),
+    path("", include((page_patterns, "dashboard"))),
+]

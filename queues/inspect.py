@@ -266,6 +266,17 @@ def queue_summaries(
 # --------------------------------------------------------------------------- job lists
 
 
+def progress_percent(value: Any) -> int | None:
+    """A numeric progress as 0..100, or None for object progress (shown as JSON)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return max(0, min(100, int(value)))
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
 @dataclass(slots=True)
 class JobRow:
     """What one line of a job list shows."""
@@ -289,10 +300,7 @@ class JobRow:
 
     @property
     def progress_percent(self) -> int | None:
-        value = self.job.progress
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        return max(0, min(100, int(value)))
+        return progress_percent(self.job.progress)
 
     def as_json(self) -> dict[str, Any]:
         job = self.job
@@ -453,9 +461,19 @@ class JobDetail:
 
     @property
     def opts_display(self) -> str:
-        if self.job.opts:
-            return json.dumps(self.job.opts, indent=2, ensure_ascii=False, sort_keys=True)
-        return self.job.opts_text or ""
+        return pretty_json(self.job.opts) if self.job.opts else self.job.opts_text or ""
+
+    @property
+    def progress_percent(self) -> int | None:
+        return progress_percent(self.job.progress)
+
+    @property
+    def progress_display(self) -> str:
+        return pretty_json(self.job.progress)[:DATA_DISPLAY_LIMIT]
+
+    @property
+    def returnvalue_display(self) -> str:
+        return pretty_json(self.job.returnvalue)[:DATA_DISPLAY_LIMIT]
 
     @property
     def stacktraces(self) -> list[str]:

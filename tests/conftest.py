@@ -8,7 +8,8 @@ session by ``queues.redis_server`` — never a mock.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from redis import Redis
@@ -49,3 +50,51 @@ def cluster_url() -> Iterator[str]:
     cluster = LocalCluster().start()
     yield cluster.url
     cluster.stop()
+
+
+# --- dashboard: Django settings pointing at the test Redis, users by role -------------
+
+
+@pytest.fixture
+def dashboard_redis(redis_client: Redis, redis_url: str, settings: Any) -> Redis:
+    """The flushed test Redis, with the dashboard configured to read it."""
+    from queues import inspect
+
+    settings.REDIS_URL = redis_url
+    settings.ECHOMQ_READ_ONLY = False
+    settings.ECHOMQ_QUEUES = []
+    settings.ECHOMQ_PREFIXES = ["bull"]
+    inspect.clear_discovery_cache()
+    return redis_client
+
+
+@pytest.fixture
+def make_user(db: None) -> Callable[..., Any]:
+    """make_user("viewer" | "actor" | "nonstaff" | "superuser" | "staff_noperm")."""
+    from django.contrib.auth.models import Permission, User
+
+    def make(role: str, username: str | None = None) -> User:
+        name = username or role
+        if role == "superuser":
+            return User.objects.create_superuser(name, password="pw")
+        user = User.objects.create_user(name, password="pw", is_staff=role != "nonstaff")
+        codenames = {"viewer": ["view_queues"], "actor": ["view_queues", "act_on_queues"]}
+        for codename in codenames.get(role, []):
+            user.user_permissions.add(Permission.objects.get(codename=codename))
+        return user
+
+    return make
+
+
+@pytest.fixture
+def client_as(make_user: Callable[..., Any]) -> Callable[[str], Any]:
+    """A logged-in Django test client for a role (None: anonymous)."""
+    from django.test import Client
+
+    def login(role: str | None) -> Client:
+        client = Client()
+        if role is not None:
+            client.force_login(make_user(role))
+        return client
+
+    return login

@@ -1,0 +1,194 @@
+"""The JSON API under /api/: the pages' data and actions, same permissions.
+
+Errors are ``{"error": {"code", "message"}}``: 400 bad input, 401 not logged
+in, 403 no permission (or read-only), 404 unknown queue or job, 409 a job not
+in the state the action starts from. POSTs take JSON or form bodies and need
+the CSRF token (header ``X-CSRFToken``) like every POST of the site.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar, cast
+
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.http import require_GET, require_POST
+
+from dashboard import actions
+from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
+from dashboard.permissions import api_permission, json_error, user_label
+from dashboard.redis import get_client
+from queues import inspect
+from queues.keys import InvalidName
+
+V = TypeVar("V", bound=Callable[..., HttpResponse])
+MAX_RANGE = 500
+
+
+class BadInput(ValueError):
+    pass
+
+
+def _json_errors(view: V) -> V:
+    """Turn lookups' 404s and bad input into JSON errors (never an HTML page)."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except Http404 as error:
+            return json_error(404, "not_found", str(error) or "Not found")
+        except (BadInput, InvalidName, actions.ActionRefused) as error:
+            return json_error(400, "bad_request", str(error))
+
+    return cast(V, wrapper)
+
+
+def _body(request: HttpRequest) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        try:
+            body = json.loads(request.body or b"{}")
+        except ValueError:
+            raise BadInput("The body is not valid JSON") from None
+        if not isinstance(body, dict):
+            raise BadInput("The body must be a JSON object")
+        return body
+    data: dict[str, Any] = {key: request.POST.get(key) for key in request.POST}
+    if "ids" in request.POST:
+        data["ids"] = request.POST.getlist("ids")
+    return data
+
+
+@require_GET
+@api_permission()
+@_json_errors
+def queues(request: HttpRequest) -> HttpResponse:
+    client = get_client()
+    summaries = inspect.queue_summaries(client, all_queues(client))
+    return JsonResponse({"queues": [s.as_json() for s in summaries]})
+
+
+@require_GET
+@api_permission()
+@_json_errors
+def queue(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    (summary,) = inspect.queue_summaries(client, [ref])
+    return JsonResponse(summary.as_json())
+
+
+@require_GET
+@api_permission()
+@_json_errors
+def jobs(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """``?state=failed&start=0&end=49`` (inclusive end, like LRANGE)."""
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    state = request.GET.get("state", "wait")
+    if state not in inspect.STATES:
+        raise BadInput(f"state must be one of {', '.join(inspect.STATES)}")
+    start = int_param(request.GET.get("start"), 0)
+    end = int_param(request.GET.get("end"), start + 49)
+    if end < start:
+        raise BadInput("end must not be before start")
+    size = min(end - start + 1, MAX_RANGE)
+    page = inspect.job_page(client, ref, state, start=start, size=size)
+    return JsonResponse(page.as_json())
+
+
+@require_GET
+@api_permission()
+@_json_errors
+def job(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    job_id = job_id_or_404(job_id)
+    detail = inspect.job_detail(
+        client,
+        ref,
+        job_id,
+        logs_start=int_param(request.GET.get("logs_start"), 0),
+        logs_size=min(int_param(request.GET.get("logs_size"), 50, lowest=1), MAX_RANGE),
+        full_data=request.GET.get("full") == "1",
+    )
+    if detail is None:
+        raise Http404(f"No job {job_id} in {ref.qualified}")
+    body = detail.as_json()
+    body["events"] = [
+        inspect.event_json(e) for e in inspect.job_events(client, ref, job_id, size=30)
+    ]
+    return JsonResponse(body)
+
+
+@require_GET
+@api_permission()
+@_json_errors
+def events(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    page = inspect.events_page(
+        client,
+        ref,
+        before=request.GET.get("before") or None,
+        size=min(int_param(request.GET.get("count"), 50, lowest=1), MAX_RANGE),
+        event_type=request.GET.get("type") or None,
+        job_id=request.GET.get("job") or None,
+    )
+    return JsonResponse(page.as_json())
+
+
+@require_POST
+@api_permission(act=True)
+@_json_errors
+def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """``{"action": "retry", "ids": ["1", "2"], "state": "failed", "reason": "..."}``"""
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    body = _body(request)
+    raw_ids = body.get("ids", body.get("id"))
+    if isinstance(raw_ids, str):
+        raw_ids = [raw_ids]
+    if not isinstance(raw_ids, list) or not all(isinstance(i, str) for i in raw_ids):
+        raise BadInput("ids must be a list of job ids")
+    result = actions.job_action(
+        client,
+        ref,
+        str(body.get("action", "")),
+        clean_job_ids(raw_ids),
+        user=user_label(request.user),
+        state=str(body.get("state") or "failed"),
+        reason=str(body.get("reason") or "")[:1000],
+    )
+    if result.status != 200:
+        first = next(o for o in result.outcomes if not o.ok)
+        response = json_error(result.status, first.code.lower(), result.message)
+        response.content = json.dumps({**json.loads(response.content), **result.as_json()})
+        return response
+    return JsonResponse(result.as_json())
+
+
+@require_POST
+@api_permission(act=True)
+@_json_errors
+def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """``{"action": "retry_all" | "promote_all" | "clean" | "pause" | "resume", ...}``"""
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    body = _body(request)
+    grace = body.get("grace_ms", -1)
+    try:
+        grace_ms = int(grace)
+    except (TypeError, ValueError):
+        raise BadInput("grace_ms must be an integer (milliseconds)") from None
+    result = actions.queue_action(
+        client,
+        ref,
+        str(body.get("action", "")),
+        user=user_label(request.user),
+        state=str(body.get("state") or "failed"),
+        grace_ms=grace_ms,
+    )
+    return JsonResponse(result.as_json())

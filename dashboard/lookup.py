@@ -1,0 +1,71 @@
+"""Queue names and job ids from URLs and forms, validated before they touch a key.
+
+A name that could not be a key, a prefix we do not serve, or a queue with no
+trace in Redis is a 404; so is a malformed job id. Never a 500.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import Http404
+from redis import Redis
+
+from queues import inspect
+from queues.inspect import QueueRef
+from queues.keys import InvalidName, validate_job_id
+
+
+def configured_queues() -> list[QueueRef]:
+    prefixes = served_prefixes()
+    refs = []
+    for entry in getattr(settings, "ECHOMQ_QUEUES", []):
+        try:
+            refs.append(QueueRef.parse(entry, default_prefix=prefixes[0] if prefixes else "bull"))
+        except InvalidName:
+            continue  # a bad setting hides one queue rather than breaking every page
+    return refs
+
+
+def served_prefixes() -> list[str]:
+    return list(getattr(settings, "ECHOMQ_PREFIXES", ["bull"]))
+
+
+def all_queues(client: Redis) -> list[QueueRef]:
+    return inspect.discover_queues(client, served_prefixes(), configured_queues())
+
+
+def queue_or_404(client: Redis, prefix: str, name: str) -> QueueRef:
+    try:
+        ref = QueueRef(prefix, name)
+    except InvalidName:
+        raise Http404(f"No queue named {prefix}:{name}") from None
+    configured = configured_queues()
+    if ref in configured:
+        return ref
+    if prefix not in served_prefixes() or not inspect.queue_exists(client, ref):
+        raise Http404(f"No queue named {ref.qualified}")
+    return ref
+
+
+def job_id_or_404(job_id: str) -> str:
+    try:
+        return validate_job_id(job_id)
+    except InvalidName:
+        raise Http404("Not a valid job id") from None
+
+
+def clean_job_ids(raw_ids: list[str]) -> list[str]:
+    """Valid, de-duplicated ids in the order given; invalid ones raise InvalidName."""
+    seen: dict[str, None] = {}
+    for raw in raw_ids:
+        seen[validate_job_id(raw.strip())] = None
+    return list(seen)
+
+
+def int_param(value: str | None, default: int, *, lowest: int = 0, highest: int = 10**9) -> int:
+    """A non-negative integer query parameter; garbage falls back to the default."""
+    try:
+        number = int(value) if value is not None else default
+    except ValueError:
+        return default
+    return max(lowest, min(highest, number))

@@ -1,0 +1,112 @@
+"""Who may see and who may act.
+
+Viewing needs an active staff user with ``dashboard.view_queues``; acting also
+needs ``dashboard.act_on_queues`` and is off for everyone when
+``ECHOMQ_READ_ONLY`` is set. Superusers hold both permissions implicitly.
+Pages send anonymous users to the login page; the API answers JSON instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar, cast
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+V = TypeVar("V", bound=Callable[..., HttpResponse])
+VIEW_PERMISSION = "dashboard.view_queues"
+ACT_PERMISSION = "dashboard.act_on_queues"
+
+
+def read_only() -> bool:
+    return bool(getattr(settings, "ECHOMQ_READ_ONLY", False))
+
+
+def _has_perm(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
+    # Custom user models without PermissionsMixin hold no permissions.
+    check = getattr(user, "has_perm", None)
+    return bool(check is not None and check(permission))
+
+
+def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
+    return bool(
+        user.is_authenticated
+        and user.is_active
+        and getattr(user, "is_staff", False)
+        and _has_perm(user, VIEW_PERMISSION)
+    )
+
+
+def can_act(user: AbstractBaseUser | AnonymousUser) -> bool:
+    return not read_only() and can_view(user) and _has_perm(user, ACT_PERMISSION)
+
+
+def json_error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+
+
+def _denial(request: HttpRequest, *, act: bool) -> str | None:
+    """Why the request may not proceed ("login", "view", "act", "read_only"), or None."""
+    user = request.user
+    if not user.is_authenticated:
+        return "login"
+    if not can_view(user):
+        return "view"
+    if act and read_only():
+        return "read_only"
+    if act and not can_act(user):
+        return "act"
+    return None
+
+
+_MESSAGES = {
+    "login": "Log in to use the dashboard.",
+    "view": "Your account may not view queues (needs staff and dashboard.view_queues).",
+    "act": "Your account may view queues but not act on them (needs dashboard.act_on_queues).",
+    "read_only": "The dashboard is read-only (ECHOMQ_READ_ONLY): actions are turned off.",
+}
+
+
+def page_permission(*, act: bool = False) -> Callable[[V], V]:
+    """For HTML views: login redirect for anonymous users, 403 otherwise."""
+
+    def decorate(view: V) -> V:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            denial = _denial(request, act=act or request.method == "POST")
+            if denial == "login":
+                return redirect_to_login(request.get_full_path())
+            if denial is not None:
+                raise PermissionDenied(_MESSAGES[denial])
+            return view(request, *args, **kwargs)
+
+        return cast(V, wrapper)
+
+    return decorate
+
+
+def api_permission(*, act: bool = False) -> Callable[[V], V]:
+    """For API views: JSON 401 for anonymous users, JSON 403 otherwise."""
+
+    def decorate(view: V) -> V:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            denial = _denial(request, act=act or request.method == "POST")
+            if denial == "login":
+                return json_error(401, "unauthenticated", _MESSAGES["login"])
+            if denial is not None:
+                return json_error(403, "forbidden", _MESSAGES[denial])
+            return view(request, *args, **kwargs)
+
+        return cast(V, wrapper)
+
+    return decorate
+
+
+def user_label(user: Any) -> str:
+    return str(getattr(user, "get_username", lambda: "anonymous")())

@@ -1,0 +1,255 @@
+"""HTML pages. Thin: validate the URL, ask the read model, render; actions go
+through ``dashboard.actions``. One view serves its full page and, for htmx
+requests, only the fragment that changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from dashboard import actions
+from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
+from dashboard.permissions import can_act, page_permission, read_only, user_label
+from dashboard.redis import get_client
+from queues import inspect
+from queues.inspect import QueueRef
+from queues.keys import InvalidName
+
+PAGE_SIZES = (20, 50, 100, 200)
+LOGS_PAGE_SIZE = 50
+# Choices for "clean jobs older than": label, milliseconds.
+CLEAN_AGES = (
+    ("1 minute", 60_000),
+    ("1 hour", 3_600_000),
+    ("1 day", 86_400_000),
+    ("7 days", 7 * 86_400_000),
+    ("any age", 0),
+)
+
+
+def _is_htmx(request: HttpRequest) -> bool:
+    return bool(getattr(request, "htmx", False))
+
+
+def _page(
+    request: HttpRequest, template: str, context: dict[str, Any], status: int = 200
+) -> HttpResponse:
+    context.update(can_act=can_act(request.user), read_only=read_only())
+    return render(request, template, context, status=status)
+
+
+def _queue_context(ref: QueueRef, summary: inspect.QueueSummary, tab: str) -> dict[str, Any]:
+    return {
+        "ref": ref,
+        "summary": summary,
+        "tab": tab,
+        "states": inspect.STATES,
+        "clean_ages": CLEAN_AGES,
+    }
+
+
+@require_GET
+@page_permission()
+def overview(request: HttpRequest) -> HttpResponse:
+    client = get_client()
+    summaries = inspect.queue_summaries(client, all_queues(client))
+    sort = request.GET.get("sort", "name")
+    if sort == "failed":
+        summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
+    context = {"summaries": summaries, "sort": sort, "states": inspect.STATES}
+    template = "dashboard/_overview_rows.html" if _is_htmx(request) else "dashboard/overview.html"
+    return _page(request, template, context)
+
+
+@require_GET
+@page_permission()
+def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    (summary,) = inspect.queue_summaries(client, [ref], metrics_points=0)
+    default_state = "failed" if summary.counts["failed"] else "wait"
+    state = request.GET.get("state", default_state)
+    if state not in inspect.STATES:
+        return HttpResponseBadRequest("Unknown state")
+    size = int_param(request.GET.get("size"), 50)
+    size = size if size in PAGE_SIZES else 50
+    page_number = int_param(request.GET.get("page"), 1, lowest=1)
+    jobs = inspect.job_page(client, ref, state, start=(page_number - 1) * size, size=size)
+    context = _queue_context(ref, summary, state)
+    context.update(
+        jobs=jobs,
+        page_number=page_number,
+        page_sizes=PAGE_SIZES,
+        size=size,
+        row_actions=actions.ACTIONS_BY_STATE[state],
+    )
+    if _is_htmx(request):
+        return _page(request, "dashboard/_job_table.html", context)
+    return _page(request, "dashboard/queue.html", context)
+
+
+@require_GET
+@page_permission()
+def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    event_type = request.GET.get("type", "").strip() or None
+    job_filter = request.GET.get("job", "").strip() or None
+    try:
+        page = inspect.events_page(
+            client,
+            ref,
+            before=request.GET.get("before") or None,
+            size=100,
+            event_type=event_type,
+            job_id=job_filter,
+        )
+    except InvalidName:
+        return HttpResponseBadRequest("Not a stream id")
+    (summary,) = inspect.queue_summaries(client, [ref], metrics_points=0)
+    context = _queue_context(ref, summary, "events")
+    context.update(
+        page=page,
+        event_type=event_type or "",
+        job_filter=job_filter or "",
+        event_types=EVENT_TYPES,
+        continued=bool(request.GET.get("before")),
+    )
+    if _is_htmx(request):
+        return _page(request, "dashboard/_event_rows.html", context)
+    return _page(request, "dashboard/events.html", context)
+
+
+EVENT_TYPES = (
+    "added",
+    "waiting",
+    "delayed",
+    "active",
+    "progress",
+    "completed",
+    "failed",
+    "retries-exhausted",
+    "stalled",
+    "removed",
+    "waiting-children",
+    "duplicated",
+    "deduplicated",
+    "cleaned",
+    "paused",
+    "resumed",
+    "drained",
+)
+
+
+@require_GET
+@page_permission()
+def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    job_id = job_id_or_404(job_id)
+    logs_page = int_param(request.GET.get("logs"), 1, lowest=1)
+    detail = inspect.job_detail(
+        client,
+        ref,
+        job_id,
+        logs_start=(logs_page - 1) * LOGS_PAGE_SIZE,
+        logs_size=LOGS_PAGE_SIZE,
+        full_data=request.GET.get("full") == "1",
+    )
+    if detail is None:
+        context = {"ref": ref, "job_id": job_id}
+        return _page(request, "dashboard/job_missing.html", context, status=404)
+    context = {
+        "ref": ref,
+        "detail": detail,
+        "job": detail.job,
+        "events": inspect.job_events(client, ref, job_id, size=30),
+        "job_actions": actions.ACTIONS_BY_STATE.get(detail.state or "", ("remove",)),
+        "logs_page": logs_page,
+        "logs_size": LOGS_PAGE_SIZE,
+        "logs_has_next": detail.logs_start + len(detail.logs) < detail.logs_total,
+    }
+    fragment = request.GET.get("fragment")
+    if _is_htmx(request) and fragment in ("data", "logs"):
+        return _page(request, f"dashboard/_job_{fragment}.html", context)
+    return _page(request, "dashboard/job.html", context)
+
+
+@require_GET
+@page_permission()
+def goto_job(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    wanted = request.GET.get("job", "").strip()
+    try:
+        (job_id,) = clean_job_ids([wanted])
+    except (InvalidName, ValueError):
+        messages.error(request, f"“{wanted[:100]}” is not a job id")
+        return redirect(_queue_url(ref))
+    return redirect(reverse("dashboard:job", args=[ref.prefix, ref.name, job_id]))
+
+
+def _queue_url(ref: QueueRef, state: str | None = None) -> str:
+    url = reverse("dashboard:queue", args=[ref.prefix, ref.name])
+    return f"{url}?state={state}" if state else url
+
+
+def _back(request: HttpRequest, fallback: str) -> HttpResponse:
+    target = request.POST.get("next", "")
+    safe = url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return redirect(target if target and safe else fallback)
+
+
+@require_POST
+@page_permission(act=True)
+def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    state = request.POST.get("state", "failed")
+    try:
+        ids = clean_job_ids(request.POST.getlist("ids"))
+        result = actions.job_action(
+            client,
+            ref,
+            request.POST.get("action", ""),
+            ids,
+            user=user_label(request.user),
+            state=state,
+            reason=request.POST.get("reason", "")[:1000],
+        )
+    except (InvalidName, actions.ActionRefused) as error:
+        messages.error(request, str(error))
+        return _back(request, _queue_url(ref, state))
+    level = messages.SUCCESS if result.ok and result.count else messages.WARNING
+    messages.add_message(request, level, result.message)
+    return _back(request, _queue_url(ref, state))
+
+
+@require_POST
+@page_permission(act=True)
+def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    state = request.POST.get("state", "failed")
+    try:
+        result = actions.queue_action(
+            client,
+            ref,
+            request.POST.get("action", ""),
+            user=user_label(request.user),
+            state=state,
+            grace_ms=int_param(request.POST.get("grace_ms"), -1, lowest=-1),
+        )
+    except actions.ActionRefused as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, result.message)
+    return _back(request, _queue_url(ref, state))

@@ -1,0 +1,235 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from redis import Redis
+
+from queues.inspect import QueueRef
+from tests.dashboard_seed import seed_events, seed_job, seed_jobs
+
+KEYS = QueueRef("bull", "emails").keys
+QUEUE_URL = "/queues/bull/emails/"
+
+
+@pytest.fixture
+def viewer(dashboard_redis: Redis, client_as: Callable[[str | None], Any]) -> Any:
+    return client_as("viewer")
+
+
+def _html(response: Any) -> str:
+    assert response.status_code == 200, response.content[:500]
+    return str(response.content.decode())
+
+
+def test_overview_lists_every_queue_with_counts_paused_and_hooks(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    seed_jobs(dashboard_redis, KEYS, "failed", 3)
+    seed_job(dashboard_redis, KEYS, "w", state="wait")
+    dashboard_redis.hset(KEYS.meta, "paused", 1)
+    dashboard_redis.lpush(KEYS.metrics_data("completed"), 4, 9)
+    seed_job(dashboard_redis, QueueRef("bull", "a-quiet-one").keys, "1", state="completed")
+    html = _html(viewer.get("/"))
+    assert 'data-queue="bull:emails"' in html
+    assert 'data-queue="bull:a-quiet-one"' in html
+    row = html[html.index('data-queue="bull:emails"') :]
+    assert re.search(r'data-count-state="failed" title="3 failed">3<', row)
+    assert "paused</span>" in row
+    assert "<polyline" in row
+    # Sorting by failed puts the failing queue first.
+    by_failed = _html(viewer.get("/?sort=failed"))
+    assert by_failed.index("bull:emails") < by_failed.index("bull:a-quiet-one")
+    assert html.index("bull:a-quiet-one") < html.index('data-queue="bull:emails"')
+
+
+def test_overview_without_queues_says_so(dashboard_redis: Redis, viewer: Any) -> None:
+    assert "No queues yet" in _html(viewer.get("/"))
+
+
+def test_queue_page_opens_on_failed_with_tabs_rows_and_pagination(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    for n in range(1, 61):
+        seed_job(
+            dashboard_redis,
+            KEYS,
+            str(n),
+            state="failed",
+            score=n,
+            fields={"failedReason": f"Timeout {n}\nat line"},
+        )
+    seed_job(dashboard_redis, KEYS, "w1", state="wait")
+    html = _html(viewer.get(QUEUE_URL))
+    assert 'data-queue="bull:emails"' in html
+    assert 'data-state="failed"' in html
+    assert re.search(r'data-count-state="failed" title="60">60<', html)
+    assert re.search(r'data-count-state="wait" title="1">1<', html)
+    assert "1\u201350 of 60" in html
+    assert html.count("data-job-id=") == 50
+    assert 'data-job-id="60"' in html  # newest first
+    assert "Timeout 60" in html
+    assert "1/1" in html  # attempts made / allowed
+    page2 = _html(viewer.get(QUEUE_URL + "?state=failed&page=2"))
+    assert "51\u201360 of 60" in page2
+    assert 'data-job-id="1"' in page2
+    small = _html(viewer.get(QUEUE_URL + "?state=failed&size=20"))
+    assert small.count("data-job-id=") == 20
+
+
+def test_htmx_request_gets_only_the_table_fragment(dashboard_redis: Redis, viewer: Any) -> None:
+    seed_jobs(dashboard_redis, KEYS, "wait", 3)
+    html = _html(viewer.get(QUEUE_URL + "?state=wait", headers={"HX-Request": "true"}))
+    assert "<html" not in html
+    assert html.count("data-job-id=") == 3
+
+
+def test_empty_tab_says_something_useful(dashboard_redis: Redis, viewer: Any) -> None:
+    seed_jobs(dashboard_redis, KEYS, "completed", 2)
+    html = _html(viewer.get(QUEUE_URL + "?state=failed"))
+    assert re.search(r"No failed jobs\.\s+2 completed jobs are kept\.", html)
+
+
+@pytest.mark.parametrize(
+    ("url", "status"),
+    [
+        ("/queues/bull/nope/", 404),
+        ("/queues/other/emails/", 404),
+        ("/queues/bull/emails/?state=bogus", 400),
+        ("/queues/bull/emails/job/missing", 404),
+        ("/queues/bull/emails/events/?before=xyz", 400),
+    ],
+)
+def test_unknown_queue_state_job_or_cursor(
+    dashboard_redis: Redis, viewer: Any, url: str, status: int
+) -> None:
+    seed_job(dashboard_redis, KEYS, "1")
+    assert viewer.get(url).status_code == status
+
+
+def test_job_page_shows_state_reason_traces_logs_lock_and_timeline(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    seed_job(
+        dashboard_redis,
+        KEYS,
+        "42",
+        state="failed",
+        name="send-welcome",
+        data={"to": "ann@example.com"},
+        opts={"attempts": 3},
+        fields={
+            "failedReason": "SMTP 550 mailbox unavailable",
+            "stacktrace": '["Error: first\\n at a.js:1", "Error: second\\n at b.js:2"]',
+            "atm": 2,
+            "pb": "worker-7",
+            "progress": "40",
+            "returnvalue": "null",
+        },
+    )
+    dashboard_redis.rpush(KEYS.logs("42"), *[f"log line {n}" for n in range(60)])
+    seed_events(dashboard_redis, KEYS, [("failed", {"jobId": "42", "failedReason": "SMTP 550"})])
+    html = _html(viewer.get(QUEUE_URL + "job/42"))
+    assert 'data-job-state="failed"' in html
+    assert 'data-job-id="42"' in html
+    assert "send-welcome" in html
+    assert "SMTP 550 mailbox unavailable" in html
+    # Latest attempt first and open; the older one collapsed.
+    assert html.index("Error: second") < html.index("Error: first")
+    assert "<details open>\n    <summary>Attempt 2 (latest)" in html
+    assert "2/3" in html
+    assert "worker-7" in html
+    assert "&quot;to&quot;: &quot;ann@example.com&quot;" in html
+    assert "log line 49" in html
+    assert "log line 50" not in html
+    assert "Later →" in html
+    later = _html(viewer.get(QUEUE_URL + "job/42?logs=2"))
+    assert "log line 59" in later
+    logs_fragment = _html(
+        viewer.get(QUEUE_URL + "job/42?logs=2&fragment=logs", headers={"HX-Request": "true"})
+    )
+    assert "<html" not in logs_fragment
+    assert "log line 55" in logs_fragment
+    assert "Created" in html
+    assert "Finished" in html
+    assert "data-job-events" in html
+
+
+def test_active_job_shows_lock_holder_and_ttl(dashboard_redis: Redis, viewer: Any) -> None:
+    seed_job(dashboard_redis, KEYS, "7", state="active", fields={"pb": "w1"})
+    dashboard_redis.set(KEYS.lock("7"), "tok-123", px=25_000)
+    html = _html(viewer.get(QUEUE_URL + "job/7"))
+    assert 'data-job-state="active"' in html
+    assert "tok-123" in html
+    assert re.search(r"expires in \d+ ms", html)
+
+
+def test_big_data_is_truncated_with_load_all(dashboard_redis: Redis, viewer: Any) -> None:
+    seed_job(dashboard_redis, KEYS, "big", data={"blob": "x" * 100_000, "tail": "THE-END"})
+    html = _html(viewer.get(QUEUE_URL + "job/big"))
+    assert "Load all" in html
+    assert "THE-END" not in html
+    htmx = {"HX-Request": "true"}
+    full = _html(viewer.get(QUEUE_URL + "job/big?full=1&fragment=data", headers=htmx))
+    assert "THE-END" in full
+    assert "<html" not in full
+
+
+def test_missing_job_page_is_a_friendly_404(dashboard_redis: Redis, viewer: Any) -> None:
+    seed_job(dashboard_redis, KEYS, "1")
+    response = viewer.get(QUEUE_URL + "job/gone")
+    assert response.status_code == 404
+    assert "No job gone in emails" in response.content.decode()
+
+
+def test_events_tab_newest_first_with_feed_hooks_and_filters(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    seed_job(dashboard_redis, KEYS, "1")
+    ids = seed_events(
+        dashboard_redis,
+        KEYS,
+        [
+            ("added", {"jobId": "1", "name": "x"}),
+            ("active", {"jobId": "1", "prev": "waiting"}),
+            ("failed", {"jobId": "1", "failedReason": "kaput"}),
+            ("added", {"jobId": "2", "name": "y"}),
+        ],
+    )
+    html = _html(viewer.get(QUEUE_URL + "events/"))
+    assert f'id="event-feed" data-last-id="{ids[-1]}"' in html
+    positions = [html.index(f'data-event-id="{i}"') for i in reversed(ids)]
+    assert positions == sorted(positions)
+    assert "kaput" in html
+    failed_only = _html(viewer.get(QUEUE_URL + "events/?type=failed"))
+    assert failed_only.count("data-event-id=") == 1
+    job2 = _html(viewer.get(QUEUE_URL + "events/?job=2"))
+    assert job2.count("data-event-id=") == 1
+
+
+def test_goto_box_jumps_to_the_job_or_explains(dashboard_redis: Redis, viewer: Any) -> None:
+    seed_job(dashboard_redis, KEYS, "a b/ü")
+    response = viewer.get(QUEUE_URL + "goto/", {"job": "a b/ü"})
+    assert response.status_code == 302
+    assert _html(viewer.get(response["Location"])).count("a b/ü") >= 1
+    bad = viewer.get(QUEUE_URL + "goto/", {"job": "x:y"}, follow=True)
+    assert "is not a job id" in bad.content.decode()
+
+
+def test_pages_send_csp_without_inline_script_and_deny_framing(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    seed_job(dashboard_redis, KEYS, "1", state="failed")
+    for url in ("/", QUEUE_URL, QUEUE_URL + "job/1", QUEUE_URL + "events/"):
+        response = viewer.get(url)
+        csp = response["Content-Security-Policy"]
+        assert "script-src 'self'" in csp
+        assert "unsafe-inline" not in csp
+        assert response["X-Frame-Options"] == "DENY"
+        html = response.content.decode()
+        # Every <script> loads a file; none carries code inline.
+        assert re.findall(r"<script(?![^>]*\ssrc=)[^>]*>", html) == []
+        assert " style=" not in html
+        assert "/static/django_htmx/htmx-2.min.js" in html
