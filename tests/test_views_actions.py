@@ -1,0 +1,181 @@
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from redis import Redis
+
+from queues.inspect import QueueRef
+from queues.queue import Queue
+from tests.dashboard_seed import seed_job, seed_jobs
+
+KEYS = QueueRef("bull", "emails").keys
+QUEUE_URL = "/queues/bull/emails/"
+ACTIONS_URL = QUEUE_URL + "actions/"
+BULK_URL = QUEUE_URL + "bulk/"
+
+
+@pytest.fixture
+def actor(dashboard_redis: Redis, client_as: Callable[[str | None], Any]) -> Any:
+    return client_as("actor")
+
+
+@pytest.fixture
+def queue(dashboard_redis: Redis) -> Queue:
+    return Queue("emails", dashboard_redis)
+
+
+def _messages(response: Any) -> list[str]:
+    return [str(m) for m in response.context["messages"]] if response.context else []
+
+
+def _post(client: Any, url: str, data: dict[str, Any]) -> list[str]:
+    response = client.post(url, data, follow=True)
+    assert response.status_code == 200
+    return _messages(response)
+
+
+def test_retry_moves_a_failed_job_and_a_second_retry_says_why_not(
+    actor: Any, queue: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    seed_job(queue.connection, KEYS, "42", state="failed")
+    caplog.set_level(logging.INFO, logger="echomq.audit")
+    data = {"action": "retry", "ids": ["42"], "state": "failed"}
+    assert _post(actor, ACTIONS_URL, data) == ["Job 42 retried"]
+    assert queue.get_state("42") == "wait"
+    assert _post(actor, ACTIONS_URL, data) == [
+        "Job 42 is no longer failed — someone retried it already"
+    ]
+    assert queue.get_state("42") == "wait"
+    lines = [r.getMessage() for r in caplog.records if r.name == "echomq.audit"]
+    assert lines[0] == "user=actor action=retry queue=bull:emails jobs=42 result=moved=1 refused=0"
+    assert lines[1].endswith("result=moved=0 refused=1")
+
+
+def test_retry_a_completed_job_runs_it_again(actor: Any, queue: Queue) -> None:
+    seed_job(queue.connection, KEYS, "c", state="completed")
+    messages = _post(actor, ACTIONS_URL, {"action": "retry", "ids": ["c"], "state": "completed"})
+    assert messages == ["Job c retried"]
+    assert queue.get_state("c") == "wait"
+
+
+def test_promote_a_delayed_job(actor: Any, queue: Queue) -> None:
+    job_id = queue.add("later", {"x": 1}, {"delay": 60_000})
+    assert _post(actor, ACTIONS_URL, {"action": "promote", "ids": [job_id]}) == [
+        f"Job {job_id} promoted"
+    ]
+    assert queue.get_state(job_id) == "wait"
+    again = _post(actor, ACTIONS_URL, {"action": "promote", "ids": [job_id]})
+    assert again == [f"Job {job_id} is no longer delayed — it was promoted or has run already"]
+
+
+def test_fail_records_the_reason_and_the_user(actor: Any, queue: Queue) -> None:
+    job_id = queue.add("stuck", {})
+    _post(actor, ACTIONS_URL, {"action": "fail", "ids": [job_id], "reason": "bad payload"})
+    job = queue.get_job(job_id)
+    assert job is not None
+    assert queue.get_state(job_id) == "failed"
+    assert job.failed_reason == "bad payload (failed by actor)"
+
+
+def test_remove_from_the_job_page_returns_to_the_queue(actor: Any, queue: Queue) -> None:
+    job_id = queue.add("gone-soon", {})
+    response = actor.post(
+        ACTIONS_URL, {"action": "remove", "ids": [job_id], "next": QUEUE_URL}, follow=True
+    )
+    assert response.redirect_chain[-1][0] == QUEUE_URL
+    assert _messages(response) == [f"Job {job_id} removed"]
+    assert queue.get_job(job_id) is None
+
+
+def test_selected_rows_move_together_and_refusals_are_listed(actor: Any, queue: Queue) -> None:
+    seed_jobs(queue.connection, KEYS, "failed", 3)
+    queue.retry("2")
+    messages = _post(actor, ACTIONS_URL, {"action": "retry", "ids": ["1", "2", "3"]})
+    assert messages == [
+        "2 jobs retried. 1 not: Job 2 is no longer failed — someone retried it already"
+    ]
+    assert queue.get_counts("failed", "wait") == {"failed": 0, "wait": 3}
+
+
+def test_bad_action_input_is_a_message_not_an_error(actor: Any, queue: Queue) -> None:
+    seed_job(queue.connection, KEYS, "1", state="failed")
+    assert _post(actor, ACTIONS_URL, {"action": "explode", "ids": ["1"]}) == [
+        "Unknown action 'explode'"
+    ]
+    assert _post(actor, ACTIONS_URL, {"action": "retry"}) == ["Select at least one job"]
+    assert "invalid job id" in _post(actor, ACTIONS_URL, {"action": "retry", "ids": ["a:b"]})[0]
+    assert queue.get_state("1") == "failed"
+
+
+def test_retry_all_promote_all_and_clean(actor: Any, queue: Queue) -> None:
+    seed_jobs(queue.connection, KEYS, "failed", 5)
+    assert _post(actor, BULK_URL, {"action": "retry_all", "state": "failed"}) == [
+        "5 failed jobs moved back to waiting"
+    ]
+    for n in range(3):
+        queue.add("later", {"n": n}, {"delay": 60_000})
+    assert _post(actor, BULK_URL, {"action": "promote_all", "state": "delayed"}) == [
+        "3 delayed jobs promoted to waiting"
+    ]
+    seed_jobs(queue.connection, KEYS, "completed", 4, first=100)
+    messages = _post(actor, BULK_URL, {"action": "clean", "state": "completed", "grace_ms": 0})
+    assert messages == ["4 completed jobs older than 0 seconds removed"]
+    assert queue.get_counts("wait", "completed") == {"wait": 8, "completed": 0}
+
+
+def test_clean_keeps_jobs_younger_than_the_chosen_age(actor: Any, queue: Queue) -> None:
+    seed_jobs(queue.connection, KEYS, "failed", 2)
+    messages = _post(actor, BULK_URL, {"action": "clean", "state": "failed", "grace_ms": 3_600_000})
+    assert messages == ["0 failed jobs older than 1 hour removed"]
+    assert queue.get_counts("failed") == {"failed": 2}
+
+
+def test_pause_and_resume(actor: Any, queue: Queue) -> None:
+    queue.add("x", {})
+    assert _post(actor, BULK_URL, {"action": "pause"}) == [
+        "Queue emails paused: workers take no new jobs"
+    ]
+    assert queue.is_paused()
+    html = actor.get(QUEUE_URL + "?state=wait").content.decode()
+    assert "Resume queue" in html
+    assert _post(actor, BULK_URL, {"action": "resume"}) == ["Queue emails resumed"]
+    assert not queue.is_paused()
+
+
+def test_actor_sees_the_buttons_valid_for_the_state(actor: Any, queue: Queue) -> None:
+    seed_job(queue.connection, KEYS, "f", state="failed")
+    seed_job(queue.connection, KEYS, "d", state="delayed")
+    failed_page = actor.get(QUEUE_URL + "job/f").content.decode()
+    assert 'value="retry"' in failed_page
+    assert 'value="promote"' not in failed_page
+    assert 'value="fail"' not in failed_page
+    delayed_page = actor.get(QUEUE_URL + "job/d").content.decode()
+    assert 'value="promote"' in delayed_page
+    assert 'value="fail"' in delayed_page
+    assert 'data-confirm="Fail job d?' in delayed_page
+    assert 'data-confirm="Remove job d?' in delayed_page
+    tab = actor.get(QUEUE_URL + "?state=failed").content.decode()
+    assert "Retry all 1 failed" in tab
+    assert 'name="ids" value="f"' in tab
+
+
+def test_unsafe_next_is_ignored(actor: Any, queue: Queue) -> None:
+    seed_job(queue.connection, KEYS, "1", state="failed")
+    response = actor.post(
+        ACTIONS_URL, {"action": "retry", "ids": ["1"], "next": "https://evil.example/"}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == QUEUE_URL + "?state=failed"
+
+
+def test_posts_need_the_csrf_token(dashboard_redis: Redis, make_user: Any) -> None:
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user("actor"))
+    seed_job(dashboard_redis, KEYS, "1", state="failed")
+    assert client.post(ACTIONS_URL, {"action": "retry", "ids": ["1"]}).status_code == 403
+    assert Queue("emails", dashboard_redis).get_state("1") == "failed"
