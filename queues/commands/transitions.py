@@ -170,6 +170,22 @@ def _flat_fields(fields: Mapping[str, str] | None) -> bytes | None:
     return _pack(flat)
 
 
+def _pickup_keys(keys: QueueKeys) -> tuple[str, ...]:
+    """KEYS[1..10] of moveToActive and moveToFinished: both may take a job."""
+    return (
+        keys.wait,
+        keys.active,
+        keys.prioritized,
+        keys.events,
+        keys.stalled,
+        keys.limiter,
+        keys.delayed,
+        keys.paused,
+        keys.meta,
+        keys.pc,
+    )
+
+
 def move_to_active(
     keys: QueueKeys,
     *,
@@ -182,19 +198,7 @@ def move_to_active(
     options = _pickup_options(token, lock_duration_ms, worker_name, limiter)
     return scripts.call(
         "moveToActive",
-        (
-            keys.wait,
-            keys.active,
-            keys.prioritized,
-            keys.events,
-            keys.stalled,
-            keys.limiter,
-            keys.delayed,
-            keys.paused,
-            keys.meta,
-            keys.pc,
-            keys.marker,
-        ),
+        (*_pickup_keys(keys), keys.marker),
         (keys.base, now_ms, _pack(options)),
     )
 
@@ -246,16 +250,7 @@ def move_to_finished(
     return scripts.call(
         "moveToFinished",
         (
-            keys.wait,
-            keys.active,
-            keys.prioritized,
-            keys.events,
-            keys.stalled,
-            keys.limiter,
-            keys.delayed,
-            keys.paused,
-            keys.meta,
-            keys.pc,
+            *_pickup_keys(keys),
             keys.finished(target),
             keys.job(job_id),
             keys.metrics(target),
