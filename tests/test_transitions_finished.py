@@ -10,11 +10,13 @@ from redis import Redis
 from queues import scripts
 from queues.commands import transitions as t
 from queues.keys import QueueKeys
+from queues.queue import Queue
 from tests.transition_helpers import (
     NOW,
     TOKEN,
     event_names,
     events,
+    fetch,
     field,
     finish,
     finish_options,
@@ -399,3 +401,19 @@ def test_remove_on_fail_drops_the_child_from_a_waiting_parent(
     # The parent had a priority: it goes to prioritized.
     assert zmembers(redis_client, parents.prioritized) == ["p"]
     assert redis_client.exists(parents.job("p") + ":failed") == 0
+
+
+def test_admin_fail_of_an_active_job_makes_the_workers_finish_a_no_op(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    queue = Queue("q", redis_client)
+    job_id = queue.add("long", {"n": 1})
+    assert fetch(redis_client, keys).job_id == job_id
+    queue.fail(job_id, "stopped by alice")
+    before = _snapshot(redis_client)
+    assert finish(redis_client, keys, job_id, value='"too late"', fetch_next=True) == -2
+    assert _snapshot(redis_client) == before
+    job = queue.get_job(job_id)
+    assert job is not None
+    assert (job.failed_reason, job.returnvalue) == ("stopped by alice", None)
+    assert queue.get_state(job_id) == "failed"
