@@ -1,8 +1,10 @@
 """ASGI entry point (daphne / uvicorn): HTTP goes to Django, WebSockets to the live consumer.
 
 ``manage.py runserver`` serves this same application (daphne is first in
-INSTALLED_APPS). The WebSocket side checks the Origin against ALLOWED_HOSTS
-and loads the session user; the consumer then checks the view permission.
+INSTALLED_APPS). Static files are served by the application itself, so the
+dashboard works from one process with nothing in front of it. The WebSocket
+side checks the Origin against ALLOWED_HOSTS and loads the session user; the
+consumer then checks the view permission.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ django_application = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_application,
+        "http": ASGIStaticFilesHandler(django_application),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

@@ -39,7 +39,6 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.conf import settings
 
 from dashboard.live.hub import get_hub
 from dashboard.live.streams import (
@@ -51,7 +50,9 @@ from dashboard.live.streams import (
     queue_ref,
     replay_after,
 )
-from queues.keys import InvalidName
+from dashboard.lookup import configured_queues, served_prefixes
+from queues.inspect import QueueRef
+from queues.keys import InvalidName, QueueKeys
 
 CLOSE_NOT_LOGGED_IN = 4401
 CLOSE_FORBIDDEN = 4403
@@ -119,7 +120,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             keys = keys_from_ref(raw_ref) if isinstance(raw_ref, str) else None
         except InvalidName:
             keys = None
-        if keys is None or keys.prefix not in known_prefixes():
+        if keys is None or not may_subscribe(keys):
             await self.send_json({"type": "error", "queue": raw_ref, "message": "unknown queue"})
             return
         ref = queue_ref(keys)
@@ -209,7 +210,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         )
 
 
-def known_prefixes() -> set[str]:
-    prefixes = set(settings.ECHOMQ_PREFIXES)
-    prefixes.update(ref.rpartition(":")[0] for ref in settings.ECHOMQ_QUEUES if ":" in ref)
-    return prefixes or {"bull"}
+def may_subscribe(keys: QueueKeys) -> bool:
+    """The queues the pages may show: configured ones and those under a served prefix."""
+    ref = QueueRef(keys.prefix, keys.name)
+    return keys.prefix in served_prefixes() or ref in configured_queues()

@@ -1,0 +1,439 @@
+// EchoMQ live updates: one WebSocket per page (dashboard/live/consumer.py).
+//
+// The page says what it shows through data attributes rendered by the server:
+//   main[data-page]                overview | queue | events | job
+//   [data-queue="prefix:name"]     the queue(s) of the page (overview: one per row)
+//   [data-count-state=<state>]     a count to keep current
+//   [data-live-dot]                pulses when that queue has events
+//   #job-table                     the queue page's job list (refetched as an htmx fragment)
+//   #event-feed[data-last-id]      the events tab: the live feed continues from that id
+//   main[data-job-id]              the job page: refetched when that job has an event
+//
+// Work is coalesced: events are queued as they arrive and applied in one pass
+// per flush; flushes are spaced by the incoming rate (at most ~10 a second at
+// 1,000 events/s), and counts / lists are refetched from the server at most
+// once a second instead of being computed from events.
+(function () {
+  "use strict";
+
+  var FEED_KEEP = 500;
+  var REFRESH_MS = 1000;
+  var BACKOFF_MS = [500, 1000, 2000, 4000, 8000, 10000];
+  var STATE_BY_EVENT = {
+    added: "wait", waiting: "wait", delayed: "delayed", active: "active", progress: "active",
+    completed: "completed", failed: "failed", "retries-exhausted": "failed", stalled: "active",
+    "waiting-children": "waiting-children", paused: "paused"
+  };
+
+  var main = document.querySelector("main[data-page]");
+  if (!main || !window.WebSocket) return;
+  var pageKind = main.getAttribute("data-page");
+  var feed = document.getElementById("event-feed");
+
+  // ------------------------------------------------------------ small helpers
+
+  function parseId(id) {
+    var parts = String(id || "0-0").split("-");
+    return [Number(parts[0]) || 0, Number(parts[1]) || 0];
+  }
+  function idAfter(a, b) {  // is stream id a newer than b?
+    var x = parseId(a), y = parseId(b);
+    return x[0] > y[0] || (x[0] === y[0] && x[1] > y[1]);
+  }
+  function compact(n) {
+    var units = [[1e9, "G"], [1e6, "M"], [1e3, "k"]];
+    for (var i = 0; i < units.length; i++) {
+      if (Math.abs(n) >= units[i][0]) return (n / units[i][0]).toFixed(1).replace(/\.0$/, "") + units[i][1];
+    }
+    return String(n);
+  }
+  function splitRef(ref) {
+    var at = ref.lastIndexOf(":");
+    return {prefix: ref.slice(0, at), name: ref.slice(at + 1)};
+  }
+  function queueUrl(ref) {
+    var q = splitRef(ref);
+    return "/queues/" + encodeURIComponent(q.prefix) + "/" + encodeURIComponent(q.name) + "/";
+  }
+  function getText(url, asFragment) {
+    var headers = {"Accept": "text/html"};
+    if (asFragment) { headers["HX-Request"] = "true"; }
+    return fetch(url, {headers: headers, credentials: "same-origin"}).then(function (r) {
+      if (!r.ok) throw new Error(url + ": " + r.status);
+      return r.text();
+    });
+  }
+  function getJson(url) {
+    return fetch(url, {headers: {"Accept": "application/json"}, credentials: "same-origin"})
+      .then(function (r) { if (!r.ok) throw new Error(url + ": " + r.status); return r.json(); });
+  }
+  function pointerInside(el) { return !!el && el.matches(":hover"); }
+  function rearm(el) {  // let htmx and dashboard.js wire up swapped-in markup
+    if (window.htmx) window.htmx.process(el);
+    el.dispatchEvent(new CustomEvent("htmx:afterSwap", {bubbles: true}));
+  }
+
+  // A job that runs at most once per `gap` ms, trailing: calls during a run or
+  // during the gap fold into one more run afterwards.
+  function throttled(gap, job) {
+    var last = 0, timer = null, running = false, again = false;
+    function run() {
+      timer = null;
+      if (running) { again = true; return; }
+      running = true;
+      last = Date.now();
+      Promise.resolve().then(job).catch(function () { /* next event retries */ }).then(function () {
+        running = false;
+        if (again) { again = false; schedule(); }
+      });
+    }
+    function schedule() {
+      if (timer !== null) return;
+      timer = setTimeout(run, Math.max(0, last + gap - Date.now()));
+    }
+    return schedule;
+  }
+
+  // ------------------------------------------------------------ what this page shows
+
+  var queues = [];
+  if (pageKind === "overview") {
+    document.querySelectorAll("tr[data-queue]").forEach(function (row) { queues.push(row.getAttribute("data-queue")); });
+  } else if (main.getAttribute("data-queue")) {
+    queues.push(main.getAttribute("data-queue"));
+  }
+  if (!queues.length) return;
+
+  var feedLive = !!feed && !/[?&]before=/.test(location.search);
+  var lastIds = {};  // queue -> newest stream id this page has seen (resume point)
+  if (feedLive) lastIds[queues[0]] = feed.getAttribute("data-last-id") || "0-0";
+
+  function setCounts(scope, counts) {
+    scope.querySelectorAll("[data-count-state]").forEach(function (el) {
+      var state = el.getAttribute("data-count-state");
+      if (!(state in counts)) return;
+      var n = counts[state];
+      var text = compact(n);
+      if (el.textContent !== text) el.textContent = text;
+      el.title = (el.title || "").replace(/^[\d,]*/, n.toLocaleString("en-US"));
+      var zeroHolder = el.closest(".tab") || el;
+      zeroHolder.classList.toggle("zero", n === 0);
+    });
+    if (scope.matches && scope.matches("tr[data-queue]")) {
+      scope.classList.toggle("has-failed", counts.failed > 0);
+      scope.classList.toggle("stuck", counts.wait > 0 && !counts.active);
+    }
+  }
+
+  var refreshCounts = throttled(REFRESH_MS, function () {
+    if (pageKind === "overview") {
+      return getJson("/api/queues/").then(function (body) {
+        body.queues.forEach(function (q) {
+          var row = document.querySelector('tr[data-queue="' + CSS.escape(q.queue) + '"]');
+          if (row) setCounts(row, q.counts);
+        });
+      });
+    }
+    return getJson("/api" + queueUrl(queues[0])).then(function (q) { setCounts(document, q.counts); });
+  });
+
+  // The queue page's list: refetched as a fragment, then merged row by row so
+  // rows that stay keep their node (and checkbox); deferred while the pointer
+  // is over the table so nothing moves under the mouse.
+  var jobTable = document.getElementById("job-table");
+  var listWaiting = false;
+  var refreshList = throttled(REFRESH_MS, function () {
+    if (!jobTable) return;
+    if (pointerInside(jobTable)) {
+      listWaiting = true;
+      return;
+    }
+    listWaiting = false;
+    return getText(location.href, true).then(function (html) { mergeJobTable(html); });
+  });
+  if (jobTable) {
+    jobTable.addEventListener("mouseleave", function () { if (listWaiting) refreshList(); });
+  }
+
+  function mergeJobTable(html) {
+    var fresh = document.createElement("div");
+    fresh.innerHTML = html;
+    var oldBody = jobTable.querySelector("table.jobs tbody");
+    var newBody = fresh.querySelector("table.jobs tbody");
+    if (!oldBody || !newBody) {
+      if (jobTable.querySelector("input[name=ids]:checked")) return;  // keep a selection
+      jobTable.replaceChildren.apply(jobTable, Array.prototype.slice.call(fresh.childNodes));
+      rearm(jobTable);
+      return;
+    }
+    var kept = {};
+    oldBody.querySelectorAll("tr[data-job-id]").forEach(function (row) { kept[row.getAttribute("data-job-id")] = row; });
+    var rows = Array.prototype.map.call(newBody.querySelectorAll("tr[data-job-id]"), function (row) {
+      var old = kept[row.getAttribute("data-job-id")];
+      if (!old) { row.classList.add("live-new"); return row; }
+      var box = old.querySelector("input[name=ids]");
+      var newBox = row.querySelector("input[name=ids]");
+      if (box && newBox) newBox.checked = box.checked;
+      return old.isEqualNode(row) ? old : row;
+    });
+    oldBody.replaceChildren.apply(oldBody, rows);
+    var pager = jobTable.querySelector("nav.pager"), newPager = fresh.querySelector("nav.pager");
+    if (pager && newPager && !pager.isEqualNode(newPager) && !pager.contains(document.activeElement)) {
+      pager.replaceWith(newPager);
+    }
+    rearm(jobTable);
+  }
+
+  // The job page: refetched whole, then each top-level block of <main> that
+  // changed is swapped, except the messages and any block holding the focus.
+  var refreshJob = throttled(300, function () {
+    return getText(location.href, false).then(function (html) {
+      var doc = new DOMParser().parseFromString(html, "text/html");
+      var next = doc.querySelector("main[data-page]");
+      if (!next) return;
+      var current = {};
+      Array.prototype.forEach.call(main.children, function (el) { current[blockKey(el)] = el; });
+      var blocks = Array.prototype.map.call(next.children, function (el) {
+        var old = current[blockKey(el)];
+        if (old && (old.id === "messages" || old.isEqualNode(el) || old.contains(document.activeElement))) return old;
+        return document.adoptNode(el);
+      });
+      main.replaceChildren.apply(main, blocks);
+      rearm(main);
+    });
+  });
+  function blockKey(el) {
+    var heading = el.querySelector("h2");
+    return el.tagName + "#" + el.id + "." + el.className + ":" + (heading ? heading.textContent.split(" ")[0] : "");
+  }
+
+  // ------------------------------------------------------------ the events feed
+
+  var paused = false, held = [], controls = null, renderedSince = null;
+  var filterType = feed ? feed.getAttribute("data-filter-type") || "" : "";
+  var filterJob = feed ? feed.getAttribute("data-filter-job") || "" : "";
+  var measured = window.echomqLive = {rendered: 0, latencies: []};
+
+  function feedRow(queue, event) {
+    var row = document.createElement("tr");
+    row.setAttribute("data-event-id", event.id);
+    row.setAttribute("data-event", event.event);
+    if (event.job_id !== null) row.setAttribute("data-job-id", event.job_id);
+    row.className = "live-new";
+    var ms = parseId(event.id)[0];
+    var iso = new Date(ms).toISOString().replace("T", " ").replace("Z", " UTC");
+    var cells = [document.createElement("td"), document.createElement("td"), document.createElement("td"), document.createElement("td")];
+    cells[0].className = "time";
+    var time = document.createElement("time");
+    time.title = iso;
+    time.textContent = iso.slice(11, 23);
+    cells[0].appendChild(time);
+    var badge = document.createElement("span");
+    badge.className = "badge state-" + (STATE_BY_EVENT[event.event] || "other");
+    badge.textContent = event.event;
+    cells[1].appendChild(badge);
+    cells[2].className = "id";
+    if (event.job_id !== null) {
+      var link = document.createElement("a");
+      link.href = queueUrl(queue) + "job/" + encodeURIComponent(event.job_id);
+      link.textContent = event.job_id.length > 40 ? event.job_id.slice(0, 39) + "…" : event.job_id;
+      cells[2].appendChild(link);
+    }
+    cells[3].className = "detail";
+    cells[3].textContent = detail(event.fields);
+    cells.forEach(function (c) { row.appendChild(c); });
+    return row;
+  }
+  function detail(fields) {  // mirrors the event_detail template filter
+    if ("failedReason" in fields) return (fields.failedReason.trim().split("\n")[0] || "").slice(0, 200);
+    if ("delay" in fields) {
+      var due = Number(fields.delay);
+      return /^\d+$/.test(fields.delay) ? "until " + new Date(due).toISOString().replace("T", " ").replace("Z", " UTC") : fields.delay;
+    }
+    if ("data" in fields) return "progress " + fields.data.slice(0, 100);
+    if ("prev" in fields) return "from " + (fields.prev === "wait" ? "waiting" : fields.prev);
+    if ("count" in fields) return fields.count + " jobs";
+    return (fields.name || "").slice(0, 100);
+  }
+  function matchesFilter(event) {
+    return (!filterType || event.event === filterType) && (!filterJob || event.job_id === filterJob);
+  }
+
+  function renderFeed(queue, events) {
+    if (!events.length) return;
+    var fragment = document.createDocumentFragment();
+    var newest = events.slice(-FEED_KEEP);
+    for (var i = newest.length - 1; i >= 0; i--) fragment.appendChild(feedRow(queue, newest[i]));
+    feed.insertBefore(fragment, feed.firstChild);
+    var now = Date.now();
+    newest.forEach(function (event) {
+      measured.latencies.push(now - parseId(event.id)[0]);
+    });
+    measured.rendered += newest.length;
+    if (measured.latencies.length > 20000) measured.latencies.splice(0, measured.latencies.length - 10000);
+    var rows = feed.querySelectorAll("tr[data-event-id]");
+    for (var j = FEED_KEEP; j < rows.length; j++) rows[j].remove();
+    var more = document.getElementById("events-more");
+    if (more && rows.length > FEED_KEEP) pointOlderLink(more, rows[FEED_KEEP - 1].getAttribute("data-event-id"));
+    var empty = document.querySelector("section.empty");
+    if (empty) empty.hidden = true;
+  }
+  function pointOlderLink(more, oldestShown) {
+    // Rows dropped off the bottom stay reachable: "Older events" continues below the oldest shown.
+    var link = more.querySelector("a");
+    if (!link) return;
+    var url = new URL(link.getAttribute("href"), location.href);
+    url.searchParams.set("before", oldestShown);
+    link.setAttribute("href", url.search);
+    if (link.hasAttribute("hx-get")) { link.setAttribute("hx-get", url.search); rearm(more); }
+  }
+
+  function setupControls() {
+    var holder = document.querySelector("[data-live-controls]");
+    if (!holder || !feedLive) return;
+    controls = {button: document.createElement("button"), count: document.createElement("span")};
+    controls.button.type = "button";
+    controls.button.className = "btn";
+    controls.button.textContent = "Pause";
+    controls.button.setAttribute("aria-pressed", "false");
+    controls.count.className = "muted";
+    controls.count.setAttribute("aria-live", "polite");
+    controls.button.addEventListener("click", function () {
+      paused = !paused;
+      controls.button.textContent = paused ? "Resume" : "Pause";
+      controls.button.setAttribute("aria-pressed", String(paused));
+      if (!paused) { renderFeed(queues[0], held); held = []; showHeld(); }
+    });
+    holder.appendChild(controls.button);
+    holder.appendChild(controls.count);
+  }
+  function showHeld() {
+    if (controls) controls.count.textContent = held.length ? " " + held.length.toLocaleString("en-US") + " new" : "";
+  }
+
+  // Reloads the feed's rows after a gap; live rows older than what it shows are then dropped.
+  var reloadFeed = throttled(REFRESH_MS, function () {
+    return getText(location.href, true).then(function (html) {
+      feed.innerHTML = html;
+      var first = feed.querySelector("tr[data-event-id]");
+      renderedSince = first ? first.getAttribute("data-event-id") : renderedSince;
+      rearm(feed);
+    });
+  });
+
+  // ------------------------------------------------------------ applying batches
+
+  var incoming = [];     // [queue, events] pairs since the last flush
+  var dirty = {};        // queue -> true when counts should be refetched
+  var flushTimer = null, lastFlush = 0, rate = 0, rateAt = Date.now();
+
+  function noteRate(n) {  // events per second, smoothed over about a second
+    var now = Date.now(), dt = Math.max(1, now - rateAt);
+    rateAt = now;
+    var weight = Math.min(1, dt / 1000);
+    rate = rate * (1 - weight) + (n * 1000 / dt) * weight;
+  }
+  function scheduleFlush() {
+    if (flushTimer !== null) return;
+    var gap = Math.min(100, Math.max(16, rate / 10));  // 1,000 events/s -> 10 flushes/s
+    flushTimer = setTimeout(flush, Math.max(0, lastFlush + gap - Date.now()));
+  }
+
+  function flush() {
+    flushTimer = null;
+    lastFlush = Date.now();
+    var batch = incoming;
+    incoming = [];
+    var jobId = main.getAttribute("data-job-id");
+    var jobTouched = false;
+    batch.forEach(function (item) {
+      var queue = item[0], events = item[1];
+      var dot = pageKind === "overview"
+        ? document.querySelector('tr[data-queue="' + CSS.escape(queue) + '"] [data-live-dot]')
+        : null;
+      if (dot && events.length) {
+        dot.classList.remove("pulse");
+        void dot.offsetWidth;  // restart the animation
+        dot.classList.add("pulse");
+      }
+      if (feedLive) {
+        var shown = events.filter(function (e) {
+          return matchesFilter(e) && (!renderedSince || idAfter(e.id, renderedSince));
+        });
+        if (paused) {
+          held = held.concat(shown).slice(-FEED_KEEP);
+          showHeld();
+        } else {
+          renderFeed(queue, shown);
+        }
+      }
+      if (jobId !== null) {
+        jobTouched = jobTouched || events.some(function (e) { return e.job_id === jobId; });
+      }
+    });
+    if (Object.keys(dirty).length) {
+      dirty = {};
+      refreshCounts();
+      if (jobTable) refreshList();
+    }
+    if (jobTouched) refreshJob();
+  }
+
+  function onEvents(message) {
+    lastIds[message.queue] = message.last_id;
+    if (message.events.length || message.refresh) dirty[message.queue] = true;
+    noteRate(message.events.length + (message.skipped || 0));
+    if (message.events.length) incoming.push([message.queue, message.events]);
+    scheduleFlush();
+  }
+
+  function onGap(message) {
+    lastIds[message.queue] = message.last_id;
+    dirty[message.queue] = true;
+    if (feedLive) reloadFeed();
+    if (pageKind === "job") refreshJob();
+    scheduleFlush();
+  }
+
+  // ------------------------------------------------------------ the socket
+
+  var socket = null, attempt = 0, stopped = false;
+
+  function setState(state) { document.documentElement.setAttribute("data-live", state); }
+
+  function connect() {
+    var scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    socket = new WebSocket(scheme + location.host + "/ws/live/");
+    setState("connecting");
+    socket.onopen = function () {
+      attempt = 0;
+      setState("open");
+      socket.send(JSON.stringify({
+        type: "subscribe",
+        queues: queues.map(function (q) { return {queue: q, last_id: lastIds[q] || null}; })
+      }));
+    };
+    socket.onmessage = function (frame) {
+      var message = JSON.parse(frame.data);
+      if (message.type === "events") onEvents(message);
+      else if (message.type === "gap") onGap(message);
+      else if (message.type === "subscribed") {
+        var first = !(message.queue in lastIds);
+        lastIds[message.queue] = message.last_id;
+        if (first) { dirty[message.queue] = true; scheduleFlush(); }  // whatever changed since render
+      }
+    };
+    socket.onclose = function (close) {
+      setState("closed");
+      if (close.code === 4401) { location.assign("/login/?next=" + encodeURIComponent(location.pathname + location.search)); return; }
+      if (close.code === 4403 || close.code === 4400 || stopped) return;
+      var wait = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)];
+      attempt += 1;
+      setTimeout(connect, wait / 2 + Math.random() * wait / 2);
+    };
+  }
+
+  window.addEventListener("pagehide", function () { stopped = true; if (socket) socket.close(); });
+  setupControls();
+  connect();
+})();

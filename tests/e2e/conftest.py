@@ -1,0 +1,299 @@
+"""End-to-end fixtures: the real ASGI app under daphne, a real Redis, a real Chromium.
+
+The dashboard runs in its own process (``daphne dashboard.asgi:application``)
+on a free port, with a fresh SQLite database holding one staff user and the
+channel layer on the test Redis. Jobs are added and processed by other
+processes too (``peer.py`` for BullMQ 2.20.1, ``python -m queues worker`` for
+ours), so every update the browser shows crossed a process boundary.
+
+The browser is the system Chromium: a missing /usr/bin/chromium fails the
+tests with the command that installs it, it never skips them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+ROOT = Path(__file__).resolve().parents[2]
+PEER = Path(__file__).with_name("peer.py")
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+USERNAME = "oncall"
+PASSWORD = "e2e-password-1"
+# Configured, so pages and the overview show them before they hold any key.
+E2E_QUEUES = (
+    "e2e-added",
+    "e2e-retry",
+    "e2e-promote",
+    "e2e-fail",
+    "e2e-life",
+    "e2e-restart",
+    "e2e-ours",
+)
+
+pytestmark = pytest.mark.browser
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "e2e" in item.nodeid.split("/"):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(
+            f"{CHROMIUM} is missing: the browser tests need the system Chromium. "
+            "Install it with: apt-get install -y chromium",
+            pytrace=False,
+        )
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "headless": True,
+        "args": CHROMIUM_ARGS,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class DashboardServer:
+    """daphne serving dashboard.asgi in a child process; stop/start keep the port."""
+
+    env: dict[str, str]
+    port: int
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> None:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                    "dashboard.asgi:application",
+                ],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                log = self.log_path.read_text()[-3000:]
+                pytest.fail(f"daphne exited with {self.process.returncode}:\n{log}")
+            try:
+                # Our own http:// URL, never user input.
+                with urllib.request.urlopen(self.url + "/login/", timeout=2) as response:  # noqa: S310
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.1)
+        pytest.fail(
+            f"daphne did not answer within {timeout}s:\n{self.log_path.read_text()[-3000:]}"
+        )
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+
+def manage(env: dict[str, str], *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+
+
+CREATE_USER = """
+from django.contrib.auth.models import Permission, User
+user = User.objects.create_user({username!r}, password={password!r}, is_staff=True)
+user.user_permissions.add(*Permission.objects.filter(codename__in=["view_queues", "act_on_queues"]))
+"""
+
+
+@pytest.fixture(scope="session")
+def server_env(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    workdir = tmp_path_factory.mktemp("e2e")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "REDIS_URL": redis_url,
+        "ECHOMQ_DB": str(workdir / "db.sqlite3"),
+        "SECRET_KEY": "e2e-secret-key-not-for-production",
+        "DEBUG": "0",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "ECHOMQ_QUEUES": ",".join(E2E_QUEUES),
+        "PYTHONUNBUFFERED": "1",
+    }
+    manage(env, "migrate", "--noinput")
+    manage(env, "shell", "-c", CREATE_USER.format(username=USERNAME, password=PASSWORD))
+    return env
+
+
+@pytest.fixture(scope="session")
+def dashboard_server(
+    server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DashboardServer]:
+    server = DashboardServer(
+        server_env, free_port(), tmp_path_factory.mktemp("daphne") / "daphne.log"
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def auth_state(
+    browser: Browser, dashboard_server: DashboardServer, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """Log in once through the login form; every test's context reuses the cookies."""
+    context = browser.new_context(base_url=dashboard_server.url)
+    page = context.new_page()
+    page.goto("/login/")
+    page.fill("#id_username", USERNAME)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(dashboard_server.url + "/")
+    path = str(tmp_path_factory.mktemp("auth") / "state.json")
+    context.storage_state(path=path)
+    context.close()
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(
+    browser_context_args: dict[str, Any], dashboard_server: DashboardServer, auth_state: str
+) -> dict[str, Any]:
+    return {
+        **browser_context_args,
+        "base_url": dashboard_server.url,
+        "storage_state": auth_state,
+        "viewport": {"width": 1280, "height": 860},
+    }
+
+
+@pytest.fixture(autouse=True)
+def _accept_confirms(page: Page) -> None:
+    """Destructive buttons ask first; the engineer in these tests says yes."""
+    page.on("dialog", lambda dialog: dialog.accept())
+
+
+@dataclass
+class Process:
+    """A child process whose output lands in a file the test can wait on."""
+
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for(self, pattern: str, timeout: float = 20.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.search(pattern, self.output())
+            if found:
+                return found
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(
+            f"no {pattern!r} in the output of {self.process.args}:\n{self.output()[-3000:]}"
+        )
+
+
+@dataclass
+class Processes:
+    env: dict[str, str]
+    workdir: Path
+    started: list[Process] = field(default_factory=list)
+
+    def spawn(self, *args: str) -> Process:
+        log_path = self.workdir / f"proc-{len(self.started)}.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                args, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
+        started = Process(process, log_path)
+        self.started.append(started)
+        return started
+
+    def peer(self, *args: str) -> Process:
+        return self.spawn(sys.executable, str(PEER), *args)
+
+    def peer_add(self, queue: str, name: str, *options: str) -> list[str]:
+        """Add jobs with BullMQ 2.20.1 in another process; their ids."""
+        done = subprocess.run(
+            [sys.executable, str(PEER), "add", queue, name, *options],
+            cwd=ROOT, env=self.env, check=True, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        return done.stdout.split()
+
+    def stop_all(self) -> None:
+        for started in self.started:
+            if started.process.poll() is None:
+                started.process.terminate()
+                try:
+                    started.process.wait(10)
+                except subprocess.TimeoutExpired:
+                    started.process.kill()
+                    started.process.wait()
+
+
+@pytest.fixture
+def processes(server_env: dict[str, str], redis_client: Any, tmp_path: Path) -> Iterator[Processes]:
+    """Other processes acting on the queues; a flushed Redis; all stopped at the end."""
+    running = Processes(server_env, tmp_path)
+    yield running
+    running.stop_all()
+
+
+def wait_live(page: Page) -> None:
+    """The page's WebSocket is open and subscribed."""
+    expect(page.locator("html")).to_have_attribute("data-live", "open", timeout=10_000)

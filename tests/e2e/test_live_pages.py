@@ -1,0 +1,117 @@
+"""Live pages in a real Chromium: every change comes from another process."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+from redis import Redis
+
+from queues.keys import QueueKeys
+from tests.e2e.conftest import DashboardServer, Processes, wait_live
+
+
+def mark_page(page: Page) -> None:
+    """A marker that a reload would wipe."""
+    page.evaluate("window.__noReload = true")
+
+
+def assert_not_reloaded(page: Page) -> None:
+    assert page.evaluate("window.__noReload === true"), "the page was reloaded"
+
+
+def stream_events_of(redis: Redis, queue: str, job_id: str) -> list[tuple[str, str]]:
+    entries = redis.xrange(QueueKeys(queue).events)
+    return [
+        (stream_id.decode(), fields[b"event"].decode())
+        for stream_id, fields in entries
+        if fields.get(b"jobId") == job_id.encode()
+    ]
+
+
+def feed_rows_of(page: Page, job_id: str) -> list[tuple[str, str]]:
+    """(stream id, event) of a job's rows in the feed, oldest first."""
+    rows = page.eval_on_selector_all(
+        f'#event-feed tr[data-job-id="{job_id}"]',
+        "rows => rows.map(r => [r.dataset.eventId, r.dataset.event])",
+    )
+    return [tuple(row) for row in reversed(rows)]
+
+
+def test_a_job_added_elsewhere_appears_on_the_queue_page_and_the_overview(
+    page: Page, processes: Processes
+) -> None:
+    queue = "e2e-added"
+    processes.peer_add(queue, "seed")
+    page.goto(f"/queues/bull/{queue}/?state=wait")
+    overview = page.context.new_page()
+    overview.goto("/")
+    wait_live(page)
+    wait_live(overview)
+    mark_page(page)
+    mark_page(overview)
+    wait_count = overview.locator(f'tr[data-queue="bull:{queue}"] [data-count-state="wait"]')
+    expect(wait_count).to_have_text("1")
+
+    (job_id,) = processes.peer_add(queue, "fresh")
+
+    expect(page.locator(f'#job-table tr[data-job-id="{job_id}"]')).to_be_visible(timeout=5000)
+    expect(page.locator('.tabs [data-count-state="wait"]')).to_have_text("2", timeout=5000)
+    expect(wait_count).to_have_text("2", timeout=5000)
+    assert_not_reloaded(page)
+    assert_not_reloaded(overview)
+
+
+def test_e_the_feed_shows_a_jobs_life_in_order(
+    page: Page, processes: Processes, redis_client: Redis
+) -> None:
+    queue = "e2e-life"
+    page.goto(f"/queues/bull/{queue}/events/")
+    wait_live(page)
+    mark_page(page)
+    processes.peer("worker", queue).wait_for("ready")
+
+    (job_id,) = processes.peer_add(queue, "lifecycle")
+
+    expect(
+        page.locator(f'#event-feed tr[data-job-id="{job_id}"][data-event="completed"]')
+    ).to_be_visible(timeout=10_000)
+    in_stream = stream_events_of(redis_client, queue, job_id)
+    assert [name for _, name in in_stream][:1] == ["added"]
+    assert [name for _, name in in_stream][-1] == "completed"
+    assert feed_rows_of(page, job_id) == in_stream
+    assert_not_reloaded(page)
+
+
+def test_f_events_added_while_the_server_restarts_appear_after_reconnect(
+    page: Page, processes: Processes, dashboard_server: DashboardServer, redis_client: Redis
+) -> None:
+    queue = "e2e-restart"
+    processes.peer_add(queue, "before")
+    page.goto(f"/queues/bull/{queue}/events/")
+    wait_live(page)
+    mark_page(page)
+    first_rendered = page.get_attribute("#event-feed", "data-last-id")
+
+    dashboard_server.stop()
+    expect(page.locator("html")).to_have_attribute("data-live", "closed", timeout=10_000)
+    added = processes.peer_add(queue, "meanwhile", "--count", "5")
+    dashboard_server.start()
+
+    wait_live(page)
+    for job_id in added:
+        expect(
+            page.locator(f'#event-feed tr[data-job-id="{job_id}"][data-event="waiting"]')
+        ).to_have_count(1, timeout=15_000)
+    shown = page.eval_on_selector_all(
+        "#event-feed tr[data-event-id]", "rows => rows.map(r => r.dataset.eventId)"
+    )
+    in_stream = [
+        stream_id.decode() for stream_id, _ in redis_client.xrange(QueueKeys(queue).events)
+    ]
+    after_render = [
+        i
+        for i in in_stream
+        if tuple(map(int, i.split("-"))) > tuple(map(int, first_rendered.split("-")))
+    ]
+    assert len(shown) == len(set(shown)), "an event was shown twice"
+    assert list(reversed(shown))[-len(after_render) :] == after_render, "an event was lost"
+    assert_not_reloaded(page)
