@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 from redis import Redis
 
 from queues.keys import QueueKeys
@@ -115,3 +115,73 @@ def test_f_events_added_while_the_server_restarts_appear_after_reconnect(
     assert len(shown) == len(set(shown)), "an event was shown twice"
     assert list(reversed(shown))[-len(after_render) :] == after_render, "an event was lost"
     assert_not_reloaded(page)
+
+
+def job_badge(page: Page) -> Locator:
+    return page.locator("[data-job-state]")
+
+
+def open_job(page: Page, queue: str, job_id: str) -> None:
+    page.goto(f"/queues/bull/{queue}/job/{job_id}")
+    wait_live(page)
+
+
+def test_b_retry_a_failed_job_then_a_worker_completes_it(
+    page: Page, processes: Processes, redis_client: Redis
+) -> None:
+    queue = "e2e-retry"
+    worker = processes.peer("worker", queue, "--fail-first")
+    worker.wait_for("ready")
+    (job_id,) = processes.peer_add(queue, "flaky")
+    worker.wait_for(rf"failed {job_id} ")
+    open_job(page, queue, job_id)
+    expect(job_badge(page)).to_have_attribute("data-job-state", "failed")
+
+    page.get_by_role("button", name="Retry").click()
+
+    expect(page.locator("#messages")).to_contain_text(job_id)
+    worker.wait_for(rf"completed {job_id}\b")
+    expect(job_badge(page)).to_have_attribute("data-job-state", "completed", timeout=5000)
+    assert redis_client.zscore(QueueKeys(queue).completed, job_id) is not None
+
+
+def test_c_promote_a_delayed_job_makes_it_run(page: Page, processes: Processes) -> None:
+    queue = "e2e-promote"
+    worker = processes.peer("worker", queue)
+    worker.wait_for("ready")
+    (job_id,) = processes.peer_add(queue, "later", "--delay", "3600000")
+    open_job(page, queue, job_id)
+    expect(job_badge(page)).to_have_attribute("data-job-state", "delayed")
+
+    page.get_by_role("button", name="Promote").click()
+
+    worker.wait_for(rf"completed {job_id}\b", timeout=10)
+    expect(job_badge(page)).to_have_attribute("data-job-state", "completed", timeout=5000)
+
+
+def test_d_fail_an_active_job_its_worker_gets_minus_2_and_the_reason_stays(
+    page: Page, processes: Processes, redis_client: Redis
+) -> None:
+    queue = "e2e-fail"
+    worker = processes.peer("worker", queue, "--sleep", "3")
+    worker.wait_for("ready")
+    (job_id,) = processes.peer_add(queue, "slow")
+    open_job(page, queue, job_id)
+    mark_page(page)
+    # The page turns active by itself when the worker picks the job up.
+    expect(job_badge(page)).to_have_attribute("data-job-state", "active", timeout=5000)
+    assert_not_reloaded(page)
+
+    page.fill("#job-fail-reason", "stuck on a dead host")
+    page.get_by_role("button", name="Fail").click()
+
+    expect(job_badge(page)).to_have_attribute("data-job-state", "failed")
+    expect(page.locator(".failure")).to_contain_text("stuck on a dead host")
+    # The worker's finish finds its lock gone: BullMQ reports the -2 as "Missing lock".
+    worker.wait_for(rf"error Missing lock for job {job_id}\b", timeout=10)
+    job = redis_client.hgetall(QueueKeys(queue).job(job_id))
+    assert b"stuck on a dead host" in job[b"failedReason"]
+    assert redis_client.zscore(QueueKeys(queue).failed, job_id) is not None
+    assert redis_client.zscore(QueueKeys(queue).completed, job_id) is None
+    page.reload()
+    expect(job_badge(page)).to_have_attribute("data-job-state", "failed")
