@@ -7,7 +7,8 @@
         and "error <message>" lines (flushed) as they happen
 
 ``--fail-first`` fails a job's first attempt and completes later ones;
-``--sleep`` makes each job take that many seconds (to catch it active).
+``--sleep`` makes each job take that many seconds (to catch it active);
+``--chatty`` writes log lines and progress on the way.
 The Redis URL comes from REDIS_URL.
 """
 
@@ -35,6 +36,11 @@ async def add(args: argparse.Namespace) -> None:
 
 async def work(args: argparse.Namespace) -> None:
     async def process(job: Any, token: str) -> Any:
+        if args.chatty:
+            await job.log(f"resizing {job.name} #{job.id}: fetching the source")
+            await job.updateProgress(40)
+            await job.log("uploading to the bucket")
+            await job.updateProgress(80)
         if args.sleep:
             await asyncio.sleep(args.sleep)
         if args.fail_first and job.attemptsMade == 0:
@@ -66,6 +72,7 @@ def main() -> None:
     working.add_argument("queue")
     working.add_argument("--fail-first", action="store_true")
     working.add_argument("--sleep", type=float, default=0.0)
+    working.add_argument("--chatty", action="store_true")
     args = parser.parse_args()
     asyncio.run(add(args) if args.command == "add" else work(args))
 
