@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
-from django.urls import URLPattern, URLResolver, include, path
+from django.urls import URLPattern, URLResolver, include, path, register_converter
 
 from dashboard import api, views
+from dashboard.converters import SegmentConverter
 
-_queue = "queues/<str:prefix>/<str:name>/"
+register_converter(SegmentConverter, "segment")
+
+_queue = "queues/<segment:prefix>/<segment:name>/"
 
 page_patterns: list[URLPattern | URLResolver] = [
     path("", views.overview, name="overview"),

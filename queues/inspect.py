@@ -18,9 +18,10 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from redis import Redis
+from redis.exceptions import ResponseError
 
 from queues import codec
 from queues.events import Event
@@ -87,6 +88,21 @@ class QueueRef:
         """``"queue"`` or ``"prefix:queue"`` (the prefix may itself contain ':')."""
         prefix, sep, name = qualified.rpartition(":")
         return cls(prefix if sep else default_prefix, name)
+
+
+def _replies(pipe: Any) -> list[Any]:
+    """Pipeline replies with per-command errors (a key of the wrong type left
+    by another writer: WRONGTYPE) read as None, so one bad key shows as empty
+    instead of failing the whole page."""
+    return [None if isinstance(r, Exception) else r for r in pipe.execute(raise_on_error=False)]
+
+
+def _read(command: Any, *args: Any, **kwargs: Any) -> list[Any]:
+    """A single list-returning read, tolerant of WRONGTYPE like :func:`_replies`."""
+    try:
+        return list(command(*args, **kwargs) or [])
+    except ResponseError:
+        return []
 
 
 # --------------------------------------------------------------------------- discovery
@@ -222,20 +238,20 @@ _COUNT_REPLIES = 9
 def _counts_from(replies: Sequence[Any]) -> tuple[dict[str, int], bool]:
     wait, paused_list, prioritized, delayed, active, children, completed, failed, paused = replies
     counts = {
-        "wait": int(wait) + int(paused_list),
-        "prioritized": int(prioritized),
-        "delayed": int(delayed),
-        "active": int(active),
-        "waiting-children": int(children),
-        "completed": int(completed),
-        "failed": int(failed),
+        "wait": int(wait or 0) + int(paused_list or 0),
+        "prioritized": int(prioritized or 0),
+        "delayed": int(delayed or 0),
+        "active": int(active or 0),
+        "waiting-children": int(children or 0),
+        "completed": int(completed or 0),
+        "failed": int(failed or 0),
     }
     return counts, bool(paused)
 
 
-def _per_minute(raw: Sequence[Any]) -> list[int]:
+def _per_minute(raw: Sequence[Any] | None) -> list[int]:
     # Stored newest first; sparklines draw oldest first.
-    return [codec.integer(v, 0) or 0 for v in reversed(raw)]
+    return [codec.integer(v, 0) or 0 for v in reversed(raw or [])]
 
 
 def queue_summaries(
@@ -249,7 +265,7 @@ def queue_summaries(
         if metrics_points:
             pipe.lrange(keys.metrics_data("completed"), 0, metrics_points - 1)
             pipe.lrange(keys.metrics_data("failed"), 0, metrics_points - 1)
-    replies = pipe.execute()
+    replies = _replies(pipe)
     per_queue = _COUNT_REPLIES + (2 if metrics_points else 0)
     summaries = []
     for index, ref in enumerate(refs):
@@ -366,10 +382,10 @@ def _fetch_rows(
     pipe = client.pipeline(transaction=False)
     for job_id, _ in members:
         pipe.hmget(keys.job(job_id), list(_ROW_FIELDS))
-    replies = pipe.execute() if members else []
+    replies = _replies(pipe) if members else []
     rows = []
     for (job_id, score), values in zip(members, replies, strict=True):
-        raw = _row_hash(values)
+        raw = _row_hash(values or [None] * len(_ROW_FIELDS))
         rows.append(JobRow(Job.from_hash(job_id, raw), state, missing=not raw, score=score))
     return rows
 
@@ -398,30 +414,30 @@ def job_page(
         pipe.llen(keys.wait)
         pipe.llen(keys.paused)
         pipe.lrange(keys.wait, start, stop)
-        wait_len, paused_len, wait_ids = pipe.execute()
-        total = int(wait_len) + int(paused_len)
-        ids = list(wait_ids)
+        wait_len, paused_len, wait_ids = _replies(pipe)
+        total = int(wait_len or 0) + int(paused_len or 0)
+        ids = list(wait_ids or [])
         if len(ids) < size and paused_len:
             # The page runs past the end of wait into the paused list.
-            offset = max(0, start - int(wait_len))
-            ids += cast(list[Any], client.lrange(keys.paused, offset, offset + size - len(ids) - 1))
+            offset = max(0, start - int(wait_len or 0))
+            ids += _read(client.lrange, keys.paused, offset, offset + size - len(ids) - 1)
         members = [(i, None) for i in map(_member_id, ids) if i is not None]
     elif state == "active":
         pipe.llen(keys.active)
         pipe.lrange(keys.active, start, stop)
-        total, ids = pipe.execute()
-        members = [(i, None) for i in map(_member_id, ids) if i is not None]
+        total, ids = _replies(pipe)
+        members = [(i, None) for i in map(_member_id, ids or []) if i is not None]
     else:
         key = keys.state(state)
         pipe.zcard(key)
         pipe.zrevrange(key, start, stop, withscores=True)
-        total, scored = pipe.execute()
-        for raw, score in scored:
+        total, scored = _replies(pipe)
+        for raw, score in scored or []:
             job_id = _member_id(raw)
             if job_id is not None:
                 members.append((job_id, int(score)))
     rows = _fetch_rows(client, keys, state, members)
-    return JobPage(ref, state, start, size, int(total), rows)
+    return JobPage(ref, state, start, size, int(total or 0), rows)
 
 
 # --------------------------------------------------------------------------- job detail
@@ -567,7 +583,7 @@ def job_detail(
     pipe.sscan(keys.dependencies(job_id), 0, count=children_limit)
     pipe.hlen(keys.processed(job_id))
     pipe.hscan(keys.processed(job_id), 0, count=children_limit)
-    replies = pipe.execute()
+    replies = _replies(pipe)
     raw, lock, ttl, logs_total, logs = replies[:5]
     if not raw:
         return None
@@ -585,32 +601,32 @@ def job_detail(
         check = client.pipeline(transaction=False)
         check.lpos(keys.wait, job_id)
         check.lpos(keys.paused, job_id)
-        in_wait, in_paused = check.execute()
+        in_wait, in_paused = _replies(check)
         if in_wait is not None or in_paused is not None:
             state = "wait"
     job = Job.from_hash(job_id, raw)
     data_display, truncated, size = _data_display(job, full_data)
-    pending = sorted(_child_label(codec.text(k) or "", keys) for k in pending_scan[1])
+    pending = sorted(_child_label(codec.text(k) or "", keys) for k in (pending_scan or (0, []))[1])
     processed = {
         _child_label(codec.text(k) or "", keys): codec.text(v) or ""
-        for k, v in processed_scan[1].items()
+        for k, v in (processed_scan or (0, {}))[1].items()
     }
     return JobDetail(
         ref=ref,
         job=job,
         state=state,
         lock_token=codec.text(lock),
-        lock_ttl_ms=int(ttl) if lock is not None and int(ttl) >= 0 else None,
-        logs=[codec.text(line) or "" for line in logs],
+        lock_ttl_ms=int(ttl) if lock is not None and ttl is not None and int(ttl) >= 0 else None,
+        logs=[codec.text(line) or "" for line in logs or []],
         logs_start=logs_start,
-        logs_total=int(logs_total),
+        logs_total=int(logs_total or 0),
         data_display=data_display,
         data_truncated=truncated,
         data_size=size,
         children_pending=pending[:children_limit],
-        children_pending_total=int(pending_total),
+        children_pending_total=int(pending_total or 0),
         children_processed=dict(list(processed.items())[:children_limit]),
-        children_processed_total=int(processed_total),
+        children_processed_total=int(processed_total or 0),
     )
 
 
@@ -674,11 +690,11 @@ def events_page(
     events: list[Event] = []
     scanned = 0
     cursor: str | None = None
-    newest_raw = cast(list[Any], client.xrevrange(keys.events, "+", "-", count=1))
+    newest_raw = _read(client.xrevrange, keys.events, "+", "-", count=1)
     newest_id = codec.text(newest_raw[0][0]) if newest_raw else None
     ended = False
     while len(events) < size and scanned < scan_limit:
-        entries = cast(list[Any], client.xrevrange(keys.events, upper, "-", count=batch))
+        entries = _read(client.xrevrange, keys.events, upper, "-", count=batch)
         consumed_all = True
         for index, (stream_id, raw) in enumerate(entries):
             scanned += 1
