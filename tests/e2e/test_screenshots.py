@@ -56,7 +56,8 @@ def test_screenshots_of_overview_queue_and_job_pages(
 
     page.goto(demo_server.url + "/")
     wait_live(page)
-    expect(page.locator('tr[data-queue="bull:thumbnails"] [data-count-state="wait"]')).to_have_text("40")
+    thumbnails_waiting = page.locator('tr[data-queue="bull:thumbnails"] [data-count-state="wait"]')
+    expect(thumbnails_waiting).to_have_text("40")
     page.screenshot(path=DOCS / "overview.png")
 
     page.goto(demo_server.url + "/queues/bull/emails/?state=failed")
