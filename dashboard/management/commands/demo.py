@@ -1,0 +1,105 @@
+"""``manage.py demo``: the dashboard with demo traffic, one command, nothing to set up.
+
+Resolves Redis (REDIS_URL, else a private server), creates the tables and a
+staff user with a fresh random password, starts the demo producers and
+workers (``queues.demo.run_demo``) in a background thread, prints the URL and
+the login, and serves the ASGI app (HTTP and WebSockets) with daphne.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import os
+import secrets
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import Permission, User
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from queues.redis_server import resolve_redis
+
+DEMO_USER = "demo"
+
+
+class Command(BaseCommand):
+    help = "Start Redis (unless REDIS_URL), demo traffic and the dashboard on 127.0.0.1."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--prefix", default="bull", help="key prefix of the demo queues")
+        parser.add_argument("--no-traffic", action="store_true", help="serve without demo jobs")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        redis = resolve_redis()
+        # The server, its channel layer and any process the demo starts use this Redis.
+        settings.REDIS_URL = redis.url
+        os.environ["REDIS_URL"] = redis.url
+        call_command("migrate", interactive=False, verbosity=0)
+        password = self._demo_user()
+        stop = threading.Event()
+        traffic = "off"
+        if not options["no_traffic"]:
+            traffic = self._start_traffic(redis.url, options["prefix"], stop)
+        url = f"http://{options['host']}:{options['port']}/"
+        self.stdout.write(
+            "\n".join(
+                [
+                    "",
+                    f"  EchoMQ dashboard   {url}",
+                    f"  login              {DEMO_USER} / {password}",
+                    f"  Redis              {redis.url} ({redis.source})",
+                    f"  demo traffic       {traffic}",
+                    "  stop with Ctrl+C",
+                    "",
+                ]
+            )
+        )
+        try:
+            self._serve(options["host"], options["port"])
+        finally:
+            stop.set()
+
+    def _demo_user(self) -> str:
+        """A staff user who may view and act, with a new random password each run."""
+        password = secrets.token_urlsafe(12)
+        user, _ = User.objects.get_or_create(username=DEMO_USER)
+        user.is_staff = True
+        user.is_active = True
+        user.set_password(password)
+        user.save()
+        perms = Permission.objects.filter(
+            content_type__app_label="dashboard", codename__in=["view_queues", "act_on_queues"]
+        )
+        user.user_permissions.add(*perms)
+        return password
+
+    def _start_traffic(self, url: str, prefix: str, stop: threading.Event) -> str:
+        try:
+            demo = importlib.import_module("queues.demo")
+        except ImportError:
+            return "not available (queues.demo is missing)"
+        run_demo: Any = demo.run_demo
+
+        def run() -> None:
+            if inspect.iscoroutinefunction(run_demo):
+                asyncio.run(run_demo(url, prefix=prefix, stop=stop))
+            else:
+                run_demo(url, prefix=prefix, stop=stop)
+
+        threading.Thread(target=run, name="echomq-demo", daemon=True).start()
+        return f"running (prefix {prefix!r})"
+
+    def _serve(self, host: str, port: int) -> None:
+        from daphne.endpoints import build_endpoint_description_strings
+        from daphne.server import Server
+
+        from dashboard.asgi import application
+
+        endpoints = build_endpoint_description_strings(host=host, port=port)
+        Server(application, endpoints=endpoints, verbosity=0).run()
