@@ -1,0 +1,475 @@
+"""The asyncio Worker: takes jobs from a queue, runs a processor, records results.
+
+Shape of the runtime, chosen so a busy worker costs one script call per job:
+
+- ``concurrency`` slots. A slot runs a job, then finishes it with
+  moveToFinished *and fetch next*: the same round trip hands back the next
+  job, so the slot keeps running without a separate pick-up call.
+- One fetch loop fills free slots with moveToActive. When nothing is ready it
+  blocks on the marker zset (BZPOPMIN) until a job is added, the next delayed
+  job is due (member ``1``'s score) or ``drain_delay`` passes. A rate-limited
+  answer makes it sleep for the window's remaining ttl.
+- One lock-renewal timer for all held jobs (every ``lock_duration / 2``,
+  one pipeline) and one stalled-job checker (every ``stalled_interval``).
+- Failures with attempts left move the job to delayed with the backoff delay
+  (delay 0 = due at once); otherwise the job fails for good with its
+  stacktrace. ``UnrecoverableError`` skips the remaining attempts.
+- ``close()`` stops fetching and waits for the jobs in flight; ``force`` (or a
+  ``timeout`` that runs out) cancels them and puts them back in line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import traceback
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from redis.asyncio import Redis as AsyncRedis
+from redis.exceptions import NoScriptError, RedisError
+
+from queues import codec, scripts
+from queues.backoff import UnknownBackoffType, retry_delay
+from queues.commands import transitions as tr
+from queues.connection import connect_async
+from queues.errors import ScriptError, raise_for_code
+from queues.job import Job
+from queues.keys import DEFAULT_PREFIX, QueueKeys
+
+log = logging.getLogger("echomq.worker")
+
+Processor = Callable[[Job], Awaitable[Any]]
+
+# Per-minute data points kept when metrics are on: two weeks, BullMQ's usual choice.
+DEFAULT_METRICS_POINTS = 14 * 24 * 60
+# A blocked BZPOPMIN is cut short at most this often, so a dropped connection
+# is noticed and a stale delayed due time is re-read.
+MAX_BLOCK_S = 10.0
+MIN_BLOCK_S = 0.001
+# Wait after a Redis error before the fetch loop tries again.
+ERROR_BACKOFF_S = 1.0
+
+
+class UnrecoverableError(Exception):
+    """Raise from a processor to fail the job now, whatever attempts are left."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+class Worker:
+    def __init__(
+        self,
+        queue_name: str,
+        processor: Processor,
+        *,
+        client: AsyncRedis | None = None,
+        connection_url: str | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        concurrency: int = 1,
+        lock_duration_ms: int = 30_000,
+        stalled_interval_ms: int = 30_000,
+        max_stalled_count: int = 1,
+        limiter: tr.RateLimit | None = None,
+        name: str = "",
+        metrics: bool | int = False,
+        drain_delay_s: float = 5.0,
+        remove_on_complete: object = None,
+        remove_on_fail: object = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if (client is None) == (connection_url is None):
+            raise ValueError("pass exactly one of client= or connection_url=")
+        self.keys = QueueKeys(queue_name, prefix)
+        self.processor = processor
+        self.concurrency = concurrency
+        self.lock_duration_ms = lock_duration_ms
+        self.stalled_interval_ms = stalled_interval_ms
+        self.max_stalled_count = max_stalled_count
+        self.limiter = limiter
+        self.drain_delay_s = drain_delay_s
+        self._owns_client = client is None
+        if client is None:
+            client = connect_async(connection_url or "")
+        self.client: AsyncRedis = client
+        token = uuid.uuid4().hex
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{token[:8]}"
+        self._token_prefix = token + ":"
+        self._token_seq = 0
+        self._metrics_points = DEFAULT_METRICS_POINTS if metrics is True else max(int(metrics), 0)
+        self._default_keep = {"completed": remove_on_complete, "failed": remove_on_fail}
+        self._finish_cache: dict[tuple[str, int, object], tr.FinishOptions] = {}
+        # job id -> lock token of every job this worker holds right now.
+        self.held: dict[str, str] = {}
+        self._slots: set[asyncio.Task[None]] = set()
+        # The slots currently inside the processor: what close(force) cancels.
+        self._processing: set[asyncio.Task[Any]] = set()
+        self._slot_freed = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._blocking: asyncio.Future[Any] | None = None
+        self._limit_until_ms = 0
+        self._running = False
+        self._done = asyncio.Event()
+        self._fetch_stopped = asyncio.Event()
+        self._timers: list[asyncio.Task[None]] = []
+
+    # -- public ---------------------------------------------------------------
+
+    @property
+    def closing(self) -> bool:
+        return self._closing.is_set()
+
+    async def run(self) -> None:
+        """Process jobs until :meth:`close` is called (then return when done)."""
+        if self._running:
+            raise RuntimeError("this worker is already running")
+        self._running = True
+        self._done.clear()
+        self._fetch_stopped.clear()
+        self._timers = [
+            asyncio.create_task(self._renew_locks_forever(), name=f"{self.name}:locks"),
+            asyncio.create_task(self._check_stalled_forever(), name=f"{self.name}:stalled"),
+        ]
+        try:
+            try:
+                await self._fetch_loop()
+            finally:
+                self._fetch_stopped.set()
+            if self._slots:
+                await asyncio.wait(set(self._slots))
+        finally:
+            for timer in self._timers:
+                timer.cancel()
+            await asyncio.gather(*self._timers, return_exceptions=True)
+            self._running = False
+            self._done.set()
+
+    async def close(self, *, force: bool = False, timeout: float | None = None) -> None:
+        """Stop taking jobs and wait for those in flight.
+
+        ``force`` cancels the jobs in flight at once and returns them to wait;
+        ``timeout`` (seconds) does the same to those still running by then.
+        Closes the client when the worker created it.
+        """
+        self._closing.set()
+        self._slot_freed.set()
+        if self._blocking is not None:
+            self._blocking.cancel()
+        if self._running:
+            # A pick-up in flight may still start a slot: let it, then look.
+            await self._fetch_stopped.wait()
+        if self._slots and not force:
+            await asyncio.wait(set(self._slots), timeout=timeout)
+        for slot in self._processing:
+            slot.cancel()
+        if self._slots:
+            # Slots cancelled inside the processor end at once; the others
+            # are finishing a job (one script call) and end right after.
+            await asyncio.gather(*self._slots, return_exceptions=True)
+        await self._release_held()
+        if self._running:
+            await self._done.wait()
+        if self._owns_client:
+            await self.client.aclose()
+
+    # -- the fetch loop -------------------------------------------------------
+
+    async def _fetch_loop(self) -> None:
+        block_until_ms = 0
+        while not self.closing:
+            if len(self._slots) >= self.concurrency:
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+                continue
+            try:
+                wait_ms = self._limit_until_ms - _now_ms()
+                if wait_ms > 0:
+                    await self._sleep(wait_ms / 1000)
+                    continue
+                if block_until_ms:
+                    block_until_ms = await self._wait_for_marker(block_until_ms)
+                    if block_until_ms:
+                        continue
+                fetched = await self._fetch()
+            except (RedisError, OSError) as exc:
+                if self.closing:
+                    break
+                log.warning("worker %s: fetching from %s failed: %s", self.name, self.keys, exc)
+                await self._sleep(ERROR_BACKOFF_S)
+                continue
+            except asyncio.CancelledError:
+                if self.closing:
+                    break
+                raise
+            if fetched.job is not None:
+                self._start_slot(fetched.job)
+            elif fetched.rate_limit_ms > 0:
+                self._limit_until_ms = _now_ms() + fetched.rate_limit_ms
+            else:
+                # Nothing ready: block until the due time (capped) or a marker.
+                block_until_ms = fetched.next_delayed_due_ms or -1
+
+    async def _fetch(self) -> tr.Fetched:
+        token = self._next_token()
+        call = tr.move_to_active(
+            self.keys,
+            token=token,
+            lock_duration_ms=self.lock_duration_ms,
+            now_ms=_now_ms(),
+            worker_name=self.name,
+            limiter=self.limiter,
+        )
+        fetched = tr.decode_fetched(await scripts.arun(self.client, call))
+        if fetched.job_id is not None:
+            self.held[fetched.job_id] = token
+        return fetched
+
+    async def _wait_for_marker(self, block_until_ms: int) -> int:
+        """Block on the marker; 0 = go fetch now, else a due time to keep waiting for.
+
+        ``block_until_ms`` -1 means "no delayed job known": wait ``drain_delay``.
+        """
+        if block_until_ms > 0:
+            timeout = min((block_until_ms - _now_ms()) / 1000, MAX_BLOCK_S)
+            if timeout < MIN_BLOCK_S:
+                return 0
+        else:
+            timeout = max(min(self.drain_delay_s, MAX_BLOCK_S), MIN_BLOCK_S)
+        self._blocking = asyncio.ensure_future(self.client.bzpopmin(self.keys.marker, timeout))
+        try:
+            popped = await self._blocking
+        finally:
+            self._blocking = None
+        if popped is None:
+            return 0
+        due = int(float(popped[2]))
+        # Member "1" scored in the future: the next delayed job is not due yet.
+        return due if due > _now_ms() else 0
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep, but wake at once when the worker closes."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), seconds)
+
+    def _next_token(self) -> str:
+        self._token_seq += 1
+        return self._token_prefix + str(self._token_seq)
+
+    # -- slots: run a job, finish it, take the next -----------------------------
+
+    def _start_slot(self, job: Job) -> None:
+        slot = asyncio.create_task(self._run_slot(job))
+        self._slots.add(slot)
+        slot.add_done_callback(self._slot_done)
+
+    def _slot_done(self, slot: asyncio.Task[None]) -> None:
+        self._slots.discard(slot)
+        self._slot_freed.set()
+        if not slot.cancelled() and slot.exception() is not None:
+            log.error("worker %s: slot crashed", self.name, exc_info=slot.exception())
+
+    async def _run_slot(self, first: Job) -> None:
+        job: Job | None = first
+        slot = asyncio.current_task()
+        assert slot is not None
+        processing = self._processing
+        while job is not None:
+            processing.add(slot)
+            try:
+                result = await self.processor(job)
+            except asyncio.CancelledError:
+                raise  # close(force): the job stays held and is released there
+            except Exception as exc:
+                processing.discard(slot)
+                job = await self._handle_failure(job, exc)
+            else:
+                processing.discard(slot)
+                job = await self._complete(job, result)
+
+    async def _complete(self, job: Job, result: Any) -> Job | None:
+        try:
+            value = codec.dumps(result)
+        except (TypeError, ValueError) as exc:
+            return await self._handle_failure(job, exc)
+        return await self._finish(job, "completed", value, None)
+
+    async def _handle_failure(self, job: Job, exc: Exception) -> Job | None:
+        reason = _reason(exc)
+        stacktrace = self._stacktrace(job, exc)
+        attempts_made = job.attempts_made + 1
+        if attempts_made < job.attempts and not isinstance(exc, UnrecoverableError):
+            try:
+                delay = retry_delay(job.opts.get("backoff"), attempts_made)
+            except UnknownBackoffType as bad:
+                log.warning("job %s of %s: %s; retrying without delay", job.id, self.keys, bad)
+                delay = 0
+            await self._retry_later(job, delay, {"failedReason": reason, "stacktrace": stacktrace})
+            return None
+        return await self._finish(job, "failed", reason, {"stacktrace": stacktrace})
+
+    def _stacktrace(self, job: Job, exc: BaseException) -> str:
+        lines = [*job.stacktrace, "".join(traceback.format_exception(exc))]
+        limit = job.opts.get("stackTraceLimit")
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+            lines = lines[-limit:]
+        return codec.dumps(lines)
+
+    async def _retry_later(self, job: Job, delay_ms: int, fields: dict[str, str]) -> None:
+        token = self.held.pop(job.id, None)
+        if token is None:
+            return
+        call = tr.move_to_delayed(
+            self.keys, job.id, token=token, now_ms=_now_ms(), delay_ms=delay_ms, fields=fields
+        )
+        await self._run_quietly(call, "moveToDelayed", job.id)
+
+    async def _finish(
+        self, job: Job, target: tr.FinishTarget, value: str, fields: dict[str, str] | None
+    ) -> Job | None:
+        token = self.held.pop(job.id, None)
+        if token is None:
+            return None  # released by close(force) meanwhile
+        fetch_next = not self.closing and self._limit_until_ms <= _now_ms()
+        call = tr.move_to_finished(
+            self.keys,
+            job.id,
+            token=token,
+            now_ms=_now_ms(),
+            target=target,
+            value=value,
+            fetch_next=fetch_next,
+            options=self._finish_options(job, target),
+            extra_fields=fields,
+        )
+        answer = await self._run_quietly(call, "moveToFinished", job.id)
+        if not fetch_next or answer is None:
+            return None
+        fetched = tr.decode_fetched(answer, command="moveToFinished", job_id=job.id)
+        if fetched.job_id is not None:
+            # The next job is locked with the same token (one token per slot chain).
+            self.held[fetched.job_id] = token
+            return fetched.job
+        if fetched.rate_limit_ms > 0:
+            self._limit_until_ms = _now_ms() + fetched.rate_limit_ms
+        return None
+
+    def _finish_options(self, job: Job, target: str) -> tr.FinishOptions:
+        """The options of a finish, shared by all jobs with the same attempts and
+        keep option (built once, not per job)."""
+        option = "removeOnComplete" if target == "completed" else "removeOnFail"
+        keep_raw = job.opts.get(option, self._default_keep[target])
+        attempts = job.attempts
+        cache_key: tuple[str, int, object] | None = None
+        if keep_raw is None or isinstance(keep_raw, bool | int | str):
+            cache_key = (target, attempts, keep_raw)
+            cached = self._finish_cache.get(cache_key)
+            if cached is not None:
+                return cached
+        options = tr.FinishOptions(
+            lock_duration_ms=self.lock_duration_ms,
+            attempts=attempts,
+            keep=tr.KeepJobs.from_option(keep_raw),
+            max_metrics_size=self._metrics_points,
+            limiter=self.limiter,
+            worker_name=self.name,
+        )
+        if cache_key is not None:
+            self._finish_cache[cache_key] = options
+        return options
+
+    async def _run_quietly(self, call: scripts.ScriptCall, command: str, job_id: str) -> Any:
+        """Run a finishing call; a refusal (lock lost, job gone) is logged, not raised:
+        the job's fate is then someone else's (an admin, the stalled checker)."""
+        try:
+            answer = await scripts.arun(self.client, call)
+            raise_for_code(answer, command, job_id)
+            return answer
+        except ScriptError as refused:
+            log.warning("worker %s: %s", self.name, refused)
+        except (RedisError, OSError) as exc:
+            log.error("worker %s: %s for job %s failed: %s", self.name, command, job_id, exc)
+        return None
+
+    # -- timers ---------------------------------------------------------------
+
+    async def _renew_locks_forever(self) -> None:
+        # Runs until run() ends, closing included: jobs finishing during a
+        # graceful close still need their locks.
+        interval = self.lock_duration_ms / 2000
+        while True:
+            await asyncio.sleep(interval)
+            if self.held:
+                try:
+                    await self.renew_locks()
+                except (RedisError, OSError) as exc:
+                    log.error("worker %s: renewing locks failed: %s", self.name, exc)
+
+    async def renew_locks(self) -> list[str]:
+        """Extend every held lock in one pipeline; returns the ids whose lock was lost."""
+        held = list(self.held.items())
+        calls = [
+            tr.extend_lock(self.keys, job_id, token=token, lock_duration_ms=self.lock_duration_ms)
+            for job_id, token in held
+        ]
+        try:
+            answers = await self._pipelined(calls)
+        except NoScriptError:
+            await self.client.script_load(calls[0].script.source)
+            answers = await self._pipelined(calls)
+        lost = [job_id for (job_id, _), ok in zip(held, answers, strict=True) if ok != 1]
+        for job_id in lost:
+            log.warning("worker %s: lost the lock of job %s in %s", self.name, job_id, self.keys)
+        return lost
+
+    async def _pipelined(self, calls: list[scripts.ScriptCall]) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        for call in calls:
+            scripts.queue_in_pipeline(pipe, call)
+        answers: list[Any] = await pipe.execute()
+        return answers
+
+    async def _check_stalled_forever(self) -> None:
+        while not self.closing:
+            try:
+                await self.check_stalled()
+            except (RedisError, OSError) as exc:
+                log.error("worker %s: stalled check failed: %s", self.name, exc)
+            await self._sleep(self.stalled_interval_ms / 1000)
+
+    async def check_stalled(self) -> list[str]:
+        """One stalled-job check (a no-op when another worker ran one this interval)."""
+        call = tr.move_stalled_jobs_to_wait(
+            self.keys,
+            max_stalled_count=self.max_stalled_count,
+            now_ms=_now_ms(),
+            stalled_interval_ms=self.stalled_interval_ms,
+        )
+        answer = await scripts.arun(self.client, call)
+        recovered = [codec.text(raw) or "" for raw in answer or ()]
+        if recovered:
+            log.info("worker %s: moved stalled jobs back to wait: %s", self.name, recovered)
+        return recovered
+
+    # -- shutdown -------------------------------------------------------------
+
+    async def _release_held(self) -> None:
+        """Return the jobs still held (cancelled by a forced close) to the queue
+        without counting an attempt: delayed with delay 0 is due at once."""
+        held, self.held = self.held, {}
+        for job_id, token in held.items():
+            call = tr.move_to_delayed(
+                self.keys, job_id, token=token, now_ms=_now_ms(), delay_ms=0, skip_attempt=True
+            )
+            await self._run_quietly(call, "moveToDelayed", job_id)
