@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +25,16 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.e2e.server import (
+    PASSWORD,
+    ROOT,
+    USERNAME,
+    DashboardServer,
+    ServerFailed,
+    free_port,
+    prepare,
+)
+
 PEER = Path(__file__).with_name("peer.py")
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -40,8 +46,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-USERNAME = "oncall"
-PASSWORD = "e2e-password-1"
 # Configured, so pages and the overview show them before they hold any key.
 E2E_QUEUES = (
     "e2e-added",
@@ -78,102 +82,10 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@dataclass
-class DashboardServer:
-    """daphne serving dashboard.asgi in a child process; stop/start keep the port."""
-
-    env: dict[str, str]
-    port: int
-    log_path: Path
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> None:
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    "127.0.0.1",
-                    "-p",
-                    str(self.port),
-                    "dashboard.asgi:application",
-                ],
-                cwd=ROOT,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                log = self.log_path.read_text()[-3000:]
-                pytest.fail(f"daphne exited with {self.process.returncode}:\n{log}")
-            try:
-                # Our own http:// URL, never user input.
-                with urllib.request.urlopen(self.url + "/login/", timeout=2) as response:  # noqa: S310
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.1)
-        pytest.fail(
-            f"daphne did not answer within {timeout}s:\n{self.log_path.read_text()[-3000:]}"
-        )
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
-
-
-def manage(env: dict[str, str], *args: str) -> None:
-    subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True
-    )
-
-
-CREATE_USER = """
-from django.contrib.auth.models import Permission, User
-user = User.objects.create_user({username!r}, password={password!r}, is_staff=True)
-user.user_permissions.add(*Permission.objects.filter(codename__in=["view_queues", "act_on_queues"]))
-"""
-
-
 @pytest.fixture(scope="session")
 def server_env(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     workdir = tmp_path_factory.mktemp("e2e")
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "REDIS_URL": redis_url,
-        "ECHOMQ_DB": str(workdir / "db.sqlite3"),
-        "SECRET_KEY": "e2e-secret-key-not-for-production",
-        "DEBUG": "0",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "ECHOMQ_QUEUES": ",".join(E2E_QUEUES),
-        "PYTHONUNBUFFERED": "1",
-    }
-    manage(env, "migrate", "--noinput")
-    manage(env, "shell", "-c", CREATE_USER.format(username=USERNAME, password=PASSWORD))
-    return env
+    return prepare(redis_url, workdir, ECHOMQ_QUEUES=",".join(E2E_QUEUES))
 
 
 @pytest.fixture(scope="session")
@@ -183,7 +95,7 @@ def dashboard_server(
     server = DashboardServer(
         server_env, free_port(), tmp_path_factory.mktemp("daphne") / "daphne.log"
     )
-    server.start()
+    start(server)
     yield server
     server.stop()
 
@@ -292,6 +204,13 @@ def processes(server_env: dict[str, str], redis_client: Any, tmp_path: Path) -> 
     running = Processes(server_env, tmp_path)
     yield running
     running.stop_all()
+
+
+def start(server: DashboardServer) -> None:
+    try:
+        server.start()
+    except ServerFailed as error:
+        pytest.fail(str(error), pytrace=False)
 
 
 def wait_live(page: Page) -> None:

@@ -6,7 +6,8 @@ from playwright.sync_api import Locator, Page, expect
 from redis import Redis
 
 from queues.keys import QueueKeys
-from tests.e2e.conftest import DashboardServer, Processes, wait_live
+from tests.e2e.conftest import Processes, start, wait_live
+from tests.e2e.server import DashboardServer
 
 
 def mark_page(page: Page) -> None:
@@ -94,7 +95,7 @@ def test_f_events_added_while_the_server_restarts_appear_after_reconnect(
     dashboard_server.stop()
     expect(page.locator("html")).to_have_attribute("data-live", "closed", timeout=10_000)
     added = processes.peer_add(queue, "meanwhile", "--count", "5")
-    dashboard_server.start()
+    start(dashboard_server)
 
     wait_live(page)
     for job_id in added:

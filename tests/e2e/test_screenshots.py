@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ROOT, DashboardServer, Processes, free_port, wait_live
+from tests.e2e.conftest import Processes, start, wait_live
+from tests.e2e.server import ROOT, DashboardServer, free_port
 
 DOCS = ROOT / "docs"
 
@@ -23,7 +24,7 @@ def demo_server(server_env: dict[str, str], tmp_path: Path) -> Iterator[Dashboar
     """A second server that discovers the queues instead of listing the test ones."""
     env = {key: value for key, value in server_env.items() if key != "ECHOMQ_QUEUES"}
     server = DashboardServer(env, free_port(), tmp_path / "daphne.log")
-    server.start()
+    start(server)
     yield server
     server.stop()
 

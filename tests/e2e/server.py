@@ -1,0 +1,114 @@
+"""The dashboard as a real server process, for the browser tests and bench/live.py.
+
+``prepare(redis_url, workdir)`` builds the environment of a dashboard process:
+a fresh SQLite database (migrated) with one staff user allowed to view and
+act. ``DashboardServer`` runs ``daphne dashboard.asgi:application`` with it on
+a port and can be stopped and started again on the same port.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+USERNAME = "oncall"
+PASSWORD = "e2e-password-1"
+CREATE_USER = """
+from django.contrib.auth.models import Permission, User
+user = User.objects.create_user({username!r}, password={password!r}, is_staff=True)
+user.user_permissions.add(*Permission.objects.filter(codename__in=["view_queues", "act_on_queues"]))
+"""
+
+
+class ServerFailed(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def manage(env: dict[str, str], *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+
+
+def prepare(redis_url: str, workdir: Path, **settings: str) -> dict[str, str]:
+    """The environment of a dashboard process on ``redis_url``, its database ready."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "REDIS_URL": redis_url,
+        "ECHOMQ_DB": str(workdir / "db.sqlite3"),
+        "SECRET_KEY": "e2e-secret-key-not-for-production",
+        "DEBUG": "0",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "PYTHONUNBUFFERED": "1",
+        **settings,
+    }
+    manage(env, "migrate", "--noinput")
+    manage(env, "shell", "-c", CREATE_USER.format(username=USERNAME, password=PASSWORD))
+    return env
+
+
+@dataclass
+class DashboardServer:
+    """daphne serving dashboard.asgi in a child process; stop/start keep the port."""
+
+    env: dict[str, str]
+    port: int
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> None:
+        args = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [*args, "dashboard.asgi:application"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ServerFailed(f"daphne exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                # Our own http:// URL, never user input.
+                with urllib.request.urlopen(self.url + "/login/", timeout=2) as response:  # noqa: S310
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.1)
+        raise ServerFailed(f"daphne did not answer within {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:]
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
