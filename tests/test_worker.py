@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -69,7 +70,8 @@ async def test_jobs_are_processed_and_their_results_recorded(
     assert job.returnvalue == {"n": 0}
     assert job.processed_by == "w-1"
     assert job.attempts_made == 1
-    assert job.finished_on is not None and job.processed_on is not None
+    assert job.finished_on is not None
+    assert job.processed_on is not None
     assert events_of(redis_client, queue, ids[0]) == ["added", "waiting", "active", "completed"]
     assert queue.get_counts("wait", "active") == {"wait": 0, "active": 0}
     assert redis_client.exists(queue.keys.lock(ids[0])) == 0
@@ -91,14 +93,15 @@ async def test_a_failure_is_retried_after_its_exponential_backoff(
     )
     async with running(redis_url, flaky):
         await until(lambda: queue.get_state(job_id) == "completed")
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert gaps[0] >= 0.14  # 150 ms after the first failure
     assert gaps[1] >= 0.29  # 300 ms after the second
     job = queue.get_job(job_id)
     assert job is not None
     assert job.attempts_made == 3
     assert job.returnvalue == "ok"
-    assert len(job.stacktrace) == 2 and "boom 2" in job.stacktrace[1]
+    assert len(job.stacktrace) == 2
+    assert "boom 2" in job.stacktrace[1]
     assert events_of(redis_client, queue, job_id).count("delayed") == 2
 
 
@@ -146,7 +149,8 @@ async def test_a_result_that_is_not_json_fails_the_job(redis_url: str, queue: Qu
     async with running(redis_url, returns_a_set):
         await until(lambda: queue.get_state(job_id) == "failed")
     job = queue.get_job(job_id)
-    assert job is not None and "JSON" in (job.failed_reason or "") + "".join(job.stacktrace)
+    assert job is not None
+    assert "JSON" in (job.failed_reason or "") + "".join(job.stacktrace)
 
 
 async def test_remove_on_complete_and_remove_on_fail_are_applied(
@@ -281,7 +285,8 @@ async def test_a_forced_close_returns_jobs_in_flight_to_the_queue(
     assert redis_client.exists(queue.keys.lock(job_id)) == 0
     assert queue.get_state(job_id) in ("delayed", "wait")
     job = queue.get_job(job_id)
-    assert job is not None and job.attempts_made == 0  # the release does not use an attempt
+    assert job is not None
+    assert job.attempts_made == 0
     async with running(redis_url, echo_after(0)):
         await until(lambda: queue.get_state(job_id) == "completed")
 
