@@ -127,8 +127,10 @@ async def arun(client: AsyncRedis, c: ScriptCall) -> Any:
 
 def queue_in_pipeline(pipe: Any, c: ScriptCall) -> None:
     """Add a call to a pipeline; pair with :func:`ensure_loaded` beforehand,
-    since a NOSCRIPT inside a pipeline cannot be retried call by call."""
-    pipe.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
+    since a NOSCRIPT inside a pipeline cannot be retried call by call.
+    Sent as a raw command: redis-py's cluster pipeline refuses ``evalsha()``
+    but routes a raw EVALSHA by its keys."""
+    pipe.execute_command("EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.args)
 
 
 def ensure_loaded(client: Redis, names: tuple[str, ...]) -> None:

@@ -127,6 +127,19 @@ def test_clean_key_per_state_and_positive_bounds() -> None:
         admin.drain(KEYS, delayed=False, batch=-1)
 
 
+@pytest.mark.parametrize("state", ["active", "waiting-children", "wait"])
+def test_requeue_only_from_finished_or_delayed(state: str) -> None:
+    with pytest.raises(ValueError, match="not one of"):
+        admin.requeue_job(KEYS, "7", state)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not one of"):
+        admin.requeue_jobs(KEYS, state, batch=1)  # type: ignore[arg-type]
+
+
+def test_clean_never_touches_active_jobs() -> None:
+    with pytest.raises(ValueError, match="not one of"):
+        admin.clean_jobs(KEYS, "active", cutoff_ms=1, limit=1)  # type: ignore[arg-type]
+
+
 def test_flags_and_log_keep() -> None:
     assert admin.pause(KEYS, paused=False).args == ("resume",)
     assert admin.drain(KEYS, delayed=False, batch=3).args == (KEYS.base, "0", 3)

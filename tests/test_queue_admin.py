@@ -9,6 +9,9 @@ from collections.abc import Iterable
 import pytest
 from redis import Redis
 
+from queues import scripts
+from queues.commands import transitions as t
+from queues.connection import connect
 from queues.errors import JobBelongsToJobScheduler, JobNotExist, JobNotInState
 from queues.queue import Queue, now_ms
 from tests.queue_helpers import stream_events as events
@@ -177,6 +180,37 @@ def test_fail_active_job_deletes_lock_and_stalled_mark(redis_client: Redis, queu
     assert redis_client.sismember(queue.keys.stalled, job_id) == 0
     assert redis_client.llen(queue.keys.active) == 0
     assert last_event(redis_client, queue)["prev"] == "active"
+
+
+@pytest.mark.parametrize(("action", "code"), [("fail", -2), ("remove", -1)])
+def test_worker_finish_after_admin_fail_or_remove_is_refused(
+    redis_client: Redis, queue: Queue, action: str, code: int
+) -> None:
+    job_id = queue.add("a")
+    pickup = t.move_to_active(queue.keys, token="tok", lock_duration_ms=30_000, now_ms=now_ms())
+    assert t.decode_fetched(scripts.run(redis_client, pickup)).job_id == job_id
+
+    if action == "fail":
+        queue.fail(job_id, "cancelled by admin")
+    else:
+        queue.remove(job_id)
+    finish = t.move_to_finished(
+        queue.keys,
+        job_id,
+        token="tok",
+        now_ms=now_ms(),
+        target="completed",
+        value="42",
+        fetch_next=False,
+        options=t.FinishOptions(lock_duration_ms=30_000, attempts=1, keep=t.KeepJobs.keep_all()),
+    )
+
+    assert scripts.run(redis_client, finish) == code
+    assert queue.get_counts("completed") == {"completed": 0}
+    if action == "fail":
+        job = queue.get_job(job_id)
+        assert job is not None
+        assert (job.failed_reason, job.returnvalue) == ("cancelled by admin", None)
 
 
 def test_fail_appends_to_stacktrace_within_limit_and_survives_garbage(
@@ -462,3 +496,27 @@ def test_add_log_with_keep_and_get_logs(queue: Queue) -> None:
     assert queue.get_logs(job_id, 0, 0) == (["line 2"], 2)
     with pytest.raises(JobNotExist):
         queue.add_log("gone", "x")
+
+
+# -- cluster -----------------------------------------------------------------
+
+
+@pytest.mark.cluster
+def test_queue_works_on_a_redis_cluster_with_a_hash_tag_prefix(cluster_url: str) -> None:
+    client = connect(cluster_url)
+    queue = Queue("clustered", client, prefix="{bull}")
+    try:
+        ids = queue.add_bulk([("a", {"i": i}, None) for i in range(20)])
+        later = queue.add("d", opts={"delay": 60_000, "deduplication": {"id": "once"}})
+        assert queue.get_counts("wait", "delayed") == {"wait": 20, "delayed": 1}
+        assert [j.id for j in queue.get_jobs("wait", 0, 1)] == ids[:-3:-1]
+        queue.fail(ids[0], "no")
+        assert queue.retry_all(batch=7) == 1
+        assert queue.promote_all() == 1
+        queue.pause()
+        assert queue.get_state(later) == "paused"
+        queue.obliterate(batch=5)
+        assert queue.get_counts() == dict.fromkeys(queue.get_counts(), 0)
+        assert not client.exists(queue.keys.meta, queue.keys.id, queue.keys.events)
+    finally:
+        client.close()

@@ -8,7 +8,7 @@ server.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from queues import scripts
 from queues.job_options import PreparedJob
@@ -19,6 +19,15 @@ FinishedState = Literal["completed", "failed"]
 # Where a job comes back to run from: a retry (failed/completed) or a promotion.
 RequeueSource = Literal["failed", "completed", "delayed"]
 CleanableState = Literal["completed", "failed", "delayed", "prioritized", "wait", "paused"]
+# Runtime checks too: callers (views, API) pass strings that typing never saw,
+# and e.g. cleaning "active" would delete running jobs.
+_REQUEUE_SOURCES = frozenset(get_args(RequeueSource))
+_CLEANABLE_STATES = frozenset(get_args(CleanableState))
+
+
+def _check(state: str, allowed: frozenset[str]) -> None:
+    if state not in allowed:
+        raise ValueError(f"state {state!r} is not one of {sorted(allowed)}")
 
 
 def _flag(value: bool) -> str:
@@ -74,6 +83,7 @@ def _ready_keys(keys: QueueKeys) -> tuple[str, ...]:
 
 def requeue_job(keys: QueueKeys, job_id: str, source: RequeueSource) -> ScriptCall:
     """Retry (source failed/completed) or promote (source delayed) one job."""
+    _check(source, _REQUEUE_SOURCES)
     return scripts.call(
         "requeueJob", (keys.state(source), *_ready_keys(keys)), (keys.base, job_id, source)
     )
@@ -83,6 +93,7 @@ def requeue_jobs(
     keys: QueueKeys, source: RequeueSource, *, batch: int, max_score: int | None = None
 ) -> ScriptCall:
     """One bounded batch of retry-all / promote-all; ``max_score`` None = all."""
+    _check(source, _REQUEUE_SOURCES)
     if batch <= 0:
         raise ValueError("batch must be positive")
     limit = "+inf" if max_score is None else str(max_score)
@@ -151,6 +162,7 @@ def pause(keys: QueueKeys, *, paused: bool) -> ScriptCall:
 
 def clean_jobs(keys: QueueKeys, state: CleanableState, *, cutoff_ms: int, limit: int) -> ScriptCall:
     """Delete up to ``limit`` jobs of ``state`` finished/created at or before ``cutoff_ms``."""
+    _check(state, _CLEANABLE_STATES)
     if limit <= 0:
         raise ValueError("limit must be positive")
     return scripts.call(
