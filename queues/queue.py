@@ -239,11 +239,16 @@ class Queue:
     def _requeue_all(self, source: RequeueSource, batch: int, max_score: int | None) -> int:
         call = admin.requeue_jobs(self.keys, source, batch=batch, max_score=max_score)
         total = 0
-        while True:
+        calls_left: int | None = None
+        while calls_left is None or calls_left > 0:
             moved, remaining = scripts.run(self.connection, call)
             total += int(moved)
             if int(remaining) == 0:
-                return total
+                break
+            # Only what was there at the start: jobs that producers keep adding
+            # (promote-all takes every score) must not keep this loop going.
+            calls_left = -(-int(remaining) // batch) if calls_left is None else calls_left - 1
+        return total
 
     def clean(self, state: CleanableState, grace_ms: int, limit: int = 0) -> list[str]:
         """Delete jobs of ``state`` older than ``grace_ms`` (finished for
