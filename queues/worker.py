@@ -35,12 +35,14 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import NoScriptError, RedisError
 
 from queues import codec, scripts
+from queues.autopipe import AutoPipeline
 from queues.backoff import UnknownBackoffType, retry_delay
 from queues.commands import transitions as tr
 from queues.connection import connect_async
 from queues.errors import ScriptError, raise_for_code
 from queues.job import Job
 from queues.keys import DEFAULT_PREFIX, QueueKeys
+from queues.pickup import decode_answer
 
 log = logging.getLogger("echomq.worker")
 
@@ -104,6 +106,9 @@ class Worker:
         if client is None:
             client = connect_async(connection_url or "")
         self.client: AsyncRedis = client
+        # Script calls go through one auto-pipelined connection when the server
+        # allows it (plain TCP / unix socket); blocking reads stay on the client.
+        self._pipe = AutoPipeline.for_client(client)
         token = uuid.uuid4().hex
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{token[:8]}"
         self._token_prefix = token + ":"
@@ -181,6 +186,8 @@ class Worker:
         await self._release_held()
         if self._running:
             await self._done.wait()
+        if self._pipe is not None:
+            await self._pipe.close()
         if self._owns_client:
             await self.client.aclose()
 
@@ -231,7 +238,7 @@ class Worker:
             worker_name=self.name,
             limiter=self.limiter,
         )
-        fetched = tr.decode_fetched(await scripts.arun(self.client, call))
+        fetched = decode_answer(await self._run(call), "moveToActive")
         if fetched.job_id is not None:
             self.held[fetched.job_id] = token
         return fetched
@@ -262,6 +269,11 @@ class Worker:
         """Sleep, but wake at once when the worker closes."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._closing.wait(), seconds)
+
+    def _run(self, call: scripts.ScriptCall) -> Awaitable[Any]:
+        if self._pipe is not None:
+            return self._pipe.run(call)
+        return scripts.arun(self.client, call)
 
     def _next_token(self) -> str:
         self._token_seq += 1
@@ -356,7 +368,7 @@ class Worker:
         answer = await self._run_quietly(call, "moveToFinished", job.id)
         if not fetch_next or answer is None:
             return None
-        fetched = tr.decode_fetched(answer, command="moveToFinished", job_id=job.id)
+        fetched = decode_answer(answer, "moveToFinished", job.id)
         if fetched.job_id is not None:
             # The next job is locked with the same token (one token per slot chain).
             self.held[fetched.job_id] = token
@@ -393,7 +405,7 @@ class Worker:
         """Run a finishing call; a refusal (lock lost, job gone) is logged, not raised:
         the job's fate is then someone else's (an admin, the stalled checker)."""
         try:
-            answer = await scripts.arun(self.client, call)
+            answer = await self._run(call)
             raise_for_code(answer, command, job_id)
             return answer
         except ScriptError as refused:
@@ -423,11 +435,15 @@ class Worker:
             tr.extend_lock(self.keys, job_id, token=token, lock_duration_ms=self.lock_duration_ms)
             for job_id, token in held
         ]
-        try:
-            answers = await self._pipelined(calls)
-        except NoScriptError:
-            await self.client.script_load(calls[0].script.source)
-            answers = await self._pipelined(calls)
+        if self._pipe is not None:
+            # Issued in one loop turn, so they leave in one write anyway.
+            answers = await asyncio.gather(*(self._pipe.run(call) for call in calls))
+        else:
+            try:
+                answers = await self._pipelined(calls)
+            except NoScriptError:
+                await self.client.script_load(calls[0].script.source)
+                answers = await self._pipelined(calls)
         lost = [job_id for (job_id, _), ok in zip(held, answers, strict=True) if ok != 1]
         for job_id in lost:
             log.warning("worker %s: lost the lock of job %s in %s", self.name, job_id, self.keys)
@@ -456,7 +472,7 @@ class Worker:
             now_ms=_now_ms(),
             stalled_interval_ms=self.stalled_interval_ms,
         )
-        answer = await scripts.arun(self.client, call)
+        answer = await self._run(call)
         recovered = [codec.text(raw) or "" for raw in answer or ()]
         if recovered:
             log.info("worker %s: moved stalled jobs back to wait: %s", self.name, recovered)
