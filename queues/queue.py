@@ -10,7 +10,7 @@ trips and never more than the page asked for. Works with ``redis.Redis`` and
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from redis import Redis
@@ -254,17 +254,26 @@ class Queue:
         """Delete jobs of ``state`` older than ``grace_ms`` (finished for
         completed/failed, created for the others); at most ``limit`` (0 = all).
         "wait" covers the wait and paused lists. Returns the deleted ids."""
+        return [job_id for batch in self._clean_batches(state, grace_ms, limit) for job_id in batch]
+
+    def clean_count(self, state: CleanableState, grace_ms: int, limit: int = 0) -> int:
+        """:meth:`clean` without keeping the ids: for cleaning millions of jobs."""
+        return sum(len(batch) for batch in self._clean_batches(state, grace_ms, limit))
+
+    def _clean_batches(
+        self, state: CleanableState, grace_ms: int, limit: int
+    ) -> Iterator[list[str]]:
         cutoff = now_ms() - grace_ms
-        removed: list[str] = []
+        removed = 0
         for key_state in ("wait", "paused") if state == "wait" else (state,):
-            while limit == 0 or len(removed) < limit:
-                batch = _CLEAN_BATCH if limit == 0 else min(limit - len(removed), _CLEAN_BATCH)
+            while limit == 0 or removed < limit:
+                batch = _CLEAN_BATCH if limit == 0 else min(limit - removed, _CLEAN_BATCH)
                 call = admin.clean_jobs(self.keys, key_state, cutoff_ms=cutoff, limit=batch)
                 ids = [_text(job_id) for job_id in scripts.run(self.connection, call)]
-                removed.extend(ids)
+                removed += len(ids)
+                yield ids
                 if len(ids) < batch:
                     break
-        return removed
 
     def pause(self) -> None:
         scripts.run(self.connection, admin.pause(self.keys, paused=True))

@@ -360,9 +360,10 @@ def test_clean_finished_jobs_older_than_grace_in_bounded_calls(
     rest = queue.clean("completed", grace_ms=30_000)
     assert sorted(first + rest) == sorted(old)
     assert queue.get_counts("completed") == {"completed": 5}
+    assert queue.clean_count("completed", grace_ms=0) == 5
     assert not any(redis_client.exists(queue.keys.job(i)) for i in old)
     cleaned = [e for e in events(redis_client, queue) if e["event"] == "cleaned"]
-    assert [e["count"] for e in cleaned] == ["10", "15"]
+    assert [e["count"] for e in cleaned] == ["10", "15", "5"]
 
 
 def test_clean_wait_by_creation_time_keeps_order_of_the_rest(
