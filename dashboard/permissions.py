@@ -8,6 +8,7 @@ Pages send anonymous users to the login page; the API answers JSON instead.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
@@ -27,10 +28,30 @@ def read_only() -> bool:
     return bool(getattr(settings, "ECHOMQ_READ_ONLY", False))
 
 
+# Permission answers per user, kept briefly: has_perm costs two database
+# queries per request otherwise. Changes made in this process clear it at once
+# (signals wired in apps.py); changes from elsewhere apply within the TTL.
+PERMISSION_CACHE_TTL_S = 10.0
+_permission_cache: dict[tuple[object, str, str], tuple[float, bool]] = {}
+
+
+def clear_permission_cache(**_: object) -> None:
+    _permission_cache.clear()
+
+
 def _has_perm(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
     # Custom user models without PermissionsMixin hold no permissions.
     check = getattr(user, "has_perm", None)
-    return bool(check is not None and check(permission))
+    if check is None:
+        return False
+    key = (user.pk, user.get_username(), permission)
+    now = time.monotonic()
+    cached = _permission_cache.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    allowed = bool(check(permission))
+    _permission_cache[key] = (now + PERMISSION_CACHE_TTL_S, allowed)
+    return allowed
 
 
 def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:

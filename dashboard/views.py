@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import actions
+from dashboard import actions, presenters
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import can_act, page_permission, read_only, user_label
 from dashboard.redis import get_client
@@ -45,11 +45,12 @@ def _page(
 
 
 def _queue_context(ref: QueueRef, summary: inspect.QueueSummary, tab: str) -> dict[str, Any]:
+    base_url = reverse("dashboard:queue", args=[ref.prefix, ref.name])
     return {
         "ref": ref,
         "summary": summary,
         "tab": tab,
-        "states": inspect.STATES,
+        "cells": presenters.count_cells(base_url, summary.counts),
         "clean_ages": CLEAN_AGES,
     }
 
@@ -62,7 +63,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "name")
     if sort == "failed":
         summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
-    context = {"summaries": summaries, "sort": sort, "states": inspect.STATES}
+    context = {"rows": presenters.queue_rows(summaries), "sort": sort, "states": inspect.STATES}
     template = "dashboard/_overview_rows.html" if _is_htmx(request) else "dashboard/overview.html"
     return _page(request, template, context)
 
@@ -82,12 +83,15 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     page_number = int_param(request.GET.get("page"), 1, lowest=1)
     jobs = inspect.job_page(client, ref, state, start=(page_number - 1) * size, size=size)
     context = _queue_context(ref, summary, state)
+    row_actions = actions.ACTIONS_BY_STATE[state]
     context.update(
         jobs=jobs,
+        rows=presenters.job_rows(jobs),
         page_number=page_number,
         page_sizes=PAGE_SIZES,
         size=size,
-        row_actions=actions.ACTIONS_BY_STATE[state],
+        row_actions=row_actions,
+        selectable=can_act(request.user) and bool(row_actions),
     )
     if _is_htmx(request):
         return _page(request, "dashboard/_job_table.html", context)

@@ -100,7 +100,8 @@ def seed_failed_bulk(
 ) -> None:
     """``count`` failed jobs with integer ids, written inside Redis in batches."""
     script = client.register_script(_BULK_FAILED)
-    now = now_ms()
+    # finishedOn = base + id: all in the past, newest id newest (as a real queue would be).
+    now = now_ms() - (first + count) - 1
     done = 0
     while done < count:
         n = min(batch, count - done)

@@ -1,0 +1,228 @@
+"""Dashboard latency over HTTP against the real ASGI server, at growing N.
+
+    python bench/dashboard.py [--sizes 1000,100000,1000000] [--requests 200]
+
+20 queues (a few jobs each) plus one queue ``big`` whose failed set holds N
+jobs, seeded straight into Redis; the app runs under uvicorn in a subprocess
+against a private redis-server. For each N it prints p50 / p95 (ms) of the
+overview page and its JSON, the failed list page (50 rows) and its JSON, and a
+job page, then the 1M / 1k ratio per endpoint. Finally it times retry-all of
+100k failed jobs through the JSON API and the server process's RSS growth.
+
+Targets: every page flat in N (1M/1k p50 ratio <= 1.3); JSON overview <= 5 ms
+and failed-page JSON <= 8 ms p50; HTML pages <= 20 ms p50; retry-all 100k
+<= 3 s with < 30 MB RSS growth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from queues.connection import connect  # noqa: E402
+from queues.inspect import QueueRef  # noqa: E402
+from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
+from tests.dashboard_seed import seed_failed_bulk, seed_job  # noqa: E402
+
+SMALL_QUEUES = 20
+BIG = QueueRef("bull", "big")
+RETRY_ALL_SIZE = 100_000
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    match = re.search(r"VmRSS:\s+(\d+) kB", status)
+    return int(match.group(1)) / 1024 if match else 0.0
+
+
+class Session:
+    """One keep-alive HTTP connection with the dashboard's cookies."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        self.cookies: dict[str, str] = {}
+
+    def request(self, method: str, path: str, body: str | None = None, **headers: str) -> Any:
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()), **headers}
+        self.conn.request(method, path, body=body, headers=headers)
+        response = self.conn.getresponse()
+        data = response.read()
+        for header in response.headers.get_all("Set-Cookie") or []:
+            name, _, rest = header.partition("=")
+            self.cookies[name.strip()] = rest.split(";", 1)[0]
+        return response.status, data
+
+    def login(self, username: str, password: str) -> None:
+        _, page = self.request("GET", "/login/")
+        token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+        assert token, "no CSRF token on the login page"
+        form = f"csrfmiddlewaretoken={token.group(1).decode()}&username={username}&password={password}"
+        status, _ = self.request(
+            "POST", "/login/", form, **{"Content-Type": "application/x-www-form-urlencoded"}
+        )
+        assert status == 302, f"login failed ({status})"
+
+    def post_json(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        status, data = self.request(
+            "POST",
+            path,
+            json.dumps(body),
+            **{"Content-Type": "application/json", "X-CSRFToken": self.cookies["csrftoken"]},
+        )
+        return status, json.loads(data)
+
+
+def timed(session: Session, path: str, count: int) -> tuple[float, float]:
+    for _ in range(max(10, count // 10)):
+        status, _ = session.request("GET", path)
+        assert status == 200, (path, status)
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        session.request("GET", path)
+        samples.append((time.perf_counter() - start) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[int(len(samples) * 0.95) - 1]
+
+
+def seed(client: Any, failed: int) -> None:
+    client.flushall()
+    for q in range(SMALL_QUEUES):
+        keys = QueueRef("bull", f"queue-{q:02d}").keys
+        for state in ("wait", "delayed", "completed", "failed"):
+            for n in range(5):
+                seed_job(client, keys, f"{state}-{n}", state=state)
+        client.lpush(keys.metrics_data("completed"), *range(30))
+    seed_failed_bulk(client, BIG.keys, failed)
+
+
+def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen(
+        [
+            sys.executable, "-m", "uvicorn", "dashboard.asgi:application",
+            "--host", "127.0.0.1", "--port", str(port),
+            "--log-level", "warning", "--no-access-log", "--lifespan", "off",
+            "--timeout-keep-alive", "120",
+        ],
+        cwd=ROOT,
+        env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return server
+        except OSError:
+            time.sleep(0.1)
+    server.kill()
+    raise RuntimeError("uvicorn did not start")
+
+
+def prepare_django(env: dict[str, str]) -> None:
+    """Tables and a user who may view and act, in the server's database."""
+    script = (
+        "from django.contrib.auth.models import User, Permission;"
+        "u = User.objects.create_user('bench', password='bench-pass', is_staff=True);"
+        "u.user_permissions.add(*Permission.objects.filter(content_type__app_label='dashboard'))"
+    )
+    for command in (["migrate", "--verbosity", "0"], ["shell", "-c", script]):
+        subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True)
+
+
+ENDPOINTS = [
+    ("overview page", "/"),
+    ("overview JSON", "/api/queues/"),
+    ("failed page (50 rows)", "/queues/bull/big/?state=failed"),
+    ("failed JSON (50 rows)", "/api/queues/bull/big/jobs/?state=failed&start=0&end=49"),
+    ("job page", "/queues/bull/big/job/7"),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,100000,1000000")
+    parser.add_argument("--requests", type=int, default=200)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    redis_server = LocalRedisServer(server_binary()[0]).start()
+    client = connect(redis_server.url)
+    workdir = Path(tempfile.mkdtemp(prefix="echomq-bench-"))
+    env = {
+        **os.environ,
+        "REDIS_URL": redis_server.url,
+        "ECHOMQ_DB": str(workdir / "db.sqlite3"),
+        "DEBUG": "0",
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+    }
+    prepare_django(env)
+    port = free_port()
+    server = start_server(env, port)
+    results: dict[int, dict[str, tuple[float, float]]] = {}
+    try:
+        session = Session(port)
+        session.login("bench", "bench-pass")
+        print(f"{'N failed':>10}  {'endpoint':<24}{'p50 ms':>9}{'p95 ms':>9}")
+        for size in sizes:
+            started = time.perf_counter()
+            seed(client, size)
+            seeded = time.perf_counter() - started
+            # A new keyspace: let the dashboard rediscover queues before timing.
+            time.sleep(11)
+            session.request("GET", "/")
+            results[size] = {}
+            for label, path in ENDPOINTS:
+                p50, p95 = timed(session, path, args.requests)
+                results[size][label] = (p50, p95)
+                print(f"{size:>10,}  {label:<24}{p50:>9.2f}{p95:>9.2f}")
+            print(f"{'':>10}  (seeded in {seeded:.1f} s)")
+        if len(sizes) > 1:
+            low, high = sizes[0], sizes[-1]
+            print(f"\np50 ratio {high:,} / {low:,}:")
+            for label, _ in ENDPOINTS:
+                ratio = results[high][label][0] / results[low][label][0]
+                print(f"  {label:<24}{ratio:>6.2f}")
+
+        seed(client, RETRY_ALL_SIZE)
+        time.sleep(11)
+        session.request("GET", "/")
+        before = rss_mb(server.pid)
+        started = time.perf_counter()
+        status, body = session.post_json("/api/queues/bull/big/bulk/", {"action": "retry_all"})
+        elapsed = time.perf_counter() - started
+        after = rss_mb(server.pid)
+        assert status == 200 and body["count"] == RETRY_ALL_SIZE, (status, body)
+        assert client.llen(BIG.keys.wait) == RETRY_ALL_SIZE
+        print(
+            f"\nretry-all {RETRY_ALL_SIZE:,} failed: {elapsed:.2f} s, "
+            f"server RSS {before:.1f} -> {after:.1f} MB (+{after - before:.1f} MB)"
+        )
+    finally:
+        server.terminate()
+        server.wait(10)
+        redis_server.stop()
+
+
+if __name__ == "__main__":
+    main()
