@@ -37,6 +37,7 @@ from redis.exceptions import NoScriptError, RedisError
 from queues import codec, scripts
 from queues.autopipe import AutoPipeline
 from queues.backoff import UnknownBackoffType, retry_delay
+from queues.commands import admin
 from queues.commands import transitions as tr
 from queues.connection import connect_async
 from queues.errors import ScriptError, raise_for_code
@@ -190,6 +191,18 @@ class Worker:
             await self._pipe.close()
         if self._owns_client:
             await self.client.aclose()
+
+    async def update_progress(self, job: Job, progress: Any) -> None:
+        """Record a job's progress (any JSON value) and emit a ``progress`` event."""
+        call = admin.update_progress(self.keys, job.id, codec.dumps(progress))
+        raise_for_code(await self._run(call), "updateProgress", job.id)
+        job.progress = progress
+
+    async def add_log(self, job: Job, line: str, *, keep: int = 0) -> int:
+        """Append a line to the job's log; returns how many lines it has now."""
+        answer = await self._run(admin.add_log(self.keys, job.id, line, keep=keep))
+        raise_for_code(answer, "addLog", job.id)
+        return int(answer)
 
     # -- the fetch loop -------------------------------------------------------
 

@@ -1,0 +1,213 @@
+"""Realistic demo traffic: four queues with producers and workers in one process.
+
+- ``emails``: many quick jobs; transactional ones are prioritized, newsletters
+  are delayed; transient SMTP errors are retried with exponential backoff.
+- ``payments``: retried with a fixed, jittered backoff; a declined card fails
+  for good at once; completed jobs beyond the newest 200 are removed.
+- ``thumbnails``: progress updates and log lines; corrupt images fail for good.
+- ``reports``: slow jobs with progress and logs, some scheduled for later.
+
+``run_demo`` runs until ``stop`` is set, printing every queue's counts every
+few seconds. ``python -m queues demo`` runs it against
+:func:`queues.redis_server.resolve_redis`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from queues.connection import connect, connect_async
+from queues.job import Job
+from queues.keys import DEFAULT_PREFIX
+from queues.queue import Queue
+from queues.worker import UnrecoverableError, Worker
+
+DemoProcessor = Callable[[Worker, Job], Awaitable[Any]]
+COUNTED_STATES = ("wait", "active", "delayed", "prioritized", "completed", "failed")
+
+
+class TransientError(Exception):
+    """A failure worth retrying (timeouts, 5xx answers ...)."""
+
+
+async def send_email(worker: Worker, job: Job) -> Any:
+    await asyncio.sleep(random.uniform(0.02, 0.15))
+    if random.random() < 0.08:
+        raise TransientError("SMTP 451: temporary local problem, try again later")
+    return {"messageId": f"<{job.id}.{random.getrandbits(32):08x}@mail.example>"}
+
+
+async def charge_card(worker: Worker, job: Job) -> Any:
+    await asyncio.sleep(random.uniform(0.05, 0.4))
+    roll = random.random()
+    if roll < 0.03:
+        raise UnrecoverableError("card declined: insufficient funds")
+    if roll < 0.15:
+        raise TransientError("payment gateway timed out after 10s")
+    amount = job.data.get("amount") if isinstance(job.data, dict) else None
+    return {"charged": amount, "receipt": f"rcpt_{random.getrandbits(40):010x}"}
+
+
+async def make_thumbnail(worker: Worker, job: Job) -> Any:
+    source = job.data.get("image") if isinstance(job.data, dict) else "unknown"
+    await worker.add_log(job, f"downloading {source}")
+    for step in (25, 50, 75):
+        await asyncio.sleep(random.uniform(0.05, 0.25))
+        await worker.update_progress(job, step)
+    if random.random() < 0.05:
+        await worker.add_log(job, "decoder error: truncated JPEG data")
+        raise UnrecoverableError(f"corrupt image {source}")
+    await worker.update_progress(job, 100)
+    await worker.add_log(job, "wrote 3 sizes: 64px, 256px, 1024px")
+    return {"sizes": [64, 256, 1024]}
+
+
+async def build_report(worker: Worker, job: Job) -> Any:
+    kind = job.data.get("kind") if isinstance(job.data, dict) else "report"
+    await worker.add_log(job, f"querying data for {kind}")
+    for step in range(1, 6):
+        await asyncio.sleep(random.uniform(0.2, 0.6))
+        await worker.update_progress(job, {"step": step, "of": 5})
+    if random.random() < 0.1:
+        raise TransientError("warehouse connection reset by peer")
+    await worker.add_log(job, "rendered PDF, 12 pages")
+    return {"url": f"https://reports.example/{job.id}.pdf", "pages": 12}
+
+
+@dataclass(frozen=True)
+class DemoQueue:
+    name: str
+    processor: DemoProcessor
+    concurrency: int
+    per_second: float  # jobs added, on average
+    make_job: Callable[[random.Random], tuple[str, Any, dict[str, Any]]]
+
+
+def _email(rng: random.Random) -> tuple[str, Any, dict[str, Any]]:
+    user = f"user{rng.randint(1, 5000)}@example.com"
+    retry = {"attempts": 3, "backoff": {"type": "exponential", "delay": 500}}
+    kind = rng.random()
+    if kind < 0.2:
+        return "password-reset", {"to": user}, {**retry, "priority": 1}
+    if kind < 0.3:
+        return (
+            "newsletter",
+            {"to": user, "issue": 42},
+            {**retry, "delay": rng.randint(5, 60) * 1000},
+        )
+    return "welcome", {"to": user, "template": "welcome-v2"}, retry
+
+
+def _payment(rng: random.Random) -> tuple[str, Any, dict[str, Any]]:
+    data = {"order": f"ord_{rng.getrandbits(32):08x}", "amount": rng.randint(500, 25000)}
+    backoff = {"type": "fixed", "delay": 1000, "jitter": 0.5}
+    return "charge", data, {"attempts": 5, "backoff": backoff, "removeOnComplete": 200}
+
+
+def _thumbnail(rng: random.Random) -> tuple[str, Any, dict[str, Any]]:
+    image = f"s3://uploads/{rng.getrandbits(48):012x}.jpg"
+    return "resize", {"image": image}, {"attempts": 1, "removeOnFail": {"count": 100}}
+
+
+def _report(rng: random.Random) -> tuple[str, Any, dict[str, Any]]:
+    kind = rng.choice(["daily-sales", "weekly-churn", "monthly-invoices"])
+    opts: dict[str, Any] = {"attempts": 2, "backoff": 2000, "priority": rng.choice([1, 5, 10])}
+    if rng.random() < 0.3:
+        opts["delay"] = rng.randint(10, 90) * 1000
+    return kind, {"kind": kind, "tenant": rng.randint(1, 40)}, opts
+
+
+DEMO_QUEUES = (
+    DemoQueue("emails", send_email, 8, 6.0, _email),
+    DemoQueue("payments", charge_card, 4, 2.0, _payment),
+    DemoQueue("thumbnails", make_thumbnail, 3, 2.0, _thumbnail),
+    DemoQueue("reports", build_report, 2, 0.4, _report),
+)
+
+
+class _BoundProcessor:
+    """A demo processor given the worker running it (for progress and logs)."""
+
+    def __init__(self, processor: DemoProcessor) -> None:
+        self.processor = processor
+        self.worker: Worker | None = None
+
+    async def __call__(self, job: Job) -> Any:
+        assert self.worker is not None
+        return await self.processor(self.worker, job)
+
+
+async def _produce(queues: dict[str, Queue], stop: asyncio.Event, rng: random.Random) -> None:
+    tick = 0.5
+    while not stop.is_set():
+        for spec in DEMO_QUEUES:
+            # The expected arrivals per tick, the fraction settled by a coin toss.
+            expected = spec.per_second * tick
+            count = int(expected) + (rng.random() < expected % 1)
+            if count:
+                jobs = [spec.make_job(rng) for _ in range(count)]
+                await asyncio.to_thread(queues[spec.name].add_bulk, jobs)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), tick)
+
+
+def format_counts(name: str, counts: dict[str, int]) -> str:
+    return f"{name:<11} " + "  ".join(f"{state} {counts[state]:>5}" for state in COUNTED_STATES)
+
+
+async def _report_counts(queues: dict[str, Queue], stop: asyncio.Event, every_s: float) -> None:
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every_s)
+        for name, queue in queues.items():
+            counts = await asyncio.to_thread(queue.get_counts, *COUNTED_STATES)
+            print(format_counts(name, counts), flush=True)
+        print(flush=True)
+
+
+async def run_demo(
+    url: str,
+    *,
+    prefix: str = DEFAULT_PREFIX,
+    stop: asyncio.Event | None = None,
+    print_every_s: float = 5.0,
+    seed: int | None = None,
+) -> None:
+    """Produce and process demo traffic on ``url`` until ``stop`` is set."""
+    stop = stop or asyncio.Event()
+    rng = random.Random(seed)
+    client = connect(url)
+    aclient = connect_async(url)
+    queues = {spec.name: Queue(spec.name, client, prefix=prefix) for spec in DEMO_QUEUES}
+    workers: list[Worker] = []
+    for spec in DEMO_QUEUES:
+        bound = _BoundProcessor(spec.processor)
+        worker = Worker(
+            spec.name,
+            bound,
+            client=aclient,
+            prefix=prefix,
+            concurrency=spec.concurrency,
+            metrics=True,
+        )
+        bound.worker = worker
+        workers.append(worker)
+    runs = [asyncio.create_task(worker.run()) for worker in workers]
+    background = [
+        asyncio.create_task(_produce(queues, stop, rng)),
+        asyncio.create_task(_report_counts(queues, stop, print_every_s)),
+    ]
+    try:
+        await stop.wait()
+    finally:
+        stop.set()
+        await asyncio.gather(*background, return_exceptions=True)
+        await asyncio.gather(*(worker.close(timeout=10) for worker in workers))
+        await asyncio.gather(*runs, return_exceptions=True)
+        await aclient.aclose()
+        client.close()
