@@ -93,16 +93,21 @@ class PreparedJob:
     parent_json: str  # "" = none
 
 
+# One encoder for every job: json.dumps with options builds a new one per call,
+# which is a visible share of add_bulk's time.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def to_json(value: Any) -> str:
     """Compact JSON that every BullMQ runtime parses (no NaN/Infinity)."""
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidJobOptions(f"not JSON-serialisable: {exc}") from None
 
 
 def _whole(opts: Mapping[str, Any], key: str, low: int, high: float = math.inf) -> int:
-    value = opts.get(key, 0)
+    value = opts.get(key)
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -141,11 +146,19 @@ def _parent(opts: Mapping[str, Any], stored: Mapping[str, Any]) -> tuple[str, st
     return f"{parent['queue']}:{parent['id']}", to_json(record)
 
 
+def _clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
 def prepare_job(
     name: str, data: Any, opts: Mapping[str, Any] | None, *, now_ms: int | None = None
 ) -> PreparedJob:
     """Check ``opts`` and build the addJob arguments (raises InvalidJobOptions)."""
-    opts = opts or {}
+    if not opts:
+        # The common case in bulk adds: nothing to check or encode.
+        return PreparedJob(
+            name, to_json(data), "{}", "", now_ms or _clock_ms(), 0, 0, False, "", 0, "", ""
+        )
     job_id = opts.get("jobId")
     if job_id is not None and job_id != "":
         try:
@@ -155,7 +168,7 @@ def prepare_job(
     stored = _stored_opts(opts)
     dedup_id, dedup_ttl = _deduplication(stored)
     parent_key, parent_json = _parent(opts, stored)
-    timestamp = _whole(opts, "timestamp", 0) or now_ms or int(time.time() * 1000)
+    timestamp = _whole(opts, "timestamp", 0) or now_ms or _clock_ms()
     _whole(opts, "attempts", 0)
     return PreparedJob(
         name=name,

@@ -94,7 +94,8 @@ class Queue:
 
     def add_bulk(self, jobs: Sequence[AddSpec], *, batch: int = 1000) -> list[str]:
         """Add many jobs, one pipelined round trip per ``batch`` of them."""
-        prepared = [prepare_job(name, data, opts, now_ms=now_ms()) for name, data, opts in jobs]
+        timestamp = now_ms()  # one clock read: the jobs are added together
+        prepared = [prepare_job(name, data, opts, now_ms=timestamp) for name, data, opts in jobs]
         if not prepared:
             return []
         scripts.ensure_loaded(self.connection, ("addJob",))
