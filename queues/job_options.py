@@ -82,15 +82,15 @@ class PreparedJob:
     name: str
     data_json: str
     opts_json: str
-    job_id: str  # "" = take the next counter value
     timestamp: int
-    delay: int
-    priority: int
-    lifo: bool
-    dedup_id: str  # "" = none
-    dedup_ttl: int
-    parent_key: str  # "" = none
-    parent_json: str  # "" = none
+    job_id: str = ""  # "" = take the next counter value
+    delay: int = 0
+    priority: int = 0
+    lifo: bool = False
+    dedup_id: str = ""  # "" = none
+    dedup_ttl: int = 0
+    parent_key: str = ""  # "" = none
+    parent_json: str = ""  # "" = none
 
 
 # One encoder for every job: json.dumps with options builds a new one per call,
@@ -156,9 +156,7 @@ def prepare_job(
     """Check ``opts`` and build the addJob arguments (raises InvalidJobOptions)."""
     if not opts:
         # The common case in bulk adds: nothing to check or encode.
-        return PreparedJob(
-            name, to_json(data), "{}", "", now_ms or _clock_ms(), 0, 0, False, "", 0, "", ""
-        )
+        return PreparedJob(name, to_json(data), "{}", now_ms or _clock_ms())
     job_id = opts.get("jobId")
     if job_id is not None and job_id != "":
         try:
