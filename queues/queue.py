@@ -227,7 +227,7 @@ class Queue:
 
     def remove(self, job_id: str) -> None:
         validate_job_id(job_id)
-        self._run(admin.remove_job(self.keys, job_id), "remove", job_id)
+        self._run(admin.remove_job(self.keys, job_id, now_ms=now_ms()), "remove", job_id)
 
     def retry_all(self, state: FinishedState = "failed", *, batch: int = 1000) -> int:
         """Retry every job that was in ``state`` when the call started; returns
@@ -269,7 +269,9 @@ class Queue:
         for key_state in ("wait", "paused") if state == "wait" else (state,):
             while limit == 0 or removed < limit:
                 batch = _CLEAN_BATCH if limit == 0 else min(limit - removed, _CLEAN_BATCH)
-                call = admin.clean_jobs(self.keys, key_state, cutoff_ms=cutoff, limit=batch)
+                call = admin.clean_jobs(
+                    self.keys, key_state, cutoff_ms=cutoff, limit=batch, now_ms=now_ms()
+                )
                 ids = [_text(job_id) for job_id in scripts.run(self.connection, call)]
                 removed += len(ids)
                 yield ids
@@ -284,7 +286,7 @@ class Queue:
 
     def drain(self, delayed: bool = False, *, batch: int = 1000) -> None:
         """Delete the jobs not started yet (and delayed ones when asked)."""
-        call = admin.drain(self.keys, delayed=delayed, batch=batch)
+        call = admin.drain(self.keys, delayed=delayed, batch=batch, now_ms=now_ms())
         while scripts.run(self.connection, call) == 1:
             pass
 
@@ -293,7 +295,7 @@ class Queue:
         JobNotInState when jobs are active and ``force`` is not set (or another
         admin resumed the queue meanwhile); what was deleted stays deleted."""
         self.pause()
-        call = admin.obliterate(self.keys, force=force, batch=batch)
+        call = admin.obliterate(self.keys, force=force, batch=batch, now_ms=now_ms())
         while True:
             result = scripts.run(self.connection, call)
             if result == -3:

@@ -57,11 +57,11 @@ ALL_CALLS: list[ScriptCall] = [
     admin.requeue_job(KEYS, "7", "failed"),
     admin.requeue_jobs(KEYS, "delayed", batch=10),
     admin.fail_job(KEYS, "7", reason="r", now_ms=5),
-    admin.remove_job(KEYS, "7"),
+    admin.remove_job(KEYS, "7", now_ms=5),
     admin.pause(KEYS, paused=True),
-    admin.clean_jobs(KEYS, "completed", cutoff_ms=5, limit=10),
-    admin.drain(KEYS, delayed=True, batch=10),
-    admin.obliterate(KEYS, force=False, batch=10),
+    admin.clean_jobs(KEYS, "completed", cutoff_ms=5, limit=10, now_ms=9),
+    admin.drain(KEYS, delayed=True, batch=10, now_ms=9),
+    admin.obliterate(KEYS, force=False, batch=10, now_ms=9),
     admin.update_progress(KEYS, "7", "50"),
     admin.add_log(KEYS, "7", "line"),
 ]
@@ -117,14 +117,17 @@ def test_requeue_source_selects_the_first_key() -> None:
 
 
 def test_clean_key_per_state_and_positive_bounds() -> None:
-    assert admin.clean_jobs(KEYS, "wait", cutoff_ms=1, limit=2).keys[0] == KEYS.wait
-    assert admin.clean_jobs(KEYS, "prioritized", cutoff_ms=1, limit=2).keys[0] == KEYS.prioritized
+    assert admin.clean_jobs(KEYS, "wait", cutoff_ms=1, limit=2, now_ms=9).keys[0] == KEYS.wait
+    assert (
+        admin.clean_jobs(KEYS, "prioritized", cutoff_ms=1, limit=2, now_ms=9).keys[0]
+        == KEYS.prioritized
+    )
     with pytest.raises(ValueError, match="limit"):
-        admin.clean_jobs(KEYS, "failed", cutoff_ms=1, limit=0)
+        admin.clean_jobs(KEYS, "failed", cutoff_ms=1, limit=0, now_ms=9)
     with pytest.raises(ValueError, match="batch"):
         admin.requeue_jobs(KEYS, "failed", batch=0)
     with pytest.raises(ValueError, match="batch"):
-        admin.drain(KEYS, delayed=False, batch=-1)
+        admin.drain(KEYS, delayed=False, batch=-1, now_ms=9)
 
 
 @pytest.mark.parametrize("state", ["active", "waiting-children", "wait"])
@@ -137,13 +140,13 @@ def test_requeue_only_from_finished_or_delayed(state: str) -> None:
 
 def test_clean_never_touches_active_jobs() -> None:
     with pytest.raises(ValueError, match="not one of"):
-        admin.clean_jobs(KEYS, "active", cutoff_ms=1, limit=1)  # type: ignore[arg-type]
+        admin.clean_jobs(KEYS, "active", cutoff_ms=1, limit=1, now_ms=9)  # type: ignore[arg-type]
 
 
 def test_flags_and_log_keep() -> None:
     assert admin.pause(KEYS, paused=False).args == ("resume",)
-    assert admin.drain(KEYS, delayed=False, batch=3).args == (KEYS.base, "0", 3)
-    assert admin.obliterate(KEYS, force=True, batch=3).args == (KEYS.base, 3, "1")
+    assert admin.drain(KEYS, delayed=False, batch=3, now_ms=9).args == (KEYS.base, "0", 3, 9)
+    assert admin.obliterate(KEYS, force=True, batch=3, now_ms=9).args == (KEYS.base, 3, "1", 9)
     assert admin.add_log(KEYS, "7", "l", keep=-4).args == ("l", 0)
     assert admin.add_log(KEYS, "7", "l").keys == (KEYS.job("7"), KEYS.logs("7"))
 

@@ -298,6 +298,30 @@ def test_remove_refuses_a_live_schedulers_next_run(redis_client: Redis, queue: Q
     assert queue.get_state(job_id) is None
 
 
+def test_removing_the_last_pending_child_releases_its_parent(
+    redis_client: Redis, queue: Queue
+) -> None:
+    parents = Queue("parents", redis_client)
+    parent_id = parents.add("parent", opts={"jobId": "p1"})
+    redis_client.lrem(parents.keys.wait, 1, parent_id)
+    redis_client.zadd(parents.keys.waiting_children, {parent_id: 1})
+    link = {"parent": {"id": parent_id, "queue": "bull:parents"}}
+    first, second = queue.add("child", opts=link), queue.add("child", opts=link)
+
+    queue.remove(first)
+    assert parents.get_state(parent_id) == "waiting-children"
+    queue.clean("wait", grace_ms=0)  # the other child goes by a bulk delete
+
+    assert redis_client.exists(parents.keys.dependencies(parent_id)) == 0
+    assert parents.get_state(parent_id) == "wait"
+    assert queue.get_state(second) is None
+    assert events(redis_client, parents)[-1] == {
+        "event": "waiting",
+        "jobId": parent_id,
+        "prev": "waiting-children",
+    }
+
+
 # -- pause / resume ----------------------------------------------------------
 
 

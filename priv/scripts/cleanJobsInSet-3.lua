@@ -12,6 +12,7 @@
   ARGV[3] cutoff (ms): finished (completed/failed) or created (the others,
           by the job's timestamp field) at or before it
   ARGV[4] limit (> 0): the most jobs this call deletes
+  ARGV[5] now (ms): when a flow parent this frees enters wait or delayed
 
   Returns: the ids deleted (at most `limit`). Ids without a hash count as
   old. Delayed jobs that are a job scheduler's next run are kept.
@@ -82,7 +83,7 @@ else
 end
 
 for _, job_id in ipairs(removed) do
-  discard_job(queue_base, job_id)
+  discard_job(queue_base, job_id, tonumber(ARGV[5]))
 end
 if #removed > 0 then
   emit_event(KEYS[2], events_cap(KEYS[3]), "cleaned", "count", #removed)

@@ -15,6 +15,7 @@
   ARGV[1] key prefix "<prefix>:<queue>:"
   ARGV[2] "1" to drain delayed jobs too
   ARGV[3] batch size (> 0)
+  ARGV[4] now (ms): when a flow parent this frees enters wait or delayed
 
   Returns: 1 when the batch was used up (there may be more), 0 when the
   queue is drained.
@@ -28,10 +29,11 @@
 
 local queue_base = ARGV[1]
 local budget = tonumber(ARGV[3])
+local now = tonumber(ARGV[4])
 
 local function discard_all(ids)
   for _, job_id in ipairs(ids) do
-    discard_job(queue_base, job_id)
+    discard_job(queue_base, job_id, now)
   end
   budget = budget - #ids
 end

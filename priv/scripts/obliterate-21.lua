@@ -29,6 +29,7 @@
   ARGV[1] key prefix "<prefix>:<queue>:"
   ARGV[2] batch size (> 0): jobs deleted per call
   ARGV[3] "1" to delete active jobs too
+  ARGV[4] now (ms): when a flow parent this frees enters wait or delayed
 
   Returns: 1 more to delete, 0 the queue is gone, -3 the queue is not paused
   or (without force) has active jobs.
@@ -51,7 +52,7 @@ end
 for index = 2, 9 do
   local ids = take_batch(KEYS[index], index <= 4, budget)
   for _, job_id in ipairs(ids) do
-    discard_job(queue_base, job_id)
+    discard_job(queue_base, job_id, tonumber(ARGV[4]))
   end
   budget = budget - #ids
 end

@@ -18,13 +18,15 @@
 
   ARGV[1] key prefix "<prefix>:<queue>:"
   ARGV[2] job id
+  ARGV[3] now (ms): when a flow parent this frees enters wait or delayed
 
   Returns: 0 done; -1 neither the job hash nor its id in any state exists;
   -8 the job is the next run of a job scheduler that still exists (remove the
   scheduler instead).
   An id left in a state without its hash is removed too (returns 0).
-  Not done: a child's entry in its parent's dependencies is not touched
-  (the parent may live under another queue's keys).
+  A pending child of a flow is dropped from its parent's dependencies; the
+  parent moves on when it was the last (the parent's queue must share this
+  prefix's hash tag on a cluster).
 
   Events: removed (jobId, prev = the state it was in, "unknown" when none).
 ]]
@@ -60,7 +62,7 @@ if state then
   take_job_out(state, job_id)
 end
 redis.call("SREM", KEYS[9], job_id)
-discard_job(queue_base, job_id)
+discard_job(queue_base, job_id, tonumber(ARGV[3]))
 emit_event(KEYS[12], events_cap(KEYS[11]), "removed", "jobId", job_id,
   "prev", state and state.name or "unknown")
 return 0

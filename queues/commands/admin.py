@@ -122,7 +122,7 @@ def fail_job(keys: QueueKeys, job_id: str, *, reason: str, now_ms: int) -> Scrip
     )
 
 
-def remove_job(keys: QueueKeys, job_id: str) -> ScriptCall:
+def remove_job(keys: QueueKeys, job_id: str, *, now_ms: int) -> ScriptCall:
     return scripts.call(
         "removeJob",
         (
@@ -139,7 +139,7 @@ def remove_job(keys: QueueKeys, job_id: str) -> ScriptCall:
             keys.meta,
             keys.events,
         ),
-        (keys.base, job_id),
+        (keys.base, job_id, now_ms),
     )
 
 
@@ -160,7 +160,9 @@ def pause(keys: QueueKeys, *, paused: bool) -> ScriptCall:
     )
 
 
-def clean_jobs(keys: QueueKeys, state: CleanableState, *, cutoff_ms: int, limit: int) -> ScriptCall:
+def clean_jobs(
+    keys: QueueKeys, state: CleanableState, *, cutoff_ms: int, limit: int, now_ms: int
+) -> ScriptCall:
     """Delete up to ``limit`` jobs of ``state`` finished/created at or before ``cutoff_ms``."""
     _check(state, _CLEANABLE_STATES)
     if limit <= 0:
@@ -168,21 +170,21 @@ def clean_jobs(keys: QueueKeys, state: CleanableState, *, cutoff_ms: int, limit:
     return scripts.call(
         "cleanJobsInSet",
         (keys.state(state), keys.events, keys.meta),
-        (keys.base, state, cutoff_ms, limit),
+        (keys.base, state, cutoff_ms, limit, now_ms),
     )
 
 
-def drain(keys: QueueKeys, *, delayed: bool, batch: int) -> ScriptCall:
+def drain(keys: QueueKeys, *, delayed: bool, batch: int, now_ms: int) -> ScriptCall:
     if batch <= 0:
         raise ValueError("batch must be positive")
     return scripts.call(
         "drain",
         (keys.wait, keys.paused, keys.prioritized, keys.delayed, keys.pc, keys.meta, keys.events),
-        (keys.base, _flag(delayed), batch),
+        (keys.base, _flag(delayed), batch, now_ms),
     )
 
 
-def obliterate(keys: QueueKeys, *, force: bool, batch: int) -> ScriptCall:
+def obliterate(keys: QueueKeys, *, force: bool, batch: int, now_ms: int) -> ScriptCall:
     if batch <= 0:
         raise ValueError("batch must be positive")
     return scripts.call(
@@ -210,7 +212,7 @@ def obliterate(keys: QueueKeys, *, force: bool, batch: int) -> ScriptCall:
             keys.metrics_failed,
             keys.metrics_data("failed"),
         ),
-        (keys.base, batch, _flag(force)),
+        (keys.base, batch, _flag(force), now_ms),
     )
 
 
