@@ -21,7 +21,7 @@
 ]]
 --- @include "emitEvent"
 --- @include "discardJob"
---- @include "zremMany"
+--- @include "callSliced"
 
 local set_key = KEYS[1]
 local queue_base = ARGV[1]
@@ -45,7 +45,7 @@ end
 local removed = {}
 if state == "completed" or state == "failed" then
   removed = redis.call("ZRANGEBYSCORE", set_key, "-inf", cutoff, "LIMIT", 0, limit)
-  zrem_many(set_key, removed)
+  call_sliced("ZREM", set_key, removed)
 elseif state == "delayed" or state == "prioritized" then
   local start = 0
   while #removed < limit do
@@ -60,7 +60,7 @@ elseif state == "delayed" or state == "prioritized" then
     end
     start = start + SCAN_CHUNK
   end
-  zrem_many(set_key, removed)
+  call_sliced("ZREM", set_key, removed)
 else
   -- Lists: the oldest jobs sit at the tail, so scan from there.
   local length = redis.call("LLEN", set_key)

@@ -25,7 +25,7 @@
 --- @include "emitEvent"
 --- @include "discardJob"
 --- @include "takeBatch"
---- @include "zremMany"
+--- @include "callSliced"
 
 local queue_base = ARGV[1]
 local budget = tonumber(ARGV[3])
@@ -59,7 +59,7 @@ if ARGV[2] == "1" then
     end
     start = start + chunk_size
   end
-  zrem_many(KEYS[4], taken)
+  call_sliced("ZREM", KEYS[4], taken)
   discard_all(taken)
 end
 

@@ -1,5 +1,6 @@
 --- @include "emitEvent"
 --- @include "readyTarget"
+--- @include "callSliced"
 
 -- Jobs going back to run after a retry (prev = failed / completed) or a
 -- promotion (prev = delayed). A retry forgets the last run's outcome so the
@@ -13,6 +14,9 @@ local function requeue_jobs(q, queue_base, ids, prev)
   local list, wake = ready_list(q)
   local cap = events_cap(q.meta)
   local moved = 0
+  -- Plain jobs are pushed together at the end: one LPUSH of many ids keeps
+  -- their order and saves a call per job on bulk retries.
+  local plain = {}
   for _, job_id in ipairs(ids) do
     local job_key = queue_base .. job_id
     if redis.call("EXISTS", job_key) == 1 then
@@ -25,12 +29,13 @@ local function requeue_jobs(q, queue_base, ids, prev)
       if priority > 0 then
         redis.call("ZADD", q.prioritized, priority_score(priority, q.pc), job_id)
       else
-        redis.call("LPUSH", list, job_id)
+        plain[#plain + 1] = job_id
       end
       emit_event(q.events, cap, "waiting", "jobId", job_id, "prev", prev)
       moved = moved + 1
     end
   end
+  call_sliced("LPUSH", list, plain)
   if wake and moved > 0 then
     wake_workers(q.marker)
   end
