@@ -282,6 +282,12 @@ def queue_summaries(
 # --------------------------------------------------------------------------- job lists
 
 
+def first_line(text: str | None, limit: int = 300) -> str:
+    """The first non-empty line of a failure reason, for one-line displays."""
+    lines = (text or "").strip().splitlines()
+    return lines[0][:limit] if lines else ""
+
+
 def progress_percent(value: Any) -> int | None:
     """A numeric progress as 0..100, or None for object progress (shown as JSON)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -311,8 +317,7 @@ class JobRow:
 
     @property
     def reason_line(self) -> str:
-        reason = self.job.failed_reason or ""
-        return reason.strip().splitlines()[0][:300] if reason.strip() else ""
+        return first_line(self.job.failed_reason)
 
     @property
     def progress_percent(self) -> int | None:
@@ -482,6 +487,10 @@ class JobDetail:
     @property
     def progress_percent(self) -> int | None:
         return progress_percent(self.job.progress)
+
+    @property
+    def reason_line(self) -> str:
+        return first_line(self.job.failed_reason)
 
     @property
     def progress_display(self) -> str:
