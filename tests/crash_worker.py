@@ -1,6 +1,7 @@
 """A worker process for tests/test_crash.py: records each attempt in Redis.
 
     python tests/crash_worker.py URL QUEUE [--lock-ms N] [--stalled-ms N] [--concurrency N]
+                                           [--prefix P]
 
 The processor appends ``start <job> <pid> <ms>`` to the list ``crash:events``
 when it begins a job and ``finish <job> <pid> <ms>`` when it ends, sleeping
@@ -35,6 +36,7 @@ async def main() -> None:
     parser.add_argument("--lock-ms", type=int, default=1000)
     parser.add_argument("--stalled-ms", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=5)
+    parser.add_argument("--prefix", default="bull")
     args = parser.parse_args()
     client = connect_async(args.url)
     pid = os.getpid()
@@ -49,6 +51,7 @@ async def main() -> None:
         args.queue,
         record,
         client=client,
+        prefix=args.prefix,
         concurrency=args.concurrency,
         lock_duration_ms=args.lock_ms,
         stalled_interval_ms=args.stalled_ms,

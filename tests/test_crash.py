@@ -56,11 +56,14 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
 
 
 @contextmanager
-def worker_processes(url: str) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
+def worker_processes(
+    url: str, queue: str = "crashy", prefix: str = "bull"
+) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
+    """Starts tests/crash_worker.py processes; stops (SIGTERM) those still alive at exit."""
     started: list[subprocess.Popen[bytes]] = []
 
     def start() -> subprocess.Popen[bytes]:
-        command = [sys.executable, str(SCRIPT), url, "crashy"]
+        command = [sys.executable, str(SCRIPT), url, queue, "--prefix", prefix]
         command += ["--lock-ms", str(LOCK_MS), "--stalled-ms", str(STALLED_MS)]
         started.append(subprocess.Popen(command))
         return started[-1]

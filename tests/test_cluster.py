@@ -1,0 +1,148 @@
+"""The same flows on a local 3-node Redis Cluster, with a hash-tagged prefix.
+
+``{bull}`` puts every key of a queue in one slot, so each script (and each
+pipeline of the Queue) runs on one node; the clients come from
+``queues.connection`` with ``?cluster=1`` in the URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from redis import Redis
+from redis.cluster import RedisCluster
+
+from queues.connection import connect
+from queues.job import Job
+from queues.queue import Queue
+from queues.worker import Worker
+from tests.test_crash import LOCK_MS, attempts, started_by, wait_for, worker_processes
+
+pytestmark = pytest.mark.cluster
+PREFIX = "{bull}"
+
+
+@pytest.fixture
+def cluster(cluster_url: str) -> Iterator[Redis]:
+    client = connect(cluster_url)
+    assert isinstance(client, RedisCluster)
+    client.flushall()
+    yield client
+    client.flushall()
+    client.close()
+
+
+@pytest.fixture
+def queue(cluster: Redis) -> Queue:
+    return Queue("orders", cluster, prefix=PREFIX)
+
+
+@asynccontextmanager
+async def running(
+    url: str, processor: Callable[[Job], Any], **options: Any
+) -> AsyncIterator[Worker]:
+    worker = Worker(
+        "orders", processor, connection_url=url, prefix=PREFIX, drain_delay_s=0.2, **options
+    )
+    task = asyncio.create_task(worker.run())
+    try:
+        yield worker
+    finally:
+        await worker.close(timeout=5)
+        await asyncio.wait_for(task, 5)
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+def test_every_key_of_the_queue_is_in_one_slot(cluster: RedisCluster, queue: Queue) -> None:
+    keys = queue.keys
+    slots = {
+        cluster.keyslot(key) for key in (keys.wait, keys.events, keys.job("1"), keys.lock("1"))
+    }
+    assert len(slots) == 1
+
+
+async def test_add_and_process_on_the_cluster(cluster_url: str, queue: Queue) -> None:
+    ids = queue.add_bulk([("order", {"n": n}, None) for n in range(20)])
+    urgent = queue.add("order", {"n": 99}, {"priority": 1})
+    later = queue.add("order", {"n": 100}, {"delay": 300})
+
+    async def double(job: Job) -> int:
+        return int(job.data["n"]) * 2
+
+    async with running(cluster_url, double, concurrency=5):
+        await until(lambda: queue.get_counts("completed")["completed"] == 22)
+    for job_id, n in [(ids[3], 3), (urgent, 99), (later, 100)]:
+        job = queue.get_job(job_id)
+        assert job is not None
+        assert job.returnvalue == n * 2
+    assert queue.get_counts("wait", "active", "delayed", "prioritized") == {
+        "wait": 0, "active": 0, "delayed": 0, "prioritized": 0,
+    }  # fmt: skip
+
+
+async def test_retries_with_backoff_and_by_hand_on_the_cluster(
+    cluster_url: str, queue: Queue
+) -> None:
+    calls: dict[str, int] = {}
+
+    async def fails_first(job: Job) -> str:
+        calls[job.id] = calls.get(job.id, 0) + 1
+        if calls[job.id] == 1:
+            raise RuntimeError("first try fails")
+        return "ok"
+
+    with_backoff = queue.add("x", None, {"attempts": 2, "backoff": 100})
+    single = queue.add("y", None, {"attempts": 1})
+    async with running(cluster_url, fails_first):
+        await until(lambda: queue.get_state(with_backoff) == "completed")
+        await until(lambda: queue.get_state(single) == "failed")
+        queue.retry(single)
+        await until(lambda: queue.get_state(single) == "completed")
+    assert calls == {with_backoff: 2, single: 2}
+
+
+async def test_locks_are_renewed_on_the_cluster(cluster_url: str, queue: Queue) -> None:
+    job_id = queue.add("slow")
+
+    async def slow(job: Job) -> None:
+        await asyncio.sleep(0.8)
+
+    async with running(cluster_url, slow, lock_duration_ms=300, stalled_interval_ms=100):
+        await until(lambda: queue.get_state(job_id) == "completed")
+    job = queue.get_job(job_id)
+    assert job is not None
+    assert job.stalled_counter == 0
+
+
+def test_a_killed_worker_process_is_recovered_on_the_cluster(
+    cluster_url: str, cluster: Redis, queue: Queue
+) -> None:
+    job_id = queue.add("long", {"sleep": 1.0})
+    with worker_processes(cluster_url, "orders", PREFIX) as start:
+        doomed = start()
+        wait_for(lambda: job_id in started_by(cluster, doomed.pid))
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait()
+        rescuer = start()
+        wait_for(lambda: queue.get_state(job_id) == "completed", 20)
+    runs = sorted((a for a in attempts(cluster) if a.job_id == job_id), key=lambda a: a.started_ms)
+    assert [(a.pid, a.finished_ms is not None) for a in runs] == [
+        (doomed.pid, False), (rescuer.pid, True),
+    ]  # fmt: skip
+    assert runs[1].started_ms >= runs[0].started_ms + LOCK_MS
+    job = queue.get_job(job_id)
+    assert job is not None
+    assert job.stalled_counter == 1
