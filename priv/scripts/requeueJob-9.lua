@@ -33,7 +33,5 @@ end
 if redis.call("ZREM", KEYS[1], job_id) == 0 then
   return -3
 end
-local q = {wait = KEYS[2], paused = KEYS[3], meta = KEYS[4], active = KEYS[5],
-  prioritized = KEYS[6], pc = KEYS[7], marker = KEYS[8], events = KEYS[9]}
-requeue_jobs(q, ARGV[1], {job_id}, ARGV[3])
+requeue_jobs(requeue_keys(KEYS), ARGV[1], {job_id}, ARGV[3])
 return 0

@@ -31,7 +31,5 @@ local source = KEYS[1]
 local max_score = ARGV[4]
 local ids = redis.call("ZRANGEBYSCORE", source, "-inf", max_score, "LIMIT", 0, tonumber(ARGV[3]))
 call_sliced("ZREM", source, ids)
-local q = {wait = KEYS[2], paused = KEYS[3], meta = KEYS[4], active = KEYS[5],
-  prioritized = KEYS[6], pc = KEYS[7], marker = KEYS[8], events = KEYS[9]}
-local moved = requeue_jobs(q, ARGV[1], ids, ARGV[2])
+local moved = requeue_jobs(requeue_keys(KEYS), ARGV[1], ids, ARGV[2])
 return {moved, redis.call("ZCOUNT", source, "-inf", max_score)}

@@ -2,6 +2,13 @@
 --- @include "readyTarget"
 --- @include "callSliced"
 
+-- requeueJob and requeueJobs share one KEYS layout: the source set, then
+-- wait, paused, meta, active, prioritized, pc, marker, events.
+local function requeue_keys(keys)
+  return {wait = keys[2], paused = keys[3], meta = keys[4], active = keys[5],
+    prioritized = keys[6], pc = keys[7], marker = keys[8], events = keys[9]}
+end
+
 -- Jobs going back to run after a retry (prev = failed / completed) or a
 -- promotion (prev = delayed). A retry forgets the last run's outcome so the
 -- job looks waiting again; a promotion just clears its delay. The caller has
