@@ -162,12 +162,12 @@ def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         state=str(body.get("state") or "failed"),
         reason=str(body.get("reason") or "")[:1000],
     )
+    body = result.as_json()
     if result.status != 200:
+        # Nothing moved: the error names why, the per-id results stay alongside.
         first = next(o for o in result.outcomes if not o.ok)
-        response = json_error(result.status, first.code.lower(), result.message)
-        response.content = json.dumps({**json.loads(response.content), **result.as_json()})
-        return response
-    return JsonResponse(result.as_json())
+        body["error"] = {"code": first.code.lower(), "message": result.message}
+    return JsonResponse(body, status=result.status)
 
 
 @require_POST
