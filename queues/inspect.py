@@ -23,7 +23,9 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import ResponseError
 
-from queues import codec
+from queues import codec, scripts
+from queues.commands import reads
+from queues.connection import is_cluster
 from queues.events import Event
 from queues.job import Job
 from queues.keys import InvalidName, QueueKeys, validate_job_id, validate_prefix
@@ -220,7 +222,8 @@ class QueueSummary:
         }
 
 
-def _queue_count_commands(pipe: Any, keys: QueueKeys) -> None:
+def _queue_count_commands(pipe: Any, keys: QueueKeys, metrics_points: int) -> None:
+    # The same reads, in the same order, as priv/scripts/queueCounts-0.lua.
     pipe.llen(keys.wait)
     pipe.llen(keys.paused)
     pipe.zcard(keys.prioritized)
@@ -230,9 +233,9 @@ def _queue_count_commands(pipe: Any, keys: QueueKeys) -> None:
     pipe.zcard(keys.completed)
     pipe.zcard(keys.failed)
     pipe.hexists(keys.meta, "paused")
-
-
-_COUNT_REPLIES = 9
+    if metrics_points:
+        pipe.lrange(keys.metrics_data("completed"), 0, metrics_points - 1)
+        pipe.lrange(keys.metrics_data("failed"), 0, metrics_points - 1)
 
 
 def _counts_from(replies: Sequence[Any]) -> tuple[dict[str, int], bool]:
@@ -254,27 +257,40 @@ def _per_minute(raw: Sequence[Any] | None) -> list[int]:
     return [codec.integer(v, 0) or 0 for v in reversed(raw or [])]
 
 
+def _summary_replies(client: Redis, refs: Sequence[QueueRef], metrics_points: int) -> list[Any]:
+    """The flat reply list of queueCounts: one script call on a single Redis; on
+    a cluster (queues spread over nodes) the same reads as one pipeline."""
+    if not is_cluster(client):
+        call = reads.queue_counts([ref.keys for ref in refs], metrics_points=metrics_points)
+        return list(scripts.run(client, call))
+    return _pipelined_summary_replies(client, refs, metrics_points)
+
+
+def _pipelined_summary_replies(
+    client: Redis, refs: Sequence[QueueRef], metrics_points: int
+) -> list[Any]:
+    pipe = client.pipeline(transaction=False)
+    for ref in refs:
+        _queue_count_commands(pipe, ref.keys, metrics_points)
+    return _replies(pipe)
+
+
 def queue_summaries(
     client: Redis, refs: Sequence[QueueRef], *, metrics_points: int = METRICS_POINTS
 ) -> list[QueueSummary]:
     """Counts, paused flag and per-minute metrics of many queues: one round trip."""
-    pipe = client.pipeline(transaction=False)
-    for ref in refs:
-        keys = ref.keys
-        _queue_count_commands(pipe, keys)
-        if metrics_points:
-            pipe.lrange(keys.metrics_data("completed"), 0, metrics_points - 1)
-            pipe.lrange(keys.metrics_data("failed"), 0, metrics_points - 1)
-    replies = _replies(pipe)
-    per_queue = _COUNT_REPLIES + (2 if metrics_points else 0)
+    if not refs:
+        return []
+    replies = _summary_replies(client, refs, metrics_points)
+    per_queue = reads.COUNT_REPLIES + (2 if metrics_points else 0)
     summaries = []
     for index, ref in enumerate(refs):
         chunk = replies[index * per_queue : (index + 1) * per_queue]
-        counts, paused = _counts_from(chunk[:_COUNT_REPLIES])
+        counts, paused = _counts_from(chunk[: reads.COUNT_REPLIES])
         summary = QueueSummary(ref, counts, paused)
         if metrics_points:
-            summary.completed_per_minute = _per_minute(chunk[_COUNT_REPLIES])
-            summary.failed_per_minute = _per_minute(chunk[_COUNT_REPLIES + 1])
+            summary.completed_per_minute = _per_minute(chunk[reads.COUNT_REPLIES])
+            summary.failed_per_minute = _per_minute(chunk[reads.COUNT_REPLIES + 1])
         summaries.append(summary)
     return summaries
 

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from redis import Redis
+from redis.connection import AbstractConnection
 
 from queues import inspect
 from queues.inspect import QueueRef
@@ -38,7 +40,9 @@ def test_discovery_is_cached_then_refreshed(redis_client: Redis) -> None:
     assert [r.name for r in inspect.discover_queues(redis_client, ["bull"])] == ["a", "b"]
 
 
-def test_summaries_of_many_queues_take_one_round_trip(redis_client: Redis) -> None:
+def test_summaries_of_many_queues_take_one_round_trip(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seed_jobs(redis_client, KEYS, "wait", 3)
     seed_job(redis_client, KEYS, "p1", state="paused")
     seed_job(redis_client, KEYS, "d1", state="delayed")
@@ -49,18 +53,19 @@ def test_summaries_of_many_queues_take_one_round_trip(redis_client: Redis) -> No
     seed_job(redis_client, KEYS, "w1", state="waiting-children")
     redis_client.hset(KEYS.meta, "paused", 1)
     redis_client.lpush(KEYS.metrics_data("completed"), 5, 7)  # newest first: 7 then 5
-    other = QueueRef("bull", "other")
-    refs = [REF, other]
-    calls = []
-    original = redis_client.pipeline
+    refs = [REF, QueueRef("bull", "other")]
+    inspect.queue_summaries(redis_client, refs)  # loads the script once
+    sent: list[object] = []
+    original = AbstractConnection.send_packed_command
 
-    def counting_pipeline(*args: object, **kwargs: object) -> object:
-        calls.append(1)
-        return original(*args, **kwargs)  # type: ignore[arg-type]
+    def counting(self: AbstractConnection, *args: Any, **kwargs: Any) -> None:
+        sent.append(args)
+        original(self, *args, **kwargs)
 
-    redis_client.pipeline = counting_pipeline  # type: ignore[method-assign]
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
     emails, empty = inspect.queue_summaries(redis_client, refs)
-    assert len(calls) == 1
+    monkeypatch.undo()
+    assert len(sent) == 1
     assert emails.counts == {
         "wait": 4,
         "prioritized": 1,
@@ -74,6 +79,20 @@ def test_summaries_of_many_queues_take_one_round_trip(redis_client: Redis) -> No
     assert emails.completed_per_minute == [5, 7]
     assert empty.total == 0
     assert empty.paused is False
+
+
+def test_cluster_pipeline_reads_what_the_script_reads(redis_client: Redis) -> None:
+    seed_jobs(redis_client, KEYS, "failed", 2)
+    seed_job(redis_client, KEYS, "p", state="paused")
+    redis_client.hset(KEYS.meta, "paused", 1)
+    redis_client.lpush(KEYS.metrics_data("failed"), 3, 4)
+    redis_client.set(KEYS.active, "wrong type")
+    refs = [REF, QueueRef("bull", "other")]
+    by_script = inspect._summary_replies(redis_client, refs, 5)
+    by_pipeline = inspect._pipelined_summary_replies(redis_client, refs, 5)
+    assert by_script[:9] == [0, 1, 0, 0, 0, 0, 0, 2, 1]
+    assert [v or 0 for v in by_pipeline[:9]] == by_script[:9]
+    assert by_pipeline[9:] == by_script[9:]
 
 
 def test_failed_page_is_newest_first_with_total_and_reason_line(redis_client: Redis) -> None:
