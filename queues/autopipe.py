@@ -49,6 +49,9 @@ class AutoPipeline(asyncio.Protocol):
         if db:
             self._handshake.append(("SELECT", db))
         self._transport: asyncio.Transport | None = None
+        # Set once the handshake is queued: commands sent earlier would run
+        # before AUTH / SELECT.
+        self._ready = False
         self._reader = hiredis.Reader(replyError=ResponseError)
         self._waiting: deque[asyncio.Future[Any]] = deque()
         self._outgoing: list[bytes] = []
@@ -92,6 +95,7 @@ class AutoPipeline(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
+        self._ready = False
         self._reader = hiredis.Reader(replyError=ResponseError)
         self._outgoing.clear()
         waiting, self._waiting = self._waiting, deque()
@@ -103,7 +107,7 @@ class AutoPipeline(asyncio.Protocol):
 
     async def execute(self, *args: Any) -> Any:
         """Send one command; its reply, with error replies raised as ResponseError."""
-        if self._transport is None:
+        if not self._ready:
             await self._connect()
         reply = await self._send(hiredis.pack_command(args))
         if isinstance(reply, ResponseError):
@@ -112,7 +116,7 @@ class AutoPipeline(asyncio.Protocol):
 
     async def run(self, call: ScriptCall) -> Any:
         """Run a built script call (EVALSHA, then EVAL when the server lacks it)."""
-        if self._transport is None:
+        if not self._ready:
             await self._connect()
         keys = call.keys
         command: Any = ("EVALSHA", call.script.sha, len(keys), *keys, *call.args)
@@ -147,7 +151,7 @@ class AutoPipeline(asyncio.Protocol):
         if self._connecting is None:
             self._connecting = asyncio.Lock()
         async with self._connecting:
-            if self._transport is not None:
+            if self._ready:
                 return
             loop = asyncio.get_running_loop()
             host, port, path = self._address
@@ -158,11 +162,16 @@ class AutoPipeline(asyncio.Protocol):
                     await loop.create_connection(lambda: self, host, port)
             except OSError as exc:
                 raise RedisConnectionError(f"cannot connect to Redis: {exc}") from exc
-            for command in self._handshake:
-                await self.execute(*command)
+            replies = [self._send(hiredis.pack_command(command)) for command in self._handshake]
+            self._ready = True
+            for reply in replies:
+                if isinstance(await reply, ResponseError):
+                    await self.close()
+                    raise RedisConnectionError(f"Redis refused the handshake: {reply.result()}")
 
     async def close(self) -> None:
         self._closed = True
+        self._ready = False
         if self._transport is not None:
             self._transport.close()
             self._transport = None

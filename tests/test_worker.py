@@ -400,3 +400,14 @@ async def test_the_return_value_is_stored_as_json(
         await until(lambda: queue.get_state(job_id) == "completed")
     raw = redis_client.hget(queue.keys.job(job_id), "returnvalue")
     assert json.loads(raw or b"") == {"sent": True, "to": ["a@example.com"], "n": None}
+
+
+async def test_the_worker_carries_on_after_its_connections_are_dropped(
+    redis_url: str, redis_client: Redis, queue: Queue
+) -> None:
+    async with running(redis_url, echo_after(0)):
+        queue.add("before")
+        await until(lambda: queue.get_counts("completed")["completed"] == 1)
+        redis_client.client_kill_filter(_type="normal", skipme=True)
+        queue.add("after")
+        await until(lambda: queue.get_counts("completed")["completed"] == 2, 10)
