@@ -35,6 +35,9 @@ from queues.events import QueueEvents
 log = logging.getLogger("echomq.live")
 
 READ_BATCH = 500  # events per XREAD, and at most per group message
+# At most one group message per queue every COALESCE_S: a lone event goes out
+# at once, a busy stream in batches (1,000 events/s -> ~100 messages, not 1,000).
+COALESCE_S = 0.01
 BLOCK_MS = 5000
 RETRY_DELAYS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 POSITION_TIMEOUT_S = 10.0
@@ -71,10 +74,11 @@ class StreamReader:
     async def _run(self) -> None:
         keys = keys_from_ref(self.ref)
         events = self.events = QueueEvents(
-            keys.name, client=self.client, prefix=keys.prefix, block_ms=BLOCK_MS
+            keys.name, client=self.client, prefix=keys.prefix, block_ms=BLOCK_MS, batch=READ_BATCH
         )
         layer = get_channel_layer()
         failures = 0
+        sent_at = 0.0
         while True:
             try:
                 if not self.positioned.is_set():
@@ -88,16 +92,20 @@ class StreamReader:
                         self.group, {"type": "live.gap", "queue": self.ref, "tip": events.last_id}
                     )
                 failures = 0
+                wait = sent_at + COALESCE_S - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
                 batch = await _next_batch(events)
                 if batch is None:
                     return
+                sent_at = time.monotonic()
                 await layer.group_send(
                     self.group,
                     {
                         "type": "live.events",
                         "queue": self.ref,
                         "events": batch,
-                        "sent_at": time.monotonic(),  # same process as every consumer
+                        "sent_at": sent_at,  # same process as every consumer
                     },
                 )
             except Exception as exc:

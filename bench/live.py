@@ -1,0 +1,255 @@
+"""Live updates under load: XADD-to-DOM latency in real Chromium pages.
+
+    python bench/live.py [--pages 20] [--rate 200] [--seconds 10]
+                         [--burst-rate 1000] [--burst-seconds 10]
+
+A private redis-server, the dashboard under daphne (channels-redis layer on
+the same Redis) and ``--pages`` Chromium pages on one queue's Events tab. A
+producer XADDs ``progress`` events at ``--rate`` per second; each page records,
+when it inserts an event's row, now minus the event's stream-id time (the
+XADD moment, same machine clock). Printed: p50 / p99 / max over every page,
+the share of events that got a row, and how often the pages touched the DOM.
+
+Then ``--burst-rate`` events/s: the pages' main threads are probed (longest
+gap between animation frames, long tasks, lateness of a 50 ms timer) and the
+CPU of the daphne process and of Chromium is printed. The machine's load
+average is printed first: the figures only mean something on a quiet machine.
+
+Targets: p50 <= 50 ms, p99 <= 250 ms at 200 events/s with 20 pages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import BrowserContext, Page, sync_playwright  # noqa: E402
+
+from queues.connection import connect  # noqa: E402
+from queues.keys import QueueKeys  # noqa: E402
+from queues.queue import Queue  # noqa: E402
+from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.e2e.server import (  # noqa: E402
+    PASSWORD,
+    USERNAME,
+    DashboardServer,
+    free_port,
+    prepare,
+)
+
+QUEUE = "bench"
+RESET = """() => Object.assign(window.echomqLive,
+    {latencies: [], arrivals: [], rendered: 0, flushes: 0, flushMs: 0})"""
+PROBE = """() => {
+  const probe = window.__probe = {maxFrameGap: 0, frames: 0, longTasks: 0, maxTimerLag: 0};
+  let last = performance.now();
+  const frame = (t) => {
+    probe.maxFrameGap = Math.max(probe.maxFrameGap, t - last);
+    last = t;
+    probe.frames += 1;
+    requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+  new PerformanceObserver((list) => { probe.longTasks += list.getEntries().length; })
+    .observe({type: "longtask"});
+  let due = performance.now() + 50;
+  const timer = () => {
+    probe.maxTimerLag = Math.max(probe.maxTimerLag, performance.now() - due);
+    due = performance.now() + 50;
+    setTimeout(timer, 50);
+  };
+  setTimeout(timer, 50);
+}"""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, from /proc (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def chromium_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().startswith(b"/usr/lib/chromium/"):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def produce(client: Any, rate: int, seconds: float) -> int:
+    """XADD ``rate`` events a second for ``seconds``, in 2 ms ticks; returns how many."""
+    stream = QueueKeys(QUEUE).events
+    started = time.monotonic()
+    sent = 0
+    while (elapsed := time.monotonic() - started) < seconds:
+        due = int(rate * elapsed) + 1
+        if due > sent:
+            with client.pipeline(transaction=False) as pipe:
+                for n in range(sent, due):
+                    fields = {"event": "progress", "jobId": str(n), "data": str(n % 100)}
+                    pipe.xadd(stream, fields, maxlen=10_000, approximate=True)
+                pipe.execute()
+            sent = due
+        time.sleep(0.002)
+    return sent
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+@dataclass
+class Phase:
+    pages: int
+    rate: int
+    seconds: float
+    sent: int
+    latencies: list[float]
+    arrivals: list[float]
+    rendered: int
+    flushes: int
+    server_cpu: float
+    chromium_cpu: float
+
+    def report(self) -> str:
+        if not self.latencies:
+            return f"{self.pages} pages, {self.rate} events/s: no event reached a page"
+        lat = self.latencies
+        return (
+            f"{self.pages} pages, {self.rate} events/s for {self.seconds:.0f} s "
+            f"({self.sent} events): "
+            f"XADD-to-DOM p50 {statistics.median(lat):.0f} ms, p99 {percentile(lat, 0.99):.0f} ms, "
+            f"max {max(lat):.0f} ms "
+            f"(XADD-to-socket p50 {statistics.median(self.arrivals):.0f} ms); "
+            f"{self.rendered / (self.sent * self.pages):.0%} of events got a row; "
+            f"{self.flushes / self.pages / self.seconds:.0f} DOM updates/s per page; "
+            f"CPU: daphne {self.server_cpu:.0%}, Chromium {self.chromium_cpu:.0%} of one core"
+        )
+
+
+def run_phase(pages: list[Page], client: Any, server_pid: int, rate: int, seconds: float) -> Phase:
+    for page in pages:
+        page.evaluate(RESET)
+    browsers = chromium_pids()
+    cpu_before = cpu_seconds(server_pid), sum(cpu_seconds(pid) for pid in browsers)
+    started = time.monotonic()
+    sent = produce(client, rate, seconds)
+    time.sleep(1.5)  # let the last batches land
+    wall = time.monotonic() - started
+    server_cpu = (cpu_seconds(server_pid) - cpu_before[0]) / wall
+    chromium_cpu = (sum(cpu_seconds(pid) for pid in browsers) - cpu_before[1]) / wall
+    results = [page.evaluate("() => window.echomqLive") for page in pages]
+    return Phase(
+        pages=len(pages),
+        rate=rate,
+        seconds=seconds,
+        sent=sent,
+        latencies=[value for r in results for value in r["latencies"]],
+        arrivals=[value for r in results for value in r["arrivals"]],
+        rendered=sum(r["rendered"] for r in results),
+        flushes=sum(r["flushes"] for r in results),
+        server_cpu=server_cpu,
+        chromium_cpu=chromium_cpu,
+    )
+
+
+def open_pages(context: BrowserContext, base_url: str, count: int) -> list[Page]:
+    login = context.new_page()
+    login.goto("/login/")
+    login.fill("#id_username", USERNAME)
+    login.fill("#id_password", PASSWORD)
+    login.click("button[type=submit]")
+    login.wait_for_url(base_url + "/")
+    login.close()
+    pages = [context.new_page() for _ in range(count)]
+    for page in pages:
+        page.goto(f"/queues/bull/{QUEUE}/events/")
+    for page in pages:
+        page.wait_for_selector("html[data-live=open]")
+    return pages
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--rate", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--burst-rate", type=int, default=1000)
+    parser.add_argument("--burst-seconds", type=float, default=10.0)
+    args = parser.parse_args()
+
+    print(f"load average before: {load_average()} on {os.cpu_count()} CPUs")
+    redis = LocalRedisServer(server_binary()[0]).start()
+    workdir = Path(tempfile.mkdtemp(prefix="echomq-bench-live-"))
+    server = DashboardServer(prepare(redis.url, workdir), free_port(), workdir / "daphne.log")
+    client = connect(redis.url)
+    Queue(QUEUE, client).add("seed")  # the queue exists, so its pages answer
+    server.start()
+    assert server.process is not None
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+            )
+            pages = open_pages(browser.new_context(base_url=server.url), server.url, args.pages)
+            time.sleep(1.0)
+
+            steady = run_phase(pages, client, server.process.pid, args.rate, args.seconds)
+            print(steady.report())
+            met = (
+                bool(steady.latencies)
+                and statistics.median(steady.latencies) <= 50
+                and percentile(steady.latencies, 0.99) <= 250
+            )
+            print(f"target p50 <= 50 ms, p99 <= 250 ms: {'met' if met else 'NOT met'}")
+
+            for page in pages:
+                page.evaluate(PROBE)
+            burst = run_phase(
+                pages, client, server.process.pid, args.burst_rate, args.burst_seconds
+            )
+            probes = [page.evaluate("() => window.__probe") for page in pages]
+            print(burst.report())
+            frames = statistics.median(p["frames"] for p in probes) / (args.burst_seconds + 1.5)
+            print(
+                f"main thread at {args.burst_rate} events/s: "
+                f"longest frame gap {max(p['maxFrameGap'] for p in probes):.0f} ms, "
+                f"50 ms timer at most {max(p['maxTimerLag'] for p in probes):.0f} ms late, "
+                f"{sum(p['longTasks'] for p in probes)} long tasks over all pages, "
+                f"{frames:.0f} frames/s per page (median)"
+            )
+            browser.close()
+    finally:
+        server.stop()
+        client.close()
+        redis.stop()
+    print(f"load average after: {load_average()}")
+
+
+if __name__ == "__main__":
+    main()
