@@ -84,14 +84,15 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     jobs = inspect.job_page(client, ref, state, start=(page_number - 1) * size, size=size)
     context = _queue_context(ref, summary, state)
     row_actions = actions.ACTIONS_BY_STATE[state]
+    selectable = can_act(request.user) and bool(row_actions)
     context.update(
         jobs=jobs,
-        rows=presenters.job_rows(jobs),
+        rows_html=presenters.job_rows_html(jobs, selectable=selectable),
         page_number=page_number,
         page_sizes=PAGE_SIZES,
         size=size,
         row_actions=row_actions,
-        selectable=can_act(request.user) and bool(row_actions),
+        selectable=selectable,
     )
     if _is_htmx(request):
         return _page(request, "dashboard/_job_table.html", context)

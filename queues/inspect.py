@@ -392,9 +392,30 @@ class JobPage:
         }
 
 
-def _row_hash(values: Sequence[Any]) -> dict[str, Any]:
-    pairs = zip(_ROW_FIELDS, values, strict=True)
-    return {name: value for name, value in pairs if value is not None}
+def _row_job(job_id: str, values: Sequence[Any]) -> Job:
+    """A Job holding only the list fields, decoded tolerantly like Job.from_hash.
+
+    Lists decode 50+ rows per request; building the Job from the dozen HMGET
+    values directly costs a fraction of a full from_hash over a dict."""
+    (name, timestamp, processed_on, finished_on, atm, attempts_made_old, ats, opts_raw,
+     progress, failed_reason, delay, priority) = values  # fmt: skip
+    opts = codec.loads(opts_raw, {})
+    made = codec.integer(atm)
+    progress_text = codec.text(progress)
+    return Job(
+        id=job_id,
+        name=codec.text(name) or "",
+        opts=opts if isinstance(opts, dict) else {},
+        timestamp=codec.integer(timestamp),
+        delay=codec.integer(delay, 0) or 0,
+        priority=codec.integer(priority, 0) or 0,
+        processed_on=codec.integer(processed_on),
+        finished_on=codec.integer(finished_on),
+        attempts_made=(made if made is not None else codec.integer(attempts_made_old, 0)) or 0,
+        attempts_started=codec.integer(ats, 0) or 0,
+        progress=codec.loads(progress_text, progress_text),
+        failed_reason=codec.text(failed_reason),
+    )
 
 
 def _fetch_rows(
@@ -406,8 +427,9 @@ def _fetch_rows(
     replies = _replies(pipe) if members else []
     rows = []
     for (job_id, score), values in zip(members, replies, strict=True):
-        raw = _row_hash(values or [None] * len(_ROW_FIELDS))
-        rows.append(JobRow(Job.from_hash(job_id, raw), state, missing=not raw, score=score))
+        fields = values or [None] * len(_ROW_FIELDS)
+        missing = all(value is None for value in fields)
+        rows.append(JobRow(_row_job(job_id, fields), state, missing=missing, score=score))
     return rows
 
 
