@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -72,6 +73,15 @@ def _reason(exc: BaseException) -> str:
 
 
 class Worker:
+    """Runs ``processor`` on the jobs of one queue; see the module docstring.
+
+    Pass ``client`` (a redis.asyncio client, cluster or not, returning bytes)
+    or ``connection_url`` (then the worker owns and closes the client).
+    ``metrics`` True keeps two weeks of per-minute counts, an int that many
+    points. ``remove_on_complete`` / ``remove_on_fail`` apply to jobs whose
+    opts do not say (BullMQ's values: bool, count, ``{age, count, limit}``).
+    """
+
     def __init__(
         self,
         queue_name: str,
@@ -315,6 +325,7 @@ class Worker:
             try:
                 result = await self.processor(job)
             except asyncio.CancelledError:
+                processing.discard(slot)
                 raise  # close(force): the job stays held and is released there
             except Exception as exc:
                 processing.discard(slot)
@@ -325,7 +336,8 @@ class Worker:
 
     async def _complete(self, job: Job, result: Any) -> Job | None:
         try:
-            value = codec.dumps(result)
+            # Strict JSON: NaN or Infinity would be unreadable for other runtimes.
+            value = json.dumps(result, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             return await self._handle_failure(job, exc)
         return await self._finish(job, "completed", value, None)

@@ -141,9 +141,12 @@ async def test_an_unrecoverable_error_skips_the_remaining_attempts(
     assert calls == 1
 
 
-async def test_a_result_that_is_not_json_fails_the_job(redis_url: str, queue: Queue) -> None:
+@pytest.mark.parametrize("result", [{1, 2}, float("nan")])
+async def test_a_result_that_is_not_json_fails_the_job(
+    redis_url: str, queue: Queue, result: Any
+) -> None:
     async def returns_a_set(job: Job) -> Any:
-        return {1, 2}
+        return result
 
     job_id = queue.add("weird")
     async with running(redis_url, returns_a_set):
