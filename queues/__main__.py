@@ -67,18 +67,23 @@ async def _demo(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", help="Redis URL (default: REDIS_URL, else a private server)")
+    common.add_argument("--prefix", default=DEFAULT_PREFIX, help="key prefix (default: bull)")
     parser = argparse.ArgumentParser(prog="python -m queues")
-    parser.add_argument("--url", help="Redis URL (default: REDIS_URL, else a private server)")
-    parser.add_argument("--prefix", default=DEFAULT_PREFIX)
     commands = parser.add_subparsers(dest="command", required=True)
-    worker = commands.add_parser("worker", help="run a worker with a no-op processor")
+    worker = commands.add_parser(
+        "worker", parents=[common], help="run a worker with a no-op processor"
+    )
     worker.add_argument("queue")
     worker.add_argument("--concurrency", type=int, default=1)
     worker.add_argument("--limit", type=int, default=0, help="rate limit: jobs per window")
     worker.add_argument("--limit-ms", type=int, default=1000, help="rate limit window (ms)")
     worker.add_argument("--metrics", action="store_true", help="record per-minute metrics")
     worker.add_argument("--grace", type=float, default=30.0, help="seconds to finish on stop")
-    demo = commands.add_parser("demo", help="generate demo traffic and process it")
+    demo = commands.add_parser(
+        "demo", parents=[common], help="generate demo traffic and process it"
+    )
     demo.add_argument("--seconds", type=float, default=0, help="stop after this long")
     demo.add_argument("--every", type=float, default=5.0, help="print counts this often (s)")
     args = parser.parse_args(argv)
