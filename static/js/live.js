@@ -336,13 +336,13 @@
     controls = {button: document.createElement("button"), status: document.createElement("span")};
     controls.button.type = "button";
     controls.button.className = "btn";
-    controls.button.textContent = "Pause";
+    controls.button.textContent = "Pause feed";
     controls.button.setAttribute("aria-pressed", "false");
     controls.status.className = "muted";
     controls.status.setAttribute("aria-live", "polite");
     controls.button.addEventListener("click", function () {
       paused = !paused;
-      controls.button.textContent = paused ? "Resume" : "Pause";
+      controls.button.textContent = paused ? "Resume feed" : "Pause feed";
       controls.button.setAttribute("aria-pressed", String(paused));
       if (paused) {
         redraw(queues[0]);  // what is on screen while reading is the true last 500

@@ -54,7 +54,7 @@ E2E_QUEUES = (
     "e2e-fail",
     "e2e-life",
     "e2e-restart",
-    "e2e-ours",
+    "e2e-feed",
 )
 
 pytestmark = pytest.mark.browser
@@ -178,6 +178,17 @@ class Processes:
 
     def peer(self, *args: str) -> Process:
         return self.spawn(sys.executable, str(PEER), *args)
+
+    def our_worker(self, queue: str) -> Process:
+        """``python -m queues worker``: our runtime's worker, completing every job."""
+        worker = self.spawn(sys.executable, "-m", "queues", "worker", queue)
+        worker.wait_for(r"worker \S+ on ")
+        return worker
+
+    def bullmq_worker(self, queue: str, *options: str) -> Process:
+        worker = self.peer("worker", queue, *options)
+        worker.wait_for("ready")
+        return worker
 
     def peer_add(self, queue: str, name: str, *options: str) -> list[str]:
         """Add jobs with BullMQ 2.20.1 in another process; their ids."""

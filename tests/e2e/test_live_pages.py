@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from playwright.sync_api import Locator, Page, expect
 from redis import Redis
 
@@ -57,29 +60,58 @@ def test_a_job_added_elsewhere_appears_on_the_queue_page_and_the_overview(
     expect(page.locator(f'#job-table tr[data-job-id="{job_id}"]')).to_be_visible(timeout=5000)
     expect(page.locator('.tabs [data-count-state="wait"]')).to_have_text("2", timeout=5000)
     expect(wait_count).to_have_text("2", timeout=5000)
+    live_dot = overview.locator(f'tr[data-queue="bull:{queue}"] [data-live-dot]')
+    expect(live_dot).to_have_class(re.compile(r"\bpulse\b"))
     assert_not_reloaded(page)
     assert_not_reloaded(overview)
 
 
+@pytest.mark.parametrize("worker", ["ours", "bullmq"])
 def test_e_the_feed_shows_a_jobs_life_in_order(
-    page: Page, processes: Processes, redis_client: Redis
+    page: Page, processes: Processes, redis_client: Redis, worker: str
 ) -> None:
     queue = "e2e-life"
     page.goto(f"/queues/bull/{queue}/events/")
     wait_live(page)
     mark_page(page)
-    processes.peer("worker", queue).wait_for("ready")
+    if worker == "ours":
+        processes.our_worker(queue)
+    else:
+        processes.bullmq_worker(queue)
 
     (job_id,) = processes.peer_add(queue, "lifecycle")
 
-    expect(
-        page.locator(f'#event-feed tr[data-job-id="{job_id}"][data-event="completed"]')
-    ).to_be_visible(timeout=10_000)
+    completed = page.locator(f'#event-feed tr[data-job-id="{job_id}"][data-event="completed"]')
+    expect(completed).to_be_visible(timeout=10_000)
     in_stream = stream_events_of(redis_client, queue, job_id)
     assert [name for _, name in in_stream][:1] == ["added"]
+    assert "active" in [name for _, name in in_stream]
     assert [name for _, name in in_stream][-1] == "completed"
     assert feed_rows_of(page, job_id) == in_stream
     assert_not_reloaded(page)
+
+
+def test_the_feed_pauses_with_a_new_counter_and_keeps_its_filter(
+    page: Page, processes: Processes
+) -> None:
+    queue = "e2e-feed"
+    processes.peer_add(queue, "seed")
+    page.goto(f"/queues/bull/{queue}/events/?type=added")
+    wait_live(page)
+    page.get_by_role("button", name="Pause feed").click()
+
+    added = processes.peer_add(queue, "while-paused", "--count", "3")
+
+    # Each job's "added" counts, its "waiting" is filtered out.
+    expect(page.locator("[data-live-controls]")).to_contain_text("3 new")
+    expect(page.locator(f'#event-feed tr[data-job-id="{added[0]}"]')).to_have_count(0)
+    page.get_by_role("button", name="Resume feed").click()
+    for job_id in added:
+        expect(page.locator(f'#event-feed tr[data-job-id="{job_id}"]')).to_have_count(1)
+    events = page.eval_on_selector_all(
+        "#event-feed tr[data-event]", "rows => rows.map(r => r.dataset.event)"
+    )
+    assert set(events) == {"added"}
 
 
 def test_f_events_added_while_the_server_restarts_appear_after_reconnect(
@@ -131,8 +163,7 @@ def test_b_retry_a_failed_job_then_a_worker_completes_it(
     page: Page, processes: Processes, redis_client: Redis
 ) -> None:
     queue = "e2e-retry"
-    worker = processes.peer("worker", queue, "--fail-first")
-    worker.wait_for("ready")
+    worker = processes.bullmq_worker(queue, "--fail-first")
     (job_id,) = processes.peer_add(queue, "flaky")
     worker.wait_for(rf"failed {job_id} ")
     open_job(page, queue, job_id)
@@ -146,26 +177,26 @@ def test_b_retry_a_failed_job_then_a_worker_completes_it(
     assert redis_client.zscore(QueueKeys(queue).completed, job_id) is not None
 
 
-def test_c_promote_a_delayed_job_makes_it_run(page: Page, processes: Processes) -> None:
+def test_c_promote_a_delayed_job_makes_our_worker_run_it(
+    page: Page, processes: Processes, redis_client: Redis
+) -> None:
     queue = "e2e-promote"
-    worker = processes.peer("worker", queue)
-    worker.wait_for("ready")
+    processes.our_worker(queue)
     (job_id,) = processes.peer_add(queue, "later", "--delay", "3600000")
     open_job(page, queue, job_id)
     expect(job_badge(page)).to_have_attribute("data-job-state", "delayed")
 
     page.get_by_role("button", name="Promote").click()
 
-    worker.wait_for(rf"completed {job_id}\b", timeout=10)
-    expect(job_badge(page)).to_have_attribute("data-job-state", "completed", timeout=5000)
+    expect(job_badge(page)).to_have_attribute("data-job-state", "completed", timeout=10_000)
+    assert redis_client.zscore(QueueKeys(queue).completed, job_id) is not None
 
 
 def test_d_fail_an_active_job_its_worker_gets_minus_2_and_the_reason_stays(
     page: Page, processes: Processes, redis_client: Redis
 ) -> None:
     queue = "e2e-fail"
-    worker = processes.peer("worker", queue, "--sleep", "3")
-    worker.wait_for("ready")
+    worker = processes.bullmq_worker(queue, "--sleep", "3")
     (job_id,) = processes.peer_add(queue, "slow")
     open_job(page, queue, job_id)
     mark_page(page)
