@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -170,16 +171,27 @@ async def _report_counts(queues: dict[str, Queue], stop: asyncio.Event, every_s:
         print(flush=True)
 
 
+async def _follow(outside: threading.Event, inside: asyncio.Event) -> None:
+    # A threading.Event (set from another thread) cannot be awaited: poll it.
+    while not outside.is_set() and not inside.is_set():
+        await asyncio.sleep(0.2)
+    inside.set()
+
+
 async def run_demo(
     url: str,
     *,
     prefix: str = DEFAULT_PREFIX,
-    stop: asyncio.Event | None = None,
+    stop: asyncio.Event | threading.Event | None = None,
     print_every_s: float = 5.0,
     seed: int | None = None,
 ) -> None:
-    """Produce and process demo traffic on ``url`` until ``stop`` is set."""
-    stop = stop or asyncio.Event()
+    """Produce and process demo traffic on ``url`` until ``stop`` is set.
+
+    ``stop`` may be a ``threading.Event`` when the demo runs in its own thread
+    (``manage.py demo`` does that) and is stopped from another.
+    """
+    done = stop if isinstance(stop, asyncio.Event) else asyncio.Event()
     rng = random.Random(seed)
     client = connect(url)
     aclient = connect_async(url)
@@ -199,13 +211,15 @@ async def run_demo(
         workers.append(worker)
     runs = [asyncio.create_task(worker.run()) for worker in workers]
     background = [
-        asyncio.create_task(_produce(queues, stop, rng)),
-        asyncio.create_task(_report_counts(queues, stop, print_every_s)),
+        asyncio.create_task(_produce(queues, done, rng)),
+        asyncio.create_task(_report_counts(queues, done, print_every_s)),
     ]
+    if isinstance(stop, threading.Event):
+        background.append(asyncio.create_task(_follow(stop, done)))
     try:
-        await stop.wait()
+        await done.wait()
     finally:
-        stop.set()
+        done.set()
         await asyncio.gather(*background, return_exceptions=True)
         await asyncio.gather(*(worker.close(timeout=10) for worker in workers))
         await asyncio.gather(*runs, return_exceptions=True)

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 
 from redis import Redis
 
@@ -28,3 +30,21 @@ async def test_the_demo_produces_and_processes_traffic_on_every_queue(
     assert done
     assert done[0].progress == 100
     assert queues["thumbnails"].get_logs(done[0].id)[1] >= 2
+
+
+def test_the_demo_runs_in_a_thread_and_stops_on_a_threading_event(
+    redis_url: str, redis_client: Redis
+) -> None:
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=lambda: asyncio.run(run_demo(redis_url, stop=stop, print_every_s=60, seed=1))
+    )
+    thread.start()
+    deadline = time.monotonic() + 10
+    emails = Queue("emails", redis_client)
+    while emails.get_counts("completed")["completed"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stop.set()
+    thread.join(15)
+    assert not thread.is_alive()
+    assert emails.get_counts("completed")["completed"] > 0
