@@ -18,6 +18,8 @@
   old. Delayed jobs that are a job scheduler's next run are kept.
 
   Events: cleaned (count) when anything was deleted.
+  A flow parent freed by a deletion gets waiting (prev = waiting-children)
+  or delayed in its own queue's stream.
 ]]
 --- @include "emitEvent"
 --- @include "discardJob"

@@ -21,6 +21,8 @@
   queue is drained.
 
   Events: drained (no fields) from the call that finishes the drain.
+  A flow parent freed by a deletion gets waiting (prev = waiting-children)
+  or delayed in its own queue's stream.
 ]]
 --- @include "emitEvent"
 --- @include "discardJob"

@@ -34,7 +34,9 @@
   Returns: 1 more to delete, 0 the queue is gone, -3 the queue is not paused
   or (without force) has active jobs.
 
-  Events: none (the events stream is deleted with the rest).
+  Events: none of its own (the events stream is deleted with the rest).
+  A flow parent freed by a deletion gets waiting (prev = waiting-children)
+  or delayed in its own queue's stream.
 ]]
 --- @include "discardJob"
 --- @include "takeBatch"

@@ -29,6 +29,8 @@
   prefix's hash tag on a cluster).
 
   Events: removed (jobId, prev = the state it was in, "unknown" when none).
+  A flow parent freed by a deletion gets waiting (prev = waiting-children)
+  or delayed in its own queue's stream.
 ]]
 --- @include "emitEvent"
 --- @include "locateJob"
