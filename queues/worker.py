@@ -40,6 +40,7 @@ from queues.autopipe import AutoPipeline
 from queues.backoff import UnknownBackoffType, retry_delay
 from queues.commands import admin
 from queues.commands import transitions as tr
+from queues.commands.release import release_job
 from queues.connection import connect_async
 from queues.errors import ScriptError, raise_for_code
 from queues.job import Job
@@ -506,11 +507,9 @@ class Worker:
     # -- shutdown -------------------------------------------------------------
 
     async def _release_held(self) -> None:
-        """Return the jobs still held (cancelled by a forced close) to the queue
-        without counting an attempt: delayed with delay 0 is due at once."""
+        """Hand the jobs still held (cancelled by a forced close) back to wait,
+        where they run next, without counting an attempt."""
         held, self.held = self.held, {}
         for job_id, token in held.items():
-            call = tr.move_to_delayed(
-                self.keys, job_id, token=token, now_ms=_now_ms(), delay_ms=0, skip_attempt=True
-            )
-            await self._run_quietly(call, "moveToDelayed", job_id)
+            call = release_job(self.keys, job_id, token=token)
+            await self._run_quietly(call, "releaseJob", job_id)
