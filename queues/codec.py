@@ -55,3 +55,14 @@ def dumps(value: Any) -> str:
 
 def is_json(raw: bytes | str | None) -> bool:
     return raw is not None and loads(raw, _MISSING) is not _MISSING
+
+
+def failure_reason(raw: bytes | str | None) -> str | None:
+    """A failedReason as text. bullmq's Python port stores it JSON-encoded
+    (``"boom"`` with the quotes); such a value is shown unquoted."""
+    value = text(raw)
+    if value and len(value) >= 2 and value[0] == value[-1] == '"':
+        decoded = loads(value)
+        if isinstance(decoded, str):
+            return decoded
+    return value

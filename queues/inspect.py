@@ -123,7 +123,9 @@ def scan_queues(client: Redis, prefixes: Iterable[str]) -> list[QueueRef]:
         # One pass for both suffixes; the glob also lets a few other keys through
         # (metrics:...), which the suffix check below drops.
         pattern = _glob_escape(head) + "*:[mi][ed]*"
-        for raw in client.scan_iter(match=pattern, count=10_000):
+        # Small batches: each SCAN call blocks Redis only briefly, so page
+        # requests interleave with a rescan of a large keyspace.
+        for raw in client.scan_iter(match=pattern, count=1_000):
             key = codec.text(raw) or ""
             for suffix in (":meta", ":id"):
                 if key.startswith(head) and key.endswith(suffix):
@@ -414,7 +416,7 @@ def _row_job(job_id: str, values: Sequence[Any]) -> Job:
         attempts_made=(made if made is not None else codec.integer(attempts_made_old, 0)) or 0,
         attempts_started=codec.integer(ats, 0) or 0,
         progress=codec.loads(progress_text, progress_text),
-        failed_reason=codec.text(failed_reason),
+        failed_reason=codec.failure_reason(failed_reason),
     )
 
 

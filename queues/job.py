@@ -91,7 +91,7 @@ class Job:
             processed_by=t("pb"),
             progress=codec.loads(t("progress"), t("progress")),
             returnvalue=codec.loads(t("returnvalue"), t("returnvalue")),
-            failed_reason=t("failedReason"),
+            failed_reason=codec.failure_reason(_field(raw, "failedReason")),
             stacktrace=[str(s) for s in stacktrace] if isinstance(stacktrace, list) else [],
             parent_key=t("parentKey"),
             parent=parent if isinstance(parent, dict) else None,
