@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from redis import Redis
 
@@ -9,6 +11,7 @@ from queues import scripts
 from queues.commands.release import release_job
 from queues.errors import ErrorCode
 from queues.keys import QueueKeys
+from queues.scripts import SCRIPTS_DIR
 
 KEYS = QueueKeys("rel")
 TOKEN = "tok"
@@ -69,3 +72,11 @@ def test_refusals_change_nothing(redis_client: Redis, setup: str, token: str, co
     before = {key: redis_client.dump(key) for key in redis_client.keys("*")}
     assert _release(redis_client, "7", token) == code
     assert {key: redis_client.dump(key) for key in redis_client.keys("*")} == before
+
+
+def test_the_header_documents_the_keys_in_the_order_the_builder_passes_them() -> None:
+    header = (SCRIPTS_DIR / "releaseJob-8.lua").read_text().split("]]", 1)[0]
+    documented = re.findall(r"^\s*KEYS\[\d+\]\s+(\S+)", header, re.MULTILINE)
+    passed = release_job(KEYS, "7", token=TOKEN).keys
+    assert documented[:7] == [key.removeprefix(KEYS.base) for key in passed[:7]]
+    assert (documented[7], passed[7]) == ("job", KEYS.job("7"))
