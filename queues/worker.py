@@ -325,9 +325,12 @@ class Worker:
             processing.add(slot)
             try:
                 result = await self.processor(job)
-            except asyncio.CancelledError:
+            except asyncio.CancelledError as cancelled:
                 processing.discard(slot)
-                raise  # close(force): the job stays held and is released there
+                if slot.cancelling():
+                    raise  # close(force): the job stays held and is released there
+                # The processor's own CancelledError (an inner timeout, say) is a failure.
+                job = await self._handle_failure(job, cancelled)
             except Exception as exc:
                 processing.discard(slot)
                 job = await self._handle_failure(job, exc)
@@ -343,7 +346,7 @@ class Worker:
             return await self._handle_failure(job, exc)
         return await self._finish(job, "completed", value, None)
 
-    async def _handle_failure(self, job: Job, exc: Exception) -> Job | None:
+    async def _handle_failure(self, job: Job, exc: BaseException) -> Job | None:
         reason = _reason(exc)
         stacktrace = self._stacktrace(job, exc)
         attempts_made = job.attempts_made + 1

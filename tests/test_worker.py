@@ -415,3 +415,17 @@ async def test_the_worker_carries_on_after_its_connections_are_dropped(
         redis_client.client_kill_filter(_type="normal", skipme=True)
         queue.add("after")
         await until(lambda: queue.get_counts("completed")["completed"] == 2, 10)
+
+
+async def test_a_cancelled_error_raised_by_the_processor_itself_is_a_failure(
+    redis_url: str, queue: Queue
+) -> None:
+    async def gives_up(job: Job) -> None:
+        raise asyncio.CancelledError
+
+    job_id = queue.add("cancelled")
+    async with running(redis_url, gives_up):
+        await until(lambda: queue.get_state(job_id) == "failed")
+    job = queue.get_job(job_id)
+    assert job is not None
+    assert job.failed_reason == "CancelledError"
