@@ -211,3 +211,18 @@ async def test_unknown_prefix_and_bad_names_are_refused(redis_client: Redis) -> 
     assert get_hub().readers == {}
     await communicator.send_json_to({"type": "dance"})
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4400}
+
+
+@pytest.mark.usefixtures("hub")
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "not json",
+        '{"type": "subscribe", "queues": "bull:emails"}',
+        '{"type": "subscribe", "queues": [' + ",".join(["{}"] * 501) + "]}",
+    ],
+)
+async def test_malformed_messages_close_with_4400(frame: str) -> None:
+    communicator = await viewer_socket()
+    await communicator.send_to(text_data=frame)
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4400}

@@ -33,6 +33,7 @@ of one channel). Events seen by both are dropped by stream id.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -103,10 +104,20 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         for ref in list(getattr(self, "subscriptions", {})):
             await self._unsubscribe(ref)
 
+    @classmethod
+    async def decode_json(cls, text_data: str) -> Any:
+        try:
+            return json.loads(text_data)
+        except ValueError:
+            return None  # not JSON: receive_json closes with CLOSE_BAD_MESSAGE
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
         queues = content.get("queues") if isinstance(content, dict) else None
         if kind not in ("subscribe", "unsubscribe") or not isinstance(queues, list):
+            await self.close(code=CLOSE_BAD_MESSAGE)
+            return
+        if len(queues) > MAX_QUEUES_PER_SOCKET:
             await self.close(code=CLOSE_BAD_MESSAGE)
             return
         for item in queues:
