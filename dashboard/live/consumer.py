@@ -114,10 +114,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
         queues = content.get("queues") if isinstance(content, dict) else None
-        if kind not in ("subscribe", "unsubscribe") or not isinstance(queues, list):
-            await self.close(code=CLOSE_BAD_MESSAGE)
-            return
-        if len(queues) > MAX_QUEUES_PER_SOCKET:
+        if (
+            kind not in ("subscribe", "unsubscribe")
+            or not isinstance(queues, list)
+            or len(queues) > MAX_QUEUES_PER_SOCKET
+        ):
             await self.close(code=CLOSE_BAD_MESSAGE)
             return
         for item in queues:
