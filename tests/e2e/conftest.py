@@ -55,6 +55,7 @@ E2E_QUEUES = (
     "e2e-life",
     "e2e-restart",
     "e2e-feed",
+    "e2e-tabs",
 )
 
 pytestmark = pytest.mark.browser
@@ -189,6 +190,16 @@ class Processes:
         worker = self.peer("worker", queue, *options)
         worker.wait_for("ready")
         return worker
+
+    def our_queue(self, queue: str, call: str) -> None:
+        """Run ``Queue(queue).<call>`` of our runtime in another process."""
+        code = (
+            "import os\n"
+            "from queues.connection import connect\n"
+            "from queues.queue import Queue\n"
+            f"Queue({queue!r}, connect(os.environ['REDIS_URL'])).{call}\n"
+        )
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=self.env, check=True, timeout=30)
 
     def peer_add(self, queue: str, name: str, *options: str) -> list[str]:
         """Add jobs with BullMQ 2.20.1 in another process; their ids."""

@@ -66,6 +66,28 @@ def test_a_job_added_elsewhere_appears_on_the_queue_page_and_the_overview(
     assert_not_reloaded(overview)
 
 
+def test_a_row_leaves_its_tab_when_another_process_moves_the_job(
+    page: Page, processes: Processes
+) -> None:
+    queue = "e2e-tabs"
+    worker = processes.bullmq_worker(queue, "--fail-first")
+    failed = processes.peer_add(queue, "flaky", "--count", "2")
+    worker.wait_for(rf"failed {failed[-1]} ")
+    processes.stop_all()  # nothing takes the retried job: it stays waiting
+    page.goto(f"/queues/bull/{queue}/?state=failed")
+    wait_live(page)
+    mark_page(page)
+    expect(page.locator("#job-table tr[data-job-id]")).to_have_count(2)
+
+    processes.our_queue(queue, f"retry({failed[0]!r})")
+
+    expect(page.locator(f'#job-table tr[data-job-id="{failed[0]}"]')).to_have_count(0)
+    expect(page.locator(f'#job-table tr[data-job-id="{failed[1]}"]')).to_have_count(1)
+    expect(page.locator('.tabs [data-count-state="failed"]')).to_have_text("1")
+    expect(page.locator('.tabs [data-count-state="wait"]')).to_have_text("1")
+    assert_not_reloaded(page)
+
+
 @pytest.mark.parametrize("worker", ["ours", "bullmq"])
 def test_e_the_feed_shows_a_jobs_life_in_order(
     page: Page, processes: Processes, redis_client: Redis, worker: str
