@@ -15,7 +15,11 @@ Shape of the runtime, chosen so a busy worker costs one script call per job:
   (delay 0 = due at once); otherwise the job fails for good with its
   stacktrace. ``UnrecoverableError`` skips the remaining attempts.
 - ``close()`` stops fetching and waits for the jobs in flight; ``force`` (or a
-  ``timeout`` that runs out) cancels them and puts them back in line.
+  ``timeout`` that runs out) cancels them and hands them back to wait
+  (releaseJob: they run next, no attempt counted).
+- Script calls share one auto-pipelined connection (``queues.autopipe``:
+  hiredis packs and parses, one write per event-loop turn); pick-up answers
+  are decoded by ``queues.pickup``. Cluster clients use redis-py directly.
 """
 
 from __future__ import annotations
