@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from redis import Redis
@@ -21,8 +18,8 @@ from redis.cluster import RedisCluster
 from queues.connection import connect
 from queues.job import Job
 from queues.queue import Queue
-from queues.worker import Worker
 from tests.test_crash import LOCK_MS, attempts, started_by, wait_for, worker_processes
+from tests.worker_helpers import running, until
 
 pytestmark = pytest.mark.cluster
 PREFIX = "{bull}"
@@ -43,29 +40,6 @@ def queue(cluster: Redis) -> Queue:
     return Queue("orders", cluster, prefix=PREFIX)
 
 
-@asynccontextmanager
-async def running(
-    url: str, processor: Callable[[Job], Any], **options: Any
-) -> AsyncIterator[Worker]:
-    worker = Worker(
-        "orders", processor, connection_url=url, prefix=PREFIX, drain_delay_s=0.2, **options
-    )
-    task = asyncio.create_task(worker.run())
-    try:
-        yield worker
-    finally:
-        await worker.close(timeout=5)
-        await asyncio.wait_for(task, 5)
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
-
-
 def test_every_key_of_the_queue_is_in_one_slot(cluster: RedisCluster, queue: Queue) -> None:
     keys = queue.keys
     slots = {
@@ -82,7 +56,7 @@ async def test_add_and_process_on_the_cluster(cluster_url: str, queue: Queue) ->
     async def double(job: Job) -> int:
         return int(job.data["n"]) * 2
 
-    async with running(cluster_url, double, concurrency=5):
+    async with running("orders", double, url=cluster_url, prefix=PREFIX, concurrency=5):
         await until(lambda: queue.get_counts("completed")["completed"] == 22)
     for job_id, n in [(ids[3], 3), (urgent, 99), (later, 100)]:
         job = queue.get_job(job_id)
@@ -106,7 +80,7 @@ async def test_retries_with_backoff_and_by_hand_on_the_cluster(
 
     with_backoff = queue.add("x", None, {"attempts": 2, "backoff": 100})
     single = queue.add("y", None, {"attempts": 1})
-    async with running(cluster_url, fails_first):
+    async with running("orders", fails_first, url=cluster_url, prefix=PREFIX):
         await until(lambda: queue.get_state(with_backoff) == "completed")
         await until(lambda: queue.get_state(single) == "failed")
         queue.retry(single)
@@ -120,7 +94,14 @@ async def test_locks_are_renewed_on_the_cluster(cluster_url: str, queue: Queue) 
     async def slow(job: Job) -> None:
         await asyncio.sleep(0.8)
 
-    async with running(cluster_url, slow, lock_duration_ms=300, stalled_interval_ms=100):
+    async with running(
+        "orders",
+        slow,
+        url=cluster_url,
+        prefix=PREFIX,
+        lock_duration_ms=300,
+        stalled_interval_ms=100,
+    ):
         await until(lambda: queue.get_state(job_id) == "completed")
     job = queue.get_job(job_id)
     assert job is not None

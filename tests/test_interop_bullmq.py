@@ -6,7 +6,6 @@ from the same Redis URL.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -18,7 +17,7 @@ from redis import Redis
 
 from queues.job import Job
 from queues.queue import Queue
-from queues.worker import Worker
+from tests.worker_helpers import FailsFirst, running, until
 
 pytestmark = [
     pytest.mark.peer,
@@ -42,19 +41,6 @@ def ours(redis_client: Redis) -> Queue:
 
 
 @asynccontextmanager
-async def our_worker(
-    url: str, processor: Callable[[Job], Any], **options: Any
-) -> AsyncIterator[Worker]:
-    worker = Worker(NAME, processor, connection_url=url, drain_delay_s=0.2, **options)
-    task = asyncio.create_task(worker.run())
-    try:
-        yield worker
-    finally:
-        await worker.close(timeout=5)
-        await asyncio.wait_for(task, 5)
-
-
-@asynccontextmanager
 async def peer_worker(
     url: str, processor: Callable[[Any, str], Any]
 ) -> AsyncIterator[bullmq.Worker]:
@@ -63,14 +49,6 @@ async def peer_worker(
         yield worker
     finally:
         await worker.close()
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
 
 
 async def test_jobs_the_peer_adds_run_on_our_worker_in_the_right_order(
@@ -90,7 +68,7 @@ async def test_jobs_the_peer_adds_run_on_our_worker_in_the_right_order(
         return {"doubled": job.data["n"] * 2}
 
     added_at = time.time()
-    async with our_worker(redis_url, record):
+    async with running(NAME, record, url=redis_url):
         await until(lambda: len(seen) == 7)
     assert [name for _id, name, _data in seen[:6]] == [
         "lifo", "plain-1", "plain-2", "custom", "cleanup", "urgent",
@@ -115,20 +93,13 @@ async def test_jobs_the_peer_adds_run_on_our_worker_in_the_right_order(
 async def test_a_peer_job_with_attempts_and_backoff_is_retried_by_our_worker(
     redis_url: str, peer_queue: bullmq.Queue, ours: Queue
 ) -> None:
-    starts: list[float] = []
-
-    async def flaky(job: Job) -> str:
-        starts.append(time.monotonic())
-        if len(starts) < 3:
-            raise RuntimeError(f"try {len(starts)} failed")
-        return "third time lucky"
-
+    flaky = FailsFirst(2, "third time lucky")
     opts = {"attempts": 3, "backoff": {"type": "exponential", "delay": 200}}
     job = await peer_queue.add("flaky", {}, opts)
-    async with our_worker(redis_url, flaky):
+    async with running(NAME, flaky, url=redis_url):
         await until(lambda: ours.get_state(job.id) == "completed")
-    assert starts[1] - starts[0] >= 0.19
-    assert starts[2] - starts[1] >= 0.39
+    assert flaky.gaps()[0] >= 0.19
+    assert flaky.gaps()[1] >= 0.39
     peer_job = await bullmq.Job.fromId(peer_queue, job.id)
     assert peer_job.attemptsMade == 3
     assert peer_job.returnvalue == "third time lucky"
@@ -198,7 +169,7 @@ async def test_the_peer_counts_agree_with_ours(
             raise RuntimeError("nope")
         return "ok"
 
-    async with our_worker(redis_url, outcome):
+    async with running(NAME, outcome, url=redis_url):
         await until(lambda: ours.get_counts("completed", "failed") == {"completed": 1, "failed": 1})
     for n in range(3):
         await peer_queue.add("w", n)

@@ -1,11 +1,9 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -15,32 +13,15 @@ from queues import codec
 from queues.commands.transitions import RateLimit
 from queues.job import Job
 from queues.queue import Queue
-from queues.worker import Processor, UnrecoverableError, Worker
+from queues.worker import UnrecoverableError, Worker
+from tests.worker_helpers import FailsFirst, PeakConcurrency, running, until
+
+QUEUE = "work"
 
 
 @pytest.fixture
 def queue(redis_client: Redis) -> Queue:
-    return Queue("work", redis_client)
-
-
-@asynccontextmanager
-async def running(url: str, processor: Processor, **options: Any) -> AsyncIterator[Worker]:
-    options.setdefault("drain_delay_s", 0.2)
-    worker = Worker("work", processor, connection_url=url, **options)
-    task = asyncio.create_task(worker.run())
-    try:
-        yield worker
-    finally:
-        await worker.close(timeout=5)
-        await asyncio.wait_for(task, 5)
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
+    return Queue(QUEUE, redis_client)
 
 
 def events_of(client: Redis, queue: Queue, job_id: str) -> list[str]:
@@ -63,7 +44,7 @@ async def test_jobs_are_processed_and_their_results_recorded(
     redis_url: str, redis_client: Redis, queue: Queue
 ) -> None:
     ids = [queue.add("send", {"n": n}) for n in range(5)]
-    async with running(redis_url, echo_after(0), name="w-1"):
+    async with running(QUEUE, echo_after(0), url=redis_url, name="w-1"):
         await until(lambda: queue.get_counts("completed")["completed"] == 5)
     job = queue.get_job(ids[0])
     assert job is not None
@@ -80,20 +61,13 @@ async def test_jobs_are_processed_and_their_results_recorded(
 async def test_a_failure_is_retried_after_its_exponential_backoff(
     redis_url: str, redis_client: Redis, queue: Queue
 ) -> None:
-    starts: list[float] = []
-
-    async def flaky(job: Job) -> str:
-        starts.append(time.monotonic())
-        if len(starts) < 3:
-            raise RuntimeError(f"boom {len(starts)}")
-        return "ok"
-
+    flaky = FailsFirst(2)
     job_id = queue.add(
         "flaky", None, {"attempts": 3, "backoff": {"type": "exponential", "delay": 150}}
     )
-    async with running(redis_url, flaky):
+    async with running(QUEUE, flaky, url=redis_url):
         await until(lambda: queue.get_state(job_id) == "completed")
-    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    gaps = flaky.gaps()
     assert gaps[0] >= 0.14  # 150 ms after the first failure
     assert gaps[1] >= 0.29  # 300 ms after the second
     job = queue.get_job(job_id)
@@ -112,7 +86,7 @@ async def test_exhausted_attempts_fail_the_job_with_its_stacktraces(
         raise ValueError(f"bad input {job.data}")
 
     job_id = queue.add("doomed", 7, {"attempts": 2, "backoff": 10})
-    async with running(redis_url, always_fails):
+    async with running(QUEUE, always_fails, url=redis_url):
         await until(lambda: queue.get_state(job_id) == "failed")
     job = queue.get_job(job_id)
     assert job is not None
@@ -136,7 +110,7 @@ async def test_an_unrecoverable_error_skips_the_remaining_attempts(
         raise UnrecoverableError("card declined")
 
     job_id = queue.add("charge", None, {"attempts": 5})
-    async with running(redis_url, give_up):
+    async with running(QUEUE, give_up, url=redis_url):
         await until(lambda: queue.get_state(job_id) == "failed")
     assert calls == 1
 
@@ -149,7 +123,7 @@ async def test_a_result_that_is_not_json_fails_the_job(
         return result
 
     job_id = queue.add("weird")
-    async with running(redis_url, returns_a_set):
+    async with running(QUEUE, returns_a_set, url=redis_url):
         await until(lambda: queue.get_state(job_id) == "failed")
     job = queue.get_job(job_id)
     assert job is not None
@@ -165,7 +139,7 @@ async def test_remove_on_complete_and_remove_on_fail_are_applied(
 
     gone = queue.add("x", 0, {"removeOnComplete": True})
     kept = [queue.add("x", n, {"removeOnFail": 1}) for n in (1, 3, 5)]
-    async with running(redis_url, odd_fails):
+    async with running(QUEUE, odd_fails, url=redis_url):
         await until(lambda: len(events_of(redis_client, queue, kept[-1])) >= 4)
         await until(lambda: redis_client.exists(queue.keys.job(gone)) == 0)
     assert queue.get_counts("completed", "failed") == {"completed": 0, "failed": 1}
@@ -176,20 +150,13 @@ async def test_remove_on_complete_and_remove_on_fail_are_applied(
 async def test_concurrency_runs_that_many_jobs_at_once_and_no_more(
     redis_url: str, queue: Queue
 ) -> None:
-    now_running = peak = 0
-
-    async def tracked(job: Job) -> None:
-        nonlocal now_running, peak
-        now_running += 1
-        peak = max(peak, now_running)
-        await asyncio.sleep(0.05)
-        now_running -= 1
+    tracked = PeakConcurrency(0.05)
 
     queue.add_bulk([("t", n, None) for n in range(20)])
     started = time.monotonic()
-    async with running(redis_url, tracked, concurrency=4):
+    async with running(QUEUE, tracked, url=redis_url, concurrency=4):
         await until(lambda: queue.get_counts("completed")["completed"] == 20)
-    assert peak == 4
+    assert tracked.peak == 4
     # 20 jobs of 50 ms, 4 at a time: about 250 ms, far from the 1 s of one at a time
     assert time.monotonic() - started < 0.9
 
@@ -201,7 +168,7 @@ async def test_the_rate_limit_spaces_out_job_starts(redis_url: str, queue: Queue
         starts.append(time.monotonic())
 
     queue.add_bulk([("r", n, None) for n in range(6)])
-    async with running(redis_url, record, concurrency=5, limiter=RateLimit(2, 300)):
+    async with running(QUEUE, record, url=redis_url, concurrency=5, limiter=RateLimit(2, 300)):
         await until(lambda: len(starts) == 6)
     # 6 jobs, at most 2 per 300 ms window: three windows, the last opening >= 600 ms in
     assert starts[-1] - starts[0] >= 0.55
@@ -212,22 +179,15 @@ async def test_global_concurrency_caps_all_workers_together(
     redis_url: str, redis_client: Redis, queue: Queue
 ) -> None:
     redis_client.hset(queue.keys.meta, "concurrency", 2)
-    now_running = peak = 0
-
-    async def tracked(job: Job) -> None:
-        nonlocal now_running, peak
-        now_running += 1
-        peak = max(peak, now_running)
-        await asyncio.sleep(0.03)
-        now_running -= 1
+    tracked = PeakConcurrency(0.03)
 
     queue.add_bulk([("g", n, None) for n in range(10)])
     async with (
-        running(redis_url, tracked, concurrency=5),
-        running(redis_url, tracked, concurrency=5),
+        running(QUEUE, tracked, url=redis_url, concurrency=5),
+        running(QUEUE, tracked, url=redis_url, concurrency=5),
     ):
         await until(lambda: queue.get_counts("completed")["completed"] == 10)
-    assert peak == 2
+    assert tracked.peak == 2
 
 
 async def test_a_delayed_job_runs_when_due_without_busy_polling(
@@ -238,7 +198,7 @@ async def test_a_delayed_job_runs_when_due_without_busy_polling(
     async def record(job: Job) -> None:
         ran_at.append(time.time())
 
-    async with running(redis_url, record, drain_delay_s=5):
+    async with running(QUEUE, record, url=redis_url, drain_delay_s=5):
         await asyncio.sleep(0.1)  # the worker is now blocked on the marker
         redis_client.config_resetstat()
         added_at = time.time()
@@ -291,7 +251,7 @@ async def test_a_forced_close_returns_jobs_in_flight_to_the_queue(
     job = queue.get_job(job_id)
     assert job is not None
     assert job.attempts_made == 0
-    async with running(redis_url, echo_after(0)):
+    async with running(QUEUE, echo_after(0), url=redis_url):
         await until(lambda: queue.get_state(job_id) == "completed")
 
 
@@ -317,7 +277,9 @@ async def test_locks_are_renewed_so_a_long_job_is_not_taken_as_stalled(
 ) -> None:
     job_id = queue.add("long")
     checker = Worker("work", echo_after(0), connection_url=redis_url, stalled_interval_ms=100)
-    async with running(redis_url, echo_after(1.0), lock_duration_ms=300, stalled_interval_ms=100):
+    async with running(
+        QUEUE, echo_after(1.0), url=redis_url, lock_duration_ms=300, stalled_interval_ms=100
+    ):
         await until(lambda: queue.get_state(job_id) == "active")
         for _ in range(8):
             redis_client.delete(queue.keys.stalled_check)  # run each check, whoever ran last
@@ -337,7 +299,7 @@ async def test_a_job_whose_lock_vanished_is_recovered_by_the_stalled_checker(
         await hold.wait()
 
     job_id = queue.add("lost")
-    async with running(redis_url, blocked):
+    async with running(QUEUE, blocked, url=redis_url):
         await until(lambda: queue.get_state(job_id) == "active")
         redis_client.delete(queue.keys.lock(job_id))  # as if the worker had died
         checker = Worker("work", echo_after(0), connection_url=redis_url, stalled_interval_ms=50)
@@ -360,7 +322,7 @@ async def test_metrics_count_finished_jobs_per_minute(
             raise RuntimeError("no")
 
     queue.add_bulk([("m", n, None) for n in range(5)])
-    async with running(redis_url, half_fail, metrics=True):
+    async with running(QUEUE, half_fail, url=redis_url, metrics=True):
         await until(
             lambda: queue.get_counts("completed", "failed") == {"completed": 3, "failed": 2}
         )
@@ -372,7 +334,7 @@ async def test_without_metrics_nothing_is_recorded(
     redis_url: str, redis_client: Redis, queue: Queue
 ) -> None:
     queue.add("m")
-    async with running(redis_url, echo_after(0)):
+    async with running(QUEUE, echo_after(0), url=redis_url):
         await until(lambda: queue.get_counts("completed")["completed"] == 1)
     assert redis_client.exists(queue.keys.metrics_completed) == 0
 
@@ -388,7 +350,7 @@ async def test_priorities_and_lifo_decide_the_order(redis_url: str, queue: Queue
     queue.add("lifo", None, {"lifo": True})
     queue.add("low", None, {"priority": 9})
     queue.add("high", None, {"priority": 1})
-    async with running(redis_url, record):
+    async with running(QUEUE, record, url=redis_url):
         await until(lambda: len(order) == 5)
     assert order == ["lifo", "fifo-1", "fifo-2", "high", "low"]
 
@@ -400,7 +362,7 @@ async def test_the_return_value_is_stored_as_json(
         return {"sent": True, "to": ["a@example.com"], "n": None}
 
     job_id = queue.add("send")
-    async with running(redis_url, answer):
+    async with running(QUEUE, answer, url=redis_url):
         await until(lambda: queue.get_state(job_id) == "completed")
     raw = redis_client.hget(queue.keys.job(job_id), "returnvalue")
     assert json.loads(raw or b"") == {"sent": True, "to": ["a@example.com"], "n": None}
@@ -409,7 +371,7 @@ async def test_the_return_value_is_stored_as_json(
 async def test_the_worker_carries_on_after_its_connections_are_dropped(
     redis_url: str, redis_client: Redis, queue: Queue
 ) -> None:
-    async with running(redis_url, echo_after(0)):
+    async with running(QUEUE, echo_after(0), url=redis_url):
         queue.add("before")
         await until(lambda: queue.get_counts("completed")["completed"] == 1)
         redis_client.client_kill_filter(_type="normal", skipme=True)
@@ -424,7 +386,7 @@ async def test_a_cancelled_error_raised_by_the_processor_itself_is_a_failure(
         raise asyncio.CancelledError
 
     job_id = queue.add("cancelled")
-    async with running(redis_url, gives_up):
+    async with running(QUEUE, gives_up, url=redis_url):
         await until(lambda: queue.get_state(job_id) == "failed")
     job = queue.get_job(job_id)
     assert job is not None
