@@ -15,7 +15,8 @@ import pytest
 from redis import Redis
 from redis.cluster import RedisCluster
 
-from queues.connection import connect
+from queues.connection import connect, connect_async
+from queues.events import QueueEvents
 from queues.job import Job
 from queues.queue import Queue
 from tests.test_crash import LOCK_MS, attempts, started_by, wait_for, worker_processes
@@ -127,3 +128,23 @@ def test_a_killed_worker_process_is_recovered_on_the_cluster(
     job = queue.get_job(job_id)
     assert job is not None
     assert job.stalled_counter == 1
+
+
+async def test_queue_events_read_the_stream_on_the_cluster(cluster_url: str, queue: Queue) -> None:
+    job_id = queue.add("watched")
+
+    async def done(job: Job) -> str:
+        return "ok"
+
+    async with running("orders", done, url=cluster_url, prefix=PREFIX):
+        await until(lambda: queue.get_state(job_id) == "completed")
+    client = connect_async(cluster_url)
+    events = QueueEvents("orders", client=client, prefix=PREFIX, last_id="0", block_ms=100)
+    names: list[str] = []
+    async for event in events:
+        names.append(event.event)
+        if event.event == "completed":
+            break
+    await events.close()
+    await client.aclose()
+    assert names == ["added", "waiting", "active", "completed"]
