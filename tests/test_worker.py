@@ -391,3 +391,17 @@ async def test_a_cancelled_error_raised_by_the_processor_itself_is_a_failure(
     job = queue.get_job(job_id)
     assert job is not None
     assert job.failed_reason == "CancelledError"
+
+
+async def test_a_paused_queue_is_left_alone_until_resumed(redis_url: str, queue: Queue) -> None:
+    queue.pause()
+    job_id = queue.add("held")
+    async with running(QUEUE, echo_after(0), url=redis_url, drain_delay_s=5):
+        await asyncio.sleep(0.3)
+        assert queue.get_state(job_id) in ("paused", "wait")
+        assert queue.get_counts("completed")["completed"] == 0
+        resumed_at = time.monotonic()
+        queue.resume()
+        # resume wakes the blocked worker at once, well before its 5 s drain delay
+        await until(lambda: queue.get_state(job_id) == "completed", 2)
+    assert time.monotonic() - resumed_at < 1.5
