@@ -233,3 +233,30 @@ def test_pages_send_csp_without_inline_script_and_deny_framing(
         assert re.findall(r"<script(?![^>]*\ssrc=)[^>]*>", html) == []
         assert " style=" not in html
         assert "/static/django_htmx/htmx-2.min.js" in html
+
+
+@pytest.mark.parametrize(
+    ("value", "short", "exact"),
+    [
+        (0, "0", "0"),
+        (999, "999", "999"),
+        (3_200, "3.2k", "3,200"),
+        (1_204_331, "1.2M", "1,204,331"),
+    ],
+)
+def test_numbers_for_humans(value: int, short: str, exact: str) -> None:
+    from dashboard.presenters import compact, thousands
+
+    assert (compact(value), thousands(value)) == (short, exact)
+
+
+def test_times_for_humans() -> None:
+    from dashboard.presenters import exact_time, relative_time
+
+    now = 1_700_000_000_000
+    assert relative_time(now - 180_000, now) == "3 min ago"
+    assert relative_time(now + 7_200_000, now) == "in 2 h"
+    assert relative_time(now - 1_500, now) == "1.5 s ago"
+    assert relative_time("yesterday", now) == "—"
+    assert exact_time(now) == "2023-11-14 22:13:20.000 UTC"
+    assert exact_time(10**20) == str(10**20)
