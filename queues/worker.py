@@ -65,6 +65,11 @@ MIN_BLOCK_S = 0.001
 ERROR_BACKOFF_S = 1.0
 
 
+# Built once: json.dumps with options makes a new encoder per call. Strict JSON,
+# since NaN or Infinity would be unreadable for other runtimes.
+_RESULT_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 class UnrecoverableError(Exception):
     """Raise from a processor to fail the job now, whatever attempts are left."""
 
@@ -344,8 +349,7 @@ class Worker:
 
     async def _complete(self, job: Job, result: Any) -> Job | None:
         try:
-            # Strict JSON: NaN or Infinity would be unreadable for other runtimes.
-            value = json.dumps(result, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            value = _RESULT_ENCODER.encode(result)
         except (TypeError, ValueError) as exc:
             return await self._handle_failure(job, exc)
         return await self._finish(job, "completed", value, None)
