@@ -405,3 +405,17 @@ async def test_a_paused_queue_is_left_alone_until_resumed(redis_url: str, queue:
         # resume wakes the blocked worker at once, well before its 5 s drain delay
         await until(lambda: queue.get_state(job_id) == "completed", 2)
     assert time.monotonic() - resumed_at < 1.5
+
+
+async def test_a_busy_worker_costs_one_script_call_per_job(
+    redis_url: str, redis_client: Redis, queue: Queue
+) -> None:
+    queue.add_bulk([("busy", n, None) for n in range(300)])
+    redis_client.config_resetstat()
+    async with running(QUEUE, echo_after(0), url=redis_url, concurrency=10):
+        await until(lambda: queue.get_counts("completed")["completed"] == 300)
+        stats = redis_client.info("commandstats")
+    calls = sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("evalsha", "eval"))
+    # 300 finishes that each fetch the next job, plus the first pick-up of each
+    # slot, the stalled check and the pick-ups that found the queue drained
+    assert 300 <= calls <= 300 + 25
