@@ -419,3 +419,14 @@ async def test_a_busy_worker_costs_one_script_call_per_job(
     # 300 finishes that each fetch the next job, plus the first pick-up of each
     # slot, the stalled check and the pick-ups that found the queue drained
     assert 300 <= calls <= 300 + 25
+
+
+async def test_an_unknown_backoff_type_retries_without_delay(
+    redis_url: str, queue: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    flaky = FailsFirst(1)
+    job_id = queue.add("odd", None, {"attempts": 2, "backoff": {"type": "linear", "delay": 60_000}})
+    async with running(QUEUE, flaky, url=redis_url):
+        await until(lambda: queue.get_state(job_id) == "completed", 3)
+    assert flaky.gaps()[0] < 1
+    assert "unknown backoff type 'linear'" in caplog.text
