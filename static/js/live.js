@@ -67,7 +67,8 @@
     return fetch(url, {headers: {"Accept": "application/json"}, credentials: "same-origin"})
       .then(function (r) { if (!r.ok) throw new Error(url + ": " + r.status); return r.json(); });
   }
-  function pointerInside(el) { return !!el && el.matches(":hover"); }
+  // The user is working in `el`: the mouse is over it or the keyboard focus is in it.
+  function inUse(el) { return !!el && (el.matches(":hover") || el.contains(document.activeElement)); }
   function rearm(el) {  // let htmx and dashboard.js wire up swapped-in markup
     if (window.htmx) window.htmx.process(el);
     el.dispatchEvent(new CustomEvent("htmx:afterSwap", {bubbles: true}));
@@ -138,13 +139,13 @@
   });
 
   // The queue page's list: refetched as a fragment, then merged row by row so
-  // rows that stay keep their node (and checkbox); deferred while the pointer
-  // is over the table so nothing moves under the mouse.
+  // rows that stay keep their node (and checkbox); deferred while the mouse is
+  // over the table or the focus is in it, so nothing moves under the user.
   var jobTable = document.getElementById("job-table");
   var listWaiting = false;
   var refreshList = throttled(REFRESH_MS, function () {
     if (!jobTable) return;
-    if (pointerInside(jobTable)) {
+    if (inUse(jobTable)) {
       listWaiting = true;
       return;
     }
@@ -153,6 +154,7 @@
   });
   if (jobTable) {
     jobTable.addEventListener("mouseleave", function () { if (listWaiting) refreshList(); });
+    jobTable.addEventListener("focusout", function () { if (listWaiting) refreshList(); });
   }
 
   function mergeJobTable(html) {
