@@ -139,6 +139,7 @@ def scan_queues(client: Redis, prefixes: Iterable[str]) -> list[QueueRef]:
 @dataclass
 class _DiscoveryCache:
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # (prefixes, client) -> (fresh until, monotonic seconds; queues found)
     entries: dict[tuple[int, tuple[str, ...]], tuple[float, list[QueueRef]]] = field(
         default_factory=dict
     )
@@ -155,9 +156,13 @@ def clear_discovery_cache() -> None:
 
 def _refresh(client: Redis, cache_key: tuple[int, tuple[str, ...]]) -> list[QueueRef]:
     try:
+        started = time.monotonic()
         queues = scan_queues(client, cache_key[1])
+        finished = time.monotonic()
+        # A huge keyspace takes long to scan: rescan at most 10% of the time.
+        fresh_until = finished + max(DISCOVERY_TTL_S, 10 * (finished - started))
         with _discovery.lock:
-            _discovery.entries[cache_key] = (time.monotonic(), queues)
+            _discovery.entries[cache_key] = (fresh_until, queues)
         return queues
     finally:
         with _discovery.lock:
@@ -170,13 +175,14 @@ def discover_queues(
     """Configured queues plus those found under ``prefixes``, sorted.
 
     The scan walks the whole keyspace, so its result is cached for
-    ``DISCOVERY_TTL_S``; a stale result is served while one background thread
-    rescans, so no page request ever waits for a scan after the first.
+    ``DISCOVERY_TTL_S`` (longer when a scan is slow); a stale result is served
+    while one background thread rescans, so no page request ever waits for a
+    scan after the first.
     """
     cache_key = (id(client), tuple(prefixes))
     with _discovery.lock:
         entry = _discovery.entries.get(cache_key)
-        stale = entry is None or time.monotonic() - entry[0] > DISCOVERY_TTL_S
+        stale = entry is None or time.monotonic() > entry[0]
         start_background = entry is not None and stale and cache_key not in _discovery.refreshing
         if start_background:
             _discovery.refreshing.add(cache_key)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -38,6 +39,21 @@ def test_discovery_is_cached_then_refreshed(redis_client: Redis) -> None:
     assert [r.name for r in inspect.discover_queues(redis_client, ["bull"])] == ["a"]
     inspect.clear_discovery_cache()
     assert [r.name for r in inspect.discover_queues(redis_client, ["bull"])] == ["a", "b"]
+
+
+def test_stale_discovery_is_served_while_one_background_rescan_runs(
+    redis_client: Redis,
+) -> None:
+    redis_client.set("bull:a:id", 1)
+    inspect.discover_queues(redis_client, ["bull"])
+    redis_client.set("bull:b:id", 1)
+    for key, (_, queues) in list(inspect._discovery.entries.items()):
+        inspect._discovery.entries[key] = (0.0, queues)  # expired
+    assert [r.name for r in inspect.discover_queues(redis_client, ["bull"])] == ["a"]
+    deadline = time.monotonic() + 5
+    while [r.name for r in inspect.discover_queues(redis_client, ["bull"])] != ["a", "b"]:
+        assert time.monotonic() < deadline, "the background rescan never landed"
+        time.sleep(0.01)
 
 
 def test_summaries_of_many_queues_take_one_round_trip(
