@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
 from redis import Redis
@@ -226,3 +227,30 @@ async def test_malformed_messages_close_with_4400(frame: str) -> None:
     communicator = await viewer_socket()
     await communicator.send_to(text_data=frame)
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4400}
+
+
+@pytest.mark.usefixtures("hub")
+async def test_a_socket_that_falls_behind_gets_a_refresh_hint_not_the_backlog(
+    redis_client: Redis,
+) -> None:
+    communicator = await viewer_socket()
+    tip = (await subscribe(communicator))["last_id"]
+    ms = int(tip.split("-")[0])
+    stale = [
+        {"id": f"{ms + n}-0", "event": "added", "job_id": str(n), "fields": {}} for n in range(1, 4)
+    ]
+    # What the reader sends, as if it had waited in the layer for 5 seconds.
+    await get_channel_layer().group_send(
+        get_hub().readers[QUEUE].group,
+        {"type": "live.events", "queue": QUEUE, "events": stale, "sent_at": time.monotonic() - 5},
+    )
+    hint = await communicator.receive_json_from(timeout=5)
+    assert hint == {
+        "type": "events",
+        "queue": QUEUE,
+        "events": [],
+        "last_id": stale[-1]["id"],
+        "skipped": 3,
+        "refresh": True,
+    }
+    await communicator.disconnect()

@@ -33,6 +33,7 @@ from tests.e2e.server import (
     ServerFailed,
     free_port,
     prepare,
+    terminate,
 )
 
 PEER = Path(__file__).with_name("peer.py")
@@ -211,13 +212,7 @@ class Processes:
 
     def stop_all(self) -> None:
         for started in self.started:
-            if started.process.poll() is None:
-                started.process.terminate()
-                try:
-                    started.process.wait(10)
-                except subprocess.TimeoutExpired:
-                    started.process.kill()
-                    started.process.wait()
+            terminate(started.process)
 
 
 @pytest.fixture

@@ -39,6 +39,17 @@ def free_port() -> int:
         return port
 
 
+def terminate(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 10 s; returns once the process is gone."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def manage(env: dict[str, str], *args: str) -> None:
     subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True
@@ -104,11 +115,6 @@ class DashboardServer:
         return self.log_path.read_text(errors="replace")[-3000:]
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            terminate(self.process)
         self.process = None
