@@ -481,7 +481,13 @@ class Worker:
             except NoScriptError:
                 await self.client.script_load(calls[0].script.source)
                 answers = await self._pipelined(calls)
-        lost = [job_id for (job_id, _), ok in zip(held, answers, strict=True) if ok != 1]
+        # A job finished while the renewals were in flight has no lock left to
+        # extend: only jobs still held under the same token count as lost.
+        lost = [
+            job_id
+            for (job_id, token), ok in zip(held, answers, strict=True)
+            if ok != 1 and self.held.get(job_id) == token
+        ]
         for job_id in lost:
             log.warning("worker %s: lost the lock of job %s in %s", self.name, job_id, self.keys)
         return lost

@@ -430,3 +430,24 @@ async def test_an_unknown_backoff_type_retries_without_delay(
         await until(lambda: queue.get_state(job_id) == "completed", 3)
     assert flaky.gaps()[0] < 1
     assert "unknown backoff type 'linear'" in caplog.text
+
+
+async def test_renewal_reports_a_lock_taken_away_from_a_running_job(
+    redis_url: str, redis_client: Redis, queue: Queue
+) -> None:
+    hold = asyncio.Event()
+
+    async def blocked(job: Job) -> None:
+        await hold.wait()
+
+    kept = queue.add("kept")
+    taken = queue.add("taken")
+    async with running(QUEUE, blocked, url=redis_url, concurrency=2) as worker:
+        await until(lambda: len(worker.held) == 2)
+        redis_client.set(queue.keys.lock(taken), "someone-else")
+        assert await worker.renew_locks() == [taken]
+        assert 0 < (redis_client.pttl(queue.keys.lock(kept)) or 0) <= 30_000
+        hold.set()
+        await until(lambda: queue.get_state(kept) == "completed")
+    # finishing without the lock is refused: the job stays where the new holder has it
+    assert queue.get_state(taken) == "active"
