@@ -91,7 +91,12 @@ class DemoQueue:
 
 def _email(rng: random.Random) -> tuple[str, Any, dict[str, Any]]:
     user = f"user{rng.randint(1, 5000)}@example.com"
-    retry = {"attempts": 3, "backoff": {"type": "exponential", "delay": 500}}
+    # A demo left running for hours must not grow without bound: keep an hour.
+    retry = {
+        "attempts": 3,
+        "backoff": {"type": "exponential", "delay": 500},
+        "removeOnComplete": {"age": 3600, "count": 2000},
+    }
     kind = rng.random()
     if kind < 0.2:
         return "password-reset", {"to": user}, {**retry, "priority": 1}
@@ -112,7 +117,8 @@ def _payment(rng: random.Random) -> tuple[str, Any, dict[str, Any]]:
 
 def _thumbnail(rng: random.Random) -> tuple[str, Any, dict[str, Any]]:
     image = f"s3://uploads/{rng.getrandbits(48):012x}.jpg"
-    return "resize", {"image": image}, {"attempts": 1, "removeOnFail": {"count": 100}}
+    keep = {"removeOnComplete": 1000, "removeOnFail": {"count": 100}}
+    return "resize", {"image": image}, {"attempts": 1, **keep}
 
 
 def _report(rng: random.Random) -> tuple[str, Any, dict[str, Any]]:
