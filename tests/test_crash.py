@@ -7,6 +7,7 @@ other worker processes' stalled checkers bring the jobs back.
 
 from __future__ import annotations
 
+import itertools
 import signal
 import subprocess
 import sys
@@ -45,6 +46,18 @@ def attempts(client: Redis) -> list[Attempt]:
         if kind != "ready":
             (starts if kind == "start" else finishes)[(job_id, int(pid))] = int(at)
     return [Attempt(job, pid, at, finishes.get((job, pid))) for (job, pid), at in starts.items()]
+
+
+def assert_never_concurrent(runs: list[Attempt], killed_at_ms: dict[int, int]) -> None:
+    """No two attempts of a job overlap; a killed process's attempt ends at its kill."""
+    by_job: dict[str, list[Attempt]] = defaultdict(list)
+    for attempt in runs:
+        by_job[attempt.job_id].append(attempt)
+    for job_runs in by_job.values():
+        job_runs.sort(key=lambda a: a.started_ms)
+        for earlier, later in itertools.pairwise(job_runs):
+            ended = earlier.finished_ms or killed_at_ms[earlier.pid]
+            assert later.started_ms >= ended, (earlier, later)
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
@@ -100,7 +113,7 @@ def test_jobs_of_a_killed_worker_are_recovered_and_completed_once(
         wait_for(lambda: started_by(redis_client, doomed.pid) == set(long_ids))
         doomed.send_signal(signal.SIGKILL)
         doomed.wait()
-        killed_at = time.time() * 1000
+        killed_at = int(time.time() * 1000)
         short_ids = [queue.add("short", {"sleep": 0.05}) for _ in range(6)]
         rescuer = start()
         wait_for(lambda: queue.get_counts("completed")["completed"] == 10, 20)
@@ -127,18 +140,21 @@ def test_jobs_of_a_killed_worker_are_recovered_and_completed_once(
         assert [a.finished_ms is not None for a in by_job[job_id]] == [True]
     finished = [a for a in attempts(redis_client) if a.finished_ms is not None]
     assert sorted(a.job_id for a in finished) == sorted(long_ids + short_ids)
+    assert_never_concurrent(attempts(redis_client), {doomed.pid: killed_at})
 
 
 def test_a_job_that_stalls_past_the_limit_fails_with_the_stalled_reason(
     redis_url: str, redis_client: Redis, queue: Queue
 ) -> None:
     job_id = queue.add("poison", {"sleep": 30})
+    killed_at: dict[int, int] = {}
     with worker_processes(redis_url) as start:
         for _ in range(2):  # max stalled count is 1: the second stall is one too many
             victim = start()
             wait_for(lambda pid=victim.pid: job_id in started_by(redis_client, pid))
             victim.send_signal(signal.SIGKILL)
             victim.wait()
+            killed_at[victim.pid] = int(time.time() * 1000)
         start()
         wait_for(lambda: queue.get_state(job_id) == "failed", 20)
     job = queue.get_job(job_id)
@@ -147,3 +163,4 @@ def test_a_job_that_stalls_past_the_limit_fails_with_the_stalled_reason(
     assert job.stalled_counter == 2
     # two attempts began (both killed); the third pick-up failed it without running it
     assert len([a for a in attempts(redis_client) if a.job_id == job_id]) == 2
+    assert_never_concurrent(attempts(redis_client), killed_at)
