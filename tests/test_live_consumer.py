@@ -254,3 +254,25 @@ async def test_a_socket_that_falls_behind_gets_a_refresh_hint_not_the_backlog(
         "refresh": True,
     }
     await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_a_burst_that_trims_unread_events_gives_a_gap(redis_client: Redis) -> None:
+    communicator = await viewer_socket()
+    await subscribe(communicator)
+    seen = add_event(redis_client, "1")
+    assert await received_ids(communicator, 1) == [seen]
+    # One script-sized burst: 300 events, the stream capped at 150 before the reader reads.
+    with redis_client.pipeline(transaction=True) as pipe:
+        for n in range(300):
+            pipe.xadd(STREAM, {"event": "waiting", "jobId": str(n)}, maxlen=150, approximate=False)
+        pipe.execute()
+    newest = redis_client.xrevrange(STREAM, count=1)[0][0].decode()
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "gap",
+        "queue": QUEUE,
+        "last_id": newest,
+    }
+    live = add_event(redis_client, "6")
+    assert await received_ids(communicator, 1) == [live]
+    await communicator.disconnect()

@@ -22,9 +22,12 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
 from channels.layers import get_channel_layer
 from redis.asyncio import Redis as AsyncRedis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from dashboard.live.streams import EventPayload, keys_from_ref, newest_id, payload, was_trimmed
@@ -38,9 +41,11 @@ READ_BATCH = 500  # events per XREAD, and at most per group message
 # At most one group message per queue every COALESCE_S: a lone event goes out
 # at once, a busy stream in batches (1,000 events/s -> ~100 messages, not 1,000).
 COALESCE_S = 0.01
+GAP_CHECK_BATCH = 100
 BLOCK_MS = 5000
 RETRY_DELAYS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 POSITION_TIMEOUT_S = 10.0
+CLIENT_NAME = "echomq-live"
 
 
 def group_name(ref: str, process_token: str) -> str:
@@ -85,19 +90,22 @@ class StreamReader:
                     # A concrete start id, fixed before any subscriber replays up to it.
                     events.last_id = await newest_id(self.client, keys.events)
                     self.positioned.set()
-                if failures and await was_trimmed(self.client, keys.events, events.last_id):
-                    # Entries were trimmed while Redis was unreachable: pages reload.
-                    events.last_id = await newest_id(self.client, keys.events)
-                    await layer.group_send(
-                        self.group, {"type": "live.gap", "queue": self.ref, "tip": events.last_id}
-                    )
+                if failures:
+                    # Entries may have been trimmed while Redis was unreachable.
+                    await self._gap_if_trimmed(layer, events, events.last_id)
                 failures = 0
                 wait = sent_at + COALESCE_S - time.monotonic()
                 if wait > 0:
                     await asyncio.sleep(wait)
+                before = events.last_id
                 batch = await _next_batch(events)
                 if batch is None:
                     return
+                # A big batch means a burst: it may have trimmed entries we never read.
+                if len(batch) >= GAP_CHECK_BATCH and await self._gap_if_trimmed(
+                    layer, events, before
+                ):
+                    continue
                 sent_at = time.monotonic()
                 await layer.group_send(
                     self.group,
@@ -115,6 +123,17 @@ class StreamReader:
                 level = logging.WARNING if isinstance(exc, RedisError | OSError) else logging.ERROR
                 log.log(level, "live reader %s: %r; retrying in %.1fs", self.ref, exc, delay)
                 await asyncio.sleep(delay)
+
+    async def _gap_if_trimmed(self, layer: Any, events: QueueEvents, position: str) -> bool:
+        """Entries after ``position`` are gone: pages reload, the reader jumps to the newest."""
+        keys = events.keys
+        if not await was_trimmed(self.client, keys.events, position):
+            return False
+        events.last_id = await newest_id(self.client, keys.events)
+        await layer.group_send(
+            self.group, {"type": "live.gap", "queue": self.ref, "tip": events.last_id}
+        )
+        return True
 
 
 async def _next_batch(events: QueueEvents) -> list[EventPayload] | None:
@@ -140,7 +159,12 @@ class StreamHub:
     @property
     def client(self) -> AsyncRedis:
         if self._client is None:
-            self._client = connect_async(redis_url())
+            # Named, so CLIENT LIST shows which connections are live readers. No
+            # silent retries: a reader must see a dropped connection, because
+            # entries may be trimmed before it reads again (it then checks).
+            self._client = connect_async(
+                redis_url(), client_name=CLIENT_NAME, retry=Retry(NoBackoff(), 0)
+            )
         return self._client
 
     async def acquire(self, ref: str) -> str:
