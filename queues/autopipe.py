@@ -7,30 +7,100 @@ event-loop turn is packed by hiredis, written with a single syscall, and the
 replies, which Redis sends back in order, are parsed by hiredis as they
 arrive and handed to the waiting coroutines.
 
-Only plain TCP and unix-socket servers are supported (no TLS, no cluster):
-:meth:`AutoPipeline.for_client` answers ``None`` for anything else and callers
-keep using the redis-py client they already have.
+Plain TCP and unix-socket servers are supported, and Redis Cluster when every
+key a caller sends hashes to one slot (a queue with a ``{hash-tag}`` prefix):
+the pipeline then talks to the node owning that slot, found through the
+cluster client, and follows a MOVED answer to the new owner. Anything else
+(TLS, custom connection classes) gets ``None`` from
+:meth:`AutoPipeline.for_client`, and callers keep using their redis-py client.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import hiredis
 from redis.asyncio import Redis as AsyncRedis
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.connection import Connection, UnixDomainSocketConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
-from queues.connection import is_cluster
 from queues.scripts import ScriptCall
 
 _NOSCRIPT = "NOSCRIPT"
+_MOVED = "MOVED "
+
+# Finds (host, port) of the cluster node owning the pipeline's slot.
+Locator = Callable[[], Awaitable[tuple[str, int]]]
 
 
-class AutoPipeline(asyncio.Protocol):
+class _Link(asyncio.Protocol):
+    """One connection: its transport, its reply parser, the callers waiting for
+    replies in the order their commands were written, and what is not yet
+    written. A new connection is a new link, so a late event from an old
+    connection can only touch the callers that were waiting on it."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.reader = hiredis.Reader(replyError=ResponseError)
+        self.waiting: deque[asyncio.Future[Any]] = deque()
+        self.outgoing: list[bytes] = []
+        self.flush_scheduled = False
+        self.lost = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        reader = self.reader
+        reader.feed(data)
+        waiting = self.waiting
+        reply = reader.gets()
+        while reply is not False:
+            future = waiting.popleft()
+            if not future.done():  # a caller cancelled meanwhile: drop its reply
+                future.set_result(reply)
+            reply = reader.gets()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.transport = None
+        self.outgoing.clear()
+        waiting, self.waiting = self.waiting, deque()
+        for future in waiting:
+            if not future.done():
+                future.set_exception(RedisConnectionError(f"connection to Redis lost: {exc}"))
+
+    def send(self, packed: bytes) -> asyncio.Future[Any]:
+        if self.transport is None:
+            raise RedisConnectionError("not connected to Redis")
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self.waiting.append(future)
+        self.outgoing.append(packed)
+        if not self.flush_scheduled:
+            # Everything sent before the loop runs again goes out in one write.
+            self.flush_scheduled = True
+            loop.call_soon(self.flush)
+        return future
+
+    def flush(self) -> None:
+        self.flush_scheduled = False
+        if self.transport is not None and self.outgoing:
+            self.transport.write(b"".join(self.outgoing))
+        self.outgoing.clear()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class AutoPipeline:
     def __init__(
         self,
         *,
@@ -40,30 +110,30 @@ class AutoPipeline(asyncio.Protocol):
         db: int = 0,
         username: str | None = None,
         password: str | None = None,
+        locate: Locator | None = None,
     ) -> None:
         self._address = (host, port, path)
+        self._locate = locate
         self._handshake: list[tuple[Any, ...]] = []
         if password is not None:
             auth = ("AUTH", username, password) if username else ("AUTH", password)
             self._handshake.append(auth)
         if db:
             self._handshake.append(("SELECT", db))
-        self._transport: asyncio.Transport | None = None
-        # Set once the handshake is queued: commands sent earlier would run
-        # before AUTH / SELECT.
-        self._ready = False
-        self._reader = hiredis.Reader(replyError=ResponseError)
-        self._waiting: deque[asyncio.Future[Any]] = deque()
-        self._outgoing: list[bytes] = []
-        self._flush_scheduled = False
+        # Set once the link's handshake is queued: commands sent earlier would
+        # run before AUTH / SELECT.
+        self._link: _Link | None = None
         self._connecting: asyncio.Lock | None = None
         self._closed = False
+        # Set by a MOVED answer: the next connect goes where it said.
+        self._moved = False
 
     @classmethod
-    def for_client(cls, client: AsyncRedis) -> AutoPipeline | None:
-        """A pipeline to the server ``client`` talks to, if it is a plain one."""
-        if is_cluster(client):
-            return None
+    def for_client(cls, client: AsyncRedis, *, slot_key: str = "") -> AutoPipeline | None:
+        """A pipeline to the server ``client`` talks to, if it is a plain one; for a
+        cluster client, to the node owning ``slot_key`` (required then)."""
+        if isinstance(client, AsyncRedisCluster):
+            return cls._for_cluster(client, slot_key) if slot_key else None
         kwargs: dict[str, Any] = client.connection_pool.connection_kwargs
         kind = client.connection_pool.connection_class
         db = int(kwargs.get("db") or 0)
@@ -76,102 +146,101 @@ class AutoPipeline(asyncio.Protocol):
             return cls(host=host, port=port, db=db, username=username, password=password)
         return None  # TLS or a custom connection class: leave it to redis-py
 
-    # -- asyncio.Protocol ---------------------------------------------------
+    @classmethod
+    def _for_cluster(cls, client: AsyncRedisCluster, slot_key: str) -> AutoPipeline | None:
+        kwargs = client.get_connection_kwargs()
+        if kwargs.get("connection_class", Connection) is not Connection:
+            return None  # TLS nodes: leave it to redis-py
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        async def locate() -> tuple[str, int]:
+            await client.initialize()  # a no-op once the slot map is loaded
+            node = client.get_node_from_key(slot_key)
+            if node is None:
+                raise RedisConnectionError(f"no cluster node serves {slot_key!r}")
+            return node.host, int(node.port)
 
-    def data_received(self, data: bytes) -> None:
-        reader = self._reader
-        reader.feed(data)
-        waiting = self._waiting
-        reply = reader.gets()
-        while reply is not False:
-            future = waiting.popleft()
-            if not future.done():  # a caller cancelled meanwhile: drop its reply
-                future.set_result(reply)
-            reply = reader.gets()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._transport = None
-        self._ready = False
-        self._reader = hiredis.Reader(replyError=ResponseError)
-        self._outgoing.clear()
-        waiting, self._waiting = self._waiting, deque()
-        for future in waiting:
-            if not future.done():
-                future.set_exception(RedisConnectionError(f"connection to Redis lost: {exc}"))
+        username, password = kwargs.get("username"), kwargs.get("password")
+        return cls(username=username, password=password, locate=locate)
 
     # -- sending --------------------------------------------------------------
 
     async def execute(self, *args: Any) -> Any:
         """Send one command; its reply, with error replies raised as ResponseError."""
-        if not self._ready:
-            await self._connect()
-        reply = await self._send(hiredis.pack_command(args))
+        link = self._link
+        if link is None or link.lost:
+            link = await self._connect()
+        reply = await link.send(hiredis.pack_command(args))
         if isinstance(reply, ResponseError):
+            if self._follow_moved(reply):
+                return await self.execute(*args)
             raise reply
         return reply
 
     async def run(self, call: ScriptCall) -> Any:
         """Run a built script call (EVALSHA, then EVAL when the server lacks it)."""
-        if not self._ready:
-            await self._connect()
+        link = self._link
+        if link is None or link.lost:
+            link = await self._connect()
         keys = call.keys
         command: Any = ("EVALSHA", call.script.sha, len(keys), *keys, *call.args)
-        reply = await self._send(hiredis.pack_command(command))
+        reply = await link.send(hiredis.pack_command(command))
         if isinstance(reply, ResponseError):
+            if self._follow_moved(reply):
+                return await self.run(call)
             if not str(reply).startswith(_NOSCRIPT):
                 raise reply
             return await self.execute("EVAL", call.script.source, len(keys), *keys, *call.args)
         return reply
 
-    def _send(self, packed: bytes) -> asyncio.Future[Any]:
-        if self._transport is None:
-            raise RedisConnectionError("not connected to Redis")
-        future = asyncio.get_running_loop().create_future()
-        self._waiting.append(future)
-        self._outgoing.append(packed)
-        if not self._flush_scheduled:
-            # Everything sent before the loop runs again goes out in one write.
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
-        return future
+    def _follow_moved(self, reply: ResponseError) -> bool:
+        """A cluster slot changed owner: reconnect to the node named in the
+        answer (the caller resends). Commands in flight on the old connection
+        fail with a connection error."""
+        message = str(reply)
+        if self._locate is None or not message.startswith(_MOVED):
+            return False
+        host, _, port = message.split()[-1].rpartition(":")
+        self._address = (host or self._address[0], int(port), None)
+        self._moved = True
+        if self._link is not None:
+            self._link.close()
+            self._link = None
+        return True
 
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        if self._transport is not None and self._outgoing:
-            self._transport.write(b"".join(self._outgoing))
-        self._outgoing.clear()
-
-    async def _connect(self) -> None:
+    async def _connect(self) -> _Link:
         if self._closed:
             raise RedisConnectionError("the pipeline is closed")
         if self._connecting is None:
             self._connecting = asyncio.Lock()
         async with self._connecting:
-            if self._ready:
-                return
+            if self._link is not None and not self._link.lost:
+                return self._link
             loop = asyncio.get_running_loop()
+            if self._locate is not None and not self._moved:
+                # Ask the cluster client again on every connect: after a
+                # failover the slot's owner is another node.
+                self._address = (*await self._locate(), None)
+            self._moved = False
             host, port, path = self._address
+            link = _Link()
             try:
                 if path is not None:
-                    await loop.create_unix_connection(lambda: self, path)
+                    await loop.create_unix_connection(lambda: link, path)
                 else:
-                    await loop.create_connection(lambda: self, host, port)
+                    await loop.create_connection(lambda: link, host, port)
             except OSError as exc:
                 raise RedisConnectionError(f"cannot connect to Redis: {exc}") from exc
-            replies = [self._send(hiredis.pack_command(command)) for command in self._handshake]
-            self._ready = True
+            # Queued before anyone else can use the link, so they run first.
+            replies = [link.send(hiredis.pack_command(command)) for command in self._handshake]
+            self._link = link
             for reply in replies:
                 if isinstance(await reply, ResponseError):
                     await self.close()
                     raise RedisConnectionError(f"Redis refused the handshake: {reply.result()}")
+            return link
 
     async def close(self) -> None:
         self._closed = True
-        self._ready = False
-        if self._transport is not None:
-            self._transport.close()
-            self._transport = None
+        if self._link is not None:
+            self._link.close()
+            self._link = None

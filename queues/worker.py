@@ -19,7 +19,7 @@ Shape of the runtime, chosen so a busy worker costs one script call per job:
   (releaseJob: they run next, no attempt counted).
 - Script calls share one auto-pipelined connection (``queues.autopipe``:
   hiredis packs and parses, one write per event-loop turn); pick-up answers
-  are decoded by ``queues.pickup``. Cluster clients use redis-py directly.
+  are decoded by ``queues.pickup``.
 """
 
 from __future__ import annotations
@@ -127,9 +127,9 @@ class Worker:
         if client is None:
             client = connect_async(connection_url or "")
         self.client: AsyncRedis = client
-        # Script calls go through one auto-pipelined connection when the server
-        # allows it (plain TCP / unix socket); blocking reads stay on the client.
-        self._pipe = AutoPipeline.for_client(client)
+        # Script calls go through one auto-pipelined connection (to the node
+        # owning the queue's slot on a cluster); blocking reads stay on the client.
+        self._pipe = AutoPipeline.for_client(client, slot_key=self.keys.wait)
         token = uuid.uuid4().hex
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{token[:8]}"
         self._token_prefix = token + ":"

@@ -29,7 +29,8 @@ async def test_commands_of_one_loop_turn_share_a_write_and_get_their_own_replies
 ) -> None:
     await pipe.execute("PING")  # connect first, so the next writes can be counted
     writes = 0
-    transport = pipe._transport
+    assert pipe._link is not None
+    transport = pipe._link.transport
     assert transport is not None
     original = transport.write
 

@@ -15,6 +15,7 @@ import pytest
 from redis import Redis
 from redis.cluster import RedisCluster
 
+from queues.autopipe import AutoPipeline
 from queues.connection import connect, connect_async
 from queues.events import QueueEvents
 from queues.job import Job
@@ -148,3 +149,34 @@ async def test_queue_events_read_the_stream_on_the_cluster(cluster_url: str, que
     await events.close()
     await client.aclose()
     assert names == ["added", "waiting", "active", "completed"]
+
+
+async def test_the_auto_pipeline_talks_to_the_node_owning_the_queue_slot(
+    cluster_url: str, cluster: RedisCluster, queue: Queue
+) -> None:
+    client = connect_async(cluster_url)
+    assert AutoPipeline.for_client(client) is None  # no slot named: no single node to use
+    pipe = AutoPipeline.for_client(client, slot_key=queue.keys.wait)
+    assert pipe is not None
+    assert await pipe.execute("SET", queue.keys.meta + ":probe", "here") == b"OK"
+    owner = cluster.get_node_from_key(queue.keys.wait)
+    assert pipe._address[:2] == (owner.host, owner.port)
+    assert cluster.get(queue.keys.meta + ":probe") == b"here"
+    await pipe.close()
+    await client.aclose()
+
+
+async def test_the_auto_pipeline_follows_a_moved_answer(
+    cluster: RedisCluster, queue: Queue
+) -> None:
+    owner = cluster.get_node_from_key(queue.keys.wait)
+    other = next(node for node in cluster.get_primaries() if node.port != owner.port)
+
+    async def wrong_node() -> tuple[str, int]:
+        return other.host, other.port
+
+    pipe = AutoPipeline(locate=wrong_node)
+    assert await pipe.execute("SET", queue.keys.meta + ":probe", "moved") == b"OK"
+    assert pipe._address[1] == owner.port
+    assert cluster.get(queue.keys.meta + ":probe") == b"moved"
+    await pipe.close()
