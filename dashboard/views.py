@@ -31,6 +31,26 @@ CLEAN_AGES = (
     ("7 days", 7 * 86_400_000),
     ("any age", 0),
 )
+# The event filter's choices (PROTOCOL.md, Events).
+EVENT_TYPES = (
+    "added",
+    "waiting",
+    "delayed",
+    "active",
+    "progress",
+    "completed",
+    "failed",
+    "retries-exhausted",
+    "stalled",
+    "removed",
+    "waiting-children",
+    "duplicated",
+    "deduplicated",
+    "cleaned",
+    "paused",
+    "resumed",
+    "drained",
+)
 
 
 def _is_htmx(request: HttpRequest) -> bool:
@@ -129,27 +149,6 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     if _is_htmx(request):
         return _page(request, "dashboard/_event_rows.html", context)
     return _page(request, "dashboard/events.html", context)
-
-
-EVENT_TYPES = (
-    "added",
-    "waiting",
-    "delayed",
-    "active",
-    "progress",
-    "completed",
-    "failed",
-    "retries-exhausted",
-    "stalled",
-    "removed",
-    "waiting-children",
-    "duplicated",
-    "deduplicated",
-    "cleaned",
-    "paused",
-    "resumed",
-    "drained",
-)
 
 
 @require_GET
