@@ -55,11 +55,11 @@
     var q = splitRef(ref);
     return "/queues/" + encodeURIComponent(q.prefix) + "/" + encodeURIComponent(q.name) + "/";
   }
-  function getText(url, asFragment) {
+  function getText(url, asFragment, accept404) {
     var headers = {"Accept": "text/html"};
     if (asFragment) { headers["HX-Request"] = "true"; }
     return fetch(url, {headers: headers, credentials: "same-origin"}).then(function (r) {
-      if (!r.ok) throw new Error(url + ": " + r.status);
+      if (!r.ok && !(accept404 && r.status === 404)) throw new Error(url + ": " + r.status);
       return r.text();
     });
   }
@@ -135,7 +135,21 @@
         });
       });
     }
-    return getJson("/api" + queueUrl(queues[0])).then(function (q) { setCounts(document, q.counts); });
+    return getJson("/api" + queueUrl(queues[0])).then(function (q) {
+      setCounts(document, q.counts);
+      var head = document.querySelector(".queue-head");
+      if (head && q.paused !== !!head.querySelector("[data-paused]")) refreshHead();
+    });
+  });
+
+  // Paused or resumed elsewhere: the header's badge and pause/resume button follow.
+  var refreshHead = throttled(REFRESH_MS, function () {
+    var head = document.querySelector(".queue-head");
+    if (!head || head.contains(document.activeElement)) return;
+    return getText(location.href, false).then(function (html) {
+      var next = new DOMParser().parseFromString(html, "text/html").querySelector(".queue-head");
+      if (next) { head.replaceWith(document.adoptNode(next)); rearm(next); }
+    });
   });
 
   // The queue page's list: refetched as a fragment, then merged row by row so
@@ -189,9 +203,10 @@
   // The job page: refetched whole, then each top-level block of <main> that
   // changed is swapped, except the messages and any block holding the focus.
   var refreshJob = throttled(300, function () {
-    return getText(location.href, false).then(function (html) {
+    // A removed job answers 404 with a page that says so: show that too.
+    return getText(location.href, false, true).then(function (html) {
       var doc = new DOMParser().parseFromString(html, "text/html");
-      var next = doc.querySelector("main[data-page]");
+      var next = doc.querySelector("main");
       if (!next) return;
       var current = {};
       Array.prototype.forEach.call(main.children, function (el) { current[blockKey(el)] = el; });
@@ -227,6 +242,10 @@
   var filterJob = feed ? feed.getAttribute("data-filter-job") || "" : "";
   // Read by bench/live.py: XADD-to-DOM latencies (ms), rows drawn, time spent applying batches.
   var measured = window.echomqLive = {rendered: 0, latencies: [], flushes: 0, flushMs: 0, arrivals: []};
+  function record(list, value) {  // the newest 10,000 to 20,000 measurements
+    list.push(value);
+    if (list.length > 20000) list.splice(0, 10000);
+  }
   var rowTemplate = document.createElement("tr");
   rowTemplate.className = "live-new";
   rowTemplate.innerHTML = '<td class="time"><time></time></td><td><span class="badge"></span></td><td class="id"></td><td class="detail"></td>';
@@ -290,9 +309,8 @@
     for (var i = events.length - 1; i >= 0; i--) fragment.appendChild(feedRow(queue, events[i]));
     feed.insertBefore(fragment, feed.firstChild);
     var now = Date.now();
-    for (var j = 0; j < events.length; j++) measured.latencies.push(now - parseId(events[j].id)[0]);
+    for (var j = 0; j < events.length; j++) record(measured.latencies, now - parseId(events[j].id)[0]);
     measured.rendered += events.length;
-    if (measured.latencies.length > 20000) measured.latencies.splice(0, 10000);
     var more = document.getElementById("events-more");
     var excess = feed.rows.length - (more ? 1 : 0) - keep;
     for (; excess > 0; excess--) (more ? more.previousElementSibling : feed.lastElementChild).remove();
@@ -391,7 +409,8 @@
   function scheduleFlush() {
     if (flushTimer !== null) return;
     // 20 updates a second at most, 10 at 1,000 events/s: an event waits 25 ms on
-    // average for its row, and 20 pages on a laptop still leave the CPU idle.
+    // average for its row, and each update (layout and paint) is paid at most
+    // 20 times a second however fast events come.
     var gap = Math.min(100, Math.max(50, rate / 10));
     flushTimer = setTimeout(flush, Math.max(0, lastFlush + gap - Date.now()));
   }
@@ -440,7 +459,7 @@
   }
 
   function onEvents(message) {
-    if (message.events.length) measured.arrivals.push(Date.now() - parseId(message.events[0].id)[0]);
+    if (message.events.length) record(measured.arrivals, Date.now() - parseId(message.events[0].id)[0]);
     lastIds[message.queue] = message.last_id;
     if (message.events.length || message.refresh) dirty[message.queue] = true;
     noteRate(message.events.length + (message.skipped || 0));

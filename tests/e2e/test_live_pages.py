@@ -62,6 +62,11 @@ def test_a_job_added_elsewhere_appears_on_the_queue_page_and_the_overview(
     expect(wait_count).to_have_text("2", timeout=5000)
     live_dot = overview.locator(f'tr[data-queue="bull:{queue}"] [data-live-dot]')
     expect(live_dot).to_have_class(re.compile(r"\bpulse\b"))
+
+    processes.our_queue(queue, "pause()")
+
+    expect(page.locator(".queue-head [data-paused]")).to_be_visible(timeout=5000)
+    expect(page.get_by_role("button", name="Resume queue")).to_be_visible()
     assert_not_reloaded(page)
     assert_not_reloaded(overview)
 
@@ -239,3 +244,17 @@ def test_d_fail_an_active_job_its_worker_gets_minus_2_and_the_reason_stays(
     assert redis_client.zscore(QueueKeys(queue).completed, job_id) is None
     page.reload()
     expect(job_badge(page)).to_have_attribute("data-job-state", "failed")
+
+
+def test_the_job_page_says_so_when_another_process_removes_the_job(
+    page: Page, processes: Processes
+) -> None:
+    queue = "e2e-tabs"
+    (job_id,) = processes.peer_add(queue, "doomed")
+    open_job(page, queue, job_id)
+    mark_page(page)
+
+    processes.our_queue(queue, f"remove({job_id!r})")
+
+    expect(page.locator("main h1")).to_have_text(f"No job {job_id} in {queue}")
+    assert_not_reloaded(page)
