@@ -45,15 +45,13 @@ from dashboard.live.hub import get_hub
 from dashboard.live.streams import (
     EventPayload,
     Replay,
-    keys_from_ref,
     newest_id,
     parse_stream_id,
-    queue_ref,
     replay_after,
 )
 from dashboard.lookup import configured_queues, served_prefixes
 from queues.inspect import QueueRef
-from queues.keys import InvalidName, QueueKeys
+from queues.keys import InvalidName
 
 CLOSE_NOT_LOGGED_IN = 4401
 CLOSE_FORBIDDEN = 4403
@@ -129,13 +127,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def _subscribe(self, raw_ref: object, last_id: object) -> None:
         try:
-            keys = keys_from_ref(raw_ref) if isinstance(raw_ref, str) else None
+            queue = QueueRef.parse(raw_ref) if isinstance(raw_ref, str) else None
         except InvalidName:
-            keys = None
-        if keys is None or not may_subscribe(keys):
+            queue = None
+        if queue is None or not may_subscribe(queue):
             await self.send_json({"type": "error", "queue": raw_ref, "message": "unknown queue"})
             return
-        ref = queue_ref(keys)
+        ref = queue.qualified
         if ref not in self.subscriptions and len(self.subscriptions) >= MAX_QUEUES_PER_SOCKET:
             await self.send_json({"type": "error", "queue": ref, "message": "too many queues"})
             return
@@ -160,7 +158,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if message["target"] != self.channel_name or sub is None or not sub.replaying:
             return
         client = get_hub().client
-        stream_key = keys_from_ref(sub.ref).events
+        stream_key = QueueRef.parse(sub.ref).keys.events
         if sub.resume_from is None:
             replay = Replay([], False, await newest_id(client, stream_key))
         else:
@@ -222,7 +220,6 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         )
 
 
-def may_subscribe(keys: QueueKeys) -> bool:
+def may_subscribe(queue: QueueRef) -> bool:
     """The queues the pages may show: configured ones and those under a served prefix."""
-    ref = QueueRef(keys.prefix, keys.name)
-    return keys.prefix in served_prefixes() or ref in configured_queues()
+    return queue.prefix in served_prefixes() or queue in configured_queues()

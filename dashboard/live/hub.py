@@ -30,10 +30,11 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from dashboard.live.streams import EventPayload, keys_from_ref, newest_id, payload, was_trimmed
+from dashboard.live.streams import EventPayload, newest_id, payload, was_trimmed
 from dashboard.redis import redis_url
 from queues.connection import connect_async
 from queues.events import QueueEvents
+from queues.inspect import QueueRef
 
 log = logging.getLogger("echomq.live")
 
@@ -77,7 +78,7 @@ class StreamReader:
                 await self.task
 
     async def _run(self) -> None:
-        keys = keys_from_ref(self.ref)
+        keys = QueueRef.parse(self.ref).keys
         events = self.events = QueueEvents(
             keys.name, client=self.client, prefix=keys.prefix, block_ms=BLOCK_MS, batch=READ_BATCH
         )

@@ -1,10 +1,10 @@
-"""Stream ids, queue references and the replay a reconnecting page asks for.
+"""Stream ids and the replay a reconnecting page asks for.
 
-A page names a queue as ``"<prefix>:<queue>"`` (the prefix may itself contain
-``:``, the queue name may not) and its position in the events stream as a
-stream id ``"<ms>-<seq>"``. Replay answers "everything after this id", or says
-that the id is gone (trimmed by MAXLEN, or the stream deleted) so the page must
-reload what it shows instead of trusting a feed with a hole in it.
+A page names a queue as ``"<prefix>:<queue>"`` (``QueueRef.qualified``) and
+its position in the events stream as a stream id ``"<ms>-<seq>"``. Replay
+answers "everything after this id", or says that the id is gone (trimmed by
+MAXLEN, or the stream deleted) so the page must reload what it shows instead of
+trusting a feed with a hole in it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from redis.asyncio import Redis as AsyncRedis
 
 from queues import codec
 from queues.events import Event
-from queues.keys import QueueKeys
 
 _STREAM_ID = re.compile(r"^(\d{1,20})(?:-(\d{1,20}))?$")
 ZERO_ID = "0-0"
@@ -40,16 +39,6 @@ def parse_stream_id(value: object) -> tuple[int, int] | None:
     if match is None:
         return None
     return int(match.group(1)), int(match.group(2) or 0)
-
-
-def queue_ref(keys: QueueKeys) -> str:
-    return f"{keys.prefix}:{keys.name}"
-
-
-def keys_from_ref(ref: str) -> QueueKeys:
-    """``"bull:emails"`` -> QueueKeys; raises InvalidName for anything malformed."""
-    prefix, _, name = ref.rpartition(":")
-    return QueueKeys(name, prefix)
 
 
 def payload(event: Event) -> EventPayload:
