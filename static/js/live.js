@@ -314,7 +314,6 @@
     var more = document.getElementById("events-more");
     var excess = feed.rows.length - (more ? 1 : 0) - keep;
     for (; excess > 0; excess--) (more ? more.previousElementSibling : feed.lastElementChild).remove();
-    if (more && excess === 0) pointOlderLink(more, more.previousElementSibling.getAttribute("data-event-id"));
     var empty = document.querySelector("section.empty");
     if (empty) empty.hidden = true;
   }
@@ -328,14 +327,17 @@
     showStatus();
   }
 
-  function pointOlderLink(more, oldestShown) {
-    // Rows dropped off the bottom stay reachable: "Older events" continues below the oldest shown.
-    var link = more.querySelector("a");
-    if (!link || !oldestShown) return;
+  // Rows dropped off the bottom stay reachable: just before "Older events" is
+  // used, it is pointed below the oldest row still shown.
+  function pointOlderLink(event) {
+    var link = event.target.closest && event.target.closest("#events-more a");
+    var oldest = link && link.closest("tr").previousElementSibling;
+    if (!oldest || !oldest.hasAttribute("data-event-id")) return;
     var url = new URL(link.getAttribute("href"), location.href);
-    url.searchParams.set("before", oldestShown);
+    url.searchParams.set("before", oldest.getAttribute("data-event-id"));
+    if (link.getAttribute("href") === url.search) return;
     link.setAttribute("href", url.search);
-    if (link.hasAttribute("hx-get")) { link.setAttribute("hx-get", url.search); rearm(more); }
+    if (link.hasAttribute("hx-get")) { link.setAttribute("hx-get", url.search); rearm(link); }
   }
 
   // Fixed table layout with the column widths as first rendered: a new row at
@@ -515,6 +517,9 @@
 
   window.addEventListener("pagehide", function () { stopped = true; if (socket) socket.close(); });
   setupControls();
-  if (feedLive) pinColumns(feed.closest("table"));
+  if (feedLive) {
+    pinColumns(feed.closest("table"));
+    ["mousedown", "focusin", "touchstart"].forEach(function (type) { feed.addEventListener(type, pointOlderLink); });
+  }
   connect();
 })();

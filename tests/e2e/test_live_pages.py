@@ -258,3 +258,22 @@ def test_the_job_page_says_so_when_another_process_removes_the_job(
 
     expect(page.locator("main h1")).to_have_text(f"No job {job_id} in {queue}")
     assert_not_reloaded(page)
+
+
+def test_older_events_continue_below_the_rows_the_live_tail_pushed_out(
+    page: Page, processes: Processes, redis_client: Redis
+) -> None:
+    queue = "e2e-feed"
+    processes.peer_add(queue, "old", "--count", "75")  # 150 events: one page and more
+    page.goto(f"/queues/bull/{queue}/events/")
+    wait_live(page)
+    newest = processes.peer_add(queue, "new", "--count", "30")
+    expect(page.locator(f'#event-feed tr[data-job-id="{newest[-1]}"]')).to_have_count(2)
+
+    page.locator("#events-more a").click()
+
+    stream = [i.decode() for i, _ in reversed(redis_client.xrange(QueueKeys(queue).events))]
+    shown_ids = "rows => rows.map(r => r.dataset.eventId)"
+    expect(page.locator("#event-feed tr[data-event-id]")).to_have_count(200)
+    shown = page.eval_on_selector_all("#event-feed tr[data-event-id]", shown_ids)
+    assert shown == stream[:200], "the feed and the stream differ"
