@@ -38,6 +38,13 @@ def prefix() -> str:
     return "bull"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests run last: Playwright's sync API keeps an event loop running
+    in the main thread for the rest of the session, which asyncio tests
+    collected after it could not start their own loop beside."""
+    items.sort(key=lambda item: "tests/e2e/" in item.nodeid.replace("\\", "/"))
+
+
 def pytest_report_header() -> str:
     return f"redis: {'REDIS_URL' if os.environ.get('REDIS_URL') else 'private server'}"
 
