@@ -16,18 +16,21 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 # Django must be set up before anything imports models (the auth middleware does).
-django_application = get_asgi_application()
+get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from dashboard.http import ThreadedDjangoHTTP  # noqa: E402
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": ASGIStaticFilesHandler(django_application),
+        # Views are synchronous: each request (static files too) runs in one pool
+        # thread (dashboard.http), not hopping threads per middleware as under
+        # Django's ASGI handler.
+        "http": ThreadedDjangoHTTP(),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

@@ -1,0 +1,123 @@
+"""HTTP for the ASGI server: Django's synchronous handler, run in a thread pool.
+
+Every dashboard view is synchronous (sync Redis client, sync ORM). Under
+Django's ASGI handler each request then crosses between the event loop and a
+worker thread once per middleware hook, the view and the request signals,
+about fifteen times; on a busy machine those switches cost more than the page.
+Here the whole request (middleware, view, signals) runs in one pool thread,
+as under a WSGI server, while WebSockets stay on Channels in the same process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import sys
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from django.contrib.staticfiles.handlers import StaticFilesHandler
+from django.core.handlers.wsgi import WSGIHandler
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+_Headers = list[tuple[str, str]]
+
+
+def wsgi_environ(scope: Scope, body: bytes) -> dict[str, Any]:
+    """The WSGI environ (PEP 3333) of one ASGI HTTP request."""
+    # WSGI carries the path as latin-1 text of its UTF-8 bytes.
+    script_name = scope.get("root_path", "").encode().decode("latin-1")
+    path_info = scope["path"].encode().decode("latin-1")
+    if script_name and path_info.startswith(script_name):
+        path_info = path_info[len(script_name) :]
+    server = scope.get("server") or ("localhost", 80)
+    client = scope.get("client") or ("", 0)
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": scope["method"],
+        "SCRIPT_NAME": script_name,
+        "PATH_INFO": path_info,
+        "QUERY_STRING": scope.get("query_string", b"").decode("latin-1"),
+        "SERVER_NAME": str(server[0]),
+        "SERVER_PORT": str(server[1] or 80),
+        "SERVER_PROTOCOL": f"HTTP/{scope.get('http_version', '1.1')}",
+        "REMOTE_ADDR": str(client[0]),
+        "REMOTE_PORT": str(client[1]),
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": scope.get("scheme", "http"),
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+    }
+    for raw_name, raw_value in scope.get("headers", []):
+        name = raw_name.decode("latin-1").upper().replace("-", "_")
+        value = raw_value.decode("latin-1")
+        if name in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            environ[name] = value
+            continue
+        key = "HTTP_" + name
+        if key in environ:
+            # Repeated headers join with ",", cookies with ";" (RFC 9110, 6265).
+            value = environ[key] + ("; " if key == "HTTP_COOKIE" else ",") + value
+        environ[key] = value
+    # The body is already read in full (chunked uploads included): its true length.
+    environ["CONTENT_LENGTH"] = str(len(body))
+    return environ
+
+
+def _run(app: WSGIHandler, environ: dict[str, Any]) -> tuple[int, _Headers, list[bytes]]:
+    started: dict[str, Any] = {}
+
+    def start_response(status: str, headers: _Headers, exc_info: Any = None) -> Any:
+        started["status"], started["headers"] = status, headers
+        return lambda data: None  # the legacy write() callable; Django never uses it
+
+    result: Iterable[bytes] = app(environ, start_response)
+    try:
+        chunks = list(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    return int(started["status"].split(" ", 1)[0]), started["headers"], chunks
+
+
+class ThreadedDjangoHTTP:
+    """An ASGI application for ``http`` scopes that runs Django synchronously."""
+
+    def __init__(self, threads: int = 8, *, static_files: bool = True) -> None:
+        # Static files (/static/) are served too, so one process needs nothing in front.
+        django = WSGIHandler()
+        self.handler: WSGIHandler = StaticFilesHandler(django) if static_files else django
+        self.executor = ThreadPoolExecutor(threads, thread_name_prefix="django-http")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            raise ValueError(f"{type(self).__name__} serves http scopes, not {scope['type']!r}")
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        loop = asyncio.get_running_loop()
+        environ = wsgi_environ(scope, bytes(body))
+        status, headers, chunks = await loop.run_in_executor(
+            self.executor, _run, self.handler, environ
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                # Django's WSGI Set-Cookie values start with a space; HTTP allows none.
+                "headers": [(k.encode("latin-1"), v.strip().encode("latin-1")) for k, v in headers],
+            }
+        )
+        await send({"type": "http.response.body", "body": b"".join(chunks)})
