@@ -2,10 +2,11 @@
 
     python bench/throughput.py [--jobs 50000] [--concurrency 100] [--batch 1000]
 
-For each runtime (each in its own child process, so CPU figures do not mix):
-add ``--jobs`` tiny jobs in bulk (pipelined batches of ``--batch``; the best of
-``--add-rounds`` rounds), then process them all with ``--concurrency`` and a
-no-op processor. Printed per
+Every phase runs in a child process of its own, so CPU figures do not mix:
+``--add-rounds`` rounds of adding ``--jobs`` tiny jobs in bulk (pipelined
+batches of ``--batch``), alternating between the runtimes, the best round of
+each kept; then, per runtime, the jobs are processed with ``--concurrency``
+and a no-op processor. Printed per
 phase: jobs/s, the Python process's CPU share (CPU seconds / wall seconds, so
 1.0 = one core busy) and Redis's (INFO used_cpu_sys + used_cpu_user), then
 the ratios ours / bullmq. Targets: processing >= 3x, bulk add >= 1.5x.
@@ -60,96 +61,107 @@ async def wait_completed(client: Redis, key: str, jobs: int) -> None:
         await asyncio.sleep(0.02)
 
 
-async def best_add(
-    client: Redis, rounds: int, add: Callable[[], Awaitable[None]]
-) -> dict[str, float]:
-    """The fastest of ``rounds`` bulk adds (other load on a shared machine only
-    ever slows a round down); the jobs of the last round stay for processing."""
-    best: dict[str, float] | None = None
-    for round_number in range(rounds):
-        if round_number:
-            client.flushdb()
-        figures = await measure(client, add)
-        if best is None or figures["wall"] < best["wall"]:
-            best = figures
-    assert best is not None
-    return best
+class Runtime:
+    """One side of the comparison: how it adds the jobs and how it processes them."""
 
+    name: str
+    client: Redis
 
-async def run_ours(
-    url: str, jobs: int, concurrency: int, batch: int, rounds: int
-) -> dict[str, Any]:
-    from queues.queue import Queue
-    from queues.worker import Worker
+    async def add(self) -> None:
+        raise NotImplementedError
 
-    client = connect(url)
-    queue = Queue(QUEUE, client)
-    specs = [("tiny", PAYLOAD, None) for _ in range(jobs)]
+    async def process(self) -> None:
+        raise NotImplementedError
 
-    async def add() -> None:
-        queue.add_bulk(specs, batch=batch)
-
-    async def noop(job: Any) -> None:
+    async def close(self) -> None:
         return None
 
-    worker = Worker(QUEUE, noop, connection_url=url, concurrency=concurrency)
 
-    async def process() -> None:
+class Ours(Runtime):
+    name = "ours"
+
+    def __init__(self, url: str, args: argparse.Namespace) -> None:
+        from queues.queue import Queue
+
+        self.url, self.args = url, args
+        self.client = connect(url)
+        self.queue = Queue(QUEUE, self.client)
+        self.specs = [("tiny", PAYLOAD, None) for _ in range(args.jobs)]
+
+    async def add(self) -> None:
+        self.queue.add_bulk(self.specs, batch=self.args.batch)
+
+    async def process(self) -> None:
+        from queues.worker import Worker
+
+        async def noop(job: Any) -> None:
+            return None
+
+        worker = Worker(QUEUE, noop, connection_url=self.url, concurrency=self.args.concurrency)
         task = asyncio.create_task(worker.run())
-        await wait_completed(client, queue.keys.completed, jobs)
+        await wait_completed(self.client, self.queue.keys.completed, self.args.jobs)
         await worker.close()
         await task
 
-    added = await best_add(client, rounds, add)
-    processed = await measure(client, process)
-    return {"add": added, "process": processed}
 
+class Peer(Runtime):
+    name = "bullmq"
 
-async def run_bullmq(
-    url: str, jobs: int, concurrency: int, batch: int, rounds: int
-) -> dict[str, Any]:
-    warnings.simplefilter("ignore")  # the peer leaves un-awaited coroutines behind
-    from bullmq import Queue, Worker
+    def __init__(self, url: str, args: argparse.Namespace) -> None:
+        warnings.simplefilter("ignore")  # the peer leaves un-awaited coroutines behind
+        import bullmq
 
-    client = connect(url)
-    queue = Queue(QUEUE, {"connection": url})
+        self.bullmq, self.url, self.args = bullmq, url, args
+        self.client = connect(url)
+        self.queue = bullmq.Queue(QUEUE, {"connection": url})
 
-    async def add() -> None:
+    async def add(self) -> None:
+        jobs, batch = self.args.jobs, self.args.batch
         for offset in range(0, jobs, batch):
             size = min(batch, jobs - offset)
-            await queue.addBulk([{"name": "tiny", "data": PAYLOAD}] * size)
+            await self.queue.addBulk([{"name": "tiny", "data": PAYLOAD}] * size)
 
-    async def noop(job: Any, token: str) -> None:
-        return None
+    async def process(self) -> None:
+        async def noop(job: Any, token: str) -> None:
+            return None
 
-    async def process() -> None:
-        worker = Worker(QUEUE, noop, {"connection": url, "concurrency": concurrency})
-        await wait_completed(client, f"bull:{QUEUE}:completed", jobs)
+        options = {"connection": self.url, "concurrency": self.args.concurrency}
+        worker = self.bullmq.Worker(QUEUE, noop, options)
+        await wait_completed(self.client, f"bull:{QUEUE}:completed", self.args.jobs)
         await worker.close()
 
-    added = await best_add(client, rounds, add)
-    processed = await measure(client, process)
-    await queue.close()
-    return {"add": added, "process": processed}
+    async def close(self) -> None:
+        await self.queue.close()
 
 
-RUNTIMES = {"ours": run_ours, "bullmq": run_bullmq}
+RUNTIMES: dict[str, type[Runtime]] = {"ours": Ours, "bullmq": Peer}
+
+
+async def run_phase(runtime: Runtime, phase: str) -> dict[str, float]:
+    """``add``: time a bulk add. ``process``: add (untimed), then time processing."""
+    runtime.client.flushdb()
+    if phase == "process":
+        await runtime.add()
+    figures = await measure(runtime.client, runtime.add if phase == "add" else runtime.process)
+    await runtime.close()
+    return figures
 
 
 def child(args: argparse.Namespace) -> None:
-    runner = RUNTIMES[args.runtime]
-    result = asyncio.run(runner(args.url, args.jobs, args.concurrency, args.batch, args.add_rounds))
-    print(json.dumps(result))
+    async def main() -> dict[str, float]:
+        return await run_phase(RUNTIMES[args.runtime](args.url, args), args.phase)
+
+    print(json.dumps(asyncio.run(main())))
 
 
-def run_child(runtime: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--child", runtime, "--url", url]
+def run_child(runtime: str, phase: str, url: str, args: argparse.Namespace) -> dict[str, float]:
+    command = [sys.executable, __file__, "--child", runtime, "--phase", phase, "--url", url]
     command += ["--jobs", str(args.jobs), "--concurrency", str(args.concurrency)]
-    command += ["--batch", str(args.batch), "--add-rounds", str(args.add_rounds)]
-    if args.profile and runtime == "ours":
+    command += ["--batch", str(args.batch)]
+    if args.profile and runtime == "ours" and phase == "process":
         command = [sys.executable, "-m", "cProfile", "-o", args.profile, *command[1:]]
     done = subprocess.run(command, check=True, capture_output=True, text=True)
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
@@ -175,6 +187,7 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(RUNTIMES), help="run one runtime only")
     parser.add_argument("--profile", help="cProfile our child process into this file")
     parser.add_argument("--child", dest="runtime", help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=["add", "process"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.runtime:
@@ -191,11 +204,21 @@ def main() -> None:
         f"redis-server {version} (private, unix socket); {args.jobs:,} jobs, "
         f"concurrency {args.concurrency}, bulk batches of {args.batch}"
     )
-    results: dict[str, dict[str, Any]] = {}
+    runtimes = [args.only] if args.only else ["bullmq", "ours"]
+    results: dict[str, dict[str, Any]] = {name: {} for name in runtimes}
     try:
-        for runtime in [args.only] if args.only else ["bullmq", "ours"]:
-            client.flushall()
-            results[runtime] = run_child(runtime, server.url, args)
+        # Bulk adds alternate between the runtimes, round after round, and the
+        # best round of each counts: load from other processes on a shared
+        # machine only ever slows a round down, and alternating spreads it.
+        for round_number in range(args.add_rounds):
+            order = runtimes if round_number % 2 == 0 else runtimes[::-1]
+            for name in order:
+                figures = run_child(name, "add", server.url, args)
+                best = results[name].get("add")
+                if best is None or figures["wall"] < best["wall"]:
+                    results[name]["add"] = figures
+        for name in runtimes:
+            results[name]["process"] = run_child(name, "process", server.url, args)
     finally:
         client.close()
         server.stop()
