@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
@@ -10,7 +11,7 @@ from redis import Redis
 
 from queues.keys import QueueKeys
 from tests.e2e.conftest import Processes, start, wait_live
-from tests.e2e.server import DashboardServer
+from tests.e2e.server import DashboardServer, free_port
 
 
 def mark_page(page: Page) -> None:
@@ -277,3 +278,27 @@ def test_older_events_continue_below_the_rows_the_live_tail_pushed_out(
     expect(page.locator("#event-feed tr[data-event-id]")).to_have_count(200)
     shown = page.eval_on_selector_all("#event-feed tr[data-event-id]", shown_ids)
     assert shown == stream[:200], "the feed and the stream differ"
+
+
+def test_two_server_processes_each_feed_their_pages_once(
+    page: Page, processes: Processes, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    queue = "e2e-life"
+    processes.peer_add(queue, "seed")
+    second = DashboardServer(server_env, free_port(), tmp_path / "second.log")
+    start(second)
+    try:
+        other = page.context.new_page()
+        page.goto(f"/queues/bull/{queue}/events/")
+        other.goto(f"{second.url}/queues/bull/{queue}/events/")
+        wait_live(page)
+        wait_live(other)
+
+        added = processes.peer_add(queue, "twice-served", "--count", "3")
+
+        for feed_page in (page, other):
+            for job_id in added:
+                rows = feed_page.locator(f'#event-feed tr[data-job-id="{job_id}"]')
+                expect(rows).to_have_count(2)  # added, waiting: once each
+    finally:
+        second.stop()
