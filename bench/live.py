@@ -3,8 +3,10 @@
     python bench/live.py [--pages 20] [--rate 200] [--seconds 10]
                          [--burst-rate 1000] [--burst-seconds 10]
 
-A private redis-server, the dashboard under daphne (channels-redis layer on
-the same Redis) and ``--pages`` Chromium pages on one queue's Events tab. A
+A private redis-server and the dashboard under daphne (channels-redis layer on
+the same Redis). First ``--pages`` plain WebSocket clients (autobahn, no
+browser) measure the server's part: XADD to the frame arriving. Then
+``--pages`` Chromium pages on one queue's Events tab. A
 producer XADDs ``progress`` events at ``--rate`` per second; each page records,
 when it inserts an event's row, now minus the event's stream-id time (the
 XADD moment, same machine clock). Printed: p50 / p99 / max over every page,
@@ -21,11 +23,17 @@ Targets: p50 <= 50 ms, p99 <= 250 ms at 200 events/s with 20 pages.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import http.cookiejar
+import json
 import os
+import re
 import statistics
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +41,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from autobahn.asyncio.websocket import (  # noqa: E402
+    WebSocketClientFactory,
+    WebSocketClientProtocol,
+)
 from playwright.sync_api import BrowserContext, Page, sync_playwright  # noqa: E402
 
 from queues.connection import connect  # noqa: E402
@@ -178,6 +190,64 @@ def run_phase(pages: list[Page], client: Any, server_pid: int, rate: int, second
     )
 
 
+def login_cookie(base_url: str) -> str:
+    """Log in through the form over plain HTTP; the Cookie header a socket sends."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    # Our own http:// server URL, never user input.
+    form = opener.open(base_url + "/login/").read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+    assert token is not None
+    body = urllib.parse.urlencode(
+        {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token.group(1)}
+    ).encode()
+    login = urllib.request.Request(  # noqa: S310 (see above)
+        base_url + "/login/", body, {"Referer": base_url + "/login/"}
+    )
+    opener.open(login)
+    return "; ".join(f"{c.name}={c.value}" for c in jar)
+
+
+class LatencyClient(WebSocketClientProtocol):  # type: ignore[misc]
+    """A socket like a page's: subscribes to the bench queue, records XADD-to-socket."""
+
+    latencies: list[float]
+
+    def onOpen(self) -> None:
+        subscribe = {"type": "subscribe", "queues": [{"queue": f"bull:{QUEUE}", "last_id": None}]}
+        self.sendMessage(json.dumps(subscribe).encode())
+
+    def onMessage(self, payload: bytes, is_binary: bool) -> None:
+        message = json.loads(payload)
+        if message["type"] == "events":
+            now = time.time() * 1000
+            self.latencies.extend(now - int(e["id"].split("-")[0]) for e in message["events"])
+
+
+async def socket_phase(
+    server: DashboardServer, client: Any, count: int, rate: int, seconds: float
+) -> list[float]:
+    """``count`` raw WebSocket clients (no browser) during ``seconds`` of ``rate`` events/s."""
+    latencies: list[float] = []
+    factory = WebSocketClientFactory(
+        f"ws://127.0.0.1:{server.port}/ws/live/",
+        origin=server.url,
+        headers={"Cookie": login_cookie(server.url)},
+    )
+    LatencyClient.latencies = latencies
+    factory.protocol = LatencyClient
+    loop = asyncio.get_running_loop()
+    connections = [
+        await loop.create_connection(factory, "127.0.0.1", server.port) for _ in range(count)
+    ]
+    await asyncio.sleep(1.0)
+    await asyncio.to_thread(produce, client, rate, seconds)
+    await asyncio.sleep(1.0)
+    for transport, _ in connections:
+        transport.close()
+    return latencies
+
+
 def open_pages(context: BrowserContext, base_url: str, count: int) -> list[Page]:
     login = context.new_page()
     login.goto("/login/")
@@ -214,6 +284,15 @@ def main() -> None:
     server.start()
     assert server.process is not None
     try:
+        cpu_before, wall_before = cpu_seconds(server.process.pid), time.monotonic()
+        raw = asyncio.run(socket_phase(server, client, args.pages, args.rate, args.seconds))
+        cpu = (cpu_seconds(server.process.pid) - cpu_before) / (time.monotonic() - wall_before)
+        print(
+            f"{args.pages} WebSocket clients without a browser, {args.rate} events/s: "
+            f"XADD-to-socket p50 {statistics.median(raw):.0f} ms, "
+            f"p99 {percentile(raw, 0.99):.0f} ms, {len(raw) / args.pages:.0f} events each; "
+            f"daphne CPU {cpu:.0%} of one core"
+        )
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
