@@ -10,6 +10,11 @@ each process's reader feeds only the consumers of that process, so with several
 server processes on one channel layer no page receives an event twice. The
 hash keeps any queue name within the ``^[a-zA-Z0-9._-]{1,99}$`` Channels
 accepts.
+
+A reader that may have missed entries (its connection dropped, or one read
+brought a burst big enough to have trimmed unread entries) checks whether the
+stream still holds what follows its position; when it does not, it sends
+``live.gap`` and continues from the newest entry, and pages reload.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ READ_BATCH = 500  # events per XREAD, and at most per group message
 # At most one group message per queue every COALESCE_S: a lone event goes out
 # at once, a busy stream in batches (1,000 events/s -> ~100 messages, not 1,000).
 COALESCE_S = 0.01
-GAP_CHECK_BATCH = 100
+GAP_CHECK_BATCH = 100  # a read this big may follow a trim: check for a gap
 BLOCK_MS = 5000
 RETRY_DELAYS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 POSITION_TIMEOUT_S = 10.0
