@@ -276,3 +276,14 @@ async def test_a_burst_that_trims_unread_events_gives_a_gap(redis_client: Redis)
     live = add_event(redis_client, "6")
     assert await received_ids(communicator, 1) == [live]
     await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_unsubscribe_stops_the_feed_and_the_reader(redis_client: Redis) -> None:
+    communicator = await viewer_socket()
+    await subscribe(communicator)
+    await communicator.send_json_to({"type": "unsubscribe", "queues": [QUEUE]})
+    add_event(redis_client, "1")
+    assert await communicator.receive_nothing(timeout=0.5)
+    assert get_hub().readers == {}
+    await communicator.disconnect()

@@ -33,6 +33,7 @@ of one channel). Events seen by both are dropped by stream id.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass
@@ -121,7 +122,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             return
         for item in queues:
             if kind == "unsubscribe":
-                await self._unsubscribe(str(item))
+                with contextlib.suppress(InvalidName):
+                    await self._unsubscribe(QueueRef.parse(str(item)).qualified)
             elif isinstance(item, dict):
                 await self._subscribe(item.get("queue"), item.get("last_id"))
 
