@@ -3,11 +3,14 @@
     python bench/dashboard.py [--sizes 1000,100000,1000000] [--requests 200]
 
 20 queues (a few jobs each) plus one queue ``big`` whose failed set holds N
-jobs, seeded straight into Redis; the app runs under uvicorn in a subprocess
-against a private redis-server. For each N it prints p50 / p95 (ms) of the
-overview page and its JSON, the failed list page (50 rows) and its JSON, and a
-job page, then the 1M / 1k ratio per endpoint. Finally it times retry-all of
-100k failed jobs through the JSON API and the server process's RSS growth.
+jobs, seeded straight into Redis. Each N gets its own private redis-server and
+its own dashboard (uvicorn subprocess, the real ASGI app); requests to the N
+servers are interleaved in rounds so load from anything else on the machine
+hits every N alike. It prints p50 / p95 (ms) of the overview page and its
+JSON, the failed list page (50 rows) and its JSON, and a job page, with the
+largest / smallest N p50 ratio, next to the server floor (an anonymous API
+call). Finally it times retry-all of 100k failed jobs through the JSON API and
+the server process's RSS growth.
 
 Targets: every page flat in N (1M/1k p50 ratio <= 1.3); JSON overview <= 5 ms
 and failed-page JSON <= 8 ms p50; HTML pages <= 20 ms p50; retry-all 100k
@@ -27,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -95,17 +99,20 @@ class Session:
         return status, json.loads(data)
 
 
-def timed(session: Session, path: str, count: int, expect: int = 200) -> tuple[float, float]:
-    for _ in range(max(10, count // 10)):
-        status, _ = session.request("GET", path)
-        assert status == expect, (path, status)
+def sample(session: Session, path: str, count: int, expect: int = 200) -> list[float]:
+    """Latencies (ms) of ``count`` GETs on one keep-alive connection."""
     samples = []
     for _ in range(count):
         start = time.perf_counter()
-        session.request("GET", path)
+        status, _ = session.request("GET", path)
         samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[int(len(samples) * 0.95) - 1]
+        assert status == expect, (path, status)
+    return samples
+
+
+def p50_p95(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[max(0, int(len(ordered) * 0.95) - 1)]
 
 
 def seed(client: Any, failed: int) -> None:
@@ -161,75 +168,116 @@ ENDPOINTS = [
 ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="1000,100000,1000000")
-    parser.add_argument("--requests", type=int, default=200)
-    args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+@dataclass
+class Stack:
+    """One N: its own Redis, seeded, and its own dashboard server."""
 
-    redis_server = LocalRedisServer(server_binary()[0]).start()
-    client = connect(redis_server.url)
-    workdir = Path(tempfile.mkdtemp(prefix="echomq-bench-"))
+    size: int
+    redis: LocalRedisServer
+    server: subprocess.Popen[bytes]
+    port: int
+    session: Session
+    seconds_to_seed: float
+
+
+def start_stack(size: int, workdir: Path) -> Stack:
+    redis = LocalRedisServer(server_binary()[0]).start()
+    started = time.perf_counter()
+    seed(connect(redis.url), size)
+    seeded = time.perf_counter() - started
     env = {
         **os.environ,
-        "REDIS_URL": redis_server.url,
-        "ECHOMQ_DB": str(workdir / "db.sqlite3"),
+        "REDIS_URL": redis.url,
+        "ECHOMQ_DB": str(workdir / f"db-{size}.sqlite3"),
         "DEBUG": "0",
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
     }
     prepare_django(env)
     port = free_port()
     server = start_server(env, port)
-    results: dict[int, dict[str, tuple[float, float]]] = {}
-    try:
-        session = Session(port)
-        session.login("bench", "bench-pass")
-        print("server floor = an anonymous API call (401: no Redis, no database)\n")
-        print(f"{'N failed':>10}  {'endpoint':<24}{'p50 ms':>9}{'p95 ms':>9}")
-        for size in sizes:
-            started = time.perf_counter()
-            seed(client, size)
-            seeded = time.perf_counter() - started
-            # A new keyspace: let the dashboard rediscover queues before timing.
-            time.sleep(11)
-            session.request("GET", "/")
-            results[size] = {}
-            # The machine may be shared: the floor, measured next to each run, shows
-            # how much of every figure is the server stack rather than the dashboard.
-            floor = timed(Session(port), "/api/queues/", args.requests, expect=401)
-            print(f"{size:>10,}  {'(server floor)':<24}{floor[0]:>9.2f}{floor[1]:>9.2f}")
-            for label, path in ENDPOINTS:
-                p50, p95 = timed(session, path, args.requests)
-                results[size][label] = (p50, p95)
-                print(f"{size:>10,}  {label:<24}{p50:>9.2f}{p95:>9.2f}")
-            print(f"{'':>10}  (seeded in {seeded:.1f} s)")
-        if len(sizes) > 1:
-            low, high = sizes[0], sizes[-1]
-            print(f"\np50 ratio {high:,} / {low:,}:")
-            for label, _ in ENDPOINTS:
-                ratio = results[high][label][0] / results[low][label][0]
-                print(f"  {label:<24}{ratio:>6.2f}")
+    session = Session(port)
+    session.login("bench", "bench-pass")
+    return Stack(size, redis, server, port, session, seeded)
 
-        seed(client, RETRY_ALL_SIZE)
-        time.sleep(11)
-        session.request("GET", "/")
-        before = rss_mb(server.pid)
+
+def stop_stack(stack: Stack) -> None:
+    stack.server.terminate()
+    stack.server.wait(10)
+    stack.redis.stop()
+
+
+def measure(stacks: list[Stack], requests: int) -> dict[tuple[int, str], tuple[float, float]]:
+    """Every endpoint on every N, in interleaved rounds of 10 requests, so a
+    machine shared with other work slows every N alike and ratios stay fair."""
+    endpoints = [("(server floor)", "/api/queues/", 401)]
+    endpoints += [(label, path, 200) for label, path in ENDPOINTS]
+    samples: dict[tuple[int, str], list[float]] = {}
+    anonymous = {stack.size: Session(stack.port) for stack in stacks}
+    for label, path, expect in endpoints:
+        for stack in stacks:  # warm-up
+            sample(anonymous[stack.size] if expect == 401 else stack.session, path, 20, expect)
+        for _ in range(max(1, requests // 10)):
+            for stack in stacks:
+                session = anonymous[stack.size] if expect == 401 else stack.session
+                samples.setdefault((stack.size, label), []).extend(
+                    sample(session, path, 10, expect)
+                )
+    return {key: p50_p95(values) for key, values in samples.items()}
+
+
+def retry_all(workdir: Path) -> None:
+    stack = start_stack(0, workdir)
+    try:
+        client = connect(stack.redis.url)
+        seed_failed_bulk(client, BIG.keys, RETRY_ALL_SIZE)
+        before = rss_mb(stack.server.pid)
         started = time.perf_counter()
-        status, body = session.post_json("/api/queues/bull/big/bulk/", {"action": "retry_all"})
+        status, body = stack.session.post_json(
+            "/api/queues/bull/big/bulk/", {"action": "retry_all"}
+        )
         elapsed = time.perf_counter() - started
-        after = rss_mb(server.pid)
+        after = rss_mb(stack.server.pid)
         assert status == 200, (status, body)
         assert body["count"] == RETRY_ALL_SIZE, body
         assert client.llen(BIG.keys.wait) == RETRY_ALL_SIZE
         print(
-            f"\nretry-all {RETRY_ALL_SIZE:,} failed: {elapsed:.2f} s, "
-            f"server RSS {before:.1f} -> {after:.1f} MB (+{after - before:.1f} MB)"
+            f"\nretry-all {RETRY_ALL_SIZE:,} failed jobs over HTTP: {elapsed:.2f} s, "
+            f"server RSS {before:.1f} -> {after:.1f} MB ({after - before:+.1f} MB)"
         )
     finally:
-        server.terminate()
-        server.wait(10)
-        redis_server.stop()
+        stop_stack(stack)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,100000,1000000")
+    parser.add_argument("--requests", type=int, default=300)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    workdir = Path(tempfile.mkdtemp(prefix="echomq-bench-"))
+    stacks: list[Stack] = []
+    try:
+        for size in sizes:
+            stacks.append(start_stack(size, workdir))
+            print(f"seeded N = {size:,} in {stacks[-1].seconds_to_seed:.1f} s")
+        # Let each server's queue discovery settle before timing.
+        time.sleep(2)
+        results = measure(stacks, args.requests)
+    finally:
+        for stack in stacks:
+            stop_stack(stack)
+    print("\nserver floor = an anonymous API call (401: no Redis, no database)")
+    labels = ["(server floor)", *(label for label, _ in ENDPOINTS)]
+    header = "".join(f"{f'N={size:,}':>22}" for size in sizes)
+    print(f"\n{'p50 / p95 ms':<24}{header}{'p50 ratio':>12}")
+    for label in labels:
+        cells = "".join(
+            f"{results[(size, label)][0]:>12.2f}{results[(size, label)][1]:>10.2f}"
+            for size in sizes
+        )
+        ratio = results[(sizes[-1], label)][0] / results[(sizes[0], label)][0]
+        print(f"{label:<24}{cells}{ratio:>12.2f}")
+    retry_all(workdir)
 
 
 if __name__ == "__main__":
