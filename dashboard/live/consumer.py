@@ -33,6 +33,7 @@ of one channel). Events seen by both are dropped by stream id.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -59,6 +60,7 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_BAD_MESSAGE = 4400
 MAX_QUEUES_PER_SOCKET = 500
 REPLAY_LIMIT = 1000
+BARRIER_RETRY_S = 2.0
 # A page is behind when one batch brings more than BEHIND_EVENTS events or when
 # messages wait in the layer longer than BEHIND_S: it then gets counts of what
 # it missed (at most every HINT_INTERVAL_S) and reloads, instead of every event.
@@ -85,6 +87,12 @@ class Subscription:
     # Until our barrier comes back, live events are dropped: each of them was in
     # the stream before the barrier was published, so the replay has it.
     replaying: bool = True
+    barrier: asyncio.Task[None] | None = None
+
+    def stop_barrier(self) -> None:
+        if self.barrier is not None:
+            self.barrier.cancel()
+            self.barrier = None
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
@@ -142,15 +150,21 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         await self._unsubscribe(ref)
         group = await get_hub().acquire(ref)
         resume = last_id if parse_stream_id(last_id) is not None else None
-        self.subscriptions[ref] = Subscription(ref, group, resume)  # type: ignore[arg-type]
+        sub = self.subscriptions[ref] = Subscription(ref, group, resume)  # type: ignore[arg-type]
         await self.channel_layer.group_add(group, self.channel_name)
-        await self.channel_layer.group_send(
-            group, {"type": "live.barrier", "queue": ref, "target": self.channel_name}
-        )
+        sub.barrier = asyncio.create_task(self._barrier_until_back(sub))
+
+    async def _barrier_until_back(self, sub: Subscription) -> None:
+        """Send our barrier through the group, again if pub/sub lost it (a reconnect)."""
+        barrier = {"type": "live.barrier", "queue": sub.ref, "target": self.channel_name}
+        while self.subscriptions.get(sub.ref) is sub and sub.replaying:
+            await self.channel_layer.group_send(sub.group, barrier)
+            await asyncio.sleep(BARRIER_RETRY_S)
 
     async def _unsubscribe(self, ref: str) -> None:
         sub = self.subscriptions.pop(ref, None)
         if sub is not None:
+            sub.stop_barrier()
             await self.channel_layer.group_discard(sub.group, self.channel_name)
             await get_hub().release(ref)
 
@@ -169,6 +183,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         await self.send_json({"type": kind, "queue": sub.ref, "last_id": replay.tip})
         sub.last_sent = parse_stream_id(replay.tip) or (0, 0)
         sub.replaying = False
+        sub.stop_barrier()
         await self._send_events(sub, replay.events)
 
     async def live_events(self, message: dict[str, Any]) -> None:
