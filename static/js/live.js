@@ -361,7 +361,6 @@
     controls.button.textContent = "Pause feed";
     controls.button.setAttribute("aria-pressed", "false");
     controls.status.className = "muted";
-    controls.status.setAttribute("aria-live", "polite");
     controls.button.addEventListener("click", function () {
       paused = !paused;
       controls.button.textContent = paused ? "Resume feed" : "Pause feed";
@@ -380,7 +379,7 @@
     var text = "";
     if (paused) text = newWhilePaused ? " " + newWhilePaused.toLocaleString("en-US") + " new" : "";
     else if (sampled) text = " fast feed: newest rows shown, pause for the last " + FEED_KEEP;
-    else if (recent.length > LIVE_ROWS) text = " pause to read the last " + Math.min(recent.length, FEED_KEEP);
+    else if (recent.length > LIVE_ROWS) text = " pause to read the last " + FEED_KEEP;
     if (controls.status.textContent !== text) controls.status.textContent = text;
   }
 
