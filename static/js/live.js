@@ -109,6 +109,7 @@
   var lastIds = {};  // queue -> newest stream id this page has seen (resume point)
   if (feedLive) lastIds[queues[0]] = feed.getAttribute("data-last-id") || "0-0";
 
+  var showsCounts = !!document.querySelector("[data-count-state]");
   function setCounts(scope, counts) {
     scope.querySelectorAll("[data-count-state]").forEach(function (el) {
       var state = el.getAttribute("data-count-state");
@@ -453,7 +454,7 @@
     });
     if (Object.keys(dirty).length) {
       dirty = {};
-      refreshCounts();
+      if (showsCounts) refreshCounts();
       if (jobTable) refreshList();
     }
     if (jobTouched) refreshJob();
