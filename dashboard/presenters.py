@@ -128,6 +128,12 @@ class QueueRow:
     minutes: int
 
     @property
+    def rate(self) -> str:
+        """Completed in the latest full minute, e.g. "3.2k/min" ("" without metrics)."""
+        points = self.summary.completed_per_minute
+        return f"{compact(points[-1])}/min" if points else ""
+
+    @property
     def cells_html(self) -> SafeString:
         """The count cells of the row (see JobRowView.html for why not a template)."""
         return format_html_join(

@@ -93,7 +93,8 @@ def overview(request: HttpRequest) -> HttpResponse:
 def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    (summary,) = inspect.queue_summaries(client, [ref], metrics_points=0)
+    # An hour of per-minute metrics lets an empty tab say what did happen.
+    (summary,) = inspect.queue_summaries(client, [ref], metrics_points=60)
     default_state = "failed" if summary.counts["failed"] else "wait"
     state = request.GET.get("state", default_state)
     if state not in inspect.STATES:
@@ -113,6 +114,9 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         size=size,
         row_actions=row_actions,
         selectable=selectable,
+        completed_last_hour=sum(summary.completed_per_minute)
+        if summary.completed_per_minute
+        else None,
     )
     if _is_htmx(request):
         return _page(request, "dashboard/_job_table.html", context)

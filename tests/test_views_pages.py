@@ -90,6 +90,11 @@ def test_empty_tab_says_something_useful(dashboard_redis: Redis, viewer: Any) ->
     seed_jobs(dashboard_redis, KEYS, "completed", 2)
     html = _html(viewer.get(QUEUE_URL + "?state=failed"))
     assert re.search(r"No failed jobs\.\s+2 completed jobs are kept\.", html)
+    dashboard_redis.lpush(KEYS.metrics_data("completed"), *([200] * 70))
+    html = _html(viewer.get(QUEUE_URL + "?state=failed"))
+    assert re.search(r"No failed jobs\.\s+12,000 completed in the last hour\.", html)
+    overview = _html(viewer.get("/"))
+    assert ">200/min<" in overview
 
 
 @pytest.mark.parametrize(
