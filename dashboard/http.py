@@ -25,6 +25,8 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 _Headers = list[tuple[str, str]]
+# The dashboard's largest POST is a few hundred job ids; anything near this is abuse.
+MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
 def wsgi_environ(scope: Scope, body: bytes) -> dict[str, Any]:
@@ -87,6 +89,12 @@ def _run(app: WSGIHandler, environ: dict[str, Any]) -> tuple[int, _Headers, list
     return int(started["status"].split(" ", 1)[0]), started["headers"], chunks
 
 
+async def _answer(send: Send, status: int, text: bytes) -> None:
+    headers = [(b"content-type", b"text/plain; charset=utf-8")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": text})
+
+
 class ThreadedDjangoHTTP:
     """An ASGI application for ``http`` scopes that runs Django synchronously."""
 
@@ -105,6 +113,10 @@ class ThreadedDjangoHTTP:
             if message["type"] == "http.disconnect":
                 return
             body += message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:
+                # Bodies are buffered before Django sees them: bound the memory.
+                await _answer(send, 413, b"Request body too large")
+                return
             if not message.get("more_body", False):
                 break
         loop = asyncio.get_running_loop()

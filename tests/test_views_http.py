@@ -108,6 +108,13 @@ async def test_static_files_are_served(dashboard_redis: Redis) -> None:
     assert b"--st-failed" in sent[1]["body"]
 
 
+async def test_an_oversized_body_is_refused_before_django() -> None:
+    app = ThreadedDjangoHTTP(threads=1)
+    chunk = b"x" * (1024 * 1024)
+    sent = await _call(app, _scope("POST", "/login/"), [chunk] * 6)
+    assert sent[0]["status"] == 413
+
+
 async def test_a_client_gone_before_its_body_gets_no_answer() -> None:
     app = ThreadedDjangoHTTP(threads=1)
     sent: list[Any] = []
