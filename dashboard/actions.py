@@ -36,7 +36,6 @@ ACTIONS_BY_STATE: dict[str, tuple[str, ...]] = {
     "completed": ("retry", "remove"),
     "failed": ("retry", "remove"),
 }
-DESTRUCTIVE = frozenset({"fail", "remove", "clean"})
 
 _PAST = {"retry": "retried", "promote": "promoted", "fail": "failed", "remove": "removed"}
 _NOT_IN_STATE = {
