@@ -93,40 +93,43 @@ _MESSAGES = {
 }
 
 
-def page_permission(*, act: bool = False) -> Callable[[V], V]:
-    """For HTML views: login redirect for anonymous users, 403 otherwise."""
-
+def _guarded(
+    act: bool,
+    answer_anonymous: Callable[[HttpRequest], HttpResponse],
+    answer_denied: Callable[[str], HttpResponse],
+) -> Callable[[V], V]:
     def decorate(view: V) -> V:
         @wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            # Every POST acts, whatever the view says.
             denial = _denial(request, act=act or request.method == "POST")
             if denial == "login":
-                return redirect_to_login(request.get_full_path())
+                return answer_anonymous(request)
             if denial is not None:
-                raise PermissionDenied(_MESSAGES[denial])
+                return answer_denied(denial)
             return view(request, *args, **kwargs)
 
         return cast(V, wrapper)
 
     return decorate
+
+
+def _forbidden_page(denial: str) -> HttpResponse:
+    raise PermissionDenied(_MESSAGES[denial])
+
+
+def page_permission(*, act: bool = False) -> Callable[[V], V]:
+    """For HTML views: login redirect for anonymous users, 403 page otherwise."""
+    return _guarded(act, lambda r: redirect_to_login(r.get_full_path()), _forbidden_page)
 
 
 def api_permission(*, act: bool = False) -> Callable[[V], V]:
     """For API views: JSON 401 for anonymous users, JSON 403 otherwise."""
-
-    def decorate(view: V) -> V:
-        @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            denial = _denial(request, act=act or request.method == "POST")
-            if denial == "login":
-                return json_error(401, "unauthenticated", _MESSAGES["login"])
-            if denial is not None:
-                return json_error(403, "forbidden", _MESSAGES[denial])
-            return view(request, *args, **kwargs)
-
-        return cast(V, wrapper)
-
-    return decorate
+    return _guarded(
+        act,
+        lambda _: json_error(401, "unauthenticated", _MESSAGES["login"]),
+        lambda denial: json_error(403, "forbidden", _MESSAGES[denial]),
+    )
 
 
 def user_label(user: Any) -> str:
