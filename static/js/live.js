@@ -18,7 +18,7 @@
 
   var FEED_KEEP = 500;
   var REFRESH_MS = 1000;
-  var BACKOFF_MS = [500, 1000, 2000, 4000, 8000, 10000];
+  var BACKOFF_MS = [500, 1000, 2000, 4000, 5000];
   var STATE_BY_EVENT = {
     added: "wait", waiting: "wait", delayed: "delayed", active: "active", progress: "active",
     completed: "completed", failed: "failed", "retries-exhausted": "failed", stalled: "active",
@@ -487,9 +487,14 @@
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(scheme + location.host + "/ws/live/");
     setState("connecting");
+    var confirmed = {};  // queues whose position the server has confirmed on this socket
+    function confirm(queue) {
+      confirmed[queue] = true;
+      if (Object.keys(confirmed).length === queues.length) setState("open");
+    }
     socket.onopen = function () {
       attempt = 0;
-      setState("open");
+      setState("subscribing");
       socket.send(JSON.stringify({
         type: "subscribe",
         queues: queues.map(function (q) { return {queue: q, last_id: lastIds[q] || null}; })
@@ -498,12 +503,13 @@
     socket.onmessage = function (frame) {
       var message = JSON.parse(frame.data);
       if (message.type === "events") onEvents(message);
-      else if (message.type === "gap") onGap(message);
+      else if (message.type === "gap") { onGap(message); confirm(message.queue); }
       else if (message.type === "subscribed") {
         var first = !(message.queue in lastIds);
         lastIds[message.queue] = message.last_id;
         if (first) { dirty[message.queue] = true; scheduleFlush(); }  // whatever changed since render
-      }
+        confirm(message.queue);
+      } else if (message.type === "error") confirm(message.queue);  // that queue stays still
     };
     socket.onclose = function (close) {
       setState("closed");
@@ -516,6 +522,9 @@
   }
 
   window.addEventListener("pagehide", function () { stopped = true; if (socket) socket.close(); });
+  window.addEventListener("pageshow", function (event) {  // back from the back/forward cache
+    if (event.persisted) { stopped = false; connect(); }
+  });
   setupControls();
   if (feedLive) {
     pinColumns(feed.closest("table"));

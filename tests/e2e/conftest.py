@@ -231,5 +231,5 @@ def start(server: DashboardServer) -> None:
 
 
 def wait_live(page: Page) -> None:
-    """The page's WebSocket is open and subscribed."""
+    """The page's WebSocket is open and the server confirmed where each queue resumes."""
     expect(page.locator("html")).to_have_attribute("data-live", "open", timeout=10_000)
