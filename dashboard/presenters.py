@@ -9,13 +9,14 @@ so the templates only place strings.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from django.urls import reverse
-from django.utils.html import conditional_escape, format_html, format_html_join
+from django.utils.html import conditional_escape, escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from queues import inspect
@@ -87,6 +88,38 @@ def relative_time(ms: object, now_ms: int | None = None) -> str:
         return "—"
     delta = (now_ms if now_ms is not None else int(time.time() * 1000)) - ms
     return f"{span(delta)} ago" if delta >= 0 else f"in {span(delta)}"
+
+
+_JSON_TOKEN = re.compile(
+    r'(?P<string>"(?:\\.|[^"\\])*")(?P<colon>\s*:)?'
+    r"|(?P<number>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)"
+    r"|(?P<literal>\btrue\b|\bfalse\b|\bnull\b)"
+)
+HIGHLIGHT_LIMIT = 64 * 1024
+
+
+def highlight_json(text: str) -> SafeString:
+    """JSON text with keys, strings, numbers and literals in classed spans.
+
+    Everything is escaped; text that is not JSON only gets harmless spans, and
+    text over 64 KB is left plain (highlighting is for reading, not for 10 MB).
+    """
+    if len(text) > HIGHLIGHT_LIMIT:
+        return conditional_escape(text)
+    parts: list[str] = []
+    position = 0
+    for match in _JSON_TOKEN.finditer(text):
+        parts.append(escape(text[position : match.start()]))
+        if match.group("string") is not None:
+            kind = "j-key" if match.group("colon") else "j-str"
+            parts.append(f'<span class="{kind}">{escape(match.group("string"))}</span>')
+            parts.append(escape(match.group("colon") or ""))
+        else:
+            kind = "j-num" if match.group("number") is not None else "j-lit"
+            parts.append(f'<span class="{kind}">{escape(match.group(0))}</span>')
+        position = match.end()
+    parts.append(escape(text[position:]))
+    return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
 
 
 def job_url_prefix(ref: QueueRef) -> str:

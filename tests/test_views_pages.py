@@ -146,7 +146,10 @@ def test_job_page_shows_state_reason_traces_logs_lock_and_timeline(
     assert "<details open>\n    <summary>Attempt 2 (latest)" in html
     assert "2/3" in html
     assert "worker-7" in html
-    assert "&quot;to&quot;: &quot;ann@example.com&quot;" in html
+    assert (
+        '<span class="j-key">&quot;to&quot;</span>: '
+        '<span class="j-str">&quot;ann@example.com&quot;</span>'
+    ) in html
     assert "log line 49" in html
     assert "log line 50" not in html
     assert "Later →" in html
@@ -265,3 +268,16 @@ def test_times_for_humans() -> None:
     assert relative_time("yesterday", now) == "—"
     assert exact_time(now) == "2023-11-14 22:13:20.000 UTC"
     assert exact_time(10**20) == str(10**20)
+
+
+def test_json_highlighting_escapes_everything() -> None:
+    from dashboard.presenters import highlight_json
+
+    text = '{"a\\"<b>": "x</pre><script>", "n": -1.5e3, "ok": true, "none": null}'
+    html = str(highlight_json(text))
+    assert "<script>" not in html
+    assert "</pre>" not in html
+    assert '<span class="j-key">&quot;a\\&quot;&lt;b&gt;&quot;</span>:' in html
+    assert '<span class="j-num">-1.5e3</span>' in html
+    assert '<span class="j-lit">true</span>' in html
+    assert str(highlight_json("<b>" * 30_000)).startswith("&lt;b&gt;")
