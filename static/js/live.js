@@ -251,14 +251,17 @@
   rowTemplate.className = "live-new";
   rowTemplate.innerHTML = '<td class="time"><time></time></td><td><span class="badge"></span></td><td class="id"></td><td class="detail"></td>';
 
-  function utc(ms) { return new Date(ms).toISOString().replace("T", " ").replace("Z", " UTC"); }
+  function utc(ms, text) {  // like the ms_datetime filter: any writer may put any number in a field
+    var when = new Date(ms);
+    return isNaN(when.getTime()) ? text : when.toISOString().replace("T", " ").replace("Z", " UTC");
+  }
 
   function feedRow(queue, event) {
     var row = rowTemplate.cloneNode(true);
     row.setAttribute("data-event-id", event.id);
     row.setAttribute("data-event", event.event);
     var cells = row.cells;
-    var when = utc(parseId(event.id)[0]);
+    var when = utc(parseId(event.id)[0], event.id);
     var time = cells[0].firstChild;
     time.title = when;
     time.textContent = when.slice(11, 23);
@@ -277,7 +280,7 @@
   }
   function detail(fields) {  // mirrors the event_detail template filter
     if ("failedReason" in fields) return (fields.failedReason.trim().split("\n")[0] || "").slice(0, 200);
-    if ("delay" in fields) return /^\d+$/.test(fields.delay) ? "until " + utc(Number(fields.delay)) : fields.delay;
+    if ("delay" in fields) return /^\d+$/.test(fields.delay) ? "until " + utc(Number(fields.delay), fields.delay) : fields.delay;
     if ("data" in fields) return "progress " + fields.data.slice(0, 100);
     if ("prev" in fields) return "from " + (fields.prev === "wait" ? "waiting" : fields.prev);
     if ("count" in fields) return fields.count + " jobs";

@@ -302,3 +302,25 @@ def test_two_server_processes_each_feed_their_pages_once(
                 expect(rows).to_have_count(2)  # added, waiting: once each
     finally:
         second.stop()
+
+
+def test_hostile_event_fields_are_shown_as_text(
+    page: Page, processes: Processes, redis_client: Redis
+) -> None:
+    queue = "e2e-feed"
+    processes.peer_add(queue, "seed")
+    page.goto(f"/queues/bull/{queue}/events/")
+    wait_live(page)
+    stream = QueueKeys(queue).events
+    hostile = '<img src=x onerror="window.__owned=1">'
+    redis_client.xadd(stream, {"event": "failed", "jobId": "x<b>1", "failedReason": hostile})
+    redis_client.xadd(stream, {"event": "delayed", "jobId": "2", "delay": "9" * 30})
+    redis_client.xadd(stream, {"event": "<script>", "name": hostile})
+
+    expect(page.locator("#event-feed td.detail", has_text=hostile)).to_have_count(2)
+    expect(page.locator('#event-feed tr[data-job-id="2"] td.detail')).to_have_text(
+        "until " + "9" * 30
+    )
+    assert page.locator("#event-feed img").count() == 0
+    assert page.evaluate("window.__owned === undefined")
+    expect(page.locator('#event-feed tr[data-job-id="x<b>1"] a')).to_have_text("x<b>1")
