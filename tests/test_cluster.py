@@ -94,14 +94,16 @@ async def test_locks_are_renewed_on_the_cluster(cluster_url: str, queue: Queue) 
     job_id = queue.add("slow")
 
     async def slow(job: Job) -> None:
-        await asyncio.sleep(0.8)
+        # Over twice the lock duration: without renewal the worker's own
+        # stalled checker (every 100 ms) would take the job back.
+        await asyncio.sleep(1.2)
 
     async with running(
         "orders",
         slow,
         url=cluster_url,
         prefix=PREFIX,
-        lock_duration_ms=300,
+        lock_duration_ms=500,
         stalled_interval_ms=100,
     ):
         await until(lambda: queue.get_state(job_id) == "completed")

