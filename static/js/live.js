@@ -435,32 +435,39 @@
     incoming = [];
     var jobId = main.getAttribute("data-job-id");
     var jobTouched = false;
+    var active = {};
     batch.forEach(function (item) {
       var queue = item[0], events = item[1];
-      var dot = pageKind === "overview"
-        ? document.querySelector('tr[data-queue="' + CSS.escape(queue) + '"] [data-live-dot]')
-        : null;
-      if (dot && events.length) {
-        dot.classList.remove("pulse");
-        void dot.offsetWidth;  // restart the animation
-        dot.classList.add("pulse");
-      }
+      active[queue] = true;
       if (feedLive) {
         var shown = events.filter(function (e) {
           return matchesFilter(e) && (!renderedSince || idAfter(e.id, renderedSince));
         });
-        feedEvents(queue, shown);
+        try {
+          feedEvents(queue, shown);
+        } catch (error) {  // one odd event must not stop the feed
+          console.error("echomq live feed", error);
+        }
       }
       if (jobId !== null) {
         jobTouched = jobTouched || events.some(function (e) { return e.job_id === jobId; });
       }
     });
+    if (pageKind === "overview") Object.keys(active).forEach(pulse);
     if (Object.keys(dirty).length) {
       dirty = {};
       if (showsCounts) refreshCounts();
       if (jobTable) refreshList();
     }
     if (jobTouched) refreshJob();
+  }
+
+  function pulse(queue) {
+    var dot = document.querySelector('tr[data-queue="' + CSS.escape(queue) + '"] [data-live-dot]');
+    if (!dot) return;
+    dot.classList.remove("pulse");
+    void dot.offsetWidth;  // restart the animation
+    dot.classList.add("pulse");
   }
 
   function onEvents(message) {
