@@ -773,3 +773,47 @@ def job_events(client: Redis, ref: QueueRef, job_id: str, *, size: int = 50) -> 
     """This job's most recent events (from the latest few thousand), newest first."""
     validate_job_id(job_id)
     return events_page(client, ref, size=size, job_id=job_id, scan_limit=5_000).events
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m queues.inspect``: the dashboard's read model as JSON on stdout."""
+    import argparse
+    import os
+
+    from queues.connection import connect
+
+    parser = argparse.ArgumentParser(prog="python -m queues.inspect", description=main.__doc__)
+    parser.add_argument("queue", nargs="?", help="queue name (omit: every queue with counts)")
+    parser.add_argument("--url", default=os.environ.get("REDIS_URL", "redis://localhost:6379/0"))
+    parser.add_argument("--prefix", default="bull")
+    parser.add_argument("--state", choices=STATES, help="list jobs of this state")
+    parser.add_argument("--start", type=int, default=0)
+    parser.add_argument("--count", type=int, default=20)
+    parser.add_argument("--job", help="show one job")
+    parser.add_argument("--events", action="store_true", help="newest events")
+    args = parser.parse_args(argv)
+    client = connect(args.url)
+    answer: Any
+    if args.queue is None:
+        refs = discover_queues(client, [args.prefix])
+        answer = [summary.as_json() for summary in queue_summaries(client, refs)]
+    else:
+        ref = QueueRef(args.prefix, args.queue)
+        if args.job:
+            detail = job_detail(client, ref, args.job)
+            answer = detail.as_json() if detail else {"error": f"no job {args.job}"}
+        elif args.events:
+            answer = events_page(client, ref, size=args.count).as_json()
+        elif args.state:
+            answer = job_page(client, ref, args.state, start=args.start, size=args.count).as_json()
+        else:
+            answer = queue_summaries(client, [ref])[0].as_json()
+    print(json.dumps(answer, indent=2, ensure_ascii=False, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -268,3 +268,16 @@ def test_the_read_model_on_a_redis_cluster(cluster_url: str, prefix: str) -> Non
     finally:
         client.flushall()
         client.close()
+
+
+def test_command_line_prints_the_same_json(
+    redis_client: Redis, redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed_job(redis_client, KEYS, "9", state="failed")
+    inspect.main(["--url", redis_url])
+    (queue,) = json.loads(capsys.readouterr().out)
+    assert queue == inspect.queue_summaries(redis_client, [REF])[0].as_json()
+    inspect.main(["emails", "--url", redis_url, "--state", "failed"])
+    assert json.loads(capsys.readouterr().out)["jobs"][0]["id"] == "9"
+    inspect.main(["emails", "--url", redis_url, "--job", "9"])
+    assert json.loads(capsys.readouterr().out)["state"] == "failed"
