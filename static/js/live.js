@@ -453,7 +453,7 @@
         jobTouched = jobTouched || events.some(function (e) { return e.job_id === jobId; });
       }
     });
-    if (pageKind === "overview") Object.keys(active).forEach(pulse);
+    if (pageKind === "overview") pulse(Object.keys(active));
     if (Object.keys(dirty).length) {
       dirty = {};
       if (showsCounts) refreshCounts();
@@ -462,12 +462,14 @@
     if (jobTouched) refreshJob();
   }
 
-  function pulse(queue) {
-    var dot = document.querySelector('tr[data-queue="' + CSS.escape(queue) + '"] [data-live-dot]');
-    if (!dot) return;
-    dot.classList.remove("pulse");
-    void dot.offsetWidth;  // restart the animation
-    dot.classList.add("pulse");
+  function pulse(queues) {  // restart the live dots' animation: one forced layout for all
+    var dots = queues.map(function (queue) {
+      return document.querySelector('tr[data-queue="' + CSS.escape(queue) + '"] [data-live-dot]');
+    }).filter(Boolean);
+    if (!dots.length) return;
+    dots.forEach(function (dot) { dot.classList.remove("pulse"); });
+    void document.body.offsetWidth;
+    dots.forEach(function (dot) { dot.classList.add("pulse"); });
   }
 
   function onEvents(message) {
