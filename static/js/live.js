@@ -462,8 +462,8 @@
     if (jobTouched) refreshJob();
   }
 
-  function pulse(queues) {  // restart the live dots' animation: one forced layout for all
-    var dots = queues.map(function (queue) {
+  function pulse(refs) {  // restart the live dots' animation: one forced layout for all
+    var dots = refs.map(function (queue) {
       return document.querySelector('tr[data-queue="' + CSS.escape(queue) + '"] [data-live-dot]');
     }).filter(Boolean);
     if (!dots.length) return;
