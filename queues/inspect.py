@@ -262,7 +262,11 @@ def _counts_from(replies: Sequence[Any]) -> tuple[dict[str, int], bool]:
 
 def _per_minute(raw: Sequence[Any] | None) -> list[int]:
     # Stored newest first; sparklines draw oldest first.
-    return [codec.integer(v, 0) or 0 for v in reversed(raw or [])]
+    values = list(reversed(raw or []))
+    try:
+        return [int(v) for v in values]  # the common case, and the overview's hot loop
+    except (TypeError, ValueError):
+        return [codec.integer(v, 0) or 0 for v in values]
 
 
 def _summary_replies(client: Redis, refs: Sequence[QueueRef], metrics_points: int) -> list[Any]:

@@ -95,6 +95,9 @@ def test_summaries_of_many_queues_take_one_round_trip(
     assert emails.completed_per_minute == [5, 7]
     assert empty.total == 0
     assert empty.paused is False
+    redis_client.lpush(KEYS.metrics_data("failed"), 5, "garbage")  # newest first
+    (with_garbage,) = inspect.queue_summaries(redis_client, [REF])
+    assert with_garbage.failed_per_minute == [5, 0]
 
 
 def test_cluster_pipeline_reads_what_the_script_reads(redis_client: Redis) -> None:
