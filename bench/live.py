@@ -51,8 +51,9 @@ from queues.connection import connect  # noqa: E402
 from queues.keys import QueueKeys  # noqa: E402
 from queues.queue import Queue  # noqa: E402
 from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.e2e.server import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
     PASSWORD,
     USERNAME,
     DashboardServer,

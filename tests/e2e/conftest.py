@@ -26,6 +26,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.server import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
     PASSWORD,
     ROOT,
     USERNAME,
@@ -37,16 +39,6 @@ from tests.e2e.server import (
 )
 
 PEER = Path(__file__).with_name("peer.py")
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 # Configured, so pages and the overview show them before they hold any key.
 E2E_QUEUES = (
     "e2e-added",
