@@ -14,9 +14,7 @@ register = template.Library()
 
 
 register.filter("thousands", presenters.thousands)
-register.filter("compact", presenters.compact)
 register.filter("ms_datetime", presenters.exact_time)
-register.filter("ago", presenters.relative_time)
 register.filter("json_highlight", presenters.highlight_json)
 
 
