@@ -180,12 +180,21 @@ class QueueRow:
         )
 
     @property
-    def unhealthy(self) -> str:
-        """CSS hint: failing, or work waiting with nobody processing it."""
-        counts = self.summary.counts
-        if counts["failed"]:
-            return "has-failed"
-        return "stuck" if counts["wait"] and not counts["active"] else ""
+    def health(self) -> tuple[str, str]:
+        """(CSS class, label) for a queue that needs a look, else ("", "").
+
+        Failing: jobs failed in the last five minutes (by the metrics), or any
+        failed job when the queue keeps no metrics. Stuck: ready jobs and
+        nothing active in a queue that is not paused.
+        """
+        summary = self.summary
+        counts = summary.counts
+        recent = summary.failed_per_minute[-5:]
+        if sum(recent) if recent else counts["failed"]:
+            return "has-failed", "failing"
+        if counts["wait"] and not counts["active"] and not summary.paused:
+            return "stuck", "nothing active"
+        return "", ""
 
 
 def count_cells(base_url: str, counts: dict[str, int]) -> list[CountCell]:

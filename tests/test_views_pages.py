@@ -45,6 +45,30 @@ def test_overview_lists_every_queue_with_counts_paused_and_hooks(
     assert html.index("bull:a-quiet-one") < html.index('data-queue="bull:emails"')
 
 
+def test_overview_flags_failing_and_stuck_queues_in_words(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    failing, old_failures, stuck, paused = (
+        QueueRef("bull", name).keys for name in ("failing", "old-failures", "stuck", "paused")
+    )
+    seed_job(dashboard_redis, failing, "1", state="failed")
+    seed_job(dashboard_redis, old_failures, "1", state="failed")
+    dashboard_redis.rpush(old_failures.metrics_data("failed"), *([0] * 5), 7)  # long ago
+    seed_job(dashboard_redis, stuck, "1", state="wait")
+    seed_job(dashboard_redis, paused, "1", state="paused")
+    dashboard_redis.hset(paused.meta, "paused", 1)
+    html = _html(viewer.get("/"))
+
+    def row(name: str) -> str:
+        start = html.index(f'data-queue="bull:{name}"')
+        return html[start : html.index("</tr>", start)]
+
+    assert ">failing</span>" in row("failing")
+    assert "failing" not in row("old-failures").replace("old-failures", "")
+    assert ">nothing active</span>" in row("stuck")
+    assert "nothing active" not in row("paused")
+
+
 def test_overview_without_queues_says_so(dashboard_redis: Redis, viewer: Any) -> None:
     assert "No queues yet" in _html(viewer.get("/"))
 
