@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from collections.abc import Callable, Mapping, Sequence
+from json.encoder import (  # type: ignore[attr-defined]
+    c_make_encoder,
+    encode_basestring,
+)
+from typing import Any, NamedTuple, TypedDict
 
 from queues.keys import validate_custom_job_id
 
@@ -75,9 +78,11 @@ class InvalidJobOptions(ValueError):
     """Options that would store a job no runtime could run as asked."""
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedJob:
-    """Everything the addJob script receives besides the queue's keys."""
+class PreparedJob(NamedTuple):
+    """Everything the addJob script receives besides the queue's keys.
+
+    A NamedTuple, not a frozen dataclass: just as immutable, and built several
+    times faster, which shows in bulk adds (one per job)."""
 
     name: str
     data_json: str
@@ -93,16 +98,38 @@ class PreparedJob:
     parent_json: str = ""  # "" = none
 
 
-# One encoder for every job: json.dumps with options builds a new one per call,
-# which is a visible share of add_bulk's time.
+def _not_serialisable(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _c_encoder() -> Callable[[Any, int], Sequence[str]] | None:
+    # JSONEncoder.encode builds a fresh C encoder (and a closure) on every call,
+    # a third of a tiny job's encoding time; one built here is reused. No
+    # circular-reference markers: a shared markers dict would be unsafe across
+    # threads, and a cycle ends in RecursionError instead, refused below.
+    if c_make_encoder is None:
+        return None
+    try:
+        encoder: Callable[[Any, int], Sequence[str]] = c_make_encoder(
+            None, _not_serialisable, encode_basestring, None, ":", ",", False, False, False
+        )
+    except TypeError:  # another interpreter's signature: use the public path
+        return None
+    return encoder
+
+
+# One encoder for every job: json.dumps with options builds a new one per call.
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_C_ENCODER = _c_encoder()
 
 
 def to_json(value: Any) -> str:
     """Compact JSON that every BullMQ runtime parses (no NaN/Infinity)."""
     try:
+        if _C_ENCODER is not None:
+            return "".join(_C_ENCODER(value, 0))
         return _ENCODER.encode(value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidJobOptions(f"not JSON-serialisable: {exc}") from None
 
 

@@ -34,6 +34,8 @@ ALL_STATES: tuple[str, ...] = tuple(STATE_KEY_SUFFIX)
 _LEGACY_MARKER = "0:"
 
 _CLEAN_BATCH = 1000
+# Jobs per addJobs call in add_bulk.
+_JOBS_PER_CALL = 100
 
 AddSpec = tuple[str, Any, "JobOptions | Mapping[str, Any] | None"]
 
@@ -93,20 +95,27 @@ class Queue:
         return _text(self._run(call, "addJob"))
 
     def add_bulk(self, jobs: Sequence[AddSpec], *, batch: int = 1000) -> list[str]:
-        """Add many jobs, one pipelined round trip per ``batch`` of them."""
+        """Add many jobs, one pipelined round trip per ``batch`` of them; each
+        job is added exactly as :meth:`add` would, in order."""
         timestamp = now_ms()  # one clock read: the jobs are added together
         prepared = [prepare_job(name, data, opts, now_ms=timestamp) for name, data, opts in jobs]
         if not prepared:
             return []
-        scripts.ensure_loaded(self.connection, ("addJob",))
+        scripts.ensure_loaded(self.connection, ("addJobs",))
         ids: list[str] = []
         for offset in range(0, len(prepared), batch):
+            end = min(offset + batch, len(prepared))
             pipe = self._pipeline()
-            for job in prepared[offset : offset + batch]:
-                scripts.queue_in_pipeline(pipe, admin.add_job(self.keys, job))
-            for result in pipe.execute():
-                raise_for_code(result, "addJob")
-                ids.append(_text(result))
+            # Several jobs per script call amortise its fixed cost; a bounded
+            # number per call keeps each one short, so Redis stays responsive
+            # to other clients (workers) while a large batch goes in.
+            for start in range(offset, end, _JOBS_PER_CALL):
+                chunk = prepared[start : min(start + _JOBS_PER_CALL, end)]
+                scripts.queue_in_pipeline(pipe, admin.add_jobs(self.keys, chunk))
+            for results in pipe.execute():
+                for result in results:
+                    raise_for_code(result, "addJob")
+                    ids.append(_text(result))
         return ids
 
     # -- reading -----------------------------------------------------------

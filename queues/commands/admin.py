@@ -8,12 +8,13 @@ server.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, get_args
 
 from queues import scripts
 from queues.job_options import PreparedJob
 from queues.keys import QueueKeys
-from queues.scripts import ScriptCall
+from queues.scripts import ScriptArg, ScriptCall
 
 FinishedState = Literal["completed", "failed"]
 # Where a job comes back to run from: a retry (failed/completed) or a promotion.
@@ -34,37 +35,49 @@ def _flag(value: bool) -> str:
     return "1" if value else "0"
 
 
-def add_job(keys: QueueKeys, job: PreparedJob) -> ScriptCall:
-    return scripts.call(
-        "addJob",
-        (
-            keys.wait,
-            keys.paused,
-            keys.meta,
-            keys.id,
-            keys.delayed,
-            keys.prioritized,
-            keys.pc,
-            keys.active,
-            keys.events,
-            keys.marker,
-        ),
-        (
-            keys.base,
-            job.job_id,
-            job.name,
-            job.data_json,
-            job.opts_json,
-            job.timestamp,
-            job.delay,
-            job.priority,
-            _flag(job.lifo),
-            job.dedup_id,
-            job.dedup_ttl,
-            job.parent_key,
-            job.parent_json,
-        ),
+def _add_keys(keys: QueueKeys) -> tuple[str, ...]:
+    return (
+        keys.wait,
+        keys.paused,
+        keys.meta,
+        keys.id,
+        keys.delayed,
+        keys.prioritized,
+        keys.pc,
+        keys.active,
+        keys.events,
+        keys.marker,
     )
+
+
+def _job_args(job: PreparedJob) -> tuple[ScriptArg, ...]:
+    # The twelve per-job arguments of addJob and addJobs (addJobSteps.lua).
+    return (
+        job.job_id,
+        job.name,
+        job.data_json,
+        job.opts_json,
+        job.timestamp,
+        job.delay,
+        job.priority,
+        _flag(job.lifo),
+        job.dedup_id,
+        job.dedup_ttl,
+        job.parent_key,
+        job.parent_json,
+    )
+
+
+def add_job(keys: QueueKeys, job: PreparedJob) -> ScriptCall:
+    return scripts.call("addJob", _add_keys(keys), (keys.base, *_job_args(job)))
+
+
+def add_jobs(keys: QueueKeys, jobs: Sequence[PreparedJob]) -> ScriptCall:
+    """Many adds in one call; its result lists one addJob result per job."""
+    args: list[ScriptArg] = [keys.base]
+    for job in jobs:
+        args.extend(_job_args(job))
+    return scripts.call("addJobs", _add_keys(keys), tuple(args))
 
 
 def _ready_keys(keys: QueueKeys) -> tuple[str, ...]:
