@@ -348,6 +348,8 @@ class Worker:
                 job = await self._complete(job, result)
 
     async def _complete(self, job: Job, result: Any) -> Job | None:
+        if result is None:  # most processors return nothing: skip the encoder
+            return await self._finish(job, "completed", "null", None)
         try:
             value = _RESULT_ENCODER.encode(result)
         except (TypeError, ValueError) as exc:

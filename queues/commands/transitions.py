@@ -12,7 +12,7 @@ moveToFinished-with-fetch-next into a :class:`Fetched`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgpack
@@ -124,6 +124,34 @@ class FinishOptions:
     continue_parent_on_failure: bool = False
     ignore_dependency_on_failure: bool = False
     remove_dependency_on_failure: bool = False
+    # The msgpack option table without the token, as (entries, packed pairs):
+    # built at the first finish, then reused (a worker shares one FinishOptions
+    # between all its jobs of one kind, so this is once per worker and kind).
+    _packed: tuple[int, bytes] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def packed_without_token(self) -> tuple[int, bytes]:
+        """Check the options and pack them (once): the entry count and the
+        concatenated key/value pairs of the moveToFinished option table."""
+        if self._packed is not None:
+            return self._packed
+        if self.attempts < 0 or self.max_metrics_size < 0:
+            raise ValueError("attempts and max_metrics_size must not be negative")
+        table = _lock_options(self.lock_duration_ms, self.worker_name, self.limiter)
+        table["keepJobs"] = self.keep.packed()
+        table["attempts"] = self.attempts
+        table["maxMetricsSize"] = self.max_metrics_size
+        for flag, enabled in (
+            ("fpof", self.fail_parent_on_failure),
+            ("cpof", self.continue_parent_on_failure),
+            ("idof", self.ignore_dependency_on_failure),
+            ("rdof", self.remove_dependency_on_failure),
+        ):
+            if enabled:
+                table[flag] = True
+        pairs = b"".join(_pack(key) + _pack(value) for key, value in table.items())
+        packed = (len(table), pairs)
+        object.__setattr__(self, "_packed", packed)  # frozen: a cache, not state
+        return packed
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,14 +174,26 @@ def _pack(value: Any) -> bytes:
     return packed
 
 
-def _pickup_options(
-    token: str, lock_duration_ms: int, worker_name: str, limiter: RateLimit | None
-) -> dict[str, Any]:
+# One packer for the per-finish token: msgpack.packb builds a Packer per call.
+# Packing a str runs no Python code, so sharing it cannot interleave.
+_PACKER = msgpack.Packer(use_bin_type=True)
+_TOKEN_KEY = _pack("token")
+
+
+def _check_token(token: str) -> str:
     if not token:
         raise ValueError("a lock token is required (use NO_LOCK_TOKEN for no lock)")
+    return token
+
+
+def _lock_options(
+    lock_duration_ms: int, worker_name: str, limiter: RateLimit | None
+) -> dict[str, Any]:
+    """The pickup option table (moveToActive's, and moveToFinished's when it
+    fetches the next job) without the token."""
     if lock_duration_ms < 1:
         raise ValueError(f"lock duration must be >= 1 ms, got {lock_duration_ms}")
-    table: dict[str, Any] = {"token": token, "lockDuration": lock_duration_ms}
+    table: dict[str, Any] = {"lockDuration": lock_duration_ms}
     if worker_name:
         table["name"] = worker_name
     if limiter is not None:
@@ -195,7 +235,8 @@ def move_to_active(
     worker_name: str = "",
     limiter: RateLimit | None = None,
 ) -> ScriptCall:
-    options = _pickup_options(token, lock_duration_ms, worker_name, limiter)
+    options = {"token": _check_token(token)}
+    options.update(_lock_options(lock_duration_ms, worker_name, limiter))
     return scripts.call(
         "moveToActive",
         (*_pickup_keys(keys), keys.marker),
@@ -219,30 +260,20 @@ def move_to_finished(
     validate_job_id(job_id)
     if target not in ("completed", "failed"):
         raise ValueError(f"unknown finish target {target!r}")
-    field = "returnvalue" if target == "completed" else "failedReason"
-    if options.attempts < 0 or options.max_metrics_size < 0:
-        raise ValueError("attempts and max_metrics_size must not be negative")
-    table = _pickup_options(token, options.lock_duration_ms, options.worker_name, options.limiter)
-    table["keepJobs"] = options.keep.packed()
-    table["attempts"] = options.attempts
-    table["maxMetricsSize"] = options.max_metrics_size
-    for flag, enabled in (
-        ("fpof", options.fail_parent_on_failure),
-        ("cpof", options.continue_parent_on_failure),
-        ("idof", options.ignore_dependency_on_failure),
-        ("rdof", options.remove_dependency_on_failure),
-    ):
-        if enabled:
-            table[flag] = True
+    result_field = "returnvalue" if target == "completed" else "failedReason"
+    entries, pairs = options.packed_without_token()
+    # A msgpack map is its header then its pairs: the token goes first,
+    # the rest is the options' cached bytes.
+    table = _PACKER.pack_map_header(entries + 1) + _TOKEN_KEY + _PACKER.pack(_check_token(token))
     args: tuple[scripts.ScriptArg, ...] = (
         job_id,
         now_ms,
-        field,
+        result_field,
         value,
         target,
         1 if fetch_next else 0,
         keys.base,
-        _pack(table),
+        table + pairs,
     )
     packed_fields = _flat_fields(extra_fields)
     if packed_fields is not None:
