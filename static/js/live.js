@@ -235,10 +235,11 @@
   // last FEED_KEEP events and freezes them for reading.
 
   var DRAW_PER_S = 250;
+  var ROWS_PER_UPDATE = 25;
   var LIVE_ROWS = 100;
   var paused = false, newWhilePaused = 0, sampled = 0, controls = null, renderedSince = null;
   var recent = [];
-  var drawBudget = DRAW_PER_S, budgetAt = Date.now();
+  var drawBudget = ROWS_PER_UPDATE, budgetAt = Date.now();
   var filterType = feed ? feed.getAttribute("data-filter-type") || "" : "";
   var filterJob = feed ? feed.getAttribute("data-filter-job") || "" : "";
   // Read by bench/live.py: XADD-to-DOM latencies (ms), rows drawn, time spent applying batches.
@@ -299,7 +300,9 @@
       return;
     }
     var now = Date.now();
-    drawBudget = Math.min(DRAW_PER_S, drawBudget + (now - budgetAt) * DRAW_PER_S / 1000);
+    // Refilled with time, never above one update's worth: a page that fell behind
+    // must not pay for a huge redraw (which would make it fall further behind).
+    drawBudget = Math.min(ROWS_PER_UPDATE, drawBudget + (now - budgetAt) * DRAW_PER_S / 1000);
     budgetAt = now;
     var drawn = events.slice(-Math.max(1, Math.floor(drawBudget)));
     drawBudget -= drawn.length;
