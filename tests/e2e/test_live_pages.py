@@ -324,3 +324,28 @@ def test_hostile_event_fields_are_shown_as_text(
     assert page.locator("#event-feed img").count() == 0
     assert page.evaluate("window.__owned === undefined")
     expect(page.locator('#event-feed tr[data-job-id="x<b>1"] a')).to_have_text("x<b>1")
+
+
+def test_pause_shows_exactly_the_last_500_events_of_a_fast_feed(
+    page: Page, processes: Processes, redis_client: Redis
+) -> None:
+    queue = "e2e-feed"
+    processes.peer_add(queue, "seed")
+    page.goto(f"/queues/bull/{queue}/events/")
+    wait_live(page)
+    stream = QueueKeys(queue).events
+    with redis_client.pipeline(transaction=False) as pipe:
+        for n in range(700):
+            pipe.xadd(stream, {"event": "progress", "jobId": str(n), "data": str(n)})
+        pipe.execute()
+    newest = redis_client.xrevrange(stream, count=500)
+    expect(page.locator('#event-feed tr[data-job-id="699"]')).to_have_count(1)
+
+    page.get_by_role("button", name="Pause feed").click()
+
+    rows = page.locator("#event-feed tr.live-new")
+    expect(rows).to_have_count(500)
+    shown = page.eval_on_selector_all(
+        "#event-feed tr.live-new", "rows => rows.map(r => r.dataset.eventId)"
+    )
+    assert shown == [stream_id.decode() for stream_id, _ in newest]
