@@ -121,20 +121,11 @@
       var zeroHolder = el.closest(".tab") || el;
       zeroHolder.classList.toggle("zero", n === 0);
     });
-    if (scope.matches && scope.matches("tr[data-queue]")) {
-      scope.classList.toggle("has-failed", counts.failed > 0);
-      scope.classList.toggle("stuck", counts.wait > 0 && !counts.active);
-    }
   }
 
   var refreshCounts = throttled(REFRESH_MS, function () {
     if (pageKind === "overview") {
-      return getJson("/api/queues/").then(function (body) {
-        body.queues.forEach(function (q) {
-          var row = document.querySelector('tr[data-queue="' + CSS.escape(q.queue) + '"]');
-          if (row) setCounts(row, q.counts);
-        });
-      });
+      return getText(location.pathname + location.search, true).then(mergeOverviewRows);
     }
     return getJson("/api" + queueUrl(queues[0])).then(function (q) {
       setCounts(document, q.counts);
@@ -142,6 +133,22 @@
       if (head && q.paused !== !!head.querySelector("[data-paused]")) refreshHead();
     });
   });
+
+  // The overview's rows as the server renders them now (counts, health, paused,
+  // sparkline), each swapped in place; the live dot keeps its node (and its
+  // animation), a row holding the focus waits, new queues wait for a reload.
+  function mergeOverviewRows(html) {
+    var holder = document.createElement("template");
+    holder.innerHTML = html;
+    holder.content.querySelectorAll("tr[data-queue]").forEach(function (fresh) {
+      var row = document.querySelector('tr[data-queue="' + CSS.escape(fresh.getAttribute("data-queue")) + '"]');
+      if (!row || row.contains(document.activeElement)) return;
+      var dot = row.querySelector("[data-live-dot]"), freshDot = fresh.querySelector("[data-live-dot]");
+      if (dot && freshDot) freshDot.replaceWith(dot);
+      row.className = fresh.className;
+      row.replaceChildren.apply(row, Array.prototype.slice.call(fresh.childNodes));
+    });
+  }
 
   // Paused or resumed elsewhere: the header's badge and pause/resume button follow.
   var refreshHead = throttled(REFRESH_MS, function () {
