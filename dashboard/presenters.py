@@ -131,12 +131,70 @@ def job_url(prefix: str, job_id: str) -> str:
     return prefix + quote(job_id, safe=_PATH_SAFE)
 
 
-def sparkline_points(points: Sequence[int], height: int = 20) -> str:
-    """SVG polyline points for per-minute counts (2 px per minute)."""
+SPARK_WIDTH = 90
+SPARK_HALF = 11  # px above the middle line for completed, below it for failed
+
+
+def sparkline_points(points: Sequence[int], *, slots: int, direction: int) -> str:
+    """SVG polygon points of an area for per-minute counts (oldest first), drawn
+    away from the middle line: ``direction`` -1 draws up, 1 draws down. The
+    area starts and ends on the middle line, so minutes with no count draw
+    nothing (a flat red line would read as failures).
+
+    The x axis has room for ``slots`` minutes and the newest minute sits at the
+    right edge, so five minutes of metrics draw a short line on the right, not
+    a stretched one that looks like half an hour. Each series has its own scale
+    (the exact counts are in the title); a minute with any count moves at least
+    2 px so a single failure stays visible.
+    """
     if not points:
         return ""
     top = max(max(points), 1)
-    return " ".join(f"{i * 2},{height - round(v * height / top)}" for i, v in enumerate(points))
+    step = SPARK_WIDTH / max(slots - 1, 1)
+    last = len(points) - 1
+    coords = []
+    for index, value in enumerate(points):
+        reach = value * SPARK_HALF / top
+        if value > 0:
+            reach = max(reach, 2)
+        x = max(SPARK_WIDTH - (last - index) * step, 0)
+        coords.append(f"{x:.1f},{SPARK_HALF + direction * reach:.1f}")
+    if len(coords) == 1:
+        # One minute of data: a bar one minute wide instead of a hairline.
+        coords.insert(0, f"{SPARK_WIDTH - step:.1f},{coords[0].split(',')[1]}")
+    first_x = coords[0].split(",")[0]
+    return f"{first_x},{SPARK_HALF} {' '.join(coords)} {SPARK_WIDTH:.1f},{SPARK_HALF}"
+
+
+def sparkline_svg(completed: Sequence[int], failed: Sequence[int], slots: int) -> SafeString:
+    """The overview's inline chart: completed per minute above the middle line,
+    failed below it (a growing red shape = failures rising). No script."""
+    minutes = max(len(completed), len(failed))
+    if not minutes:
+        return mark_safe('<span class="muted">no metrics</span>')
+    summary = (
+        f"{thousands(sum(completed))} completed, {thousands(sum(failed))} failed"
+        f" in the last {minutes} min"
+    )
+    height = 2 * SPARK_HALF
+    return format_html(
+        '<svg class="sparkline" viewBox="0 -1 {} {}" width="{}" height="{}" role="img"'
+        ' aria-label="{}"><title>{}</title>'
+        '<line class="spark-base" x1="0" y1="{}" x2="{}" y2="{}"/>'
+        '<polygon class="spark-completed" points="{}"/>'
+        '<polygon class="spark-failed" points="{}"/></svg>',
+        SPARK_WIDTH,
+        height + 2,
+        SPARK_WIDTH,
+        height + 2,
+        summary,
+        summary,
+        SPARK_HALF,
+        SPARK_WIDTH,
+        SPARK_HALF,
+        sparkline_points(completed, slots=slots, direction=-1),
+        sparkline_points(failed, slots=slots, direction=1),
+    )
 
 
 @dataclass(slots=True)
@@ -154,17 +212,22 @@ class QueueRow:
     summary: QueueSummary
     url: str
     cells: list[CountCell]
-    completed_total: int
-    failed_total: int
-    spark_completed: str
-    spark_failed: str
-    minutes: int
+    sparkline: SafeString
 
     @property
-    def rate(self) -> str:
-        """Completed in the latest full minute, e.g. "3.2k/min" ("" without metrics)."""
-        points = self.summary.completed_per_minute
-        return f"{compact(points[-1])}/min" if points else ""
+    def rate(self) -> SafeString:
+        """Completed in the latest full minute ("3.2k/min"), exact counts on hover."""
+        summary = self.summary
+        if not summary.completed_per_minute:
+            return mark_safe("")
+        done = summary.completed_per_minute[-1]
+        lost = summary.failed_per_minute[-1] if summary.failed_per_minute else 0
+        return format_html(
+            '<span class="rate" title="latest full minute: {} completed, {} failed">{}/min</span>',
+            thousands(done),
+            thousands(lost),
+            compact(done),
+        )
 
     @property
     def cells_html(self) -> SafeString:
@@ -211,7 +274,9 @@ def count_cells(base_url: str, counts: dict[str, int]) -> list[CountCell]:
     ]
 
 
-def queue_rows(summaries: Sequence[QueueSummary]) -> list[QueueRow]:
+def queue_rows(
+    summaries: Sequence[QueueSummary], slots: int = inspect.METRICS_POINTS
+) -> list[QueueRow]:
     rows = []
     for summary in summaries:
         url = reverse("dashboard:queue", args=[summary.ref.prefix, summary.ref.name])
@@ -220,11 +285,9 @@ def queue_rows(summaries: Sequence[QueueSummary]) -> list[QueueRow]:
                 summary=summary,
                 url=url,
                 cells=count_cells(url, summary.counts),
-                completed_total=sum(summary.completed_per_minute),
-                failed_total=sum(summary.failed_per_minute),
-                spark_completed=sparkline_points(summary.completed_per_minute),
-                spark_failed=sparkline_points(summary.failed_per_minute),
-                minutes=max(len(summary.completed_per_minute), len(summary.failed_per_minute)),
+                sparkline=sparkline_svg(
+                    summary.completed_per_minute, summary.failed_per_minute, slots
+                ),
             )
         )
     return rows

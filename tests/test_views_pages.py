@@ -38,7 +38,7 @@ def test_overview_lists_every_queue_with_counts_paused_and_hooks(
     row = html[html.index('data-queue="bull:emails"') :]
     assert re.search(r'data-count-state="failed" title="3 failed">3<', row)
     assert "paused</span>" in row
-    assert "<polyline" in row
+    assert 'class="spark-completed"' in row
     # Sorting by failed puts the failing queue first.
     by_failed = _html(viewer.get("/?sort=failed"))
     assert by_failed.index("bull:emails") < by_failed.index("bull:a-quiet-one")
@@ -305,3 +305,41 @@ def test_json_highlighting_escapes_everything() -> None:
     assert '<span class="j-num">-1.5e3</span>' in html
     assert '<span class="j-lit">true</span>' in html
     assert str(highlight_json("<b>" * 30_000)).startswith("&lt;b&gt;")
+
+
+def _overview_row(html: str, queue: str) -> str:
+    start = html.index(f'data-queue="{queue}"')
+    return html[start : html.index("</tr>", start)]
+
+
+def test_overview_sparkline_draws_each_minute_right_aligned_with_exact_totals(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    seed_job(dashboard_redis, KEYS, "w", state="wait")
+    # Metrics lists are stored newest first: five minutes of completions, one failure.
+    dashboard_redis.rpush(KEYS.metrics_data("completed"), 1200, 900, 1500, 3, 7)
+    dashboard_redis.rpush(KEYS.metrics_data("failed"), 1, 0, 0, 0, 0)
+    row = _overview_row(_html(viewer.get("/")), "bull:emails")
+    completed = re.search(r'class="spark-completed" points="([^"]*)"', row)
+    failed = re.search(r'class="spark-failed" points="([^"]*)"', row)
+    assert completed
+    assert failed
+    # One point a minute plus the two that close the area on the middle line.
+    completed_points = completed.group(1).split()
+    assert len(completed_points) == 5 + 2
+    # The newest minute is at the right edge, and the tallest minute reaches the top.
+    assert completed_points[-2].startswith("90.0,")
+    assert completed_points[3].endswith(",0.0")  # oldest first: 7, 3, 1500, 900, 1200
+    # A single failure among thousands of completions is still drawn (>= 2 px).
+    newest_failed_y = float(failed.group(1).split()[-2].split(",")[1])
+    assert newest_failed_y >= 11 + 2
+    assert "3,610 completed, 1 failed in the last 5 min" in row
+    # The rate says 1.2k/min and the exact count on hover.
+    assert re.search(r'title="latest full minute: 1,200 completed, 1 failed">1.2k/min<', row)
+
+
+def test_overview_queue_without_metrics_says_so(dashboard_redis: Redis, viewer: Any) -> None:
+    seed_job(dashboard_redis, KEYS, "w", state="wait")
+    row = _overview_row(_html(viewer.get("/")), "bull:emails")
+    assert "no metrics" in row
+    assert "<svg" not in row
