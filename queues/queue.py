@@ -20,7 +20,7 @@ from queues.commands import admin
 from queues.commands.admin import CleanableState, FinishedState, RequeueSource
 from queues.errors import JobNotInState, raise_for_code
 from queues.job import Job
-from queues.job_options import JobOptions, prepare_job, to_json
+from queues.job_options import JobOptions, PreparedJob, prepare_job, to_json
 from queues.keys import (
     DEFAULT_PREFIX,
     LIST_STATES,
@@ -28,14 +28,16 @@ from queues.keys import (
     QueueKeys,
     validate_job_id,
 )
+from queues.scripts import ScriptCall
 
 ALL_STATES: tuple[str, ...] = tuple(STATE_KEY_SUFFIX)
 # Ids starting "0:" are markers old BullMQ versions pushed into wait; never jobs.
 _LEGACY_MARKER = "0:"
 
 _CLEAN_BATCH = 1000
-# Jobs per addJobs call in add_bulk.
+# At most this many jobs, and about this much JSON, per addJobs call of add_bulk.
 _JOBS_PER_CALL = 100
+_BYTES_PER_CALL = 4 * 1024 * 1024
 
 AddSpec = tuple[str, Any, "JobOptions | Mapping[str, Any] | None"]
 
@@ -104,19 +106,28 @@ class Queue:
         scripts.ensure_loaded(self.connection, ("addJobs",))
         ids: list[str] = []
         for offset in range(0, len(prepared), batch):
-            end = min(offset + batch, len(prepared))
             pipe = self._pipeline()
-            # Several jobs per script call amortise its fixed cost; a bounded
-            # number per call keeps each one short, so Redis stays responsive
-            # to other clients (workers) while a large batch goes in.
-            for start in range(offset, end, _JOBS_PER_CALL):
-                chunk = prepared[start : min(start + _JOBS_PER_CALL, end)]
-                scripts.queue_in_pipeline(pipe, admin.add_jobs(self.keys, chunk))
+            for call in self._add_calls(prepared[offset : offset + batch]):
+                scripts.queue_in_pipeline(pipe, call)
             for results in pipe.execute():
                 for result in results:
                     raise_for_code(result, "addJob")
                     ids.append(_text(result))
         return ids
+
+    def _add_calls(self, jobs: Sequence[PreparedJob]) -> Iterator[ScriptCall]:
+        """addJobs calls covering ``jobs`` in order. Several jobs per call
+        amortise its fixed cost; a bounded number (and size) per call keeps
+        each one short, so Redis stays responsive to other clients (workers),
+        and keeps a command of large jobs far below Redis's query buffer limit."""
+        start, size = 0, 0
+        for index, job in enumerate(jobs, 1):
+            size += len(job.data_json) + len(job.opts_json)
+            if index - start == _JOBS_PER_CALL or size >= _BYTES_PER_CALL:
+                yield admin.add_jobs(self.keys, jobs[start:index])
+                start, size = index, 0
+        if start < len(jobs):
+            yield admin.add_jobs(self.keys, jobs[start:])
 
     # -- reading -----------------------------------------------------------
 

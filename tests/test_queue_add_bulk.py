@@ -9,6 +9,7 @@ import pytest
 from redis import Redis
 
 from queues.errors import ParentJobNotExist
+from queues.job_options import prepare_job
 from queues.queue import AddSpec, Queue
 
 # One of every path through an add, several of them twice in a row.
@@ -95,3 +96,16 @@ def test_bulk_with_a_missing_parent_adds_the_rest_of_its_batch_then_raises(
     # The failing batch went in except the orphan (which took no id); the next
     # batch was never sent.
     assert redis_client.lrange(queue.keys.wait, 0, -1) == [b"2", b"1"]
+
+
+def test_calls_are_bounded_by_job_count_and_size(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queue = Queue("q", redis_client)
+    small = [prepare_job("s", None, None, now_ms=1)] * 250
+    assert [len(call.args) // 12 for call in queue._add_calls(small)] == [100, 100, 50]
+
+    monkeypatch.setattr("queues.queue._BYTES_PER_CALL", 100)
+    big = [prepare_job("b", "x" * 40, None, now_ms=1)] * 5  # 42 + 2 characters each
+    assert [len(call.args) // 12 for call in queue._add_calls(big)] == [3, 2]
+    assert queue.add_bulk([("b", "x" * 40, None)] * 5) == ["1", "2", "3", "4", "5"]
