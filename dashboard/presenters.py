@@ -9,6 +9,7 @@ so the templates only place strings.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import time
 from collections.abc import Sequence
@@ -234,10 +235,19 @@ class QueueRow:
         """The count cells of the row (see JobRowView.html for why not a template)."""
         return format_html_join(
             "",
-            '<td class="num"><a href="{}" class="count state-{}{}" data-count-state="{}"'
-            ' title="{} {}">{}</a></td>',
+            '<td class="num"><a href="{}" class="count state-{}{}" data-label="{}"'
+            ' data-count-state="{}" title="{} {}">{}</a></td>',
             (
-                (c.url, c.state, "" if c.count else " zero", c.state, c.exact, c.label, c.short)
+                (
+                    c.url,
+                    c.state,
+                    "" if c.count else " zero",
+                    c.label,
+                    c.state,
+                    c.exact,
+                    c.label,
+                    c.short,
+                )
                 for c in self.cells
             ),
         )
@@ -327,25 +337,32 @@ class JobRowView:
             name = conditional_escape(self.name)
         if self.progress_percent is not None:
             progress = format_html(
-                '<progress max="100" value="{}" aria-label="Progress {}%"></progress>',
+                '<progress max="100" value="{}" aria-hidden="true"></progress>'
+                ' <span class="pct">{}%</span>',
                 self.progress_percent,
                 self.progress_percent,
             )
         else:
-            progress = format_html('<span class="muted">{}</span>', self.progress_text)
+            progress = format_html(
+                '<span class="muted" title="{}">{}</span>', self.progress_text, self.progress_text
+            )
         reason = (
             format_html('<td class="reason" title="{}">{}</td>', self.reason, self.reason)
             if show_reason
             else ""
         )
         return format_html(
-            '<tr data-job-id="{}"{}>{}<td class="id"><a href="{}">{}</a></td><td>{}</td>'
-            '<td><time title="{}">{}</time></td><td class="num">{}</td><td>{}</td>{}</tr>',
+            '<tr data-job-id="{}"{}>{}<td class="id"><a href="{}" title="{}">{}</a></td>'
+            '<td class="name" title="{}">{}</td>'
+            '<td class="when"><time title="{}">{}</time></td><td class="num">{}</td>'
+            '<td class="progress">{}</td>{}</tr>',
             self.id,
             mark_safe(' class="missing"') if self.missing else "",
             check,
             self.url,
+            self.id,
             self.id_short,
+            self.name,
             name,
             self.time_exact,
             self.time_relative,
@@ -360,8 +377,14 @@ def _truncate(text: str, limit: int) -> str:
 
 
 def _progress_text(percent: int | None, progress: object) -> str:
-    # Numeric progress shows as a bar; anything else as short text.
-    return "" if percent is not None or progress is None else _truncate(str(progress), 30)
+    # Numeric progress shows as a bar; anything else as short JSON text (the
+    # way the job page shows it), not as a Python repr.
+    if percent is not None or progress is None:
+        return ""
+    if isinstance(progress, str):
+        return _truncate(progress, 40)
+    text = json.dumps(progress, ensure_ascii=False, default=str, separators=(", ", ": "))
+    return _truncate(text, 40)
 
 
 def job_rows_html(page: JobPage, *, selectable: bool) -> SafeString:
@@ -389,7 +412,7 @@ def job_rows(page: JobPage) -> list[JobRowView]:
                 id=job.id,
                 id_short=_truncate(job.id, 40),
                 url=job_url(prefix, job.id),
-                name=_truncate(job.name, 60),
+                name=_truncate(job.name, 300),
                 missing=row.missing,
                 time_relative=relative_time(moment, now),
                 time_exact=exact_time(moment),

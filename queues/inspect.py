@@ -387,7 +387,9 @@ class JobPage:
 
     @property
     def has_next(self) -> bool:
-        return self.end < self.total
+        # By position, not rows shown: a member whose id cannot be a job id is
+        # skipped, and must not make the last page offer an empty "older" one.
+        return self.start + self.size < self.total
 
     @property
     def has_previous(self) -> bool:

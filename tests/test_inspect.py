@@ -132,6 +132,14 @@ def test_failed_page_is_newest_first_with_total_and_reason_line(redis_client: Re
     assert page.as_json()["jobs"][0]["failed_reason"] == "Error 5"
 
 
+def test_last_page_with_an_unreadable_member_offers_no_next_page(redis_client: Redis) -> None:
+    seed_jobs(redis_client, KEYS, "failed", 2)
+    redis_client.zadd(KEYS.failed, {"not:a-job-id": 1})  # ':' cannot be in a job id
+    page = inspect.job_page(redis_client, REF, "failed", start=0, size=50)
+    assert (page.total, len(page.rows)) == (3, 2)
+    assert not page.has_next
+
+
 def test_wait_page_spans_wait_then_paused_lists(redis_client: Redis) -> None:
     seed_jobs(redis_client, KEYS, "wait", 2)  # wait = [2, 1]
     seed_job(redis_client, KEYS, "p1", state="paused")

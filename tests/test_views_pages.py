@@ -103,6 +103,22 @@ def test_queue_page_opens_on_failed_with_tabs_rows_and_pagination(
     assert small.count("data-job-id=") == 20
 
 
+def test_job_rows_show_progress_as_bar_and_percent_or_json_and_full_names_on_hover(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    long_name = "nightly-export-" + "x" * 80
+    seed_job(dashboard_redis, KEYS, "bar", name=long_name, fields={"progress": 42})
+    seed_job(dashboard_redis, KEYS, "obj", fields={"progress": '{"step": "upload", "of": 3}'})
+    html = _html(viewer.get(QUEUE_URL + "?state=wait"))
+    bar = html[html.index('data-job-id="bar"') :]
+    assert re.search(r'<progress max="100" value="42"[^>]*></progress> <span class="pct">42%<', bar)
+    assert f'<td class="name" title="{long_name}">{long_name}</td>' in bar
+    obj = html[html.index('data-job-id="obj"') :]
+    # Object progress reads as JSON, like the job page, not as a Python dict.
+    assert "{&quot;step&quot;: &quot;upload&quot;, &quot;of&quot;: 3}" in obj
+    assert "{&#x27;step&#x27;" not in obj
+
+
 def test_htmx_request_gets_only_the_table_fragment(dashboard_redis: Redis, viewer: Any) -> None:
     seed_jobs(dashboard_redis, KEYS, "wait", 3)
     html = _html(viewer.get(QUEUE_URL + "?state=wait", headers={"HX-Request": "true"}))
