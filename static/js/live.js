@@ -242,7 +242,7 @@
   // last FEED_KEEP events and freezes them for reading.
 
   var DRAW_PER_S = 250;
-  var ROWS_PER_UPDATE = 25;
+  var ROWS_PER_UPDATE = 50;
   var LIVE_ROWS = 100;
   var paused = false, newWhilePaused = 0, sampled = 0, controls = null, renderedSince = null;
   var recent = [];
