@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -160,6 +161,28 @@ def test_actor_sees_the_buttons_valid_for_the_state(actor: Any, queue: Queue) ->
     tab = actor.get(QUEUE_URL + "?state=failed").content.decode()
     assert "Retry all 1 failed" in tab
     assert 'name="ids" value="f"' in tab
+
+
+def test_destructive_buttons_confirm_what_happens_and_retry_does_not(
+    actor: Any, queue: Queue
+) -> None:
+    for n in range(3):
+        seed_job(queue.connection, KEYS, f"d{n}", state="delayed")
+    seed_job(queue.connection, KEYS, "f", state="failed")
+    delayed = actor.get(QUEUE_URL + "?state=delayed").content.decode()
+    # dashboard.js swaps "the selected jobs" for the count ticked ("3 jobs").
+    assert (
+        'data-confirm="Fail the selected jobs of emails? They move to failed with your reason;'
+        in delayed
+    )
+    assert 'data-confirm="Remove the selected jobs of emails? Their data and logs are deleted;' in (
+        delayed
+    )
+    assert re.search(r'value="promote" class="btn"\s*>Promote selected', delayed)
+    failed = actor.get(QUEUE_URL + "?state=failed").content.decode()
+    assert re.search(r'value="retry" class="btn"\s*>Retry selected', failed)
+    # The clean confirmation names the most jobs it can delete.
+    assert "older than the chosen age (up to 1 job) with their logs?" in failed
 
 
 def test_unsafe_next_is_ignored(actor: Any, queue: Queue) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -211,7 +212,32 @@ def test_active_job_shows_lock_holder_and_ttl(dashboard_redis: Redis, viewer: An
     html = _html(viewer.get(QUEUE_URL + "job/7"))
     assert 'data-job-state="active"' in html
     assert "tok-123" in html
-    assert re.search(r"expires in \d+ ms", html)
+    # Seconds for humans, the exact milliseconds on hover.
+    assert re.search(r'<span title="2\d,\d{3} ms">expires in 2\d(\.\d)? s</span>', html)
+
+
+def test_job_timeline_shows_delay_and_how_long_ago_with_exact_times(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    now = int(time.time() * 1000)
+    seed_job(
+        dashboard_redis,
+        KEYS,
+        "t",
+        state="completed",
+        fields={
+            "timestamp": now - 3 * 3_600_000,
+            "delay": 90_000,
+            "processedOn": now - 3 * 3_600_000 + 120_000,
+            "finishedOn": now - 3 * 3_600_000 + 124_500,
+        },
+    )
+    html = _html(viewer.get(QUEUE_URL + "job/t"))
+    timeline = html[html.index("<h2>Timeline</h2>") : html.index("</ol>")]
+    assert "3 h ago" in timeline
+    assert re.search(r"Delayed</span> 1 min, until <time title=\"[^\"]+ UTC\">", timeline)
+    assert "2 min after creation" in timeline
+    assert "took 4.5 s" in timeline
 
 
 def test_big_data_is_truncated_with_load_all(dashboard_redis: Redis, viewer: Any) -> None:

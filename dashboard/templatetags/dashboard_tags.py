@@ -16,6 +16,7 @@ register = template.Library()
 register.filter("thousands", presenters.thousands)
 register.filter("ms_datetime", presenters.exact_time)
 register.filter("json_highlight", presenters.highlight_json)
+register.filter("ago", presenters.relative_time)
 
 
 @register.simple_tag

@@ -27,6 +27,11 @@
     if (selected && form.hasAttribute("data-selection")) {
       question = question.replace("the selected jobs", selected + (selected === 1 ? " job" : " jobs"));
     }
+    // A clean names the age picked in its form, not "the chosen age".
+    var age = form.querySelector("select[name=grace_ms]");
+    if (age && age.selectedIndex >= 0) {
+      question = question.replace("the chosen age", age.options[age.selectedIndex].text);
+    }
     if (!window.confirm(question)) event.preventDefault();
   }
 
