@@ -392,12 +392,13 @@ class Worker:
         token = self.held.pop(job.id, None)
         if token is None:
             return None  # released by close(force) meanwhile
-        fetch_next = not self.closing and self._limit_until_ms <= _now_ms()
+        now = _now_ms()
+        fetch_next = not self.closing and self._limit_until_ms <= now
         call = tr.move_to_finished(
             self.keys,
             job.id,
             token=token,
-            now_ms=_now_ms(),
+            now_ms=now,
             target=target,
             value=value,
             fetch_next=fetch_next,
