@@ -70,6 +70,17 @@ async def received_ids(communicator: WebsocketCommunicator, count: int) -> list[
     return ids
 
 
+async def assert_gap_then_live(
+    communicator: WebsocketCommunicator, redis: Redis, reply: dict[str, Any]
+) -> None:
+    """A gap that moves the page to the newest entry, then the live feed from there."""
+    newest = redis.xrevrange(STREAM, count=1)[0][0].decode()
+    assert reply == {"type": "gap", "queue": QUEUE, "last_id": newest}
+    live = add_event(redis, "after-the-gap")
+    assert await received_ids(communicator, 1) == [live]
+    await communicator.disconnect()
+
+
 def add_event(redis: Redis, job_id: str, name: str = "added", **fields: str) -> str:
     entry = {"event": name, "jobId": job_id, **fields}
     return redis.xadd(STREAM, entry).decode()  # type: ignore[arg-type, union-attr]
@@ -133,17 +144,8 @@ async def test_trimmed_id_gives_a_gap_and_the_new_position(redis_client: Redis) 
     first = add_event(redis_client, "1")
     for n in range(2, 6):
         redis_client.xadd(STREAM, {"event": "added", "jobId": str(n)}, maxlen=2, approximate=False)
-    newest = redis_client.xrevrange(STREAM, count=1)[0][0].decode()
     communicator = await viewer_socket()
-    assert await subscribe(communicator, first) == {
-        "type": "gap",
-        "queue": QUEUE,
-        "last_id": newest,
-    }
-    # Continues live from the new position.
-    live = add_event(redis_client, "6")
-    assert await received_ids(communicator, 1) == [live]
-    await communicator.disconnect()
+    await assert_gap_then_live(communicator, redis_client, await subscribe(communicator, first))
 
 
 @pytest.mark.usefixtures("hub")
@@ -267,15 +269,7 @@ async def test_a_burst_that_trims_unread_events_gives_a_gap(redis_client: Redis)
         for n in range(300):
             pipe.xadd(STREAM, {"event": "waiting", "jobId": str(n)}, maxlen=150, approximate=False)
         pipe.execute()
-    newest = redis_client.xrevrange(STREAM, count=1)[0][0].decode()
-    assert await communicator.receive_json_from(timeout=5) == {
-        "type": "gap",
-        "queue": QUEUE,
-        "last_id": newest,
-    }
-    live = add_event(redis_client, "6")
-    assert await received_ids(communicator, 1) == [live]
-    await communicator.disconnect()
+    await assert_gap_then_live(communicator, redis_client, await communicator.receive_json_from(5))
 
 
 @pytest.mark.usefixtures("hub")
