@@ -122,7 +122,14 @@ async def test_subscribe_from_now_then_receive_each_xadd(redis_client: Redis) ->
     assert message["type"] == "events"
     assert message["refresh"] is False
     assert message["events"] == [
-        {"id": new, "event": "completed", "job_id": "2", "fields": {"returnvalue": "42"}}
+        {
+            "id": new,
+            "event": "completed",
+            "job_id": "2",
+            "fields": {"returnvalue": "42"},
+            "state": "completed",
+            "detail": "",
+        }
     ]
     await communicator.disconnect()
 

@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 
 from redis.asyncio import Redis as AsyncRedis
 
+from dashboard.templatetags.dashboard_tags import event_detail, event_state
 from queues import codec
 from queues.events import Event
 
@@ -23,12 +24,15 @@ ZERO_ID = "0-0"
 
 
 class EventPayload(TypedDict):
-    """One event as sent to the browser."""
+    """One event as sent to the browser, with the state colour and detail the
+    Events tab's server-rendered rows use (one source for both)."""
 
     id: str
     event: str
     job_id: str | None
     fields: dict[str, str]
+    state: str
+    detail: str
 
 
 def parse_stream_id(value: object) -> tuple[int, int] | None:
@@ -47,6 +51,8 @@ def payload(event: Event) -> EventPayload:
         "event": event.event,
         "job_id": event.job_id,
         "fields": event.fields,
+        "state": event_state(event.event),
+        "detail": event_detail(event.fields),
     }
 
 

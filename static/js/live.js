@@ -19,11 +19,6 @@
   var FEED_KEEP = 500;
   var REFRESH_MS = 1000;
   var BACKOFF_MS = [500, 1000, 2000, 4000, 5000];
-  var STATE_BY_EVENT = {
-    added: "wait", waiting: "wait", delayed: "delayed", active: "active", progress: "active",
-    completed: "completed", failed: "failed", "retries-exhausted": "failed", stalled: "active",
-    "waiting-children": "waiting-children", paused: "paused"
-  };
 
   var main = document.querySelector("main[data-page]");
   if (!main || !window.WebSocket) return;
@@ -274,7 +269,7 @@
     time.title = when;
     time.textContent = when.slice(11, 23);
     var badge = cells[1].firstChild;
-    badge.className = "badge state-" + (STATE_BY_EVENT[event.event] || "other");
+    badge.className = "badge state-" + event.state;
     badge.textContent = event.event;
     if (event.job_id !== null) {
       row.setAttribute("data-job-id", event.job_id);
@@ -283,16 +278,8 @@
       link.textContent = event.job_id.length > 40 ? event.job_id.slice(0, 39) + "…" : event.job_id;
       cells[2].appendChild(link);
     }
-    cells[3].textContent = detail(event.fields);
+    cells[3].textContent = event.detail;
     return row;
-  }
-  function detail(fields) {  // mirrors the event_detail template filter
-    if ("failedReason" in fields) return (fields.failedReason.trim().split("\n")[0] || "").slice(0, 200);
-    if ("delay" in fields) return /^\d+$/.test(fields.delay) ? "until " + utc(Number(fields.delay), fields.delay) : fields.delay;
-    if ("data" in fields) return "progress " + fields.data.slice(0, 100);
-    if ("prev" in fields) return "from " + (fields.prev === "wait" ? "waiting" : fields.prev);
-    if ("count" in fields) return fields.count + " jobs";
-    return (fields.name || "").slice(0, 100);
   }
   function matchesFilter(event) {
     return (!filterType || event.event === filterType) && (!filterJob || event.job_id === filterJob);
