@@ -305,13 +305,15 @@
     showStatus();
   }
 
-  function drawRows(queue, events, keep) {
+  function drawRows(queue, events, keep, redrawn) {
     var fragment = document.createDocumentFragment();
     for (var i = events.length - 1; i >= 0; i--) fragment.appendChild(feedRow(queue, events[i]));
     feed.insertBefore(fragment, feed.firstChild);
-    var now = Date.now();
-    for (var j = 0; j < events.length; j++) record(measured.latencies, now - parseId(events[j].id)[0]);
-    measured.rendered += events.length;
+    if (!redrawn) {
+      var now = Date.now();
+      for (var j = 0; j < events.length; j++) record(measured.latencies, now - parseId(events[j].id)[0]);
+      measured.rendered += events.length;
+    }
     var more = document.getElementById("events-more");
     var excess = feed.rows.length - (more ? 1 : 0) - keep;
     for (; excess > 0; excess--) (more ? more.previousElementSibling : feed.lastElementChild).remove();
@@ -322,17 +324,20 @@
   // Pausing shows exactly the last FEED_KEEP events; resuming goes back to the live tail.
   function redraw(queue) {
     feed.querySelectorAll("tr.live-new").forEach(function (row) { row.remove(); });
-    drawRows(queue, paused ? recent : recent.slice(-LIVE_ROWS), paused ? FEED_KEEP : LIVE_ROWS);
+    drawRows(queue, paused ? recent : recent.slice(-LIVE_ROWS), paused ? FEED_KEEP : LIVE_ROWS, true);
     sampled = 0;
     newWhilePaused = 0;
     showStatus();
   }
 
   // Rows dropped off the bottom stay reachable: just before "Older events" is
-  // used, it is pointed below the oldest row still shown.
+  // used, the feed pauses (reading history, the rows must stay put) and the
+  // link is pointed below the oldest row still shown.
   function pointOlderLink(event) {
     var link = event.target.closest && event.target.closest("#events-more a");
-    var oldest = link && link.closest("tr").previousElementSibling;
+    if (!link) return;
+    if (!paused && controls) controls.button.click();
+    var oldest = link.closest("tr").previousElementSibling;
     if (!oldest || !oldest.hasAttribute("data-event-id")) return;
     var url = new URL(link.getAttribute("href"), location.href);
     url.searchParams.set("before", oldest.getAttribute("data-event-id"));

@@ -279,6 +279,11 @@ def test_older_events_continue_below_the_rows_the_live_tail_pushed_out(
     expect(page.locator("#event-feed tr[data-event-id]")).to_have_count(len(stream))
     shown = page.eval_on_selector_all("#event-feed tr[data-event-id]", shown_ids)
     assert shown == stream, "the feed and the stream differ"
+    # Reading history paused the feed: new events wait instead of trimming it.
+    expect(page.get_by_role("button", name="Resume feed")).to_be_visible()
+    processes.peer_add(queue, "later")
+    expect(page.locator("[data-live-controls]")).to_contain_text("new")
+    expect(page.locator("#event-feed tr[data-event-id]")).to_have_count(len(stream))
 
 
 def test_two_server_processes_each_feed_their_pages_once(
