@@ -88,6 +88,8 @@ def relative_time(ms: object, now_ms: int | None = None) -> str:
     if not isinstance(ms, int) or isinstance(ms, bool):
         return "—"
     delta = (now_ms if now_ms is not None else int(time.time() * 1000)) - ms
+    if abs(delta) < 1000:
+        return "just now"  # "340 ms ago" is precision nobody reads in a list
     return f"{span(delta)} ago" if delta >= 0 else f"in {span(delta)}"
 
 

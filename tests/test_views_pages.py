@@ -331,6 +331,7 @@ def test_times_for_humans() -> None:
     assert relative_time(now - 180_000, now) == "3 min ago"
     assert relative_time(now + 7_200_000, now) == "in 2 h"
     assert relative_time(now - 1_500, now) == "1.5 s ago"
+    assert relative_time(now - 340, now) == "just now"
     assert relative_time("yesterday", now) == "—"
     assert exact_time(now) == "2023-11-14 22:13:20.000 UTC"
     assert exact_time(10**20) == str(10**20)
@@ -385,3 +386,15 @@ def test_overview_queue_without_metrics_says_so(dashboard_redis: Redis, viewer: 
     row = _overview_row(_html(viewer.get("/")), "bull:emails")
     assert "no metrics" in row
     assert "<svg" not in row
+
+
+def test_overview_filter_box_is_labelled_and_has_a_no_match_message(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    seed_job(dashboard_redis, KEYS, "w", state="wait")
+    html = _html(viewer.get("/"))
+    assert re.search(r'<span class="visually-hidden">Filter queues by name</span>\s*<input', html)
+    assert "data-slash-focus" in html
+    assert re.search(r"<p class=\"empty\" data-filter-empty hidden>No queue name contains", html)
+    # On a phone each count carries its word (a CSS ::after reads data-label).
+    assert 'data-label="waiting" data-count-state="wait" title="1 waiting">1<' in html

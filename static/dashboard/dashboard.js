@@ -3,7 +3,7 @@
 // - data-confirm on forms / buttons asks before destructive actions
 // - row checkboxes: select all, count, enable the selection bar
 // - data-autosubmit selects submit their form on change
-// - data-filter-rows filters table rows by their data-filter-text
+// - data-filter-rows filters table rows by their data-filter-text (and says when none match)
 (function () {
   "use strict";
 
@@ -71,9 +71,18 @@
     var needle = input.value.trim().toLowerCase();
     var body = document.querySelector(input.getAttribute("data-filter-rows"));
     if (!body) return;
+    var shown = 0;
     body.querySelectorAll("tr[data-filter-text]").forEach(function (row) {
       row.hidden = needle !== "" && row.getAttribute("data-filter-text").toLowerCase().indexOf(needle) === -1;
+      if (!row.hidden) shown += 1;
     });
+    // Say so when nothing matches, rather than leave an empty table.
+    var empty = document.querySelector("[data-filter-empty]");
+    if (empty) {
+      empty.hidden = shown > 0;
+      var echo = empty.querySelector("[data-filter-echo]");
+      if (echo) echo.textContent = input.value.trim();
+    }
   }
 
   function init(root) {
