@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from django.urls import reverse
-from django.utils.html import conditional_escape, escape, format_html, format_html_join
+from django.utils.html import conditional_escape, escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from queues import inspect
@@ -152,16 +152,18 @@ def sparkline_points(points: Sequence[int], *, slots: int, direction: int) -> st
     """
     if not points:
         return ""
-    top = max(max(points), 1)
     step = SPARK_WIDTH / max(slots - 1, 1)
-    last = len(points) - 1
-    coords = []
-    for index, value in enumerate(points):
-        reach = value * SPARK_HALF / top
-        if value > 0:
-            reach = max(reach, 2)
-        x = max(SPARK_WIDTH - (last - index) * step, 0)
-        coords.append(f"{x:.1f},{SPARK_HALF + direction * reach:.1f}")
+    scale = direction * SPARK_HALF / max(max(points), 1)
+    lift = direction * 2
+    first = SPARK_WIDTH - (len(points) - 1) * step
+    coords = [
+        "%.1f,%.1f"  # noqa: UP031 - %-formatting is the fastest here (30 points a queue)
+        % (
+            max(first + index * step, 0),
+            SPARK_HALF + (max(value * scale, lift, key=abs) if value > 0 else 0),
+        )
+        for index, value in enumerate(points)
+    ]
     if len(coords) == 1:
         # One minute of data: a bar one minute wide instead of a hairline.
         coords.insert(0, f"{SPARK_WIDTH - step:.1f},{coords[0].split(',')[1]}")
@@ -175,28 +177,20 @@ def sparkline_svg(completed: Sequence[int], failed: Sequence[int], slots: int) -
     minutes = max(len(completed), len(failed))
     if not minutes:
         return mark_safe('<span class="muted">no metrics</span>')
+    # Only digits, commas and fixed words below: nothing to escape.
     summary = (
         f"{thousands(sum(completed))} completed, {thousands(sum(failed))} failed"
         f" in the last {minutes} min"
     )
-    height = 2 * SPARK_HALF
-    return format_html(
-        '<svg class="sparkline" viewBox="0 -1 {} {}" width="{}" height="{}" role="img"'
-        ' aria-label="{}"><title>{}</title>'
-        '<line class="spark-base" x1="0" y1="{}" x2="{}" y2="{}"/>'
-        '<polygon class="spark-completed" points="{}"/>'
-        '<polygon class="spark-failed" points="{}"/></svg>',
-        SPARK_WIDTH,
-        height + 2,
-        SPARK_WIDTH,
-        height + 2,
-        summary,
-        summary,
-        SPARK_HALF,
-        SPARK_WIDTH,
-        SPARK_HALF,
-        sparkline_points(completed, slots=slots, direction=-1),
-        sparkline_points(failed, slots=slots, direction=1),
+    size = f'viewBox="0 -1 {SPARK_WIDTH} {2 * SPARK_HALF + 2}" width="{SPARK_WIDTH}"'
+    return mark_safe(  # noqa: S308 - numbers and fixed text only
+        f'<svg class="sparkline" {size} height="{2 * SPARK_HALF + 2}" role="img"'
+        f' aria-label="{summary}"><title>{summary}</title>'
+        f'<line class="spark-base" x1="0" y1="{SPARK_HALF}" x2="{SPARK_WIDTH}" y2="{SPARK_HALF}"/>'
+        f'<polygon class="spark-completed" points="'
+        f'{sparkline_points(completed, slots=slots, direction=-1)}"/>'
+        f'<polygon class="spark-failed" points="'
+        f'{sparkline_points(failed, slots=slots, direction=1)}"/></svg>'
     )
 
 
@@ -234,24 +228,21 @@ class QueueRow:
 
     @property
     def cells_html(self) -> SafeString:
-        """The count cells of the row (see JobRowView.html for why not a template)."""
-        return format_html_join(
-            "",
-            '<td class="num"><a href="{}" class="count state-{}{}" data-label="{}"'
-            ' data-count-state="{}" title="{} {}">{}</a></td>',
-            (
-                (
-                    c.url,
-                    c.state,
-                    "" if c.count else " zero",
-                    c.label,
-                    c.state,
-                    c.exact,
-                    c.label,
-                    c.short,
-                )
+        """The count cells of the row (see JobRowView.html for why not a template).
+
+        Plain string building: states and labels are fixed words and counts
+        are digits, so only the URL (from the queue's name) needs escaping,
+        once per row; format_html's escaping of every piece cost more than the
+        rest of the row.
+        """
+        url = escape(self.url)
+        return mark_safe(  # noqa: S308 - the URL is escaped, everything else is ours
+            "".join(
+                f'<td class="num"><a href="{url}?state={c.state}" class="count state-{c.state}'
+                f'{"" if c.count else " zero"}" data-label="{c.label}"'
+                f' data-count-state="{c.state}" title="{c.exact} {c.label}">{c.short}</a></td>'
                 for c in self.cells
-            ),
+            )
         )
 
     @property
