@@ -296,6 +296,30 @@ def queue_rows(
     return rows
 
 
+def empty_tab_hint(tab: str, summary: QueueSummary, completed_last_hour: int | None) -> str:
+    """What an empty tab can still tell the person looking at it, from counts
+    and metrics the page already read ("" when nothing useful)."""
+    counts = summary.counts
+    done = (
+        f"{thousands(completed_last_hour)} completed in the last hour."
+        if completed_last_hour is not None
+        else ""
+    )
+    if tab == "failed":
+        return done or f"{thousands(counts['completed'])} completed jobs are kept."
+    if tab == "active":
+        if summary.paused:
+            return "The queue is paused: workers take no new jobs."
+        if counts["wait"]:
+            return f"{thousands(counts['wait'])} waiting: are the workers running?"
+        return done
+    if tab == "wait":
+        return f"{thousands(counts['active'])} active right now." if counts["active"] else done
+    if tab == "completed" and completed_last_hour:
+        return f"{done[:-1]}, not kept (removeOnComplete)."
+    return ""
+
+
 @dataclass(slots=True)
 class JobRowView:
     id: str

@@ -104,6 +104,9 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     page_number = int_param(request.GET.get("page"), 1, lowest=1)
     jobs = inspect.job_page(client, ref, state, start=(page_number - 1) * size, size=size)
     context = _queue_context(ref, summary, state)
+    completed_last_hour = (
+        sum(summary.completed_per_minute) if summary.completed_per_minute else None
+    )
     row_actions = actions.ACTIONS_BY_STATE[state]
     selectable = can_act(request.user) and bool(row_actions)
     context.update(
@@ -114,9 +117,9 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         size=size,
         row_actions=row_actions,
         selectable=selectable,
-        completed_last_hour=sum(summary.completed_per_minute)
-        if summary.completed_per_minute
-        else None,
+        empty_hint=""
+        if jobs.rows
+        else presenters.empty_tab_hint(state, summary, completed_last_hour),
     )
     if _is_htmx(request):
         return _page(request, "dashboard/_job_table.html", context)

@@ -136,6 +136,21 @@ def test_empty_tab_says_something_useful(dashboard_redis: Redis, viewer: Any) ->
     assert re.search(r"No failed jobs\.\s+12,000 completed in the last hour\.", html)
     overview = _html(viewer.get("/"))
     assert ">200/min<" in overview
+    completed = _html(viewer.get(QUEUE_URL + "?state=completed&page=9"))
+    # A page past the end is not an empty list.
+    assert "No completed jobs." not in completed
+    assert "Nothing on this page: the completed list has 2 jobs." in completed
+
+
+def test_empty_active_tab_asks_about_workers_or_says_paused(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    seed_jobs(dashboard_redis, KEYS, "wait", 3)
+    html = _html(viewer.get(QUEUE_URL + "?state=active"))
+    assert re.search(r"No active jobs\. 3 waiting: are the workers running\?", html)
+    dashboard_redis.hset(KEYS.meta, "paused", 1)
+    html = _html(viewer.get(QUEUE_URL + "?state=active"))
+    assert "No active jobs. The queue is paused: workers take no new jobs." in html
 
 
 @pytest.mark.parametrize(
