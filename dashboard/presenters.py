@@ -350,6 +350,8 @@ class JobRowView:
         )
         if self.missing:
             name = mark_safe('<span class="muted">hash missing</span>')
+        elif not self.name:
+            name = mark_safe('<span class="muted">(no name)</span>')
         else:
             name = conditional_escape(self.name)
         if self.progress_percent is not None:

@@ -109,7 +109,9 @@ def test_job_rows_show_progress_as_bar_and_percent_or_json_and_full_names_on_hov
 ) -> None:
     long_name = "nightly-export-" + "x" * 80
     seed_job(dashboard_redis, KEYS, "bar", name=long_name, fields={"progress": 42})
-    seed_job(dashboard_redis, KEYS, "obj", fields={"progress": '{"step": "upload", "of": 3}'})
+    seed_job(
+        dashboard_redis, KEYS, "obj", name="", fields={"progress": '{"step": "upload", "of": 3}'}
+    )
     html = _html(viewer.get(QUEUE_URL + "?state=wait"))
     bar = html[html.index('data-job-id="bar"') :]
     assert re.search(r'<progress max="100" value="42"[^>]*></progress> <span class="pct">42%<', bar)
@@ -118,6 +120,7 @@ def test_job_rows_show_progress_as_bar_and_percent_or_json_and_full_names_on_hov
     # Object progress reads as JSON, like the job page, not as a Python dict.
     assert "{&quot;step&quot;: &quot;upload&quot;, &quot;of&quot;: 3}" in obj
     assert "{&#x27;step&#x27;" not in obj
+    assert '<span class="muted">(no name)</span>' in obj
 
 
 def test_htmx_request_gets_only_the_table_fragment(dashboard_redis: Redis, viewer: Any) -> None:
