@@ -414,5 +414,9 @@ def test_overview_filter_box_is_labelled_and_has_a_no_match_message(
     assert re.search(r'<span class="visually-hidden">Filter queues by name</span>\s*<input', html)
     assert "data-slash-focus" in html
     assert re.search(r"<p class=\"empty\" data-filter-empty hidden>No queue name contains", html)
+    # A long name is cut by CSS; the whole name is on hover.
+    assert 'class="queue-name" title="bull:emails">emails</a>' in html
+    # The live connection's state shows in the header (CSS reads html[data-live]).
+    assert '<span class="live-status" aria-hidden="true"></span>' in html
     # On a phone each count carries its word (a CSS ::after reads data-label).
     assert 'data-label="waiting" data-count-state="wait" title="1 waiting">1<' in html
