@@ -189,7 +189,7 @@
     oldBody.querySelectorAll("tr[data-job-id]").forEach(function (row) { kept[row.getAttribute("data-job-id")] = row; });
     var rows = Array.prototype.map.call(newBody.querySelectorAll("tr[data-job-id]"), function (row) {
       var old = kept[row.getAttribute("data-job-id")];
-      if (!old) { row.classList.add("live-new"); return row; }
+      if (!old) { row.classList.add("live-new", "live-fresh"); return row; }
       var box = old.querySelector("input[name=ids]");
       var newBox = row.querySelector("input[name=ids]");
       if (box && newBox) newBox.checked = box.checked;
@@ -250,6 +250,12 @@
     list.push(value);
     if (list.length > 20000) list.splice(0, 10000);
   }
+  // Rows live.js adds are marked live-new; they also slide in tinted (live-fresh)
+  // only while the feed is slow enough to read row by row. Above that every
+  // animated row repaints its part of the page on every frame for 1.5 s: at
+  // tens of rows a second that is most of what a page costs, all of it spent
+  // on motion nobody can follow.
+  var ANIMATE_BELOW_PER_S = 5;
   var rowTemplate = document.createElement("tr");
   rowTemplate.className = "live-new";
   rowTemplate.innerHTML = '<td class="time"><time></time></td><td><span class="badge"></span></td><td class="id"></td><td class="detail"></td>';
@@ -307,7 +313,12 @@
 
   function drawRows(queue, events, keep, redrawn) {
     var fragment = document.createDocumentFragment();
-    for (var i = events.length - 1; i >= 0; i--) fragment.appendChild(feedRow(queue, events[i]));
+    var animate = !redrawn && rate < ANIMATE_BELOW_PER_S;
+    for (var i = events.length - 1; i >= 0; i--) {
+      var row = feedRow(queue, events[i]);
+      if (animate) row.classList.add("live-fresh");
+      fragment.appendChild(row);
+    }
     feed.insertBefore(fragment, feed.firstChild);
     if (!redrawn) {
       var now = Date.now();
@@ -419,7 +430,11 @@
     // average for its row, and each update (layout and paint) is paid at most
     // 20 times a second however fast events come.
     var gap = Math.min(100, Math.max(50, rate / 10));
-    flushTimer = setTimeout(flush, Math.max(0, lastFlush + gap - Date.now()));
+    var wait = lastFlush + gap - Date.now();
+    // Due already (the server's own batching spaced this message): apply it in
+    // this task rather than paying one more task and its wait for the timer.
+    if (wait <= 0) flush();
+    else flushTimer = setTimeout(flush, wait);
   }
 
   function flush() {
@@ -464,8 +479,17 @@
     if (jobTouched) refreshJob();
   }
 
-  function pulse(refs) {  // restart the live dots' animation: one forced layout for all
-    var dots = refs.map(function (queue) {
+  // Restart the live dots' animation, each at most once per its 1 s run (a busy
+  // queue's dot keeps pulsing at that beat instead of costing a forced layout
+  // and a restarted animation on every update): one forced layout for all.
+  var pulsedAt = {};
+  function pulse(refs) {
+    var now = Date.now();
+    var dots = refs.filter(function (queue) {
+      if (now - (pulsedAt[queue] || 0) < 1000) return false;
+      pulsedAt[queue] = now;
+      return true;
+    }).map(function (queue) {
       return document.querySelector('tr[data-queue="' + CSS.escape(queue) + '"] [data-live-dot]');
     }).filter(Boolean);
     if (!dots.length) return;
