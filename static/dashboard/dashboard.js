@@ -11,7 +11,10 @@
     if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
     var target = event.target;
     if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
-    var box = document.querySelector("[data-slash-focus]");
+    // The page's own box (the events' job filter) comes after the header's
+    // go-to-job box, so the last one is the most specific.
+    var boxes = document.querySelectorAll("[data-slash-focus]");
+    var box = boxes[boxes.length - 1];
     if (!box) return;
     event.preventDefault();
     box.focus();
