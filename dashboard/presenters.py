@@ -194,6 +194,34 @@ def sparkline_svg(completed: Sequence[int], failed: Sequence[int], slots: int) -
     )
 
 
+def latest_rate(summary: QueueSummary) -> SafeString:
+    """Completed in the latest full minute ("3.2k/min"), exact counts on hover."""
+    if not summary.completed_per_minute:
+        return mark_safe("")
+    done = summary.completed_per_minute[-1]
+    lost = summary.failed_per_minute[-1] if summary.failed_per_minute else 0
+    return format_html(
+        '<span class="rate" title="latest full minute: {} completed, {} failed">{}/min</span>',
+        thousands(done),
+        thousands(lost),
+        compact(done),
+    )
+
+
+def queue_trend(summary: QueueSummary) -> SafeString:
+    """The queue page header's chart of every minute the page read (an hour),
+    so a fix shows as failures shrinking at the right edge; "" without metrics."""
+    completed, failed = summary.completed_per_minute, summary.failed_per_minute
+    if not completed and not failed:
+        return mark_safe("")
+    slots = max(len(completed), len(failed), inspect.METRICS_POINTS)
+    return format_html(
+        '<span class="queue-trend">{}{}</span>',
+        sparkline_svg(completed, failed, slots),
+        latest_rate(summary),
+    )
+
+
 @dataclass(slots=True)
 class CountCell:
     state: str
@@ -213,18 +241,7 @@ class QueueRow:
 
     @property
     def rate(self) -> SafeString:
-        """Completed in the latest full minute ("3.2k/min"), exact counts on hover."""
-        summary = self.summary
-        if not summary.completed_per_minute:
-            return mark_safe("")
-        done = summary.completed_per_minute[-1]
-        lost = summary.failed_per_minute[-1] if summary.failed_per_minute else 0
-        return format_html(
-            '<span class="rate" title="latest full minute: {} completed, {} failed">{}/min</span>',
-            thousands(done),
-            thousands(lost),
-            compact(done),
-        )
+        return latest_rate(self.summary)
 
     @property
     def cells_html(self) -> SafeString:

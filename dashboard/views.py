@@ -71,6 +71,7 @@ def _queue_context(ref: QueueRef, summary: inspect.QueueSummary, tab: str) -> di
         "summary": summary,
         "tab": tab,
         "cells": presenters.count_cells(base_url, summary.counts),
+        "trend": presenters.queue_trend(summary),
         "clean_ages": CLEAN_AGES,
     }
 
