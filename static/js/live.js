@@ -415,7 +415,8 @@
   // ------------------------------------------------------------ applying batches
 
   var incoming = [];     // [queue, events] pairs since the last flush
-  var dirty = {};        // queue -> true when counts should be refetched
+  var dirty = {};        // queue -> true when its lists should be refetched
+  var countsDirty = {};  // queue -> true when its counts should be refetched
   var flushTimer = null, lastFlush = 0, rate = 0, rateAt = Date.now();
 
   function noteRate(n) {  // events per second, smoothed over about a second
@@ -471,9 +472,12 @@
       }
     });
     if (pageKind === "overview") pulse(Object.keys(active));
+    if (Object.keys(countsDirty).length) {
+      countsDirty = {};
+      if (showsCounts) refreshCounts();
+    }
     if (Object.keys(dirty).length) {
       dirty = {};
-      if (showsCounts) refreshCounts();
       if (jobTable) refreshList();
     }
     if (jobTouched) refreshJob();
@@ -502,6 +506,12 @@
     if (message.events.length) record(measured.arrivals, Date.now() - parseId(message.events[0].id)[0]);
     lastIds[message.queue] = message.last_id;
     if (message.events.length || message.refresh) dirty[message.queue] = true;
+    // Progress moves no job between states: counts (and the overview's rows)
+    // stay as they are, and a page of a busy progress reporter does not ask the
+    // server for them every second. Lists still refresh (they show progress).
+    if (message.refresh || message.events.some(function (e) { return e.event !== "progress"; })) {
+      countsDirty[message.queue] = true;
+    }
     noteRate(message.events.length + (message.skipped || 0));
     if (message.events.length) incoming.push([message.queue, message.events]);
     scheduleFlush();
@@ -509,7 +519,7 @@
 
   function onGap(message) {
     lastIds[message.queue] = message.last_id;
-    dirty[message.queue] = true;
+    dirty[message.queue] = countsDirty[message.queue] = true;
     if (feedLive) reloadFeed();
     if (pageKind === "job") refreshJob();
     scheduleFlush();
@@ -545,7 +555,7 @@
       else if (message.type === "subscribed") {
         var first = !(message.queue in lastIds);
         lastIds[message.queue] = message.last_id;
-        if (first) { dirty[message.queue] = true; scheduleFlush(); }  // whatever changed since render
+        if (first) { dirty[message.queue] = countsDirty[message.queue] = true; scheduleFlush(); }  // whatever changed since render
         confirm(message.queue);
       } else if (message.type === "error") confirm(message.queue);  // that queue stays still
     };
