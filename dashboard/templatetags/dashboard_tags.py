@@ -8,6 +8,7 @@ from django import template
 from django.urls import reverse
 
 from dashboard import presenters
+from queues import codec
 from queues.inspect import QueueRef
 
 register = template.Library()
@@ -72,7 +73,8 @@ def event_state(event: str) -> str:
 def event_detail(fields: dict[str, str]) -> str:
     """The one short detail worth a glance: reason, due time, progress, previous state."""
     if "failedReason" in fields:
-        return (fields["failedReason"].strip().splitlines() or [""])[0][:200]
+        reason = codec.failure_reason(fields["failedReason"]) or ""
+        return (reason.strip().splitlines() or [""])[0][:200]
     if "delay" in fields:
         due = fields["delay"]
         return f"until {presenters.exact_time(int(due))}" if due.isdigit() else due
