@@ -15,6 +15,7 @@ import pytest
 from redis import Redis
 
 from queues.connection import connect
+from queues.keys import QueueKeys
 from queues.redis_server import resolve_redis
 
 
@@ -36,6 +37,12 @@ def redis_client(redis_url: str) -> Iterator[Redis]:
 @pytest.fixture
 def prefix() -> str:
     return "bull"
+
+
+@pytest.fixture
+def keys() -> QueueKeys:
+    """The keys of queue "q" (default prefix), for tests that drive scripts directly."""
+    return QueueKeys("q")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 from redis import Redis
 
 from queues import scripts
 from queues.commands import transitions as t
 from queues.keys import QueueKeys
 from tests.transition_helpers import TOKEN
-
-
-@pytest.fixture
-def keys() -> QueueKeys:
-    return QueueKeys("q")
 
 
 def _extend(client: Redis, keys: QueueKeys, token: str, duration_ms: int = 60_000) -> object:

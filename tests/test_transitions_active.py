@@ -28,11 +28,6 @@ from tests.transition_helpers import (
 )
 
 
-@pytest.fixture
-def keys() -> QueueKeys:
-    return QueueKeys("q")
-
-
 def test_takes_the_oldest_waiting_job_locks_it_and_marks_it_started(
     redis_client: Redis, keys: QueueKeys
 ) -> None:

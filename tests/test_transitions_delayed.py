@@ -22,11 +22,6 @@ from tests.transition_helpers import (
 )
 
 
-@pytest.fixture
-def keys() -> QueueKeys:
-    return QueueKeys("q")
-
-
 def _delay(
     client: Redis,
     keys: QueueKeys,

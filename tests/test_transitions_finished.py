@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from redis import Redis
 
 from queues import scripts
@@ -24,11 +23,6 @@ from tests.transition_helpers import (
     seed_job,
     zmembers,
 )
-
-
-@pytest.fixture
-def keys() -> QueueKeys:
-    return QueueKeys("q")
 
 
 def _active(

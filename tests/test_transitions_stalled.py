@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from redis import Redis
 
 from queues import scripts
@@ -23,11 +22,6 @@ from tests.transition_helpers import (
 
 INTERVAL = 30_000
 STALLED_REASON = "job stalled more than allowable limit"
-
-
-@pytest.fixture
-def keys() -> QueueKeys:
-    return QueueKeys("q")
 
 
 def _check(client: Redis, keys: QueueKeys, *, max_stalled: int = 1) -> list[str]:
