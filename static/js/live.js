@@ -6,7 +6,8 @@
 //   [data-count-state=<state>]     a count to keep current
 //   [data-live-dot]                pulses when that queue has events
 //   #job-table                     the queue page's job list (refetched as an htmx fragment)
-//   #event-feed[data-last-id]      the events tab: the live feed continues from that id
+//   #event-feed[data-last-id]      the events tab's table: the live feed continues from
+//                                  that id; #event-rows is its server-rendered body
 //   main[data-job-id]              the job page: refetched when that job has an event
 //
 // Work is coalesced: events are queued as they arrive and applied in one pass
@@ -23,7 +24,8 @@
   var main = document.querySelector("main[data-page]");
   if (!main || !window.WebSocket) return;
   var pageKind = main.getAttribute("data-page");
-  var feed = document.getElementById("event-feed");
+  var feed = document.getElementById("event-feed");      // the events table
+  var feedBody = document.getElementById("event-rows");  // its rows as the server rendered them
 
   // ------------------------------------------------------------ small helpers
 
@@ -230,15 +232,27 @@
   // ------------------------------------------------------------ the events feed
   //
   // `recent` holds the last FEED_KEEP matching events (data, cheap). Rows cost
-  // far more than data (layout and paint grow with the rows in the table), so
-  // while the feed runs the table holds the newest LIVE_ROWS, drawn from a
-  // budget of DRAW_PER_S rows a second: below that rate every event gets its
-  // row, above it each update draws the newest ones. Pause draws exactly the
-  // last FEED_KEEP events and freezes them for reading.
+  // far more than data, so while the feed runs the table holds the newest
+  // LIVE_ROWS, drawn from a budget of DRAW_PER_S rows a second: below that rate
+  // every event gets its row, above it each update draws the newest ones. Pause
+  // draws exactly the last FEED_KEEP events and freezes them for reading.
+  //
+  // Each update's rows go into a new <tbody> at the top of the table (a
+  // "chunk"), which the stylesheet puts on its own compositor layer. Rows that
+  // are already drawn then never change: the rows below the new chunk move down
+  // as whole layers instead of being repainted and re-rasterised on every
+  // update, which is most of what a busy feed costs a page without a GPU. At
+  // most MAX_CHUNKS layers: beyond that the oldest chunk's rows join the
+  // server-rendered body (by then far down the page).
 
   var DRAW_PER_S = 250;
-  var ROWS_PER_UPDATE = 50;
-  var LIVE_ROWS = 100;
+  // Enough rows to fill the window with some to spare (a row is about 31 px),
+  // not more: every row kept live is laid out again on each update.
+  var LIVE_ROWS = Math.max(25, Math.min(100, Math.ceil(window.innerHeight / 24)));
+  // One update draws at most a third of the window: more would replace the
+  // whole list at every update, costing far more to draw than anyone can read.
+  var ROWS_PER_UPDATE = Math.ceil(LIVE_ROWS / 3);
+  var MAX_CHUNKS = 12;
   var paused = false, newWhilePaused = 0, sampled = 0, controls = null, renderedSince = null;
   var recent = [];
   var drawBudget = ROWS_PER_UPDATE, budgetAt = Date.now();
@@ -312,29 +326,53 @@
   }
 
   function drawRows(queue, events, keep, redrawn) {
-    var fragment = document.createDocumentFragment();
+    var chunk = document.createElement("tbody");
+    chunk.className = "live-chunk";
     var animate = !redrawn && rate < ANIMATE_BELOW_PER_S;
     for (var i = events.length - 1; i >= 0; i--) {
       var row = feedRow(queue, events[i]);
       if (animate) row.classList.add("live-fresh");
-      fragment.appendChild(row);
+      chunk.appendChild(row);
     }
-    feed.insertBefore(fragment, feed.firstChild);
+    feed.insertBefore(chunk, feed.tBodies[0]);
     if (!redrawn) {
       var now = Date.now();
       for (var j = 0; j < events.length; j++) record(measured.latencies, now - parseId(events[j].id)[0]);
       measured.rendered += events.length;
     }
-    var more = document.getElementById("events-more");
-    var excess = feed.rows.length - (more ? 1 : 0) - keep;
-    for (; excess > 0; excess--) (more ? more.previousElementSibling : feed.lastElementChild).remove();
+    trimRows(keep);
+    var chunks = feed.querySelectorAll("tbody.live-chunk");
+    for (var k = chunks.length - 1; k >= MAX_CHUNKS; k--) {
+      feedBody.insertBefore(rowFragment(chunks[k]), feedBody.firstChild);
+      chunks[k].remove();
+    }
     var empty = document.querySelector("section.empty");
     if (empty) empty.hidden = true;
+  }
+  function rowFragment(body) {
+    var fragment = document.createDocumentFragment();
+    while (body.firstChild) fragment.appendChild(body.firstChild);
+    return fragment;
+  }
+
+  // Drops the oldest rows beyond `keep`, from the bottom up; the "Older events" row stays last.
+  function trimRows(keep) {
+    var more = document.getElementById("events-more");
+    var bodies = feed.tBodies, total = 0;
+    for (var b = 0; b < bodies.length; b++) total += bodies[b].rows.length;
+    var excess = total - (more ? 1 : 0) - keep;
+    for (var k = bodies.length - 1; k >= 0 && excess > 0; k--) {
+      var body = bodies[k];
+      var stays = body === feedBody && more ? 1 : 0;
+      var n = body.rows.length - stays;
+      if (!stays && n <= excess) { excess -= n; body.remove(); continue; }
+      for (; excess > 0 && n > 0; excess--, n--) (stays ? more.previousElementSibling : body.lastElementChild).remove();
+    }
   }
 
   // Pausing shows exactly the last FEED_KEEP events; resuming goes back to the live tail.
   function redraw(queue) {
-    feed.querySelectorAll("tr.live-new").forEach(function (row) { row.remove(); });
+    feed.querySelectorAll("tbody.live-chunk, tr.live-new").forEach(function (el) { el.remove(); });
     drawRows(queue, paused ? recent : recent.slice(-LIVE_ROWS), paused ? FEED_KEEP : LIVE_ROWS, true);
     sampled = 0;
     newWhilePaused = 0;
@@ -348,8 +386,9 @@
     var link = event.target.closest && event.target.closest("#events-more a");
     if (!link) return;
     if (!paused && controls) controls.button.click();
-    var oldest = link.closest("tr").previousElementSibling;
-    if (!oldest || !oldest.hasAttribute("data-event-id")) return;
+    var shown = feed.querySelectorAll("tr[data-event-id]");
+    var oldest = shown[shown.length - 1];
+    if (!oldest) return;
     var url = new URL(link.getAttribute("href"), location.href);
     url.searchParams.set("before", oldest.getAttribute("data-event-id"));
     if (link.getAttribute("href") === url.search) return;
@@ -403,12 +442,13 @@
   // Reloads the feed's rows after a gap; live rows older than what it shows are then dropped.
   var reloadFeed = throttled(REFRESH_MS, function () {
     return getText(location.href, true).then(function (html) {
-      feed.innerHTML = html;
+      feed.querySelectorAll("tbody.live-chunk").forEach(function (chunk) { chunk.remove(); });
+      feedBody.innerHTML = html;
       recent = [];
       sampled = 0;
       var first = feed.querySelector("tr[data-event-id]");
       renderedSince = first ? first.getAttribute("data-event-id") : renderedSince;
-      rearm(feed);
+      rearm(feedBody);
     });
   });
 
@@ -427,10 +467,12 @@
   }
   function scheduleFlush() {
     if (flushTimer !== null) return;
-    // 20 updates a second at most, 10 at 1,000 events/s: an event waits 25 ms on
+    // 33 updates a second at most, 10 at 1,000 events/s: an event waits 15 ms on
     // average for its row, and each update (layout and paint) is paid at most
-    // 20 times a second however fast events come.
-    var gap = Math.min(100, Math.max(50, rate / 10));
+    // 33 times a second however fast events come. The shortest gap equals the
+    // server's coalescing window (dashboard/live/hub.py), so its messages are
+    // applied as they arrive.
+    var gap = Math.min(100, Math.max(30, rate / 10));
     var wait = lastFlush + gap - Date.now();
     // Due already (the server's own batching spaced this message): apply it in
     // this task rather than paying one more task and its wait for the timer.
@@ -454,23 +496,26 @@
     var jobId = main.getAttribute("data-job-id");
     var jobTouched = false;
     var active = {};
+    var shown = [];  // the feed's events of every message since the last flush: one chunk of rows
     batch.forEach(function (item) {
       var queue = item[0], events = item[1];
       active[queue] = true;
       if (feedLive) {
-        var shown = events.filter(function (e) {
-          return matchesFilter(e) && (!renderedSince || idAfter(e.id, renderedSince));
+        events.forEach(function (e) {
+          if (matchesFilter(e) && (!renderedSince || idAfter(e.id, renderedSince))) shown.push(e);
         });
-        try {
-          feedEvents(queue, shown);
-        } catch (error) {  // one odd event must not stop the feed
-          console.error("echomq live feed", error);
-        }
       }
       if (jobId !== null) {
         jobTouched = jobTouched || events.some(function (e) { return e.job_id === jobId; });
       }
     });
+    if (shown.length) {
+      try {
+        feedEvents(queues[0], shown);  // an events page shows one queue
+      } catch (error) {  // one odd event must not stop the feed
+        console.error("echomq live feed", error);
+      }
+    }
     if (pageKind === "overview") pulse(Object.keys(active));
     if (Object.keys(countsDirty).length) {
       countsDirty = {};
@@ -575,7 +620,7 @@
   });
   setupControls();
   if (feedLive) {
-    pinColumns(feed.closest("table"));
+    pinColumns(feed);
     ["mousedown", "focusin", "touchstart"].forEach(function (type) { feed.addEventListener(type, pointOlderLink); });
   }
   connect();

@@ -271,12 +271,22 @@ def test_older_events_continue_below_the_rows_the_live_tail_pushed_out(
     newest = processes.peer_add(queue, "new", "--count", "10")
     expect(page.locator(f'#event-feed tr[data-job-id="{newest[-1]}"]')).to_have_count(2)
 
+    live_rows = page.locator("#event-feed tr[data-event-id]").count()
     page.locator("#events-more a").click()
 
-    # 20 live rows pushed 20 of the first 100 out; "Older events" brings all the rest.
+    # The live tail pushed the oldest rendered rows out; "Older events" continues
+    # right below the oldest row still shown, page after page, to the stream's start.
     stream = [i.decode() for i, _ in reversed(redis_client.xrange(QueueKeys(queue).events))]
     shown_ids = "rows => rows.map(r => r.dataset.eventId)"
-    expect(page.locator("#event-feed tr[data-event-id]")).to_have_count(len(stream))
+    rows = page.locator("#event-feed tr[data-event-id]")
+    expect(rows).not_to_have_count(live_rows)
+    for _ in range(5):
+        if not page.locator("#events-more a").count():
+            break
+        before = rows.count()
+        page.locator("#events-more a").click()
+        expect(rows).not_to_have_count(before)
+    expect(rows).to_have_count(len(stream))
     shown = page.eval_on_selector_all("#event-feed tr[data-event-id]", shown_ids)
     assert shown == stream, "the feed and the stream differ"
     # Reading history paused the feed: new events wait instead of trimming it.
