@@ -14,6 +14,7 @@ from django.contrib.auth.models import Permission, User
 from redis import Redis
 
 from dashboard.asgi import application
+from dashboard.live import consumer as consumer_module
 from dashboard.live.consumer import LiveConsumer
 from dashboard.live.hub import get_hub
 from queues.keys import QueueKeys
@@ -288,3 +289,69 @@ async def test_unsubscribe_stops_the_feed_and_the_reader(redis_client: Redis) ->
     assert await communicator.receive_nothing(timeout=0.5)
     assert get_hub().readers == {}
     await communicator.disconnect()
+
+
+async def logged_in_socket(user: User) -> tuple[WebsocketCommunicator, str]:
+    """A socket with the user and a real session (as AuthMiddlewareStack gives), and its key."""
+    from importlib import import_module
+
+    from django.conf import settings
+    from django.test import Client
+
+    def log_in() -> str:
+        client = Client()
+        client.force_login(user)
+        return str(client.session.session_key)
+
+    key = await asyncio.to_thread(log_in)
+    communicator = WebsocketCommunicator(LiveConsumer.as_asgi(), "/ws/live/")
+    communicator.scope["user"] = user
+    communicator.scope["session"] = import_module(settings.SESSION_ENGINE).SessionStore(key)
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator, key
+
+
+@pytest.mark.usefixtures("hub")
+async def test_a_socket_whose_user_keeps_access_stays_open_across_rechecks(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(consumer_module, "RECHECK_S", 0.05)
+    user = await asyncio.to_thread(make_user)
+    communicator, _ = await logged_in_socket(user)
+    await subscribe(communicator)
+    await asyncio.sleep(0.5)  # ten rechecks
+    live = add_event(redis_client, "still-here")
+    assert await received_ids(communicator, 1) == [live]
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_revoking_the_view_permission_closes_an_open_socket_with_4403(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(consumer_module, "RECHECK_S", 0.05)
+    user = await asyncio.to_thread(make_user)
+    communicator, _ = await logged_in_socket(user)
+    await subscribe(communicator)
+    view = await asyncio.to_thread(Permission.objects.get, codename="view_queues")
+    await asyncio.to_thread(user.user_permissions.remove, view)
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+
+
+@pytest.mark.usefixtures("hub")
+async def test_a_password_change_elsewhere_closes_an_open_socket_with_4401(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(consumer_module, "RECHECK_S", 0.05)
+    user = await asyncio.to_thread(make_user)
+    communicator, _ = await logged_in_socket(user)
+    await subscribe(communicator)
+
+    def reset_password() -> None:  # what an admin does to a leaked account
+        fresh = User.objects.get(pk=user.pk)
+        fresh.set_password("a-new-password")
+        fresh.save()
+
+    await asyncio.to_thread(reset_password)
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}

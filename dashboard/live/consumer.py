@@ -22,6 +22,12 @@ server -> browser
     {"type": "error", "queue": q, "message": text}
 
 Close codes: 4401 not logged in, 4403 no permission to view, 4400 bad message.
+Access is checked at connect and again every ``RECHECK_S`` seconds: a socket
+whose session no longer holds (expired, the password changed, the user
+deactivated) is closed with 4401, one whose user lost the view permission or
+staff status with 4403. Sessions are signed cookies (settings), so logging out
+in another tab leaves this socket's cookie valid until it expires, as it does
+for the pages.
 
 No event is lost between the replay and the live feed: the consumer joins the
 reader's group, then publishes a barrier message through that same group and
@@ -38,10 +44,14 @@ import contextlib
 import json
 import time
 from dataclasses import dataclass
+from importlib import import_module
+from types import SimpleNamespace
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+from django.contrib import auth
 
 from dashboard.live.hub import get_hub
 from dashboard.live.streams import (
@@ -68,12 +78,32 @@ BEHIND_EVENTS = 200
 BEHIND_S = 1.0
 HINT_INTERVAL_S = 1.0
 FEED_KEEP = 500  # the Events tab keeps this many lines; more in one message is waste
+# How long a logout or a revoked permission may leave an open socket streaming.
+RECHECK_S = 30.0
 
 
 def user_may_view(user: Any) -> bool:
     from dashboard import permissions
 
     return bool(permissions.can_view(user))
+
+
+def access_now(user_pk: int | str, session_key: str | None) -> int | None:
+    """None while the socket's user may still watch; else the close code that says why.
+
+    The user is loaded afresh (active, staff and permissions as they are now);
+    with a session, through it as a request would (an expired session or a
+    changed password ends it). Tests connect with a user and no session.
+    """
+    user: Any
+    if session_key is not None:
+        store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+        user = auth.get_user(SimpleNamespace(session=store))  # type: ignore[arg-type]
+    else:
+        user = auth.get_user_model()._default_manager.filter(pk=user_pk).first()
+    if user is None or not user.is_authenticated or user.pk != user_pk:
+        return CLOSE_NOT_LOGGED_IN
+    return None if user_may_view(user) else CLOSE_FORBIDDEN
 
 
 @dataclass
@@ -101,13 +131,29 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         user = self.scope.get("user")
         # Accept, then close: a handshake refusal reaches the browser as a bare
         # 1006, while a close code after accept tells the page why.
+        self.recheck: asyncio.Task[None] | None = None
         await self.accept()
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_NOT_LOGGED_IN)
         elif not await database_sync_to_async(user_may_view)(user):
             await self.close(code=CLOSE_FORBIDDEN)
+        else:
+            session = self.scope.get("session")
+            session_key = getattr(session, "session_key", None)
+            self.recheck = asyncio.create_task(self._recheck_access(user.pk, session_key))
+
+    async def _recheck_access(self, user_pk: int | str, session_key: str | None) -> None:
+        while True:
+            await asyncio.sleep(RECHECK_S)
+            code = await database_sync_to_async(access_now)(user_pk, session_key)
+            if code is not None:
+                await self.close(code=code)
+                return
 
     async def disconnect(self, code: int) -> None:
+        recheck = getattr(self, "recheck", None)
+        if recheck is not None and recheck is not asyncio.current_task():
+            recheck.cancel()
         for ref in list(getattr(self, "subscriptions", {})):
             await self._unsubscribe(ref)
 
