@@ -312,14 +312,22 @@ async def logged_in_socket(user: User) -> tuple[WebsocketCommunicator, str]:
     return communicator, key
 
 
-@pytest.mark.usefixtures("hub")
-async def test_a_socket_whose_user_keeps_access_stays_open_across_rechecks(
-    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def subscribed_with_quick_rechecks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[WebsocketCommunicator, User]:
+    """A viewer's logged-in socket, subscribed, its access re-checked every 50 ms."""
     monkeypatch.setattr(consumer_module, "RECHECK_S", 0.05)
     user = await asyncio.to_thread(make_user)
     communicator, _ = await logged_in_socket(user)
     await subscribe(communicator)
+    return communicator, user
+
+
+@pytest.mark.usefixtures("hub")
+async def test_a_socket_whose_user_keeps_access_stays_open_across_rechecks(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    communicator, _ = await subscribed_with_quick_rechecks(monkeypatch)
     await asyncio.sleep(0.5)  # ten rechecks
     live = add_event(redis_client, "still-here")
     assert await received_ids(communicator, 1) == [live]
@@ -330,10 +338,7 @@ async def test_a_socket_whose_user_keeps_access_stays_open_across_rechecks(
 async def test_revoking_the_view_permission_closes_an_open_socket_with_4403(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(consumer_module, "RECHECK_S", 0.05)
-    user = await asyncio.to_thread(make_user)
-    communicator, _ = await logged_in_socket(user)
-    await subscribe(communicator)
+    communicator, user = await subscribed_with_quick_rechecks(monkeypatch)
     view = await asyncio.to_thread(Permission.objects.get, codename="view_queues")
     await asyncio.to_thread(user.user_permissions.remove, view)
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
@@ -343,10 +348,7 @@ async def test_revoking_the_view_permission_closes_an_open_socket_with_4403(
 async def test_a_password_change_elsewhere_closes_an_open_socket_with_4401(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(consumer_module, "RECHECK_S", 0.05)
-    user = await asyncio.to_thread(make_user)
-    communicator, _ = await logged_in_socket(user)
-    await subscribe(communicator)
+    communicator, user = await subscribed_with_quick_rechecks(monkeypatch)
 
     def reset_password() -> None:  # what an admin does to a leaked account
         fresh = User.objects.get(pk=user.pk)
