@@ -357,3 +357,36 @@ async def test_a_password_change_elsewhere_closes_an_open_socket_with_4401(
 
     await asyncio.to_thread(reset_password)
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+
+
+@pytest.mark.usefixtures("hub")
+async def test_discover_sends_the_queues_then_each_new_set(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dashboard.live import discovery
+    from queues import inspect
+
+    monkeypatch.setattr(discovery, "WATCH_INTERVAL_S", 0.05)
+    monkeypatch.setattr(inspect, "DISCOVERY_TTL_S", 0.05)
+    inspect.clear_discovery_cache()
+    add_event(redis_client, "1")
+    redis_client.set(QueueKeys("emails").id, 1)  # the queue exists
+    communicator = await viewer_socket()
+    await communicator.send_json_to({"type": "discover"})
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "queues",
+        "queues": [QUEUE],
+    }
+
+    redis_client.set(QueueKeys("invoices").id, 1)  # another producer starts a queue
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "queues",
+        "queues": ["bull:emails", "bull:invoices"],
+    }
+    redis_client.delete(*redis_client.keys(b"bull:emails:*"))  # obliterated
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "queues",
+        "queues": ["bull:invoices"],
+    }
+    await communicator.disconnect()
+    assert get_hub().queue_watcher is None, "the last page gone, the watcher stops"

@@ -8,6 +8,8 @@ browser -> server
         ``data-last-id`` or the last message it received); omit it (or null) to
         start from now. Subscribing again to a queue replaces the old position.
     {"type": "unsubscribe", "queues": ["bull:emails"]}
+    {"type": "discover"}
+        the page lists queues: send the set of queues now and whenever it changes
 
 server -> browser
     {"type": "subscribed", "queue": q, "last_id": id}   position confirmed; replay follows
@@ -20,6 +22,8 @@ server -> browser
     {"type": "gap", "queue": q, "last_id": id}   events were trimmed away (or too
         many missed): reload counts and lists, continue from ``last_id``
     {"type": "error", "queue": q, "message": text}
+    {"type": "queues", "queues": ["bull:emails", ...]}   every queue the pages list
+        (after "discover": at once, then on each change; see dashboard.live.discovery)
 
 Close codes: 4401 not logged in, 4403 no permission to view, 4400 bad message.
 Access is checked at connect and again every ``RECHECK_S`` seconds: a socket
@@ -53,6 +57,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
 
+from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.hub import get_hub
 from dashboard.live.streams import (
     EventPayload,
@@ -78,6 +83,7 @@ BEHIND_EVENTS = 200
 BEHIND_S = 1.0
 HINT_INTERVAL_S = 1.0
 FEED_KEEP = 500  # the Events tab keeps this many lines; more in one message is waste
+DISCOVER_TIMEOUT_S = 10.0
 # How long a logout or a revoked permission may leave an open socket streaming.
 RECHECK_S = 30.0
 
@@ -128,6 +134,7 @@ class Subscription:
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def connect(self) -> None:
         self.subscriptions: dict[str, Subscription] = {}
+        self.queue_watcher: QueueSetWatcher | None = None
         user = self.scope.get("user")
         # Accept, then close: a handshake refusal reaches the browser as a bare
         # 1006, while a close code after accept tells the page why.
@@ -156,6 +163,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             recheck.cancel()
         for ref in list(getattr(self, "subscriptions", {})):
             await self._unsubscribe(ref)
+        watcher = getattr(self, "queue_watcher", None)
+        if watcher is not None:
+            self.queue_watcher = None
+            await self.channel_layer.group_discard(watcher.group, self.channel_name)
+            await get_hub().unwatch_queues()
 
     @classmethod
     async def decode_json(cls, text_data: str) -> Any:
@@ -166,6 +178,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "discover":
+            await self._discover()
+            return
         queues = content.get("queues") if isinstance(content, dict) else None
         if (
             kind not in ("subscribe", "unsubscribe")
@@ -180,6 +195,21 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                     await self._unsubscribe(QueueRef.parse(str(item)).qualified)
             elif isinstance(item, dict):
                 await self._subscribe(item.get("queue"), item.get("last_id"))
+
+    async def _discover(self) -> None:
+        if self.queue_watcher is not None:
+            return  # asked twice: the set already comes
+        watcher = self.queue_watcher = await get_hub().watch_queues()
+        # Join first, then read: a change after this read arrives as a message.
+        await self.channel_layer.group_add(watcher.group, self.channel_name)
+        try:
+            await asyncio.wait_for(watcher.ready.wait(), DISCOVER_TIMEOUT_S)
+        except TimeoutError:
+            return  # Redis unreachable: the page keeps the queues it shows
+        await self.send_json({"type": "queues", "queues": watcher.known})
+
+    async def live_queues(self, message: dict[str, Any]) -> None:
+        await self.send_json({"type": "queues", "queues": message["queues"]})
 
     async def _subscribe(self, raw_ref: object, last_id: object) -> None:
         try:

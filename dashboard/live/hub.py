@@ -35,6 +35,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.streams import EventPayload, newest_id, payload, was_trimmed
 from dashboard.redis import redis_url
 from queues.connection import connect_async
@@ -165,11 +166,13 @@ async def _next_batch(events: QueueEvents) -> list[EventPayload] | None:
 
 
 class StreamHub:
-    """The readers of one event loop (one server process), counted by subscribers."""
+    """The readers and the queue-set watcher of one event loop (one server process),
+    each counted by its subscribers."""
 
     def __init__(self) -> None:
         self.token = uuid.uuid4().hex[:16]
         self.readers: dict[str, StreamReader] = {}
+        self.queue_watcher: QueueSetWatcher | None = None
         self._client: AsyncRedis | None = None
 
     @property
@@ -207,10 +210,31 @@ class StreamHub:
             del self.readers[ref]
             await reader.stop()
 
+    async def watch_queues(self) -> QueueSetWatcher:
+        """Count one more page listing the queues; the watcher starts with the first."""
+        watcher = self.queue_watcher
+        if watcher is None:
+            watcher = self.queue_watcher = QueueSetWatcher(f"echomq.queues.{self.token}")
+            watcher.start()
+        watcher.watchers += 1
+        return watcher
+
+    async def unwatch_queues(self) -> None:
+        watcher = self.queue_watcher
+        if watcher is None:
+            return
+        watcher.watchers -= 1
+        if watcher.watchers <= 0:
+            self.queue_watcher = None
+            await watcher.stop()
+
     async def close(self) -> None:
         readers, self.readers = list(self.readers.values()), {}
         for reader in readers:
             await reader.stop()
+        if self.queue_watcher is not None:
+            watcher, self.queue_watcher = self.queue_watcher, None
+            await watcher.stop()
         if self._client is not None:
             await self._client.aclose()
             self._client = None

@@ -100,7 +100,8 @@
   } else if (main.getAttribute("data-queue")) {
     queues.push(main.getAttribute("data-queue"));
   }
-  if (!queues.length) return;
+  // The overview listens even with no queue yet: the first one gets its row.
+  if (!queues.length && pageKind !== "overview") return;
 
   var feedLive = !!feed && !/[?&]before=/.test(location.search);
   var lastIds = {};  // queue -> newest stream id this page has seen (resume point)
@@ -133,18 +134,48 @@
 
   // The overview's rows as the server renders them now (counts, health, paused,
   // sparkline), each swapped in place; the live dot keeps its node (and its
-  // animation), a row holding the focus waits, new queues wait for a reload.
+  // animation) and a row holding the focus waits. Queues that appeared join in
+  // the server's order and are subscribed to, queues that are gone leave; both
+  // wait while the focus is in the table (moving rows would take it away).
   function mergeOverviewRows(html) {
+    var body = document.getElementById("queue-rows");
+    if (!body) return;
     var holder = document.createElement("template");
     holder.innerHTML = html;
+    var current = {};
+    body.querySelectorAll("tr[data-queue]").forEach(function (row) { current[row.getAttribute("data-queue")] = row; });
+    var rows = [], added = [];
     holder.content.querySelectorAll("tr[data-queue]").forEach(function (fresh) {
-      var row = document.querySelector('tr[data-queue="' + CSS.escape(fresh.getAttribute("data-queue")) + '"]');
-      if (!row || row.contains(document.activeElement)) return;
+      var ref = fresh.getAttribute("data-queue");
+      var row = current[ref];
+      delete current[ref];
+      if (!row) { added.push(ref); rows.push(fresh); return; }
+      rows.push(row);
+      if (row.contains(document.activeElement)) return;
       var dot = row.querySelector("[data-live-dot]"), freshDot = fresh.querySelector("[data-live-dot]");
       if (dot && freshDot) freshDot.replaceWith(dot);
       row.className = fresh.className;
       row.replaceChildren.apply(row, Array.prototype.slice.call(fresh.childNodes));
     });
+    var gone = Object.keys(current);
+    if ((!added.length && !gone.length) || body.contains(document.activeElement)) return;
+    body.replaceChildren.apply(body, rows);
+    queues = rows.map(function (row) { return row.getAttribute("data-queue"); });
+    var count = document.querySelector(".toolbar h1 .muted");
+    if (count) count.textContent = String(queues.length);
+    var filter = document.querySelector("[data-filter-rows]");
+    if (filter && filter.value) filter.dispatchEvent(new Event("input", {bubbles: true}));
+    send({type: "subscribe", queues: added.map(function (q) { return {queue: q, last_id: null}; })});
+    send({type: "unsubscribe", queues: gone});
+  }
+
+  // The set of queues changed (dashboard/live/discovery.py): the overview
+  // refetches its rows; one that had no queue, or has none left, reloads.
+  function onQueues(message) {
+    if (pageKind !== "overview") return;
+    if (message.queues.slice().sort().join("\n") === queues.slice().sort().join("\n")) return;
+    if (!message.queues.length || !document.getElementById("queue-rows")) { location.reload(); return; }
+    refreshCounts();
   }
 
   // Paused or resumed elsewhere: the header's badge and pause/resume button follow.
@@ -575,6 +606,10 @@
   var socket = null, attempt = 0, stopped = false;
 
   function setState(state) { document.documentElement.setAttribute("data-live", state); }
+  function send(message) {  // dropped while closed: the next connection subscribes afresh
+    if (message.queues && !message.queues.length) return;
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+  }
 
   function connect() {
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
@@ -583,15 +618,17 @@
     var confirmed = {};  // queues whose position the server has confirmed on this socket
     function confirm(queue) {
       confirmed[queue] = true;
-      if (Object.keys(confirmed).length === queues.length) setState("open");
+      if (Object.keys(confirmed).length >= queues.length) setState("open");
     }
     socket.onopen = function () {
       attempt = 0;
       setState("subscribing");
-      socket.send(JSON.stringify({
+      send({
         type: "subscribe",
         queues: queues.map(function (q) { return {queue: q, last_id: lastIds[q] || null}; })
-      }));
+      });
+      if (pageKind === "overview") send({type: "discover"});
+      if (!queues.length) setState("open");
     };
     socket.onmessage = function (frame) {
       var message = JSON.parse(frame.data);
@@ -603,6 +640,7 @@
         if (first) { dirty[message.queue] = countsDirty[message.queue] = true; scheduleFlush(); }  // whatever changed since render
         confirm(message.queue);
       } else if (message.type === "error") confirm(message.queue);  // that queue stays still
+      else if (message.type === "queues") onQueues(message);
     };
     socket.onclose = function (close) {
       setState("closed");

@@ -72,6 +72,30 @@ def test_a_job_added_elsewhere_appears_on_the_queue_page_and_the_overview(
     assert_not_reloaded(overview)
 
 
+def test_a_queue_started_elsewhere_joins_the_overview_without_a_reload(
+    page: Page, processes: Processes
+) -> None:
+    processes.peer_add("e2e-alpha", "seed")
+    processes.peer_add("e2e-omega", "seed")
+    page.goto("/")
+    wait_live(page)
+    mark_page(page)
+
+    processes.peer_add("e2e-middle", "first")
+
+    # Discovery rescans at most every 10 s, the watcher looks every 3 s.
+    row = page.locator('tr[data-queue="bull:e2e-middle"]')
+    expect(row).to_be_visible(timeout=30_000)
+    names = page.eval_on_selector_all("#queue-rows tr", "rows => rows.map(r => r.dataset.queue)")
+    expected = ["bull:e2e-alpha", "bull:e2e-middle", "bull:e2e-omega"]
+    assert [name for name in names if name in expected] == expected, "in name order"
+    expect(page.locator(".toolbar h1 .muted")).to_have_text(str(len(names)))
+    # The new row is live too: its counts follow the next job.
+    processes.peer_add("e2e-middle", "second")
+    expect(row.locator('[data-count-state="wait"]')).to_have_text("2", timeout=5000)
+    assert_not_reloaded(page)
+
+
 def test_a_row_leaves_its_tab_when_another_process_moves_the_job(
     page: Page, processes: Processes
 ) -> None:

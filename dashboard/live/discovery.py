@@ -1,0 +1,72 @@
+"""Which queues exist, pushed to the pages that list them.
+
+The overview lists every queue, configured or discovered. A queue that first
+appears after the page loaded (a new producer, another team's BullMQ app) gets
+its row without a reload: one watcher per server process looks at the
+discovered set every ``WATCH_INTERVAL_S`` seconds while any page watches it,
+and tells a channel-layer group when the set changed. The look is cheap: the
+set comes from the discovery cache (queues.inspect), whose SCAN of the
+keyspace runs in the background at most every ``DISCOVERY_TTL_S`` seconds, so
+a new queue shows within about 15 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from channels.layers import get_channel_layer
+
+from dashboard.lookup import all_queues
+from dashboard.redis import get_client
+
+log = logging.getLogger("echomq.live")
+
+WATCH_INTERVAL_S = 3.0
+RETRY_DELAY_S = 5.0
+
+
+def current_queues() -> list[str]:
+    """Every queue the pages list now, qualified (``prefix:name``), sorted (blocking I/O)."""
+    return [ref.qualified for ref in all_queues(get_client())]
+
+
+@dataclass
+class QueueSetWatcher:
+    """The watching task of one server process; ``watchers`` counts the consumers using it.
+
+    ``known`` is the set as last seen (``ready`` once it was seen at all): a new
+    watcher joins the group first, then reads it, so no change falls between.
+    """
+
+    group: str
+    watchers: int = 0
+    task: asyncio.Task[None] | None = None
+    known: list[str] = field(default_factory=list)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._run(), name="echomq-live:queues")
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+
+    async def _run(self) -> None:
+        layer = get_channel_layer()
+        while True:
+            try:
+                queues = await asyncio.to_thread(current_queues)
+                if self.ready.is_set() and queues != self.known:
+                    await layer.group_send(self.group, {"type": "live.queues", "queues": queues})
+                self.known = queues
+                self.ready.set()
+                await asyncio.sleep(WATCH_INTERVAL_S)
+            except Exception as exc:
+                # Redis down or the layer hiccuping: keep watching once it is back.
+                log.warning("queue watcher: %r; retrying in %.0fs", exc, RETRY_DELAY_S)
+                await asyncio.sleep(RETRY_DELAY_S)
