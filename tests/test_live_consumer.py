@@ -390,3 +390,60 @@ async def test_discover_sends_the_queues_then_each_new_set(
     }
     await communicator.disconnect()
     assert get_hub().queue_watcher is None, "the last page gone, the watcher stops"
+
+
+async def subscribe_with(communicator: WebsocketCommunicator, **options: Any) -> dict[str, Any]:
+    await communicator.send_json_to(
+        {"type": "subscribe", "queues": [{"queue": QUEUE, "last_id": None, **options}]}
+    )
+    reply: dict[str, Any] = await communicator.receive_json_from(timeout=5)
+    return reply
+
+
+@pytest.mark.usefixtures("hub")
+async def test_a_job_filter_sends_only_that_jobs_events(redis_client: Redis) -> None:
+    communicator = await viewer_socket()
+    assert (await subscribe_with(communicator, job="2"))["type"] == "subscribed"
+    add_event(redis_client, "1")
+    mine = add_event(redis_client, "2", "active")
+    add_event(redis_client, "3")
+    also_mine = add_event(redis_client, "2", "completed")
+    assert await received_ids(communicator, 2) == [mine, also_mine]
+    # Nothing else came: the next message is the next event of job 2.
+    add_event(redis_client, "4")
+    last = add_event(redis_client, "2", "removed")
+    message = await communicator.receive_json_from(timeout=5)
+    assert [e["id"] for e in message["events"]] == [last]
+    assert message["last_id"] == last
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_without_bodies_a_page_gets_how_many_events_and_their_names(
+    redis_client: Redis,
+) -> None:
+    communicator = await viewer_socket()
+    assert (await subscribe_with(communicator, bodies=False))["type"] == "subscribed"
+    add_event(redis_client, "1", "progress", data="5")
+    newest = add_event(redis_client, "1", "completed")
+    counted, kinds, last_id = 0, set(), ""
+    while counted < 2:
+        message = await communicator.receive_json_from(timeout=5)
+        assert message["type"] == "events"
+        assert message["events"] == []
+        counted += message["count"]
+        kinds |= set(message["kinds"])
+        last_id = message["last_id"]
+    assert counted == 2
+    assert kinds == {"progress", "completed"}
+    assert last_id == newest
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+@pytest.mark.parametrize("options", [{"job": "a:b"}, {"job": 7}, {"bodies": "no"}])
+async def test_a_bad_filter_is_refused_for_that_queue(options: dict[str, Any]) -> None:
+    communicator = await viewer_socket()
+    reply = await subscribe_with(communicator, **options)
+    assert reply == {"type": "error", "queue": QUEUE, "message": "bad filter"}
+    await communicator.disconnect()

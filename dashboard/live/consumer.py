@@ -7,6 +7,10 @@ browser -> server
         ``last_id`` is the newest event the page already shows (from the page's
         ``data-last-id`` or the last message it received); omit it (or null) to
         start from now. Subscribing again to a queue replaces the old position.
+        Optional per queue, for pages that need less than every event:
+        ``"job": id`` sends only that job's events (a job page), ``"bodies":
+        false`` sends how many events came and their names instead of the
+        events (pages that refetch counts and lists).
     {"type": "unsubscribe", "queues": ["bull:emails"]}
     {"type": "discover"}
         the page lists queues: send the set of queues now and whenever it changes
@@ -15,6 +19,8 @@ server -> browser
     {"type": "subscribed", "queue": q, "last_id": id}   position confirmed; replay follows
     {"type": "events", "queue": q, "events": [{"id", "event", "job_id", "fields"}, ...],
      "last_id": id, "skipped": n, "refresh": bool}
+        (with ``"bodies": false``: ``"events": []`` plus ``"count": n`` and
+        ``"kinds": [event names]``)
         oldest first; every event carries its stream id, ``last_id`` is the
         position to resume from. ``refresh`` (with ``skipped`` events left out,
         possibly all of them) means the page fell behind: reload counts rather
@@ -68,7 +74,7 @@ from dashboard.live.streams import (
 )
 from dashboard.lookup import configured_queues, served_prefixes
 from queues.inspect import QueueRef
-from queues.keys import InvalidName
+from queues.keys import InvalidName, validate_job_id
 
 CLOSE_NOT_LOGGED_IN = 4401
 CLOSE_FORBIDDEN = 4403
@@ -117,6 +123,8 @@ class Subscription:
     ref: str
     group: str
     resume_from: str | None
+    job: str | None = None  # only this job's events
+    bodies: bool = True  # False: how many events and their names, not the events
     last_sent: tuple[int, int] = (0, 0)
     skipped: int = 0
     hinted_at: float = 0.0
@@ -194,7 +202,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 with contextlib.suppress(InvalidName):
                     await self._unsubscribe(QueueRef.parse(str(item)).qualified)
             elif isinstance(item, dict):
-                await self._subscribe(item.get("queue"), item.get("last_id"))
+                await self._subscribe(item)
 
     async def _discover(self) -> None:
         if self.queue_watcher is not None:
@@ -211,13 +219,22 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def live_queues(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "queues", "queues": message["queues"]})
 
-    async def _subscribe(self, raw_ref: object, last_id: object) -> None:
+    async def _subscribe(self, item: dict[str, Any]) -> None:
+        raw_ref, last_id, job, bodies = (
+            item.get("queue"),
+            item.get("last_id"),
+            item.get("job"),
+            item.get("bodies", True),
+        )
         try:
             queue = QueueRef.parse(raw_ref) if isinstance(raw_ref, str) else None
         except InvalidName:
             queue = None
         if queue is None or not may_subscribe(queue):
             await self.send_json({"type": "error", "queue": raw_ref, "message": "unknown queue"})
+            return
+        if not isinstance(bodies, bool) or not (job is None or valid_job_id(job)):
+            await self.send_json({"type": "error", "queue": raw_ref, "message": "bad filter"})
             return
         ref = queue.qualified
         if ref not in self.subscriptions and len(self.subscriptions) >= MAX_QUEUES_PER_SOCKET:
@@ -226,7 +243,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         await self._unsubscribe(ref)
         group = await get_hub().acquire(ref)
         resume = last_id if parse_stream_id(last_id) is not None else None
-        sub = self.subscriptions[ref] = Subscription(ref, group, resume)  # type: ignore[arg-type]
+        sub = self.subscriptions[ref] = Subscription(
+            ref,
+            group,
+            resume,
+            job=job,
+            bodies=bodies,
+        )
         await self.channel_layer.group_add(group, self.channel_name)
         sub.barrier = asyncio.create_task(self._barrier_until_back(sub))
 
@@ -295,22 +318,37 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def _send_events(self, sub: Subscription, events: list[EventPayload]) -> None:
         """Oldest first; a batch too big for the page becomes its newest part plus a hint."""
         skipped = sub.skipped + max(0, len(events) - FEED_KEEP)
-        if not events and not skipped:
-            return
         sent = events[-FEED_KEEP:]
         if sent:
             sub.last_sent = max(sub.last_sent, parse_stream_id(sent[-1]["id"]) or (0, 0))
+        if sub.job is not None:
+            sent = [e for e in sent if e["job_id"] == sub.job]
+        if not sent and not skipped:
+            return
         sub.skipped = 0
-        await self.send_json(
-            {
-                "type": "events",
-                "queue": sub.ref,
-                "events": sent,
-                "last_id": "{}-{}".format(*sub.last_sent),
-                "skipped": skipped,
-                "refresh": skipped > 0 or len(events) > BEHIND_EVENTS,
-            }
-        )
+        message: dict[str, Any] = {
+            "type": "events",
+            "queue": sub.ref,
+            "events": sent,
+            "last_id": "{}-{}".format(*sub.last_sent),
+            "skipped": skipped,
+            "refresh": skipped > 0 or len(events) > BEHIND_EVENTS,
+        }
+        if not sub.bodies:
+            message["events"] = []
+            message["count"] = len(sent)
+            message["kinds"] = sorted({e["event"] for e in sent})
+        await self.send_json(message)
+
+
+def valid_job_id(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        validate_job_id(value)
+    except InvalidName:
+        return False
+    return True
 
 
 def may_subscribe(queue: QueueRef) -> bool:

@@ -165,7 +165,7 @@
     if (count) count.textContent = String(queues.length);
     var filter = document.querySelector("[data-filter-rows]");
     if (filter && filter.value) filter.dispatchEvent(new Event("input", {bubbles: true}));
-    send({type: "subscribe", queues: added.map(function (q) { return {queue: q, last_id: null}; })});
+    send({type: "subscribe", queues: added.map(subscription)});
     send({type: "unsubscribe", queues: gone});
   }
 
@@ -581,15 +581,19 @@
   function onEvents(message) {
     if (message.events.length) record(measured.arrivals, Date.now() - parseId(message.events[0].id)[0]);
     lastIds[message.queue] = message.last_id;
-    if (message.events.length || message.refresh) dirty[message.queue] = true;
+    // Pages that only refetch send "bodies": false and get how many events came
+    // and their names (see subscription below).
+    var count = message.events.length || message.count || 0;
+    var kinds = message.kinds || message.events.map(function (e) { return e.event; });
+    if (count || message.refresh) dirty[message.queue] = true;
     // Progress moves no job between states: counts (and the overview's rows)
     // stay as they are, and a page of a busy progress reporter does not ask the
     // server for them every second. Lists still refresh (they show progress).
-    if (message.refresh || message.events.some(function (e) { return e.event !== "progress"; })) {
+    if (message.refresh || kinds.some(function (kind) { return kind !== "progress"; })) {
       countsDirty[message.queue] = true;
     }
-    noteRate(message.events.length + (message.skipped || 0));
-    if (message.events.length) incoming.push([message.queue, message.events]);
+    noteRate(count + (message.skipped || 0));
+    if (count) incoming.push([message.queue, message.events]);
     scheduleFlush();
   }
 
@@ -606,6 +610,20 @@
   var socket = null, attempt = 0, stopped = false;
 
   function setState(state) { document.documentElement.setAttribute("data-live", state); }
+  // What this page needs of a queue's events: the feed every event (of its job
+  // filter, if any), a job page its job's, the overview and the queue page only
+  // that something happened (they refetch what they show).
+  function subscription(queue) {
+    var wanted = {queue: queue, last_id: lastIds[queue] || null};
+    if (feedLive) {
+      if (filterJob) wanted.job = filterJob;
+    } else if (pageKind === "job") {
+      wanted.job = main.getAttribute("data-job-id");
+    } else {
+      wanted.bodies = false;
+    }
+    return wanted;
+  }
   function send(message) {  // dropped while closed: the next connection subscribes afresh
     if (message.queues && !message.queues.length) return;
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
@@ -623,10 +641,7 @@
     socket.onopen = function () {
       attempt = 0;
       setState("subscribing");
-      send({
-        type: "subscribe",
-        queues: queues.map(function (q) { return {queue: q, last_id: lastIds[q] || null}; })
-      });
+      send({type: "subscribe", queues: queues.map(subscription)});
       if (pageKind === "overview") send({type: "discover"});
       if (!queues.length) setState("open");
     };
