@@ -11,9 +11,10 @@
 //   main[data-job-id]              the job page: refetched when that job has an event
 //
 // Work is coalesced: events are queued as they arrive and applied in one pass
-// per flush; flushes are spaced by the incoming rate (at most ~10 a second at
-// 1,000 events/s), and counts / lists are refetched from the server at most
-// once a second instead of being computed from events.
+// per flush; flushes are spaced by the incoming rate (at most 33 a second, 10
+// at 1,000 events/s), and counts / lists are refetched from the server at most
+// once a second instead of being computed from events. The overview also asks
+// for the set of queues, so a queue started elsewhere gets its row.
 (function () {
   "use strict";
 
