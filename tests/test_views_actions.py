@@ -202,3 +202,16 @@ def test_posts_need_the_csrf_token(dashboard_redis: Redis, make_user: Any) -> No
     seed_job(dashboard_redis, KEYS, "1", state="failed")
     assert client.post(ACTIONS_URL, {"action": "retry", "ids": ["1"]}).status_code == 403
     assert Queue("emails", dashboard_redis).get_state("1") == "failed"
+
+
+def test_a_live_refetch_leaves_the_flash_message_for_the_page_the_user_goes_to(
+    actor: Any, queue: Queue
+) -> None:
+    seed_job(queue.connection, KEYS, "42", state="failed")
+    job_url = QUEUE_URL + "job/42"
+    data = {"action": "retry", "ids": ["42"], "state": "failed", "next": job_url}
+    assert actor.post(ACTIONS_URL, data).status_code == 302
+    # live.js refetching the job page (its job just moved) before the redirect lands.
+    refetch = actor.get(job_url, headers={"X-Live-Refresh": "1"})
+    assert "Job 42 retried" not in refetch.content.decode()
+    assert _messages(actor.get(job_url)) == ["Job 42 retried"]

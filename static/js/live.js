@@ -53,8 +53,10 @@
     var q = splitRef(ref);
     return "/queues/" + encodeURIComponent(q.prefix) + "/" + encodeURIComponent(q.name) + "/";
   }
+  // X-Live-Refresh: a refetch of ours, which must not use up the flash messages
+  // meant for the page the user is navigating to (templates/dashboard/_messages.html).
   function getText(url, asFragment, accept404) {
-    var headers = {"Accept": "text/html"};
+    var headers = {"Accept": "text/html", "X-Live-Refresh": "1"};
     if (asFragment) { headers["HX-Request"] = "true"; }
     return fetch(url, {headers: headers, credentials: "same-origin"}).then(function (r) {
       if (!r.ok && !(accept404 && r.status === 404)) throw new Error(url + ": " + r.status);
@@ -62,7 +64,7 @@
     });
   }
   function getJson(url) {
-    return fetch(url, {headers: {"Accept": "application/json"}, credentials: "same-origin"})
+    return fetch(url, {headers: {"Accept": "application/json", "X-Live-Refresh": "1"}, credentials: "same-origin"})
       .then(function (r) { if (!r.ok) throw new Error(url + ": " + r.status); return r.json(); });
   }
   // The user is working in `el`: the mouse is over it or the keyboard focus is in it.
@@ -653,7 +655,11 @@
       else if (message.type === "subscribed") {
         var first = !(message.queue in lastIds);
         lastIds[message.queue] = message.last_id;
-        if (first) { dirty[message.queue] = countsDirty[message.queue] = true; scheduleFlush(); }  // whatever changed since render
+        if (first) {  // whatever changed between the render and this subscription
+          dirty[message.queue] = countsDirty[message.queue] = true;
+          if (pageKind === "job") refreshJob();
+          scheduleFlush();
+        }
         confirm(message.queue);
       } else if (message.type === "error") confirm(message.queue);  // that queue stays still
       else if (message.type === "queues") onQueues(message);

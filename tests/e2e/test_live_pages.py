@@ -295,21 +295,21 @@ def test_older_events_continue_below_the_rows_the_live_tail_pushed_out(
     newest = processes.peer_add(queue, "new", "--count", "10")
     expect(page.locator(f'#event-feed tr[data-job-id="{newest[-1]}"]')).to_have_count(2)
 
-    live_rows = page.locator("#event-feed tr[data-event-id]").count()
-    page.locator("#events-more a").click()
+    rows = page.locator("#event-feed tr[data-event-id]")
+    live_rows = rows.count()
+    assert live_rows < 100 + 20, "the live tail pushed some rendered rows out"
 
-    # The live tail pushed the oldest rendered rows out; "Older events" continues
-    # right below the oldest row still shown, page after page, to the stream's start.
+    # "Older events" continues right below the oldest row still shown, page
+    # after page, to the stream's start.
     stream = [i.decode() for i, _ in reversed(redis_client.xrange(QueueKeys(queue).events))]
     shown_ids = "rows => rows.map(r => r.dataset.eventId)"
-    rows = page.locator("#event-feed tr[data-event-id]")
-    expect(rows).not_to_have_count(live_rows)
     for _ in range(5):
-        if not page.locator("#events-more a").count():
+        more = page.locator("#events-more a")
+        if not more.count():
             break
-        before = rows.count()
-        page.locator("#events-more a").click()
-        expect(rows).not_to_have_count(before)
+        more.click()
+        # htmx marks the link while its request runs; the swap replaces the row.
+        expect(page.locator("#events-more a.htmx-request")).to_have_count(0)
     expect(rows).to_have_count(len(stream))
     shown = page.eval_on_selector_all("#event-feed tr[data-event-id]", shown_ids)
     assert shown == stream, "the feed and the stream differ"
