@@ -389,7 +389,10 @@
     return fragment;
   }
 
-  // Drops the oldest rows beyond `keep`, from the bottom up; the "Older events" row stays last.
+  // Drops the oldest rows beyond `keep`, from the bottom up; the "Older events"
+  // row stays last. Live chunks go whole or not at all (the table then holds up
+  // to one update's rows more than `keep`): a chunk once drawn never changes, so
+  // its layer is never painted again.
   function trimRows(keep) {
     var more = document.getElementById("events-more");
     var bodies = feed.tBodies, total = 0;
@@ -397,10 +400,14 @@
     var excess = total - (more ? 1 : 0) - keep;
     for (var k = bodies.length - 1; k >= 0 && excess > 0; k--) {
       var body = bodies[k];
-      var stays = body === feedBody && more ? 1 : 0;
-      var n = body.rows.length - stays;
-      if (!stays && n <= excess) { excess -= n; body.remove(); continue; }
-      for (; excess > 0 && n > 0; excess--, n--) (stays ? more.previousElementSibling : body.lastElementChild).remove();
+      if (body !== feedBody) {
+        if (body.rows.length > excess) break;
+        excess -= body.rows.length;
+        body.remove();
+        continue;
+      }
+      var n = body.rows.length - (more ? 1 : 0);
+      for (; excess > 0 && n > 0; excess--, n--) (more ? more.previousElementSibling : body.lastElementChild).remove();
     }
   }
 
