@@ -39,14 +39,10 @@ local delay = math.max(math.floor(tonumber(ARGV[5]) or 0), 0)
 if redis.call("EXISTS", job_key) == 0 then
   return -1
 end
-local lock = lock_status(job_key, token)
-if lock ~= 0 then
-  return lock
+local refused = leave_active(active_key, stalled_key, job_key, job_id, token)
+if refused ~= 0 then
+  return refused
 end
-if redis.call("LREM", active_key, -1, job_id) == 0 then
-  return -3
-end
-release_lock(job_key, stalled_key, job_id, token)
 set_packed_fields(job_key, ARGV[7])
 if ARGV[6] ~= "1" then
   redis.call("HINCRBY", job_key, "atm", 1)

@@ -76,14 +76,10 @@ if target == "completed" then
   end
 end
 local opts = cmsgpack.unpack(ARGV[8])
-local lock = lock_status(job_key, opts.token)
-if lock ~= 0 then
-  return lock
+local refused = leave_active(queue.active, stalled_key, job_key, job_id, opts.token)
+if refused ~= 0 then
+  return refused
 end
-if redis.call("LREM", queue.active, -1, job_id) == 0 then
-  return -3
-end
-release_lock(job_key, stalled_key, job_id, opts.token)
 set_packed_fields(job_key, ARGV[9])
 
 queue.cap = events_cap(queue.meta)

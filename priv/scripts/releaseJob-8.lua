@@ -31,16 +31,10 @@ local job_id, token = ARGV[1], ARGV[2]
 if redis.call("EXISTS", job_key) == 0 then
   return -1
 end
-local refused = lock_status(job_key, token)
+local refused = leave_active(queue.active, stalled_key, job_key, job_id, token)
 if refused ~= 0 then
   return refused
 end
-if redis.call("LPOS", queue.active, job_id) == false then
-  return -3
-end
-
-redis.call("LREM", queue.active, 1, job_id)
-release_lock(job_key, stalled_key, job_id, token)
 -- The tail of the ready list is taken first: a released job keeps its turn,
 -- as a recovered stalled job does.
 local list, wake = ready_list(queue)
