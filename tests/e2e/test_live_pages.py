@@ -41,6 +41,11 @@ def feed_rows_of(page: Page, job_id: str) -> list[tuple[str, str]]:
     return [tuple(row) for row in reversed(rows)]
 
 
+def open_events(page: Page, queue: str, query: str = "") -> None:
+    page.goto(f"/queues/bull/{queue}/events/{query}")
+    wait_live(page)
+
+
 def test_a_job_added_elsewhere_appears_on_the_queue_page_and_the_overview(
     page: Page, processes: Processes
 ) -> None:
@@ -123,8 +128,7 @@ def test_e_the_feed_shows_a_jobs_life_in_order(
     page: Page, processes: Processes, redis_client: Redis, worker: str
 ) -> None:
     queue = "e2e-life"
-    page.goto(f"/queues/bull/{queue}/events/")
-    wait_live(page)
+    open_events(page, queue)
     mark_page(page)
     if worker == "ours":
         processes.our_worker(queue)
@@ -148,8 +152,7 @@ def test_the_feed_pauses_with_a_new_counter_and_keeps_its_filter(
 ) -> None:
     queue = "e2e-feed"
     processes.peer_add(queue, "seed")
-    page.goto(f"/queues/bull/{queue}/events/?type=added")
-    wait_live(page)
+    open_events(page, queue, "?type=added")
     page.get_by_role("button", name="Pause feed").click()
 
     added = processes.peer_add(queue, "while-paused", "--count", "3")
@@ -171,8 +174,7 @@ def test_f_events_added_while_the_server_restarts_appear_after_reconnect(
 ) -> None:
     queue = "e2e-restart"
     processes.peer_add(queue, "before")
-    page.goto(f"/queues/bull/{queue}/events/")
-    wait_live(page)
+    open_events(page, queue)
     mark_page(page)
     first_rendered = page.get_attribute("#event-feed", "data-last-id")
 
@@ -290,8 +292,7 @@ def test_older_events_continue_below_the_rows_the_live_tail_pushed_out(
 ) -> None:
     queue = "e2e-feed"
     processes.peer_add(queue, "old", "--count", "75")  # 150 events: one page and more
-    page.goto(f"/queues/bull/{queue}/events/")
-    wait_live(page)
+    open_events(page, queue)
     newest = processes.peer_add(queue, "new", "--count", "10")
     expect(page.locator(f'#event-feed tr[data-job-id="{newest[-1]}"]')).to_have_count(2)
 
@@ -349,8 +350,7 @@ def test_hostile_event_fields_are_shown_as_text(
 ) -> None:
     queue = "e2e-feed"
     processes.peer_add(queue, "seed")
-    page.goto(f"/queues/bull/{queue}/events/")
-    wait_live(page)
+    open_events(page, queue)
     stream = QueueKeys(queue).events
     hostile = '<img src=x onerror="window.__owned=1">'
     redis_client.xadd(stream, {"event": "failed", "jobId": "x<b>1", "failedReason": hostile})
@@ -371,8 +371,7 @@ def test_pause_shows_exactly_the_last_500_events_of_a_fast_feed(
 ) -> None:
     queue = "e2e-feed"
     processes.peer_add(queue, "seed")
-    page.goto(f"/queues/bull/{queue}/events/")
-    wait_live(page)
+    open_events(page, queue)
     stream = QueueKeys(queue).events
     with redis_client.pipeline(transaction=False) as pipe:
         for n in range(700):
