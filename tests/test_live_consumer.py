@@ -53,10 +53,14 @@ async def viewer_socket() -> WebsocketCommunicator:
 
 
 async def subscribe(
-    communicator: WebsocketCommunicator, last_id: str | None = None, queue: str = QUEUE
+    communicator: WebsocketCommunicator,
+    last_id: str | None = None,
+    queue: str = QUEUE,
+    **options: Any,
 ) -> dict[str, Any]:
+    """Subscribe to one queue (``options``: the page's filter, e.g. job= or bodies=)."""
     await communicator.send_json_to(
-        {"type": "subscribe", "queues": [{"queue": queue, "last_id": last_id}]}
+        {"type": "subscribe", "queues": [{"queue": queue, "last_id": last_id, **options}]}
     )
     reply: dict[str, Any] = await communicator.receive_json_from(timeout=5)
     return reply
@@ -396,18 +400,10 @@ async def test_discover_sends_the_queues_then_each_new_set(
     assert get_hub().queue_watcher is None, "the last page gone, the watcher stops"
 
 
-async def subscribe_with(communicator: WebsocketCommunicator, **options: Any) -> dict[str, Any]:
-    await communicator.send_json_to(
-        {"type": "subscribe", "queues": [{"queue": QUEUE, "last_id": None, **options}]}
-    )
-    reply: dict[str, Any] = await communicator.receive_json_from(timeout=5)
-    return reply
-
-
 @pytest.mark.usefixtures("hub")
 async def test_a_job_filter_sends_only_that_jobs_events(redis_client: Redis) -> None:
     communicator = await viewer_socket()
-    assert (await subscribe_with(communicator, job="2"))["type"] == "subscribed"
+    assert (await subscribe(communicator, job="2"))["type"] == "subscribed"
     add_event(redis_client, "1")
     mine = add_event(redis_client, "2", "active")
     add_event(redis_client, "3")
@@ -427,7 +423,7 @@ async def test_without_bodies_a_page_gets_how_many_events_and_their_names(
     redis_client: Redis,
 ) -> None:
     communicator = await viewer_socket()
-    assert (await subscribe_with(communicator, bodies=False))["type"] == "subscribed"
+    assert (await subscribe(communicator, bodies=False))["type"] == "subscribed"
     add_event(redis_client, "1", "progress", data="5")
     newest = add_event(redis_client, "1", "completed")
     counted, kinds, last_id = 0, set(), ""
@@ -448,6 +444,6 @@ async def test_without_bodies_a_page_gets_how_many_events_and_their_names(
 @pytest.mark.parametrize("options", [{"job": "a:b"}, {"job": 7}, {"bodies": "no"}])
 async def test_a_bad_filter_is_refused_for_that_queue(options: dict[str, Any]) -> None:
     communicator = await viewer_socket()
-    reply = await subscribe_with(communicator, **options)
+    reply = await subscribe(communicator, **options)
     assert reply == {"type": "error", "queue": QUEUE, "message": "bad filter"}
     await communicator.disconnect()
