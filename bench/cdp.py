@@ -155,16 +155,17 @@ class Browser:
             cookies.append({"name": name, "value": value, "url": url})
         self.call("Storage.setCookies", {"cookies": cookies, "browserContextId": self.context()})
 
-    def open(self, url: str, new_window: bool = False) -> Tab:
+    def open(self, url: str) -> Tab:
         target = self.call("Target.createTarget", {"url": url, "browserContextId": self.context()})[
             "targetId"
         ]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
             "sessionId"
         ]
-        # As Playwright does for each page: the tab behaves as focused and visible
-        # (all tabs of a headless window but one would be hidden and not render),
-        # with a 1280x720 viewport.
+        # As Playwright does for each page: the tab is focused and visible to its
+        # scripts (otherwise every tab but the active one is hidden and gets no
+        # frames at all), with a 1280x720 viewport. Chromium still draws only
+        # the active tab at full rate (bench/live.py prints how often each is drawn).
         self.call("Emulation.setFocusEmulationEnabled", {"enabled": True}, session)
         self.call("Emulation.setDeviceMetricsOverride", VIEWPORT, session)
         return Tab(self, session)
