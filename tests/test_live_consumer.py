@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
@@ -136,6 +137,25 @@ async def test_subscribe_from_now_then_receive_each_xadd(redis_client: Redis) ->
             "detail": "",
         }
     ]
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_live_events_do_not_wait_for_the_database_thread(redis_client: Redis) -> None:
+    """Channels' own dispatch first sends every message through its one thread
+    for synchronous code (to close stale database connections). Then a slow
+    query anywhere in the process would hold up every live feed, and with tens
+    of messages a second per page that queue was a third of the server's work.
+    Events must arrive while that thread is busy."""
+    communicator = await viewer_socket()
+    await subscribe(communicator)
+    busy = asyncio.ensure_future(sync_to_async(time.sleep)(3))
+    await asyncio.sleep(0.1)
+    sent = [add_event(redis_client, str(n)) for n in range(5)]
+    started = time.monotonic()
+    assert await received_ids(communicator, 5) == sent
+    assert time.monotonic() - started < 1.5
+    await busy
     await communicator.disconnect()
 
 

@@ -46,14 +46,14 @@ log = logging.getLogger("echomq.live")
 
 READ_BATCH = 500  # events per XREAD, and at most per group message
 # At most one group message per queue every coalescing window: a lone event
-# goes out at once, a busy stream in batches. Each message costs every socket
-# (and every browser) it reaches, so the window grows with the subscribers:
-# 10 ms for a few pages, 30 ms from 10 on (at most 33 messages/s): an event
-# waits 15 ms on average. 30 ms is also the pages' own shortest gap between
-# updates (static/js/live.js), so a page applies each message as it arrives
-# instead of holding it for its next update.
+# goes out at once, a busy stream in batches. The window grows with the
+# subscribers, since each message costs every socket (and every browser) it
+# reaches: 10 ms for a few pages, 20 ms from 7 on (at most 50 messages/s), so
+# an event waits 10 ms on average. A 30 ms window was measured too
+# (bench/live.py, 20 pages): the pages used no less CPU, because a page pays
+# mostly per row drawn rather than per message, and every event waited longer.
 COALESCE_PER_SUBSCRIBER_S = 0.003
-COALESCE_RANGE_S = (0.01, 0.03)
+COALESCE_RANGE_S = (0.01, 0.02)
 GAP_CHECK_BATCH = 100  # a read this big may follow a trim: check for a gap
 BLOCK_MS = 5000
 RETRY_DELAYS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)

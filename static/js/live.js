@@ -11,10 +11,11 @@
 //   main[data-job-id]              the job page: refetched when that job has an event
 //
 // Work is coalesced: events are queued as they arrive and applied in one pass
-// per flush; flushes are spaced by the incoming rate (at most 33 a second, 10
-// at 1,000 events/s), and counts / lists are refetched from the server at most
-// once a second instead of being computed from events. The overview also asks
-// for the set of queues, so a queue started elsewhere gets its row.
+// per flush (each server message as it comes below a few hundred events a
+// second, 10 flushes a second at 1,000 events/s), and counts / lists are
+// refetched from the server at most once a second instead of being computed
+// from events. The overview also asks for the set of queues, so a queue
+// started elsewhere gets its row.
 (function () {
   "use strict";
 
@@ -499,6 +500,7 @@
   var dirty = {};        // queue -> true when its lists should be refetched
   var countsDirty = {};  // queue -> true when its counts should be refetched
   var flushTimer = null, lastFlush = 0, rate = 0, rateAt = Date.now();
+  var FAST_FEED_PER_S = 300;
 
   function noteRate(n) {  // events per second, smoothed over about a second
     var now = Date.now(), dt = Math.max(1, now - rateAt);
@@ -508,12 +510,13 @@
   }
   function scheduleFlush() {
     if (flushTimer !== null) return;
-    // 33 updates a second at most, 10 at 1,000 events/s: an event waits 15 ms on
-    // average for its row, and each update (layout and paint) is paid at most
-    // 33 times a second however fast events come. The shortest gap equals the
-    // server's coalescing window (dashboard/live/hub.py), so its messages are
-    // applied as they arrive.
-    var gap = Math.min(100, Math.max(30, rate / 10));
+    // Below FAST_FEED_PER_S each server message is applied as it comes: the
+    // server already spaces them 10-20 ms apart (dashboard/live/hub.py), and
+    // holding one back for a later update only adds to its latency. A faster
+    // feed is applied every rate/10 ms, 10 times a second at 1,000 events/s:
+    // each update (layout and paint) is then paid at most that often however
+    // fast events come. 10 ms at least: a page may follow several busy queues.
+    var gap = rate < FAST_FEED_PER_S ? 10 : Math.min(100, rate / 10);
     var wait = lastFlush + gap - Date.now();
     // Due already (the server's own batching spaced this message): apply it in
     // this task rather than paying one more task and its wait for the timer.
