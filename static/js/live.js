@@ -21,6 +21,7 @@
 
   var FEED_KEEP = 500;
   var REFRESH_MS = 1000;
+  var FAST_FEED_PER_S = 300;  // events a second from which updates are spaced and rows sampled
   var BACKOFF_MS = [500, 1000, 2000, 4000, 5000];
 
   var main = document.querySelector("main[data-page]");
@@ -268,7 +269,7 @@
   //
   // `recent` holds the last FEED_KEEP matching events (data, cheap). Rows cost
   // far more than data, so while the feed runs the table holds the newest
-  // LIVE_ROWS, drawn from a budget of DRAW_PER_S rows a second: below that rate
+  // liveRows, drawn from a budget of DRAW_PER_S rows a second: below that rate
   // every event gets its row, above it each update draws the newest ones. Pause
   // draws exactly the last FEED_KEEP events and freezes them for reading.
   //
@@ -281,16 +282,29 @@
   // server-rendered body (by then far down the page).
 
   var DRAW_PER_S = 250;
-  // Enough rows to fill the window with some to spare (a row is about 31 px),
-  // not more: every row kept live is laid out again on each update.
-  var LIVE_ROWS = Math.max(25, Math.min(100, Math.ceil(window.innerHeight / 24)));
-  // One update draws at most a third of the window: more would replace the
-  // whole list at every update, costing far more to draw than anyone can read.
-  var ROWS_PER_UPDATE = Math.ceil(LIVE_ROWS / 3);
+  // As many rows as the window shows below the feed's top, plus a few to spare
+  // (a row is about 32 px), and no more. Every live row is laid out again when
+  // the page is drawn, and a page the browser draws only now and then (a
+  // window behind others, a tab it throttles) lays out all of its new rows at
+  // once: with many such pages those moments, not the average, set how late
+  // events are. Grows with the window or when the page is scrolled down.
+  var liveRows = 0;
+  // One update of a fast feed draws at most a third of them: more would replace
+  // the whole list at every update, costing far more to draw than anyone can read.
+  var rowsPerUpdate = 0;
+  function sizeLiveRows() {
+    var top = Math.max(0, feed.getBoundingClientRect().top);
+    var wanted = Math.max(15, Math.min(100, Math.ceil((window.innerHeight - top) / 32) + 5));
+    if (wanted <= liveRows) return false;
+    liveRows = wanted;
+    rowsPerUpdate = Math.ceil(liveRows / 3);
+    return true;
+  }
+  if (feed) sizeLiveRows();
   var MAX_CHUNKS = 12;
   var paused = false, newWhilePaused = 0, sampled = 0, controls = null, renderedSince = null;
   var recent = [];
-  var drawBudget = ROWS_PER_UPDATE, budgetAt = Date.now();
+  var drawBudget = rowsPerUpdate, budgetAt = Date.now();
   var filterType = feed ? feed.getAttribute("data-filter-type") || "" : "";
   var filterJob = feed ? feed.getAttribute("data-filter-job") || "" : "";
   // Read by bench/live.py: XADD-to-DOM latencies (ms), rows drawn, time spent applying batches.
@@ -349,14 +363,17 @@
       return;
     }
     var now = Date.now();
-    // Refilled with time, never above one update's worth: a page that fell behind
-    // must not pay for a huge redraw (which would make it fall further behind).
-    drawBudget = Math.min(ROWS_PER_UPDATE, drawBudget + (now - budgetAt) * DRAW_PER_S / 1000);
+    // Refilled with time. In a fast feed never above one update's worth: a page
+    // that fell behind must not pay for a huge redraw (which would make it fall
+    // further behind). Otherwise up to the whole list, so that what a reconnect
+    // replays after a quiet spell is drawn in full.
+    var most = rate < FAST_FEED_PER_S ? liveRows : rowsPerUpdate;
+    drawBudget = Math.min(most, drawBudget + (now - budgetAt) * DRAW_PER_S / 1000);
     budgetAt = now;
     var drawn = events.slice(-Math.max(1, Math.floor(drawBudget)));
     drawBudget -= drawn.length;
     sampled += events.length - drawn.length;
-    drawRows(queue, drawn, LIVE_ROWS);
+    drawRows(queue, drawn, liveRows);
     showStatus();
   }
 
@@ -415,7 +432,7 @@
   // Pausing shows exactly the last FEED_KEEP events; resuming goes back to the live tail.
   function redraw(queue) {
     feed.querySelectorAll("tbody.live-chunk, tr.live-new").forEach(function (el) { el.remove(); });
-    drawRows(queue, paused ? recent : recent.slice(-LIVE_ROWS), paused ? FEED_KEEP : LIVE_ROWS, true);
+    drawRows(queue, paused ? recent : recent.slice(-liveRows), paused ? FEED_KEEP : liveRows, true);
     sampled = 0;
     newWhilePaused = 0;
     showStatus();
@@ -477,7 +494,7 @@
     var text = "";
     if (paused) text = newWhilePaused ? " " + newWhilePaused.toLocaleString("en-US") + " new" : "";
     else if (sampled) text = " fast feed: newest rows shown, pause for the last " + FEED_KEEP;
-    else if (recent.length > LIVE_ROWS) text = " pause to read the last " + FEED_KEEP;
+    else if (recent.length > liveRows) text = " pause to read the last " + FEED_KEEP;
     if (controls.status.textContent !== text) controls.status.textContent = text;
   }
 
@@ -500,7 +517,6 @@
   var dirty = {};        // queue -> true when its lists should be refetched
   var countsDirty = {};  // queue -> true when its counts should be refetched
   var flushTimer = null, lastFlush = 0, rate = 0, rateAt = Date.now();
-  var FAST_FEED_PER_S = 300;
 
   function noteRate(n) {  // events per second, smoothed over about a second
     var now = Date.now(), dt = Math.max(1, now - rateAt);
@@ -691,6 +707,17 @@
   setupControls();
   if (feedLive) {
     pinColumns(feed);
+    var sizing = false;
+    var resize = function () {
+      if (sizing) return;
+      sizing = true;
+      requestAnimationFrame(function () {
+        sizing = false;
+        if (sizeLiveRows() && !paused && recent.length) redraw(queues[0]);
+      });
+    };
+    window.addEventListener("scroll", resize, {passive: true});
+    window.addEventListener("resize", resize);
     ["mousedown", "focusin", "touchstart"].forEach(function (type) { feed.addEventListener(type, pointOlderLink); });
   }
   connect();
