@@ -290,6 +290,22 @@ async def test_a_socket_that_falls_behind_gets_a_refresh_hint_not_the_backlog(
     await communicator.disconnect()
 
 
+async def test_a_group_message_is_decoded_once_for_all_its_consumers(
+    redis_client: Redis,
+) -> None:
+    layer = get_channel_layer()
+    channels = [await layer.new_channel() for _ in range(3)]
+    for channel in channels:
+        await layer.group_add("echomq.test-decode-once", channel)
+    batch = {"type": "live.events", "queue": QUEUE, "events": [{"id": "1-0"}], "sent_at": 0.0}
+    await layer.group_send("echomq.test-decode-once", batch)
+    received = [await asyncio.wait_for(layer.receive(channel), 5) for channel in channels]
+    assert received[0] == batch
+    assert all(message is received[0] for message in received)
+    for channel in channels:
+        await layer.group_discard("echomq.test-decode-once", channel)
+
+
 @pytest.mark.usefixtures("hub")
 async def test_a_burst_that_trims_unread_events_gives_a_gap(redis_client: Redis) -> None:
     communicator = await viewer_socket()

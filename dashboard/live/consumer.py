@@ -301,6 +301,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         await self._send_events(sub, replay.events)
 
     async def live_events(self, message: dict[str, Any]) -> None:
+        # ``message`` is shared with every consumer of this process in the group
+        # (decoded once, dashboard/live/layer.py): read it, never change it.
         sub = self.subscriptions.get(message["queue"])
         if sub is None or sub.replaying:
             return
