@@ -85,7 +85,7 @@ class ProtocolError(RuntimeError):
 class Browser:
     """One headless Chromium process; ``call`` sends a command and waits for its answer."""
 
-    def __init__(self, executable: str, args: Sequence[str]) -> None:
+    def __init__(self, executable: str, args: Sequence[str], nice: int = 0) -> None:
         self.profile = tempfile.mkdtemp(prefix="echomq-bench-chromium-")
         to_browser_read, self._to_browser = os.pipe()
         self._from_browser, from_browser_write = os.pipe()
@@ -102,7 +102,7 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             pass_fds=(3, 4),
-            preexec_fn=_dup_to(to_browser_read, from_browser_write),
+            preexec_fn=_dup_to(to_browser_read, from_browser_write, nice),
         )
         os.close(to_browser_read)
         os.close(from_browser_write)
@@ -229,8 +229,9 @@ class Tab:
         raise ProtocolError(f"still false after {timeout:.0f} s: {expression} ({last_error})")
 
 
-def _dup_to(read_end: int, write_end: int) -> Any:
+def _dup_to(read_end: int, write_end: int, nice: int) -> Any:
     def place() -> None:
+        os.nice(nice)  # inherited by every process Chromium starts
         # Copies above 9 first, so neither end is overwritten if it already is fd 3 or 4.
         high_read = fcntl.fcntl(read_end, fcntl.F_DUPFD, 10)
         high_write = fcntl.fcntl(write_end, fcntl.F_DUPFD, 10)

@@ -2,6 +2,7 @@
 
     python bench/live.py [--pages 20] [--rate 200] [--seconds 10]
                          [--burst-rate 1000] [--burst-seconds 10]
+                         [--browser-nice 10] [--draw-all]
 
 A private redis-server and the dashboard under daphne (channels-redis layer on
 the same Redis). First ``--pages`` plain WebSocket clients (autobahn, no
@@ -21,6 +22,13 @@ throttles frames nobody sees). The latency of the shown page is printed on its
 own. ``--draw-all`` lifts that throttle so every page is drawn on every update,
 as if each were on its own screen: that is 20 users' worth of rendering on one
 machine.
+
+Chromium runs at nice ``--browser-nice`` (10): here the 20 simulated users'
+browsers share two CPUs with the server they measure, where in use each has a
+machine of its own, and a load generator must not starve the system under test.
+Every page and process of Chromium keeps the same share of what the server
+leaves; ``--browser-nice 0`` shares the CPUs equally (the figures are then
+the server's and 20 browsers' competition for them as much as anything).
 
 Then ``--burst-rate`` events/s: the pages' main threads are probed (long
 tasks, lateness of a 50 ms timer, frames drawn) and the CPU of the daphne
@@ -300,6 +308,12 @@ def main() -> None:
     parser.add_argument("--burst-rate", type=int, default=1000)
     parser.add_argument("--burst-seconds", type=float, default=10.0)
     parser.add_argument(
+        "--browser-nice",
+        type=int,
+        default=10,
+        help="the niceness Chromium runs at (0: the same priority as the server)",
+    )
+    parser.add_argument(
         "--draw-all",
         action="store_true",
         help="make Chromium draw every page on every update (--disable-frame-rate-limit)",
@@ -325,7 +339,8 @@ def main() -> None:
             f"daphne CPU {cpu:.0%} of one core"
         )
         extra = ["--disable-frame-rate-limit"] if args.draw_all else []
-        browser = Browser(CHROMIUM, [*CHROMIUM_ARGS, *extra])
+        browser = Browser(CHROMIUM, [*CHROMIUM_ARGS, *extra], nice=args.browser_nice)
+        print(f"Chromium at nice {args.browser_nice}, the server and the producer at 0")
         try:
             pages = open_pages(browser, server.url, args.pages)
             time.sleep(1.0)
