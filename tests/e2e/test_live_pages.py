@@ -389,3 +389,43 @@ def test_pause_shows_exactly_the_last_500_events_of_a_fast_feed(
         "#event-feed tr.live-new", "rows => rows.map(r => r.dataset.eventId)"
     )
     assert shown == [stream_id.decode() for stream_id, _ in newest]
+
+
+def test_the_live_feed_fills_the_window_and_grows_with_it(
+    page: Page, processes: Processes, redis_client: Redis
+) -> None:
+    """The feed keeps live only the rows the window shows (each costs layout on
+    every frame), so a taller window must get more of them, not an empty end."""
+    queue = "e2e-tall"
+    processes.peer_add(queue, "seed")
+    open_events(page, queue)
+    stream = QueueKeys(queue).events
+
+    def flow(first: int) -> None:
+        # 80 events, 10 per update: an update's rows are kept or trimmed together.
+        for group in range(first, first + 80, 10):
+            with redis_client.pipeline(transaction=False) as pipe:
+                for n in range(group, group + 10):
+                    pipe.xadd(stream, {"event": "progress", "jobId": str(n), "data": "1"})
+                pipe.execute()
+            expect(page.locator(f'#event-feed tr[data-job-id="{group + 9}"]')).to_have_count(1)
+
+    def rows_fill_the_window() -> bool:
+        return bool(
+            page.evaluate(
+                """() => {
+                  const rows = document.querySelectorAll('#event-feed tr[data-event-id]');
+                  return rows[rows.length - 1].getBoundingClientRect().bottom >= innerHeight;
+                }"""
+            )
+        )
+
+    flow(0)
+    shown_at_720 = page.locator("#event-feed tr[data-event-id]").count()
+    assert rows_fill_the_window()
+    assert shown_at_720 < 60, "every event kept live: the window does not bound the feed"
+
+    page.set_viewport_size({"width": 1280, "height": 1600})
+    flow(100)
+    assert rows_fill_the_window()
+    assert page.locator("#event-feed tr[data-event-id]").count() > shown_at_720
