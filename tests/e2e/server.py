@@ -88,11 +88,14 @@ def prepare(redis_url: str, workdir: Path, **settings: str) -> dict[str, str]:
 
 @dataclass
 class DashboardServer:
-    """daphne serving dashboard.asgi in a child process; stop/start keep the port."""
+    """daphne (or runserver) serving dashboard.asgi in a child process; stop/start keep the port."""
 
     env: dict[str, str]
     port: int
     log_path: Path
+    # "daphne", or "runserver": Django's development server (Channels' daphne
+    # replaces it, so it serves the same ASGI application, sockets included).
+    command: str = "daphne"
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -100,10 +103,14 @@ class DashboardServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
-        args = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
+        if self.command == "runserver":
+            args = ["manage.py", "runserver", "--noreload", f"127.0.0.1:{self.port}"]
+        else:
+            args = ["-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
+            args.append("dashboard.asgi:application")
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [*args, "dashboard.asgi:application"],
+                [sys.executable, *args],
                 cwd=ROOT,
                 env=self.env,
                 stdout=log,
@@ -112,7 +119,9 @@ class DashboardServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise ServerFailed(f"daphne exited with {self.process.returncode}:\n{self.log()}")
+                raise ServerFailed(
+                    f"{self.command} exited with {self.process.returncode}:\n{self.log()}"
+                )
             try:
                 # Our own http:// URL, never user input.
                 with urllib.request.urlopen(self.url + "/login/", timeout=2) as response:  # noqa: S310
@@ -120,7 +129,7 @@ class DashboardServer:
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.1)
-        raise ServerFailed(f"daphne did not answer within {timeout}s:\n{self.log()}")
+        raise ServerFailed(f"{self.command} did not answer within {timeout}s:\n{self.log()}")
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-3000:]

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 from redis import Redis
 
 from queues.keys import QueueKeys
@@ -421,11 +421,37 @@ def test_the_live_feed_fills_the_window_and_grows_with_it(
         )
 
     flow(0)
-    shown_at_720 = page.locator("#event-feed tr[data-event-id]").count()
+    shown_before = page.locator("#event-feed tr[data-event-id]").count()
     assert rows_fill_the_window()
-    assert shown_at_720 < 60, "every event kept live: the window does not bound the feed"
+    assert shown_before < 60, "every event kept live: the window does not bound the feed"
 
     page.set_viewport_size({"width": 1280, "height": 1600})
     flow(100)
     assert rows_fill_the_window()
-    assert page.locator("#event-feed tr[data-event-id]").count() > shown_at_720
+    assert page.locator("#event-feed tr[data-event-id]").count() > shown_before
+
+
+def test_runserver_serves_the_live_pages_too(
+    browser: Browser,
+    server_env: dict[str, str],
+    auth_state: str,
+    processes: Processes,
+    redis_client: Redis,
+    tmp_path: Path,
+) -> None:
+    """`manage.py runserver` for development: the same pages, the same socket."""
+    queue = "e2e-runserver"
+    processes.peer_add(queue, "seed")
+    server = DashboardServer(server_env, free_port(), tmp_path / "runserver.log", "runserver")
+    start(server)
+    context = browser.new_context(base_url=server.url, storage_state=auth_state)
+    try:
+        page = context.new_page()
+        open_events(page, queue)
+        redis_client.xadd(
+            QueueKeys(queue).events, {"event": "progress", "jobId": "rs-1", "data": "7"}
+        )
+        expect(page.locator('#event-feed tr[data-job-id="rs-1"]')).to_have_count(1)
+    finally:
+        context.close()
+        server.stop()
