@@ -21,7 +21,9 @@
 
   var FEED_KEEP = 500;
   var REFRESH_MS = 1000;
-  var FAST_FEED_PER_S = 300;  // events a second from which updates are spaced and rows sampled
+  // From this many events a second updates are spaced out and each draws at most
+  // a third of the feed's live rows (scheduleFlush, feedEvents).
+  var FAST_FEED_PER_S = 300;
   var BACKOFF_MS = [500, 1000, 2000, 4000, 5000];
 
   var main = document.querySelector("main[data-page]");
