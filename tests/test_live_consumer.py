@@ -455,6 +455,36 @@ async def test_a_job_filter_sends_only_that_jobs_events(redis_client: Redis) -> 
 
 
 @pytest.mark.usefixtures("hub")
+async def test_a_job_page_hears_its_position_so_a_reconnect_resumes_without_a_gap(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Other jobs' events move a job page's resume position too. Told only of
+    its own job's, the page would reconnect from far back, past the replay
+    limit, and reload; told now and then, it resumes in place."""
+    monkeypatch.setattr(consumer_module, "POSITION_EVERY_S", 0.0)
+    monkeypatch.setattr(consumer_module, "REPLAY_LIMIT", 5)
+    user = await asyncio.to_thread(make_user)
+    communicator = await connect_as(user)
+    assert (await subscribe(communicator, job="2"))["type"] == "subscribed"
+    others = [add_event(redis_client, str(n)) for n in range(10, 20)]
+    position = None
+    while position != others[-1]:
+        message = await communicator.receive_json_from(timeout=5)
+        assert message["type"] == "events"
+        assert message["events"] == []
+        position = message["last_id"]
+    await communicator.disconnect()
+
+    again = await connect_as(user)
+    assert await subscribe(again, position, job="2") == {
+        "type": "subscribed",
+        "queue": QUEUE,
+        "last_id": others[-1],
+    }
+    await again.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
 async def test_without_bodies_a_page_gets_how_many_events_and_their_names(
     redis_client: Redis,
 ) -> None:

@@ -24,7 +24,9 @@ server -> browser
         oldest first; every event carries its stream id, ``last_id`` is the
         position to resume from. ``refresh`` (with ``skipped`` events left out,
         possibly all of them) means the page fell behind: reload counts rather
-        than applying each event.
+        than applying each event. With no events, no count and no refresh it
+        only moves ``last_id``: a page with a job filter hears its position at
+        most every POSITION_EVERY_S while other jobs' events pass.
     {"type": "gap", "queue": q, "last_id": id}   events were trimmed away (or too
         many missed): reload counts and lists, continue from ``last_id``
     {"type": "error", "queue": q, "message": text}
@@ -93,6 +95,10 @@ FEED_KEEP = 500  # the Events tab keeps this many lines; more in one message is 
 DISCOVER_TIMEOUT_S = 10.0
 # How long a logout or a revoked permission may leave an open socket streaming.
 RECHECK_S = 30.0
+# A page that gets only some events (a job filter) hears its resume position at
+# least this often while others flow past, so a reconnect replays from near
+# there instead of running into REPLAY_LIMIT and reloading.
+POSITION_EVERY_S = 5.0
 
 
 def user_may_view(user: Any) -> bool:
@@ -129,6 +135,9 @@ class Subscription:
     last_sent: tuple[int, int] = (0, 0)
     skipped: int = 0
     hinted_at: float = 0.0
+    # The position this page last heard (every message carries it), and when.
+    told: tuple[int, int] = (0, 0)
+    told_at: float = 0.0
     # Until our barrier comes back, live events are dropped: each of them was in
     # the stream before the barrier was published, so the replay has it.
     replaying: bool = True
@@ -295,7 +304,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             replay = await replay_after(client, stream_key, sub.resume_from, REPLAY_LIMIT)
         kind = "gap" if replay.gap else "subscribed"
         await self.send_json({"type": kind, "queue": sub.ref, "last_id": replay.tip})
-        sub.last_sent = parse_stream_id(replay.tip) or (0, 0)
+        sub.last_sent = sub.told = parse_stream_id(replay.tip) or (0, 0)
+        sub.told_at = time.monotonic()
         sub.replaying = False
         sub.stop_barrier()
         await self._send_events(sub, replay.events)
@@ -316,7 +326,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         sub = self.subscriptions.get(message["queue"])
         if sub is None or sub.replaying:
             return  # the replay detects the gap itself
-        sub.last_sent = parse_stream_id(message["tip"]) or sub.last_sent
+        sub.last_sent = sub.told = parse_stream_id(message["tip"]) or sub.last_sent
+        sub.told_at = time.monotonic()
         await self.send_json({"type": "gap", "queue": sub.ref, "last_id": message["tip"]})
 
     @staticmethod
@@ -340,9 +351,14 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             sub.last_sent = max(sub.last_sent, parse_stream_id(sent[-1]["id"]) or (0, 0))
         if sub.job is not None:
             sent = [e for e in sent if e["job_id"] == sub.job]
-        if not sent and not skipped:
+        now = time.monotonic()
+        # Nothing for this page, but its position may have moved: an empty
+        # message says so now and then (POSITION_EVERY_S).
+        quiet = sub.last_sent == sub.told or now - sub.told_at < POSITION_EVERY_S
+        if not sent and not skipped and quiet:
             return
         sub.skipped = 0
+        sub.told, sub.told_at = sub.last_sent, now
         message: dict[str, Any] = {
             "type": "events",
             "queue": sub.ref,
