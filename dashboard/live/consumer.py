@@ -95,9 +95,10 @@ FEED_KEEP = 500  # the Events tab keeps this many lines; more in one message is 
 DISCOVER_TIMEOUT_S = 10.0
 # How long a logout or a revoked permission may leave an open socket streaming.
 RECHECK_S = 30.0
-# A page that gets only some events (a job filter) hears its resume position at
-# least this often while others flow past, so a reconnect replays from near
-# there instead of running into REPLAY_LIMIT and reloading.
+# A page that gets only some events (a job filter) is told its resume position
+# about this often while other events pass (an empty events message), so a
+# reconnect replays from near there instead of running into REPLAY_LIMIT and
+# reloading.
 POSITION_EVERY_S = 5.0
 
 
