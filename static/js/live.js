@@ -482,11 +482,8 @@
       paused = !paused;
       controls.button.textContent = paused ? "Resume feed" : "Pause feed";
       controls.button.setAttribute("aria-pressed", String(paused));
-      if (paused) {
-        redraw(queues[0]);  // what is on screen while reading is the true last 500
-      } else {
-        redraw(queues[0]);
-      }
+      // Paused: the true last 500, frozen for reading; resumed: the live tail.
+      redraw(queues[0]);
     });
     holder.appendChild(controls.button);
     holder.appendChild(controls.status);
