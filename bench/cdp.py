@@ -175,11 +175,9 @@ class Browser:
         children: dict[int, list[int]] = {}
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
-                try:
-                    parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                except (OSError, ValueError, IndexError):
-                    continue
-                children.setdefault(parent, []).append(int(entry.name))
+                fields = proc_stat(int(entry.name))
+                if fields:
+                    children.setdefault(int(fields[1]), []).append(int(entry.name))
         found, todo = [], [self.process.pid]
         while todo:
             pid = todo.pop()
@@ -227,6 +225,16 @@ class Tab:
                 last_error = error
             time.sleep(0.1)
         raise ProtocolError(f"still false after {timeout:.0f} s: {expression} ({last_error})")
+
+
+def proc_stat(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name, from state on
+    (empty when the process is gone). The name is cut off at its last ``)``:
+    it may hold spaces and parentheses itself."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
 
 
 def _dup_to(read_end: int, write_end: int, nice: int) -> Any:

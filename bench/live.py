@@ -67,7 +67,7 @@ from autobahn.asyncio.websocket import (  # noqa: E402
     WebSocketClientProtocol,
 )
 
-from bench.cdp import Browser, Tab  # noqa: E402
+from bench.cdp import Browser, Tab, proc_stat  # noqa: E402
 from queues.connection import connect  # noqa: E402
 from queues.keys import QueueKeys  # noqa: E402
 from queues.queue import Queue  # noqa: E402
@@ -113,9 +113,8 @@ PROBE = """(() => {
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process, from /proc (0 when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
+    fields = proc_stat(pid)
+    if not fields:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
