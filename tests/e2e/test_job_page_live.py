@@ -112,7 +112,7 @@ def test_a_fail_reason_being_typed_keeps_its_text_and_focus_while_the_page_refre
     expect(box).to_have_count(0)
 
 
-def test_a_log_page_turned_to_and_a_closed_fold_stay_as_they_are(
+def test_a_log_page_turned_to_a_scrolled_box_and_a_closed_fold_stay_as_they_are(
     page: Page, processes: Processes, redis_client: Redis
 ) -> None:
     seed_job(
@@ -122,18 +122,24 @@ def test_a_log_page_turned_to_and_a_closed_fold_stay_as_they_are(
     redis_client.rpush(KEYS.logs("chatty-1"), *[f"line {n}" for n in range(1, 61)])
     page.goto(job_url("chatty-1"))
     wait_live(page)
-    page.get_by_role("link", name="Later →").click()
-    expect(page.locator("ol.logs")).to_have_attribute("start", "51")
+    logs = page.locator("ol.logs")
+    scrolled = logs.evaluate("box => { box.scrollTop = box.scrollHeight; return box.scrollTop; }")
+    assert scrolled > 0, "50 log lines overflow their box"
     options = page.locator('[data-block="options"] details')
     page.locator('[data-block="options"] summary').click()
     expect(options).not_to_have_attribute("open", "")
     page.locator("h1").click()  # the fold no longer holds the focus: only its state protects it
 
     touch(processes, "chatty-1")
-    wait_for_new_progress(page, wait_for_new_progress(page, "0 of 5"))
+    seen = wait_for_new_progress(page, wait_for_new_progress(page, "0 of 5"))
 
-    expect(page.locator("ol.logs")).to_have_attribute("start", "51")
-    expect(page.locator("ol.logs li").first).to_have_text("line 51")
-    # The log count in the heading follows the new lines.
+    # The log count in the heading follows the new lines; the box stays scrolled.
     expect(page.locator("#job-logs h2 .muted")).not_to_have_text("60")
+    assert logs.evaluate("box => box.scrollTop") == scrolled
     expect(options).not_to_have_attribute("open", "")
+
+    page.get_by_role("link", name="Later →").click()
+    expect(logs).to_have_attribute("start", "51")
+    wait_for_new_progress(page, wait_for_new_progress(page, seen))
+    expect(logs).to_have_attribute("start", "51")
+    expect(page.locator("ol.logs li").first).to_have_text("line 51")
