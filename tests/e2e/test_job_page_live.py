@@ -14,12 +14,13 @@ import sys
 import time
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 from redis import Redis
 
 from queues.keys import QueueKeys
 from tests.dashboard_seed import now_ms, seed_job
 from tests.e2e.conftest import Process, Processes, wait_live
+from tests.e2e.server import DashboardServer
 
 QUEUE = "e2e-jobpage"
 KEYS = QueueKeys(QUEUE)
@@ -143,3 +144,38 @@ def test_a_log_page_turned_to_a_scrolled_box_and_a_closed_fold_stay_as_they_are(
     wait_for_new_progress(page, wait_for_new_progress(page, seen))
     expect(logs).to_have_attribute("start", "51")
     expect(page.locator("ol.logs li").first).to_have_text("line 51")
+
+
+def test_on_a_phone_traces_and_long_data_wrap_inside_the_screen(
+    browser: Browser, dashboard_server: DashboardServer, auth_state: str, redis_client: Redis
+) -> None:
+    long_line = '  File "/srv/app/.venv/lib/python3.11/site-packages/bullmq/worker.py", line 236'
+    trace = f"Traceback (most recent call last):\n{long_line}\nRuntimeError: {'x' * 150}"
+    seed_job(
+        redis_client, KEYS, "wide-1", state="failed", name="charge-card",
+        data={"token": "tok_" + "x" * 300},
+        fields={"failedReason": "declined", "stacktrace": json.dumps([trace, trace])},
+    )  # fmt: skip
+    context = browser.new_context(
+        base_url=dashboard_server.url,
+        storage_state=auth_state,
+        viewport={"width": 390, "height": 844},
+        is_mobile=True,
+    )
+    try:
+        page = context.new_page()
+        page.goto(job_url("wide-1"))
+        page.locator(".failure details").last.locator("summary").click()
+        widths = page.evaluate(
+            """() => ({
+              page: document.documentElement.scrollWidth,
+              boxes: Array.from(document.querySelectorAll("main pre"))
+                .filter((box) => box.checkVisibility())
+                .map((box) => box.scrollWidth - box.clientWidth),
+            })"""
+        )
+        assert widths["page"] <= 390
+        assert len(widths["boxes"]) >= 3, "both traces and the data are shown"
+        assert max(widths["boxes"]) <= 0, "a box scrolls sideways: its lines do not wrap"
+    finally:
+        context.close()
