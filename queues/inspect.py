@@ -323,7 +323,7 @@ def first_line(text: str | None, limit: int = 300) -> str:
 # JSON. A number is a percent. An object is counted work when it holds one
 # key of each tuple below, both numbers, the total above zero:
 # {"step": 1, "of": 5}, {"current": 3, "total": 8}, {"done": 2, "total": 4},
-# {"value": 30, "max": 120}... (the README's "Progress" lists them).
+# {"value": 30, "max": 120}... (the README lists them under "Reading the pages").
 PROGRESS_DONE_KEYS = ("step", "current", "done", "completed", "processed", "value")
 PROGRESS_TOTAL_KEYS = ("of", "total", "max")
 
