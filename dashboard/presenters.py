@@ -559,41 +559,34 @@ class JobButton:
     confirm: str
 
 
+# Each job action's button: label, style, and the question it asks first ("" =
+# none); {job} is "job 42", {named} adds its name: "job 42 (password-reset)".
+_JOB_BUTTONS = {
+    "retry": ("Retry", "btn-primary", ""),
+    "promote": ("Promote", "btn-primary", ""),
+    "fail": ("Fail", "btn-danger", "Fail {job}? Its worker's result will be discarded."),
+    "remove": ("Remove", "btn-danger", "Remove {job}? Its data and logs are deleted."),
+}
+# Retrying a completed job runs its work a second time (another email, another
+# charge): a secondary button that names the job and asks.
+_RUN_AGAIN = (
+    "Run again",
+    "",
+    "Run {named} again? It completed already: whatever it does (an email, a charge)"
+    " is done a second time.",
+)
+
+
 def job_buttons(
     job_id: str, name: str, state: str | None, actions: Sequence[str]
 ) -> list[JobButton]:
-    """The job page's actions valid now. Retrying a failed job is the page's
-    main action and asks nothing; re-running a completed job does its work
-    again (another email, another charge), so it is a secondary "Run again"
-    that asks first; fail and remove ask first too."""
-    who = f"job {job_id}" + (f" ({_truncate(name, 60)})" if name else "")
+    """The job page's buttons for the actions valid now."""
+    job = f"job {job_id}"
+    named = f"{job} ({_truncate(name, 60)})" if name else job
     buttons = []
     for action in actions:
-        if action == "retry" and state == "completed":
-            buttons.append(
-                JobButton(
-                    action,
-                    "Run again",
-                    "",
-                    f"Run {who} again? It completed already: whatever it does "
-                    "(an email, a charge) is done a second time.",
-                )
-            )
-        elif action == "fail":
-            buttons.append(
-                JobButton(
-                    action,
-                    "Fail",
-                    "btn-danger",
-                    f"Fail {who}? A worker running it loses its result.",
-                )
-            )
-        elif action == "remove":
-            buttons.append(
-                JobButton(
-                    action, "Remove", "btn-danger", f"Remove {who}? Its data and logs are deleted."
-                )
-            )
-        else:
-            buttons.append(JobButton(action, action.capitalize(), "btn-primary", ""))
+        label, style, question = (
+            _RUN_AGAIN if action == "retry" and state == "completed" else _JOB_BUTTONS[action]
+        )
+        buttons.append(JobButton(action, label, style, question.format(job=job, named=named)))
     return buttons
