@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from django.urls import reverse
-from django.utils.html import conditional_escape, escape, format_html
+from django.utils.html import conditional_escape, escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from queues import inspect
-from queues.inspect import JobPage, QueueRef, QueueSummary
+from queues.inspect import FailedAttempt, JobDetail, JobPage, Progress, QueueRef, QueueSummary
 
 # What Django's reverse() leaves unescaped in a path (RFC 3986 sub-delims + "/~:@").
 _PATH_SAFE = "!$&'()*+,;=/~:@"
@@ -81,6 +81,28 @@ def span(ms: int) -> str:
         if seconds >= size:
             return f"{int(seconds // size)} {unit}"
     return f"{int(seconds)} s"  # pragma: no cover - unreachable, keeps mypy happy
+
+
+def running_label(ms: int) -> str:
+    """How long an active job has run, in whole seconds: "running 42 s",
+    "running 3 min" (static/js/live.js counts on with the same words)."""
+    seconds = max(0, ms) // 1000
+    return f"running {seconds} s" if seconds < 60 else f"running {span(seconds * 1000)}"
+
+
+def running_html(processed_on: int | None, now_ms: int) -> SafeString:
+    """An active job's running time, kept counting by the page script from
+    data-running-ms (the time run when rendered: no clock of the browser's
+    is compared with the server's); "" when the job has no start time."""
+    if processed_on is None:
+        return mark_safe("")
+    ran = max(0, now_ms - processed_on)
+    return format_html(
+        '<span class="running" data-running-ms="{}" title="started {}">{}</span>',
+        ran,
+        exact_time(processed_on),
+        running_label(ran),
+    )
 
 
 def relative_time(ms: object, now_ms: int | None = None) -> str:
@@ -347,8 +369,8 @@ class JobRowView:
     time_relative: str
     time_exact: str
     attempts: str
-    progress_percent: int | None
-    progress_text: str
+    progress: Progress
+    running: SafeString
     reason: str
 
     def html(self, *, selectable: bool, show_reason: bool) -> SafeString:
@@ -371,17 +393,9 @@ class JobRowView:
             name = mark_safe('<span class="muted">(no name)</span>')
         else:
             name = conditional_escape(self.name)
-        if self.progress_percent is not None:
-            progress = format_html(
-                '<progress max="100" value="{}" aria-hidden="true"></progress>'
-                ' <span class="pct">{}%</span>',
-                self.progress_percent,
-                self.progress_percent,
-            )
-        else:
-            progress = format_html(
-                '<span class="muted" title="{}">{}</span>', self.progress_text, self.progress_text
-            )
+        progress = progress_html(self.progress)
+        if self.running:
+            progress = format_html("{} {}", progress, self.running) if progress else self.running
         reason = (
             format_html('<td class="reason" title="{}">{}</td>', self.reason, self.reason)
             if show_reason
@@ -412,15 +426,41 @@ def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _progress_text(percent: int | None, progress: object) -> str:
-    # Numeric progress shows as a bar; anything else as short JSON text (the
-    # way the job page shows it), not as a Python repr.
-    if percent is not None or progress is None:
+def _amount(value: int | float | None) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"{value:,}"
+
+
+def progress_label(progress: Progress) -> str:
+    """The words beside a progress bar: "1 of 5" for counted work, "42%" for a
+    percent, "" when there is no bar (inspect.read_progress decides)."""
+    if progress.percent is None:
         return ""
-    if isinstance(progress, str):
-        return _truncate(progress, 40)
-    text = json.dumps(progress, ensure_ascii=False, default=str, separators=(", ", ": "))
-    return _truncate(text, 40)
+    if progress.counted:
+        return f"{_amount(progress.done)} of {_amount(progress.total)}"
+    return f"{progress.percent}%"
+
+
+def progress_html(progress: Progress, *, text_limit: int = 40) -> SafeString:
+    """A progress bar and its words; other progress values as short JSON text
+    (the way the job page shows them), not as a Python repr; "" when none."""
+    if progress.percent is not None:
+        return format_html(
+            '<progress max="100" value="{}" aria-hidden="true"></progress>'
+            ' <span class="pct">{}</span>',
+            progress.percent,
+            progress_label(progress),
+        )
+    value = progress.value
+    if value is None:
+        return mark_safe("")
+    if isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
+    text = _truncate(text, text_limit)
+    return format_html('<span class="muted" title="{}">{}</span>', text, text)
 
 
 def job_rows_html(page: JobPage, *, selectable: bool) -> SafeString:
@@ -442,7 +482,6 @@ def job_rows(page: JobPage) -> list[JobRowView]:
             moment = job.finished_on
         else:
             moment = job.timestamp
-        percent = row.progress_percent
         rows.append(
             JobRowView(
                 id=job.id,
@@ -453,9 +492,101 @@ def job_rows(page: JobPage) -> list[JobRowView]:
                 time_relative=relative_time(moment, now),
                 time_exact=exact_time(moment),
                 attempts=f"{job.attempts_made}/{job.attempts}",
-                progress_percent=percent,
-                progress_text=_progress_text(percent, job.progress),
+                progress=row.progress,
+                running=running_html(job.processed_on, now)
+                if page.state == "active"
+                else mark_safe(""),
                 reason=row.reason_line,
             )
         )
     return rows
+
+
+# --------------------------------------------------------------------------- the job page
+
+
+def job_status_html(detail: JobDetail, now_ms: int) -> SafeString:
+    """The job header's line under the title: how the job ended ("completed on
+    attempt 2"), how long it has run, or that it is retrying and why; "" when
+    the badge says it all. Earlier failures of a job that did not fail in the
+    end are history here, never the headline."""
+    job, state = detail.job, detail.state
+    allowed = job.attempts
+    failures = detail.failed_attempts
+    latest = failures[0] if failures else None
+    if state == "completed":
+        made = max(job.attempts_made, job.attempts_started)
+        return format_html("completed on attempt {}", made) if made > 1 else mark_safe("")
+    if state == "failed":
+        if latest is None or latest.number is None or allowed <= 1:
+            return mark_safe("")
+        return format_html("failed on attempt {} of {}", latest.number, allowed)
+    earlier = failure_label(latest) if latest is not None else mark_safe("")
+    if state == "active":
+        attempt = (
+            format_html("attempt {} of {}", max(job.attempts_started, 1), allowed)
+            if allowed > 1
+            else mark_safe("")
+        )
+        facts = format_html_join(", ", "{}", ((part,) for part in (attempt, earlier) if part))
+        running = running_html(job.processed_on, now_ms)
+        if running and facts:
+            return format_html("{} · {}", running, facts)
+        return running or facts
+    if latest is None or state not in ("wait", "prioritized", "delayed"):
+        return mark_safe("")
+    if latest.number is None:
+        return format_html("retrying, {}", earlier)
+    return format_html("retrying: attempt {} of {}, {}", latest.number + 1, allowed, earlier)
+
+
+def failure_label(attempt: FailedAttempt) -> SafeString:
+    """ "attempt 1 failed: card declined" (no number when the counters cannot tell)."""
+    reason = attempt.reason or "no reason recorded"
+    if attempt.number is None:
+        return format_html("an attempt failed: {}", reason)
+    return format_html("attempt {} failed: {}", attempt.number, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class JobButton:
+    """One action button of the job page: what it says, how loud it is, and
+    the question it asks first ("" = none)."""
+
+    action: str
+    label: str
+    style: str  # "btn-primary", "btn-danger" or "" (a secondary button)
+    confirm: str
+
+
+# Each job action's button: label, style, and the question it asks first ("" =
+# none); {job} is "job 42", {named} adds its name: "job 42 (password-reset)".
+_JOB_BUTTONS = {
+    "retry": ("Retry", "btn-primary", ""),
+    "promote": ("Promote", "btn-primary", ""),
+    "fail": ("Fail", "btn-danger", "Fail {job}? Its worker's result will be discarded."),
+    "remove": ("Remove", "btn-danger", "Remove {job}? Its data and logs are deleted."),
+}
+# Retrying a completed job runs its work a second time (another email, another
+# charge): a secondary button that names the job and asks.
+_RUN_AGAIN = (
+    "Run again",
+    "",
+    "Run {named} again? It completed already: whatever it does (an email, a charge)"
+    " is done a second time.",
+)
+
+
+def job_buttons(
+    job_id: str, name: str, state: str | None, actions: Sequence[str]
+) -> list[JobButton]:
+    """The job page's buttons for the actions valid now."""
+    job = f"job {job_id}"
+    named = f"{job} ({_truncate(name, 60)})" if name else job
+    buttons = []
+    for action in actions:
+        label, style, question = (
+            _RUN_AGAIN if action == "retry" and state == "completed" else _JOB_BUTTONS[action]
+        )
+        buttons.append(JobButton(action, label, style, question.format(job=job, named=named)))
+    return buttons

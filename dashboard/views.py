@@ -4,6 +4,7 @@ requests, only the fragment that changed."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.contrib import messages
@@ -166,23 +167,30 @@ def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
     ref = queue_or_404(client, prefix, name)
     job_id = job_id_or_404(job_id)
     logs_page = int_param(request.GET.get("logs"), 1, lowest=1)
+    full_data = request.GET.get("full") == "1"
     detail = inspect.job_detail(
         client,
         ref,
         job_id,
         logs_start=(logs_page - 1) * LOGS_PAGE_SIZE,
         logs_size=LOGS_PAGE_SIZE,
-        full_data=request.GET.get("full") == "1",
+        full_data=full_data,
     )
     if detail is None:
         context = {"ref": ref, "job_id": job_id}
         return _page(request, "dashboard/job_missing.html", context, status=404)
+    job_actions = actions.ACTIONS_BY_STATE.get(detail.state or "", ("remove",))
     context = {
         "ref": ref,
         "detail": detail,
         "job": detail.job,
         "events": inspect.job_events(client, ref, job_id, size=30),
-        "job_actions": actions.ACTIONS_BY_STATE.get(detail.state or "", ("remove",)),
+        "status": presenters.job_status_html(detail, int(time.time() * 1000)),
+        "buttons": presenters.job_buttons(job_id, detail.job.name, detail.state, job_actions),
+        "progress_label": presenters.progress_label(detail.progress),
+        "full_data_query": _job_query(logs_page, full=True),
+        "earlier_logs_query": _job_query(logs_page - 1, full=full_data),
+        "later_logs_query": _job_query(logs_page + 1, full=full_data),
         "logs_page": logs_page,
         "logs_size": LOGS_PAGE_SIZE,
         "logs_has_next": detail.logs_start + len(detail.logs) < detail.logs_total,
@@ -191,6 +199,13 @@ def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
     if _is_htmx(request) and fragment in ("data", "logs"):
         return _page(request, f"dashboard/_job_{fragment}.html", context)
     return _page(request, "dashboard/job.html", context)
+
+
+def _job_query(logs_page: int, *, full: bool) -> str:
+    """A job page's query string: which page of logs, all data or not. The
+    links that load more put it in the address (hx-replace-url), so the live
+    refresh, which refetches the address, keeps showing what was loaded."""
+    return f"?logs={logs_page}" + ("&full=1" if full else "")
 
 
 @require_GET

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -316,11 +317,110 @@ def first_line(text: str | None, limit: int = 300) -> str:
     return lines[0][:limit] if lines else ""
 
 
-def progress_percent(value: Any) -> int | None:
-    """A numeric progress as 0..100, or None for object progress (shown as JSON)."""
+# --------------------------------------------------------------------------- progress and attempts
+
+# The progress shapes drawn as a bar; every other value is shown as (short)
+# JSON. A number is a percent. An object is counted work when it holds one
+# key of each tuple below, both numbers, the total above zero:
+# {"step": 1, "of": 5}, {"current": 3, "total": 8}, {"done": 2, "total": 4},
+# {"value": 30, "max": 120}... (the README lists them under "Reading the pages").
+PROGRESS_DONE_KEYS = ("step", "current", "done", "completed", "processed", "value")
+PROGRESS_TOTAL_KEYS = ("of", "total", "max")
+
+
+def _finite_number(value: Any) -> float | None:
+    # JSON from other writers may hold NaN or Infinity (Python's json accepts
+    # them): no bar can be drawn from those.
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return max(0, min(100, int(value)))
+    return float(value) if math.isfinite(value) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A job's progress as the dashboard draws it: ``percent`` fills a bar
+    (None: not a known shape, shown as JSON); ``done`` of ``total`` is set for
+    counted work, None for a plain percent."""
+
+    value: Any
+    percent: int | None = None
+    done: int | float | None = None
+    total: int | float | None = None
+
+    @property
+    def counted(self) -> bool:
+        return self.total is not None
+
+    def as_json(self) -> dict[str, Any] | None:
+        if self.percent is None:
+            return None
+        return {"percent": self.percent, "done": self.done, "total": self.total}
+
+
+def read_progress(value: Any) -> Progress:
+    """The one decoder of the ``progress`` field (rows, job page, JSON API)."""
+    number = _finite_number(value)
+    if number is not None:
+        return Progress(value, percent=max(0, min(100, int(number))))
+    if not isinstance(value, dict):
+        return Progress(value)
+    done_key = next((key for key in PROGRESS_DONE_KEYS if key in value), None)
+    total_key = next((key for key in PROGRESS_TOTAL_KEYS if key in value), None)
+    if done_key is None or total_key is None:
+        return Progress(value)
+    done, total = _finite_number(value[done_key]), _finite_number(value[total_key])
+    if done is None or total is None or done < 0 or total <= 0:
+        return Progress(value)
+    percent = max(0, min(100, int(100 * done / total)))
+    return Progress(value, percent, value[done_key], value[total_key])
+
+
+@dataclass(frozen=True, slots=True)
+class FailedAttempt:
+    """One failed attempt of a job: its number (None when the job's counters
+    cannot tell), the one-line reason and the stack trace ("" when none kept)."""
+
+    number: int | None
+    reason: str
+    trace: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"attempt": self.number, "reason": self.reason, "trace": self.trace}
+
+
+def trace_reason(trace: str) -> str:
+    """The line of a stack trace that says what went wrong: the last line of a
+    Python traceback, the first line of a JavaScript stack ("Error: ...")."""
+    lines = [line for line in trace.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    line = lines[-1] if lines[0].startswith("Traceback (most recent call last)") else lines[0]
+    return line.strip()[:300]
+
+
+def failed_attempts(job: Job, state: str | None) -> list[FailedAttempt]:
+    """Every failed attempt the job's hash remembers, latest first.
+
+    ``stacktrace`` holds one entry per failed attempt, oldest first (capped by
+    stackTraceLimit: the oldest go first); ``failedReason`` is the latest
+    failure's reason (a retry by an admin clears it). Numbers count back from
+    the latest attempt started or made: an active or completed job's latest
+    attempt is not a failure, so its failures end one before it.
+    """
+    traces = job.stacktrace
+    if not traces and not job.failed_reason:
+        return []
+    latest = max(job.attempts_started, job.attempts_made)
+    last_failed = latest - 1 if state in ("active", "completed") else latest
+    entries = list(reversed(traces)) or [""]
+    attempts = []
+    for back, trace in enumerate(entries):
+        number = last_failed - back
+        reason = first_line(job.failed_reason) if back == 0 and job.failed_reason else ""
+        attempts.append(
+            FailedAttempt(number if number >= 1 else None, reason or trace_reason(trace), trace)
+        )
+    return attempts
 
 
 def pretty_json(value: Any) -> str:
@@ -348,8 +448,8 @@ class JobRow:
         return first_line(self.job.failed_reason)
 
     @property
-    def progress_percent(self) -> int | None:
-        return progress_percent(self.job.progress)
+    def progress(self) -> Progress:
+        return read_progress(self.job.progress)
 
     def as_json(self) -> dict[str, Any]:
         job = self.job
@@ -364,6 +464,7 @@ class JobRow:
             "attempts_made": job.attempts_made,
             "attempts": job.attempts,
             "progress": job.progress,
+            "progress_bar": self.progress.as_json(),
             "failed_reason": self.reason_line or None,
             "priority": job.priority,
             "delay": job.delay,
@@ -537,12 +638,12 @@ class JobDetail:
         return pretty_json(self.job.opts) if self.job.opts else self.job.opts_text or ""
 
     @property
-    def progress_percent(self) -> int | None:
-        return progress_percent(self.job.progress)
+    def progress(self) -> Progress:
+        return read_progress(self.job.progress)
 
     @property
-    def reason_line(self) -> str:
-        return first_line(self.job.failed_reason)
+    def failed_attempts(self) -> list[FailedAttempt]:
+        return failed_attempts(self.job, self.state)
 
     @property
     def progress_display(self) -> str:
@@ -551,11 +652,6 @@ class JobDetail:
     @property
     def returnvalue_display(self) -> str:
         return pretty_json(self.job.returnvalue)[:DATA_DISPLAY_LIMIT]
-
-    @property
-    def stacktraces(self) -> list[str]:
-        """Stack traces of every failed attempt, latest first."""
-        return list(reversed(self.job.stacktrace))
 
     def as_json(self) -> dict[str, Any]:
         job = self.job
@@ -583,9 +679,11 @@ class JobDetail:
             "stalled_counter": job.stalled_counter,
             "processed_by": job.processed_by,
             "progress": job.progress,
+            "progress_bar": self.progress.as_json(),
             "returnvalue": job.returnvalue,
             "failed_reason": job.failed_reason,
             "stacktrace": job.stacktrace,
+            "failed_attempts": [attempt.as_json() for attempt in self.failed_attempts],
             "deferred_failure": job.deferred_failure,
             "lock": {"token": self.lock_token, "ttl_ms": self.lock_ttl_ms}
             if self.lock_token is not None

@@ -143,3 +143,17 @@ def test_form_encoded_posts_work_too(dashboard_redis: Redis, actor: Any) -> None
     response = actor.post(API + "actions/", {"action": "retry", "ids": ["9"]})
     assert response.status_code == 200
     assert Queue("emails", dashboard_redis).get_state("9") == "wait"
+
+
+def test_jobs_and_job_detail_decode_progress_like_the_pages(
+    dashboard_redis: Redis, actor: Any
+) -> None:
+    seed_job(dashboard_redis, KEYS, "s", state="active", fields={"progress": '{"step":1,"of":5}'})
+    seed_job(dashboard_redis, KEYS, "o", state="active", fields={"progress": '{"phase":"x"}'})
+    jobs = actor.get(API + "jobs/", {"state": "active"}).json()["jobs"]
+    bars = {job["id"]: job["progress_bar"] for job in jobs}
+    assert bars == {"s": {"percent": 20, "done": 1, "total": 5}, "o": None}
+    detail = actor.get(API + "job/s").json()
+    assert detail["progress"] == {"step": 1, "of": 5}
+    assert detail["progress_bar"] == {"percent": 20, "done": 1, "total": 5}
+    assert detail["failed_attempts"] == []

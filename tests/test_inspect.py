@@ -292,3 +292,177 @@ def test_command_line_prints_the_same_json(
     assert json.loads(capsys.readouterr().out)["jobs"][0]["id"] == "9"
     inspect.main(["emails", "--url", redis_url, "--job", "9"])
     assert json.loads(capsys.readouterr().out)["state"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("value", "percent", "done", "total"),
+    [
+        (42, 42, None, None),
+        (42.9, 42, None, None),
+        (250, 100, None, None),
+        (-3, 0, None, None),
+        ({"step": 1, "of": 5}, 20, 1, 5),
+        ({"current": 3, "total": 8, "label": "upload"}, 37, 3, 8),
+        ({"done": 2, "total": 4}, 50, 2, 4),
+        ({"value": 30, "max": 120}, 25, 30, 120),
+        ({"processed": 7, "total": 7}, 100, 7, 7),
+        ({"completed": 9, "of": 3}, 100, 9, 3),  # more done than planned: a full bar
+        ({"step": 1.5, "of": 3}, 50, 1.5, 3),
+    ],
+)
+def test_progress_of_a_known_shape_is_a_bar(
+    value: Any, percent: int, done: float | None, total: float | None
+) -> None:
+    progress = inspect.read_progress(value)
+    assert (progress.percent, progress.done, progress.total) == (percent, done, total)
+    assert progress.as_json() == {"percent": percent, "done": done, "total": total}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        "uploading",
+        True,
+        float("nan"),
+        float("inf"),
+        [1, 5],
+        {"step": "upload", "of": 3},
+        {"step": 1, "of": 0},
+        {"step": -1, "of": 5},
+        {"step": 1, "of": float("nan")},
+        {"step": 1},
+        {"percent": 40},
+    ],
+)
+def test_progress_of_another_shape_has_no_bar(value: Any) -> None:
+    progress = inspect.read_progress(value)
+    assert progress.percent is None
+    assert progress.as_json() is None
+
+
+def test_nan_or_infinite_progress_in_the_hash_lists_and_shows_without_error(
+    redis_client: Redis,
+) -> None:
+    seed_job(redis_client, KEYS, "nan", fields={"progress": "NaN"})
+    seed_job(redis_client, KEYS, "inf", fields={"progress": "-Infinity"})
+    page = inspect.job_page(redis_client, REF, "wait")
+    assert [row.progress.percent for row in page.rows] == [None, None]
+    detail = inspect.job_detail(redis_client, REF, "nan")
+    assert detail is not None
+    assert detail.progress.percent is None
+
+
+def _attempts(redis: Redis, job_id: str) -> list[tuple[int | None, str]]:
+    detail = inspect.job_detail(redis, REF, job_id)
+    assert detail is not None
+    return [(a.number, a.reason) for a in detail.failed_attempts]
+
+
+def test_failed_attempts_are_numbered_back_from_the_latest_attempt(redis_client: Redis) -> None:
+    js = "Error: card declined\n    at charge (billing.js:12:5)"
+    py = 'Traceback (most recent call last):\n  File "w.py", line 3\nTimeoutError: gateway slow'
+    traces = json.dumps([py, js])
+    # Failed for good on attempt 2: the reason field is the latest one.
+    seed_job(
+        redis_client,
+        KEYS,
+        "f",
+        state="failed",
+        fields={"atm": 2, "ats": 2, "stacktrace": traces, "failedReason": "card declined"},
+    )
+    assert _attempts(redis_client, "f") == [(2, "card declined"), (1, "TimeoutError: gateway slow")]
+    # Retried by an admin (reason cleared), then completed on attempt 3.
+    seed_job(
+        redis_client,
+        KEYS,
+        "c",
+        state="completed",
+        fields={"atm": 3, "ats": 3, "stacktrace": traces},
+    )
+    assert _attempts(redis_client, "c") == [
+        (2, "Error: card declined"),
+        (1, "TimeoutError: gateway slow"),
+    ]
+    # BullMQ's own retry keeps failedReason after the job completes: still history.
+    seed_job(
+        redis_client,
+        KEYS,
+        "b",
+        state="completed",
+        fields={"atm": 2, "ats": 2, "stacktrace": json.dumps([js]), "failedReason": "declined"},
+    )
+    assert _attempts(redis_client, "b") == [(1, "declined")]
+    # Running its second attempt after one failure.
+    seed_job(
+        redis_client,
+        KEYS,
+        "a",
+        state="active",
+        fields={"atm": 1, "ats": 2, "stacktrace": json.dumps([js])},
+    )
+    assert _attempts(redis_client, "a") == [(1, "Error: card declined")]
+    # Waiting for its retry.
+    seed_job(
+        redis_client,
+        KEYS,
+        "d",
+        state="delayed",
+        fields={"atm": 1, "ats": 1, "stacktrace": json.dumps([js]), "failedReason": "x"},
+    )
+    assert _attempts(redis_client, "d") == [(1, "x")]
+
+
+def test_failed_attempts_without_counters_or_traces(redis_client: Redis) -> None:
+    # Failed by an admin before it ever ran: no attempt number to give.
+    seed_job(
+        redis_client,
+        KEYS,
+        "admin",
+        state="failed",
+        fields={
+            "atm": 0,
+            "ats": 0,
+            "stacktrace": json.dumps(["stuck (failed by ann)"]),
+            "failedReason": "stuck (failed by ann)",
+        },
+    )
+    assert _attempts(redis_client, "admin") == [(None, "stuck (failed by ann)")]
+    # stackTraceLimit 0: only the reason is kept.
+    seed_job(
+        redis_client,
+        KEYS,
+        "bare",
+        state="failed",
+        fields={"atm": 1, "stacktrace": "[]", "failedReason": "boom\nmore"},
+    )
+    detail = inspect.job_detail(redis_client, REF, "bare")
+    assert detail is not None
+    assert [a.as_json() for a in detail.failed_attempts] == [
+        {"attempt": 1, "reason": "boom", "trace": ""}
+    ]
+    seed_job(redis_client, KEYS, "never", state="completed")
+    assert _attempts(redis_client, "never") == []
+
+
+def test_job_json_carries_the_progress_bar_and_the_failed_attempts(redis_client: Redis) -> None:
+    seed_job(
+        redis_client,
+        KEYS,
+        "j",
+        state="failed",
+        fields={
+            "progress": '{"step": 2, "of": 8}',
+            "atm": 1,
+            "stacktrace": json.dumps(["Error: nope\n  at x"]),
+        },
+    )
+    detail = inspect.job_detail(redis_client, REF, "j")
+    assert detail is not None
+    body = detail.as_json()
+    assert body["progress_bar"] == {"percent": 25, "done": 2, "total": 8}
+    assert body["failed_attempts"] == [
+        {"attempt": 1, "reason": "boom", "trace": "Error: nope\n  at x"}
+    ]
+    row = inspect.job_page(redis_client, REF, "failed").rows[0].as_json()
+    assert row["progress_bar"] == {"percent": 25, "done": 2, "total": 8}

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -440,3 +441,250 @@ def test_queue_page_header_charts_the_last_hour_so_a_fix_shows(
     # The events tab reads no metrics and shows no chart.
     events = _html(viewer.get(QUEUE_URL + "events/"))
     assert "queue-trend" not in events
+
+
+# --- the job page: failures as alarm or history, progress, running time, actions ----------
+
+JS_TRACE = "Error: card declined\n    at charge (billing.js:12:5)"
+
+
+def _block(html: str, name: str) -> str:
+    """The markup of the job page's data-block ``name`` (up to the next top-level block)."""
+    start = html.index(f'data-block="{name}"')
+    ends = [html.find(f"\n<{tag}", start) for tag in ("section", "dl", "div")]
+    return html[start : min(end for end in ends if end != -1)]
+
+
+def _job_html(viewer: Any, job_id: str) -> str:
+    return _html(viewer.get(QUEUE_URL + "job/" + job_id))
+
+
+@pytest.fixture
+def actor(dashboard_redis: Redis, client_as: Callable[[str | None], Any]) -> Any:
+    return client_as("actor")
+
+
+def test_a_failed_job_shows_its_failure_in_red_latest_attempt_open(
+    dashboard_redis: Redis, actor: Any
+) -> None:
+    seed_job(
+        dashboard_redis,
+        KEYS,
+        "f",
+        state="failed",
+        opts={"attempts": 2},
+        fields={
+            "atm": 2,
+            "ats": 2,
+            "failedReason": "card declined",
+            "stacktrace": json.dumps(["Error: gateway timeout\n    at a.js:1", JS_TRACE]),
+        },
+    )
+    html = _job_html(actor, "f")
+    failures = _block(html, "failures")
+    assert '<section class="card failure" data-block="failures"' in html
+    assert '<h2 id="failure-title">Failed: card declined</h2>' in failures
+    assert "<details open>\n    <summary>Attempt 2 (latest)</summary>" in failures
+    assert "<details>\n    <summary>Attempt 1: Error: gateway timeout</summary>" in failures
+    assert "failed on attempt 2 of 2" in _block(html, "title")
+    # A failed job is retried from the page's main button, without a question.
+    actions = _block(html, "actions")
+    retry = actions[: actions.index("</form>")]
+    assert 'class="btn btn-primary">Retry</button>' in retry
+    assert "data-confirm" not in retry
+
+
+def test_a_job_that_completed_after_a_retry_keeps_its_failure_as_history(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    # Retried by an admin after attempt 1 failed (failedReason cleared), then completed.
+    seed_job(
+        dashboard_redis,
+        KEYS,
+        "c",
+        state="completed",
+        opts={"attempts": 1},
+        fields={"atm": 2, "ats": 2, "stacktrace": json.dumps([JS_TRACE])},
+    )
+    html = _job_html(viewer, "c")
+    assert 'class="card failure"' not in html
+    assert "Failed:" not in html
+    assert "completed on attempt 2" in _block(html, "title")
+    history = _block(html, "failures")
+    assert '<section class="card history" data-block="failures"' in html
+    assert "<details>\n    <summary>attempt 1 failed: Error: card declined</summary>" in history
+    assert "<details open" not in history
+    # BullMQ's own retries keep failedReason after the job completes: history too.
+    seed_job(
+        dashboard_redis,
+        KEYS,
+        "b",
+        state="completed",
+        opts={"attempts": 3},
+        fields={
+            "atm": 2,
+            "ats": 2,
+            "failedReason": "card declined",
+            "stacktrace": json.dumps([JS_TRACE]),
+        },
+    )
+    html = _job_html(viewer, "b")
+    assert "Failed:" not in html
+    assert "attempt 1 failed: card declined</summary>" in _block(html, "failures")
+
+
+@pytest.mark.parametrize("state", ["wait", "delayed", "prioritized"])
+def test_a_job_waiting_for_its_retry_says_so_and_why(
+    dashboard_redis: Redis, viewer: Any, state: str
+) -> None:
+    seed_job(
+        dashboard_redis,
+        KEYS,
+        "r",
+        state=state,
+        opts={"attempts": 5},
+        fields={"atm": 1, "ats": 1, "failedReason": "card declined", "stacktrace": "[]"},
+    )
+    html = _job_html(viewer, "r")
+    assert "retrying: attempt 2 of 5, attempt 1 failed: card declined" in _block(html, "title")
+    assert "Failed:" not in html
+    assert "attempt 1 failed: card declined</summary>" in _block(html, "failures")
+
+
+def test_an_active_job_says_how_long_it_has_run_and_what_failed_before(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    now = int(time.time() * 1000)
+    seed_job(
+        dashboard_redis,
+        KEYS,
+        "a",
+        state="active",
+        opts={"attempts": 5},
+        fields={
+            "processedOn": now - 42_400,
+            "atm": 1,
+            "ats": 2,
+            "stacktrace": json.dumps([JS_TRACE]),
+        },
+    )
+    title = _block(_job_html(viewer, "a"), "title")
+    assert re.search(
+        r'<span class="running" data-running-ms="4\d{4}" title="started [^"]+ UTC">'
+        r"running 4\d s</span> · attempt 2 of 5, attempt 1 failed: Error: card declined",
+        title,
+    )
+    # A job that never failed and has one attempt: just the running time.
+    seed_job(dashboard_redis, KEYS, "b", state="active", fields={"processedOn": now - 3_000})
+    title = _block(_job_html(viewer, "b"), "title")
+    assert re.search(
+        r'data-job-status><span class="running" [^>]+>running [34] s</span></p>', title
+    )
+
+
+def test_a_completed_job_offers_run_again_as_a_secondary_action_that_asks_first(
+    dashboard_redis: Redis, actor: Any
+) -> None:
+    seed_job(dashboard_redis, KEYS, "pw-1", state="completed", name="password-reset")
+    actions = _block(_job_html(actor, "pw-1"), "actions")
+    again = actions[: actions.index("</form>")]
+    assert 'class="btn">Run again</button>' in again
+    assert 'value="retry"' in again
+    assert (
+        'data-confirm="Run job pw-1 (password-reset) again? It completed already: whatever it'
+        ' does (an email, a charge) is done a second time."'
+    ) in again
+    assert "btn-primary" not in actions
+    assert ">Retry<" not in actions
+
+
+@pytest.mark.parametrize(
+    ("progress", "bar", "label"),
+    [
+        ('{"step": 1, "of": 5}', 20, "1 of 5"),
+        ('{"current": 3, "total": 8}', 37, "3 of 8"),
+        ('{"done": 1200, "total": 4000}', 30, "1,200 of 4,000"),
+        ('{"value": 30, "max": 120}', 25, "30 of 120"),
+        ("42", 42, "42%"),
+    ],
+)
+def test_progress_of_a_known_shape_is_a_bar_on_rows_and_the_job_page(
+    dashboard_redis: Redis, viewer: Any, progress: str, bar: int, label: str
+) -> None:
+    seed_job(dashboard_redis, KEYS, "p", state="wait", fields={"progress": progress})
+    row = _html(viewer.get(QUEUE_URL + "?state=wait"))
+    assert (
+        f'<td class="progress"><progress max="100" value="{bar}" aria-hidden="true"></progress>'
+        f' <span class="pct">{label}</span></td>'
+    ) in row
+    page = _block(_job_html(viewer, "p"), "progress")
+    assert f'<progress max="100" value="{bar}" data-job-progress' in page
+    assert f'<span class="pct">{label}</span>' in page
+    assert "{&quot;" not in row
+
+
+def test_progress_of_another_shape_stays_short_json_and_nan_is_no_error(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    seed_job(dashboard_redis, KEYS, "o", state="wait", fields={"progress": '{"phase": "upload"}'})
+    seed_job(dashboard_redis, KEYS, "n", state="wait", fields={"progress": "NaN"})
+    rows = _html(viewer.get(QUEUE_URL + "?state=wait"))
+    assert '<span class="muted" title="{&quot;phase&quot;: &quot;upload&quot;}">' in rows
+    assert '<span class="muted" title="NaN">NaN</span>' in rows
+    assert "<progress" not in rows
+    page = _block(_job_html(viewer, "n"), "progress")
+    assert '<pre class="json" data-job-progress>NaN</pre>' in page
+
+
+def test_active_rows_show_how_long_each_job_has_run(dashboard_redis: Redis, viewer: Any) -> None:
+    now = int(time.time() * 1000)
+    seed_job(
+        dashboard_redis,
+        KEYS,
+        "a",
+        state="active",
+        fields={"processedOn": now - 125_000, "progress": '{"step": 2, "of": 4}'},
+    )
+    seed_job(dashboard_redis, KEYS, "quiet", state="active", fields={"processedOn": now - 9_000})
+    html = _html(viewer.get(QUEUE_URL + "?state=active"))
+    row = html[html.index('data-job-id="a"') : html.index("</tr>", html.index('data-job-id="a"'))]
+    assert re.search(
+        r'<span class="pct">2 of 4</span> <span class="running" data-running-ms="12\d{4}"'
+        r' title="started [^"]+">running 2 min</span>',
+        row,
+    )
+    assert re.search(r'<td class="progress"><span class="running" [^>]+>running \d+ s</span>', html)
+    # Waiting jobs have not run: no running time.
+    seed_job(dashboard_redis, KEYS, "w", state="wait", fields={"processedOn": now - 5_000})
+    assert "running" not in _html(viewer.get(QUEUE_URL + "?state=wait"))
+
+
+def test_running_time_reads_in_whole_seconds_then_coarser_units() -> None:
+    from dashboard.presenters import running_label
+
+    assert running_label(400) == "running 0 s"
+    assert running_label(42_900) == "running 42 s"
+    assert running_label(125_000) == "running 2 min"
+    assert running_label(2 * 3_600_000 + 5) == "running 2 h"
+    assert running_label(-5_000) == "running 0 s"  # a worker's clock ahead of ours
+
+
+def test_load_all_and_log_pages_put_what_they_show_in_the_address(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    """The live refresh refetches the page's address: a log page or the full
+    data loaded by a click must be in it, or the next refresh takes it back."""
+    seed_job(dashboard_redis, KEYS, "big", data={"blob": "x" * 100_000})
+    dashboard_redis.rpush(KEYS.logs("big"), *[f"line {n}" for n in range(120)])
+    html = _job_html(viewer, "big")
+    assert (
+        'href="?logs=1&amp;full=1" hx-get="?logs=1&amp;full=1&amp;fragment=data"'
+        ' hx-replace-url="?logs=1&amp;full=1"'
+    ) in html
+    assert 'href="?logs=2" hx-get="?logs=2&amp;fragment=logs" hx-replace-url="?logs=2"' in html
+    page2 = _html(viewer.get(QUEUE_URL + "job/big?logs=2&full=1"))
+    assert 'hx-replace-url="?logs=1&amp;full=1"' in page2
+    assert 'hx-replace-url="?logs=3&amp;full=1"' in page2
+    assert "Load all" not in page2
+    truncated_page2 = _html(viewer.get(QUEUE_URL + "job/big?logs=2"))
+    assert 'hx-replace-url="?logs=2&amp;full=1"' in truncated_page2

@@ -18,6 +18,7 @@ register.filter("thousands", presenters.thousands)
 register.filter("ms_datetime", presenters.exact_time)
 register.filter("json_highlight", presenters.highlight_json)
 register.filter("ago", presenters.relative_time)
+register.filter("failure_label", presenters.failure_label)
 
 
 @register.simple_tag

@@ -8,7 +8,9 @@
 //   #job-table                     the queue page's job list (refetched as an htmx fragment)
 //   #event-feed[data-last-id]      the events tab's table: the live feed continues from
 //                                  that id; #event-rows is its server-rendered body
-//   main[data-job-id]              the job page: refetched when that job has an event
+//   main[data-job-id]              the job page: refetched when that job has an event,
+//                                  then merged by its [data-block] parts
+//   [data-running-ms]              an active job's running time, counted on each second
 //
 // Work is coalesced: events are queued as they arrive and applied in one pass
 // per flush (each server message as it comes below a few hundred events a
@@ -243,29 +245,129 @@
     rearm(jobTable);
   }
 
-  // The job page: refetched whole, then each top-level block of <main> that
-  // changed is swapped, except the messages and any block holding the focus.
+  // The job page: refetched whole, then merged block by block (mergeBlocks).
+  // A block that holds the focus stays while the user works in it and the page
+  // is refetched again when the focus leaves it.
+  var jobFocusWaiting = false;
   var refreshJob = throttled(300, function () {
     // A removed job answers 404 with a page that says so: show that too.
     return getText(location.href, false, true).then(function (html) {
-      var doc = new DOMParser().parseFromString(html, "text/html");
-      var next = doc.querySelector("main");
+      var next = new DOMParser().parseFromString(html, "text/html").querySelector("main");
       if (!next) return;
-      var current = {};
-      Array.prototype.forEach.call(main.children, function (el) { current[blockKey(el)] = el; });
-      var blocks = Array.prototype.map.call(next.children, function (el) {
-        var old = current[blockKey(el)];
-        if (old && (old.id === "messages" || old.isEqualNode(el) || old.contains(document.activeElement))) return old;
-        return document.adoptNode(el);
-      });
-      main.replaceChildren.apply(main, blocks);
-      rearm(main);
+      jobFocusWaiting = false;
+      if (mergeBlocks(main, next)) rearm(main);
     });
   });
-  function blockKey(el) {
-    var heading = el.querySelector("h2");
-    return el.tagName + "#" + el.id + "." + el.className + ":" + (heading ? heading.textContent.split(" ")[0] : "");
+  if (pageKind === "job") {
+    main.addEventListener("focusout", function () { if (jobFocusWaiting) refreshJob(); });
   }
+
+  // Puts the children of `fresh` (a block as the server renders it now) into
+  // `into`: a child equal to the one shown keeps its node, the flash messages
+  // keep theirs (a refetch does not carry them), a changed one is swapped, and
+  // the one holding the focus stays as the user left it, except its own
+  // [data-block] parts, merged the same way (the job's title updates while its
+  // fail reason is being typed). When the block holding the focus has no
+  // counterpart any more, nothing changes until the focus leaves.
+  // Returns whether anything was swapped.
+  function mergeBlocks(into, fresh) {
+    var shown = {};
+    childElements(into).forEach(function (el) { shown[blockKey(el)] = el; });
+    var focused = childElements(into).filter(function (el) { return el.contains(document.activeElement); })[0];
+    // A copy: adopting a node takes it out of fresh.children (a live collection).
+    var incoming = childElements(fresh);
+    if (focused && !incoming.some(function (el) { return blockKey(el) === blockKey(focused); })) {
+      jobFocusWaiting = true;
+      return false;
+    }
+    var swapped = false;
+    var blocks = incoming.map(function (el) {
+      var old = shown[blockKey(el)];
+      if (!old) { swapped = true; return document.adoptNode(el); }
+      if (old.id === "messages") return old;
+      carryViewState(old, el);
+      if (old.isEqualNode(el)) return old;
+      if (old === focused) {
+        if (old.querySelector(":scope > [data-block]")) swapped = mergeBlocks(old, el) || swapped;
+        else jobFocusWaiting = true;
+        return old;
+      }
+      swapped = true;
+      return document.adoptNode(el);
+    });
+    var kept = childElements(into);
+    if (!swapped && blocks.length === kept.length && blocks.every(function (el, i) { return el === kept[i]; })) {
+      return false;
+    }
+    var scrolls = blocks.map(function (el) { return scrollState(shown[blockKey(el)]); });
+    placeChildren(into, blocks);
+    blocks.forEach(function (el, i) { restoreScroll(el, scrolls[i]); });
+    return true;
+  }
+  function childElements(el) { return Array.prototype.slice.call(el.children); }
+  // Makes `blocks` the element children of `parent`, in order, moving no node
+  // that is already in place: a node taken out of the document, even for a
+  // moment, loses the focus (replaceChildren would take out every one).
+  function placeChildren(parent, blocks) {
+    var keep = new Set(blocks);
+    childElements(parent).forEach(function (el) { if (!keep.has(el)) el.remove(); });
+    var cursor = parent.firstElementChild;
+    blocks.forEach(function (el) {
+      if (el === cursor) cursor = cursor.nextElementSibling;
+      else parent.insertBefore(el, cursor);
+    });
+  }
+  // Blocks are matched by their data-block name (the job page names each one),
+  // else by id, else by tag and class.
+  function blockKey(el) {
+    return el.getAttribute("data-block") || (el.id ? "#" + el.id : el.tagName + "." + el.className);
+  }
+  // What the user did to a block that the server cannot know: which folds
+  // they opened or closed. Matched by position, only when the block has the
+  // same number of folds as before.
+  function carryViewState(old, fresh) {
+    var was = old.querySelectorAll("details"), now = fresh.querySelectorAll("details");
+    if (was.length !== now.length) return;
+    for (var i = 0; i < was.length; i++) now[i].open = was[i].open;
+  }
+  // Where the user scrolled inside a block's boxes (traces, JSON, logs).
+  function scrollState(el) {
+    if (!el) return null;
+    return Array.prototype.map.call(el.querySelectorAll("pre, ol"), function (box) {
+      return [box.scrollTop, box.scrollLeft];
+    });
+  }
+  function restoreScroll(el, state) {
+    if (!state || !state.length) return;
+    var boxes = el.querySelectorAll("pre, ol");
+    if (boxes.length !== state.length) return;
+    for (var i = 0; i < boxes.length; i++) {
+      if (state[i][0] || state[i][1]) { boxes[i].scrollTop = state[i][0]; boxes[i].scrollLeft = state[i][1]; }
+    }
+  }
+
+  // An active job's "running 42 s" (dashboard/presenters.py, running_label)
+  // counts on between refreshes: data-running-ms is how long the job had run
+  // when the server rendered it, counted on from when this page got the node,
+  // so the browser's clock is never compared with the server's.
+  var runningSince = new WeakMap();
+  function tickRunning() {
+    var now = Date.now();
+    document.querySelectorAll("[data-running-ms]").forEach(function (el) {
+      if (!runningSince.has(el)) runningSince.set(el, now - (Number(el.getAttribute("data-running-ms")) || 0));
+      var seconds = Math.floor(Math.max(0, now - runningSince.get(el)) / 1000);
+      var text = "running " + (seconds < 60 ? seconds + " s" : wholeUnits(seconds));
+      if (el.textContent !== text) el.textContent = text;
+    });
+  }
+  function wholeUnits(seconds) {  // presenters.span from a minute up
+    var units = [[86400, "d"], [3600, "h"], [60, "min"]];
+    for (var i = 0; i < units.length; i++) {
+      if (seconds >= units[i][0]) return Math.floor(seconds / units[i][0]) + " " + units[i][1];
+    }
+    return seconds + " s";
+  }
+  if (pageKind === "job" || jobTable) setInterval(tickRunning, 1000);
 
   // ------------------------------------------------------------ the events feed
   //

@@ -49,6 +49,7 @@ E2E_QUEUES = (
     "e2e-restart",
     "e2e-feed",
     "e2e-tabs",
+    "e2e-look",
 )
 
 pytestmark = pytest.mark.browser
