@@ -2,41 +2,99 @@
 # One entry point for a fresh Debian/Ubuntu machine with Python 3.11+:
 #   ./run.sh dashboard   install what is missing, start the dashboard with demo traffic
 #   ./run.sh test        install what is missing, run ruff, mypy and the whole test suite
+#
+# Python packages go into a virtual environment, never into the system Python
+# (Debian 12 and Ubuntu 24.04 refuse that anyway, PEP 668): the one already
+# active ($VIRTUAL_ENV), else the project's own .venv, made with $PYTHON
+# (default python3: the system's, or pyenv's when pyenv is in use).
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
+VENV=.venv
 
-need_apt() {  # install Debian packages whose command is missing (root only)
-    local missing=()
-    command -v redis-server >/dev/null || missing+=(redis-server)
-    [ "${1:-}" = browser ] && { command -v chromium >/dev/null || missing+=(chromium); }
-    [ ${#missing[@]} -eq 0 ] && return 0
+say() { echo "run.sh: $*" >&2; }
+
+# Install Debian packages that are missing (root only; otherwise say what to run).
+apt_install() {
+    [ $# -eq 0 ] && return 0
     if [ "$(id -u)" -ne 0 ]; then
-        echo "missing: ${missing[*]} (run as root or: sudo apt-get install -y ${missing[*]})" >&2
-        return 0
+        say "missing: $* (as root: apt-get install -y $*)"
+        return 1
     fi
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    if ! command -v apt-get >/dev/null; then
+        say "missing: $* (no apt-get here: install them with your package manager)"
+        return 1
+    fi
+    say "installing $*"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
-install_python() {
-    "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
+need_system() {  # the servers and browser the commands use, when missing
+    local missing=()
+    command -v redis-server >/dev/null || missing+=(redis-server)
+    if [ "${1:-}" = browser ]; then
+        command -v chromium >/dev/null || missing+=(chromium)
+    fi
+    # Without redis-server the dashboard falls back to the embedded Valkey, so
+    # a non-root user can still go on; the browser tests cannot.
+    apt_install "${missing[@]}" || [ "${1:-}" != browser ]
+}
+
+python_version_ok() {
+    "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
+}
+
+make_venv() {
+    command -v "$PYTHON" >/dev/null || { apt_install python3 || exit 1; }
+    if ! python_version_ok "$PYTHON"; then
+        say "$PYTHON is $("$PYTHON" -V 2>&1); Python 3.11 or newer is needed (set PYTHON=/path/to/python3.11)"
+        exit 1
+    fi
+    # Debian and Ubuntu ship venv's pip bootstrap (ensurepip) in a separate package.
+    if ! "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; then
+        local minor
+        minor=$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+        apt_install "python$minor-venv" || exit 1
+    fi
+    say "creating $VENV with $("$PYTHON" -V 2>&1)"
+    "$PYTHON" -m venv "$VENV"
+}
+
+# The interpreter of the environment the project runs in, with the project installed.
+# Reinstalls only when pyproject.toml changed since the last install.
+python_env() {
+    local python stamp
+    if [ -n "${VIRTUAL_ENV:-}" ]; then
+        python="$VIRTUAL_ENV/bin/python"
+    else
+        [ -x "$VENV/bin/python" ] || make_venv
+        python="$VENV/bin/python"
+    fi
+    stamp="$("$python" -c 'import sys; print(sys.prefix)')/.echomq-installed"
+    if ! cmp -s pyproject.toml "$stamp" 2>/dev/null; then
+        say "installing the project and its dependencies into $("$python" -c 'import sys; print(sys.prefix)')"
+        # pip's own output goes to stderr: this function's stdout is the interpreter's path.
+        "$python" -m pip install -q --disable-pip-version-check -e '.[dev]' >&2
+        cp pyproject.toml "$stamp"
+    fi
+    echo "$python"
 }
 
 case "${1:-}" in
     dashboard)
-        need_apt
-        install_python
         shift
-        exec "$PYTHON" manage.py demo "$@"
+        need_system
+        python=$(python_env)
+        exec "$python" manage.py demo "$@"
         ;;
     test)
-        need_apt browser
-        install_python
         shift
-        "$PYTHON" -m ruff check .
-        "$PYTHON" -m ruff format --check .
-        "$PYTHON" -m mypy queues dashboard
-        exec "$PYTHON" -m pytest "$@"
+        need_system browser
+        python=$(python_env)
+        "$python" -m ruff check .
+        "$python" -m ruff format --check .
+        "$python" -m mypy queues dashboard
+        exec "$python" -m pytest "$@"
         ;;
     *)
         echo "usage: $0 dashboard|test [args...]" >&2

@@ -7,9 +7,10 @@
 - ``thumbnails``: progress updates and log lines; corrupt images fail for good.
 - ``reports``: slow jobs with progress and logs, some scheduled for later.
 
-``run_demo`` runs until ``stop`` is set, printing every queue's counts every
-few seconds. ``python -m queues demo`` runs it against
-:func:`queues.redis_server.resolve_redis`.
+``run_demo`` runs until ``stop`` is set; given ``print_every_s`` it prints
+every queue's counts that often (``python -m queues demo`` does, against
+:func:`queues.redis_server.resolve_redis`; ``manage.py demo`` does not: the
+dashboard shows them).
 """
 
 from __future__ import annotations
@@ -189,7 +190,7 @@ async def run_demo(
     *,
     prefix: str = DEFAULT_PREFIX,
     stop: asyncio.Event | threading.Event | None = None,
-    print_every_s: float = 5.0,
+    print_every_s: float | None = None,
     seed: int | None = None,
 ) -> None:
     """Produce and process demo traffic on ``url`` until ``stop`` is set.
@@ -216,10 +217,9 @@ async def run_demo(
         bound.worker = worker
         workers.append(worker)
     runs = [asyncio.create_task(worker.run()) for worker in workers]
-    background = [
-        asyncio.create_task(_produce(queues, done, rng)),
-        asyncio.create_task(_report_counts(queues, done, print_every_s)),
-    ]
+    background = [asyncio.create_task(_produce(queues, done, rng))]
+    if print_every_s is not None:
+        background.append(asyncio.create_task(_report_counts(queues, done, print_every_s)))
     if isinstance(stop, threading.Event):
         background.append(asyncio.create_task(_follow(stop, done)))
     try:

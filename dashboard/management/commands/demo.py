@@ -43,9 +43,9 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         password = self._demo_user()
         stop = threading.Event()
-        traffic = "off"
+        traffic, producer = "off", None
         if not options["no_traffic"]:
-            traffic = self._start_traffic(redis.url, options["prefix"], stop)
+            traffic, producer = self._start_traffic(redis.url, options["prefix"], stop)
         url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(
             "\n".join(
@@ -60,10 +60,16 @@ class Command(BaseCommand):
                 ]
             )
         )
+        # Piped or logged, stdout is block-buffered: the login must show now, not at exit.
+        self.stdout.flush()
         try:
             self._serve(options["host"], options["port"])
         finally:
             stop.set()
+            # The private Redis stops at exit: let the workers finish first, or
+            # each of them reports its lost connection on the way out.
+            if producer is not None:
+                producer.join(timeout=15)
 
     def _demo_user(self) -> str:
         """A staff user who may view and act, with a new random password each run."""
@@ -79,11 +85,13 @@ class Command(BaseCommand):
         user.user_permissions.add(*perms)
         return password
 
-    def _start_traffic(self, url: str, prefix: str, stop: threading.Event) -> str:
+    def _start_traffic(
+        self, url: str, prefix: str, stop: threading.Event
+    ) -> tuple[str, threading.Thread | None]:
         try:
             demo = importlib.import_module("queues.demo")
         except ImportError:
-            return "not available (queues.demo is missing)"
+            return "not available (queues.demo is missing)", None
         run_demo: Any = demo.run_demo
 
         def run() -> None:
@@ -92,8 +100,9 @@ class Command(BaseCommand):
             else:
                 run_demo(url, prefix=prefix, stop=stop)
 
-        threading.Thread(target=run, name="echomq-demo", daemon=True).start()
-        return f"running (prefix {prefix!r})"
+        thread = threading.Thread(target=run, name="echomq-demo", daemon=True)
+        thread.start()
+        return f"running (prefix {prefix!r})", thread
 
     def _serve(self, host: str, port: int) -> None:
         from daphne.endpoints import build_endpoint_description_strings
