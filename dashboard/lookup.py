@@ -10,7 +10,7 @@ from django.conf import settings
 from django.http import Http404
 from redis import Redis
 
-from queues import inspect
+from queues import discovery
 from queues.inspect import QueueRef
 from queues.keys import InvalidName, validate_job_id
 
@@ -31,7 +31,7 @@ def served_prefixes() -> list[str]:
 
 
 def all_queues(client: Redis) -> list[QueueRef]:
-    return inspect.discover_queues(client, served_prefixes(), configured_queues())
+    return discovery.discover_queues(client, served_prefixes(), configured_queues())
 
 
 def queue_or_404(client: Redis, prefix: str, name: str) -> QueueRef:
@@ -42,7 +42,7 @@ def queue_or_404(client: Redis, prefix: str, name: str) -> QueueRef:
     configured = configured_queues()
     if ref in configured:
         return ref
-    if prefix not in served_prefixes() or not inspect.queue_exists(client, ref):
+    if prefix not in served_prefixes() or not discovery.queue_exists(client, ref):
         raise Http404(f"No queue named {ref.qualified}")
     return ref
 

@@ -12,12 +12,9 @@ exactly the same data.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import threading
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +26,10 @@ from queues.commands import reads
 from queues.connection import is_cluster
 from queues.events import Event
 from queues.job import Job
-from queues.keys import InvalidName, QueueKeys, validate_job_id, validate_prefix
+from queues.keys import InvalidName, QueueKeys, validate_job_id
+
+# Until every caller imports it from queues.keys, where it now lives.
+from queues.keys import QueueRef as QueueRef
 
 # The tabs of a queue, in the order a job usually travels through them.
 # "wait" shows the wait and paused lists together (5.x moves ready jobs to
@@ -44,7 +44,6 @@ STATES: tuple[str, ...] = (
     "failed",
 )
 DATA_DISPLAY_LIMIT = 64 * 1024
-DISCOVERY_TTL_S = 10.0
 METRICS_POINTS = 30
 MAX_PAGE_SIZE = 500
 # Fields a job-list row needs; data (possibly megabytes) is never fetched for a list.
@@ -67,32 +66,6 @@ _ZSET_STATES = ("prioritized", "delayed", "completed", "failed", "waiting-childr
 _DELAYED_SEQ_BITS = 4096
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class QueueRef:
-    """A queue as the dashboard names it: ``<prefix>:<name>``."""
-
-    prefix: str
-    name: str
-
-    def __post_init__(self) -> None:
-        # QueueKeys validates both parts: a bad name never becomes a key.
-        QueueKeys(self.name, self.prefix)
-
-    @property
-    def keys(self) -> QueueKeys:
-        return QueueKeys(self.name, self.prefix)
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.prefix}:{self.name}"
-
-    @classmethod
-    def parse(cls, qualified: str, default_prefix: str = "bull") -> QueueRef:
-        """``"queue"`` or ``"prefix:queue"`` (the prefix may itself contain ':')."""
-        prefix, sep, name = qualified.rpartition(":")
-        return cls(prefix if sep else default_prefix, name)
-
-
 def _replies(pipe: Any) -> list[Any]:
     """Pipeline replies with per-command errors (a key of the wrong type left
     by another writer: WRONGTYPE) read as None, so one bad key shows as empty
@@ -106,100 +79,6 @@ def _read(command: Any, *args: Any, **kwargs: Any) -> list[Any]:
         return list(command(*args, **kwargs) or [])
     except ResponseError:
         return []
-
-
-# --------------------------------------------------------------------------- discovery
-
-
-def _glob_escape(text: str) -> str:
-    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
-
-
-def scan_queues(client: Redis, prefixes: Iterable[str]) -> list[QueueRef]:
-    """Queues under ``prefixes`` found by their ``meta`` or ``id`` key (SCAN, no KEYS)."""
-    found: set[QueueRef] = set()
-    for prefix in prefixes:
-        validate_prefix(prefix)
-        head = prefix + ":"
-        # One pass for both suffixes; the glob also lets a few other keys through
-        # (metrics:...), which the suffix check below drops.
-        pattern = _glob_escape(head) + "*:[mi][ed]*"
-        # Small batches: each SCAN call blocks Redis only briefly, so page
-        # requests interleave with a rescan of a large keyspace.
-        for raw in client.scan_iter(match=pattern, count=1_000):
-            key = codec.text(raw) or ""
-            for suffix in (":meta", ":id"):
-                if key.startswith(head) and key.endswith(suffix):
-                    name = key[len(head) : -len(suffix)]
-                    # A job key or a name we could never address safely is skipped.
-                    with contextlib.suppress(InvalidName):
-                        found.add(QueueRef(prefix, name))
-    return sorted(found)
-
-
-@dataclass
-class _DiscoveryCache:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    # (prefixes, client) -> (fresh until, monotonic seconds; queues found)
-    entries: dict[tuple[int, tuple[str, ...]], tuple[float, list[QueueRef]]] = field(
-        default_factory=dict
-    )
-    refreshing: set[tuple[int, tuple[str, ...]]] = field(default_factory=set)
-
-
-_discovery = _DiscoveryCache()
-
-
-def clear_discovery_cache() -> None:
-    with _discovery.lock:
-        _discovery.entries.clear()
-
-
-def _refresh(client: Redis, cache_key: tuple[int, tuple[str, ...]]) -> list[QueueRef]:
-    try:
-        started = time.monotonic()
-        queues = scan_queues(client, cache_key[1])
-        finished = time.monotonic()
-        # A huge keyspace takes long to scan: rescan at most 10% of the time.
-        fresh_until = finished + max(DISCOVERY_TTL_S, 10 * (finished - started))
-        with _discovery.lock:
-            _discovery.entries[cache_key] = (fresh_until, queues)
-        return queues
-    finally:
-        with _discovery.lock:
-            _discovery.refreshing.discard(cache_key)
-
-
-def discover_queues(
-    client: Redis, prefixes: Sequence[str], configured: Iterable[QueueRef] = ()
-) -> list[QueueRef]:
-    """Configured queues plus those found under ``prefixes``, sorted.
-
-    The scan walks the whole keyspace, so its result is cached for
-    ``DISCOVERY_TTL_S`` (longer when a scan is slow); a stale result is served
-    while one background thread rescans, so no page request ever waits for a
-    scan after the first.
-    """
-    cache_key = (id(client), tuple(prefixes))
-    with _discovery.lock:
-        entry = _discovery.entries.get(cache_key)
-        stale = entry is None or time.monotonic() > entry[0]
-        start_background = entry is not None and stale and cache_key not in _discovery.refreshing
-        if start_background:
-            _discovery.refreshing.add(cache_key)
-    if entry is None:
-        scanned = _refresh(client, cache_key)
-    else:
-        scanned = entry[1]
-        if start_background:
-            threading.Thread(target=_refresh, args=(client, cache_key), daemon=True).start()
-    return sorted(set(scanned) | set(configured))
-
-
-def queue_exists(client: Redis, ref: QueueRef) -> bool:
-    """True when the queue has left any trace (meta or id key)."""
-    keys = ref.keys
-    return bool(client.exists(keys.meta, keys.id))
 
 
 # --------------------------------------------------------------------------- counts
@@ -888,6 +767,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import os
 
     from queues.connection import connect
+    from queues.discovery import scan_queues
 
     parser = argparse.ArgumentParser(prog="python -m queues.inspect", description=main.__doc__)
     parser.add_argument("queue", nargs="?", help="queue name (omit: every queue with counts)")
@@ -902,7 +782,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     client = connect(args.url)
     answer: Any
     if args.queue is None:
-        refs = discover_queues(client, [args.prefix])
+        refs = scan_queues(client, [args.prefix])  # one whole pass: a command runs once
         answer = [summary.as_json() for summary in queue_summaries(client, refs)]
     else:
         ref = QueueRef(args.prefix, args.queue)

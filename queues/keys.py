@@ -8,6 +8,7 @@ which is what lets each transition script run atomically on a cluster.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 DEFAULT_PREFIX = "bull"
 
@@ -163,3 +164,29 @@ STATE_KEY_SUFFIX: dict[str, str] = {
 }
 LIST_STATES = frozenset({"wait", "paused", "active"})
 ZSET_STATES = frozenset({"prioritized", "delayed", "completed", "failed", "waiting-children"})
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class QueueRef:
+    """A queue as the dashboard names it: ``<prefix>:<name>``."""
+
+    prefix: str
+    name: str
+
+    def __post_init__(self) -> None:
+        # QueueKeys validates both parts: a bad name never becomes a key.
+        QueueKeys(self.name, self.prefix)
+
+    @property
+    def keys(self) -> QueueKeys:
+        return QueueKeys(self.name, self.prefix)
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.prefix}:{self.name}"
+
+    @classmethod
+    def parse(cls, qualified: str, default_prefix: str = DEFAULT_PREFIX) -> QueueRef:
+        """``"queue"`` or ``"prefix:queue"`` (the prefix may itself contain ':')."""
+        prefix, sep, name = qualified.rpartition(":")
+        return cls(prefix if sep else default_prefix, name)

@@ -72,13 +72,13 @@ def cluster_url() -> Iterator[str]:
 @pytest.fixture
 def dashboard_redis(redis_client: Redis, redis_url: str, settings: Any) -> Redis:
     """The flushed test Redis, with the dashboard configured to read it."""
-    from queues import inspect
+    from queues import discovery
 
     settings.REDIS_URL = redis_url
     settings.ECHOMQ_READ_ONLY = False
     settings.ECHOMQ_QUEUES = []
     settings.ECHOMQ_PREFIXES = ["bull"]
-    inspect.clear_discovery_cache()
+    discovery.clear_discovery_cache()
     return redis_client
 
 

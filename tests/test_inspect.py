@@ -1,59 +1,19 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
 from redis import Redis
 from redis.connection import AbstractConnection
 
-from queues import inspect
+from queues import discovery, inspect
 from queues.inspect import QueueRef
 from queues.keys import InvalidName
 from tests.dashboard_seed import seed_events, seed_failed_bulk, seed_job, seed_jobs
 
 REF = QueueRef("bull", "emails")
 KEYS = REF.keys
-
-
-@pytest.fixture(autouse=True)
-def _fresh_discovery() -> None:
-    inspect.clear_discovery_cache()
-
-
-def test_discovery_finds_queues_by_meta_or_id_and_skips_other_prefixes(redis_client: Redis) -> None:
-    redis_client.hset("bull:emails:meta", "opts.maxLenEvents", 10)
-    redis_client.set("bull:reports:id", 3)
-    redis_client.set("other:hidden:id", 1)
-    redis_client.hset("bull:reports:metrics:failed", "count", 1)  # matches the glob, not a queue
-    found = inspect.discover_queues(redis_client, ["bull"], [QueueRef("bull", "configured")])
-    assert [r.qualified for r in found] == ["bull:configured", "bull:emails", "bull:reports"]
-
-
-def test_discovery_is_cached_then_refreshed(redis_client: Redis) -> None:
-    redis_client.set("bull:a:id", 1)
-    assert [r.name for r in inspect.discover_queues(redis_client, ["bull"])] == ["a"]
-    redis_client.set("bull:b:id", 1)
-    # Within the TTL the cached answer stands; no keyspace walk per request.
-    assert [r.name for r in inspect.discover_queues(redis_client, ["bull"])] == ["a"]
-    inspect.clear_discovery_cache()
-    assert [r.name for r in inspect.discover_queues(redis_client, ["bull"])] == ["a", "b"]
-
-
-def test_stale_discovery_is_served_while_one_background_rescan_runs(
-    redis_client: Redis,
-) -> None:
-    redis_client.set("bull:a:id", 1)
-    inspect.discover_queues(redis_client, ["bull"])
-    redis_client.set("bull:b:id", 1)
-    for key, (_, queues) in list(inspect._discovery.entries.items()):
-        inspect._discovery.entries[key] = (0.0, queues)  # expired
-    assert [r.name for r in inspect.discover_queues(redis_client, ["bull"])] == ["a"]
-    deadline = time.monotonic() + 5
-    while [r.name for r in inspect.discover_queues(redis_client, ["bull"])] != ["a", "b"]:
-        assert time.monotonic() < deadline, "the background rescan never landed"
-        time.sleep(0.01)
 
 
 def test_summaries_of_many_queues_take_one_round_trip(
@@ -266,7 +226,7 @@ def test_the_read_model_on_a_redis_cluster(cluster_url: str, prefix: str) -> Non
         client.rpush(keys.logs("3"), "log line")
         seed_events(client, keys, [("failed", {"jobId": "3", "failedReason": "x"})])
         client.set(refs[1].keys.id, 1)
-        found = inspect.discover_queues(client, [prefix])
+        found = discovery.discover_queues(client, [prefix])
         assert sorted(r.name for r in found) == ["mails", "orders"]
         orders, mails = inspect.queue_summaries(client, refs)
         assert (orders.counts["failed"], orders.counts["wait"], mails.total) == (3, 1, 0)

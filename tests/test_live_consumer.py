@@ -407,12 +407,12 @@ async def test_a_password_change_elsewhere_closes_an_open_socket_with_4401(
 async def test_discover_sends_the_queues_then_each_new_set(
     redis_client: Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dashboard.live import discovery
-    from queues import inspect
+    from dashboard.live import discovery as watcher
+    from queues import discovery
 
-    monkeypatch.setattr(discovery, "WATCH_INTERVAL_S", 0.05)
-    monkeypatch.setattr(inspect, "DISCOVERY_TTL_S", 0.05)
-    inspect.clear_discovery_cache()
+    monkeypatch.setattr(watcher, "WATCH_INTERVAL_S", 0.05)
+    monkeypatch.setattr(discovery, "MIN_PASS_S", 0.05)
+    discovery.clear_discovery_cache()
     add_event(redis_client, "1")
     redis_client.set(QueueKeys("emails").id, 1)  # the queue exists
     communicator = await viewer_socket()

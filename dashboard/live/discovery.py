@@ -5,9 +5,9 @@ appears after the page loaded (a new producer, another team's BullMQ app) gets
 its row without a reload: one watcher per server process looks at the
 discovered set every ``WATCH_INTERVAL_S`` seconds while any page watches it,
 and tells a channel-layer group when the set changed. The look is cheap: the
-set comes from the discovery cache (queues.inspect), whose SCAN of the
-keyspace runs in the background at most every ``DISCOVERY_TTL_S`` seconds, so
-a new queue shows within about 15 s.
+set comes from ``queues.discovery``, which learns it in the background (a
+queue whose worker connects shows within about 10 s; see that module for a
+queue nobody is connected to).
 """
 
 from __future__ import annotations

@@ -1,0 +1,317 @@
+"""Which queues a Redis holds, found at a bounded cost however large its keyspace.
+
+A queue has no entry in any registry: it is the set of keys under
+``<prefix>:<name>:``. Walking the keyspace to find them (SCAN for the ``meta``
+and ``id`` keys) costs Redis time in proportion to every key it holds, the
+application's own included: on a production Redis with ten million unrelated
+keys one full walk is seconds of Redis time. So discovery has two sources:
+
+- **Connections.** Workers name their Redis connections after their queue
+  (BullMQ for Node.js: ``<prefix>:<base64 of the name>``, the Python port:
+  ``<prefix>:<name>``, followed by ``:w:<worker name>`` for a named worker;
+  BullMQ's event listeners add ``:qe``). Producers do not name theirs. CLIENT LIST
+  costs in proportion to the clients, not the keys, so it is read every
+  ``CONNECTIONS_INTERVAL_S``: a queue that a running application works on
+  appears within seconds, whatever the keyspace holds.
+- **The keyspace.** A background thread walks it with SCAN in small steps and
+  sleeps between them so that its calls take at most ``SCAN_DUTY`` of the
+  wall-clock time (each step is timed from the client, which counts the
+  round trip too, so Redis's own share is lower). The walk never ends: each
+  completed pass replaces the previous one, so a queue whose keys are gone
+  drops out, and a queue nobody is connected to appears within one pass. A
+  small keyspace (up to ``SMALL_KEYSPACE`` keys) is walked at once on first
+  use and then at most every ``MIN_PASS_S``; the first walk of a larger one
+  runs at ``FIRST_WALK_DUTY``, since the pages miss its queues until then.
+
+``bench/discovery.py`` measures both with ten million other keys.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis import Redis
+from redis.exceptions import RedisError
+
+from queues import codec
+from queues.connection import is_cluster
+from queues.keys import InvalidName, QueueRef, validate_prefix
+
+log = logging.getLogger("echomq.discovery")
+
+# The keyspace walk's share of wall-clock time spent in its SCAN calls; the
+# first walk of a large keyspace, until which its queues are missing from the
+# pages, may take more.
+SCAN_DUTY = 0.005
+FIRST_WALK_DUTY = 0.05
+SCAN_COUNT = 1_000  # keys looked at per SCAN call: each call blocks Redis briefly
+SMALL_KEYSPACE = 50_000  # up to this many keys, the first pass runs at once
+MIN_PASS_S = 10.0  # a pass of a small keyspace starts at most this often
+CONNECTIONS_INTERVAL_S = 5.0
+_QUEUE_SUFFIXES = (":meta", ":id")
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
+
+
+def _scan_pattern(prefix: str) -> str:
+    # One pattern for both suffixes; it also lets a few other keys through
+    # (metrics:...), which queue_from_key drops.
+    return _glob_escape(prefix + ":") + "*:[mi][ed]*"
+
+
+def queue_from_key(key: str, prefixes: Iterable[str]) -> QueueRef | None:
+    """The queue whose ``meta`` or ``id`` key this is, or None."""
+    for prefix in prefixes:
+        head = prefix + ":"
+        if not key.startswith(head):
+            continue
+        for suffix in _QUEUE_SUFFIXES:
+            if key.endswith(suffix):
+                with contextlib.suppress(InvalidName):
+                    # A job key or a name we could never address safely is skipped.
+                    return QueueRef(prefix, key[len(head) : -len(suffix)])
+    return None
+
+
+def queues_named_by_connection(name: str, prefixes: Iterable[str]) -> list[QueueRef]:
+    """The queues a connection name may stand for (its worker suffix dropped).
+
+    ``<prefix>:<segment>``: the segment is the name itself (the Python port)
+    or its base64 (BullMQ for Node.js); a segment may read as both, so both
+    candidates are returned and the caller keeps the ones that exist.
+    """
+    found = []
+    for prefix in prefixes:
+        head = prefix + ":"
+        if not name.startswith(head):
+            continue
+        # Queue names hold no ':' (nor does base64), so the name ends at the
+        # first one: ":w:<worker>" (workers) and ":qe" (event listeners) follow.
+        segment = name[len(head) :].split(":", 1)[0]
+        candidates = [segment]
+        with contextlib.suppress(binascii.Error, UnicodeDecodeError, ValueError):
+            decoded = base64.b64decode(segment, validate=True).decode()
+            if base64.b64encode(decoded.encode()).decode() == segment:
+                candidates.append(decoded)
+        for candidate in candidates:
+            with contextlib.suppress(InvalidName):
+                found.append(QueueRef(prefix, candidate))
+    return found
+
+
+def queue_exists(client: Redis, ref: QueueRef) -> bool:
+    """True when the queue has left any trace (meta or id key)."""
+    keys = ref.keys
+    return bool(client.exists(keys.meta, keys.id))
+
+
+def _nodes(client: Redis) -> list[Any]:
+    """Where keys live: every primary of a cluster, else the one server (None)."""
+    if is_cluster(client):
+        return list(client.get_primaries())  # type: ignore[attr-defined]
+    return [None]
+
+
+def _on(node: Any) -> dict[str, Any]:
+    return {} if node is None else {"target_nodes": node}
+
+
+def _client_names(client: Redis) -> list[str]:
+    """The names of every connection, on every node (CLIENT LIST)."""
+    names = []
+    for node in _nodes(client):
+        listed: Any = client.client_list(**_on(node))
+        # A cluster client may answer per node ({node: [...]}) or flat.
+        groups = listed.values() if isinstance(listed, dict) else [listed]
+        for group in groups:
+            for entry in group:
+                name = codec.text(entry.get("name"))
+                if name:
+                    names.append(name)
+    return names
+
+
+def _keyspace_size(client: Redis) -> int:
+    total = 0
+    for node in _nodes(client):
+        size: Any = client.dbsize(**_on(node))
+        total += sum(size.values()) if isinstance(size, dict) else int(size)
+    return total
+
+
+@dataclass
+class _Walk:
+    """A SCAN pass over every (node, pattern), one call at a time."""
+
+    targets: list[tuple[Any, str]]
+    index: int = 0
+    cursor: int = 0
+    found: set[QueueRef] = field(default_factory=set)
+
+    def step(self, client: Redis, prefixes: Sequence[str]) -> bool:
+        """One SCAN call; True when the pass is complete."""
+        node, pattern = self.targets[self.index]
+        reply: Any = client.scan(self.cursor, match=pattern, count=SCAN_COUNT, **_on(node))
+        cursor, keys = reply
+        if isinstance(cursor, dict):  # a cluster client answers {node name: cursor}
+            cursor = next(iter(cursor.values()))
+        for raw in keys:
+            ref = queue_from_key(codec.text(raw) or "", prefixes)
+            if ref is not None:
+                self.found.add(ref)
+        self.cursor = int(cursor)
+        if self.cursor == 0:
+            self.index += 1
+        return self.index >= len(self.targets)
+
+
+class Discovery:
+    """The queues of one Redis under some prefixes, kept current in the background."""
+
+    def __init__(self, client: Redis, prefixes: Sequence[str]) -> None:
+        for prefix in prefixes:
+            validate_prefix(prefix)
+        self.client = client
+        self.prefixes = tuple(prefixes)
+        self._lock = threading.Lock()
+        self._scanned: set[QueueRef] = set()  # the last complete pass
+        self._walk: _Walk | None = None
+        self._connected: set[QueueRef] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        # The last complete pass: how long it took and how many SCAN calls it made.
+        self.last_pass_s: float | None = None
+        self.last_pass_calls = 0
+
+    # ------------------------------------------------------------------ reading
+
+    def queues(self) -> list[QueueRef]:
+        """Every queue known now, sorted (never waits for Redis after start())."""
+        with self._lock:
+            partial = self._walk.found if self._walk is not None else set()
+            return sorted(self._scanned | partial | self._connected)
+
+    # ------------------------------------------------------------------ running
+
+    def start(self) -> None:
+        """Learn what is cheap to learn now, then keep walking in the background."""
+        self._poll_connections()
+        walked = _keyspace_size(self.client) <= SMALL_KEYSPACE
+        if walked:
+            self.scan_pass()
+        self._thread = threading.Thread(
+            target=self._run, args=(walked,), name="echomq-discovery", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def scan_pass(self, *, duty: float | None = None) -> None:
+        """One whole pass; with a duty, it sleeps between calls to keep to it."""
+        nodes = _nodes(self.client)
+        walk = _Walk([(node, _scan_pattern(p)) for p in self.prefixes for node in nodes])
+        with self._lock:
+            self._walk = walk
+        began_pass = time.monotonic()
+        next_poll = began_pass + CONNECTIONS_INTERVAL_S
+        done, calls = False, 0
+        while not done:
+            if self._stop.is_set():
+                return
+            began = time.monotonic()
+            done = walk.step(self.client, self.prefixes)
+            calls += 1
+            if duty is not None:
+                # Idle (1 - duty) / duty times as long as the call took.
+                self._stop.wait((time.monotonic() - began) * (1 - duty) / duty)
+                if time.monotonic() >= next_poll:
+                    self._poll_connections()
+                    next_poll = time.monotonic() + CONNECTIONS_INTERVAL_S
+        with self._lock:
+            self._scanned, self._walk = walk.found, None
+        self.last_pass_s, self.last_pass_calls = time.monotonic() - began_pass, calls
+
+    def _poll_connections(self) -> None:
+        try:
+            candidates = {
+                ref
+                for name in _client_names(self.client)
+                for ref in queues_named_by_connection(name, self.prefixes)
+            }
+        except RedisError as error:
+            # Some managed Redis services refuse CLIENT LIST: the walk still finds them.
+            log.debug("discovery: CLIENT LIST refused: %r", error)
+            return
+        with self._lock:
+            known = self._scanned | self._connected
+        fresh = sorted(candidates - known)
+        if fresh:
+            pipe = self.client.pipeline(transaction=False)
+            for ref in fresh:
+                pipe.exists(ref.keys.meta, ref.keys.id)
+            existing = {ref for ref, n in zip(fresh, pipe.execute(), strict=True) if n}
+        else:
+            existing = set()
+        with self._lock:
+            self._connected = (self._connected & candidates) | existing
+
+    def _run(self, walked: bool) -> None:
+        if walked:
+            self._stop.wait(MIN_PASS_S)
+        while not self._stop.is_set():
+            began = time.monotonic()
+            try:
+                self._poll_connections()
+                self.scan_pass(duty=SCAN_DUTY if self.last_pass_s is not None else FIRST_WALK_DUTY)
+            except RedisError as error:
+                log.warning("discovery: %r; retrying in %.0f s", error, MIN_PASS_S)
+            self._stop.wait(max(0.0, began + MIN_PASS_S - time.monotonic()))
+
+
+_registry: dict[tuple[int, tuple[str, ...]], Discovery] = {}
+_registry_lock = threading.Lock()
+
+
+def discovery_for(client: Redis, prefixes: Sequence[str]) -> Discovery:
+    """The one Discovery of this process for a client and its prefixes (started on first use)."""
+    key = (id(client), tuple(prefixes))
+    with _registry_lock:
+        found = _registry.get(key)
+        if found is None:
+            found = Discovery(client, prefixes)
+            found.start()  # Redis unreachable: raises, and the next call tries again
+            _registry[key] = found
+    return found
+
+
+def scan_queues(client: Redis, prefixes: Sequence[str]) -> list[QueueRef]:
+    """One whole unpaced pass (a command-line tool, which runs once)."""
+    discovery = Discovery(client, prefixes)
+    discovery.scan_pass()
+    return discovery.queues()
+
+
+def discover_queues(
+    client: Redis, prefixes: Sequence[str], configured: Iterable[QueueRef] = ()
+) -> list[QueueRef]:
+    """Configured queues plus those found under ``prefixes``, sorted."""
+    return sorted(set(discovery_for(client, prefixes).queues()) | set(configured))
+
+
+def clear_discovery_cache() -> None:
+    """Forget every Discovery (tests, or after changing the settings): the next use starts over."""
+    with _registry_lock:
+        for discovery in _registry.values():
+            discovery.stop()
+        _registry.clear()

@@ -1,0 +1,129 @@
+"""Finding queues: by their keys (a paced SCAN walk) and by their workers'
+connection names (CLIENT LIST), against a real Redis."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from queues import discovery
+from queues.connection import connect
+from queues.keys import QueueRef
+
+
+@pytest.fixture(autouse=True)
+def _fresh_discovery() -> Iterator[None]:
+    discovery.clear_discovery_cache()
+    yield
+    discovery.clear_discovery_cache()
+
+
+def names(client: Redis, prefixes: tuple[str, ...] = ("bull",)) -> list[str]:
+    return [ref.qualified for ref in discovery.discover_queues(client, prefixes)]
+
+
+def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "never happened"
+        time.sleep(0.02)
+
+
+def test_queues_are_found_by_meta_or_id_under_the_served_prefixes_only(
+    redis_client: Redis,
+) -> None:
+    redis_client.hset("bull:emails:meta", "opts.maxLenEvents", 10)
+    redis_client.set("bull:reports:id", 3)
+    redis_client.set("other:hidden:id", 1)
+    redis_client.hset("bull:reports:metrics:failed", "count", 1)  # matches the glob, not a queue
+    redis_client.hset("bull:emails:42", "name", "x")  # a job hash
+    found = discovery.discover_queues(redis_client, ["bull"], [QueueRef("bull", "configured")])
+    assert [r.qualified for r in found] == ["bull:configured", "bull:emails", "bull:reports"]
+
+
+def test_a_prefix_with_glob_characters_matches_only_itself(redis_client: Redis) -> None:
+    redis_client.set("b[u]ll:a:id", 1)
+    redis_client.set("bull:b:id", 1)
+    assert names(redis_client, ("b[u]ll",)) == ["b[u]ll:a"]
+
+
+def test_a_pass_runs_at_most_every_min_pass_s_then_picks_up_new_and_drops_gone_queues(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(discovery, "MIN_PASS_S", 0.3)
+    redis_client.set("bull:a:id", 1)
+    redis_client.set("bull:gone:id", 1)
+    assert names(redis_client) == ["bull:a", "bull:gone"]
+    redis_client.set("bull:b:id", 1)
+    redis_client.delete("bull:gone:id")
+    # Between passes the last answer stands: no keyspace walk per request.
+    assert names(redis_client) == ["bull:a", "bull:gone"]
+    eventually(lambda: names(redis_client) == ["bull:a", "bull:b"])
+
+
+def test_forgetting_stops_the_background_walk_and_starts_over(redis_client: Redis) -> None:
+    redis_client.set("bull:a:id", 1)
+    first = discovery.discovery_for(redis_client, ["bull"])
+    redis_client.set("bull:b:id", 1)
+    assert names(redis_client) == ["bull:a"]
+    discovery.clear_discovery_cache()
+    assert names(redis_client) == ["bull:a", "bull:b"]
+    assert first._thread is not None
+    first._thread.join(timeout=5)
+    assert not first._thread.is_alive()
+
+
+@pytest.mark.parametrize(
+    ("connection_name", "queue"),
+    [
+        ("bull:" + base64.b64encode(b"payments").decode(), "payments"),  # BullMQ (Node.js)
+        ("bull:" + base64.b64encode(b"payments").decode() + ":w:billing-1", "payments"),
+        ("bull:payments:w:billing-1", "payments"),  # the Python port names it in plain text
+        ("bull:" + base64.b64encode(b"payments").decode() + ":qe", "payments"),  # QueueEvents
+    ],
+)
+def test_a_large_keyspace_shows_the_queues_of_connected_workers_before_any_walk(
+    redis_client: Redis,
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    connection_name: str,
+    queue: str,
+) -> None:
+    # Treat the keyspace as large: nothing is walked on first use, and the
+    # background walk is slowed to a crawl.
+    monkeypatch.setattr(discovery, "SMALL_KEYSPACE", 0)
+    monkeypatch.setattr(discovery, "SCAN_DUTY", 1e-6)
+    monkeypatch.setattr(discovery, "FIRST_WALK_DUTY", 1e-6)
+    redis_client.set(f"bull:{queue}:id", 1)
+    redis_client.set("bull:unconnected:id", 1)
+    worker = connect(redis_url, client_name=connection_name)
+    worker.ping()
+    idle = connect(redis_url, client_name="bull:" + base64.b64encode(b"nothing").decode())
+    idle.ping()  # names a queue that has no keys: not shown
+    try:
+        assert names(redis_client) == [f"bull:{queue}"]
+    finally:
+        worker.close()
+        idle.close()
+
+
+def test_connection_names_from_other_prefixes_or_garbage_are_ignored() -> None:
+    assert discovery.queues_named_by_connection("other:cGF5bWVudHM=", ["bull"]) == []
+    assert discovery.queues_named_by_connection("bull:", ["bull"]) == []
+    found = discovery.queues_named_by_connection("bull:cGF5bWVudHM=:w:x", ["bull"])
+    # "cGF5bWVudHM=" is not a valid queue name ("=" is allowed, so it may be one); its
+    # decoding is: the caller keeps whichever exists.
+    assert QueueRef("bull", "payments") in found
+
+
+def test_unreachable_redis_at_first_use_raises_and_the_next_call_tries_again() -> None:
+    dead = connect("redis://127.0.0.1:1/0", socket_connect_timeout=0.2)
+    with pytest.raises(RedisConnectionError):
+        discovery.discover_queues(dead, ["bull"])
+    # Nothing half-started is kept for that client: the next call starts over.
+    assert (id(dead), ("bull",)) not in discovery._registry
