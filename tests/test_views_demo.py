@@ -38,6 +38,11 @@ def test_demo_traffic_runs_in_the_background(monkeypatch: pytest.MonkeyPatch) ->
     module.run_demo = run_demo  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "queues.demo", module)
     stop = threading.Event()
-    assert Command()._start_traffic("redis://x", "demo", stop) == "running (prefix 'demo')"
+    label, thread = Command()._start_traffic("redis://x", "demo", stop)
+    assert label == "running (prefix 'demo')"
     assert started.wait(5)
     assert calls == [("redis://x", "demo", stop)]
+    # The command waits for this thread on the way out (the workers close first).
+    assert thread is not None
+    thread.join(5)
+    assert not thread.is_alive()
