@@ -36,7 +36,11 @@ def wsgi_environ(scope: Scope, body: bytes) -> dict[str, Any]:
     path_info = scope["path"].encode().decode("latin-1")
     if script_name and path_info.startswith(script_name):
         path_info = path_info[len(script_name) :]
-    server = scope.get("server") or ("localhost", 80)
+    # "https" when the ASGI server says so (daphne --proxy-headers reads
+    # X-Forwarded-Proto); Django's SECURE_PROXY_SSL_HEADER is the other way.
+    scheme = scope.get("scheme", "http")
+    default_port = 443 if scheme == "https" else 80
+    server = scope.get("server") or ("localhost", default_port)
     client = scope.get("client") or ("", 0)
     environ: dict[str, Any] = {
         "REQUEST_METHOD": scope["method"],
@@ -44,12 +48,12 @@ def wsgi_environ(scope: Scope, body: bytes) -> dict[str, Any]:
         "PATH_INFO": path_info,
         "QUERY_STRING": scope.get("query_string", b"").decode("latin-1"),
         "SERVER_NAME": str(server[0]),
-        "SERVER_PORT": str(server[1] or 80),
+        "SERVER_PORT": str(server[1] or default_port),
         "SERVER_PROTOCOL": f"HTTP/{scope.get('http_version', '1.1')}",
         "REMOTE_ADDR": str(client[0]),
         "REMOTE_PORT": str(client[1]),
         "wsgi.version": (1, 0),
-        "wsgi.url_scheme": scope.get("scheme", "http"),
+        "wsgi.url_scheme": scheme,
         "wsgi.input": io.BytesIO(body),
         "wsgi.errors": sys.stderr,
         "wsgi.multithread": True,

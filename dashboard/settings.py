@@ -7,6 +7,11 @@ ALLOWED_HOSTS  comma-separated host names
 ECHOMQ_QUEUES  comma-separated "prefix:queue" or "queue" names always shown
 ECHOMQ_PREFIXES comma-separated key prefixes scanned for more queues (default "bull")
 ECHOMQ_READ_ONLY "1" turns every action off
+
+Behind an HTTPS-terminating proxy (see the README's Configuration table):
+CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST,
+SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_SSL_REDIRECT,
+SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS, SECURE_HSTS_PRELOAD.
 """
 
 from __future__ import annotations
@@ -30,6 +35,27 @@ def _env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+
+
+def _proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """``SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto``: requests whose header says
+    ``https`` count as secure. Unset by default: a client reaching the server
+    directly could send the header itself, so trust it only behind a proxy
+    that always sets (or strips) it."""
+    header = os.environ.get(name, "").strip()
+    if not header:
+        return None
+    return "HTTP_" + header.upper().replace("-", "_"), "https"
+
+
 DEBUG = _env_flag("DEBUG")
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
@@ -38,6 +64,18 @@ if not SECRET_KEY:
     # Development and tests only: a fixed key is fine when nothing is exposed.
     SECRET_KEY = "echomq-dev-insecure-key-set-SECRET_KEY-in-production"  # noqa: S105
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+
+# HTTPS behind a proxy: all off by default, so plain http on localhost works.
+# The origins a browser shows for this site, e.g. "https://queues.example.com".
+CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS")
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+USE_X_FORWARDED_HOST = _env_flag("USE_X_FORWARDED_HOST")
+SESSION_COOKIE_SECURE = _env_flag("SESSION_COOKIE_SECURE")
+CSRF_COOKIE_SECURE = _env_flag("CSRF_COOKIE_SECURE")
+SECURE_SSL_REDIRECT = _env_flag("SECURE_SSL_REDIRECT")
+SECURE_HSTS_SECONDS = _env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = _env_flag("SECURE_HSTS_PRELOAD")
 
 # None means "resolve at first use" (queues.redis_server: private server or embedded).
 REDIS_URL: str | None = os.environ.get("REDIS_URL") or None
