@@ -6,6 +6,8 @@ worker thread once per middleware hook, the view and the request signals,
 about fifteen times; on a busy machine those switches cost more than the page.
 Here the whole request (middleware, view, signals) runs in one pool thread,
 as under a WSGI server, while WebSockets stay on Channels in the same process.
+Static files are WhiteNoise's (a middleware), answered inside Django like any
+other request.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.core.handlers.wsgi import WSGIHandler
 
 Scope = MutableMapping[str, Any]
@@ -102,10 +103,8 @@ async def _answer(send: Send, status: int, text: bytes) -> None:
 class ThreadedDjangoHTTP:
     """An ASGI application for ``http`` scopes that runs Django synchronously."""
 
-    def __init__(self, threads: int = 8, *, static_files: bool = True) -> None:
-        # Static files (/static/) are served too, so one process needs nothing in front.
-        django = WSGIHandler()
-        self.handler: WSGIHandler = StaticFilesHandler(django) if static_files else django
+    def __init__(self, threads: int = 8) -> None:
+        self.handler = WSGIHandler()
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="django-http")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

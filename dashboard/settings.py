@@ -96,7 +96,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so HSTS and nosniff are on every answer, static files included.
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -157,7 +159,12 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "build" / "static"
+# WhiteNoise serves /static/ from the app's own files, found once at start-up
+# (no per-request lookup), so a fresh clone, the tests and daphne need no
+# collectstatic. STATIC_ROOT is only for a proxy that serves the files itself
+# (manage.py collectstatic copies them there).
+WHITENOISE_USE_FINDERS = True
+STATIC_ROOT = os.environ.get("STATIC_ROOT") or None
 
 LOGGING = {
     "version": 1,

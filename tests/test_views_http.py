@@ -101,11 +101,35 @@ async def test_login_then_pages_through_the_bridge(
     assert b"script-src 'self'" in headers_out[b"Content-Security-Policy"]
 
 
-async def test_static_files_are_served(dashboard_redis: Redis) -> None:
+async def test_static_files_are_served_with_nosniff(dashboard_redis: Redis) -> None:
     app = ThreadedDjangoHTTP(threads=1)
     sent = await _call(app, _scope("GET", "/static/dashboard/dashboard.css"), [])
     assert sent[0]["status"] == 200
     assert b"--st-failed" in sent[1]["body"]
+    headers = dict(sent[0]["headers"])
+    assert headers[b"X-Content-Type-Options"] == b"nosniff"
+    assert headers[b"Content-Type"].startswith(b"text/css")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/../dashboard/settings.py",
+        "/static/dashboard/../../dashboard/settings.py",
+        "/static/%2e%2e/dashboard/settings.py",
+        "/static//etc/passwd",
+        "/static/dashboard/dashboard.css\x00.py",
+        "/static/dashboard/",
+        "/static/",
+    ],
+)
+async def test_paths_out_of_static_are_404_and_leak_nothing(
+    dashboard_redis: Redis, path: str
+) -> None:
+    app = ThreadedDjangoHTTP(threads=1)
+    sent = await _call(app, _scope("GET", path), [])
+    assert sent[0]["status"] == 404
+    assert b"SECRET_KEY" not in sent[1]["body"]
 
 
 async def test_an_oversized_body_is_refused_before_django() -> None:
