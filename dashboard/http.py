@@ -21,6 +21,8 @@ from typing import Any
 
 from django.core.handlers.wsgi import WSGIHandler
 
+from dashboard.errors import is_api_path, json_error
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -30,13 +32,17 @@ _Headers = list[tuple[str, str]]
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
+def path_info(scope: Scope) -> str:
+    """The request's path below the application's mount point (root_path)."""
+    path: str = scope["path"]
+    root = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
 def wsgi_environ(scope: Scope, body: bytes) -> dict[str, Any]:
     """The WSGI environ (PEP 3333) of one ASGI HTTP request."""
     # WSGI carries the path as latin-1 text of its UTF-8 bytes.
     script_name = scope.get("root_path", "").encode().decode("latin-1")
-    path_info = scope["path"].encode().decode("latin-1")
-    if script_name and path_info.startswith(script_name):
-        path_info = path_info[len(script_name) :]
     # "https" when the ASGI server says so (daphne --proxy-headers reads
     # X-Forwarded-Proto); Django's SECURE_PROXY_SSL_HEADER is the other way.
     scheme = scope.get("scheme", "http")
@@ -46,7 +52,7 @@ def wsgi_environ(scope: Scope, body: bytes) -> dict[str, Any]:
     environ: dict[str, Any] = {
         "REQUEST_METHOD": scope["method"],
         "SCRIPT_NAME": script_name,
-        "PATH_INFO": path_info,
+        "PATH_INFO": path_info(scope).encode().decode("latin-1"),
         "QUERY_STRING": scope.get("query_string", b"").decode("latin-1"),
         "SERVER_NAME": str(server[0]),
         "SERVER_PORT": str(server[1] or default_port),
@@ -94,10 +100,20 @@ def _run(app: WSGIHandler, environ: dict[str, Any]) -> tuple[int, _Headers, list
     return int(started["status"].split(" ", 1)[0]), started["headers"], chunks
 
 
-async def _answer(send: Send, status: int, text: bytes) -> None:
-    headers = [(b"content-type", b"text/plain; charset=utf-8")]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": text})
+async def _answer(send: Send, status: int, headers: _Headers, body: bytes) -> None:
+    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse(send: Send, path_info: str, status: int, code: str, message: str) -> None:
+    """An answer given before Django runs: JSON under the API, text elsewhere."""
+    headers = [("Content-Type", "text/plain; charset=utf-8")]
+    body = message.encode()
+    if is_api_path(path_info):
+        json_answer = json_error(status, code, message)
+        headers, body = [("Content-Type", json_answer["Content-Type"])], json_answer.content
+    await _answer(send, status, headers, body)
 
 
 class ThreadedDjangoHTTP:
@@ -118,21 +134,15 @@ class ThreadedDjangoHTTP:
             body += message.get("body", b"")
             if len(body) > MAX_BODY_BYTES:
                 # Bodies are buffered before Django sees them: bound the memory.
-                await _answer(send, 413, b"Request body too large")
+                limit = f"The request body is larger than {MAX_BODY_BYTES:,} bytes"
+                await _refuse(send, path_info(scope), 413, "body_too_large", limit)
                 return
             if not message.get("more_body", False):
                 break
-        loop = asyncio.get_running_loop()
         environ = wsgi_environ(scope, bytes(body))
+        loop = asyncio.get_running_loop()
         status, headers, chunks = await loop.run_in_executor(
             self.executor, _run, self.handler, environ
         )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                # Django's WSGI Set-Cookie values start with a space; HTTP allows none.
-                "headers": [(k.encode("latin-1"), v.strip().encode("latin-1")) for k, v in headers],
-            }
-        )
-        await send({"type": "http.response.body", "body": b"".join(chunks)})
+        # Django's WSGI Set-Cookie values start with a space; HTTP allows none.
+        await _answer(send, status, [(k, v.strip()) for k, v in headers], b"".join(chunks))

@@ -99,6 +99,8 @@ MIDDLEWARE = [
     # First, so HSTS and nosniff are on every answer, static files included.
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Above everything that can fail: it sees every error answer (dashboard.errors).
+    "dashboard.errors.ErrorAnswersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -142,6 +144,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
+# A CSRF failure under /api/ answers JSON like every API error; pages get a page.
+CSRF_FAILURE_VIEW = "dashboard.errors.csrf_failure"
 
 # Signed-cookie sessions: no database read per request.
 SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"

@@ -41,3 +41,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/", include((api_patterns, "api"))),
     path("", include((page_patterns, "dashboard"))),
 ]
+
+# Error answers Django gives itself: JSON under the API, pages elsewhere
+# (dashboard.errors; the other codes are turned into JSON by its middleware).
+handler400 = "dashboard.errors.bad_request"
+handler403 = "dashboard.errors.permission_denied"
+handler404 = "dashboard.errors.page_not_found"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -137,6 +138,10 @@ async def test_an_oversized_body_is_refused_before_django() -> None:
     chunk = b"x" * (1024 * 1024)
     sent = await _call(app, _scope("POST", "/login/"), [chunk] * 6)
     assert sent[0]["status"] == 413
+    api = await _call(app, _scope("POST", "/api/queues/bull/emails/bulk/"), [chunk] * 6)
+    assert api[0]["status"] == 413
+    assert dict(api[0]["headers"])[b"Content-Type"] == b"application/json"
+    assert json.loads(api[1]["body"])["error"]["code"] == "body_too_large"
 
 
 async def test_a_client_gone_before_its_body_gets_no_answer() -> None:
