@@ -17,6 +17,7 @@ SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS, SECURE_HSTS_PRELOAD.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -92,6 +93,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "channels",
+    "axes",
     "dashboard",
 ]
 
@@ -109,6 +111,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "dashboard.middleware.ContentSecurityPolicyMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -142,10 +146,29 @@ DATABASES = {
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-LOGIN_URL = "/login/"
-LOGIN_REDIRECT_URL = "/"
+LOGIN_URL = "dashboard:login"
+LOGIN_REDIRECT_URL = "dashboard:overview"
+LOGOUT_REDIRECT_URL = "dashboard:login"
 # A CSRF failure under /api/ answers JSON like every API error; pages get a page.
 CSRF_FAILURE_VIEW = "dashboard.errors.csrf_failure"
+
+# Login throttling (django-axes): five wrong passwords for one username from one
+# address lock that pair out for 15 minutes. Locked attempts are refused before
+# any password is hashed and do not extend the lockout, so the time the login
+# page names holds. An unknown username is counted and locked like a real one:
+# the answers do not tell which usernames exist.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = _env_int("ECHOMQ_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(seconds=_env_int("ECHOMQ_LOGIN_COOLOFF_SECONDS", 15 * 60))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "dashboard.accounts.lockout_response"
+# One row per successful login, kept for ever and shown nowhere: not kept.
+AXES_DISABLE_ACCESS_LOG = True
 
 # Signed-cookie sessions: no database read per request.
 SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, views
+from dashboard import accounts, api, views
 from dashboard.converters import SegmentConverter
 
 register_converter(SegmentConverter, "segment")
@@ -19,12 +18,8 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "bulk/", views.queue_actions, name="queue_actions"),
     # Last: a job id may contain '/', so it takes the rest of the path.
     path(_queue + "job/<path:job_id>", views.job_page, name="job"),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(template_name="dashboard/login.html"),
-        name="login",
-    ),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", accounts.login, name="login"),
+    path("logout/", accounts.logout, name="logout"),
 ]
 
 api_patterns: list[URLPattern | URLResolver] = [

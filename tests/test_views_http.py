@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from redis import Redis
 
-from dashboard.http import ThreadedDjangoHTTP, wsgi_environ
+from dashboard.http import MAX_WAITING_LOGINS, ThreadedDjangoHTTP, checks_password, wsgi_environ
 from queues.inspect import QueueRef
 from tests.dashboard_seed import seed_job
 
@@ -142,6 +142,26 @@ async def test_an_oversized_body_is_refused_before_django() -> None:
     assert api[0]["status"] == 413
     assert dict(api[0]["headers"])[b"Content-Type"] == b"application/json"
     assert json.loads(api[1]["body"])["error"]["code"] == "body_too_large"
+
+
+def test_login_posts_and_only_they_go_to_the_login_pool() -> None:
+    assert checks_password("POST", "/login/")
+    assert not checks_password("GET", "/login/")
+    assert not checks_password("POST", "/logout/")
+    assert not checks_password("POST", "/api/queues/bull/emails/bulk/")
+    assert not checks_password("POST", "/nope/")
+
+
+async def test_logins_beyond_the_waiting_bound_are_told_to_come_back(
+    transactional_db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = ThreadedDjangoHTTP(threads=1)
+    monkeypatch.setattr(app, "waiting_logins", MAX_WAITING_LOGINS)
+    sent = await _call(app, _scope("POST", "/login/"), [b"username=a&password=b"])
+    assert sent[0]["status"] == 503
+    assert dict(sent[0]["headers"])[b"Retry-After"] == b"2"
+    page = await _call(app, _scope("GET", "/login/"), [])
+    assert page[0]["status"] == 200
 
 
 async def test_a_client_gone_before_its_body_gets_no_answer() -> None:
