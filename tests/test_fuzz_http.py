@@ -36,6 +36,7 @@ JOB_IDS = [str(n) for n in range(1, sum(SEEDED.values()) + 1)]
 LISTS = ("wait", "paused", "active")
 ZSETS = ("prioritized", "delayed", "completed", "failed", "waiting-children")
 FUZZ = settings(
+    max_examples=1000,
     derandomize=True,  # the same inputs on every run, so a failure is reproducible
     database=None,
     deadline=None,
@@ -150,39 +151,27 @@ def bodies(draw: st.DrawFn) -> tuple[bytes, str]:
     return draw(odd_text).encode("utf-8", "surrogatepass"), "text/plain"
 
 
-@st.composite
-def api_requests(draw: st.DrawFn) -> Fuzzed:
+def _paths(draw: st.DrawFn, kind: str) -> list[str]:
     prefix, name = draw(queue_parts)
-    base = f"/api/queues/{prefix}/{name}/"
-    path = draw(
-        st.sampled_from(
-            [
-                "/api/queues/", base, base + "jobs/", base + "events/", base + "actions/",
-                base + "bulk/", base + "job/" + draw(job_ids), "/api/" + draw(segments),
-                base + draw(segments) + "/", "/api/queues/" + draw(segments),
-            ]
-        )
-    )  # fmt: skip
-    return _request(draw, path)
-
-
-@st.composite
-def page_requests(draw: st.DrawFn) -> Fuzzed:
-    prefix, name = draw(queue_parts)
+    if kind == "api":
+        base = f"/api/queues/{prefix}/{name}/"
+        return [
+            "/api/queues/", base, base + "jobs/", base + "events/", base + "actions/",
+            base + "bulk/", base + "job/" + draw(job_ids), "/api/" + draw(segments),
+            base + draw(segments) + "/", "/api/queues/" + draw(segments),
+        ]  # fmt: skip
     base = f"/queues/{prefix}/{name}/"
-    path = draw(
-        st.sampled_from(
-            [
-                "/", base, base + "events/", base + "goto/", base + "actions/", base + "bulk/",
-                base + "job/" + draw(job_ids), "/login/", "/logout/", "/static/" + draw(segments),
-                "/static/../dashboard/settings.py", "/" + draw(segments) + "/",
-            ]
-        )
-    )  # fmt: skip
-    return _request(draw, path)
+    return [
+        "/", base, base + "events/", base + "goto/", base + "actions/", base + "bulk/",
+        base + "job/" + draw(job_ids), "/login/", "/logout/", "/static/" + draw(segments),
+        "/static/../dashboard/settings.py", "/" + draw(segments) + "/",
+    ]  # fmt: skip
 
 
-def _request(draw: st.DrawFn, path: str) -> Fuzzed:
+@st.composite
+def fuzzed_requests(draw: st.DrawFn, kind: str) -> Fuzzed:
+    """A request to the API (``kind`` "api") or to the pages."""
+    path = draw(st.sampled_from(_paths(draw, kind)))
     method = draw(methods)
     query = draw(queries)
     if query:
@@ -291,17 +280,10 @@ def _check(dashboard_redis: Redis, clients: dict[str, Client], request: Fuzzed) 
             assert error["message"], request
 
 
-@settings(FUZZ, max_examples=1200)
-@given(request=api_requests())
-def test_fuzzed_api_requests(
-    dashboard_redis: Redis, clients: dict[str, Client], request: Fuzzed
+@pytest.mark.parametrize("kind", ["api", "pages"])
+@FUZZ
+@given(data=st.data())
+def test_fuzzed_requests(
+    dashboard_redis: Redis, clients: dict[str, Client], kind: str, data: st.DataObject
 ) -> None:
-    _check(dashboard_redis, clients, request)
-
-
-@settings(FUZZ, max_examples=800)
-@given(request=page_requests())
-def test_fuzzed_page_requests(
-    dashboard_redis: Redis, clients: dict[str, Client], request: Fuzzed
-) -> None:
-    _check(dashboard_redis, clients, request)
+    _check(dashboard_redis, clients, data.draw(fuzzed_requests(kind), label="request"))

@@ -11,7 +11,6 @@ from queues.connection import connect
 from queues.demo import run_demo
 from queues.queue import Queue
 from queues.reconnect import Outage
-from queues.worker import Worker
 from tests.outage import RestartableRedis, own_redis
 from tests.worker_helpers import running, until
 
@@ -22,25 +21,32 @@ async def _done(job: object) -> str:
     return "done"
 
 
+async def _restart(redis: RestartableRedis, down_s: float) -> None:
+    redis.stop()
+    await asyncio.sleep(down_s)  # the loops meet the outage, more than once
+    redis.start()  # empty: whatever is there now came after the outage
+
+
+def assert_outage_logged(caplog: pytest.LogCaptureFixture, logger: str) -> None:
+    messages = [r.getMessage() for r in caplog.records if r.name == logger]
+    assert any("Redis unreachable" in m for m in messages), messages
+    assert any("Redis reachable again" in m for m in messages), messages
+
+
 async def test_a_worker_resumes_after_redis_restarts(
     own_redis: RestartableRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="echomq")
     client = connect(own_redis.url)
     queue = Queue("outage", client)
-    async with running("outage", _done, url=own_redis.url) as worker:
+    async with running("outage", _done, url=own_redis.url):
         queue.add("before", {})
         await until(lambda: queue.get_counts("completed")["completed"] == 1)
-        own_redis.stop()
-        await asyncio.sleep(1.5)  # the worker meets the outage, more than once
-        own_redis.start()
+        await _restart(own_redis, 1.5)
         queue.add("after", {})
         await until(lambda: queue.get_counts("completed")["completed"] == 1, timeout=15)
-        assert isinstance(worker, Worker)
     client.close()
-    messages = [r.getMessage() for r in caplog.records if r.name == "echomq.worker"]
-    assert any("Redis unreachable" in m for m in messages), messages
-    assert any("Redis reachable again" in m for m in messages), messages
+    assert_outage_logged(caplog, "echomq.worker")
 
 
 async def test_the_demo_producer_and_workers_resume_after_redis_restarts(
@@ -53,17 +59,13 @@ async def test_the_demo_producer_and_workers_resume_after_redis_restarts(
     demo = asyncio.create_task(run_demo(own_redis.url, stop=stop, print_every_s=60, seed=5))
     try:
         await until(lambda: emails.get_counts("completed")["completed"] > 0, timeout=15)
-        own_redis.stop()
-        await asyncio.sleep(2.0)
-        own_redis.start()  # empty: whatever is added now was added after the outage
+        await _restart(own_redis, 2.0)
         await until(lambda: emails.get_counts("completed")["completed"] > 0, timeout=20)
     finally:
         stop.set()
         await asyncio.wait_for(demo, 20)
         client.close()
-    messages = [r.getMessage() for r in caplog.records if r.name == "echomq.demo"]
-    assert any("Redis unreachable" in m for m in messages), messages
-    assert any("Redis reachable again" in m for m in messages), messages
+    assert_outage_logged(caplog, "echomq.demo")
 
 
 def test_the_wait_between_attempts_grows_to_a_bound_and_starts_over_after_recovery(
