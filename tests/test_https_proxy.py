@@ -50,6 +50,8 @@ def _login_through_proxy() -> Any:
 def test_a_login_through_the_proxy_fails_without_settings(ann: Any) -> None:
     response = _login_through_proxy()
     assert response.status_code == 403
+    # Our CSRF failure page says why (dashboard.errors.csrf_failure).
+    assert "Origin checking failed" in response.content.decode()
 
 
 def test_trusting_the_proxys_scheme_header_lets_the_login_through(ann: Any, settings: Any) -> None:
