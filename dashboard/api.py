@@ -9,6 +9,8 @@ the CSRF token (header ``X-CSRFToken``) like every POST of the site.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
@@ -17,14 +19,18 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import actions
+from dashboard.errors import json_error
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
-from dashboard.permissions import api_permission, json_error, user_label
+from dashboard.permissions import api_permission, user_label
 from dashboard.redis import get_client
 from queues import inspect
 from queues.keys import InvalidName
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
 MAX_RANGE = 500
+# A hundred years: ages beyond it are typos, and they must stay exact in Lua's doubles.
+MAX_MILLISECONDS = 100 * 365 * 86_400_000
+_DIGITS = re.compile(r"-?\d{1,16}")
 
 
 class BadInput(ValueError):
@@ -46,11 +52,28 @@ def _json_errors(view: V) -> V:
     return cast(V, wrapper)
 
 
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):  # 1e400
+        raise BadInput(f"The number {text[:20]} is too large")
+    return number
+
+
+def _no_constant(name: str) -> Any:
+    raise BadInput(f"{name} is not a number JSON allows")  # NaN, Infinity, -Infinity
+
+
 def _body(request: HttpRequest) -> dict[str, Any]:
     if request.content_type == "application/json":
         try:
-            body = json.loads(request.body or b"{}")
-        except ValueError:
+            body = json.loads(
+                request.body or b"{}", parse_float=_finite, parse_constant=_no_constant
+            )
+        except BadInput:
+            raise
+        except RecursionError:
+            raise BadInput("The body is nested too deeply") from None
+        except ValueError:  # UnicodeDecodeError and integers over 4300 digits included
             raise BadInput("The body is not valid JSON") from None
         if not isinstance(body, dict):
             raise BadInput("The body must be a JSON object")
@@ -59,6 +82,35 @@ def _body(request: HttpRequest) -> dict[str, Any]:
     if "ids" in request.POST:
         data["ids"] = request.POST.getlist("ids")
     return data
+
+
+def _text(body: dict[str, Any], name: str, default: str = "") -> str:
+    value = body.get(name)
+    if value is None or value == "":
+        return default
+    if not isinstance(value, str):
+        raise BadInput(f"{name} must be a string")
+    try:
+        # JSON lets "\ud800" (half a character) through; Redis takes UTF-8 only.
+        value.encode()
+    except UnicodeEncodeError:
+        raise BadInput(f"{name} is not valid Unicode text") from None
+    return value
+
+
+def _milliseconds(body: dict[str, Any], name: str) -> int | None:
+    """A whole number of milliseconds, 0 up to a century: a JSON integer or a
+    string of digits (a form field); None when not given."""
+    value = body.get(name)
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInput(f"{name} must be an integer (milliseconds)")
+    if not 0 <= value <= MAX_MILLISECONDS:
+        raise BadInput(f"{name} must be between 0 and {MAX_MILLISECONDS:,} (milliseconds)")
+    return value
 
 
 @require_GET
@@ -156,11 +208,11 @@ def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     result = actions.job_action(
         client,
         ref,
-        str(body.get("action", "")),
+        _text(body, "action"),
         clean_job_ids(raw_ids),
         user=user_label(request.user),
-        state=str(body.get("state") or "failed"),
-        reason=str(body.get("reason") or "")[:1000],
+        state=_text(body, "state", "failed"),
+        reason=_text(body, "reason")[:1000],
     )
     body = result.as_json()
     if result.status != 200:
@@ -178,17 +230,13 @@ def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
     body = _body(request)
-    grace = body.get("grace_ms", -1)
-    try:
-        grace_ms = int(grace)
-    except (TypeError, ValueError):
-        raise BadInput("grace_ms must be an integer (milliseconds)") from None
+    grace_ms = _milliseconds(body, "grace_ms")
     result = actions.queue_action(
         client,
         ref,
-        str(body.get("action", "")),
+        _text(body, "action"),
         user=user_label(request.user),
-        state=str(body.get("state") or "failed"),
-        grace_ms=grace_ms,
+        state=_text(body, "state", "failed"),
+        grace_ms=-1 if grace_ms is None else grace_ms,
     )
     return JsonResponse(result.as_json())

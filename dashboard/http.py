@@ -6,6 +6,13 @@ worker thread once per middleware hook, the view and the request signals,
 about fifteen times; on a busy machine those switches cost more than the page.
 Here the whole request (middleware, view, signals) runs in one pool thread,
 as under a WSGI server, while WebSockets stay on Channels in the same process.
+
+Login POSTs run in a pool of their own: each hashes a password for a third of
+a second, and sixteen of them at once in the pages' pool took a viewer's
+``/api/queues/`` from 7 ms to about 1 s (p50 3.4-15 s on a loaded 2-CPU
+machine, bench/login_flood.py); in their own one-thread pool, p50 5 ms and
+p95 17-96 ms under the same flood. Static files are WhiteNoise's (a
+middleware), answered inside Django like any other request.
 """
 
 from __future__ import annotations
@@ -17,8 +24,11 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from django.contrib.staticfiles.handlers import StaticFilesHandler
+from django.contrib.auth.views import LoginView
 from django.core.handlers.wsgi import WSGIHandler
+from django.urls import Resolver404, resolve
+
+from dashboard.errors import is_api_path, json_error
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -27,29 +37,40 @@ Send = Callable[[Message], Awaitable[None]]
 _Headers = list[tuple[str, str]]
 # The dashboard's largest POST is a few hundred job ids; anything near this is abuse.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+# Logins waiting for the login pool beyond this are told to come back (each
+# holds its request in memory meanwhile).
+MAX_WAITING_LOGINS = 32
+
+
+def path_info(scope: Scope) -> str:
+    """The request's path below the application's mount point (root_path)."""
+    path: str = scope["path"]
+    root = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 def wsgi_environ(scope: Scope, body: bytes) -> dict[str, Any]:
     """The WSGI environ (PEP 3333) of one ASGI HTTP request."""
     # WSGI carries the path as latin-1 text of its UTF-8 bytes.
     script_name = scope.get("root_path", "").encode().decode("latin-1")
-    path_info = scope["path"].encode().decode("latin-1")
-    if script_name and path_info.startswith(script_name):
-        path_info = path_info[len(script_name) :]
-    server = scope.get("server") or ("localhost", 80)
+    # "https" when the ASGI server says so (daphne --proxy-headers reads
+    # X-Forwarded-Proto); Django's SECURE_PROXY_SSL_HEADER is the other way.
+    scheme = scope.get("scheme", "http")
+    default_port = 443 if scheme == "https" else 80
+    server = scope.get("server") or ("localhost", default_port)
     client = scope.get("client") or ("", 0)
     environ: dict[str, Any] = {
         "REQUEST_METHOD": scope["method"],
         "SCRIPT_NAME": script_name,
-        "PATH_INFO": path_info,
+        "PATH_INFO": path_info(scope).encode().decode("latin-1"),
         "QUERY_STRING": scope.get("query_string", b"").decode("latin-1"),
         "SERVER_NAME": str(server[0]),
-        "SERVER_PORT": str(server[1] or 80),
+        "SERVER_PORT": str(server[1] or default_port),
         "SERVER_PROTOCOL": f"HTTP/{scope.get('http_version', '1.1')}",
         "REMOTE_ADDR": str(client[0]),
         "REMOTE_PORT": str(client[1]),
         "wsgi.version": (1, 0),
-        "wsgi.url_scheme": scope.get("scheme", "http"),
+        "wsgi.url_scheme": scheme,
         "wsgi.input": io.BytesIO(body),
         "wsgi.errors": sys.stderr,
         "wsgi.multithread": True,
@@ -89,20 +110,45 @@ def _run(app: WSGIHandler, environ: dict[str, Any]) -> tuple[int, _Headers, list
     return int(started["status"].split(" ", 1)[0]), started["headers"], chunks
 
 
-async def _answer(send: Send, status: int, text: bytes) -> None:
-    headers = [(b"content-type", b"text/plain; charset=utf-8")]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": text})
+async def _answer(send: Send, status: int, headers: _Headers, body: bytes) -> None:
+    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse(send: Send, path_info: str, status: int, code: str, message: str) -> None:
+    """An answer given before Django runs: JSON under the API, text elsewhere."""
+    headers = [("Content-Type", "text/plain; charset=utf-8")]
+    body = message.encode()
+    if is_api_path(path_info):
+        json_answer = json_error(status, code, message)
+        headers, body = [("Content-Type", json_answer["Content-Type"])], json_answer.content
+    if status == 503:
+        headers.append(("Retry-After", "2"))
+    await _answer(send, status, headers, body)
+
+
+def checks_password(method: str, path_info: str) -> bool:
+    """A POST to a login view (Django's LoginView or a subclass, wherever mounted)."""
+    if method != "POST":
+        return False
+    try:
+        view = resolve(path_info).func
+    except Resolver404:
+        return False
+    view_class = getattr(view, "view_class", None)
+    return isinstance(view_class, type) and issubclass(view_class, LoginView)
 
 
 class ThreadedDjangoHTTP:
     """An ASGI application for ``http`` scopes that runs Django synchronously."""
 
-    def __init__(self, threads: int = 8, *, static_files: bool = True) -> None:
-        # Static files (/static/) are served too, so one process needs nothing in front.
-        django = WSGIHandler()
-        self.handler: WSGIHandler = StaticFilesHandler(django) if static_files else django
+    def __init__(self, threads: int = 8, login_threads: int = 1) -> None:
+        self.handler = WSGIHandler()
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="django-http")
+        # Hashing is CPU work: one thread leaves the other core to the pages.
+        self.login_executor = ThreadPoolExecutor(login_threads, thread_name_prefix="django-login")
+        self.waiting_logins = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -115,21 +161,32 @@ class ThreadedDjangoHTTP:
             body += message.get("body", b"")
             if len(body) > MAX_BODY_BYTES:
                 # Bodies are buffered before Django sees them: bound the memory.
-                await _answer(send, 413, b"Request body too large")
+                limit = f"The request body is larger than {MAX_BODY_BYTES:,} bytes"
+                await _refuse(send, path_info(scope), 413, "body_too_large", limit)
                 return
             if not message.get("more_body", False):
                 break
-        loop = asyncio.get_running_loop()
         environ = wsgi_environ(scope, bytes(body))
-        status, headers, chunks = await loop.run_in_executor(
-            self.executor, _run, self.handler, environ
-        )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                # Django's WSGI Set-Cookie values start with a space; HTTP allows none.
-                "headers": [(k.encode("latin-1"), v.strip().encode("latin-1")) for k, v in headers],
-            }
-        )
-        await send({"type": "http.response.body", "body": b"".join(chunks)})
+        if checks_password(scope["method"], path_info(scope)):
+            await self._login(scope, environ, send)
+        else:
+            await self._serve(self.executor, environ, send)
+
+    async def _login(self, scope: Scope, environ: dict[str, Any], send: Send) -> None:
+        if self.waiting_logins >= MAX_WAITING_LOGINS:
+            busy = "Too many logins at once; try again in a few seconds"
+            await _refuse(send, path_info(scope), 503, "busy", busy)
+            return
+        self.waiting_logins += 1
+        try:
+            await self._serve(self.login_executor, environ, send)
+        finally:
+            self.waiting_logins -= 1
+
+    async def _serve(
+        self, executor: ThreadPoolExecutor, environ: dict[str, Any], send: Send
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        status, headers, chunks = await loop.run_in_executor(executor, _run, self.handler, environ)
+        # Django's WSGI Set-Cookie values start with a space; HTTP allows none.
+        await _answer(send, status, [(k, v.strip()) for k, v in headers], b"".join(chunks))

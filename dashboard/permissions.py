@@ -17,7 +17,9 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
+
+from dashboard.errors import json_error
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
 VIEW_PERMISSION = "dashboard.view_queues"
@@ -65,10 +67,6 @@ def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
 
 def can_act(user: AbstractBaseUser | AnonymousUser) -> bool:
     return not read_only() and can_view(user) and _has_perm(user, ACT_PERMISSION)
-
-
-def json_error(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
 
 
 def _denial(request: HttpRequest, *, act: bool) -> str | None:

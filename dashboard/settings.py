@@ -7,11 +7,17 @@ ALLOWED_HOSTS  comma-separated host names
 ECHOMQ_QUEUES  comma-separated "prefix:queue" or "queue" names always shown
 ECHOMQ_PREFIXES comma-separated key prefixes scanned for more queues (default "bull")
 ECHOMQ_READ_ONLY "1" turns every action off
+
+Behind an HTTPS-terminating proxy (see the README's Configuration table):
+CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST,
+SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_SSL_REDIRECT,
+SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS, SECURE_HSTS_PRELOAD.
 """
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -30,6 +36,27 @@ def _env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+
+
+def _proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """``SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto``: requests whose header says
+    ``https`` count as secure. Unset by default: a client reaching the server
+    directly could send the header itself, so trust it only behind a proxy
+    that always sets (or strips) it."""
+    header = os.environ.get(name, "").strip()
+    if not header:
+        return None
+    return "HTTP_" + header.upper().replace("-", "_"), "https"
+
+
 DEBUG = _env_flag("DEBUG")
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
@@ -38,6 +65,18 @@ if not SECRET_KEY:
     # Development and tests only: a fixed key is fine when nothing is exposed.
     SECRET_KEY = "echomq-dev-insecure-key-set-SECRET_KEY-in-production"  # noqa: S105
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+
+# HTTPS behind a proxy: all off by default, so plain http on localhost works.
+# The origins a browser shows for this site, e.g. "https://queues.example.com".
+CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS")
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+USE_X_FORWARDED_HOST = _env_flag("USE_X_FORWARDED_HOST")
+SESSION_COOKIE_SECURE = _env_flag("SESSION_COOKIE_SECURE")
+CSRF_COOKIE_SECURE = _env_flag("CSRF_COOKIE_SECURE")
+SECURE_SSL_REDIRECT = _env_flag("SECURE_SSL_REDIRECT")
+SECURE_HSTS_SECONDS = _env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = _env_flag("SECURE_HSTS_PRELOAD")
 
 # None means "resolve at first use" (queues.redis_server: private server or embedded).
 REDIS_URL: str | None = os.environ.get("REDIS_URL") or None
@@ -54,11 +93,16 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "channels",
+    "axes",
     "dashboard",
 ]
 
 MIDDLEWARE = [
+    # First, so HSTS and nosniff are on every answer, static files included.
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Above everything that can fail: it sees every error answer (dashboard.errors).
+    "dashboard.errors.ErrorAnswersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -67,6 +111,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "dashboard.middleware.ContentSecurityPolicyMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -100,8 +146,29 @@ DATABASES = {
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-LOGIN_URL = "/login/"
-LOGIN_REDIRECT_URL = "/"
+LOGIN_URL = "dashboard:login"
+LOGIN_REDIRECT_URL = "dashboard:overview"
+LOGOUT_REDIRECT_URL = "dashboard:login"
+# A CSRF failure under /api/ answers JSON like every API error; pages get a page.
+CSRF_FAILURE_VIEW = "dashboard.errors.csrf_failure"
+
+# Login throttling (django-axes): five wrong passwords for one username from one
+# address lock that pair out for 15 minutes. Locked attempts are refused before
+# any password is hashed and do not extend the lockout, so the time the login
+# page names holds. An unknown username is counted and locked like a real one:
+# the answers do not tell which usernames exist.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = _env_int("ECHOMQ_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(seconds=_env_int("ECHOMQ_LOGIN_COOLOFF_SECONDS", 15 * 60))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "dashboard.accounts.lockout_response"
+# One row per successful login, kept for ever and shown nowhere: not kept.
+AXES_DISABLE_ACCESS_LOG = True
 
 # Signed-cookie sessions: no database read per request.
 SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
@@ -119,7 +186,12 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "build" / "static"
+# WhiteNoise serves /static/ from the app's own files, found once at start-up
+# (no per-request lookup), so a fresh clone, the tests and daphne need no
+# collectstatic. STATIC_ROOT is only for a proxy that serves the files itself
+# (manage.py collectstatic copies them there).
+WHITENOISE_USE_FINDERS = True
+STATIC_ROOT = os.environ.get("STATIC_ROOT") or None
 
 LOGGING = {
     "version": 1,

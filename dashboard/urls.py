@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, views
+from dashboard import accounts, api, views
 from dashboard.converters import SegmentConverter
 
 register_converter(SegmentConverter, "segment")
@@ -19,12 +18,8 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "bulk/", views.queue_actions, name="queue_actions"),
     # Last: a job id may contain '/', so it takes the rest of the path.
     path(_queue + "job/<path:job_id>", views.job_page, name="job"),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(template_name="dashboard/login.html"),
-        name="login",
-    ),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", accounts.login, name="login"),
+    path("logout/", accounts.logout, name="logout"),
 ]
 
 api_patterns: list[URLPattern | URLResolver] = [
@@ -41,3 +36,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/", include((api_patterns, "api"))),
     path("", include((page_patterns, "dashboard"))),
 ]
+
+# Error answers Django gives itself: JSON under the API, pages elsewhere
+# (dashboard.errors; the other codes are turned into JSON by its middleware).
+handler400 = "dashboard.errors.bad_request"
+handler403 = "dashboard.errors.permission_denied"
+handler404 = "dashboard.errors.page_not_found"

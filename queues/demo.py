@@ -10,25 +10,32 @@
 ``run_demo`` runs until ``stop`` is set; given ``print_every_s`` it prints
 every queue's counts that often (``python -m queues demo`` does, against
 :func:`queues.redis_server.resolve_redis`; ``manage.py demo`` does not: the
-dashboard shows them).
+dashboard shows them). A Redis outage pauses it (the workers and the producer
+retry with a growing wait, ``queues.reconnect``); it resumes by itself when
+Redis answers again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from queues.connection import connect, connect_async
 from queues.job import Job
 from queues.keys import DEFAULT_PREFIX
 from queues.queue import Queue
+from queues.reconnect import Outage
 from queues.worker import UnrecoverableError, Worker
 
+log = logging.getLogger("echomq.demo")
 DemoProcessor = Callable[[Worker, Job], Awaitable[Any]]
 COUNTED_STATES = ("wait", "active", "delayed", "prioritized", "completed", "failed")
 
@@ -152,16 +159,24 @@ class _BoundProcessor:
 
 async def _produce(queues: dict[str, Queue], stop: asyncio.Event, rng: random.Random) -> None:
     tick = 0.5
+    outage = Outage(log, "demo producer")
     while not stop.is_set():
-        for spec in DEMO_QUEUES:
-            # The expected arrivals per tick, the fraction settled by a coin toss.
-            expected = spec.per_second * tick
-            count = int(expected) + (rng.random() < expected % 1)
-            if count:
-                jobs = [spec.make_job(rng) for _ in range(count)]
-                await asyncio.to_thread(queues[spec.name].add_bulk, jobs)
+        wait = tick
+        try:
+            for spec in DEMO_QUEUES:
+                # The expected arrivals per tick, the fraction settled by a coin toss.
+                expected = spec.per_second * tick
+                count = int(expected) + (rng.random() < expected % 1)
+                if count:
+                    jobs = [spec.make_job(rng) for _ in range(count)]
+                    await asyncio.to_thread(queues[spec.name].add_bulk, jobs)
+        except RedisError as error:
+            # The jobs of this tick are dropped: a demo need not catch up.
+            wait = outage.failed(error)
+        else:
+            outage.recovered()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), tick)
+            await asyncio.wait_for(stop.wait(), wait)
 
 
 def format_counts(name: str, counts: dict[str, int]) -> str:
@@ -172,9 +187,12 @@ async def _report_counts(queues: dict[str, Queue], stop: asyncio.Event, every_s:
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every_s)
-        for name, queue in queues.items():
-            counts = await asyncio.to_thread(queue.get_counts, *COUNTED_STATES)
-            print(format_counts(name, counts), flush=True)
+        try:
+            for name, queue in queues.items():
+                counts = await asyncio.to_thread(queue.get_counts, *COUNTED_STATES)
+                print(format_counts(name, counts), flush=True)
+        except RedisError:
+            continue  # the producer says so; counts come back with Redis
         print(flush=True)
 
 

@@ -18,8 +18,10 @@ _QUEUE_NAME = re.compile(r"^[^\s:{}\x00-\x1f\x7f]{1,200}$")
 _PREFIX = re.compile(r"^[^\s\x00-\x1f\x7f]{1,100}$")
 _INTEGER = re.compile(r"^-?\d+$")
 MAX_JOB_ID_LENGTH = 512
-# Printable, without ':' (the key separator); \Z so a trailing newline fails too.
-_JOB_ID = re.compile(rf"[^:\x00-\x1f\x7f]{{1,{MAX_JOB_ID_LENGTH}}}\Z")
+# Printable, without ':' (the key separator) or half characters (lone
+# surrogates, which JSON lets through but UTF-8 cannot encode); \Z so a
+# trailing newline fails too.
+_JOB_ID = re.compile(rf"[^:\x00-\x1f\x7f\ud800-\udfff]{{1,{MAX_JOB_ID_LENGTH}}}\Z")
 
 
 class InvalidName(ValueError):

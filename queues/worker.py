@@ -37,7 +37,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from redis.asyncio import Redis as AsyncRedis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from queues import codec, scripts
 from queues.autopipe import AutoPipeline
@@ -50,6 +52,7 @@ from queues.errors import ScriptError, raise_for_code
 from queues.job import Job
 from queues.keys import DEFAULT_PREFIX, QueueKeys
 from queues.pickup import decode_answer
+from queues.reconnect import Outage
 
 log = logging.getLogger("echomq.worker")
 
@@ -61,7 +64,10 @@ DEFAULT_METRICS_POINTS = 14 * 24 * 60
 # is noticed and a stale delayed due time is re-read.
 MAX_BLOCK_S = 10.0
 MIN_BLOCK_S = 0.001
-# Wait after a Redis error before the fetch loop tries again.
+# Waits between the fetch loop's attempts while Redis is unreachable.
+RECONNECT_FIRST_S = 0.2
+RECONNECT_LONGEST_S = 5.0
+# Wait after any other Redis error before the fetch loop tries again.
 ERROR_BACKOFF_S = 1.0
 
 
@@ -146,6 +152,9 @@ class Worker:
         self._closing = asyncio.Event()
         self._blocking: asyncio.Future[Any] | None = None
         self._limit_until_ms = 0
+        self._outage = Outage(
+            log, f"worker {self.name}", first_s=RECONNECT_FIRST_S, longest_s=RECONNECT_LONGEST_S
+        )
         self._running = False
         self._done = asyncio.Event()
         self._fetch_stopped = asyncio.Event()
@@ -243,7 +252,13 @@ class Worker:
                     if block_until_ms:
                         continue
                 fetched = await self._fetch()
-            except (RedisError, OSError) as exc:
+            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+                if self.closing:
+                    break
+                # The next attempt opens a new connection: a restarted Redis is picked up.
+                await self._sleep(self._outage.failed(exc))
+                continue
+            except RedisError as exc:
                 if self.closing:
                     break
                 log.warning("worker %s: fetching from %s failed: %s", self.name, self.keys, exc)
@@ -253,6 +268,7 @@ class Worker:
                 if self.closing:
                     break
                 raise
+            self._outage.recovered()
             if fetched.job is not None:
                 self._start_slot(fetched.job)
             elif fetched.rate_limit_ms > 0:

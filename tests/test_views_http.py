@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from redis import Redis
 
-from dashboard.http import ThreadedDjangoHTTP, wsgi_environ
+from dashboard.http import MAX_WAITING_LOGINS, ThreadedDjangoHTTP, checks_password, wsgi_environ
 from queues.inspect import QueueRef
 from tests.dashboard_seed import seed_job
 
@@ -101,11 +102,35 @@ async def test_login_then_pages_through_the_bridge(
     assert b"script-src 'self'" in headers_out[b"Content-Security-Policy"]
 
 
-async def test_static_files_are_served(dashboard_redis: Redis) -> None:
+async def test_static_files_are_served_with_nosniff(dashboard_redis: Redis) -> None:
     app = ThreadedDjangoHTTP(threads=1)
     sent = await _call(app, _scope("GET", "/static/dashboard/dashboard.css"), [])
     assert sent[0]["status"] == 200
     assert b"--st-failed" in sent[1]["body"]
+    headers = dict(sent[0]["headers"])
+    assert headers[b"X-Content-Type-Options"] == b"nosniff"
+    assert headers[b"Content-Type"].startswith(b"text/css")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/../dashboard/settings.py",
+        "/static/dashboard/../../dashboard/settings.py",
+        "/static/%2e%2e/dashboard/settings.py",
+        "/static//etc/passwd",
+        "/static/dashboard/dashboard.css\x00.py",
+        "/static/dashboard/",
+        "/static/",
+    ],
+)
+async def test_paths_out_of_static_are_404_and_leak_nothing(
+    dashboard_redis: Redis, path: str
+) -> None:
+    app = ThreadedDjangoHTTP(threads=1)
+    sent = await _call(app, _scope("GET", path), [])
+    assert sent[0]["status"] == 404
+    assert b"SECRET_KEY" not in sent[1]["body"]
 
 
 async def test_an_oversized_body_is_refused_before_django() -> None:
@@ -113,6 +138,30 @@ async def test_an_oversized_body_is_refused_before_django() -> None:
     chunk = b"x" * (1024 * 1024)
     sent = await _call(app, _scope("POST", "/login/"), [chunk] * 6)
     assert sent[0]["status"] == 413
+    api = await _call(app, _scope("POST", "/api/queues/bull/emails/bulk/"), [chunk] * 6)
+    assert api[0]["status"] == 413
+    assert dict(api[0]["headers"])[b"Content-Type"] == b"application/json"
+    assert json.loads(api[1]["body"])["error"]["code"] == "body_too_large"
+
+
+def test_login_posts_and_only_they_go_to_the_login_pool() -> None:
+    assert checks_password("POST", "/login/")
+    assert not checks_password("GET", "/login/")
+    assert not checks_password("POST", "/logout/")
+    assert not checks_password("POST", "/api/queues/bull/emails/bulk/")
+    assert not checks_password("POST", "/nope/")
+
+
+async def test_logins_beyond_the_waiting_bound_are_told_to_come_back(
+    transactional_db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = ThreadedDjangoHTTP(threads=1)
+    monkeypatch.setattr(app, "waiting_logins", MAX_WAITING_LOGINS)
+    sent = await _call(app, _scope("POST", "/login/"), [b"username=a&password=b"])
+    assert sent[0]["status"] == 503
+    assert dict(sent[0]["headers"])[b"Retry-After"] == b"2"
+    page = await _call(app, _scope("GET", "/login/"), [])
+    assert page[0]["status"] == 200
 
 
 async def test_a_client_gone_before_its_body_gets_no_answer() -> None:

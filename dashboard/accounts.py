@@ -1,0 +1,80 @@
+"""Logging in and out: Django's views, our pages, django-axes' throttling.
+
+Logging out lands on the login page saying so. A username locked out by
+django-axes (settings: AXES_*) gets the login page again, status 429, saying
+when it may try again; the answer is the same whether the username exists.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+from axes.helpers import get_client_username, get_cool_off
+from axes.models import AccessAttempt
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import AuthenticationForm
+from django.db.models import Max
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+LOGIN_TEMPLATE = "dashboard/login.html"
+
+login = auth_views.LoginView.as_view(template_name=LOGIN_TEMPLATE)
+
+
+class LogoutView(auth_views.LogoutView):
+    """POST only (Django's rule); then the login page (LOGOUT_REDIRECT_URL)."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = super().post(request, *args, **kwargs)
+        # Stored in a cookie: the session it would go into was just flushed.
+        messages.info(request, "You are logged out.")
+        return response
+
+
+logout = LogoutView.as_view()
+
+
+def _locked_until(request: HttpRequest, username: str | None, cool_off: timedelta) -> datetime:
+    # Attempts made while locked out are not recorded (settings), so the
+    # lockout ends one cool-off after the failure that started it.
+    last = AccessAttempt.objects.filter(
+        username=username, ip_address=getattr(request, "axes_ip_address", None)
+    ).aggregate(last=Max("attempt_time"))["last"]
+    return (last or timezone.now()) + cool_off
+
+
+def _in_words(wait: timedelta) -> str:
+    seconds = max(1, math.ceil(wait.total_seconds()))
+    if seconds < 60:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    minutes = math.ceil(seconds / 60)
+    return f"{minutes} minute{'s' if minutes != 1 else ''}"
+
+
+def lockout_response(
+    request: HttpRequest,
+    original_response: HttpResponse | None = None,
+    credentials: dict[str, Any] | None = None,
+) -> HttpResponse:
+    """AXES_LOCKOUT_CALLABLE: the login form again, saying until when it is locked."""
+    username = get_client_username(request, credentials)
+    cool_off = get_cool_off(request) or timedelta(0)
+    until = _locked_until(request, username, cool_off)
+    wait = max(until - timezone.now(), timedelta(0))
+    lockout = (
+        "Too many failed logins for this username from your address. "
+        f"Try again after {until:%H:%M:%S} UTC (in {_in_words(wait)})."
+    )
+    context = {
+        "form": AuthenticationForm(request, initial={"username": username or ""}),
+        "next": request.POST.get("next", ""),
+        "lockout": lockout,
+    }
+    response = render(request, LOGIN_TEMPLATE, context, status=429)
+    response["Retry-After"] = str(max(1, math.ceil(wait.total_seconds())))
+    return response
