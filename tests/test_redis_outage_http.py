@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from queues import inspect
+from queues import discovery
 from queues.connection import connect
 from queues.queue import Queue
 from tests.outage import RestartableRedis, own_redis
@@ -20,7 +20,7 @@ def test_pages_and_api_answer_503_while_redis_is_down_and_recover(
 ) -> None:
     settings.REDIS_URL = own_redis.url
     settings.ECHOMQ_QUEUES = ["emails"]
-    inspect.clear_discovery_cache()
+    discovery.clear_discovery_cache()
     viewer, actor = client_as("viewer"), client_as("actor")
     assert viewer.get("/api/queues/").status_code == 200
     assert viewer.get("/").status_code == 200
