@@ -440,3 +440,15 @@ def test_queue_page_header_charts_the_last_hour_so_a_fix_shows(
     # The events tab reads no metrics and shows no chart.
     events = _html(viewer.get(QUEUE_URL + "events/"))
     assert "queue-trend" not in events
+
+
+def test_an_exactly_full_page_has_no_older_link(dashboard_redis: Redis, viewer: Any) -> None:
+    seed_jobs(dashboard_redis, KEYS, "failed", 40)
+    first = _html(viewer.get(QUEUE_URL + "?state=failed&size=20"))
+    assert "1\u201320 of 40" in first
+    assert "Older →" in first
+    last = _html(viewer.get(QUEUE_URL + "?state=failed&size=20&page=2"))
+    assert "21\u201340 of 40" in last
+    assert last.count("data-job-id=") == 20
+    assert "Older →" not in last
+    assert "← Newer" in last
