@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from dashboard import actions, presenters
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
@@ -54,7 +55,15 @@ EVENT_TYPES = (
 
 
 def _is_htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
+    """An htmx swap, which wants only the fragment it replaces.
+
+    htmx 2 sends ``HX-Request`` on a history restore too (Back to a URL it
+    pushed, when its snapshot is gone): that request gets the whole page, or
+    the bare fragment would become the page. Views answering both ways also
+    vary on ``HX-Request``, so the browser's cache never hands a fragment to a
+    plain navigation of the same URL (Back after leaving the page)."""
+    htmx = getattr(request, "htmx", None)
+    return bool(htmx) and not htmx.history_restore_request
 
 
 def _page(
@@ -77,6 +86,7 @@ def _queue_context(ref: QueueRef, summary: inspect.QueueSummary, tab: str) -> di
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 @page_permission()
 def overview(request: HttpRequest) -> HttpResponse:
     client = get_client()
@@ -90,6 +100,7 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 @page_permission()
 def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
@@ -128,6 +139,7 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 @page_permission()
 def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
@@ -160,6 +172,7 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 @page_permission()
 def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
     client = get_client()

@@ -130,6 +130,29 @@ def test_htmx_request_gets_only_the_table_fragment(dashboard_redis: Redis, viewe
     assert html.count("data-job-id=") == 3
 
 
+@pytest.mark.parametrize(
+    "url", ["/", QUEUE_URL + "?state=wait&page=2&size=20", QUEUE_URL + "events/", QUEUE_URL + "job/1"]
+)
+def test_pages_that_answer_htmx_with_a_fragment_vary_on_it_and_restore_history_whole(
+    dashboard_redis: Redis, viewer: Any, url: str
+) -> None:
+    """Back to a URL htmx pushed must never paint the bare fragment as the page:
+    the browser's cache keeps the two answers apart, and htmx 2's history
+    restore (which sends HX-Request as well) gets the whole page."""
+    seed_jobs(dashboard_redis, KEYS, "wait", 30)
+    plain = viewer.get(url)
+    swap = viewer.get(url, headers={"HX-Request": "true"})
+    restore = viewer.get(
+        url, headers={"HX-Request": "true", "HX-History-Restore-Request": "true"}
+    )
+    for response in (plain, swap, restore):
+        assert response.status_code == 200
+        assert "HX-Request" in response.get("Vary", ""), url
+    assert "<html" in _html(plain)
+    assert "<html" in _html(restore)
+    assert "<header class=\"topbar\">" in _html(restore)
+
+
 def test_empty_tab_says_something_useful(dashboard_redis: Redis, viewer: Any) -> None:
     seed_jobs(dashboard_redis, KEYS, "completed", 2)
     html = _html(viewer.get(QUEUE_URL + "?state=failed"))
