@@ -258,3 +258,44 @@ def test_a_table_held_under_the_pointer_says_so_and_catches_up_when_left(
     expect(rows).to_have_count(5)
     expect(cue).to_be_hidden()
     expect(page.locator('#queue-tabs [data-count-state="wait"]')).to_have_text("5")
+
+
+def test_on_a_phone_the_header_is_short_and_the_first_job_is_on_the_first_screen(
+    page: Page, redis_client: Redis
+) -> None:
+    """The header once took half a phone's screen: three rows of mostly-zero tabs."""
+    screen = {"width": 390, "height": 844}
+    page.set_viewport_size(screen)
+    queue = "e2e-phone"
+    keys = QueueKeys(queue)
+    seed_jobs(redis_client, keys, "failed", 3)
+    seed_jobs(redis_client, keys, "wait", 2, first=10)
+    open_tab(page, queue, "failed")
+
+    tabs = page.locator("#queue-tabs .tab")
+    boxes = [box for box in (tabs.nth(i).bounding_box() for i in range(tabs.count())) if box]
+    assert len({round(box["y"]) for box in boxes}) == 1, "the tabs take more than one line"
+    # The states holding jobs come first; the empty ones are a swipe away.
+    states = page.eval_on_selector_all(
+        "#queue-tabs .tab",
+        "tabs => tabs.map(t => [t.classList.contains('zero'), t.getBoundingClientRect().left])",
+    )
+    busiest = max(left for zero, left in states if not zero)
+    assert all(left > busiest for zero, left in states if zero)
+
+    goto = page.locator(".queue-head .goto").bounding_box()
+    pause = page.get_by_role("button", name="Pause queue").bounding_box()
+    assert goto is not None
+    assert pause is not None
+    assert abs(goto["y"] - pause["y"]) < 8, "the job-id box and pause share a line"
+
+    first = page.locator("#job-table tr[data-job-id]").first.bounding_box()
+    assert first is not None
+    assert first["y"] + first["height"] <= screen["height"], (
+        "the first job is below the first screen"
+    )
+    # Without the chart (its own block), the header is under a third of the screen.
+    chart = page.locator(".queue-head .queue-trend")
+    chart_box = chart.bounding_box() if chart.count() else None
+    chart_height = chart_box["height"] if chart_box else 0
+    assert first["y"] - chart_height <= screen["height"] / 3
