@@ -188,7 +188,7 @@ NUMBERS = """() => {
     const el = document.querySelector(selector);
     return el ? el.textContent.replace(/\\s+/g, " ").trim() : "";
   };
-  const tab = '#queue-tabs [data-count-state="delayed"]';
+  const tab = 'nav.tabs [data-count-state="delayed"]';
   return {
     tab: text(tab),
     tabExact: document.querySelector(tab).title,
@@ -213,7 +213,7 @@ def test_every_number_on_the_queue_page_comes_from_the_same_refresh(
         "tab": "0", "tabExact": "0", "bulk": "Promote all 0 delayed", "bulkOff": True,
         "pager": "0 jobs", "rows": 0, "empty": "No delayed jobs.",
     }  # fmt: skip
-    tab = page.locator('#queue-tabs [data-count-state="delayed"]')
+    tab = page.locator('nav.tabs [data-count-state="delayed"]')
 
     processes.peer_add(queue, "later", "--delay", "600000", "--count", "3")
     expect(tab).to_have_text("3")
@@ -251,13 +251,13 @@ def test_a_table_held_under_the_pointer_says_so_and_catches_up_when_left(
     assert rows.last.bounding_box() == under_pointer, "a row moved under the pointer"
     assert table_top(page) == top, "the cue moved the table"
     # One snapshot: the tab still agrees with the rows shown.
-    expect(page.locator('#queue-tabs [data-count-state="wait"]')).to_have_text("2")
+    expect(page.locator('nav.tabs [data-count-state="wait"]')).to_have_text("2")
 
     page.mouse.move(0, 0)
 
     expect(rows).to_have_count(5)
     expect(cue).to_be_hidden()
-    expect(page.locator('#queue-tabs [data-count-state="wait"]')).to_have_text("5")
+    expect(page.locator('nav.tabs [data-count-state="wait"]')).to_have_text("5")
 
 
 def test_on_a_phone_the_header_is_short_and_the_first_job_is_on_the_first_screen(
