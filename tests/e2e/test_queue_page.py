@@ -24,6 +24,9 @@ def test_back_after_paging_with_htmx_shows_the_whole_page(page: Page, redis_clie
     page.get_by_role("link", name="Older →").click()
     expect(page).to_have_url(f"/queues/bull/{queue}/?state=wait&size=20&page=2")
     expect(rows.first).to_have_attribute("data-job-id", "30")
+    # The fragment's copy of the tabs went to the header (htmx oob), not into the table.
+    expect(page.locator("nav.tabs")).to_have_count(1)
+    expect(page.locator("#job-table nav.tabs")).to_have_count(0)
     page.get_by_role("link", name="Older →").click()
     expect(rows.first).to_have_attribute("data-job-id", "10")
 
