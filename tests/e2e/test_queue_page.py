@@ -285,6 +285,10 @@ def test_on_a_phone_the_header_is_short_and_the_first_job_is_on_the_first_screen
     )
     busiest = max(left for zero, left in states if not zero)
     assert all(left > busiest for zero, left in states if zero)
+    current = page.locator("#queue-tabs .tab[aria-current]").bounding_box()
+    assert current is not None
+    assert current["x"] >= 0
+    assert current["x"] + current["width"] <= screen["width"], "the current tab is off screen"
 
     goto = page.locator(".queue-head .goto").bounding_box()
     pause = page.get_by_role("button", name="Pause queue").bounding_box()
@@ -302,3 +306,11 @@ def test_on_a_phone_the_header_is_short_and_the_first_job_is_on_the_first_screen
     chart_box = chart.bounding_box() if chart.count() else None
     chart_height = chart_box["height"] if chart_box else 0
     assert first["y"] - chart_height <= screen["height"] / 3
+
+    # The "More" menu opens within the screen; nothing makes the page scroll sideways.
+    page.get_by_text("More").click()
+    panel = page.locator(".menu-panel").bounding_box()
+    assert panel is not None
+    assert panel["x"] >= 0
+    assert panel["x"] + panel["width"] <= screen["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= screen["width"]
