@@ -291,7 +291,8 @@ def open_pages(browser: Browser, base_url: str, count: int) -> list[Tab]:
     Each must be visible: a hidden tab would skip rendering and flatter the figures.
     """
     browser.set_cookies(base_url, login_cookie(base_url))
-    pages = [browser.open(f"{base_url}/queues/bull/{QUEUE}/events/") for _ in range(count)]
+    # Every event: the tab's default hides progress, which is what the producer sends.
+    pages = [browser.open(f"{base_url}/queues/bull/{QUEUE}/events/?type=all") for _ in range(count)]
     for page in pages:
         page.wait_for("document.documentElement.dataset.live === 'open'")
         state = page.evaluate("document.visibilityState")

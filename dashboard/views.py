@@ -13,8 +13,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
-from dashboard import actions, presenters
+from dashboard import action_bars, actions, presenters
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import can_act, page_permission, read_only, user_label
 from dashboard.redis import get_client
@@ -24,14 +25,6 @@ from queues.keys import InvalidName
 
 PAGE_SIZES = (20, 50, 100, 200)
 LOGS_PAGE_SIZE = 50
-# Choices for "clean jobs older than": label, milliseconds.
-CLEAN_AGES = (
-    ("1 minute", 60_000),
-    ("1 hour", 3_600_000),
-    ("1 day", 86_400_000),
-    ("7 days", 7 * 86_400_000),
-    ("any age", 0),
-)
 # The event filter's choices (PROTOCOL.md, Events).
 EVENT_TYPES = (
     "added",
@@ -52,10 +45,29 @@ EVENT_TYPES = (
     "resumed",
     "drained",
 )
+# What the events tab hides by default, so state changes (and failures first
+# of all) are not buried: events that move no job, or that repeat a move
+# another event shows. "progress" moves nothing and can come many times a
+# second per job; "added" is always followed by the state the job entered
+# ("waiting", "delayed", "waiting-children"), which is shown; "duplicated" and
+# "deduplicated" added nothing; "drained" (nothing left waiting) follows from
+# the moves shown. "waiting" stays: it is also how a retry or a promotion
+# shows ("did my retry work?"), and "retries-exhausted" marks a failure as final.
+QUIET_EVENTS = ("progress", "added", "duplicated", "deduplicated", "drained")
 
 
 def _is_htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
+    """An htmx swap, which wants only the fragment it replaces.
+
+    htmx 2 sends ``HX-Request`` on a history restore too (Back to a URL it
+    pushed, when its snapshot is gone): that request gets the whole page, or
+    the bare fragment would become the page. Views answering both ways also
+    vary on ``HX-Request``, so the browser's cache never hands a fragment to a
+    plain navigation of the same URL (Back after leaving the page)."""
+    htmx = getattr(request, "htmx", None)
+    if not htmx:
+        return False
+    return not htmx.history_restore_request
 
 
 def _page(
@@ -73,11 +85,11 @@ def _queue_context(ref: QueueRef, summary: inspect.QueueSummary, tab: str) -> di
         "tab": tab,
         "cells": presenters.count_cells(base_url, summary.counts),
         "trend": presenters.queue_trend(summary),
-        "clean_ages": CLEAN_AGES,
     }
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 @page_permission()
 def overview(request: HttpRequest) -> HttpResponse:
     client = get_client()
@@ -91,6 +103,7 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 @page_permission()
 def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
@@ -105,20 +118,29 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     size = size if size in PAGE_SIZES else 50
     page_number = int_param(request.GET.get("page"), 1, lowest=1)
     jobs = inspect.job_page(client, ref, state, start=(page_number - 1) * size, size=size)
+    # The counts and the list are two reads: the list's total stands for its tab,
+    # so the tab, the bulk buttons and the pager of one answer never disagree.
+    summary.counts[state] = jobs.total
     context = _queue_context(ref, summary, state)
     completed_last_hour = (
         sum(summary.completed_per_minute) if summary.completed_per_minute else None
     )
+    acting = can_act(request.user)
     row_actions = actions.ACTIONS_BY_STATE[state]
-    selectable = can_act(request.user) and bool(row_actions)
+    selectable = acting and bool(row_actions)
     context.update(
         jobs=jobs,
+        tab_count=jobs.total,
         rows_html=presenters.job_rows_html(jobs, selectable=selectable),
         page_number=page_number,
         page_sizes=PAGE_SIZES,
         size=size,
         row_actions=row_actions,
         selectable=selectable,
+        bar=action_bars.action_bar(ref, state) if acting else None,
+        clean_ages=action_bars.CLEAN_AGES,
+        default_clean_age=action_bars.DEFAULT_CLEAN_AGE_MS,
+        fragment=_is_htmx(request),
         empty_hint=""
         if jobs.rows
         else presenters.empty_tab_hint(state, summary, completed_last_hour),
@@ -129,11 +151,14 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 @page_permission()
 def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    event_type = request.GET.get("type", "").strip() or None
+    # "" (the default): state changes only; "all": every event; else one event.
+    shown = request.GET.get("type", "").strip()
+    event_type = shown if shown not in ("", "all") else None
     job_filter = request.GET.get("job", "").strip() or None
     try:
         page = inspect.events_page(
@@ -143,6 +168,7 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
             size=100,
             event_type=event_type,
             job_id=job_filter,
+            skip_events=QUIET_EVENTS if not shown else (),
         )
     except InvalidName:
         return HttpResponseBadRequest("Not a stream id")
@@ -150,9 +176,10 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     context = _queue_context(ref, summary, "events")
     context.update(
         page=page,
-        event_type=event_type or "",
+        event_type=shown,
         job_filter=job_filter or "",
         event_types=EVENT_TYPES,
+        quiet_events=QUIET_EVENTS,
         continued=bool(request.GET.get("before")),
     )
     if _is_htmx(request):
@@ -161,6 +188,7 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 @page_permission()
 def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
     client = get_client()

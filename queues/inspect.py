@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -710,9 +710,11 @@ def events_page(
     size: int = 50,
     event_type: str | None = None,
     job_id: str | None = None,
+    skip_events: Collection[str] = (),
     scan_limit: int = 5_000,
 ) -> EventPage:
-    """Events newest first, older than ``before`` (a stream id), optionally filtered.
+    """Events newest first, older than ``before`` (a stream id), optionally filtered
+    to one event type, one job, or every event but those in ``skip_events``.
 
     Filters are applied while reading batches backwards, at most
     ``scan_limit`` entries per call, so a rare event type never makes one
@@ -722,7 +724,7 @@ def events_page(
     size = max(1, min(size, MAX_PAGE_SIZE))
     if before is not None and not _stream_id_ok(before):
         raise InvalidName(f"invalid stream id {before!r}")
-    filtered = bool(event_type or job_id)
+    filtered = bool(event_type or job_id or skip_events)
     batch = size if not filtered else max(size * 4, 200)
     upper = "(" + before if before else "+"
     events: list[Event] = []
@@ -738,7 +740,11 @@ def events_page(
             scanned += 1
             event = Event.from_entry(stream_id, raw)
             cursor = event.stream_id
-            if (event_type and event.event != event_type) or (job_id and event.job_id != job_id):
+            if (
+                (event_type and event.event != event_type)
+                or (job_id and event.job_id != job_id)
+                or event.event in skip_events
+            ):
                 continue
             events.append(event)
             if len(events) == size:

@@ -426,3 +426,37 @@ def test_job_json_carries_the_progress_bar_and_the_failed_attempts(redis_client:
     ]
     row = inspect.job_page(redis_client, REF, "failed").rows[0].as_json()
     assert row["progress_bar"] == {"percent": 25, "done": 2, "total": 8}
+
+
+@pytest.mark.parametrize("state", ["failed", "wait"])
+def test_an_exactly_full_last_page_offers_no_empty_older_page(
+    redis_client: Redis, state: str
+) -> None:
+    seed_jobs(redis_client, KEYS, state, 6)
+    first = inspect.job_page(redis_client, REF, state, start=0, size=3)
+    last = inspect.job_page(redis_client, REF, state, start=3, size=3)
+    assert (len(first.rows), first.has_next) == (3, True)
+    assert (len(last.rows), last.end, last.total, last.has_next) == (3, 6, 6, False)
+    whole = inspect.job_page(redis_client, REF, state, start=0, size=6)
+    assert (len(whole.rows), whole.has_next) == (6, False)
+
+
+@pytest.mark.parametrize(
+    ("start", "expected"),
+    [
+        (0, ["3", "2", "1", "p4", "p3"]),  # all of wait, then the newest paused
+        (2, ["1", "p4", "p3", "p2", "p1"]),  # straddles the two lists
+        (3, ["p4", "p3", "p2", "p1"]),  # paused only: the last, short page
+        (5, ["p2", "p1"]),
+    ],
+)
+def test_the_wait_page_spanning_wait_and_paused_holds_exactly_its_size(
+    redis_client: Redis, start: int, expected: list[str]
+) -> None:
+    seed_jobs(redis_client, KEYS, "wait", 3)  # wait = [3, 2, 1], newest first
+    for n in range(1, 5):
+        seed_job(redis_client, KEYS, f"p{n}", state="paused")  # paused = [p4 .. p1]
+    page = inspect.job_page(redis_client, REF, "wait", start=start, size=5)
+    assert [row.job.id for row in page.rows] == expected
+    assert page.total == 7
+    assert page.has_next == (start + 5 < 7)

@@ -32,6 +32,17 @@ def _messages(response: Any) -> list[str]:
     return [str(m) for m in response.context["messages"]] if response.context else []
 
 
+def _button(html: str, action: str) -> str:
+    """The <button> element whose value is ``action``."""
+    found = re.search(rf'<button[^>]*value="{action}".*?</button>', html, re.DOTALL)
+    assert found is not None, f"no {action} button"
+    return found.group(0)
+
+
+def _button_text(html: str, action: str) -> str:
+    return re.sub(r"<[^>]+>", "", _button(html, action).split(">", 1)[1])
+
+
 def _post(client: Any, url: str, data: dict[str, Any]) -> list[str]:
     response = client.post(url, data, follow=True)
     assert response.status_code == 200
@@ -159,7 +170,7 @@ def test_actor_sees_the_buttons_valid_for_the_state(actor: Any, queue: Queue) ->
     assert 'data-confirm="Fail job d?' in delayed_page
     assert 'data-confirm="Remove job d?' in delayed_page
     tab = actor.get(QUEUE_URL + "?state=failed").content.decode()
-    assert "Retry all 1 failed" in tab
+    assert re.search(r'>Retry all <span data-count-exact="failed">1</span> failed<', tab)
     assert 'name="ids" value="f"' in tab
 
 
@@ -170,19 +181,49 @@ def test_destructive_buttons_confirm_what_happens_and_retry_does_not(
         seed_job(queue.connection, KEYS, f"d{n}", state="delayed")
     seed_job(queue.connection, KEYS, "f", state="failed")
     delayed = actor.get(QUEUE_URL + "?state=delayed").content.decode()
-    # dashboard.js swaps "the selected jobs" for the count ticked ("3 jobs").
+    # The page's dialog puts the rows ticked for {selected} ("3 jobs").
     assert (
-        'data-confirm="Fail the selected jobs of emails? They move to failed with your reason;'
-        in delayed
+        'data-confirm="Fail {selected} of emails? They move to failed with your reason;' in delayed
     )
-    assert 'data-confirm="Remove the selected jobs of emails? Their data and logs are deleted;' in (
-        delayed
-    )
-    assert re.search(r'value="promote" class="btn"\s*>Promote selected', delayed)
+    assert 'data-confirm="Remove {selected} of emails? Their data and logs are deleted.' in delayed
+    assert "Promote selected" in _button_text(delayed, "promote")
     failed = actor.get(QUEUE_URL + "?state=failed").content.decode()
-    assert re.search(r'value="retry" class="btn"\s*>Retry selected', failed)
-    # The clean confirmation names the most jobs it can delete.
-    assert "older than the chosen age (up to 1 job) with their logs?" in failed
+    assert _button_text(failed, "retry") == "Retry selected"
+    # The clean confirmation names the queue, the age picked and the most it can delete.
+    assert (
+        'data-confirm="Delete the failed jobs of emails older than {age}? At most {count},'
+        in failed
+    )
+
+
+def test_clean_hides_in_a_menu_and_defaults_to_a_week(actor: Any, queue: Queue) -> None:
+    seed_job(queue.connection, KEYS, "f", state="failed")
+    failed = actor.get(QUEUE_URL + "?state=failed").content.decode()
+    menu = failed[failed.index('<details class="menu">') : failed.index("</details>")]
+    assert 'value="clean"' in menu
+    assert re.search(r'<option value="604800000" selected>7 days</option>', menu)
+    assert 'value="60000"' not in menu  # no "1 minute" to slip onto
+    bulk = failed[failed.index('<div class="bulk-actions">') : failed.index("<details")]
+    assert 'value="retry_all"' in bulk
+    assert 'value="clean"' not in bulk
+
+
+def test_rerunning_completed_jobs_is_secondary_and_asks_retrying_failed_ones_does_not(
+    actor: Any, queue: Queue
+) -> None:
+    """A completed password-reset job run again sends another email."""
+    seed_job(queue.connection, KEYS, "c", state="completed")
+    seed_job(queue.connection, KEYS, "f", state="failed")
+    completed = actor.get(QUEUE_URL + "?state=completed").content.decode()
+    rerun = _button(completed, "retry")
+    assert _button_text(completed, "retry") == "Run again…"
+    assert "btn-primary" not in rerun
+    assert 'data-confirm="Run {selected} of emails again?' in rerun
+    failed = actor.get(QUEUE_URL + "?state=failed").content.decode()
+    retry = _button(failed, "retry")
+    assert _button_text(failed, "retry") == "Retry selected"
+    assert "btn-primary" in retry
+    assert "data-confirm" not in retry
 
 
 def test_unsafe_next_is_ignored(actor: Any, queue: Queue) -> None:

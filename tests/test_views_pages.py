@@ -131,6 +131,28 @@ def test_htmx_request_gets_only_the_table_fragment(dashboard_redis: Redis, viewe
     assert html.count("data-job-id=") == 3
 
 
+@pytest.mark.parametrize(
+    "url",
+    ["/", QUEUE_URL + "?state=wait&page=2&size=20", QUEUE_URL + "events/", QUEUE_URL + "job/1"],
+)
+def test_pages_that_answer_htmx_with_a_fragment_vary_on_it_and_restore_history_whole(
+    dashboard_redis: Redis, viewer: Any, url: str
+) -> None:
+    """Back to a URL htmx pushed must never paint the bare fragment as the page:
+    the browser's cache keeps the two answers apart, and htmx 2's history
+    restore (which sends HX-Request as well) gets the whole page."""
+    seed_jobs(dashboard_redis, KEYS, "wait", 30)
+    plain = viewer.get(url)
+    swap = viewer.get(url, headers={"HX-Request": "true"})
+    restore = viewer.get(url, headers={"HX-Request": "true", "HX-History-Restore-Request": "true"})
+    for response in (plain, swap, restore):
+        assert response.status_code == 200
+        assert "HX-Request" in response.get("Vary", ""), url
+    assert "<html" in _html(plain)
+    assert "<html" in _html(restore)
+    assert '<header class="topbar">' in _html(restore)
+
+
 def test_empty_tab_says_something_useful(dashboard_redis: Redis, viewer: Any) -> None:
     seed_jobs(dashboard_redis, KEYS, "completed", 2)
     html = _html(viewer.get(QUEUE_URL + "?state=failed"))
@@ -291,15 +313,43 @@ def test_events_tab_newest_first_with_feed_hooks_and_filters(
             ("added", {"jobId": "2", "name": "y"}),
         ],
     )
-    html = _html(viewer.get(QUEUE_URL + "events/"))
+    html = _html(viewer.get(QUEUE_URL + "events/?type=all"))
     assert f'id="event-feed" data-last-id="{ids[-1]}"' in html
     positions = [html.index(f'data-event-id="{i}"') for i in reversed(ids)]
     assert positions == sorted(positions)
     assert "kaput" in html
     failed_only = _html(viewer.get(QUEUE_URL + "events/?type=failed"))
     assert failed_only.count("data-event-id=") == 1
-    job2 = _html(viewer.get(QUEUE_URL + "events/?job=2"))
+    job2 = _html(viewer.get(QUEUE_URL + "events/?type=all&job=2"))
     assert job2.count("data-event-id=") == 1
+
+
+def test_events_tab_shows_state_changes_by_default(dashboard_redis: Redis, viewer: Any) -> None:
+    """Progress (many a second), "added" (always followed by the state entered)
+    and other events that move nothing would bury the failures."""
+    seed_job(dashboard_redis, KEYS, "1")
+    ids = seed_events(
+        dashboard_redis,
+        KEYS,
+        [
+            ("added", {"jobId": "1", "name": "x"}),
+            ("waiting", {"jobId": "1"}),
+            ("active", {"jobId": "1", "prev": "waiting"}),
+            *[("progress", {"jobId": "1", "data": str(n)}) for n in range(150)],
+            ("failed", {"jobId": "1", "failedReason": "kaput"}),
+            ("drained", {}),
+        ],
+    )
+    html = _html(viewer.get(QUEUE_URL + "events/"))
+    shown = re.findall(r'data-event="([^"]+)"', html)
+    assert shown == ["failed", "active", "waiting"]
+    assert f'data-last-id="{ids[-1]}"' in html  # the live feed resumes after every event
+    assert 'data-quiet-events="progress added duplicated deduplicated drained"' in html
+    assert re.search(r'<option value="" selected[^>]*>state changes</option>', html)
+    every = _html(viewer.get(QUEUE_URL + "events/?type=all"))
+    assert every.count("data-event-id=") == 100  # one page of all 155
+    progress = _html(viewer.get(QUEUE_URL + "events/?type=progress"))
+    assert set(re.findall(r'data-event="([^"]+)"', progress)) == {"progress"}
 
 
 def test_goto_box_jumps_to_the_job_or_explains(dashboard_redis: Redis, viewer: Any) -> None:
@@ -688,3 +738,15 @@ def test_load_all_and_log_pages_put_what_they_show_in_the_address(
     assert "Load all" not in page2
     truncated_page2 = _html(viewer.get(QUEUE_URL + "job/big?logs=2"))
     assert 'hx-replace-url="?logs=2&amp;full=1"' in truncated_page2
+
+
+def test_an_exactly_full_page_has_no_older_link(dashboard_redis: Redis, viewer: Any) -> None:
+    seed_jobs(dashboard_redis, KEYS, "failed", 40)
+    first = _html(viewer.get(QUEUE_URL + "?state=failed&size=20"))
+    assert "1\u201320 of 40" in first
+    assert "Older →" in first
+    last = _html(viewer.get(QUEUE_URL + "?state=failed&size=20&page=2"))
+    assert "21\u201340 of 40" in last
+    assert last.count("data-job-id=") == 20
+    assert "Older →" not in last
+    assert "← Newer" in last

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.conf import settings
+from django.shortcuts import resolve_url
 from django.urls import reverse
 
 from dashboard import presenters
@@ -37,6 +39,33 @@ def queue_url(ref: QueueRef, view: str = "queue") -> str:
 @register.simple_tag
 def job_url(ref: QueueRef, job_id: str) -> str:
     return reverse("dashboard:job", args=[ref.prefix, ref.name, job_id])
+
+
+# The URLs the page script needs, reversed here so that it never pastes paths
+# together (queue names may hold "/" or "~", the app may be mounted anywhere).
+
+
+@register.simple_tag
+def api_queue_url(ref: QueueRef) -> str:
+    """The queue's counts as JSON."""
+    return reverse("api:queue", args=[ref.prefix, ref.name])
+
+
+@register.simple_tag
+def job_url_prefix(ref: QueueRef) -> str:
+    """A job page's URL without the (percent-encoded) id at its end."""
+    return presenters.job_url_prefix(ref)
+
+
+@register.simple_tag
+def live_socket_url() -> str:
+    """The path of the live WebSocket (dashboard/live/routing.py)."""
+    return reverse("live", urlconf="dashboard.live.routing")
+
+
+@register.simple_tag
+def login_url() -> str:
+    return resolve_url(settings.LOGIN_URL)
 
 
 @register.filter

@@ -1,7 +1,9 @@
 // EchoMQ dashboard: small progressive enhancements (no inline script anywhere).
 // - "/" focuses the filter or job-id box
-// - data-confirm on forms / buttons asks before destructive actions
-// - row checkboxes: select all, count, enable the selection bar
+// - data-confirm on forms / buttons asks in the page's own dialog before acting
+// - row checkboxes: select all, the count ticked (dashboard.css shows the
+//   selection's actions in place of the bulk ones while any row is ticked)
+// - details.menu closes on Escape and on a click elsewhere
 // - data-autosubmit selects submit their form on change
 // - data-filter-rows filters table rows by their data-filter-text (and says when none match)
 (function () {
@@ -11,6 +13,7 @@
     if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
     var target = event.target;
     if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+    if (document.querySelector("dialog[open]")) return;
     // The page's own box (the events' job filter) comes after the header's
     // go-to-job box, so the last one is the most specific.
     var boxes = document.querySelectorAll("[data-slash-focus]");
@@ -21,33 +24,132 @@
     if (box.select) box.select();
   }
 
+  // ------------------------------------------------------------ confirmations
+  //
+  // A data-confirm question (on the submit button or its form) opens a modal
+  // <dialog> of the page instead of submitting: the first sentence is its
+  // heading, the rest its text. The server writes placeholders for what only
+  // the page knows when the button is pressed (dashboard/action_bars.py):
+  // {selected} the rows ticked, {count} the count shown in the form, {age} the
+  // age picked. Cancel, Escape or a click outside the box change nothing;
+  // the confirm button submits with the button that was pressed.
+
+  function jobs(n) { return n.toLocaleString("en-US") + (n === 1 ? " job" : " jobs"); }
+
+  function question(form, submitter) {
+    var text = (submitter && submitter.getAttribute("data-confirm")) || form.getAttribute("data-confirm") || "";
+    if (form.hasAttribute("data-selection")) {
+      text = text.split("{selected}").join(jobs(form.querySelectorAll("input[name=ids]:checked").length));
+    }
+    var count = form.querySelector("[data-count-exact]");
+    if (count) text = text.split("{count}").join(jobs(Number(count.textContent.replace(/\D/g, "")) || 0));
+    var age = form.querySelector("select[name=grace_ms]");
+    if (age && age.selectedIndex >= 0) text = text.split("{age}").join(age.options[age.selectedIndex].text);
+    return text;
+  }
+
+  // The confirm button says what it does: the pressed button's words without
+  // "selected" or the ellipsis that promised this dialog ("Remove", "Run again").
+  function verb(submitter) {
+    var words = submitter ? submitter.textContent.replace(/…|\bselected\b/g, "").trim() : "";
+    return words || "Confirm";
+  }
+
+  var dialog = null;
+  function buildDialog() {
+    dialog = document.createElement("dialog");
+    dialog.className = "confirm-dialog";
+    dialog.setAttribute("aria-labelledby", "confirm-title");
+    dialog.setAttribute("aria-describedby", "confirm-text");
+    var title = document.createElement("h2");
+    title.id = "confirm-title";
+    var text = document.createElement("p");
+    text.id = "confirm-text";
+    var buttons = document.createElement("div");
+    buttons.className = "confirm-buttons";
+    var cancel = document.createElement("button");
+    cancel.type = "button";
+    cancel.className = "btn";
+    cancel.textContent = "Cancel";
+    cancel.setAttribute("data-confirm-cancel", "");
+    var ok = document.createElement("button");
+    ok.type = "button";
+    ok.setAttribute("data-confirm-ok", "");
+    buttons.append(cancel, ok);
+    dialog.append(title, text, buttons);
+    cancel.addEventListener("click", function () { dialog.close("cancel"); });
+    ok.addEventListener("click", function () { dialog.close("ok"); });
+    // A click on the backdrop (outside the box) is a cancel.
+    dialog.addEventListener("click", function (event) {
+      if (event.target !== dialog) return;
+      var box = dialog.getBoundingClientRect();
+      var inside = event.clientX >= box.left && event.clientX <= box.right && event.clientY >= box.top && event.clientY <= box.bottom;
+      if (!inside) dialog.close("cancel");
+    });
+    // Tab and Shift+Tab go round the dialog's buttons, never behind it.
+    dialog.addEventListener("keydown", function (event) {
+      if (event.key !== "Tab") return;
+      var items = dialog.querySelectorAll("button");
+      var first = items[0], last = items[items.length - 1];
+      if (event.shiftKey && document.activeElement === first) { event.preventDefault(); last.focus(); }
+      else if (!event.shiftKey && document.activeElement === last) { event.preventDefault(); first.focus(); }
+    });
+    document.body.appendChild(dialog);
+  }
+
+  function ask(form, submitter) {
+    if (!dialog) buildDialog();
+    var words = question(form, submitter);
+    var split = words.search(/[?.](\s|$)/);
+    dialog.querySelector("#confirm-title").textContent = split < 0 ? words : words.slice(0, split + 1);
+    dialog.querySelector("#confirm-text").textContent = split < 0 ? "" : words.slice(split + 1).trim();
+    var ok = dialog.querySelector("[data-confirm-ok]");
+    ok.textContent = verb(submitter);
+    var danger = submitter ? submitter.classList.contains("btn-danger") : false;
+    ok.className = "btn " + (danger ? "btn-danger-solid" : "btn-primary");
+    var opener = document.activeElement;
+    dialog.returnValue = "";
+    dialog.onclose = function () {
+      dialog.onclose = null;
+      if (dialog.returnValue !== "ok") {
+        if (opener && opener.focus) opener.focus();
+        return;
+      }
+      form.setAttribute("data-confirmed", "");
+      if (submitter && form.requestSubmit) form.requestSubmit(submitter);
+      else if (form.requestSubmit) form.requestSubmit();
+      else form.submit();
+    };
+    dialog.showModal();
+    // The safe choice has the focus: Enter or Space right away cancels.
+    dialog.querySelector("[data-confirm-cancel]").focus();
+  }
+
   function confirmSubmit(event) {
     var form = event.target;
     var submitter = event.submitter || null;
-    var question = (submitter && submitter.getAttribute("data-confirm")) || form.getAttribute("data-confirm");
-    if (!question) return;
-    var selected = form.querySelectorAll("input[name=ids]:checked").length;
-    if (selected && form.hasAttribute("data-selection")) {
-      question = question.replace("the selected jobs", selected + (selected === 1 ? " job" : " jobs"));
+    if (form.hasAttribute("data-confirmed")) {  // the dialog said yes: this submit goes through
+      form.removeAttribute("data-confirmed");
+      return;
     }
-    // A clean names the age picked in its form, not "the chosen age".
-    var age = form.querySelector("select[name=grace_ms]");
-    if (age && age.selectedIndex >= 0) {
-      question = question.replace("the chosen age", age.options[age.selectedIndex].text);
-    }
-    if (!window.confirm(question)) event.preventDefault();
+    var asks = (submitter && submitter.hasAttribute("data-confirm")) || form.hasAttribute("data-confirm");
+    if (!asks) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    ask(form, submitter);
   }
+
+  // ------------------------------------------------------------ row selection
 
   function updateSelection(form) {
     var boxes = form.querySelectorAll("input[name=ids]");
     var checked = form.querySelectorAll("input[name=ids]:checked").length;
-    var bar = form.querySelector("[data-selection-bar]");
-    var count = form.querySelector("[data-selection-count]");
+    var bar = document.querySelector("[data-selection-bar]");
     var all = form.querySelector("[data-select-all]");
-    if (count) count.textContent = checked + " selected";
     if (bar) {
-      bar.classList.toggle("active", checked > 0);
-      bar.querySelectorAll("button").forEach(function (b) { b.disabled = checked === 0; });
+      var count = bar.querySelector("[data-selection-count]");
+      if (count) count.textContent = checked.toLocaleString("en-US") + " selected";
+      bar.querySelectorAll("button[type=submit]").forEach(function (b) { b.disabled = checked === 0; });
     }
     if (all) {
       all.checked = checked > 0 && checked === boxes.length;
@@ -66,6 +168,31 @@
     } else if (target.matches("[data-autosubmit]") && target.form) {
       target.form.requestSubmit ? target.form.requestSubmit() : target.form.submit();
     }
+  }
+
+  // "Clear selection" is a reset button: the boxes clear after the event.
+  function onReset(event) {
+    var form = event.target;
+    if (form.hasAttribute && form.hasAttribute("data-selection")) setTimeout(function () { updateSelection(form); }, 0);
+  }
+
+  // ------------------------------------------------------------ menus
+
+  function closeMenus(except) {
+    document.querySelectorAll("details.menu[open]").forEach(function (menu) {
+      if (menu !== except) menu.open = false;
+    });
+  }
+  function onMenuKey(event) {
+    if (event.key !== "Escape") return;
+    var menu = event.target.closest && event.target.closest("details.menu[open]");
+    if (!menu) return;
+    menu.open = false;
+    menu.querySelector("summary").focus();
+  }
+  function onClickAway(event) {
+    if (!event.target.closest || event.target.closest("dialog")) return;  // a menu's own confirmation
+    closeMenus(event.target.closest("details.menu"));
   }
 
   function onFilter(event) {
@@ -93,10 +220,14 @@
   }
 
   document.addEventListener("keydown", focusSearch);
+  document.addEventListener("keydown", onMenuKey);
+  document.addEventListener("click", onClickAway);
   document.addEventListener("submit", confirmSubmit, true);
   document.addEventListener("change", onChange);
+  document.addEventListener("reset", onReset, true);
   document.addEventListener("input", onFilter);
   document.addEventListener("DOMContentLoaded", function () { init(document); });
-  // htmx swaps in new table fragments: re-arm their selection bars.
+  // htmx swaps in new table fragments (and restores them on Back): re-arm their selection bars.
   document.addEventListener("htmx:afterSwap", function (event) { init(event.target); });
+  document.addEventListener("htmx:historyRestore", function () { init(document); });
 })();

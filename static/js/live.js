@@ -3,14 +3,24 @@
 // The page says what it shows through data attributes rendered by the server:
 //   main[data-page]                overview | queue | events | job
 //   [data-queue="prefix:name"]     the queue(s) of the page (overview: one per row)
-//   [data-count-state=<state>]     a count to keep current
+//   [data-count-state=<state>]     a count to keep current (compact; [data-count-exact]
+//                                  in full, [data-count-for] buttons are off at zero)
 //   [data-live-dot]                pulses when that queue has events
-//   #job-table                     the queue page's job list (refetched as an htmx fragment)
+//   #job-table                     the queue page's job list with its action bar and
+//                                  pager, refetched as an htmx fragment that also holds
+//                                  the tabs (#queue-tabs): every number from one answer
 //   #event-feed[data-last-id]      the events tab's table: the live feed continues from
 //                                  that id; #event-rows is its server-rendered body
 //   main[data-job-id]              the job page: refetched when that job has an event,
 //                                  then merged by its [data-block] parts
 //   [data-running-ms]              an active job's running time, counted on each second
+//
+// Every URL comes from the server (Django's reverse), never pasted together here:
+// body[data-live-url] the socket, body[data-login-url] the login page,
+// main[data-counts-url] a queue's counts (JSON), #event-feed[data-job-url] a job
+// page's URL without the id. Queue names may hold "/" or "~", which the server
+// writes its own way (dashboard/converters.py); lists and pages are refetched
+// from location.href, links in fragments are the server's own.
 //
 // Work is coalesced: events are queued as they arrive and applied in one pass
 // per flush (each server message as it comes below a few hundred events a
@@ -50,14 +60,6 @@
       if (Math.abs(n) >= units[i][0]) return (n / units[i][0]).toFixed(1).replace(/\.0$/, "") + units[i][1];
     }
     return String(n);
-  }
-  function splitRef(ref) {
-    var at = ref.lastIndexOf(":");
-    return {prefix: ref.slice(0, at), name: ref.slice(at + 1)};
-  }
-  function queueUrl(ref) {
-    var q = splitRef(ref);
-    return "/queues/" + encodeURIComponent(q.prefix) + "/" + encodeURIComponent(q.name) + "/";
   }
   // X-Live-Refresh: a refetch of ours, which must not use up the flash messages
   // meant for the page the user is navigating to (templates/dashboard/_messages.html).
@@ -117,6 +119,9 @@
   if (feedLive) lastIds[queues[0]] = feed.getAttribute("data-last-id") || "0-0";
 
   var showsCounts = !!document.querySelector("[data-count-state]");
+  // Every number the page shows of a state, from one set of counts: the tab's
+  // compact count, the exact ones ("Retry all 1,204 failed") and the buttons
+  // that have nothing to act on at zero.
   function setCounts(scope, counts) {
     scope.querySelectorAll("[data-count-state]").forEach(function (el) {
       var state = el.getAttribute("data-count-state");
@@ -125,19 +130,43 @@
       var text = compact(n);
       if (el.textContent !== text) el.textContent = text;
       el.title = (el.title || "").replace(/^[\d,]*/, n.toLocaleString("en-US"));
+      if (el.hasAttribute("data-count")) el.setAttribute("data-count", String(n));
       var zeroHolder = el.closest(".tab") || el;
       zeroHolder.classList.toggle("zero", n === 0);
     });
+    scope.querySelectorAll("[data-count-exact]").forEach(function (el) {
+      var state = el.getAttribute("data-count-exact");
+      var text = state in counts ? counts[state].toLocaleString("en-US") : el.textContent;
+      if (el.textContent !== text) el.textContent = text;
+    });
+    scope.querySelectorAll("[data-count-for]").forEach(function (button) {
+      var state = button.getAttribute("data-count-for");
+      if (state in counts) button.disabled = counts[state] === 0;
+    });
+  }
+  function countsOf(tabs) {  // {state: n} from a tabs bar the server rendered
+    var counts = {};
+    tabs.querySelectorAll("[data-count-state][data-count]").forEach(function (el) {
+      counts[el.getAttribute("data-count-state")] = Number(el.getAttribute("data-count")) || 0;
+    });
+    return counts;
+  }
+  function headShowsPaused() {
+    var head = document.querySelector(".queue-head");
+    return !!head && !!head.querySelector("[data-paused]");
   }
 
+  // The overview refetches its rows; the events tab its counts (the queue page
+  // gets them with its list, refreshList below).
   var refreshCounts = throttled(REFRESH_MS, function () {
     if (pageKind === "overview") {
       return getText(location.pathname + location.search, true).then(mergeOverviewRows);
     }
-    return getJson("/api" + queueUrl(queues[0])).then(function (q) {
+    var url = main.getAttribute("data-counts-url");
+    if (!url) return;
+    return getJson(url).then(function (q) {
       setCounts(document, q.counts);
-      var head = document.querySelector(".queue-head");
-      if (head && q.paused !== !!head.querySelector("[data-paused]")) refreshHead();
+      if (q.paused !== headShowsPaused()) refreshHead();
     });
   });
 
@@ -197,47 +226,97 @@
     });
   });
 
-  // The queue page's list: refetched as a fragment, then merged row by row so
-  // rows that stay keep their node (and checkbox); deferred while the mouse is
-  // over the table or the focus is in it, so nothing moves under the user.
+  // The queue page: one fragment holds the list, its action bar and pager, and
+  // the tabs (htmx's out-of-band copy), so the tabs, the bulk buttons' counts,
+  // the pager and the empty state all come from the same answer and are put
+  // in together. While the table is in use (pointer over it, focus in it, a
+  // menu or confirmation open) the newest answer is held instead, nothing
+  // moves, and the table's corner says what waits ("paused while pointing ·
+  // 14 new"); it goes in when the user leaves. Rows that stay keep their node
+  // (and checkbox).
   var jobTable = document.getElementById("job-table");
-  var listWaiting = false;
+  var heldSnapshot = null;
+  function tableInUse() {
+    return inUse(jobTable) || !!document.querySelector("dialog[open]") ||
+      !!jobTable.querySelector("details[open]");
+  }
   var refreshList = throttled(REFRESH_MS, function () {
     if (!jobTable) return;
-    if (inUse(jobTable)) {
-      listWaiting = true;
-      return;
-    }
-    listWaiting = false;
-    return getText(location.href, true).then(function (html) { mergeJobTable(html); });
+    return getText(location.href, true).then(function (html) {
+      var fresh = document.createElement("template");
+      fresh.innerHTML = html;
+      if (tableInUse()) holdSnapshot(fresh.content);
+      else applySnapshot(fresh.content);
+    });
   });
+  function releaseTable() {
+    // After focus moves on (focusout fires before it lands) or the dialog closes.
+    setTimeout(function () {
+      if (heldSnapshot && !tableInUse()) applySnapshot(heldSnapshot);
+    }, 0);
+  }
   if (jobTable) {
-    jobTable.addEventListener("mouseleave", function () { if (listWaiting) refreshList(); });
-    jobTable.addEventListener("focusout", function () { if (listWaiting) refreshList(); });
+    jobTable.addEventListener("mouseleave", releaseTable);
+    jobTable.addEventListener("focusout", releaseTable);
+    jobTable.addEventListener("toggle", releaseTable, true);  // a menu closed
+    document.addEventListener("close", releaseTable, true);    // a dialog closed
   }
 
-  function mergeJobTable(html) {
-    var fresh = document.createElement("div");
-    fresh.innerHTML = html;
-    var oldBody = jobTable.querySelector("table.jobs tbody");
-    var newBody = fresh.querySelector("table.jobs tbody");
-    if (!oldBody || !newBody) {
-      if (jobTable.querySelector("input[name=ids]:checked")) return;  // keep a selection
-      jobTable.replaceChildren.apply(jobTable, Array.prototype.slice.call(fresh.childNodes));
-      rearm(jobTable);
-      return;
-    }
-    var kept = {};
-    oldBody.querySelectorAll("tr[data-job-id]").forEach(function (row) { kept[row.getAttribute("data-job-id")] = row; });
-    var rows = Array.prototype.map.call(newBody.querySelectorAll("tr[data-job-id]"), function (row) {
-      var old = kept[row.getAttribute("data-job-id")];
-      if (!old) { row.classList.add("live-new", "live-fresh"); return row; }
-      var box = old.querySelector("input[name=ids]");
-      var newBox = row.querySelector("input[name=ids]");
-      if (box && newBox) newBox.checked = box.checked;
-      return old.isEqualNode(row) ? old : row;
+  function holdSnapshot(fresh) {
+    heldSnapshot = fresh;
+    var shown = {}, waiting = 0, left = 0;
+    jobTable.querySelectorAll("table.jobs tr[data-job-id]").forEach(function (row) { shown[row.getAttribute("data-job-id")] = true; });
+    fresh.querySelectorAll("table.jobs tr[data-job-id]").forEach(function (row) {
+      var id = row.getAttribute("data-job-id");
+      if (shown[id]) delete shown[id]; else waiting += 1;
     });
-    oldBody.replaceChildren.apply(oldBody, rows);
+    left = Object.keys(shown).length;
+    var tabs = fresh.querySelector("#queue-tabs"), current = document.getElementById("queue-tabs");
+    var countsMoved = !!tabs && !!current && JSON.stringify(countsOf(tabs)) !== JSON.stringify(countsOf(current));
+    var news = [];
+    if (waiting) news.push(waiting.toLocaleString("en-US") + " new");
+    if (left) news.push(left.toLocaleString("en-US") + " left");
+    if (!news.length && countsMoved) news.push("new counts");
+    var why = jobTable.matches(":hover") ? "pointing" : document.querySelector("dialog[open]") ? "you confirm" : "the table has focus";
+    showHold(news.length ? "paused while " + why + " · " + news.join(" · ") : "");
+  }
+  function showHold(text) {
+    var cue = jobTable.querySelector("[data-hold-cue]");
+    if (cue && cue.textContent !== text) cue.textContent = text;
+  }
+
+  function applySnapshot(fresh) {
+    heldSnapshot = null;
+    var tabs = fresh.querySelector("#queue-tabs");
+    if (tabs) {
+      tabs.remove();  // htmx's out-of-band copy: only its numbers are used here
+      setCounts(document, countsOf(tabs));
+      if ((tabs.getAttribute("data-paused") === "true") !== headShowsPaused()) refreshHead();
+    }
+    mergeJobTable(fresh);
+    showHold("");
+  }
+
+  function mergeJobTable(fresh) {
+    var form = jobTable.querySelector("#selection-form"), newForm = fresh.querySelector("#selection-form");
+    var oldBody = form && form.querySelector("table.jobs tbody");
+    var newBody = newForm && newForm.querySelector("table.jobs tbody");
+    if (oldBody && newBody) {
+      var kept = {};
+      oldBody.querySelectorAll("tr[data-job-id]").forEach(function (row) { kept[row.getAttribute("data-job-id")] = row; });
+      var rows = Array.prototype.map.call(newBody.querySelectorAll("tr[data-job-id]"), function (row) {
+        var old = kept[row.getAttribute("data-job-id")];
+        if (!old) { row.classList.add("live-new", "live-fresh"); return row; }
+        var box = old.querySelector("input[name=ids]");
+        var newBox = row.querySelector("input[name=ids]");
+        if (box && newBox) newBox.checked = box.checked;
+        return old.isEqualNode(row) ? old : row;
+      });
+      oldBody.replaceChildren.apply(oldBody, rows);
+    } else if (form && newForm && !form.querySelector("input[name=ids]:checked")) {
+      // The first row came or the last one went: the list's part of the form changes whole.
+      form.replaceChildren.apply(form, Array.prototype.slice.call(newForm.childNodes));
+    }
     var pager = jobTable.querySelector("nav.pager"), newPager = fresh.querySelector("nav.pager");
     if (pager && newPager && !pager.isEqualNode(newPager) && !pager.contains(document.activeElement)) {
       pager.replaceWith(newPager);
@@ -406,11 +485,25 @@
   }
   if (feed) sizeLiveRows();
   var MAX_CHUNKS = 12;
-  var paused = false, newWhilePaused = 0, sampled = 0, controls = null, renderedSince = null;
+  // paused: the "Pause feed" button froze the last FEED_KEEP events for reading.
+  // held: the pointer is over the feed or the focus in it, so nothing is drawn
+  // (a row must not slide away under the mouse); events are kept and counted as
+  // while paused, and the newest are drawn when the user leaves or catches up.
+  var paused = false, held = false, pointed = false, focused = false;
+  var newWhilePaused = 0, sampled = 0, controls = null, renderedSince = null;
   var recent = [];
   var drawBudget = rowsPerUpdate, budgetAt = Date.now();
-  var filterType = feed ? feed.getAttribute("data-filter-type") || "" : "";
-  var filterJob = feed ? feed.getAttribute("data-filter-job") || "" : "";
+  // The filter: one event ("failed"), "all", or "" for state changes only: every
+  // event but the quiet ones the server lists (dashboard/views.py QUIET_EVENTS).
+  var filterType = "", filterJob = "", quiet = {}, jobUrl = "";
+  function readFilter(table) {
+    filterType = table.getAttribute("data-filter-type") || "";
+    filterJob = table.getAttribute("data-filter-job") || "";
+    quiet = {};
+    (table.getAttribute("data-quiet-events") || "").split(" ").forEach(function (name) { if (name) quiet[name] = true; });
+    jobUrl = table.getAttribute("data-job-url") || "";
+  }
+  if (feed) readFilter(feed);
   // Read by bench/live.py: XADD-to-DOM latencies (ms), rows drawn, time spent applying batches.
   var measured = window.echomqLive = {rendered: 0, latencies: [], flushes: 0, flushMs: 0, arrivals: []};
   function record(list, value) {  // the newest 10,000 to 20,000 measurements
@@ -447,7 +540,7 @@
     if (event.job_id !== null) {
       row.setAttribute("data-job-id", event.job_id);
       var link = document.createElement("a");
-      link.href = queueUrl(queue) + "job/" + encodeURIComponent(event.job_id);
+      link.href = jobUrl + encodeURIComponent(event.job_id);
       link.textContent = event.job_id.length > 40 ? event.job_id.slice(0, 39) + "…" : event.job_id;
       cells[2].appendChild(link);
     }
@@ -455,13 +548,15 @@
     return row;
   }
   function matchesFilter(event) {
-    return (!filterType || event.event === filterType) && (!filterJob || event.job_id === filterJob);
+    if (filterJob && event.job_id !== filterJob) return false;
+    if (filterType === "all") return true;
+    return filterType ? event.event === filterType : !quiet[event.event];
   }
 
   function feedEvents(queue, events) {
     if (!events.length) return;
     recent = recent.concat(events).slice(-FEED_KEEP);
-    if (paused) {
+    if (paused || held) {
       newWhilePaused += events.length;
       showStatus();
       return;
@@ -571,15 +666,51 @@
     table.style.tableLayout = "fixed";
   }
 
+  // Leaving the feed, or "N new", draws what came while it held still: the
+  // newest of it as one chunk above the rows already drawn (they stay as they
+  // are). When more came than the live rows hold, the newest are drawn and the
+  // feed says it skipped some, as a fast feed does.
+  function catchUp() {
+    if (paused) return;
+    var missed = Math.min(newWhilePaused, recent.length);
+    newWhilePaused = 0;
+    if (missed) {
+      var drawn = Math.min(missed, liveRows);
+      sampled += missed - drawn;
+      drawRows(queues[0], recent.slice(-drawn), liveRows, true);
+    }
+    showStatus();
+  }
+  // Pointer and focus are followed by their own events, so holding costs a
+  // feed nothing per event beyond what "Pause feed" costs.
+  function setHeld() {
+    var now = pointed || focused;
+    if (held === now) { showStatus(); return; }
+    held = now;
+    if (held) showStatus();
+    else catchUp();
+  }
+  function watchPointer() {
+    feed.addEventListener("mouseenter", function () { pointed = true; setHeld(); });
+    feed.addEventListener("mouseleave", function () { pointed = false; setHeld(); });
+    feed.addEventListener("focusin", function () { focused = true; setHeld(); });
+    feed.addEventListener("focusout", function () {  // fires before the focus lands elsewhere
+      setTimeout(function () { focused = feed.contains(document.activeElement); setHeld(); }, 0);
+    });
+  }
+
   function setupControls() {
     var holder = document.querySelector("[data-live-controls]");
     if (!holder || !feedLive) return;
-    controls = {button: document.createElement("button"), status: document.createElement("span")};
+    controls = {button: document.createElement("button"), news: document.createElement("button"), status: document.createElement("span")};
     controls.button.type = "button";
     controls.button.className = "btn";
     controls.button.textContent = "Pause feed";
     controls.button.setAttribute("aria-pressed", "false");
-    controls.status.className = "muted";
+    controls.news.type = "button";
+    controls.news.className = "btn feed-news";
+    controls.news.hidden = true;
+    controls.status.className = "muted feed-status";
     controls.button.addEventListener("click", function () {
       paused = !paused;
       controls.button.textContent = paused ? "Resume feed" : "Pause feed";
@@ -587,16 +718,83 @@
       // Paused: the true last 500, frozen for reading; resumed: the live tail.
       redraw(queues[0]);
     });
-    holder.appendChild(controls.button);
-    holder.appendChild(controls.status);
+    // "N new": back to the live tail (paused), or the held feed catches up and holds on.
+    controls.news.addEventListener("click", function () {
+      if (paused) controls.button.click();
+      else catchUp();
+    });
+    holder.append(controls.button, controls.news, controls.status);
   }
   function showStatus() {
     if (!controls) return;
     var text = "";
-    if (paused) text = newWhilePaused ? " " + newWhilePaused.toLocaleString("en-US") + " new" : "";
-    else if (sampled) text = " fast feed: newest rows shown, pause for the last " + FEED_KEEP;
-    else if (recent.length > liveRows) text = " pause to read the last " + FEED_KEEP;
+    if (held && !paused) text = pointed ? "paused while pointing" : "paused while the feed has focus";
+    else if (paused) text = "";
+    else if (sampled) text = "fast feed: newest rows shown, pause for the last " + FEED_KEEP;
+    else if (recent.length > liveRows) text = "pause to read the last " + FEED_KEEP;
     if (controls.status.textContent !== text) controls.status.textContent = text;
+    var news = (paused || held) && newWhilePaused ? newWhilePaused.toLocaleString("en-US") + " new ↑" : "";
+    if (controls.news.textContent !== news) {
+      controls.news.textContent = news;
+      controls.news.hidden = !news;
+    }
+  }
+
+  // The filter form applies as it changes: the select at once, the job box
+  // when typing pauses (or on Enter). The rows for the new filter come from
+  // the server (the same page, rendered for it), the live feed continues from
+  // the newest event that page knew, and the URL follows, so a reload or a
+  // shared link shows the same. Without script the form submits as usual.
+  var filterForm = document.querySelector("form.event-filter");
+  var filterSeq = 0, filterTimer = null;
+  function filterUrl() {
+    var params = new URLSearchParams();
+    new FormData(filterForm).forEach(function (value, key) {
+      value = String(value).trim();
+      if (value) params.set(key, value);
+    });
+    var query = params.toString();
+    return location.pathname + (query ? "?" + query : "");
+  }
+  function applyFilter() {
+    clearTimeout(filterTimer);
+    var url = filterUrl();
+    if (url === location.pathname + location.search) return;
+    if (!feedLive) { location.assign(url); return; }  // an older page: start from the newest
+    history.replaceState(history.state, "", url);
+    var seq = ++filterSeq;
+    return getText(url, false).then(function (html) {
+      if (seq !== filterSeq) return;  // a newer filter is on its way
+      var doc = new DOMParser().parseFromString(html, "text/html");
+      var table = doc.getElementById("event-feed"), rows = doc.getElementById("event-rows");
+      if (!table || !rows) return;
+      readFilter(table);
+      ["data-filter-type", "data-filter-job", "data-last-id"].forEach(function (name) {
+        feed.setAttribute(name, table.getAttribute(name) || "");
+      });
+      feed.querySelectorAll("tbody.live-chunk").forEach(function (chunk) { chunk.remove(); });
+      feedBody.replaceChildren.apply(feedBody, Array.prototype.slice.call(rows.childNodes).map(function (node) {
+        return document.adoptNode(node);
+      }));
+      var empty = document.querySelector("section.empty"), newEmpty = doc.querySelector("section.empty");
+      if (empty && newEmpty) empty.replaceWith(document.adoptNode(newEmpty));
+      recent = [];
+      sampled = 0;
+      newWhilePaused = 0;
+      renderedSince = table.getAttribute("data-last-id") || null;
+      lastIds[queues[0]] = renderedSince || "0-0";
+      send({type: "subscribe", queues: [subscription(queues[0])]});  // replaces the old one
+      showStatus();
+      rearm(feedBody);
+    });
+  }
+  if (filterForm && feed) {
+    filterForm.addEventListener("submit", function (event) { event.preventDefault(); applyFilter(); });
+    filterForm.addEventListener("input", function (event) {
+      if (event.target.tagName !== "INPUT") return;
+      clearTimeout(filterTimer);
+      filterTimer = setTimeout(applyFilter, 400);
+    });
   }
 
   // Reloads the feed's rows after a gap; live rows older than what it shows are then dropped.
@@ -663,7 +861,12 @@
       active[queue] = true;
       if (feedLive) {
         events.forEach(function (e) {
-          if (matchesFilter(e) && (!renderedSince || idAfter(e.id, renderedSince))) shown.push(e);
+          // Each event once: a replay (reconnect, a new filter's subscription)
+          // repeats what this page has already taken.
+          if (matchesFilter(e) && (!renderedSince || idAfter(e.id, renderedSince))) {
+            shown.push(e);
+            renderedSince = e.id;
+          }
         });
       }
       if (jobId !== null) {
@@ -680,7 +883,7 @@
     if (pageKind === "overview") pulse(Object.keys(active));
     if (Object.keys(countsDirty).length) {
       countsDirty = {};
-      if (showsCounts) refreshCounts();
+      if (showsCounts && !jobTable) refreshCounts();  // the queue page's come with its list
     }
     if (Object.keys(dirty).length) {
       dirty = {};
@@ -761,7 +964,7 @@
 
   function connect() {
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    socket = new WebSocket(scheme + location.host + "/ws/live/");
+    socket = new WebSocket(scheme + location.host + document.body.getAttribute("data-live-url"));
     setState("connecting");
     var confirmed = {};  // queues whose position the server has confirmed on this socket
     function confirm(queue) {
@@ -793,7 +996,12 @@
     };
     socket.onclose = function (close) {
       setState("closed");
-      if (close.code === 4401) { location.assign("/login/?next=" + encodeURIComponent(location.pathname + location.search)); return; }
+      if (close.code === 4401) {
+        var login = new URL(document.body.getAttribute("data-login-url"), location.href);
+        login.searchParams.set("next", location.pathname + location.search);
+        location.assign(login.href);
+        return;
+      }
       if (close.code === 4403 || close.code === 4400 || stopped) return;
       var wait = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)];
       attempt += 1;
@@ -814,12 +1022,13 @@
       sizing = true;
       requestAnimationFrame(function () {
         sizing = false;
-        if (sizeLiveRows() && !paused && recent.length) redraw(queues[0]);
+        if (sizeLiveRows() && !paused && !held && recent.length) redraw(queues[0]);
       });
     };
     window.addEventListener("scroll", resize, {passive: true});
     window.addEventListener("resize", resize);
     ["mousedown", "focusin", "touchstart"].forEach(function (type) { feed.addEventListener(type, pointOlderLink); });
+    watchPointer();
   }
   connect();
 })();

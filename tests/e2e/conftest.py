@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Dialog, Page, expect
 
 from tests.e2e.server import (
     CHROMIUM,
@@ -125,10 +125,41 @@ def browser_context_args(
     }
 
 
+# The page's own confirmation dialog (static/dashboard/dashboard.js), open.
+CONFIRM_DIALOG = "dialog.confirm-dialog[open]"
+
+
+@dataclass
+class Confirms:
+    """How the tests answer the page's confirmation dialogs."""
+
+    page: Page
+    native: list[str] = field(default_factory=list)
+
+    def manual(self) -> None:
+        """Stop saying yes by itself: this test answers the dialog (or cancels)."""
+        self.page.remove_locator_handler(self.page.locator(CONFIRM_DIALOG))
+
+
 @pytest.fixture(autouse=True)
-def _accept_confirms(page: Page) -> None:
-    """Destructive buttons ask first; the engineer in these tests says yes."""
-    page.on("dialog", lambda dialog: dialog.accept())
+def confirms(page: Page) -> Iterator[Confirms]:
+    """Destructive buttons ask first, in a dialog of the page; the engineer in
+    these tests says yes there, by clicking its confirm button (Playwright
+    answers it whenever it shows before the test's next step). A native
+    ``window.confirm`` would be a defect: it is dismissed, so the action does
+    not happen, and the test fails naming it."""
+    answers = Confirms(page)
+
+    def refuse(dialog: Dialog) -> None:
+        answers.native.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", refuse)
+    page.add_locator_handler(
+        page.locator(CONFIRM_DIALOG), lambda box: box.locator("[data-confirm-ok]").click()
+    )
+    yield answers
+    assert not answers.native, f"native dialogs were shown: {answers.native}"
 
 
 @dataclass

@@ -41,7 +41,8 @@ def feed_rows_of(page: Page, job_id: str) -> list[tuple[str, str]]:
     return [tuple(row) for row in reversed(rows)]
 
 
-def open_events(page: Page, queue: str, query: str = "") -> None:
+def open_events(page: Page, queue: str, query: str = "?type=all") -> None:
+    """The events tab; by default with every event (the page's own default is state changes)."""
     page.goto(f"/queues/bull/{queue}/events/{query}")
     wait_live(page)
 
@@ -331,8 +332,8 @@ def test_two_server_processes_each_feed_their_pages_once(
     start(second)
     try:
         other = page.context.new_page()
-        page.goto(f"/queues/bull/{queue}/events/")
-        other.goto(f"{second.url}/queues/bull/{queue}/events/")
+        page.goto(f"/queues/bull/{queue}/events/?type=all")
+        other.goto(f"{second.url}/queues/bull/{queue}/events/?type=all")
         wait_live(page)
         wait_live(other)
 
