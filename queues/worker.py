@@ -152,7 +152,8 @@ class Worker:
         self._done = asyncio.Event()
         self._fetch_stopped = asyncio.Event()
         self._timers: list[asyncio.Task[None]] = []
-        self._reported_broken: set[str] = set()
+        # Jobs met whose keys are broken: id -> what is wrong (see _report_broken).
+        self.broken_seen: dict[str, SkippedJob] = {}
 
     # -- public ---------------------------------------------------------------
 
@@ -275,7 +276,7 @@ class Worker:
             limiter=self.limiter,
         )
         fetched = decode_answer(await self._run(call), "moveToActive")
-        self._report_broken(fetched.broken, "left where it was")
+        self._report_broken(fetched.broken)
         if fetched.job_id is not None:
             self.held[fetched.job_id] = token
         return fetched
@@ -298,8 +299,9 @@ class Worker:
             self._blocking = None
         if popped is None:
             return 0
-        due = int(float(popped[2]))
         # Member "1" scored in the future: the next delayed job is not due yet.
+        # Another writer may have scored it +inf: then look again now.
+        due = codec.integer(popped[2], 0) or 0
         return due if due > _now_ms() else 0
 
     async def _sleep(self, seconds: float) -> None:
@@ -413,7 +415,7 @@ class Worker:
         if not fetch_next or answer is None:
             return None
         fetched = decode_answer(answer, "moveToFinished", job.id)
-        self._report_broken(fetched.broken, "left where it was")
+        self._report_broken(fetched.broken)
         if fetched.job_id is not None:
             # The next job is locked with the same token (one token per slot chain).
             self.held[fetched.job_id] = token
@@ -497,22 +499,23 @@ class Worker:
             log.error("worker %s: %s for job %s failed: %s", self.name, command, job_id, exc)
         return None
 
-    def _report_broken(self, broken: Sequence[SkippedJob], where: str) -> None:
-        """Log the jobs a script left alone because their keys are broken, each
-        once per worker (a pick-up meets the same ones again and again); the
-        memory of reported ids is bounded."""
+    def _report_broken(self, broken: Sequence[SkippedJob]) -> None:
+        """Log the jobs whose keys are broken that a script met, each once per
+        worker (a pick-up meets the same ones again and again), and keep them
+        in ``broken_seen`` (bounded: it starts afresh when full)."""
         for job in broken:
-            if job.job_id in self._reported_broken:
+            if job.job_id in self.broken_seen:
                 continue
-            if len(self._reported_broken) >= MAX_REPORTED_BROKEN:
-                self._reported_broken.clear()
-            self._reported_broken.add(job.job_id)
+            if len(self.broken_seen) >= MAX_REPORTED_BROKEN:
+                self.broken_seen.clear()
+            self.broken_seen[job.job_id] = job
+            fate = "dropped" if job.reason == "missing" else "left where it was"
             log.warning(
                 "worker %s: job %s of %s %s: %s",
                 self.name,
                 job.job_id,
                 self.keys,
-                where,
+                fate,
                 job.describe(),
             )
 
@@ -583,7 +586,7 @@ class Worker:
         checked = tr.decode_stalled(await self._run(call))
         if checked.recovered:
             log.info("worker %s: moved stalled jobs back to wait: %s", self.name, checked.recovered)
-        self._report_broken(checked.broken, "left in active")
+        self._report_broken(checked.broken)
         return checked.recovered
 
     # -- shutdown -------------------------------------------------------------

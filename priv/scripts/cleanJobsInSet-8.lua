@@ -24,7 +24,8 @@
 
   Returns: {deleted, skipped, looked_at}: the ids deleted (at most `limit`);
   the jobs left where they were because their key is not a job hash, their
-  timestamp is not a number or another sorted-set state holds them too, as a
+  timestamp is not a number (states cleaned by creation time) or another
+  sorted-set state holds them too, as a
   flat list id, reason, id, reason ... (reasons: includes/keyCheck.lua);
   and, for completed/failed, how many ids past the passed-over ones this call
   looked at (fewer than `limit`: nothing older is left). Ids without a hash
@@ -53,6 +54,7 @@ local state = ARGV[2]
 local cutoff = tonumber(ARGV[3])
 local limit = tonumber(ARGV[4])
 local is_list = state == "wait" or state == "paused"
+local is_finished = state == "completed" or state == "failed"
 local SCAN_CHUNK = 1000
 -- Stand-in written over a list entry before one LREM sweeps them all; it has
 -- the legacy marker form, which every reader already skips.
@@ -73,7 +75,8 @@ if refused then
   return refused
 end
 
-local check = job_checker({"timestamp"}, {}, {"rjk"})
+-- Only the states cleaned by creation time compute with the timestamp.
+local check = job_checker(is_finished and {} or {"timestamp"}, {}, {"timestamp", "rjk"})
 local removed, skipped = {}, {}
 
 -- Sorts one chunk of ids: the ones to delete are handed to `take` (with
@@ -108,7 +111,7 @@ local function sort_chunk(ids, by_age, take)
 end
 
 local looked_at = 0
-if state == "completed" or state == "failed" then
+if is_finished then
   local ids = redis.call("ZRANGEBYSCORE", set_key, "-inf", cutoff,
     "LIMIT", tonumber(ARGV[6]) or 0, limit)
   looked_at = #ids

@@ -23,12 +23,12 @@
   next pick-up carries out. Only one check runs per interval, whichever
   worker gets the mutex.
 
-  Returns {recovered, broken}: the recovered job ids, and the suspects left
-  in active because their keys are broken (e.g. `stc` is not an integer), as
-  a flat list id, reason, id, reason ... (reasons: includes/keyCheck.lua);
-  they are suspects again at the next check. Both are empty when another
-  check ran within the interval. A suspect whose hash is gone is dropped
-  from active (nothing could run it). Refused with a WRONGTYPE error naming
+  Returns {recovered, broken}: the recovered job ids, and the suspects whose
+  keys are broken, as a flat list id, reason, id, reason ... (reasons:
+  includes/keyCheck.lua): one whose hash is gone ("missing") was dropped
+  from active, nothing could run it; the others (e.g. `stc` is not an
+  integer) were left in active and are suspects again at the next check.
+  Both are empty when another check ran within the interval. Refused with a WRONGTYPE error naming
   the key, nothing changed, when one of the keys it writes has the wrong type.
 
   Memory: refused when Redis is over maxmemory (no allow-oom flag): stalled
@@ -105,6 +105,10 @@ for _, job_id in ipairs(suspects) do
     if problem == "missing" then
       -- A legacy marker, or an id without a hash, stuck in active: drop it.
       redis.call("LREM", active_key, 1, job_id)
+      if string.sub(job_id, 1, 2) ~= "0:" then
+        broken[#broken + 1] = job_id
+        broken[#broken + 1] = problem
+      end
     elseif problem then
       broken[#broken + 1] = job_id
       broken[#broken + 1] = problem

@@ -23,9 +23,10 @@
     {0, 0, ttl, 0, broken}               rate limited: ttl ms left in the window
     {0, 0, 0, 0, broken}                 paused / at global concurrency / nothing at all
     {0, 0, 0, due, broken}               nothing ready; the next delayed job is due at `due`
-  broken: the jobs met on the way and left where they were because their keys
-  are broken, as a flat list id, reason, id, reason ... (reasons:
-  includes/keyCheck.lua); ids without a hash met on the way are dropped.
+  broken: the jobs met on the way whose keys are broken, as a flat list id,
+  reason, id, reason ... (reasons: includes/keyCheck.lua): ids without a hash
+  ("missing") were dropped, nothing could run them; the others were left
+  where they were.
   Refused with a WRONGTYPE error naming the key, nothing changed, when one of
   the keys it may write has the wrong type.
 

@@ -15,8 +15,9 @@
 --   {0, 0, ttl, 0, broken}                   rate limited for ttl ms
 --   {0, 0, 0, due, broken}                   nothing ready; due = the next
 --                                            delayed job's due time (0: none)
--- broken lists the jobs met on the way and left where they were because their
--- keys are broken, as id, reason pairs (reasons: keyCheck.lua).
+-- broken lists the jobs met on the way whose keys are broken, as id, reason
+-- pairs (reasons: keyCheck.lua): ids without a hash ("missing") were dropped,
+-- nothing could run them; the others were left where they were.
 
 -- What taking a job may write, for the callers' structure_refusal. A job
 -- carrying a deferred failure goes to `failed`, derived from the key prefix
@@ -37,8 +38,8 @@ end
 -- Delayed jobs whose time has come become ready (at most 1000 per call so one
 -- call stays short; the next call takes the rest). Each gets a `waiting`
 -- event with prev = delayed and its delay reset to 0. An id whose hash is
--- gone is only dropped: nothing could run it. A job whose keys are broken
--- stays delayed and is reported.
+-- gone is only dropped (and reported): nothing could run it. A job whose
+-- keys are broken stays delayed and is reported.
 local function promote_due_delayed(q, now, broken)
   local due = redis.call("ZRANGEBYSCORE", q.delayed, 0, (now + 1) * 4096 - 1, "LIMIT", 0, 1000)
   if #due == 0 then
@@ -50,6 +51,7 @@ local function promote_due_delayed(q, now, broken)
     local problem, fields = check(q.base .. job_id)
     if problem == "missing" then
       taken[#taken + 1] = job_id
+      report_broken(broken, job_id, problem)
     elseif problem then
       report_broken(broken, job_id, problem)
     else
@@ -124,6 +126,9 @@ local function next_ready(q, check, broken)
     end
     if problem == "missing" then
       redis.call("RPOP", q.wait)
+      if string.sub(job_id, 1, 2) ~= "0:" then
+        report_broken(broken, job_id, problem)
+      end
     else
       rotations_left = (rotations_left or redis.call("LLEN", q.wait)) - 1
       report_broken(broken, job_id, problem)
@@ -142,6 +147,7 @@ local function next_ready(q, check, broken)
       local problem, fields = check(q.base .. job_id)
       if problem == "missing" then
         orphans[#orphans + 1] = job_id
+        report_broken(broken, job_id, problem)
       elseif problem then
         report_broken(broken, job_id, problem)
       else
