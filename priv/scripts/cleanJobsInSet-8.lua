@@ -76,7 +76,7 @@ if refused then
 end
 
 -- Only the states cleaned by creation time compute with the timestamp.
-local check = job_checker(is_finished and {} or {"timestamp"}, {}, {"timestamp", "rjk"})
+local check, at = job_checker(is_finished and {} or {"timestamp"}, {}, {"rjk"})
 local removed, skipped = {}, {}
 
 -- Sorts one chunk of ids: the ones to delete are handed to `take` (with
@@ -99,9 +99,9 @@ local function sort_chunk(ids, by_age, take)
       skipped[#skipped + 1] = job_id
       skipped[#skipped + 1] = problem
     else
-      local created = as_number(fields.timestamp)
+      local created = as_number(fields[at.timestamp])
       local young = by_age and created ~= nil and created > cutoff
-      local scheduled = state == "delayed" and fields.rjk
+      local scheduled = state == "delayed" and fields[at.rjk]
       if not young and not scheduled then
         removed[#removed + 1] = job_id
         take(position)

@@ -50,7 +50,7 @@ if refused then
   return refused
 end
 
-local check = job_checker({}, {}, {"rjk"})
+local check, at = job_checker({}, {}, {"rjk"})
 local skipped = {}
 
 -- An id without a hash is simply deleted; a key that is not a job hash is
@@ -63,7 +63,7 @@ local function keep(job_id, keep_scheduled)
   if problem then
     return problem
   end
-  return keep_scheduled and fields.rjk and true or nil
+  return keep_scheduled and fields[at.rjk] and true or nil
 end
 
 local function drain_state(key, is_list, keep_scheduled)

@@ -73,13 +73,13 @@ local function is_repeat_job(raw_opts)
   return ok and type(opts) == "table" and opts["repeat"] ~= nil
 end
 
-local check = job_checker({}, {"stc"}, {"opts"})
+local check, at = job_checker({}, {"stc"}, {"opts"})
 local recovered, broken = {}, {}
 
 local function recover(job_id, job_key, fields)
   redis.call("LREM", active_key, 1, job_id)
   local count = redis.call("HINCRBY", job_key, "stc", 1)
-  if count > max_stalled and not is_repeat_job(fields.opts) then
+  if count > max_stalled and not is_repeat_job(fields[at.opts]) then
     redis.call("HSET", job_key, "defa", "job stalled more than allowable limit")
   end
   local list, wake = ready_list(queue)

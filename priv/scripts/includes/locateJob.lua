@@ -39,7 +39,9 @@ end
 local function zset_holders(states, ids)
   local holder = {}
   for _, state in ipairs(states) do
-    for first = 1, #ids, 1000 do
+    -- An empty state (most queues leave some unused) holds nothing.
+    local slices = redis.call("EXISTS", state.key) == 1 and #ids or 0
+    for first = 1, slices, 1000 do
       local last = math.min(first + 999, #ids)
       local scores = redis.call("ZMSCORE", state.key, unpack(ids, first, last))
       for offset, score in ipairs(scores) do

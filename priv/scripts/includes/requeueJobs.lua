@@ -41,7 +41,7 @@ end
 -- Returns how many jobs were requeued and the skipped ones as a flat list of
 -- id, reason pairs.
 local function requeue_jobs(q, queue_base, ids, prev)
-  local check = job_checker({"priority"}, {})
+  local check, at = job_checker({"priority"}, {})
   local holder = zset_holders(q.others, ids)
   local movable, priorities, skipped = {}, {}, {}
   for _, job_id in ipairs(ids) do
@@ -54,7 +54,7 @@ local function requeue_jobs(q, queue_base, ids, prev)
       skipped[#skipped + 1] = problem
     else
       movable[#movable + 1] = job_id
-      priorities[#movable] = as_number(fields.priority) or 0
+      priorities[#movable] = as_number(fields[at.priority]) or 0
     end
   end
   if #movable == 0 then

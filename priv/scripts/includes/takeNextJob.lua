@@ -45,7 +45,7 @@ local function promote_due_delayed(q, now, broken)
   if #due == 0 then
     return
   end
-  local check = job_checker({"priority"}, {})
+  local check, at = job_checker({"priority"}, {})
   local taken, ready, priorities = {}, {}, {}
   for _, job_id in ipairs(due) do
     local problem, fields = check(q.base .. job_id)
@@ -57,7 +57,7 @@ local function promote_due_delayed(q, now, broken)
     else
       taken[#taken + 1] = job_id
       ready[#ready + 1] = job_id
-      priorities[#ready] = as_number(fields.priority) or 0
+      priorities[#ready] = as_number(fields[at.priority]) or 0
     end
   end
   if #taken == 0 then
@@ -222,15 +222,16 @@ local function take_next_job(q, opts, now)
   if not may_take then
     return {0, 0, 0, 0, broken}
   end
-  local check = job_checker({}, {"ats", "atm"}, {"defa"})
+  local check, at = job_checker({}, {"ats", "atm"}, {"defa"})
   while true do
     local job_id, fields = next_ready(q, check, broken)
     if not job_id then
       break
     end
     local job_key = q.base .. job_id
-    if fields.defa then
-      fail_deferred(q, job_id, job_key, fields.defa, now)
+    local deferred = fields[at.defa]
+    if deferred then
+      fail_deferred(q, job_id, job_key, deferred, now)
     else
       return start_job(q, job_id, job_key, opts, now, max, duration, broken)
     end
