@@ -20,6 +20,15 @@ Shape of the runtime, chosen so a busy worker costs one script call per job:
 - Script calls share one auto-pipelined connection (``queues.autopipe``:
   hiredis packs and parses, one write per event-loop turn); pick-up answers
   are decoded by ``queues.pickup``.
+- A job whose keys another writer broke is passed over by the scripts and
+  logged once per worker (``broken_seen``); it stays where it was.
+- Redis over ``maxmemory`` refuses the scripts that add data, the worker's
+  included: a full Redis should start no new work, and a finish writes the
+  result, an event and maybe the next job's lock. Only lock renewals run
+  (allow-oom). So the fetch loop waits and tries again; a finish or a retry
+  refused for lack of memory keeps its job held and its lock renewed, and is
+  tried again every second until Redis has room: the job is not lost, and
+  not run a second time as it would be if its lock lapsed.
 """
 
 from __future__ import annotations
@@ -466,29 +475,22 @@ class Worker:
             if token is None:
                 return None  # released by close(force) meanwhile
             try:
-                answer = await self._run(call)
-                raise_for_code(answer, command, job_id)
-                return answer
-            except (ScriptError, JobBroken) as refused:
-                log.warning("worker %s: %s", self.name, refused)
-                return None
-            except (RedisError, OSError) as exc:
-                if not is_out_of_memory(exc) or self.closing:
-                    log.error(
-                        "worker %s: %s for job %s failed: %s", self.name, command, job_id, exc
-                    )
-                    return None
-            log.warning(
-                "worker %s: Redis is out of memory; %s of job %s waits for room",
-                self.name,
-                command,
-                job_id,
-            )
+                return await self._run_quietly(call, command, job_id, unless_full=not self.closing)
+            except RedisError:
+                log.warning(
+                    "worker %s: Redis is out of memory; %s of job %s waits for room",
+                    self.name,
+                    command,
+                    job_id,
+                )
             self.held[job_id] = token
             await self._sleep(ERROR_BACKOFF_S)
 
-    async def _run_quietly(self, call: scripts.ScriptCall, command: str, job_id: str) -> Any:
-        """Run a call for a job; a refusal or a Redis error is logged, not raised."""
+    async def _run_quietly(
+        self, call: scripts.ScriptCall, command: str, job_id: str, *, unless_full: bool = False
+    ) -> Any:
+        """Run a call for a job; a refusal or a Redis error is logged, not
+        raised, except Redis being out of memory when ``unless_full``."""
         try:
             answer = await self._run(call)
             raise_for_code(answer, command, job_id)
@@ -496,6 +498,8 @@ class Worker:
         except (ScriptError, JobBroken) as refused:
             log.warning("worker %s: %s", self.name, refused)
         except (RedisError, OSError) as exc:
+            if unless_full and is_out_of_memory(exc):
+                raise
             log.error("worker %s: %s for job %s failed: %s", self.name, command, job_id, exc)
         return None
 

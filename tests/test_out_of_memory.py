@@ -120,15 +120,16 @@ def test_a_worker_keeps_a_job_whose_finish_a_full_redis_refused_and_finishes_it_
         return "done"
 
     async def scenario() -> None:
-        async with running("jobs", processor, url=redis_url, lock_duration_ms=1000) as worker:
+        async with running("jobs", processor, url=redis_url, lock_duration_ms=1500) as worker:
             await asyncio.wait_for(started.wait(), 10)
             with redis_full(redis_client):
                 release.set()
-                # Refused for lack of memory: the job stays active and held,
-                # its lock renewed (renewals run when full) past its 1 s.
-                await asyncio.sleep(1.6)
+                # Refused for lack of memory: the job stays active and held
+                # (out of `held` only while a new attempt is in flight), its
+                # lock renewed past its 1.5 s (renewals run when Redis is full).
+                await asyncio.sleep(2.0)
                 assert states_of(redis_client, queue.keys, job_id) == ["active"]
-                assert job_id in worker.held
+                await until(lambda: job_id in worker.held)
                 assert redis_client.exists(queue.keys.lock(job_id))
             await until(lambda: states_of(redis_client, queue.keys, job_id) == ["completed"])
 

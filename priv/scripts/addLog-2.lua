@@ -20,12 +20,9 @@
 
 --- @include "keyCheck"
 
-local problem = job_checker({}, {})(KEYS[1])
-if problem == "missing" then
-  return -1
-end
-if problem then
-  return broken_reply(problem)
+local job_refused = job_refusal(KEYS[1], {})
+if job_refused then
+  return job_refused
 end
 local logs_type = key_type(KEYS[2])
 if logs_type ~= "none" and logs_type ~= "list" then

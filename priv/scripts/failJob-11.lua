@@ -54,12 +54,9 @@ local refused = structure_refusal({
 if refused then
   return refused
 end
-local problem = job_checker({}, {})(job_key)
-if problem == "missing" then
-  return -1
-end
-if problem then
-  return broken_reply(problem)
+local job_refused = job_refusal(job_key, {})
+if job_refused then
+  return job_refused
 end
 local found = states_holding({
   {name = "prioritized", key = KEYS[4]},

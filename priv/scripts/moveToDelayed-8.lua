@@ -50,12 +50,9 @@ local refused_structure = structure_refusal({
 if refused_structure then
   return refused_structure
 end
-local problem = job_checker({}, {"atm"})(job_key)
-if problem == "missing" then
-  return -1
-end
-if problem then
-  return broken_reply(problem)
+local job_refused = job_refusal(job_key, {"atm"})
+if job_refused then
+  return job_refused
 end
 local refused = leave_active(active_key, stalled_key, job_key, job_id, token)
 if refused ~= 0 then

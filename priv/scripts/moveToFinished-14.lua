@@ -87,12 +87,9 @@ if wrong then
   return wrong
 end
 
-local problem = job_checker({}, {"atm"})(job_key)
-if problem == "missing" then
-  return -1
-end
-if problem then
-  return broken_reply(problem)
+local job_refused = job_refusal(job_key, {"atm"})
+if job_refused then
+  return job_refused
 end
 if target == "completed" then
   -- pcall: a children key of another type is the job's breakage, not a crash.

@@ -25,12 +25,9 @@ local refused = structure_refusal({{KEYS[2], "stream"}, {KEYS[3], "hash"}})
 if refused then
   return refused
 end
-local problem = job_checker({}, {})(KEYS[1])
-if problem == "missing" then
-  return -1
-end
-if problem then
-  return broken_reply(problem)
+local job_refused = job_refusal(KEYS[1], {})
+if job_refused then
+  return job_refused
 end
 redis.call("HSET", KEYS[1], "progress", ARGV[2])
 emit_event(KEYS[2], events_cap(KEYS[3]), "progress", "jobId", ARGV[1], "data", ARGV[2])

@@ -111,3 +111,17 @@ end
 local function broken_reply(reason)
   return {"broken", reason}
 end
+
+-- The refusal of a single-job script for the job at `job_key`: -1 when its
+-- hash is gone, {"broken", reason} when its keys are broken, nil when it may
+-- be moved. `counters` as for job_checker.
+local function job_refusal(job_key, counters)
+  local problem = job_checker({}, counters)(job_key)
+  if problem == "missing" then
+    return -1
+  end
+  if problem then
+    return broken_reply(problem)
+  end
+  return nil
+end
