@@ -9,7 +9,9 @@ key stays byte for byte as it was (``snapshot``).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from redis import Redis
@@ -477,3 +479,72 @@ def test_reports_are_json_friendly_words() -> None:
     words = {reason: SkippedJob("7", reason).describe() for reason in REASONS.values()}
     assert words["type:string"] == "its key is a string, not a job hash"
     assert json.dumps(words)
+
+
+# -- the dashboard says so ----------------------------------------------------------------
+
+API = "/api/queues/bull/jobs/"
+
+
+@pytest.fixture
+def actor(dashboard_redis: Redis, client_as: Callable[[str | None], Any]) -> Any:
+    return client_as("actor")
+
+
+def _post_json(client: Any, url: str, body: dict[str, Any]) -> Any:
+    return client.post(url, json.dumps(body), content_type="application/json")
+
+
+def test_retry_all_names_the_broken_job_in_the_page_the_json_and_the_audit_line(
+    dashboard_redis: Redis, actor: Any, queue: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    ids = _failed(dashboard_redis, queue, 30)
+    dashboard_redis.set(queue.keys.job("5"), "corrupt")
+    caplog.set_level(logging.INFO, logger="echomq.audit")
+    response = actor.post("/queues/bull/jobs/bulk/", {"action": "retry_all"}, follow=True)
+    (message,) = response.context["messages"]
+    assert str(message) == (
+        "29 failed jobs moved back to waiting; "
+        "1 skipped as broken: job 5 (its key is a string, not a job hash)"
+    )
+    assert message.level_tag == "warning"
+    audit = [r.getMessage() for r in caplog.records if r.name == "echomq.audit"]
+    assert audit[-1].endswith("result=count=29 skipped=5")
+
+    finish(dashboard_redis, queue, [i for i in ids if i != "5"], "failed", at=now_ms() - 1000)
+    body = _post_json(actor, API + "bulk/", {"action": "retry_all"}).json()
+    assert (body["count"], body["skipped"]) == (
+        29,
+        [{"id": "5", "reason": "its key is a string, not a job hash", "code": "type:string"}],
+    )
+
+
+def test_a_single_action_on_a_broken_job_answers_409_job_broken(
+    dashboard_redis: Redis, actor: Any, queue: Queue
+) -> None:
+    _failed(dashboard_redis, queue, 2)
+    dashboard_redis.hset(queue.keys.job("2"), "priority", "high")
+    response = _post_json(actor, API + "actions/", {"action": "retry", "ids": ["2"]})
+    assert response.status_code == 409
+    body = response.json()
+    assert body["error"]["code"] == "job_broken"
+    assert (
+        body["results"][0]["message"] == "Job 2 was not retried: its priority field is not a number"
+    )
+
+
+def test_a_queue_key_of_the_wrong_type_answers_409_corrupt_key(
+    dashboard_redis: Redis, actor: Any, queue: Queue
+) -> None:
+    _failed(dashboard_redis, queue, 2)
+    dashboard_redis.delete(queue.keys.wait)
+    dashboard_redis.set(queue.keys.wait, "oops")
+    before = snapshot(dashboard_redis)
+    response = _post_json(actor, API + "bulk/", {"action": "retry_all"})
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "corrupt_key"
+    assert error["message"].startswith(
+        "Nothing was changed: the key bull:jobs:wait holds a string, where the queue keeps a list."
+    )
+    assert snapshot(dashboard_redis) == before
