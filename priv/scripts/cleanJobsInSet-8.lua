@@ -66,9 +66,9 @@ for index, name in ipairs({"prioritized", "delayed", "completed", "failed", "wai
     others[#others + 1] = {name = name, key = KEYS[3 + index]}
   end
 end
-local expected = {{set_key, is_list and "list" or "zset"}, {KEYS[2], "stream"}, {KEYS[3], "hash"}}
+local expected = {set_key, is_list and "list" or "zset", KEYS[2], "stream", KEYS[3], "hash"}
 for _, other in ipairs(others) do
-  expected[#expected + 1] = {other.key, "zset"}
+  expect(expected, other.key, "zset")
 end
 local refused = structure_refusal(expected)
 if refused then

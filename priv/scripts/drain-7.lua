@@ -43,8 +43,8 @@ local budget = tonumber(ARGV[3])
 local now = tonumber(ARGV[4])
 
 local refused = structure_refusal({
-  {KEYS[1], "list"}, {KEYS[2], "list"}, {KEYS[3], "zset"}, {KEYS[4], "zset"},
-  {KEYS[6], "hash"}, {KEYS[7], "stream"},
+  KEYS[1], "list", KEYS[2], "list", KEYS[3], "zset", KEYS[4], "zset",
+  KEYS[6], "hash", KEYS[7], "stream",
 })
 if refused then
   return refused

@@ -47,9 +47,9 @@ local reason = ARGV[3]
 local job_key = queue_base .. job_id
 
 local refused = structure_refusal({
-  {KEYS[1], "list"}, {KEYS[2], "list"}, {KEYS[3], "list"}, {KEYS[4], "zset"},
-  {KEYS[5], "zset"}, {KEYS[6], "zset"}, {KEYS[7], "set"}, {KEYS[8], "hash"},
-  {KEYS[9], "stream"}, {KEYS[10], "zset"}, {KEYS[11], "zset"},
+  KEYS[1], "list", KEYS[2], "list", KEYS[3], "list", KEYS[4], "zset",
+  KEYS[5], "zset", KEYS[6], "zset", KEYS[7], "set", KEYS[8], "hash",
+  KEYS[9], "stream", KEYS[10], "zset", KEYS[11], "zset",
 })
 if refused then
   return refused

@@ -50,8 +50,8 @@ local max_stalled = tonumber(ARGV[1]) or 1
 local base = ARGV[2]
 
 local refused = structure_refusal({
-  {stalled_key, "set"}, {queue.wait, "list"}, {active_key, "list"}, {queue.meta, "hash"},
-  {queue.paused, "list"}, {queue.marker, "zset"}, {events_key, "stream"},
+  stalled_key, "set", queue.wait, "list", active_key, "list", queue.meta, "hash",
+  queue.paused, "list", queue.marker, "zset", events_key, "stream",
 })
 if refused then
   return refused

@@ -44,8 +44,8 @@ local now, job_id, token = tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local delay = math.max(math.floor(tonumber(ARGV[5]) or 0), 0)
 
 local refused_structure = structure_refusal({
-  {marker_key, "zset"}, {active_key, "list"}, {delayed_key, "zset"},
-  {events_key, "stream"}, {meta_key, "hash"}, {stalled_key, "set"},
+  marker_key, "zset", active_key, "list", delayed_key, "zset",
+  events_key, "stream", meta_key, "hash", stalled_key, "set",
 })
 if refused_structure then
   return refused_structure

@@ -76,11 +76,11 @@ local field, value, target = ARGV[3], ARGV[4], ARGV[5]
 local opts = cmsgpack.unpack(ARGV[8])
 local record_points = tonumber(opts.maxMetricsSize) or 0
 local expected = pickup_structures(queue)
-expected[#expected + 1] = {stalled_key, "set"}
-expected[#expected + 1] = {finished_key, "zset"}
+expect(expected, stalled_key, "set")
+expect(expected, finished_key, "zset")
 if record_points > 0 then
-  expected[#expected + 1] = {metrics_key, "hash"}
-  expected[#expected + 1] = {metrics_key .. ":data", "list"}
+  expect(expected, metrics_key, "hash")
+  expect(expected, metrics_key .. ":data", "list")
 end
 local wrong = structure_refusal(expected)
 if wrong then

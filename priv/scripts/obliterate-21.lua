@@ -55,9 +55,9 @@ local queue_base = ARGV[1]
 local budget = tonumber(ARGV[2])
 
 local refused = structure_refusal({
-  {KEYS[1], "hash"}, {KEYS[2], "list"}, {KEYS[3], "list"}, {KEYS[4], "list"},
-  {KEYS[5], "zset"}, {KEYS[6], "zset"}, {KEYS[7], "zset"}, {KEYS[8], "zset"},
-  {KEYS[9], "zset"}, {KEYS[10], "zset"},
+  KEYS[1], "hash", KEYS[2], "list", KEYS[3], "list", KEYS[4], "list",
+  KEYS[5], "zset", KEYS[6], "zset", KEYS[7], "zset", KEYS[8], "zset",
+  KEYS[9], "zset", KEYS[10], "zset",
 })
 if refused then
   return refused

@@ -29,8 +29,8 @@
 --- @include "keyCheck"
 
 local refused = structure_refusal({
-  {KEYS[1], "list"}, {KEYS[2], "list"}, {KEYS[3], "hash"}, {KEYS[4], "zset"},
-  {KEYS[5], "zset"}, {KEYS[6], "zset"}, {KEYS[7], "stream"},
+  KEYS[1], "list", KEYS[2], "list", KEYS[3], "hash", KEYS[4], "zset",
+  KEYS[5], "zset", KEYS[6], "zset", KEYS[7], "stream",
 })
 if refused then
   return refused

@@ -36,8 +36,8 @@ local events_key, stalled_key, job_key = KEYS[6], KEYS[7], KEYS[8]
 local job_id, token = ARGV[1], ARGV[2]
 
 local refused_structure = structure_refusal({
-  {queue.active, "list"}, {queue.wait, "list"}, {queue.paused, "list"}, {queue.meta, "hash"},
-  {queue.marker, "zset"}, {events_key, "stream"}, {stalled_key, "set"},
+  queue.active, "list", queue.wait, "list", queue.paused, "list", queue.meta, "hash",
+  queue.marker, "zset", events_key, "stream", stalled_key, "set",
 })
 if refused_structure then
   return refused_structure

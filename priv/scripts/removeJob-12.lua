@@ -51,9 +51,9 @@ local job_id = ARGV[2]
 local job_key = queue_base .. job_id
 
 local refused = structure_refusal({
-  {KEYS[1], "list"}, {KEYS[2], "list"}, {KEYS[3], "list"}, {KEYS[4], "zset"},
-  {KEYS[5], "zset"}, {KEYS[6], "zset"}, {KEYS[7], "zset"}, {KEYS[8], "zset"},
-  {KEYS[9], "set"}, {KEYS[10], "zset"}, {KEYS[11], "hash"}, {KEYS[12], "stream"},
+  KEYS[1], "list", KEYS[2], "list", KEYS[3], "list", KEYS[4], "zset",
+  KEYS[5], "zset", KEYS[6], "zset", KEYS[7], "zset", KEYS[8], "zset",
+  KEYS[9], "set", KEYS[10], "zset", KEYS[11], "hash", KEYS[12], "stream",
 })
 if refused then
   return refused

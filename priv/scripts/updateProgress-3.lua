@@ -21,7 +21,7 @@
 --- @include "emitEvent"
 --- @include "keyCheck"
 
-local refused = structure_refusal({{KEYS[2], "stream"}, {KEYS[3], "hash"}})
+local refused = structure_refusal({KEYS[2], "stream", KEYS[3], "hash"})
 if refused then
   return refused
 end

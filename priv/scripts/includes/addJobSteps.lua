@@ -32,9 +32,9 @@ end
 -- or writes anything else.
 local function add_refusal(keys)
   return structure_refusal({
-    {keys[1], "list"}, {keys[2], "list"}, {keys[3], "hash"}, {keys[4], "counter"},
-    {keys[5], "zset"}, {keys[6], "zset"}, {keys[7], "counter"}, {keys[8], "list"},
-    {keys[9], "stream"}, {keys[10], "zset"},
+    keys[1], "list", keys[2], "list", keys[3], "hash", keys[4], "counter",
+    keys[5], "zset", keys[6], "zset", keys[7], "counter", keys[8], "list",
+    keys[9], "stream", keys[10], "zset",
   })
 end
 

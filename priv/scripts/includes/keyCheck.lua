@@ -10,28 +10,28 @@ local function key_type(key)
   return redis.call("TYPE", key)["ok"]
 end
 
--- Whole-queue structures. `expected` is an array of {key, type}, type being
--- one of Redis's (list, zset, hash, set, stream, string) or "counter" (a
--- string INCR can count on). A missing key is fine: the first write creates
--- it. Answers the error reply to return, or nil. A structure of the wrong
--- type cannot be worked around (a `failed` that is a string holds no failed
--- jobs), so the whole call is refused; the message names the key for
--- whoever repairs it, and the runtime parses it (queues/errors.py).
+-- One O(1) read per type that fails on a key of any other type (and reads
+-- a missing key as empty): twice as cheap as TYPE, which answers a table,
+-- and the worker's finish checks thirteen keys per job.
+local PROBE = {list = "LLEN", zset = "ZCARD", hash = "HLEN", set = "SCARD", stream = "XLEN",
+  string = "STRLEN", counter = "GET"}
+
+-- Whole-queue structures. `expected` is a flat array key, type, key, type
+-- ..., type being one of Redis's (list, zset, hash, set, stream, string) or
+-- "counter" (a string INCR can count on). A missing key is fine: the first
+-- write creates it. Answers the error reply to return, or nil. A structure
+-- of the wrong type cannot be worked around (a `failed` that is a string
+-- holds no failed jobs), so the whole call is refused; the message names the
+-- key for whoever repairs it, and the runtime parses it (queues/errors.py).
 local function structure_refusal(expected)
-  for _, pair in ipairs(expected) do
-    local key, want = pair[1], pair[2]
-    local actual = key_type(key)
+  for index = 1, #expected, 2 do
+    local key, want = expected[index], expected[index + 1]
+    local probed = redis.pcall(PROBE[want], key)
     local wrong = nil
-    if actual == "none" then
-      wrong = nil
-    elseif want == "counter" then
-      if actual ~= "string" then
-        wrong = actual
-      elseif not is_integer_text(redis.call("GET", key)) then
-        wrong = "string that is not an integer"
-      end
-    elseif actual ~= want then
-      wrong = actual
+    if type(probed) == "table" and probed["err"] then
+      wrong = key_type(key)
+    elseif want == "counter" and probed and not is_integer_text(probed) then
+      wrong = "string that is not an integer"
     end
     if wrong then
       return redis.error_reply("WRONGTYPE key " .. key .. " holds a " .. wrong
@@ -39,6 +39,12 @@ local function structure_refusal(expected)
     end
   end
   return nil
+end
+
+-- Adds a key and the type it must have to a structure_refusal list.
+local function expect(expected, key, want)
+  expected[#expected + 1] = key
+  expected[#expected + 1] = want
 end
 
 -- A checker for the jobs a script moves: `numbers` are the fields it does

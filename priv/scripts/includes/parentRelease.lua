@@ -9,16 +9,16 @@
 local function parent_keys_sound(parent)
   local base, key = parent.base, parent.key
   local expected = {
-    {key, "hash"}, {key .. ":dependencies", "set"}, {key .. ":processed", "hash"},
-    {key .. ":failed", "hash"}, {key .. ":unsuccessful", "zset"},
-    {base .. "waiting-children", "zset"}, {base .. "failed", "zset"},
-    {base .. "events", "stream"}, {base .. "meta", "hash"}, {base .. "delayed", "zset"},
-    {base .. "marker", "zset"}, {base .. "wait", "list"}, {base .. "paused", "list"},
-    {base .. "active", "list"}, {base .. "prioritized", "zset"}, {base .. "pc", "string"},
+    key, "hash", key .. ":dependencies", "set", key .. ":processed", "hash",
+    key .. ":failed", "hash", key .. ":unsuccessful", "zset",
+    base .. "waiting-children", "zset", base .. "failed", "zset",
+    base .. "events", "stream", base .. "meta", "hash", base .. "delayed", "zset",
+    base .. "marker", "zset", base .. "wait", "list", base .. "paused", "list",
+    base .. "active", "list", base .. "prioritized", "zset", base .. "pc", "string",
   }
-  for _, pair in ipairs(expected) do
-    local reply = redis.pcall("TYPE", pair[1])
-    if type(reply) ~= "table" or (reply["ok"] ~= "none" and reply["ok"] ~= pair[2]) then
+  for index = 1, #expected, 2 do
+    local reply = redis.pcall("TYPE", expected[index])
+    if type(reply) ~= "table" or (reply["ok"] ~= "none" and reply["ok"] ~= expected[index + 1]) then
       return false
     end
   end

@@ -22,11 +22,11 @@ end
 
 -- Everything a requeue may write, checked before its first write.
 local function requeue_refusal(q)
-  local expected = {{q.source, "zset"}, {q.wait, "list"}, {q.paused, "list"},
-    {q.meta, "hash"}, {q.active, "list"}, {q.pc, "counter"}, {q.marker, "zset"},
-    {q.events, "stream"}}
+  local expected = {q.source, "zset", q.wait, "list", q.paused, "list",
+    q.meta, "hash", q.active, "list", q.pc, "counter", q.marker, "zset",
+    q.events, "stream"}
   for _, state in ipairs(q.others) do
-    expected[#expected + 1] = {state.key, "zset"}
+    expect(expected, state.key, "zset")
   end
   return structure_refusal(expected)
 end

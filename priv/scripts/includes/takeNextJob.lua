@@ -24,9 +24,9 @@
 -- (the transitions' KEYS are fixed by the protocol; it shares their slot).
 local function pickup_structures(q)
   return {
-    {q.wait, "list"}, {q.active, "list"}, {q.paused, "list"}, {q.prioritized, "zset"},
-    {q.delayed, "zset"}, {q.marker, "zset"}, {q.events, "stream"}, {q.meta, "hash"},
-    {q.limiter, "counter"}, {q.pc, "counter"}, {q.base .. "failed", "zset"},
+    q.wait, "list", q.active, "list", q.paused, "list", q.prioritized, "zset",
+    q.delayed, "zset", q.marker, "zset", q.events, "stream", q.meta, "hash",
+    q.limiter, "counter", q.pc, "counter", q.base .. "failed", "zset",
   }
 end
 
