@@ -151,7 +151,8 @@ def _refusal_message(action: str, job_id: str, error: errors.ScriptError, state:
 
 
 def _broken_words(skipped: Sequence[errors.SkippedJob]) -> str:
-    """ "1 skipped as broken: job 5 (its key is a string, not a job hash)"."""
+    """Say which jobs were skipped, e.g. 1 skipped as broken: job 5 (its key
+    is a string, not a job hash)."""
     named = "; ".join(f"job {job.job_id} ({job.describe()})" for job in skipped[:NAMED_BROKEN])
     more = f"; and {len(skipped) - NAMED_BROKEN:,} more" if len(skipped) > NAMED_BROKEN else ""
     return f"{len(skipped):,} skipped as broken: {named}{more}"
@@ -259,6 +260,14 @@ def job_action(
     return result
 
 
+# What a bulk action did to the jobs it moved, as its message says it.
+_BULK_PAST = {
+    "retry_all": "moved back to waiting",
+    "promote_all": "promoted to waiting",
+    "clean": "removed",
+}
+
+
 def queue_action(
     client: Redis,
     ref: QueueRef,
@@ -282,10 +291,10 @@ def queue_action(
     try:
         if action == "retry_all":
             done = _bulk_done(queue.retry_all(finished or "failed"), result)
-            result.message = f"{done} {state} jobs moved back to waiting"
+            result.message = f"{done} {state} jobs {_BULK_PAST[action]}"
         elif action == "promote_all":
             done = _bulk_done(queue.promote_all(), result)
-            result.message = f"{done} delayed jobs promoted to waiting"
+            result.message = f"{done} delayed jobs {_BULK_PAST[action]}"
         elif action == "clean":
             done = _bulk_done(queue.clean(finished or "failed", grace_ms, keep_ids=False), result)
             result.message = f"{done} {state} jobs older than {_age(grace_ms)} removed"
@@ -316,13 +325,6 @@ def _bulk_done(bulk: BulkResult, result: ActionResult) -> str:
     result.count = bulk.count
     result.skipped = list(bulk.skipped.values())
     return f"{bulk.count:,}"
-
-
-_BULK_PAST = {
-    "retry_all": "moved back to waiting",
-    "promote_all": "promoted to waiting",
-    "clean": "removed",
-}
 
 
 def _bulk_refusal(action: str, state: str, error: Exception) -> ActionRefused:

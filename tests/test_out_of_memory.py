@@ -19,6 +19,7 @@ import pytest
 from redis import Redis
 from redis.exceptions import OutOfMemoryError, ResponseError
 
+from dashboard import actions
 from queues import scripts
 from queues.commands import transitions as t
 from queues.inspect import QueueRef, queue_summaries
@@ -213,3 +214,42 @@ def test_the_page_says_redis_is_out_of_memory(
     assert len(messages) == 1
     assert messages[0].startswith("Redis is out of memory: nothing was changed.")
     assert queue.get_counts("delayed") == {"delayed": 1}
+
+
+class FillsAfterOneBatch(Redis):
+    """A client after whose first script call Redis is full (as if the
+    batches themselves, or other writers, had used the last memory)."""
+
+    def evalsha(self, *args: Any) -> Any:
+        answer = super().evalsha(*args)
+        self.config_set("maxmemory", 1)
+        return answer
+
+    def eval(self, *args: Any) -> Any:  # the first call, when the script is not loaded yet
+        answer = super().eval(*args)
+        self.config_set("maxmemory", 1)
+        return answer
+
+
+def test_a_bulk_action_stopped_by_a_full_redis_says_how_far_it_got(
+    dashboard_redis: Redis, queue: Queue
+) -> None:
+    ids = queue.add_bulk([("n", None, None) for _ in range(2_000)])
+    finish(dashboard_redis, queue, ids, "failed", at=now_ms() - 1000)
+    dashboard_redis.set(queue.keys.job(ids[0]), "corrupt")  # the oldest failure
+    client = FillsAfterOneBatch(connection_pool=dashboard_redis.connection_pool)
+    try:
+        with pytest.raises(actions.RedisOutOfMemory) as refused:
+            actions.queue_action(client, QueueRef("bull", "jobs"), "retry_all", user="u")
+    finally:
+        dashboard_redis.config_set("maxmemory", 0)
+    # The first batch (1,000 ids) went through whole, the second never started.
+    assert dashboard_redis.llen(queue.keys.wait) == 999
+    assert dashboard_redis.zcard(queue.keys.failed) == 1_001
+    assert str(refused.value) == (
+        "Redis is out of memory: it refused to go on. 999 failed jobs were moved back to "
+        f"waiting; 1 skipped as broken: job {ids[0]} (its key is a string, not a job hash) "
+        "before that; the rest was left as it was. Free memory (clean or remove old jobs) or "
+        "raise maxmemory, then try again."
+    )
+    assert refused.value.status == 507
