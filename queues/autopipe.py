@@ -194,7 +194,7 @@ class AutoPipeline:
             try:
                 return await self.execute("EVAL", source, len(keys), *keys, *call.args)
             except ResponseError as error:
-                if scripts.lacks_script_flags(error, call.script):
+                if scripts.fell_back_to_legacy(error, call.script):
                     return await self.run(call)
                 raise
         return reply

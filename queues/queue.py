@@ -262,7 +262,9 @@ class Queue:
         return [codec.text(line) or "" for line in lines], int(total)
 
     # -- admin actions: one script each; wrong state -> JobNotInState, gone ->
-    # JobNotExist, and the job is left exactly as it was.
+    # JobNotExist, keys broken -> JobBroken, a queue key of the wrong type ->
+    # CorruptKey, Redis over maxmemory -> OutOfMemoryError; in each case the
+    # job is left exactly as it was.
 
     def _run(self, call: scripts.ScriptCall, command: str, job_id: str | None = None) -> Any:
         result = scripts.run(self.connection, call)

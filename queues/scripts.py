@@ -186,9 +186,10 @@ def code(s: Script) -> tuple[str, str]:
     return s.sha, s.source
 
 
-def lacks_script_flags(error: ResponseError, s: Script) -> bool:
-    """A server without script flags failed to compile the shebang: switch to
-    the legacy sources (True: the caller sends the call again)."""
+def fell_back_to_legacy(error: ResponseError, s: Script) -> bool:
+    """Whether ``error`` is a server without script flags failing to compile
+    the shebang; if so this process now sends the legacy sources, and the
+    caller sends its call again."""
     message = str(error)
     if _SOURCES.legacy or not s.legacy_source:
         return False
@@ -209,7 +210,7 @@ def run(client: Redis, c: ScriptCall) -> Any:
         except NoScriptError:
             return client.eval(source, len(c.keys), *params)
     except ResponseError as error:
-        if lacks_script_flags(error, c.script):
+        if fell_back_to_legacy(error, c.script):
             return run(client, c)
         raise_refusal(error)
 
@@ -224,7 +225,7 @@ async def arun(client: AsyncRedis, c: ScriptCall) -> Any:
         except NoScriptError:
             return await client.eval(source, len(c.keys), *params)  # type: ignore[misc]
     except ResponseError as error:
-        if lacks_script_flags(error, c.script):
+        if fell_back_to_legacy(error, c.script):
             return await arun(client, c)
         raise_refusal(error)
 
@@ -244,6 +245,6 @@ def ensure_loaded(client: Redis, names: tuple[str, ...]) -> None:
         try:
             client.script_load(code(s)[1])
         except ResponseError as error:
-            if not lacks_script_flags(error, s):
+            if not fell_back_to_legacy(error, s):
                 raise
             client.script_load(code(s)[1])

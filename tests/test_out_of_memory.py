@@ -165,9 +165,9 @@ def test_a_server_without_script_flags_switches_this_process_to_the_legacy_sourc
         error = ResponseError(
             "Error compiling script (new function): user_script:1: unexpected symbol near '#'"
         )
-        assert scripts.lacks_script_flags(error, script)
+        assert scripts.fell_back_to_legacy(error, script)
         assert scripts.code(script) == (script.legacy_sha, script.legacy_source)
-        assert not scripts.lacks_script_flags(error, script)  # switched once
+        assert not scripts.fell_back_to_legacy(error, script)  # switched once
     finally:
         scripts.use_legacy_sources(False)
 
