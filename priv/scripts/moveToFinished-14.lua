@@ -34,8 +34,8 @@
 
   Returns
     without fetch next: 0
-    with fetch next: {fields, id, rate_limit_ms, next_delayed_due_ms}, exactly
-      as moveToActive answers
+    with fetch next: {fields, id, rate_limit_ms, next_delayed_due_ms, broken},
+      exactly as moveToActive answers
     or -1 (no such job), -4 (completing a parent with pending children),
     -9 (completing a parent with failed children), -2 (lock gone, e.g. an
     admin failed the job), -6 (lock held by another token or a lock key of

@@ -1,9 +1,9 @@
 #!lua flags=allow-oom
 --[[
   obliterate: delete a paused queue with all its jobs and keys, in bounded
-  batches; the caller repeats while it returns 1. Refuses while jobs are
-  active unless forced (a forced obliterate leaves their workers' finishes
-  with -1).
+  batches; the caller repeats while its first answer is 1. Refuses while
+  jobs are active unless forced (a forced obliterate leaves their workers'
+  finishes with -1).
 
   KEYS[1]  meta
   KEYS[2]  active
