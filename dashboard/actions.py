@@ -2,7 +2,12 @@
 script per move), turned into a plain-words message and an audit log line.
 
 Pages and the API both call :func:`job_action` / :func:`queue_action`, so the
-same click and the same POST say the same thing and log the same line.
+same click and the same POST say the same thing and log the same line. Jobs a
+script left where they were because their keys are broken are named in the
+message, listed in ``skipped`` and in the audit line. When Redis refuses an
+action before it starts (over maxmemory, or a queue key of the wrong type) the
+action raises a :class:`ActionRefused` whose ``status`` and ``code`` the API
+answers with; whatever earlier batches or jobs did is said in its message.
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redis import Redis
+from redis.exceptions import OutOfMemoryError
 
 from queues import errors
 from queues.commands.admin import FinishedState
 from queues.inspect import QueueRef
-from queues.queue import Queue
+from queues.queue import BulkResult, BulkStopped, Queue
 
 audit = logging.getLogger("echomq.audit")
 
@@ -47,7 +53,34 @@ _NOT_IN_STATE = {
 
 
 class ActionRefused(ValueError):
-    """Bad input for an action (unknown action, state, age...): a 400."""
+    """An action that did not run: bad input (unknown action, state, age...)
+    by default; the subclasses are Redis refusing it. ``status`` and ``code``
+    are what the API answers."""
+
+    status = 400
+    code = "bad_request"
+
+
+class RedisOutOfMemory(ActionRefused):
+    """Redis is over ``maxmemory`` and refused to start the action. 507
+    (Insufficient Storage), unlike an outage's 503: retrying will not help
+    until memory is freed."""
+
+    status = 507
+    code = "redis_out_of_memory"
+
+
+class QueueKeyCorrupt(ActionRefused):
+    """A key of the queue (``failed``, ``wait``, ``meta`` ...) has the wrong
+    type, so the action's script refused to run. 409: the queue's data, not
+    the request, is in the way."""
+
+    status = 409
+    code = "corrupt_key"
+
+
+# How many broken jobs a message names before it says "and N more".
+NAMED_BROKEN = 3
 
 
 @dataclass(slots=True)
@@ -71,6 +104,8 @@ class ActionResult:
     outcomes: list[Outcome] = field(default_factory=list)
     count: int = 0  # jobs moved
     message: str = ""
+    # Jobs a bulk action left where they were because their keys are broken.
+    skipped: list[errors.SkippedJob] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -93,6 +128,10 @@ class ActionResult:
                 {"id": o.job_id, "ok": o.ok, "code": o.code, "message": o.message}
                 for o in self.outcomes
             ],
+            "skipped": [
+                {"id": job.job_id, "reason": job.describe(), "code": job.reason}
+                for job in self.skipped
+            ],
         }
 
 
@@ -109,6 +148,31 @@ def _refusal_message(action: str, job_id: str, error: errors.ScriptError, state:
     if code in (errors.ErrorCode.JOB_PENDING_CHILDREN, errors.ErrorCode.JOB_HAS_FAILED_CHILDREN):
         return f"Job {job_id} has children that have not finished"
     return f"Job {job_id} was not {_PAST[action]}: {code.name.replace('_', ' ').lower()}"
+
+
+def _broken_words(skipped: Sequence[errors.SkippedJob]) -> str:
+    """Say which jobs were skipped, e.g. 1 skipped as broken: job 5 (its key
+    is a string, not a job hash)."""
+    named = "; ".join(f"job {job.job_id} ({job.describe()})" for job in skipped[:NAMED_BROKEN])
+    more = f"; and {len(skipped) - NAMED_BROKEN:,} more" if len(skipped) > NAMED_BROKEN else ""
+    return f"{len(skipped):,} skipped as broken: {named}{more}"
+
+
+def _with_broken(message: str, skipped: Sequence[errors.SkippedJob]) -> str:
+    return f"{message}; {_broken_words(skipped)}" if skipped else message
+
+
+def _refusal(error: Exception, done: str) -> ActionRefused:
+    """The ActionRefused for Redis refusing to start (the rest of) an action;
+    ``done`` says what happened before it, "" when nothing did."""
+    before = f" {done} before that; the rest was left as it was." if done else ""
+    if isinstance(error, errors.CorruptKey):
+        return QueueKeyCorrupt(f"{error}{before}")
+    return RedisOutOfMemory(
+        "Redis is out of memory: "
+        + ("nothing was changed." if not done else f"it refused to go on.{before}")
+        + " Free memory (clean or remove old jobs) or raise maxmemory, then try again."
+    )
 
 
 def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
@@ -154,6 +218,7 @@ def job_action(
         raise ActionRefused("Only failed or completed jobs can be retried")
     queue = Queue(ref.name, client, prefix=ref.prefix)
     admin_reason = f"{reason.strip() or 'Failed by an operator'} (failed by {user})"
+    ids = ",".join(job_ids[:20]) + ("..." if len(job_ids) > 20 else "")
     outcomes = []
     for job_id in job_ids:
         try:
@@ -168,13 +233,39 @@ def job_action(
         except errors.ScriptError as error:
             message = _refusal_message(action, job_id, error, state)
             outcomes.append(Outcome(job_id, False, error.code.name, message))
+        except errors.JobBroken as error:
+            message = (
+                f"Job {job_id} was not {_PAST[action]}: {errors.describe_reason(error.reason)}"
+            )
+            outcomes.append(Outcome(job_id, False, "JOB_BROKEN", message))
+        except (OutOfMemoryError, errors.CorruptKey) as error:
+            moved = sum(o.ok for o in outcomes)
+            done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {_PAST[action]}"
+            refusal = _refusal(error, done if moved else "")
+            _log(user, action, ref, ids, f"moved={moved} refused:{refusal.code}")
+            raise refusal from error
         else:
             outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {_PAST[action]}"))
     result = ActionResult(action, ref, outcomes, sum(o.ok for o in outcomes))
     result.message = _summary(action, outcomes)
-    ids = ",".join(job_ids[:20]) + ("..." if len(job_ids) > 20 else "")
-    _log(user, action, ref, ids, f"moved={result.count} refused={len(job_ids) - result.count}")
+    broken = [o.job_id for o in outcomes if o.code == "JOB_BROKEN"]
+    _log(
+        user,
+        action,
+        ref,
+        ids,
+        f"moved={result.count} refused={len(job_ids) - result.count}"
+        + (f" broken={','.join(broken[:20])}" if broken else ""),
+    )
     return result
+
+
+# What a bulk action did to the jobs it moved, as its message says it.
+_BULK_PAST = {
+    "retry_all": "moved back to waiting",
+    "promote_all": "promoted to waiting",
+    "clean": "removed",
+}
 
 
 def queue_action(
@@ -192,29 +283,57 @@ def queue_action(
     queue = Queue(ref.name, client, prefix=ref.prefix)
     result = ActionResult(action, ref)
     finished = FINISHED_STATES.get(state)
-    if action == "retry_all":
-        if finished is None:
-            raise ActionRefused("Only failed or completed jobs can be retried")
-        result.count = queue.retry_all(finished)
-        result.message = f"{result.count:,} {state} jobs moved back to waiting"
-    elif action == "promote_all":
-        result.count = queue.promote_all()
-        result.message = f"{result.count:,} delayed jobs promoted to waiting"
-    elif action == "clean":
-        if finished is None:
-            raise ActionRefused("Only completed or failed jobs can be cleaned")
-        if grace_ms < 0:
-            raise ActionRefused("Choose an age: zero or more milliseconds")
-        result.count = len(queue.clean(finished, grace_ms))
-        result.message = f"{result.count:,} {state} jobs older than {_age(grace_ms)} removed"
-    elif action == "pause":
-        queue.pause()
-        result.message = f"Queue {ref.name} paused: workers take no new jobs"
-    else:
-        queue.resume()
-        result.message = f"Queue {ref.name} resumed"
-    _log(user, action, ref, f"state={state}", f"count={result.count}")
+    if action in ("retry_all", "clean") and finished is None:
+        verb = "retried" if action == "retry_all" else "cleaned"
+        raise ActionRefused(f"Only failed or completed jobs can be {verb}")
+    if action == "clean" and grace_ms < 0:
+        raise ActionRefused("Choose an age: zero or more milliseconds")
+    try:
+        if action == "retry_all":
+            done = _bulk_done(queue.retry_all(finished or "failed"), result)
+            result.message = f"{done} {state} jobs {_BULK_PAST[action]}"
+        elif action == "promote_all":
+            done = _bulk_done(queue.promote_all(), result)
+            result.message = f"{done} delayed jobs {_BULK_PAST[action]}"
+        elif action == "clean":
+            done = _bulk_done(queue.clean(finished or "failed", grace_ms, keep_ids=False), result)
+            result.message = f"{done} {state} jobs older than {_age(grace_ms)} removed"
+        elif action == "pause":
+            queue.pause()
+            result.message = f"Queue {ref.name} paused: workers take no new jobs"
+        else:
+            queue.resume()
+            result.message = f"Queue {ref.name} resumed"
+    except (BulkStopped, OutOfMemoryError, errors.CorruptKey) as error:
+        refusal = _bulk_refusal(action, state, error)
+        _log(user, action, ref, f"state={state}", f"refused:{refusal.code}")
+        raise refusal from error
+    result.message = _with_broken(result.message, result.skipped)
+    skipped = ",".join(job.job_id for job in result.skipped[:20])
+    _log(
+        user,
+        action,
+        ref,
+        f"state={state}",
+        f"count={result.count}" + (f" skipped={skipped}" if skipped else ""),
+    )
     return result
+
+
+def _bulk_done(bulk: BulkResult, result: ActionResult) -> str:
+    """Copy a bulk action's figures into ``result``; the count as shown."""
+    result.count = bulk.count
+    result.skipped = list(bulk.skipped.values())
+    return f"{bulk.count:,}"
+
+
+def _bulk_refusal(action: str, state: str, error: Exception) -> ActionRefused:
+    """A refusal of a bulk action, saying what its completed batches did."""
+    if not isinstance(error, BulkStopped) or not error.done.count:
+        return _refusal(error.refusal if isinstance(error, BulkStopped) else error, "")
+    which = "delayed" if action == "promote_all" else state
+    done = f"{error.done.count:,} {which} jobs were {_BULK_PAST.get(action, 'moved')}"
+    return _refusal(error.refusal, _with_broken(done, list(error.done.skipped.values())))
 
 
 def _age(ms: int) -> str:

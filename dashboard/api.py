@@ -2,8 +2,10 @@
 
 Errors are ``{"error": {"code", "message"}}``: 400 bad input, 401 not logged
 in, 403 no permission (or read-only), 404 unknown queue or job, 409 a job not
-in the state the action starts from. POSTs take JSON or form bodies and need
-the CSRF token (header ``X-CSRFToken``) like every POST of the site.
+in the state the action starts from (or a queue key of the wrong type,
+``corrupt_key``), 507 Redis out of memory (``redis_out_of_memory``). POSTs
+take JSON or form bodies and need the CSRF token (header ``X-CSRFToken``) like
+every POST of the site.
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ def _json_errors(view: V) -> V:
             return view(request, *args, **kwargs)
         except Http404 as error:
             return json_error(404, "not_found", str(error) or "Not found")
-        except (BadInput, InvalidName, actions.ActionRefused) as error:
+        except actions.ActionRefused as error:
+            return json_error(error.status, error.code, str(error))
+        except (BadInput, InvalidName) as error:
             return json_error(400, "bad_request", str(error))
 
     return cast(V, wrapper)

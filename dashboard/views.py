@@ -306,5 +306,7 @@ def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     except actions.ActionRefused as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, result.message)
+        # Jobs left behind as broken need a look: not a plain success.
+        level = messages.WARNING if result.skipped else messages.SUCCESS
+        messages.add_message(request, level, result.message)
     return _back(request, _queue_url(ref, state))

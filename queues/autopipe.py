@@ -29,6 +29,7 @@ from redis.asyncio.connection import Connection, UnixDomainSocketConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
+from queues import scripts
 from queues.scripts import ScriptCall
 
 _NOSCRIPT = "NOSCRIPT"
@@ -182,14 +183,20 @@ class AutoPipeline:
         if link is None or link.lost:
             link = await self._connect()
         keys = call.keys
-        command: Any = ("EVALSHA", call.script.sha, len(keys), *keys, *call.args)
+        sha, source = scripts.code(call.script)
+        command: Any = ("EVALSHA", sha, len(keys), *keys, *call.args)
         reply = await link.send(hiredis.pack_command(command))
         if isinstance(reply, ResponseError):
             if self._follow_moved(reply):
                 return await self.run(call)
             if not str(reply).startswith(_NOSCRIPT):
                 raise reply
-            return await self.execute("EVAL", call.script.source, len(keys), *keys, *call.args)
+            try:
+                return await self.execute("EVAL", source, len(keys), *keys, *call.args)
+            except ResponseError as error:
+                if scripts.fell_back_to_legacy(error, call.script):
+                    return await self.run(call)
+                raise
         return reply
 
     def _follow_moved(self, reply: ResponseError) -> bool:

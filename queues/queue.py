@@ -10,15 +10,24 @@ trips and never more than the page asked for. Works with ``redis.Redis`` and
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis import Redis
+from redis.exceptions import OutOfMemoryError, ResponseError
 
 from queues import codec, scripts
 from queues.commands import admin
 from queues.commands.admin import CleanableState, FinishedState, RequeueSource
-from queues.errors import JobNotInState, raise_for_code
+from queues.errors import (
+    CorruptKey,
+    JobNotInState,
+    SkippedJob,
+    decode_skipped,
+    raise_for_code,
+    raise_refusal,
+)
 from queues.job import Job
 from queues.job_options import JobOptions, PreparedJob, prepare_job, to_json
 from queues.keys import (
@@ -68,6 +77,33 @@ def _list_windows(lengths: Sequence[int], start: int, stop: int) -> list[tuple[i
     return windows
 
 
+@dataclass(slots=True)
+class BulkResult:
+    """What a bulk action did: how many jobs it moved or deleted (``ids``: the
+    deleted ones, when asked for), and the jobs it left where they were
+    because their keys are broken, one entry per id."""
+
+    count: int = 0
+    ids: list[str] = field(default_factory=list)
+    skipped: dict[str, SkippedJob] = field(default_factory=dict)
+
+    def add_skipped(self, jobs: Iterable[SkippedJob]) -> None:
+        # A later batch may look again at a job an earlier one reported.
+        for job in jobs:
+            self.skipped.setdefault(job.job_id, job)
+
+
+class BulkStopped(Exception):
+    """Redis refused a bulk action's next batch (out of memory, a key of the
+    wrong type). Each batch is one script, so the earlier ones completed and
+    nothing is half-moved: ``done`` is what they did, ``__cause__`` the refusal."""
+
+    def __init__(self, done: BulkResult, refusal: Exception) -> None:
+        self.done = done
+        self.refusal = refusal
+        super().__init__(f"stopped after {done.count} jobs: {refusal}")
+
+
 class Queue:
     def __init__(self, name: str, connection: Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
         self.keys = QueueKeys(name, prefix)
@@ -109,7 +145,11 @@ class Queue:
             pipe = self._pipeline()
             for call in self._add_calls(prepared[offset : offset + batch]):
                 scripts.queue_in_pipeline(pipe, call)
-            for results in pipe.execute():
+            try:
+                answers = pipe.execute()
+            except ResponseError as error:
+                raise_refusal(error)
+            for results in answers:
                 for result in results:
                     raise_for_code(result, "addJob")
                     ids.append(_text(result))
@@ -222,7 +262,9 @@ class Queue:
         return [codec.text(line) or "" for line in lines], int(total)
 
     # -- admin actions: one script each; wrong state -> JobNotInState, gone ->
-    # JobNotExist, and the job is left exactly as it was.
+    # JobNotExist, keys broken -> JobBroken, a queue key of the wrong type ->
+    # CorruptKey, Redis over maxmemory -> OutOfMemoryError; in each case the
+    # job is left exactly as it was.
 
     def _run(self, call: scripts.ScriptCall, command: str, job_id: str | None = None) -> Any:
         result = scripts.run(self.connection, call)
@@ -249,54 +291,79 @@ class Queue:
         validate_job_id(job_id)
         self._run(admin.remove_job(self.keys, job_id, now_ms=now_ms()), "remove", job_id)
 
-    def retry_all(self, state: FinishedState = "failed", *, batch: int = 1000) -> int:
-        """Retry every job that was in ``state`` when the call started; returns
-        how many were requeued."""
+    def retry_all(self, state: FinishedState = "failed", *, batch: int = 1000) -> BulkResult:
+        """Retry every job that was in ``state`` when the call started. Jobs
+        whose keys are broken stay in ``state`` and are listed in ``skipped``.
+        Raises :class:`BulkStopped` when Redis refuses a batch."""
         return self._requeue_all(state, batch, max_score=now_ms())
 
-    def promote_all(self, *, batch: int = 1000) -> int:
+    def promote_all(self, *, batch: int = 1000) -> BulkResult:
+        """Run every delayed job now (as :meth:`retry_all` for delayed jobs)."""
         return self._requeue_all("delayed", batch, max_score=None)
 
-    def _requeue_all(self, source: RequeueSource, batch: int, max_score: int | None) -> int:
-        call = admin.requeue_jobs(self.keys, source, batch=batch, max_score=max_score)
-        total = 0
+    def _bulk_step(self, call: ScriptCall, done: BulkResult) -> Any:
+        """One batch of a bulk action; a refusal stops the action with what
+        the earlier batches did."""
+        try:
+            return scripts.run(self.connection, call)
+        except (CorruptKey, OutOfMemoryError) as refusal:
+            raise BulkStopped(done, refusal) from refusal
+
+    def _requeue_all(self, source: RequeueSource, batch: int, max_score: int | None) -> BulkResult:
+        result = BulkResult()
         calls_left: int | None = None
         while calls_left is None or calls_left > 0:
-            moved, remaining = scripts.run(self.connection, call)
-            total += int(moved)
+            # Broken jobs stay at the front of the source set: pass over them.
+            call = admin.requeue_jobs(
+                self.keys, source, batch=batch, max_score=max_score, pass_over=len(result.skipped)
+            )
+            moved, remaining, skipped = self._bulk_step(call, result)
+            result.count += int(moved)
+            result.add_skipped(decode_skipped(skipped))
             if int(remaining) == 0:
                 break
             # Only what was there at the start: jobs that producers keep adding
             # (promote-all takes every score) must not keep this loop going.
             calls_left = -(-int(remaining) // batch) if calls_left is None else calls_left - 1
-        return total
+        return result
 
-    def clean(self, state: CleanableState, grace_ms: int, limit: int = 0) -> list[str]:
+    def clean(
+        self, state: CleanableState, grace_ms: int, limit: int = 0, *, keep_ids: bool = True
+    ) -> BulkResult:
         """Delete jobs of ``state`` older than ``grace_ms`` (finished for
         completed/failed, created for the others); at most ``limit`` (0 = all).
-        "wait" covers the wait and paused lists. Returns the deleted ids."""
-        return [job_id for batch in self._clean_batches(state, grace_ms, limit) for job_id in batch]
-
-    def clean_count(self, state: CleanableState, grace_ms: int, limit: int = 0) -> int:
-        """:meth:`clean` without keeping the ids: for cleaning millions of jobs."""
-        return sum(len(batch) for batch in self._clean_batches(state, grace_ms, limit))
-
-    def _clean_batches(
-        self, state: CleanableState, grace_ms: int, limit: int
-    ) -> Iterator[list[str]]:
+        "wait" covers the wait and paused lists. ``ids`` lists the deleted ones
+        (``keep_ids=False`` for cleaning millions); a job whose key is not a job
+        hash is left where it was and listed in ``skipped``. Raises
+        :class:`BulkStopped` when Redis refuses a batch."""
         cutoff = now_ms() - grace_ms
-        removed = 0
+        result = BulkResult()
         for key_state in ("wait", "paused") if state == "wait" else (state,):
-            while limit == 0 or removed < limit:
-                batch = _CLEAN_BATCH if limit == 0 else min(limit - removed, _CLEAN_BATCH)
+            passed = 0
+            while limit == 0 or result.count < limit:
+                batch = _CLEAN_BATCH if limit == 0 else min(limit - result.count, _CLEAN_BATCH)
                 call = admin.clean_jobs(
-                    self.keys, key_state, cutoff_ms=cutoff, limit=batch, now_ms=now_ms()
+                    self.keys,
+                    key_state,
+                    cutoff_ms=cutoff,
+                    limit=batch,
+                    now_ms=now_ms(),
+                    pass_over=passed,
                 )
-                ids = [_text(job_id) for job_id in scripts.run(self.connection, call)]
-                removed += len(ids)
-                yield ids
-                if len(ids) < batch:
+                deleted, raw_skipped, looked_at = self._bulk_step(call, result)
+                skipped = decode_skipped(raw_skipped)
+                result.add_skipped(skipped)
+                result.count += len(deleted)
+                if keep_ids:
+                    result.ids.extend(_text(job_id) for job_id in deleted)
+                if key_state in ("completed", "failed"):
+                    # Ordered by finish time: the broken ones stay in front.
+                    passed += len(skipped)
+                    if int(looked_at) < batch:
+                        break
+                elif len(deleted) < batch:
                     break
+        return result
 
     def pause(self) -> None:
         scripts.run(self.connection, admin.pause(self.keys, paused=True))
@@ -304,24 +371,34 @@ class Queue:
     def resume(self) -> None:
         scripts.run(self.connection, admin.pause(self.keys, paused=False))
 
-    def drain(self, delayed: bool = False, *, batch: int = 1000) -> None:
-        """Delete the jobs not started yet (and delayed ones when asked)."""
+    def drain(self, delayed: bool = False, *, batch: int = 1000) -> list[SkippedJob]:
+        """Delete the jobs not started yet (and delayed ones when asked).
+        Returns the jobs left where they were because their key is not a job hash."""
         call = admin.drain(self.keys, delayed=delayed, batch=batch, now_ms=now_ms())
-        while scripts.run(self.connection, call) == 1:
-            pass
+        result = BulkResult()
+        more = 1
+        while more == 1:
+            more, skipped = self._bulk_step(call, result)
+            result.add_skipped(decode_skipped(skipped))
+        return list(result.skipped.values())
 
-    def obliterate(self, force: bool = False, *, batch: int = 1000) -> None:
+    def obliterate(self, force: bool = False, *, batch: int = 1000) -> list[SkippedJob]:
         """Pause the queue, then delete it with all its jobs. Raises
         JobNotInState when jobs are active and ``force`` is not set (or another
-        admin resumed the queue meanwhile); what was deleted stays deleted."""
+        admin resumed the queue meanwhile); what was deleted stays deleted.
+        Returns the ids whose key is not a job hash: neither they nor the
+        state holding them are deleted."""
         self.pause()
         call = admin.obliterate(self.keys, force=force, batch=batch, now_ms=now_ms())
+        result = BulkResult()
         while True:
-            result = scripts.run(self.connection, call)
-            if result == -3:
+            answer = self._bulk_step(call, result)
+            if answer == -3:
                 raise JobNotInState("obliterate (active jobs or not paused)")
-            if result == 0:
-                return
+            more, skipped = answer
+            result.add_skipped(decode_skipped(skipped))
+            if more == 0:
+                return list(result.skipped.values())
 
     def update_progress(self, job_id: str, progress: Any) -> None:
         validate_job_id(job_id)

@@ -20,6 +20,15 @@ Shape of the runtime, chosen so a busy worker costs one script call per job:
 - Script calls share one auto-pipelined connection (``queues.autopipe``:
   hiredis packs and parses, one write per event-loop turn); pick-up answers
   are decoded by ``queues.pickup``.
+- A job whose keys another writer broke is passed over by the scripts and
+  logged once per worker (``broken_seen``); it stays where it was.
+- Redis over ``maxmemory`` refuses the scripts that add data, the worker's
+  included: a full Redis should start no new work, and a finish writes the
+  result, an event and maybe the next job's lock. Only lock renewals run
+  (allow-oom). So the fetch loop waits and tries again; a finish or a retry
+  refused for lack of memory keeps its job held and its lock renewed, and is
+  tried again every second until Redis has room: the job is not lost, and
+  not run a second time as it would be if its lock lapsed.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import socket
 import time
 import traceback
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from redis.asyncio import Redis as AsyncRedis
@@ -48,7 +57,7 @@ from queues.commands import admin
 from queues.commands import transitions as tr
 from queues.commands.release import release_job
 from queues.connection import connect_async
-from queues.errors import ScriptError, raise_for_code
+from queues.errors import JobBroken, ScriptError, SkippedJob, is_out_of_memory, raise_for_code
 from queues.job import Job
 from queues.keys import DEFAULT_PREFIX, QueueKeys
 from queues.pickup import decode_answer
@@ -69,6 +78,8 @@ RECONNECT_FIRST_S = 0.2
 RECONNECT_LONGEST_S = 5.0
 # Wait after any other Redis error before the fetch loop tries again.
 ERROR_BACKOFF_S = 1.0
+# Broken jobs a worker remembers having logged (then it starts afresh).
+MAX_REPORTED_BROKEN = 1000
 
 
 # Built once: json.dumps with options makes a new encoder per call. Strict JSON,
@@ -159,6 +170,8 @@ class Worker:
         self._done = asyncio.Event()
         self._fetch_stopped = asyncio.Event()
         self._timers: list[asyncio.Task[None]] = []
+        # Jobs met whose keys are broken: id -> what is wrong (see _report_broken).
+        self.broken_seen: dict[str, SkippedJob] = {}
 
     # -- public ---------------------------------------------------------------
 
@@ -288,6 +301,7 @@ class Worker:
             limiter=self.limiter,
         )
         fetched = decode_answer(await self._run(call), "moveToActive")
+        self._report_broken(fetched.broken)
         if fetched.job_id is not None:
             self.held[fetched.job_id] = token
         return fetched
@@ -310,8 +324,9 @@ class Worker:
             self._blocking = None
         if popped is None:
             return 0
-        due = int(float(popped[2]))
         # Member "1" scored in the future: the next delayed job is not due yet.
+        # Another writer may have scored it +inf: then look again now.
+        due = codec.integer(popped[2], 0) or 0
         return due if due > _now_ms() else 0
 
     async def _sleep(self, seconds: float) -> None:
@@ -394,18 +409,18 @@ class Worker:
         return codec.dumps(lines)
 
     async def _retry_later(self, job: Job, delay_ms: int, fields: dict[str, str]) -> None:
-        token = self.held.pop(job.id, None)
+        token = self.held.get(job.id)
         if token is None:
             return
         call = tr.move_to_delayed(
             self.keys, job.id, token=token, now_ms=_now_ms(), delay_ms=delay_ms, fields=fields
         )
-        await self._run_quietly(call, "moveToDelayed", job.id)
+        await self._settle(call, "moveToDelayed", job.id)
 
     async def _finish(
         self, job: Job, target: tr.FinishTarget, value: str, fields: dict[str, str] | None
     ) -> Job | None:
-        token = self.held.pop(job.id, None)
+        token = self.held.get(job.id)
         if token is None:
             return None  # released by close(force) meanwhile
         now = _now_ms()
@@ -421,10 +436,11 @@ class Worker:
             options=self._finish_options(job, target),
             extra_fields=fields,
         )
-        answer = await self._run_quietly(call, "moveToFinished", job.id)
+        answer = await self._settle(call, "moveToFinished", job.id)
         if not fetch_next or answer is None:
             return None
         fetched = decode_answer(answer, "moveToFinished", job.id)
+        self._report_broken(fetched.broken)
         if fetched.job_id is not None:
             # The next job is locked with the same token (one token per slot chain).
             self.held[fetched.job_id] = token
@@ -457,18 +473,71 @@ class Worker:
             self._finish_cache[cache_key] = options
         return options
 
-    async def _run_quietly(self, call: scripts.ScriptCall, command: str, job_id: str) -> Any:
-        """Run a finishing call; a refusal (lock lost, job gone) is logged, not raised:
-        the job's fate is then someone else's (an admin, the stalled checker)."""
+    async def _settle(self, call: scripts.ScriptCall, command: str, job_id: str) -> Any:
+        """Run a finishing call (moveToFinished, moveToDelayed) of a held job.
+
+        The job leaves ``held`` while the call is in flight, so a forced close
+        cannot release it at the same time. A refusal (lock lost, job gone or
+        broken) is logged, not raised: the job's fate is then someone else's
+        (an admin, the stalled checker). Redis over maxmemory refuses the call
+        before it starts: the job then goes back to ``held`` (its lock is still
+        renewed, renewals run when Redis is full) and the call is tried again
+        every second, so a job that ran is not run again; a closing worker
+        stops trying, and the stalled check hands the job back once its lock
+        expires.
+        """
+        while True:
+            token = self.held.pop(job_id, None)
+            if token is None:
+                return None  # released by close(force) meanwhile
+            try:
+                return await self._run_quietly(call, command, job_id, unless_full=not self.closing)
+            except RedisError:
+                log.warning(
+                    "worker %s: Redis is out of memory; %s of job %s waits for room",
+                    self.name,
+                    command,
+                    job_id,
+                )
+            self.held[job_id] = token
+            await self._sleep(ERROR_BACKOFF_S)
+
+    async def _run_quietly(
+        self, call: scripts.ScriptCall, command: str, job_id: str, *, unless_full: bool = False
+    ) -> Any:
+        """Run a call for a job; a refusal or a Redis error is logged, not
+        raised, except Redis being out of memory when ``unless_full``."""
         try:
             answer = await self._run(call)
             raise_for_code(answer, command, job_id)
             return answer
-        except ScriptError as refused:
+        except (ScriptError, JobBroken) as refused:
             log.warning("worker %s: %s", self.name, refused)
         except (RedisError, OSError) as exc:
+            if unless_full and is_out_of_memory(exc):
+                raise
             log.error("worker %s: %s for job %s failed: %s", self.name, command, job_id, exc)
         return None
+
+    def _report_broken(self, broken: Sequence[SkippedJob]) -> None:
+        """Log the jobs whose keys are broken that a script met, each once per
+        worker (a pick-up meets the same ones again and again), and keep them
+        in ``broken_seen`` (bounded: it starts afresh when full)."""
+        for job in broken:
+            if job.job_id in self.broken_seen:
+                continue
+            if len(self.broken_seen) >= MAX_REPORTED_BROKEN:
+                self.broken_seen.clear()
+            self.broken_seen[job.job_id] = job
+            fate = "dropped" if job.reason == "missing" else "left where it was"
+            log.warning(
+                "worker %s: job %s of %s %s: %s",
+                self.name,
+                job.job_id,
+                self.keys,
+                fate,
+                job.describe(),
+            )
 
     # -- timers ---------------------------------------------------------------
 
@@ -498,7 +567,7 @@ class Worker:
             try:
                 answers = await self._pipelined(calls)
             except NoScriptError:
-                await self.client.script_load(calls[0].script.source)
+                await self.client.script_load(scripts.code(calls[0].script)[1])
                 answers = await self._pipelined(calls)
         # A job finished while the renewals were in flight has no lock left to
         # extend: only jobs still held under the same token count as lost.
@@ -534,11 +603,11 @@ class Worker:
             now_ms=_now_ms(),
             stalled_interval_ms=self.stalled_interval_ms,
         )
-        answer = await self._run(call)
-        recovered = [codec.text(raw) or "" for raw in answer or ()]
-        if recovered:
-            log.info("worker %s: moved stalled jobs back to wait: %s", self.name, recovered)
-        return recovered
+        checked = tr.decode_stalled(await self._run(call))
+        if checked.recovered:
+            log.info("worker %s: moved stalled jobs back to wait: %s", self.name, checked.recovered)
+        self._report_broken(checked.broken)
+        return checked.recovered
 
     # -- shutdown -------------------------------------------------------------
 

@@ -112,8 +112,12 @@ def test_add_job_arguments() -> None:
 def test_requeue_source_selects_the_first_key() -> None:
     assert admin.requeue_job(KEYS, "7", "completed").keys[0] == KEYS.completed
     assert admin.requeue_job(KEYS, "7", "delayed").args == (KEYS.base, "7", "delayed")
-    assert admin.requeue_jobs(KEYS, "failed", batch=5, max_score=99).args[2:] == (5, "99")
-    assert admin.requeue_jobs(KEYS, "delayed", batch=5).args[3] == "+inf"
+    assert admin.requeue_jobs(KEYS, "failed", batch=5, max_score=99).args[2:] == (5, "99", 0)
+    assert admin.requeue_jobs(KEYS, "delayed", batch=5, pass_over=3).args[3:] == ("+inf", 3)
+    # The sorted-set states a requeued job must not also be in follow the nine.
+    assert admin.requeue_job(KEYS, "7", "failed").keys[9:] == (
+        KEYS.completed, KEYS.failed, KEYS.delayed, KEYS.waiting_children,
+    )  # fmt: skip
 
 
 def test_clean_key_per_state_and_positive_bounds() -> None:
@@ -126,6 +130,10 @@ def test_clean_key_per_state_and_positive_bounds() -> None:
         admin.clean_jobs(KEYS, "failed", cutoff_ms=1, limit=0, now_ms=9)
     with pytest.raises(ValueError, match="batch"):
         admin.requeue_jobs(KEYS, "failed", batch=0)
+    with pytest.raises(ValueError, match="pass_over"):
+        admin.requeue_jobs(KEYS, "failed", batch=1, pass_over=-1)
+    with pytest.raises(ValueError, match="pass_over"):
+        admin.clean_jobs(KEYS, "failed", cutoff_ms=1, limit=2, now_ms=9, pass_over=-2)
     with pytest.raises(ValueError, match="batch"):
         admin.drain(KEYS, delayed=False, batch=-1, now_ms=9)
 

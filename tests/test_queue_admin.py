@@ -12,8 +12,8 @@ from redis import Redis
 from queues import scripts
 from queues.commands import transitions as t
 from queues.connection import connect
-from queues.errors import JobBelongsToJobScheduler, JobNotExist, JobNotInState
-from queues.queue import Queue, now_ms
+from queues.errors import JobBelongsToJobScheduler, JobNotExist, JobNotInState, SkippedJob
+from queues.queue import BulkResult, Queue, now_ms
 from tests.queue_helpers import stream_events as events
 
 LOCK_TOKEN = "worker-token"
@@ -378,13 +378,14 @@ def test_clean_finished_jobs_older_than_grace_in_bounded_calls(
     finish(redis_client, queue, old, "completed", at=now_ms() - 60_000)
     finish(redis_client, queue, recent, "completed", at=now_ms())
 
-    first = queue.clean("completed", grace_ms=30_000, limit=10)
+    first = queue.clean("completed", grace_ms=30_000, limit=10).ids
     assert len(first) == 10
     assert set(first) <= set(old)
-    rest = queue.clean("completed", grace_ms=30_000)
+    rest = queue.clean("completed", grace_ms=30_000).ids
     assert sorted(first + rest) == sorted(old)
     assert queue.get_counts("completed") == {"completed": 5}
-    assert queue.clean_count("completed", grace_ms=0) == 5
+    everything = queue.clean("completed", grace_ms=0, keep_ids=False)
+    assert (everything.count, everything.ids, everything.skipped) == (5, [], {})
     assert not any(redis_client.exists(queue.keys.job(i)) for i in old)
     cleaned = [e for e in events(redis_client, queue) if e["event"] == "cleaned"]
     assert [e["count"] for e in cleaned] == ["10", "15", "5"]
@@ -398,7 +399,7 @@ def test_clean_wait_by_creation_time_keeps_order_of_the_rest(
     queue.pause()
     paused_old = queue.add("old", opts={"timestamp": 5})
     queue.resume()  # merges: wait now holds all six
-    removed = queue.clean("wait", grace_ms=10_000)
+    removed = queue.clean("wait", grace_ms=10_000).ids
     assert sorted(removed) == sorted([*old, paused_old])
     assert [j.id for j in queue.get_jobs("wait")] == new[::-1]
 
@@ -407,7 +408,7 @@ def test_clean_delayed_keeps_scheduler_runs(redis_client: Redis, queue: Queue) -
     plain = queue.add("a", opts={"delay": 60_000, "timestamp": 1000})
     owned = queue.add("b", opts={"delay": 60_000, "timestamp": 1000})
     redis_client.hset(queue.keys.job(owned), "rjk", "s1")
-    assert queue.clean("delayed", grace_ms=0) == [plain]
+    assert queue.clean("delayed", grace_ms=0).ids == [plain]
     assert queue.get_state(owned) == "delayed"
 
 
@@ -424,7 +425,7 @@ def test_retry_all_moves_each_failed_job_exactly_once(redis_client: Redis, queue
     finish(redis_client, queue, [late], "failed", at=now_ms() + 60_000)
     redis_client.delete(queue.keys.events)
 
-    assert queue.retry_all(batch=700) == 3000
+    assert queue.retry_all(batch=700).count == 3000
 
     wait_ids = [i.decode() for i in redis_client.lrange(queue.keys.wait, 0, -1)]
     prio_ids = [i.decode() for i in redis_client.zrange(queue.keys.prioritized, 0, -1)]
@@ -437,17 +438,21 @@ def test_retry_all_moves_each_failed_job_exactly_once(redis_client: Redis, queue
     assert redis_client.hget(queue.keys.job(ids[0]), "failedReason") is None
 
 
-def test_promote_all_and_orphans_are_dropped(redis_client: Redis, queue: Queue) -> None:
+def test_promote_all_leaves_an_id_without_a_hash_and_reports_it(
+    redis_client: Redis, queue: Queue
+) -> None:
     ids = queue.add_bulk([("a", None, {"delay": 60_000 + i}) for i in range(2500)])
     redis_client.zadd(queue.keys.delayed, {"orphan": 1})
-    assert queue.promote_all(batch=1000) == 2500
-    assert queue.get_counts("delayed", "wait") == {"delayed": 0, "wait": 2500}
+    promoted = queue.promote_all(batch=1000)
+    assert promoted.count == 2500
+    assert promoted.skipped == {"orphan": SkippedJob("orphan", "missing")}
+    assert queue.get_counts("delayed", "wait") == {"delayed": 1, "wait": 2500}
     assert redis_client.lpos(queue.keys.wait, "orphan") is None
     assert redis_client.hget(queue.keys.job(ids[-1]), "delay") == b"0"
 
 
 def test_retry_all_completed_on_empty_queue(queue: Queue) -> None:
-    assert queue.retry_all("completed") == 0
+    assert queue.retry_all("completed") == BulkResult()
 
 
 # -- drain / obliterate ------------------------------------------------------
@@ -536,8 +541,8 @@ def test_queue_works_on_a_redis_cluster_with_a_hash_tag_prefix(cluster_url: str)
         assert queue.get_counts("wait", "delayed") == {"wait": 20, "delayed": 1}
         assert [j.id for j in queue.get_jobs("wait", 0, 1)] == ids[:-3:-1]
         queue.fail(ids[0], "no")
-        assert queue.retry_all(batch=7) == 1
-        assert queue.promote_all() == 1
+        assert queue.retry_all(batch=7).count == 1
+        assert queue.promote_all().count == 1
         queue.pause()
         assert queue.get_state(later) == "paused"
         queue.obliterate(batch=5)

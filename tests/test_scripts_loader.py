@@ -20,7 +20,7 @@ def test_arity_comes_from_the_file_name_and_includes_are_inlined_once(tmp_path: 
     _write(
         tmp_path,
         "doThing-3.lua",
-        '--- @include "helper"\n--- @include "helper"\nreturn helper()\n',
+        '#!lua\n--- @include "helper"\n--- @include "helper"\nreturn helper()\n',
     )
     loaded = load_scripts(tmp_path)
     assert loaded["doThing"].num_keys == 3
@@ -32,9 +32,39 @@ def test_misnamed_files_and_missing_includes_fail_loudly(tmp_path: Path) -> None
     with pytest.raises(ScriptLoadError, match=r"noArity\.lua"):
         load_scripts(tmp_path)
     other = tmp_path / "other"
-    _write(other, "x-0.lua", '--- @include "nope"\n')
+    _write(other, "x-0.lua", '#!lua\n--- @include "nope"\n')
     with pytest.raises(ScriptLoadError, match="nope"):
         load_scripts(other)
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("return 1\n", "must open with '#!lua'"),
+        ("#!lua flags=allow-oom,go-faster\nreturn 1\n", "unknown flags"),
+    ],
+)
+def test_a_script_must_declare_known_flags_on_its_first_line(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    _write(tmp_path, "x-0.lua", text)
+    with pytest.raises(ScriptLoadError, match=error):
+        load_scripts(tmp_path)
+
+
+def test_the_legacy_source_drops_the_shebang_and_guards_unless_it_may_run_full(
+    tmp_path: Path,
+) -> None:
+    _write(tmp_path, "writes-0.lua", "#!lua\nreturn 1\n")
+    _write(tmp_path, "deletes-0.lua", "#!lua flags=allow-oom\nreturn 2\n")
+    _write(tmp_path, "reads-0.lua", "#!lua flags=no-writes\nreturn 3\n")
+    loaded = load_scripts(tmp_path)
+    guard = scripts.MEMORY_GUARD.read_text()
+    assert loaded["writes"].legacy_source == guard + "return 1\n"
+    assert loaded["deletes"].legacy_source == "return 2\n"
+    assert loaded["reads"].legacy_source == "return 3\n"
+    assert loaded["reads"].flags == frozenset({"no-writes"})
+    assert loaded["writes"].legacy_sha != loaded["writes"].sha
 
 
 def test_a_call_with_the_wrong_number_of_keys_is_refused_before_redis() -> None:

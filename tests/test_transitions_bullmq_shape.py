@@ -157,9 +157,9 @@ async def test_bullmq_worker_runs_a_job_we_delayed_and_one_we_recovered_from_a_s
     check = t.move_stalled_jobs_to_wait(
         keys, max_stalled_count=1, now_ms=now, stalled_interval_ms=LOCK_MS
     )
-    assert scripts.run(redis_client, check) == []
+    assert t.decode_stalled(scripts.run(redis_client, check)).recovered == []
     redis_client.delete(keys.lock(stalled_id), keys.stalled_check)
-    assert scripts.run(redis_client, check) == [stalled_id.encode()]
+    assert t.decode_stalled(scripts.run(redis_client, check)).recovered == [stalled_id]
     recovered = await _peer_job(peer, stalled_id)
     assert recovered.stalledCounter == 1
     assert await peer.getJobState(stalled_id) == "waiting"

@@ -30,7 +30,7 @@ def _check(client: Redis, keys: QueueKeys, *, max_stalled: int = 1) -> list[str]
     call = t.move_stalled_jobs_to_wait(
         keys, max_stalled_count=max_stalled, now_ms=NOW, stalled_interval_ms=INTERVAL
     )
-    return [v.decode() for v in scripts.run(client, call)]
+    return t.decode_stalled(scripts.run(client, call)).recovered
 
 
 def test_first_check_only_marks_every_active_job_as_suspect(
@@ -52,7 +52,7 @@ def test_a_check_within_the_interval_does_nothing(redis_client: Redis, keys: Que
     call = t.move_stalled_jobs_to_wait(
         keys, max_stalled_count=1, now_ms=NOW, stalled_interval_ms=INTERVAL
     )
-    assert scripts.run(redis_client, call) == []
+    assert scripts.run(redis_client, call) == [[], []]
     assert lrange(redis_client, keys.active) == ["1"]
     assert redis_client.get(keys.stalled_check) == b"1"
 

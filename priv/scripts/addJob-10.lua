@@ -1,3 +1,4 @@
+#!lua
 --[[
   addJob: store a new job and make it ready, delayed or prioritized.
 
@@ -28,6 +29,13 @@
 
   Returns: the job id (text): the new job's, or the existing one's when the
   custom id is taken or the deduplication id is held. -5 when the parent is gone.
+  A parent whose key is not a hash (or whose dependencies are not a set)
+  counts as gone; a generated id whose key holds something other than a hash
+  is passed over (the counter moves on); a deduplication key of another type
+  is ignored. Refused with a WRONGTYPE error naming the key, nothing
+  changed, when one of the KEYS has the wrong type.
+
+  Memory: refused when Redis is over maxmemory (no allow-oom flag).
 
   Events: added (jobId, name) then waiting (jobId) or delayed (jobId, delay =
   absolute due time); duplicated (jobId) for a taken custom id; deduplicated
@@ -35,6 +43,10 @@
 ]]
 --- @include "addJobSteps"
 
+local refused = add_refusal(KEYS)
+if refused then
+  return refused
+end
 local ctx = add_context(KEYS, ARGV[1])
 -- ARGV[2] .. ARGV[13] describe the job in the order addJobSteps reads them.
 local result = add_one_job(ctx, ARGV, 2)

@@ -1,3 +1,4 @@
+#!lua
 --[[
   addJobs: add many jobs in one call, each exactly as addJob would add it (the
   same fields, events, ids and results, in the order given). One call saves
@@ -23,6 +24,13 @@
   Returns: a list with one entry per job, in order: its id (text), the existing
   job's id for a taken custom id or a held deduplication id, or -5 when its
   parent is gone (that job only is skipped; the others are added).
+  A parent whose key is not a hash (or whose dependencies are not a set)
+  counts as gone; a generated id whose key holds something other than a hash
+  is passed over (the counter moves on); a deduplication key of another type
+  is ignored. Refused with a WRONGTYPE error naming the key, nothing
+  changed, when one of the KEYS has the wrong type.
+
+  Memory: refused when Redis is over maxmemory (no allow-oom flag).
 
   Events: per job, as addJob: added (jobId, name) then waiting (jobId) or
   delayed (jobId, delay = absolute due time); duplicated (jobId);
@@ -30,6 +38,10 @@
 ]]
 --- @include "addJobSteps"
 
+local refused = add_refusal(KEYS)
+if refused then
+  return refused
+end
 local ctx = add_context(KEYS, ARGV[1])
 local results = {}
 for at = 2, #ARGV, ADD_JOB_FIELDS do

@@ -1,3 +1,4 @@
+#!lua
 --[[ moveStalledJobsToWait: recover jobs whose worker died (lock expired).
 
   KEYS[1]  stalled       (set)
@@ -22,14 +23,23 @@
   next pick-up carries out. Only one check runs per interval, whichever
   worker gets the mutex.
 
-  Returns the list of recovered job ids ({} when another check ran within
-  the interval).
+  Returns {recovered, broken}: the recovered job ids, and the suspects whose
+  keys are broken, as a flat list id, reason, id, reason ... (reasons:
+  includes/keyCheck.lua): one whose hash is gone ("missing") was dropped
+  from active, nothing could run it; the others (e.g. `stc` is not an
+  integer) were left in active and are suspects again at the next check.
+  Both are empty when another check ran within the interval. Refused with a WRONGTYPE error naming
+  the key, nothing changed, when one of the keys it writes has the wrong type.
+
+  Memory: refused when Redis is over maxmemory (no allow-oom flag): stalled
+  jobs stay active, with nothing lost, until Redis has room again.
 
   Events: per recovered job, waiting (jobId, prev=active) then stalled (jobId).
 ]]
 
 --- @include "readyTarget"
 --- @include "emitEvent"
+--- @include "keyCheck"
 
 local stalled_key, active_key, check_key = KEYS[1], KEYS[3], KEYS[4]
 local queue = {
@@ -39,8 +49,15 @@ local events_key = KEYS[8]
 local max_stalled = tonumber(ARGV[1]) or 1
 local base = ARGV[2]
 
+local refused = structure_refusal({
+  stalled_key, "set", queue.wait, "list", active_key, "list", queue.meta, "hash",
+  queue.paused, "list", queue.marker, "zset", events_key, "stream",
+})
+if refused then
+  return refused
+end
 if redis.call("EXISTS", check_key) == 1 then
-  return {}
+  return {{}, {}}
 end
 redis.call("SET", check_key, ARGV[3], "PX", ARGV[4])
 local cap = events_cap(queue.meta)
@@ -48,38 +65,55 @@ redis.call("XTRIM", events_key, "MAXLEN", "~", cap)
 
 -- Jobs scheduled by a repeat rule are never failed for stalling (BullMQ
 -- behaves the same): their next run comes from the scheduler anyway.
-local function is_repeat_job(job_key)
-  local raw = redis.call("HGET", job_key, "opts")
-  if not raw then
+local function is_repeat_job(raw_opts)
+  if not raw_opts then
     return false
   end
-  local ok, opts = pcall(cjson.decode, raw)
+  local ok, opts = pcall(cjson.decode, raw_opts)
   return ok and type(opts) == "table" and opts["repeat"] ~= nil
 end
 
-local recovered = {}
+local check, at = job_checker({}, {"stc"}, {"opts"})
+local recovered, broken = {}, {}
+
+local function recover(job_id, job_key, fields)
+  redis.call("LREM", active_key, 1, job_id)
+  local count = redis.call("HINCRBY", job_key, "stc", 1)
+  if count > max_stalled and not is_repeat_job(fields[at.opts]) then
+    redis.call("HSET", job_key, "defa", "job stalled more than allowable limit")
+  end
+  local list, wake = ready_list(queue)
+  redis.call("RPUSH", list, job_id)
+  if wake then
+    wake_workers(queue.marker)
+  end
+  emit_event(events_key, cap, "waiting", "jobId", job_id, "prev", "active")
+  emit_event(events_key, cap, "stalled", "jobId", job_id)
+  recovered[#recovered + 1] = job_id
+end
+
 local suspects = redis.call("SMEMBERS", stalled_key)
 redis.call("DEL", stalled_key)
 for _, job_id in ipairs(suspects) do
-  if string.sub(job_id, 1, 2) == "0:" then
-    -- A legacy marker stuck in active: just drop it.
-    redis.call("LREM", active_key, 1, job_id)
-  else
-    local job_key = base .. job_id
-    if redis.call("EXISTS", job_key .. ":lock") == 0
-        and redis.call("LREM", active_key, 1, job_id) > 0 then
-      local count = redis.call("HINCRBY", job_key, "stc", 1)
-      if count > max_stalled and not is_repeat_job(job_key) then
-        redis.call("HSET", job_key, "defa", "job stalled more than allowable limit")
+  local job_key = base .. job_id
+  -- Renewing the lock or finishing clears a job of suspicion.
+  if redis.call("EXISTS", job_key .. ":lock") == 0 and redis.call("LPOS", active_key, job_id) then
+    local problem, fields = "missing", nil
+    if string.sub(job_id, 1, 2) ~= "0:" then
+      problem, fields = check(job_key)
+    end
+    if problem == "missing" then
+      -- A legacy marker, or an id without a hash, stuck in active: drop it.
+      redis.call("LREM", active_key, 1, job_id)
+      if string.sub(job_id, 1, 2) ~= "0:" then
+        broken[#broken + 1] = job_id
+        broken[#broken + 1] = problem
       end
-      local list, wake = ready_list(queue)
-      redis.call("RPUSH", list, job_id)
-      if wake then
-        wake_workers(queue.marker)
-      end
-      emit_event(events_key, cap, "waiting", "jobId", job_id, "prev", "active")
-      emit_event(events_key, cap, "stalled", "jobId", job_id)
-      recovered[#recovered + 1] = job_id
+    elseif problem then
+      broken[#broken + 1] = job_id
+      broken[#broken + 1] = problem
+    else
+      recover(job_id, job_key, fields)
     end
   end
 end
@@ -89,4 +123,4 @@ local active = redis.call("LRANGE", active_key, 0, -1)
 for first = 1, #active, 5000 do
   redis.call("SADD", stalled_key, unpack(active, first, math.min(first + 4999, #active)))
 end
-return recovered
+return {recovered, broken}

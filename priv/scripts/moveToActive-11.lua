@@ -1,3 +1,4 @@
+#!lua
 --[[ moveToActive: a worker takes the next job and locks it.
 
   KEYS[1]  wait          (list)
@@ -17,11 +18,20 @@
   ARGV[3]  msgpack {token, lockDuration, name?, limiter? {max, duration}}
            token "0" = take the job without a lock
 
-  Returns {fields, id, rate_limit_ms, next_delayed_due_ms}:
-    {HGETALL of the job, job id, 0, 0}   the job, now active and locked
-    {0, 0, ttl, 0}                       rate limited: ttl ms left in the window
-    {0, 0, 0, 0}                         paused / at global concurrency / nothing at all
-    {0, 0, 0, due}                       nothing ready; the next delayed job is due at `due`
+  Returns {fields, id, rate_limit_ms, next_delayed_due_ms, broken}:
+    {HGETALL of the job, job id, 0, 0, broken}   the job, now active and locked
+    {0, 0, ttl, 0, broken}               rate limited: ttl ms left in the window
+    {0, 0, 0, 0, broken}                 paused / at global concurrency / nothing at all
+    {0, 0, 0, due, broken}               nothing ready; the next delayed job is due at `due`
+  broken: the jobs met on the way whose keys are broken, as a flat list id,
+  reason, id, reason ... (reasons: includes/keyCheck.lua): ids without a hash
+  ("missing") were dropped, nothing could run them; the others were left
+  where they were.
+  Refused with a WRONGTYPE error naming the key, nothing changed, when one of
+  the keys it may write has the wrong type.
+
+  Memory: refused when Redis is over maxmemory (no allow-oom flag): a full
+  Redis starts no new work; the worker tries again a second later.
 
   Events: waiting (jobId, prev=delayed) per promoted delayed job;
           failed (jobId, failedReason, prev=waiting) per job with a deferred
@@ -35,6 +45,10 @@ local queue = {
   limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8], meta = KEYS[9],
   pc = KEYS[10], marker = KEYS[11], base = ARGV[1],
 }
+local refused = structure_refusal(pickup_structures(queue))
+if refused then
+  return refused
+end
 queue.cap = events_cap(queue.meta)
 
 return take_next_job(queue, cmsgpack.unpack(ARGV[3]), tonumber(ARGV[2]))

@@ -1,3 +1,4 @@
+#!lua
 --[[ moveToDelayed: an active job waits before its next attempt (retry with
   backoff, or a job postponing itself).
 
@@ -19,8 +20,13 @@
   ARGV[7]  optional msgpack array {field, value, ...} to set on the job
 
   Returns 0, or -1 (no such job), -2 (lock gone), -6 (lock held by another
-  token), -3 (job not in active). Every check runs before the first write, so
-  a refused call changes nothing.
+  token), -3 (job not in active), {"broken", reason} (the job's keys are
+  broken, e.g. `atm` is not an integer; reasons: includes/keyCheck.lua), or
+  a WRONGTYPE error naming a key of the wrong type. Every check runs before
+  the first write, so a refused call changes nothing.
+
+  Memory: refused when Redis is over maxmemory (no allow-oom flag): the
+  worker keeps the job and its lock and tries again until Redis has room.
 
   Events: delayed (jobId, delay = due time in ms).
 ]]
@@ -30,14 +36,23 @@
 --- @include "emitEvent"
 --- @include "delayedScore"
 --- @include "wakeWorkers"
+--- @include "keyCheck"
 
 local marker_key, active_key, delayed_key = KEYS[1], KEYS[2], KEYS[4]
 local job_key, events_key, meta_key, stalled_key = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local now, job_id, token = tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local delay = math.max(math.floor(tonumber(ARGV[5]) or 0), 0)
 
-if redis.call("EXISTS", job_key) == 0 then
-  return -1
+local refused_structure = structure_refusal({
+  marker_key, "zset", active_key, "list", delayed_key, "zset",
+  events_key, "stream", meta_key, "hash", stalled_key, "set",
+})
+if refused_structure then
+  return refused_structure
+end
+local job_refused = job_refusal(job_key, {"atm"})
+if job_refused then
+  return job_refused
 end
 local refused = leave_active(active_key, stalled_key, job_key, job_id, token)
 if refused ~= 0 then

@@ -1,3 +1,4 @@
+#!lua
 --[[ moveToFinished: a worker ends an attempt, completed or failed, and may
   take its next job in the same round trip.
 
@@ -33,12 +34,20 @@
 
   Returns
     without fetch next: 0
-    with fetch next: {fields, id, rate_limit_ms, next_delayed_due_ms}, exactly
-      as moveToActive answers
+    with fetch next: {fields, id, rate_limit_ms, next_delayed_due_ms, broken},
+      exactly as moveToActive answers
     or -1 (no such job), -4 (completing a parent with pending children),
     -9 (completing a parent with failed children), -2 (lock gone, e.g. an
-    admin failed the job), -6 (lock held by another token), -3 (not active).
+    admin failed the job), -6 (lock held by another token or a lock key of
+    another type), -3 (not active), {"broken", reason} (the job's keys are
+    broken, e.g. `atm` is not an integer; reasons: includes/keyCheck.lua).
+    Refused with a WRONGTYPE error naming the key when one of the keys it may
+    write has the wrong type.
     Every check runs before the first write, so a refused call changes nothing.
+    A flow parent whose keys are broken is left alone, as if there were none.
+
+  Memory: refused when Redis is over maxmemory (no allow-oom flag): the
+  worker keeps the job and its lock and tries again until Redis has room.
 
   Events: in the parent's queue, waiting (prev=waiting-children) or delayed
   when the last child finished; completed (jobId, returnvalue, prev=active) or
@@ -64,18 +73,41 @@ local stalled_key, finished_key, job_key, metrics_key = KEYS[5], KEYS[11], KEYS[
 local job_id, now = ARGV[1], tonumber(ARGV[2])
 local field, value, target = ARGV[3], ARGV[4], ARGV[5]
 
-if redis.call("EXISTS", job_key) == 0 then
-  return -1
+local opts = cmsgpack.unpack(ARGV[8])
+local record_points = tonumber(opts.maxMetricsSize) or 0
+local expected = pickup_structures(queue)
+expect(expected, stalled_key, "set")
+expect(expected, finished_key, "zset")
+if record_points > 0 then
+  expect(expected, metrics_key, "hash")
+  expect(expected, metrics_key .. ":data", "list")
+end
+local wrong = structure_refusal(expected)
+if wrong then
+  return wrong
+end
+
+local job_refused = job_refusal(job_key, {"atm"})
+if job_refused then
+  return job_refused
 end
 if target == "completed" then
-  if redis.call("SCARD", job_key .. ":dependencies") > 0 then
+  -- pcall: a children key of another type is the job's breakage, not a crash.
+  local pending = redis.pcall("SCARD", job_key .. ":dependencies")
+  if type(pending) == "table" then
+    return broken_reply("key:dependencies")
+  end
+  if pending > 0 then
     return -4
   end
-  if redis.call("ZCARD", job_key .. ":unsuccessful") > 0 then
+  local failed_children = redis.pcall("ZCARD", job_key .. ":unsuccessful")
+  if type(failed_children) == "table" then
+    return broken_reply("key:unsuccessful")
+  end
+  if failed_children > 0 then
     return -9
   end
 end
-local opts = cmsgpack.unpack(ARGV[8])
 local refused = leave_active(queue.active, stalled_key, job_key, job_id, opts.token)
 if refused ~= 0 then
   return refused
@@ -146,9 +178,8 @@ if target == "failed" and attempts_made >= (tonumber(opts.attempts) or 1) then
     "attemptsMade", attempts_made)
 end
 
-local max_points = tonumber(opts.maxMetricsSize) or 0
-if max_points > 0 then
-  record_metrics(metrics_key, max_points, now)
+if record_points > 0 then
+  record_metrics(metrics_key, record_points, now)
 end
 
 local reply = 0

@@ -1,8 +1,9 @@
+#!lua flags=allow-oom
 --[[
   obliterate: delete a paused queue with all its jobs and keys, in bounded
-  batches; the caller repeats while it returns 1. Refuses while jobs are
-  active unless forced (a forced obliterate leaves their workers' finishes
-  with -1).
+  batches; the caller repeats while its first answer is 1. Refuses while
+  jobs are active unless forced (a forced obliterate leaves their workers'
+  finishes with -1).
 
   KEYS[1]  meta
   KEYS[2]  active
@@ -31,8 +32,16 @@
   ARGV[3] "1" to delete active jobs too
   ARGV[4] now (ms): when a flow parent this frees enters wait or delayed
 
-  Returns: 1 more to delete, 0 the queue is gone, -3 the queue is not paused
-  or (without force) has active jobs.
+  Returns: {more, skipped}: more is 1 when there is more to delete, 0 when
+  the queue is gone; skipped lists the ids whose key is not a job hash (it
+  may be another structure), which are not deleted, as a flat list id,
+  reason, id, reason ... (reasons: includes/keyCheck.lua; each call looks at
+  them again). The state holding such an id survives the obliterate with it.
+  -3 the queue is not paused or (without force) has active jobs. Refused
+  with a WRONGTYPE error naming the key, nothing changed, when one of the
+  states or the meta hash has the wrong type.
+
+  Memory: runs when Redis is over maxmemory (allow-oom): it only deletes.
 
   Events: none of its own (the events stream is deleted with the rest).
   A flow parent freed by a deletion gets waiting (prev = waiting-children)
@@ -40,10 +49,19 @@
 ]]
 --- @include "discardJob"
 --- @include "takeBatch"
+--- @include "keyCheck"
 
 local queue_base = ARGV[1]
 local budget = tonumber(ARGV[2])
 
+local refused = structure_refusal({
+  KEYS[1], "hash", KEYS[2], "list", KEYS[3], "list", KEYS[4], "list",
+  KEYS[5], "zset", KEYS[6], "zset", KEYS[7], "zset", KEYS[8], "zset",
+  KEYS[9], "zset", KEYS[10], "zset",
+})
+if refused then
+  return refused
+end
 if redis.call("HEXISTS", KEYS[1], "paused") == 0 then
   return -3
 end
@@ -51,23 +69,35 @@ if ARGV[3] ~= "1" and redis.call("LLEN", KEYS[2]) > 0 then
   return -3
 end
 
+local check = job_checker({}, {})
+local skipped = {}
+-- An id without a hash is deleted with the rest; a key that is not a job
+-- hash is not.
+local function keep(job_id)
+  local problem = check(queue_base .. job_id)
+  if problem ~= "missing" then
+    return problem
+  end
+  return nil
+end
+
 for index = 2, 9 do
-  local ids = take_batch(KEYS[index], index <= 4, budget)
+  local ids = take_batch(KEYS[index], index <= 4, budget, keep, skipped)
   for _, job_id in ipairs(ids) do
     discard_job(queue_base, job_id, tonumber(ARGV[4]))
   end
   budget = budget - #ids
 end
 
-local schedulers = take_batch(KEYS[10], false, budget)
+local schedulers = take_batch(KEYS[10], false, budget, function() return nil end, skipped)
 for _, scheduler_id in ipairs(schedulers) do
   redis.call("DEL", queue_base .. "repeat:" .. scheduler_id)
 end
 budget = budget - #schedulers
 
 if budget <= 0 then
-  return 1
+  return {1, skipped}
 end
 redis.call("DEL", unpack(KEYS, 11))
 redis.call("DEL", KEYS[1])
-return 0
+return {0, skipped}

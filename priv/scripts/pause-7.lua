@@ -1,3 +1,4 @@
+#!lua
 --[[
   pause: pause or resume a queue, 5.x layout. Pausing moves the ready jobs
   from wait to paused, sets meta.paused and deletes the marker so blocked
@@ -15,13 +16,25 @@
 
   ARGV[1] "pause" or "resume"
 
-  Returns: 1 the queue changed state, 0 it already was in the asked state.
+  Returns: 1 the queue changed state, 0 it already was in the asked state;
+  refused with a WRONGTYPE error naming the key, nothing changed, when one of
+  the KEYS has the wrong type.
+
+  Memory: refused when Redis is over maxmemory (no allow-oom flag).
 
   Events: paused or resumed (no fields).
 ]]
 --- @include "emitEvent"
 --- @include "wakeWorkers"
+--- @include "keyCheck"
 
+local refused = structure_refusal({
+  KEYS[1], "list", KEYS[2], "list", KEYS[3], "hash", KEYS[4], "zset",
+  KEYS[5], "zset", KEYS[6], "zset", KEYS[7], "stream",
+})
+if refused then
+  return refused
+end
 local pausing = ARGV[1] == "pause"
 local is_paused = redis.call("HEXISTS", KEYS[3], "paused") == 1
 if pausing == is_paused then

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 --[[
   queueCounts: the overview's numbers for many queues in one call, read-only.
   Per queue: the length of every state, the paused flag and the per-minute
@@ -17,6 +18,8 @@
     completed, failed, paused flag (1 = meta has "paused"),
     metrics:completed:data range (newest first), metrics:failed:data range.
   A key of the wrong type (another writer's garbage) reads as 0 / empty.
+
+  Memory: read-only (no-writes), so it runs when Redis is over maxmemory.
 
   Events: none.
 ]]

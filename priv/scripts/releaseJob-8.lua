@@ -1,3 +1,4 @@
+#!lua
 --[[ releaseJob: a worker hands back a job it holds without finishing it (a
   forced shutdown); the job runs next, and no attempt is counted.
 
@@ -14,8 +15,13 @@
   ARGV[2]  lock token the worker holds ("0" = no lock check)
 
   Returns 0, or -1 (no such job), -2 (lock gone: the stalled checker or an
-  admin already moved it), -6 (lock held by another token), -3 (not active).
-  Every check runs before the first write, so a refused call changes nothing.
+  admin already moved it), -6 (lock held by another token), -3 (not active),
+  or a WRONGTYPE error naming a key of the wrong type. The job's hash is not
+  written, so only its existence matters. Every check runs before the first
+  write, so a refused call changes nothing.
+
+  Memory: refused when Redis is over maxmemory (no allow-oom flag): the job
+  stays active until its lock expires and the stalled check hands it back.
 
   Events: waiting (jobId, prev=active).
 ]]
@@ -23,11 +29,19 @@
 --- @include "lockCheck"
 --- @include "readyTarget"
 --- @include "emitEvent"
+--- @include "keyCheck"
 
 local queue = { active = KEYS[1], wait = KEYS[2], paused = KEYS[3], meta = KEYS[4], marker = KEYS[5] }
 local events_key, stalled_key, job_key = KEYS[6], KEYS[7], KEYS[8]
 local job_id, token = ARGV[1], ARGV[2]
 
+local refused_structure = structure_refusal({
+  queue.active, "list", queue.wait, "list", queue.paused, "list", queue.meta, "hash",
+  queue.marker, "zset", events_key, "stream", stalled_key, "set",
+})
+if refused_structure then
+  return refused_structure
+end
 if redis.call("EXISTS", job_key) == 0 then
   return -1
 end

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   removeJob: delete a job from whatever state holds it, with all its keys
   (hash, logs, lock, dependencies, processed ...). An active job may be
@@ -22,11 +23,19 @@
 
   Returns: 0 done; -1 neither the job hash nor its id in any state exists;
   -8 the job is the next run of a job scheduler that still exists (remove the
-  scheduler instead).
-  An id left in a state without its hash is removed too (returns 0).
+  scheduler instead); {"broken", reason} the job's key is not a job hash
+  (reasons: includes/keyCheck.lua): it may be another structure whose name
+  looks like a job key, so it is not deleted and the id stays where it was.
+  Refused with a WRONGTYPE error naming the key when one of the KEYS has the
+  wrong type. In every refusal nothing is changed.
+  An id left in a state without its hash is removed too (returns 0), and an
+  id found in several states leaves all of them.
   A pending child of a flow is dropped from its parent's dependencies; the
   parent moves on when it was the last (the parent's queue must share this
   prefix's hash tag on a cluster).
+
+  Memory: runs when Redis is over maxmemory (allow-oom): deleting jobs is how
+  an operator frees memory, and a removal writes only one event.
 
   Events: removed (jobId, prev = the state it was in, "unknown" when none).
   A flow parent freed by a deletion gets waiting (prev = waiting-children)
@@ -35,12 +44,21 @@
 --- @include "emitEvent"
 --- @include "locateJob"
 --- @include "discardJob"
+--- @include "keyCheck"
 
 local queue_base = ARGV[1]
 local job_id = ARGV[2]
 local job_key = queue_base .. job_id
 
-local state = locate_job({
+local refused = structure_refusal({
+  KEYS[1], "list", KEYS[2], "list", KEYS[3], "list", KEYS[4], "zset",
+  KEYS[5], "zset", KEYS[6], "zset", KEYS[7], "zset", KEYS[8], "zset",
+  KEYS[9], "set", KEYS[10], "zset", KEYS[11], "hash", KEYS[12], "stream",
+})
+if refused then
+  return refused
+end
+local found = states_holding({
   {name = "completed", key = KEYS[6]},
   {name = "failed", key = KEYS[7]},
   {name = "delayed", key = KEYS[5]},
@@ -50,21 +68,27 @@ local state = locate_job({
   {name = "wait", key = KEYS[1], list = true},
   {name = "paused", key = KEYS[2], list = true},
 }, job_id)
-if not state and redis.call("EXISTS", job_key) == 0 then
+local problem = job_checker({}, {})(job_key)
+if problem == "missing" and #found == 0 then
   return -1
 end
-if state and state.name == "delayed" then
-  local scheduler = redis.call("HGET", job_key, "rjk")
-  if scheduler and redis.call("ZSCORE", KEYS[10], scheduler) then
-    return -8
+if problem and problem ~= "missing" then
+  return broken_reply(problem)
+end
+for _, state in ipairs(found) do
+  if state.name == "delayed" then
+    local scheduler = redis.call("HGET", job_key, "rjk")
+    if scheduler and redis.call("ZSCORE", KEYS[10], scheduler) then
+      return -8
+    end
   end
 end
 
-if state then
+for _, state in ipairs(found) do
   take_job_out(state, job_id)
 end
 redis.call("SREM", KEYS[9], job_id)
 discard_job(queue_base, job_id, tonumber(ARGV[3]))
 emit_event(KEYS[12], events_cap(KEYS[11]), "removed", "jobId", job_id,
-  "prev", state and state.name or "unknown")
+  "prev", found[1] and found[1].name or "unknown")
 return 0

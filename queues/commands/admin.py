@@ -80,9 +80,11 @@ def add_jobs(keys: QueueKeys, jobs: Sequence[PreparedJob]) -> ScriptCall:
     return scripts.call("addJobs", _add_keys(keys), tuple(args))
 
 
-def _ready_keys(keys: QueueKeys) -> tuple[str, ...]:
-    # What requeueJob(s) need after the source set to make a job runnable.
+def _requeue_keys(keys: QueueKeys, source: RequeueSource) -> tuple[str, ...]:
+    # requeueJob(s): the source set, what makes a job runnable, then the
+    # sorted-set states a requeued job must not also be in.
     return (
+        keys.state(source),
         keys.wait,
         keys.paused,
         keys.meta,
@@ -91,29 +93,36 @@ def _ready_keys(keys: QueueKeys) -> tuple[str, ...]:
         keys.pc,
         keys.marker,
         keys.events,
+        keys.completed,
+        keys.failed,
+        keys.delayed,
+        keys.waiting_children,
     )
 
 
 def requeue_job(keys: QueueKeys, job_id: str, source: RequeueSource) -> ScriptCall:
     """Retry (source failed/completed) or promote (source delayed) one job."""
     _check(source, _REQUEUE_SOURCES)
-    return scripts.call(
-        "requeueJob", (keys.state(source), *_ready_keys(keys)), (keys.base, job_id, source)
-    )
+    return scripts.call("requeueJob", _requeue_keys(keys, source), (keys.base, job_id, source))
 
 
 def requeue_jobs(
-    keys: QueueKeys, source: RequeueSource, *, batch: int, max_score: int | None = None
+    keys: QueueKeys,
+    source: RequeueSource,
+    *,
+    batch: int,
+    max_score: int | None = None,
+    pass_over: int = 0,
 ) -> ScriptCall:
-    """One bounded batch of retry-all / promote-all; ``max_score`` None = all."""
+    """One bounded batch of retry-all / promote-all; ``max_score`` None = all.
+    ``pass_over``: how many broken jobs earlier batches reported (they stay at
+    the front of the source set)."""
     _check(source, _REQUEUE_SOURCES)
-    if batch <= 0:
-        raise ValueError("batch must be positive")
+    if batch <= 0 or pass_over < 0:
+        raise ValueError("batch must be positive and pass_over not negative")
     limit = "+inf" if max_score is None else str(max_score)
     return scripts.call(
-        "requeueJobs",
-        (keys.state(source), *_ready_keys(keys)),
-        (keys.base, source, batch, limit),
+        "requeueJobs", _requeue_keys(keys, source), (keys.base, source, batch, limit, pass_over)
     )
 
 
@@ -130,6 +139,8 @@ def fail_job(keys: QueueKeys, job_id: str, *, reason: str, now_ms: int) -> Scrip
             keys.stalled,
             keys.meta,
             keys.events,
+            keys.completed,
+            keys.waiting_children,
         ),
         (keys.base, job_id, reason, now_ms),
     )
@@ -174,16 +185,33 @@ def pause(keys: QueueKeys, *, paused: bool) -> ScriptCall:
 
 
 def clean_jobs(
-    keys: QueueKeys, state: CleanableState, *, cutoff_ms: int, limit: int, now_ms: int
+    keys: QueueKeys,
+    state: CleanableState,
+    *,
+    cutoff_ms: int,
+    limit: int,
+    now_ms: int,
+    pass_over: int = 0,
 ) -> ScriptCall:
-    """Delete up to ``limit`` jobs of ``state`` finished/created at or before ``cutoff_ms``."""
+    """Delete up to ``limit`` jobs of ``state`` finished/created at or before
+    ``cutoff_ms``. ``pass_over`` (completed/failed): how many broken jobs
+    earlier batches reported (they stay at the front of the set)."""
     _check(state, _CLEANABLE_STATES)
-    if limit <= 0:
-        raise ValueError("limit must be positive")
+    if limit <= 0 or pass_over < 0:
+        raise ValueError("limit must be positive and pass_over not negative")
     return scripts.call(
         "cleanJobsInSet",
-        (keys.state(state), keys.events, keys.meta),
-        (keys.base, state, cutoff_ms, limit, now_ms),
+        (
+            keys.state(state),
+            keys.events,
+            keys.meta,
+            keys.prioritized,
+            keys.delayed,
+            keys.completed,
+            keys.failed,
+            keys.waiting_children,
+        ),
+        (keys.base, state, cutoff_ms, limit, now_ms, pass_over),
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import msgpack
 
 from queues import codec, scripts
-from queues.errors import raise_for_code
+from queues.errors import SkippedJob, decode_skipped, raise_for_code
 from queues.job import Job
 from queues.keys import QueueKeys, validate_job_id
 from queues.scripts import ScriptCall
@@ -167,6 +167,8 @@ class Fetched:
     job_id: str | None
     rate_limit_ms: int = 0
     next_delayed_due_ms: int | None = None
+    # Jobs met on the way and left where they were because their keys are broken.
+    broken: tuple[SkippedJob, ...] = ()
 
 
 def _pack(value: Any) -> bytes:
@@ -354,6 +356,22 @@ def move_stalled_jobs_to_wait(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class StalledCheck:
+    """A stalled check's answer: the jobs it handed back to wait, and the
+    suspects it left in active because their keys are broken."""
+
+    recovered: list[str]
+    broken: list[SkippedJob]
+
+
+def decode_stalled(answer: Any) -> StalledCheck:
+    recovered, broken = (
+        answer if isinstance(answer, list | tuple) and len(answer) == 2 else ((), ())
+    )
+    return StalledCheck([codec.text(raw) or "" for raw in recovered], decode_skipped(broken))
+
+
 def extend_lock(keys: QueueKeys, job_id: str, *, token: str, lock_duration_ms: int) -> ScriptCall:
     validate_job_id(job_id)
     if lock_duration_ms < 1:
@@ -368,17 +386,18 @@ def extend_lock(keys: QueueKeys, job_id: str, *, token: str, lock_duration_ms: i
 def decode_fetched(
     result: Any, *, command: str = "moveToActive", job_id: str | None = None
 ) -> Fetched:
-    """Decode ``{fields, id, rate_limit_ms, next_delayed_due_ms}`` (or the bare
-    ``0`` moveToFinished answers when it fetched nothing). A closed error code
-    raises its :mod:`queues.errors` exception."""
+    """Decode ``{fields, id, rate_limit_ms, next_delayed_due_ms, broken}`` (or
+    the bare ``0`` moveToFinished answers when it fetched nothing). A closed
+    error code or a broken-job answer raises its :mod:`queues.errors` exception."""
     raise_for_code(result, command, job_id)
     if not isinstance(result, list | tuple) or len(result) < 4:
         return Fetched(None, None)
     raw_fields, raw_id, raw_limit, raw_due = result[0], result[1], result[2], result[3]
     rate_limit_ms = codec.integer(raw_limit, 0) or 0
     due = codec.integer(raw_due, 0) or 0
+    broken = tuple(decode_skipped(result[4])) if len(result) > 4 else ()
     if isinstance(raw_fields, list) and raw_id not in (0, None):
         fetched_id = codec.text(raw_id) or ""
         pairs = dict(zip(raw_fields[0::2], raw_fields[1::2], strict=False))
-        return Fetched(Job.from_hash(fetched_id, pairs), fetched_id, rate_limit_ms, None)
-    return Fetched(None, None, rate_limit_ms, due if due > 0 else None)
+        return Fetched(Job.from_hash(fetched_id, pairs), fetched_id, rate_limit_ms, None, broken)
+    return Fetched(None, None, rate_limit_ms, due if due > 0 else None, broken)

@@ -1,6 +1,7 @@
 --- @include "emitEvent"
 --- @include "readyTarget"
 --- @include "delayedScore"
+--- @include "keyCheck"
 
 -- The steps of adding a job, shared by addJob (one job) and addJobs (many in
 -- one call). Both take the same ten KEYS (see addJob-10.lua) and describe each
@@ -27,9 +28,30 @@ local function add_context(keys, prefix)
   }
 end
 
+-- Everything an add may write (the ten KEYS), checked before the call reads
+-- or writes anything else.
+local function add_refusal(keys)
+  return structure_refusal({
+    keys[1], "list", keys[2], "list", keys[3], "hash", keys[4], "counter",
+    keys[5], "zset", keys[6], "zset", keys[7], "counter", keys[8], "list",
+    keys[9], "stream", keys[10], "zset",
+  })
+end
+
+-- A parent that can wait for a child: a hash whose dependencies key is a set
+-- (or missing). Anything else is no parent job (-5), whatever is at its key.
+local function parent_can_wait(parent_key)
+  if key_type(parent_key) ~= "hash" then
+    return false
+  end
+  local dependencies = key_type(parent_key .. ":dependencies")
+  return dependencies == "none" or dependencies == "set"
+end
+
 -- Adds the job described by args[at] .. args[at + 11]. Returns its id, the
 -- existing job's id (taken custom id, held deduplication id), or -5 when the
--- parent is gone.
+-- parent is gone (or is no job a child can wait for). Each job is checked
+-- before its first write, so a refused job leaves nothing behind.
 local function add_one_job(ctx, args, at)
   local custom_id = args[at]
   local name = args[at + 1]
@@ -38,7 +60,7 @@ local function add_one_job(ctx, args, at)
   local dedup_id = args[at + 8]
   local parent_key = args[at + 10]
 
-  if parent_key ~= "" and redis.call("EXISTS", parent_key) == 0 then
+  if parent_key ~= "" and not parent_can_wait(parent_key) then
     return -5
   end
 
@@ -47,6 +69,16 @@ local function add_one_job(ctx, args, at)
   local counter = redis.call("INCR", ctx.id)
   local job_id = custom_id ~= "" and custom_id or tostring(counter)
   local job_key = ctx.prefix .. job_id
+  -- A generated id whose key holds something other than a hash (a writer's
+  -- garbage) is passed over: HSET would fail on it after the writes above.
+  while custom_id == "" do
+    local taken_by = key_type(job_key)
+    if taken_by == "none" or taken_by == "hash" then
+      break
+    end
+    job_id = tostring(redis.call("INCR", ctx.id))
+    job_key = ctx.prefix .. job_id
+  end
 
   if custom_id ~= "" and redis.call("EXISTS", job_key) == 1 then
     -- The existing job is left exactly as it is.
@@ -54,8 +86,11 @@ local function add_one_job(ctx, args, at)
     return job_id
   end
 
-  if dedup_id ~= "" then
-    local dedup_key = ctx.prefix .. "de:" .. dedup_id
+  -- A deduplication key of another type (a writer's garbage) can name no
+  -- job: the job is added without claiming it and the key is left alone.
+  local dedup_key = ctx.prefix .. "de:" .. dedup_id
+  local dedup_type = dedup_id ~= "" and key_type(dedup_key) or "none"
+  if dedup_id ~= "" and (dedup_type == "none" or dedup_type == "string") then
     local ttl = tonumber(args[at + 9]) or 0
     local claimed
     if ttl > 0 then

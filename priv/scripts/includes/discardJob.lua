@@ -1,5 +1,6 @@
 --- @include "removeJobKeys"
 --- @include "parentRelease"
+--- @include "dedupRelease"
 
 -- Deleting a job for good (remove, clean, drain, obliterate). Its
 -- deduplication id is freed when it still names this job, whatever its ttl:
@@ -12,7 +13,7 @@ local function discard_job(queue_base, job_id, now)
   local dedup_id = redis.call("HGET", job_key, "deid")
   if dedup_id then
     local dedup_key = queue_base .. "de:" .. dedup_id
-    if redis.call("GET", dedup_key) == job_id then
+    if dedup_key_names(dedup_key, job_id) then
       redis.call("DEL", dedup_key)
     end
   end

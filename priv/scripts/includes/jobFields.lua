@@ -5,7 +5,7 @@ local function set_packed_fields(job_key, packed)
     return
   end
   local flat = cmsgpack.unpack(packed)
-  if type(flat) == "table" and #flat >= 2 then
+  if type(flat) == "table" and #flat >= 2 and #flat % 2 == 0 then
     redis.call("HSET", job_key, unpack(flat))
   end
 end

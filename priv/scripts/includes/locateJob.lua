@@ -1,25 +1,62 @@
--- Finding which state holds a job when the caller does not know it.
--- `states` is an array of {name = <state name>, key = <key>, list = <bool>};
--- sorted sets come first in callers' arrays because ZSCORE is O(1) while
--- LPOS walks the list.
-local function locate_job(states, job_id)
+-- Finding which states hold a job. `states` is an array of {name = <state
+-- name>, key = <key>, list = <bool>}; sorted sets come first in callers'
+-- arrays because ZSCORE is O(1) while LPOS walks the list. The callers have
+-- checked every key's type (keyCheck.lua), so none of these calls can fail.
+
+local function holds(state, job_id)
+  if state.list then
+    return redis.call("LPOS", state.key, job_id) ~= false
+  end
+  return redis.call("ZSCORE", state.key, job_id) ~= false
+end
+
+-- Every state holding the job, in the order given: more than one means a
+-- writer left the id in two places, which a move must not make worse.
+local function states_holding(states, job_id)
+  local found = {}
   for _, state in ipairs(states) do
-    local hit
-    if state.list then
-      hit = redis.call("LPOS", state.key, job_id)
-    else
-      hit = redis.call("ZSCORE", state.key, job_id)
-    end
-    if hit then
-      return state
+    if holds(state, job_id) then
+      found[#found + 1] = state
     end
   end
-  return nil
+  return found
+end
+
+-- The broken-job reason for a job found in several states, naming them.
+local function two_states_reason(found)
+  local names = {}
+  for _, state in ipairs(found) do
+    names[#names + 1] = state.name
+  end
+  return "states:" .. table.concat(names, ",")
+end
+
+-- For a batch of ids, which of them a sorted-set state also holds: id ->
+-- that state's name. One ZMSCORE per state and slice of ids keeps a bulk
+-- move O(batch). List states are not searched (LPOS would walk the list for
+-- every id); an id that is also in a list is run twice by the workers and
+-- then rests in one finished state.
+local function zset_holders(states, ids)
+  local holder = {}
+  for _, state in ipairs(states) do
+    -- An empty state (most queues leave some unused) holds nothing.
+    local slices = redis.call("EXISTS", state.key) == 1 and #ids or 0
+    for first = 1, slices, 1000 do
+      local last = math.min(first + 999, #ids)
+      local scores = redis.call("ZMSCORE", state.key, unpack(ids, first, last))
+      for offset, score in ipairs(scores) do
+        if score and holder[ids[first + offset - 1]] == nil then
+          holder[ids[first + offset - 1]] = state.name
+        end
+      end
+    end
+  end
+  return holder
 end
 
 local function take_job_out(state, job_id)
   if state.list then
-    redis.call("LREM", state.key, 1, job_id)
+    redis.call("LREM", state.key, 0, job_id)
   else
     redis.call("ZREM", state.key, job_id)
   end

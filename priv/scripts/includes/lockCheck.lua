@@ -6,7 +6,9 @@ local function lock_status(job_key, token)
   if token == "0" then
     return 0
   end
-  local holder = redis.call("GET", job_key .. ":lock")
+  -- pcall: a lock key of another type (a writer's garbage) is no token of
+  -- ours, so it refuses like a lock held by someone else.
+  local holder = redis.pcall("GET", job_key .. ":lock")
   if not holder then
     return -2
   end

@@ -1,6 +1,45 @@
 --- @include "readyTarget"
 --- @include "emitEvent"
 --- @include "delayedScore"
+--- @include "numbers"
+
+-- What telling a parent writes, with the type each key must have. TYPE goes
+-- through pcall: on a cluster a parent outside the child's slot cannot even
+-- be looked at, and counts as unsound like any other.
+local function parent_keys_sound(parent)
+  local base, key = parent.base, parent.key
+  local expected = {
+    key, "hash", key .. ":dependencies", "set", key .. ":processed", "hash",
+    key .. ":failed", "hash", key .. ":unsuccessful", "zset",
+    base .. "waiting-children", "zset", base .. "failed", "zset",
+    base .. "events", "stream", base .. "meta", "hash", base .. "delayed", "zset",
+    base .. "marker", "zset", base .. "wait", "list", base .. "paused", "list",
+    base .. "active", "list", base .. "prioritized", "zset", base .. "pc", "string",
+  }
+  for index = 1, #expected, 2 do
+    local reply = redis.pcall("TYPE", expected[index])
+    if type(reply) ~= "table" or (reply["ok"] ~= "none" and reply["ok"] ~= expected[index + 1]) then
+      return false
+    end
+  end
+  return true
+end
+
+-- A parent whose keys a child's finish or removal could not write (wrong
+-- types, a priority or delay that is not a number, a priority counter that
+-- is not an integer) is left alone, as if the child had none: the child's
+-- own move must not fail halfway because of another job's garbage.
+local function parent_is_sound(parent)
+  if not parent_keys_sound(parent) then
+    return false
+  end
+  local attrs = redis.call("HMGET", parent.key, "priority", "delay")
+  if (attrs[1] and not as_number(attrs[1])) or (attrs[2] and not as_number(attrs[2])) then
+    return false
+  end
+  local counter = redis.call("GET", parent.base .. "pc")
+  return not counter or is_integer_text(counter)
+end
 
 -- A child finishing tells its parent (flows). The parent is named by the
 -- child's `parentKey` field ("<prefix>:<queue>:<id>", possibly another queue
@@ -16,7 +55,8 @@ local function parent_of(job_key)
     end
   end
   local key = fields[1]
-  if (not key or key == "") and info.queueKey and info.id then
+  local named_id = type(info.id) == "string" or type(info.id) == "number"
+  if (not key or key == "") and type(info.queueKey) == "string" and named_id then
     key = info.queueKey .. ":" .. info.id
   end
   if not key or key == "" then
@@ -27,7 +67,11 @@ local function parent_of(job_key)
   if not id then
     return nil
   end
-  return {key = key, id = id, base = string.sub(key, 1, #key - #id), info = info}
+  local parent = {key = key, id = id, base = string.sub(key, 1, #key - #id), info = info}
+  if not parent_is_sound(parent) then
+    return nil
+  end
+  return parent
 end
 
 -- The parent leaves waiting-children for the queue it would have entered at

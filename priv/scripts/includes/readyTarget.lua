@@ -10,7 +10,9 @@ local function ready_list(q)
   if meta[1] then
     return q.paused, false
   end
-  if meta[2] and redis.call("LLEN", q.active) >= tonumber(meta[2]) then
+  -- A concurrency that is not a number sets no limit (as when it is unset).
+  local concurrency = as_number(meta[2])
+  if concurrency and redis.call("LLEN", q.active) >= concurrency then
     return q.wait, false
   end
   return q.wait, true

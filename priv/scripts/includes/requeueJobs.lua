@@ -1,50 +1,89 @@
 --- @include "emitEvent"
 --- @include "readyTarget"
 --- @include "callSliced"
+--- @include "keyCheck"
+--- @include "locateJob"
 
 -- requeueJob and requeueJobs share one KEYS layout: the source set, then
--- wait, paused, meta, active, prioritized, pc, marker, events.
-local function requeue_keys(keys)
-  return {wait = keys[2], paused = keys[3], meta = keys[4], active = keys[5],
-    prioritized = keys[6], pc = keys[7], marker = keys[8], events = keys[9]}
+-- wait, paused, meta, active, prioritized, pc, marker, events, and the
+-- sorted-set states a job coming back must not also be in: completed,
+-- failed, delayed, waiting-children (the source among them is passed over).
+local function requeue_keys(keys, source_name)
+  local q = {source = keys[1], wait = keys[2], paused = keys[3], meta = keys[4],
+    active = keys[5], prioritized = keys[6], pc = keys[7], marker = keys[8], events = keys[9]}
+  q.others = {{name = "prioritized", key = keys[6]}}
+  for index, name in ipairs({"completed", "failed", "delayed", "waiting-children"}) do
+    if name ~= source_name then
+      q.others[#q.others + 1] = {name = name, key = keys[9 + index]}
+    end
+  end
+  return q
+end
+
+-- Everything a requeue may write, checked before its first write.
+local function requeue_refusal(q)
+  local expected = {q.source, "zset", q.wait, "list", q.paused, "list",
+    q.meta, "hash", q.active, "list", q.pc, "counter", q.marker, "zset",
+    q.events, "stream"}
+  for _, state in ipairs(q.others) do
+    expect(expected, state.key, "zset")
+  end
+  return structure_refusal(expected)
 end
 
 -- Jobs going back to run after a retry (prev = failed / completed) or a
 -- promotion (prev = delayed). A retry forgets the last run's outcome so the
--- job looks waiting again; a promotion just clears its delay. The caller has
--- already taken the ids out of their source set.
--- `q` is the readyTarget table plus `events`. The target list and whether
--- workers may be woken are read once for the whole batch; ids whose hash is
--- gone are dropped rather than handed to a worker as empty jobs.
--- Returns how many jobs were requeued.
+-- job looks waiting again; a promotion just clears its delay.
+-- Every id is checked before anything is written: one whose keys are broken
+-- (keyCheck.lua), or that another sorted-set state also holds, is left in
+-- its source set and reported. The others leave the source set together.
+-- The target list and whether workers may be woken are read once.
+-- Returns how many jobs were requeued and the skipped ones as a flat list of
+-- id, reason pairs.
 local function requeue_jobs(q, queue_base, ids, prev)
+  local check, at = job_checker({"priority"}, {})
+  local holder = zset_holders(q.others, ids)
+  local movable, priorities, skipped = {}, {}, {}
+  for _, job_id in ipairs(ids) do
+    local problem, fields = check(queue_base .. job_id)
+    if not problem and holder[job_id] then
+      problem = "states:" .. prev .. "," .. holder[job_id]
+    end
+    if problem then
+      skipped[#skipped + 1] = job_id
+      skipped[#skipped + 1] = problem
+    else
+      movable[#movable + 1] = job_id
+      priorities[#movable] = as_number(fields[at.priority]) or 0
+    end
+  end
+  if #movable == 0 then
+    return 0, skipped
+  end
+
+  call_sliced("ZREM", q.source, movable)
   local list, wake = ready_list(q)
   local cap = events_cap(q.meta)
-  local moved = 0
   -- Plain jobs are pushed together at the end: one LPUSH of many ids keeps
   -- their order and saves a call per job on bulk retries.
   local plain = {}
-  for _, job_id in ipairs(ids) do
+  for index, job_id in ipairs(movable) do
     local job_key = queue_base .. job_id
-    if redis.call("EXISTS", job_key) == 1 then
-      if prev == "delayed" then
-        redis.call("HSET", job_key, "delay", 0)
-      else
-        redis.call("HDEL", job_key, "finishedOn", "processedOn", "returnvalue", "failedReason")
-      end
-      local priority = tonumber(redis.call("HGET", job_key, "priority")) or 0
-      if priority > 0 then
-        redis.call("ZADD", q.prioritized, priority_score(priority, q.pc), job_id)
-      else
-        plain[#plain + 1] = job_id
-      end
-      emit_event(q.events, cap, "waiting", "jobId", job_id, "prev", prev)
-      moved = moved + 1
+    if prev == "delayed" then
+      redis.call("HSET", job_key, "delay", 0)
+    else
+      redis.call("HDEL", job_key, "finishedOn", "processedOn", "returnvalue", "failedReason")
     end
+    if priorities[index] > 0 then
+      redis.call("ZADD", q.prioritized, priority_score(priorities[index], q.pc), job_id)
+    else
+      plain[#plain + 1] = job_id
+    end
+    emit_event(q.events, cap, "waiting", "jobId", job_id, "prev", prev)
   end
   call_sliced("LPUSH", list, plain)
-  if wake and moved > 0 then
+  if wake then
     wake_workers(q.marker)
   end
-  return moved
+  return #movable, skipped
 end
