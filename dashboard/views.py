@@ -25,7 +25,7 @@ from queues.keys import InvalidName
 
 PAGE_SIZES = (20, 50, 100, 200)
 LOGS_PAGE_SIZE = 50
-# The event filter's choices (PROTOCOL.md, Events).
+# The event filter's choices (docs/protocol.md, Events).
 EVENT_TYPES = (
     "added",
     "waiting",

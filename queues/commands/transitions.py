@@ -1,7 +1,7 @@
 """Builders for the worker transitions: pick up, finish, delay, recover, renew.
 
 Each function returns a :class:`~queues.scripts.ScriptCall` for one script of
-``priv/scripts`` with the KEYS order fixed by PROTOCOL.md. Option tables travel
+``priv/scripts`` with the KEYS order fixed by docs/protocol.md. Option tables travel
 msgpack-packed (the Lua side unpacks them with ``cmsgpack``), so their key
 names (``token``, ``lockDuration``, ``keepJobs`` ...) are part of the protocol.
 
