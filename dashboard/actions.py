@@ -1,5 +1,6 @@
 """Every dashboard action runs here: through ``queues.queue.Queue`` (one Lua
-script per move), turned into a plain-words message and an audit log line.
+script per move), turned into a plain-words message, an audit log line and an
+``AuditEntry`` row (the audit trail, and the queue page chart's markers).
 
 Pages and the API both call :func:`job_action` / :func:`queue_action`, so the
 same click and the same POST say the same thing and log the same line.
@@ -12,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import DatabaseError, transaction
 from redis import Redis
 
+from dashboard.models import AuditEntry
 from queues import errors
 from queues.commands.admin import FinishedState
 from queues.inspect import QueueRef
@@ -126,10 +129,32 @@ def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
     return ". ".join(parts)
 
 
-def _log(user: str, action: str, ref: QueueRef, jobs: str, result: str) -> None:
+def _audit(user: str, result: ActionResult, jobs: str, outcome: str) -> None:
+    """The log line, and the row. The action has happened by now: a database
+    that cannot take the row is logged, and the user still gets the answer."""
+    ref = result.ref
     audit.info(
-        "user=%s action=%s queue=%s jobs=%s result=%s", user, action, ref.qualified, jobs, result
+        "user=%s action=%s queue=%s jobs=%s result=%s",
+        user,
+        result.action,
+        ref.qualified,
+        jobs,
+        outcome,
     )
+    try:
+        # Its own savepoint: inside a transaction (a test's, or ATOMIC_REQUESTS)
+        # a refused row must not leave the request unable to query.
+        with transaction.atomic():
+            AuditEntry.objects.create(
+                user=user[:150],
+                action=result.action,
+                queue=ref.qualified,
+                jobs=jobs,
+                count=result.count,
+                result=result.message[:1000],
+            )
+    except DatabaseError:
+        audit.exception("the audit entry of %s on %s was not stored", result.action, ref.qualified)
 
 
 def job_action(
@@ -173,7 +198,7 @@ def job_action(
     result = ActionResult(action, ref, outcomes, sum(o.ok for o in outcomes))
     result.message = _summary(action, outcomes)
     ids = ",".join(job_ids[:20]) + ("..." if len(job_ids) > 20 else "")
-    _log(user, action, ref, ids, f"moved={result.count} refused={len(job_ids) - result.count}")
+    _audit(user, result, ids, f"moved={result.count} refused={len(job_ids) - result.count}")
     return result
 
 
@@ -213,7 +238,7 @@ def queue_action(
     else:
         queue.resume()
         result.message = f"Queue {ref.name} resumed"
-    _log(user, action, ref, f"state={state}", f"count={result.count}")
+    _audit(user, result, f"state={state}", f"count={result.count}")
     return result
 
 
