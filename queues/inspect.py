@@ -219,6 +219,8 @@ class QueueSummary:
     # What finished lately, from the metrics or the finished sets; None when
     # the caller asked for no metrics.
     recent: RecentFinishes | None = None
+    # The moment the series are aligned to (ms), for charts that label minutes.
+    read_at_ms: int = 0
 
     @property
     def total(self) -> int:
@@ -345,7 +347,7 @@ def queue_summaries(
     for index, ref in enumerate(refs):
         chunk = replies[index * per_queue : (index + 1) * per_queue]
         counts, paused = _counts_from(chunk[: reads.COUNT_REPLIES])
-        summary = QueueSummary(ref, counts, paused)
+        summary = QueueSummary(ref, counts, paused, read_at_ms=windows.now_ms)
         if metrics_points:
             done = throughput.decode(chunk[reads.COUNT_REPLIES :], windows, metrics_points)
             summary.completed_per_minute = done.completed_per_minute
