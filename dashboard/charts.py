@@ -21,7 +21,7 @@ from dashboard.formatting import compact, thousands
 from dashboard.health import Health, queue_health
 from dashboard.models import AuditEntry
 from queues.inspect import QueueSummary
-from queues.throughput import MINUTE_MS
+from queues.throughput import MINUTE_MS, padded
 
 # The overview's sparkline: 90 px for 30 minutes, completed above the middle
 # line and failed below it, every row on one scale.
@@ -183,7 +183,10 @@ def _minutes(
     completed: Sequence[int], failed: Sequence[int], this_minute: tuple[int, int] | None
 ) -> list[tuple[int, int] | None]:
     """(completed, failed) per slot, oldest first; None where there is no data."""
-    known: list[tuple[int, int] | None] = list(zip(completed, failed, strict=True))
+    length = max(len(completed), len(failed))  # the read model lines them up already
+    known: list[tuple[int, int] | None] = list(
+        zip(padded(completed, length), padded(failed, length), strict=True)
+    )
     slots = [None] * (CHART_MINUTES - len(known)) + known[-CHART_MINUTES:]
     slots.append(this_minute)
     return slots

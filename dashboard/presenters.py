@@ -21,7 +21,10 @@ from django.utils.html import conditional_escape, escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from dashboard import charts
-from dashboard.formatting import compact, thousands
+
+# Re-exported: presenters.thousands / compact read well in templates' tag code.
+from dashboard.formatting import compact as compact
+from dashboard.formatting import thousands as thousands
 from dashboard.health import Health, queue_health
 from queues import inspect
 from queues.inspect import JobPage, QueueRef, QueueSummary

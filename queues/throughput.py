@@ -136,10 +136,10 @@ def _aligned(
     return (minutes + [pending] + [0] * quiet)[-points:], 0
 
 
-def _padded(series: list[int], length: int) -> list[int]:
+def padded(series: Sequence[int], length: int) -> list[int]:
     """A series that started later (a queue's first failure starts its failed
     metrics) had nothing before: zeros in front, so both series line up."""
-    return [0] * (length - len(series)) + series
+    return [0] * (length - len(series)) + list(series)
 
 
 def from_metrics(replies: Sequence[Any], now_ms: int, points: int) -> Throughput | None:
@@ -156,7 +156,7 @@ def from_metrics(replies: Sequence[Any], now_ms: int, points: int) -> Throughput
     if completed_now is None and not completed_raw:
         completed_now = 0 if failed_now is not None else None
     length = max(len(completed), len(failed))
-    completed, failed = _padded(completed, length), _padded(failed, length)
+    completed, failed = padded(completed, length), padded(failed, length)
     this_minute = (
         (completed_now or 0, failed_now or 0)
         if completed_now is not None or failed_now is not None

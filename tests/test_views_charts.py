@@ -11,8 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from redis import Redis
 
-from dashboard.charts import minute_label
-from queues.inspect import QueueRef
+from dashboard.charts import minute_label, queue_chart
+from queues.inspect import STATES, QueueRef, QueueSummary
 from queues.throughput import MINUTE_MS
 from tests.dashboard_seed import now_ms, seed_job, seed_metrics
 
@@ -215,3 +215,23 @@ def test_only_the_full_queue_page_reads_the_audit_trail(
     assert audit_reads(**{"HX-Request": "true"}) == 0  # the live list refresh
     # The events tab reads no metrics: no chart, no audit rows.
     assert "queue-chart" not in page(viewer, "/queues/bull/emails/events/")
+
+
+def test_minutes_before_the_metrics_began_are_gaps_and_the_series_line_up() -> None:
+    now = 29_000_000 * MINUTE_MS + 30_000
+    summary = QueueSummary(
+        QueueRef("bull", "q"),
+        dict.fromkeys(STATES, 0),
+        False,
+        completed_per_minute=[3, 4, 5],
+        failed_per_minute=[1],  # another writer's shorter list: its newest minute is the last
+        read_at_ms=now,
+    )
+    words = re.findall(r"<title>\d\d:\d\d UTC(?:, this minute so far)?: ([^<]*)</title>",
+                       queue_chart(summary, []))  # fmt: skip
+    assert words == ["no data"] * 57 + [
+        "3 completed, 0 failed",
+        "4 completed, 0 failed",
+        "5 completed, 1 failed",
+        "no data",  # this minute: not known without the metrics hash
+    ]

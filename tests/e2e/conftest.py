@@ -34,6 +34,7 @@ from tests.e2e.server import (
     DashboardServer,
     ServerFailed,
     free_port,
+    manage,
     prepare,
     terminate,
 )
@@ -260,6 +261,13 @@ def scene(
 
     client = connect(redis_url)
     client.flushall()
+    # A fresh scene: no admin action of an earlier one on its charts either.
+    manage(
+        server_env,
+        "shell",
+        "-c",
+        "from dashboard.models import AuditEntry as A; A.objects.all().delete()",
+    )
     running = Processes(server_env, tmp_path_factory.mktemp("scene-processes"))
     try:
         yield build_scene(client, running, browser, scene_server.url, auth_state)

@@ -158,6 +158,10 @@ def visit(
         assert response.status == (404 if kind in MISSING_PAGES else 200), kind
         if kind not in STILL_PAGES:
             wait_live(page)
+            # The socket's first answer makes the page refetch what it shows (at
+            # most once a second, live.js): look at the page after that, as a
+            # person would a moment after it loads.
+            page.wait_for_timeout(1200)
         yield page
     finally:
         context.close()
