@@ -45,7 +45,10 @@ def nice_ceiling(value: float) -> int:
 
 
 def minute_label(minute_start_ms: int) -> str:
-    return dt.datetime.fromtimestamp(minute_start_ms / 1000, tz=dt.UTC).strftime("%H:%M UTC")
+    """ "07:31 UTC". Arithmetic, not strftime: 61 labels a chart, strftime was
+    two thirds of its rendering time."""
+    minute = minute_start_ms // MINUTE_MS
+    return f"{minute // 60 % 24:02d}:{minute % 60:02d} UTC"
 
 
 # --------------------------------------------------------------------------- overview
@@ -145,6 +148,14 @@ def latest_rate(summary: QueueSummary) -> SafeString:
 _TOP, _AXIS, _BOTTOM, _TIME = 10.0, 58.0, 84.0, 97.0
 _SLOTS = CHART_MINUTES + 1
 _SLOT = 100 / _SLOTS
+# Each slot's hit area and where its bars sit across: the same on every chart.
+_SLOT_HIT = [
+    f'<rect class="hit" x="{i * _SLOT:.3f}%" y="0" width="{_SLOT:.3f}%" height="100%"/>'
+    for i in range(_SLOTS)
+]
+_SLOT_BAR_X = [
+    f'x="{i * _SLOT + _SLOT * 0.14:.3f}%" width="{_SLOT * 0.72:.3f}%"' for i in range(_SLOTS)
+]
 _MIN_BAR = 1.2  # a minute with any count is at least this tall (about 2 px)
 _ACTION_WORDS = {"retry_all": "retry all", "promote_all": "promote all"}
 
@@ -167,16 +178,13 @@ def action_markers(entries: Iterable[AuditEntry]) -> list[Marker]:
     return markers
 
 
-def _bar(kind: str, x: float, value: int, top: int) -> str:
+def _bar(kind: str, index: int, value: int, top: int) -> str:
     if value <= 0:
         return ""
     room = (_AXIS - _TOP) if kind == "completed" else (_BOTTOM - _AXIS)
     height = max(value / top * room, _MIN_BAR)
     y = _AXIS - height if kind == "completed" else _AXIS
-    return (
-        f'<rect class="bar-{kind}" x="{x + _SLOT * 0.14:.3f}%" y="{y:.2f}%"'
-        f' width="{_SLOT * 0.72:.3f}%" height="{height:.2f}%"/>'
-    )
+    return f'<rect class="bar-{kind}" {_SLOT_BAR_X[index]} y="{y:.2f}%" height="{height:.2f}%"/>'
 
 
 def _minutes(
@@ -266,7 +274,6 @@ def queue_chart(
     bars = []
     for index, slot in enumerate(slots):
         minute = window_start + index * MINUTE_MS
-        x = index * _SLOT
         current = index == CHART_MINUTES
         when = minute_label(minute) + (", this minute so far" if current else "")
         if slot is None:
@@ -276,13 +283,12 @@ def queue_chart(
         else:
             words = f"{when}: {thousands(slot[0])} completed, {thousands(slot[1])} failed"
             data = f'data-when="{when}" data-completed="{slot[0]}" data-failed="{slot[1]}"'
-            drawn = _bar("completed", x, slot[0], top_completed) + _bar(
-                "failed", x, slot[1], top_failed
+            drawn = _bar("completed", index, slot[0], top_completed) + _bar(
+                "failed", index, slot[1], top_failed
             )
         bars.append(
             f'<g class="minute{" partial" if current else ""}" {data}><title>{words}</title>'
-            f'<rect class="hit" x="{x:.3f}%" y="0" width="{_SLOT:.3f}%" height="100%"/>'
-            f"{drawn}</g>"
+            f"{_SLOT_HIT[index]}{drawn}</g>"
         )
     total_completed = sum(c for c, _ in counted)
     total_failed = sum(f for _, f in counted)
