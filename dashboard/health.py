@@ -15,13 +15,19 @@ noise does not (thumbnails' 5% moves by about one point over 600 jobs).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from queues.inspect import QueueSummary
 from queues.throughput import RECENT_MINUTES, RecentFinishes
 
-# A queue is failing when at least this share of what finished lately failed.
+# A queue is failing when at least this share of what finished lately failed...
 FAILING_RATE = 0.10
+# ... and enough finished that it is not chance: even the low end of the rate
+# (99% Wilson bound) is this high. A fresh start of the demo gave thumbnails
+# (5% corrupt images) 8 failures in its first 80 jobs: 10%, but a low end of 4%.
+FAILING_FLOOR = 0.05
+_Z99 = 2.576
 # Failures are rising when the rate at least doubled against the ten minutes
 # before and gained five points (0.1% -> 0.3% is noise, 1% -> 6% is not).
 RISING_FACTOR = 2.0
@@ -51,6 +57,14 @@ class Health:
         return {"failing": "has-failed", "rising": "has-failed", "stuck": "stuck"}.get(
             self.kind, ""
         )
+
+
+def low_end(failed: int, total: int) -> float:
+    """The lower 99% Wilson bound of a failure rate: how low it may really be."""
+    share, spread = failed / total, _Z99 * _Z99 / total
+    centre = share + spread / 2
+    margin = _Z99 * math.sqrt(share * (1 - share) / total + spread / (4 * total))
+    return (centre - margin) / (1 + spread)
 
 
 def percent(share: float) -> str:
@@ -91,13 +105,15 @@ def _rising(recent: RecentFinishes) -> str | None:
 
 
 def queue_health(summary: QueueSummary) -> Health:
-    """Failing (rate at or over FAILING_RATE) outranks rising, which outranks
-    stuck: jobs ready, none active, not paused and nothing finished lately."""
+    """Failing (rate at or over FAILING_RATE, and surely over FAILING_FLOOR)
+    outranks rising, which outranks stuck: jobs ready, none active, not paused
+    and nothing finished lately."""
     recent = summary.recent
     detail = _failed_words(recent) if recent is not None and recent.failed else ""
     if recent is not None and recent.failed >= MIN_FAILED:
-        rate = recent.rate
-        if rate is not None and rate >= FAILING_RATE:
+        total = recent.total or 0  # 0: the rate is not known
+        rate = recent.failed / total if total else 0.0
+        if rate >= FAILING_RATE and low_end(recent.failed, total) >= FAILING_FLOOR:
             return Health("failing", "failing", detail)
         was = _rising(recent)
         if was is not None:
