@@ -11,6 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
 VENV=.venv
+# The accessibility tests' auditor (tests/e2e/test_accessibility.py reads this pin).
+AXE_CORE_VERSION=4.14.1
+AXE_DIR=.cache/axe
 
 say() { echo "run.sh: $*" >&2; }
 
@@ -34,6 +37,7 @@ need_system() {  # the servers and browser the commands use, when missing
     command -v redis-server >/dev/null || missing+=(redis-server)
     if [ "${1:-}" = browser ]; then
         command -v chromium >/dev/null || missing+=(chromium)
+        command -v npm >/dev/null || missing+=(npm)
     fi
     # Without redis-server the dashboard falls back to the embedded Valkey, so
     # a non-root user can still go on; the browser tests cannot.
@@ -80,6 +84,17 @@ python_env() {
     echo "$python"
 }
 
+need_axe() {  # axe-core from npm into $AXE_DIR (git ignores it), at the pinned version
+    local installed="$AXE_DIR/node_modules/axe-core/package.json"
+    grep -qs "\"version\": \"$AXE_CORE_VERSION\"" "$installed" && return 0
+    if ! command -v npm >/dev/null; then
+        say "missing: npm (for axe-core; the accessibility tests will say so)"
+        return 0
+    fi
+    npm install --silent --no-save --no-package-lock --no-audit --no-fund \
+        --prefix "$AXE_DIR" "axe-core@$AXE_CORE_VERSION" >/dev/null
+}
+
 case "${1:-}" in
     dashboard)
         shift
@@ -91,6 +106,7 @@ case "${1:-}" in
         shift
         need_system browser
         python=$(python_env)
+        need_axe
         "$python" -m ruff check .
         "$python" -m ruff format --check .
         "$python" -m mypy queues dashboard

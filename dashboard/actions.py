@@ -1,5 +1,6 @@
 """Every dashboard action runs here: through ``queues.queue.Queue`` (one Lua
-script per move), turned into a plain-words message and an audit log line.
+script per move), turned into a plain-words message, an audit log line and an
+``AuditEntry`` row (the audit trail, and the queue page chart's markers).
 
 Pages and the API both call :func:`job_action` / :func:`queue_action`, so the
 same click and the same POST say the same thing and log the same line. Jobs a
@@ -17,9 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import DatabaseError, transaction
 from redis import Redis
 from redis.exceptions import OutOfMemoryError
 
+from dashboard.models import AuditEntry
 from queues import errors
 from queues.commands.admin import FinishedState
 from queues.inspect import QueueRef
@@ -190,10 +193,32 @@ def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
     return ". ".join(parts)
 
 
-def _log(user: str, action: str, ref: QueueRef, jobs: str, result: str) -> None:
+def _audit(user: str, result: ActionResult, jobs: str, outcome: str) -> None:
+    """The log line, and the row. The action has happened by now: a database
+    that cannot take the row is logged, and the user still gets the answer."""
+    ref = result.ref
     audit.info(
-        "user=%s action=%s queue=%s jobs=%s result=%s", user, action, ref.qualified, jobs, result
+        "user=%s action=%s queue=%s jobs=%s result=%s",
+        user,
+        result.action,
+        ref.qualified,
+        jobs,
+        outcome,
     )
+    try:
+        # Its own savepoint: inside a transaction (a test's, or ATOMIC_REQUESTS)
+        # a refused row must not leave the request unable to query.
+        with transaction.atomic():
+            AuditEntry.objects.create(
+                user=user[:150],
+                action=result.action,
+                queue=ref.qualified,
+                jobs=jobs,
+                count=result.count,
+                result=result.message[:1000],
+            )
+    except DatabaseError:
+        audit.exception("the audit entry of %s on %s was not stored", result.action, ref.qualified)
 
 
 def job_action(
@@ -242,17 +267,17 @@ def job_action(
             moved = sum(o.ok for o in outcomes)
             done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {_PAST[action]}"
             refusal = _refusal(error, done if moved else "")
-            _log(user, action, ref, ids, f"moved={moved} refused:{refusal.code}")
+            stopped = ActionResult(action, ref, outcomes, moved, message=str(refusal))
+            _audit(user, stopped, ids, f"moved={moved} refused:{refusal.code}")
             raise refusal from error
         else:
             outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {_PAST[action]}"))
     result = ActionResult(action, ref, outcomes, sum(o.ok for o in outcomes))
     result.message = _summary(action, outcomes)
     broken = [o.job_id for o in outcomes if o.code == "JOB_BROKEN"]
-    _log(
+    _audit(
         user,
-        action,
-        ref,
+        result,
         ids,
         f"moved={result.count} refused={len(job_ids) - result.count}"
         + (f" broken={','.join(broken[:20])}" if broken else ""),
@@ -306,14 +331,15 @@ def queue_action(
             result.message = f"Queue {ref.name} resumed"
     except (BulkStopped, OutOfMemoryError, errors.CorruptKey) as error:
         refusal = _bulk_refusal(action, state, error)
-        _log(user, action, ref, f"state={state}", f"refused:{refusal.code}")
+        result.count = error.done.count if isinstance(error, BulkStopped) else 0
+        result.message = str(refusal)
+        _audit(user, result, f"state={state}", f"count={result.count} refused:{refusal.code}")
         raise refusal from error
     result.message = _with_broken(result.message, result.skipped)
     skipped = ",".join(job.job_id for job in result.skipped[:20])
-    _log(
+    _audit(
         user,
-        action,
-        ref,
+        result,
         f"state={state}",
         f"count={result.count}" + (f" skipped={skipped}" if skipped else ""),
     )

@@ -20,6 +20,12 @@ from django.urls import reverse
 from django.utils.html import conditional_escape, escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from dashboard import charts
+
+# Re-exported: presenters.thousands / compact read well in templates' tag code.
+from dashboard.formatting import compact as compact
+from dashboard.formatting import thousands as thousands
+from dashboard.health import Health, queue_health
 from queues import inspect
 from queues.inspect import FailedAttempt, JobDetail, JobPage, Progress, QueueRef, QueueSummary
 
@@ -37,26 +43,6 @@ STATE_LABELS = {
     "paused": "paused",
     "events": "events",
 }
-
-
-def thousands(value: object) -> str:
-    """1204331 -> "1,204,331"."""
-    try:
-        return f"{int(value):,}"  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        return ""
-
-
-def compact(value: object) -> str:
-    """1204331 -> "1.2M", 3200 -> "3.2k" (the exact value goes in a title)."""
-    try:
-        number = int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        return ""
-    for size, unit in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
-        if abs(number) >= size:
-            return f"{number / size:.1f}".rstrip("0").rstrip(".") + unit
-    return str(number)
 
 
 def exact_time(ms: object) -> str:
@@ -156,94 +142,6 @@ def job_url(prefix: str, job_id: str) -> str:
     return prefix + quote(job_id, safe=_PATH_SAFE)
 
 
-SPARK_WIDTH = 90
-SPARK_HALF = 11  # px above the middle line for completed, below it for failed
-
-
-def sparkline_points(points: Sequence[int], *, slots: int, direction: int) -> str:
-    """SVG polygon points of an area for per-minute counts (oldest first), drawn
-    away from the middle line: ``direction`` -1 draws up, 1 draws down. The
-    area starts and ends on the middle line, so minutes with no count draw
-    nothing (a flat red line would read as failures).
-
-    The x axis has room for ``slots`` minutes and the newest minute sits at the
-    right edge, so five minutes of metrics draw a short line on the right, not
-    a stretched one that looks like half an hour. Each series has its own scale
-    (the exact counts are in the title); a minute with any count moves at least
-    2 px so a single failure stays visible.
-    """
-    if not points:
-        return ""
-    step = SPARK_WIDTH / max(slots - 1, 1)
-    scale = direction * SPARK_HALF / max(max(points), 1)
-    lift = direction * 2
-    first = SPARK_WIDTH - (len(points) - 1) * step
-    coords = [
-        "%.1f,%.1f"  # noqa: UP031 - %-formatting is the fastest here (30 points a queue)
-        % (
-            max(first + index * step, 0),
-            SPARK_HALF + (max(value * scale, lift, key=abs) if value > 0 else 0),
-        )
-        for index, value in enumerate(points)
-    ]
-    if len(coords) == 1:
-        # One minute of data: a bar one minute wide instead of a hairline.
-        coords.insert(0, f"{SPARK_WIDTH - step:.1f},{coords[0].split(',')[1]}")
-    first_x = coords[0].split(",")[0]
-    return f"{first_x},{SPARK_HALF} {' '.join(coords)} {SPARK_WIDTH:.1f},{SPARK_HALF}"
-
-
-def sparkline_svg(completed: Sequence[int], failed: Sequence[int], slots: int) -> SafeString:
-    """The overview's inline chart: completed per minute above the middle line,
-    failed below it (a growing red shape = failures rising). No script."""
-    minutes = max(len(completed), len(failed))
-    if not minutes:
-        return mark_safe('<span class="muted">no metrics</span>')
-    # Only digits, commas and fixed words below: nothing to escape.
-    summary = (
-        f"{thousands(sum(completed))} completed, {thousands(sum(failed))} failed"
-        f" in the last {minutes} min"
-    )
-    size = f'viewBox="0 -1 {SPARK_WIDTH} {2 * SPARK_HALF + 2}" width="{SPARK_WIDTH}"'
-    return mark_safe(  # noqa: S308 - numbers and fixed text only
-        f'<svg class="sparkline" {size} height="{2 * SPARK_HALF + 2}" role="img"'
-        f' aria-label="{summary}"><title>{summary}</title>'
-        f'<line class="spark-base" x1="0" y1="{SPARK_HALF}" x2="{SPARK_WIDTH}" y2="{SPARK_HALF}"/>'
-        f'<polygon class="spark-completed" points="'
-        f'{sparkline_points(completed, slots=slots, direction=-1)}"/>'
-        f'<polygon class="spark-failed" points="'
-        f'{sparkline_points(failed, slots=slots, direction=1)}"/></svg>'
-    )
-
-
-def latest_rate(summary: QueueSummary) -> SafeString:
-    """Completed in the latest full minute ("3.2k/min"), exact counts on hover."""
-    if not summary.completed_per_minute:
-        return mark_safe("")
-    done = summary.completed_per_minute[-1]
-    lost = summary.failed_per_minute[-1] if summary.failed_per_minute else 0
-    return format_html(
-        '<span class="rate" title="latest full minute: {} completed, {} failed">{}/min</span>',
-        thousands(done),
-        thousands(lost),
-        compact(done),
-    )
-
-
-def queue_trend(summary: QueueSummary) -> SafeString:
-    """The queue page header's chart of every minute the page read (an hour),
-    so a fix shows as failures shrinking at the right edge; "" without metrics."""
-    completed, failed = summary.completed_per_minute, summary.failed_per_minute
-    if not completed and not failed:
-        return mark_safe("")
-    slots = max(len(completed), len(failed), inspect.METRICS_POINTS)
-    return format_html(
-        '<span class="queue-trend">{}{}</span>',
-        sparkline_svg(completed, failed, slots),
-        latest_rate(summary),
-    )
-
-
 @dataclass(slots=True)
 class CountCell:
     state: str
@@ -260,10 +158,15 @@ class QueueRow:
     url: str
     cells: list[CountCell]
     sparkline: SafeString
+    health: Health
 
     @property
     def rate(self) -> SafeString:
-        return latest_rate(self.summary)
+        return charts.latest_rate(self.summary)
+
+    @property
+    def health_html(self) -> SafeString:
+        return charts.health_note(self.health)
 
     @property
     def cells_html(self) -> SafeString:
@@ -284,23 +187,6 @@ class QueueRow:
             )
         )
 
-    @property
-    def health(self) -> tuple[str, str]:
-        """(CSS class, label) for a queue that needs a look, else ("", "").
-
-        Failing: jobs failed in the last five minutes (by the metrics), or any
-        failed job when the queue keeps no metrics. Stuck: ready jobs and
-        nothing active in a queue that is not paused.
-        """
-        summary = self.summary
-        counts = summary.counts
-        recent = summary.failed_per_minute[-5:]
-        if sum(recent) if recent else counts["failed"]:
-            return "has-failed", "failing"
-        if counts["wait"] and not counts["active"] and not summary.paused:
-            return "stuck", "nothing active"
-        return "", ""
-
 
 def count_cells(base_url: str, counts: dict[str, int]) -> list[CountCell]:
     return [
@@ -317,8 +203,10 @@ def count_cells(base_url: str, counts: dict[str, int]) -> list[CountCell]:
 
 
 def queue_rows(
-    summaries: Sequence[QueueSummary], slots: int = inspect.METRICS_POINTS
+    summaries: Sequence[QueueSummary], *, top: int, slots: int = inspect.METRICS_POINTS
 ) -> list[QueueRow]:
+    """The overview's rows; their sparklines share the scale ``top`` per minute
+    (charts.spark_scale)."""
     rows = []
     for summary in summaries:
         url = reverse("dashboard:queue", args=[summary.ref.prefix, summary.ref.name])
@@ -327,9 +215,10 @@ def queue_rows(
                 summary=summary,
                 url=url,
                 cells=count_cells(url, summary.counts),
-                sparkline=sparkline_svg(
-                    summary.completed_per_minute, summary.failed_per_minute, slots
+                sparkline=charts.sparkline_svg(
+                    summary.completed_per_minute, summary.failed_per_minute, slots, top
                 ),
+                health=queue_health(summary),
             )
         )
     return rows

@@ -4,6 +4,7 @@ requests, only the fragment that changed."""
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -15,7 +16,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from dashboard import action_bars, actions, presenters
+from dashboard import action_bars, actions, charts, presenters
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import can_act, page_permission, read_only, user_label
 from dashboard.redis import get_client
@@ -84,7 +85,8 @@ def _queue_context(ref: QueueRef, summary: inspect.QueueSummary, tab: str) -> di
         "summary": summary,
         "tab": tab,
         "cells": presenters.count_cells(base_url, summary.counts),
-        "trend": presenters.queue_trend(summary),
+        # Built when the template shows it: fragments of the page read no audit rows.
+        "chart": functools.partial(charts.queue_chart_for, summary),
     }
 
 
@@ -97,7 +99,13 @@ def overview(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "name")
     if sort == "failed":
         summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
-    context = {"rows": presenters.queue_rows(summaries), "sort": sort, "states": inspect.STATES}
+    top = charts.spark_scale(summaries)  # one scale for every row's sparkline
+    context = {
+        "rows": presenters.queue_rows(summaries, top=top),
+        "spark_scale": charts.scale_words(top),
+        "sort": sort,
+        "states": inspect.STATES,
+    }
     template = "dashboard/_overview_rows.html" if _is_htmx(request) else "dashboard/overview.html"
     return _page(request, template, context)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import ResponseError
 
-from queues import codec, scripts
+from queues import codec, scripts, throughput
 from queues.commands import reads
 from queues.connection import is_cluster
 from queues.events import Event
@@ -30,6 +31,7 @@ from queues.keys import InvalidName, QueueKeys, validate_job_id
 
 # Until every caller imports it from queues.keys, where it now lives.
 from queues.keys import QueueRef as QueueRef
+from queues.throughput import RecentFinishes, Windows
 
 # The tabs of a queue, in the order a job usually travels through them.
 # "wait" shows the wait and paused lists together (5.x moves ready jobs to
@@ -89,8 +91,17 @@ class QueueSummary:
     ref: QueueRef
     counts: dict[str, int]
     paused: bool
+    # Full minutes, oldest first, the newest being the minute before now's
+    # (queues.throughput aligns the metrics to now); empty without metrics.
     completed_per_minute: list[int] = field(default_factory=list)
     failed_per_minute: list[int] = field(default_factory=list)
+    # (completed, failed) in the current minute so far; None when not known.
+    this_minute: tuple[int, int] | None = None
+    # What finished lately, from the metrics or the finished sets; None when
+    # the caller asked for no metrics.
+    recent: RecentFinishes | None = None
+    # The moment the series are aligned to (ms), for charts that label minutes.
+    read_at_ms: int = 0
 
     @property
     def total(self) -> int:
@@ -110,8 +121,12 @@ class QueueSummary:
         }
 
 
-def _queue_count_commands(pipe: Any, keys: QueueKeys, metrics_points: int) -> None:
-    # The same reads, in the same order, as priv/scripts/queueCounts-0.lua.
+def _queue_count_commands(
+    pipe: Any, keys: QueueKeys, metrics_points: int, windows: Windows
+) -> None:
+    # The same reads, in the same order, as priv/scripts/queueCounts-0.lua
+    # (which shortens the recent window to a trimmed completed set: see
+    # _pipelined_summary_replies).
     pipe.llen(keys.wait)
     pipe.llen(keys.paused)
     pipe.zcard(keys.prioritized)
@@ -124,6 +139,14 @@ def _queue_count_commands(pipe: Any, keys: QueueKeys, metrics_points: int) -> No
     if metrics_points:
         pipe.lrange(keys.metrics_data("completed"), 0, metrics_points - 1)
         pipe.lrange(keys.metrics_data("failed"), 0, metrics_points - 1)
+        for kind in ("completed", "failed"):
+            pipe.hmget(keys.metrics(kind), ["count", "prevTS", "prevCount"])
+        recent, previous = windows.recent_start, windows.previous_start
+        pipe.zrange(keys.completed, 0, 0, withscores=True)
+        pipe.zcount(keys.completed, recent, "+inf")
+        pipe.zcount(keys.failed, recent, "+inf")
+        pipe.zcount(keys.completed, previous, f"({recent}")
+        pipe.zcount(keys.failed, previous, f"({recent}")
 
 
 def _counts_from(replies: Sequence[Any]) -> tuple[dict[str, int], bool]:
@@ -140,49 +163,78 @@ def _counts_from(replies: Sequence[Any]) -> tuple[dict[str, int], bool]:
     return counts, bool(paused)
 
 
-def _per_minute(raw: Sequence[Any] | None) -> list[int]:
-    # Stored newest first; sparklines draw oldest first.
-    values = list(reversed(raw or []))
-    try:
-        return [int(v) for v in values]  # the common case, and the overview's hot loop
-    except (TypeError, ValueError):
-        return [codec.integer(v, 0) or 0 for v in values]
-
-
-def _summary_replies(client: Redis, refs: Sequence[QueueRef], metrics_points: int) -> list[Any]:
+def _summary_replies(
+    client: Redis, refs: Sequence[QueueRef], metrics_points: int, windows: Windows
+) -> list[Any]:
     """The flat reply list of queueCounts: one script call on a single Redis; on
     a cluster (queues spread over nodes) the same reads as one pipeline."""
     if not is_cluster(client):
-        call = reads.queue_counts([ref.keys for ref in refs], metrics_points=metrics_points)
+        call = reads.queue_counts(
+            [ref.keys for ref in refs], metrics_points=metrics_points, windows=windows
+        )
         return list(scripts.run(client, call))
-    return _pipelined_summary_replies(client, refs, metrics_points)
+    return _pipelined_summary_replies(client, refs, metrics_points, windows)
 
 
 def _pipelined_summary_replies(
-    client: Redis, refs: Sequence[QueueRef], metrics_points: int
+    client: Redis, refs: Sequence[QueueRef], metrics_points: int, windows: Windows
 ) -> list[Any]:
     pipe = client.pipeline(transaction=False)
     for ref in refs:
-        _queue_count_commands(pipe, ref.keys, metrics_points)
-    return _replies(pipe)
+        _queue_count_commands(pipe, ref.keys, metrics_points, windows)
+    replies = _replies(pipe)
+    if not metrics_points:
+        return replies
+    # Shaped like the script's reply: the oldest completed score and where the
+    # recent counts start; a completed set trimmed inside the recent window is
+    # counted again from its oldest job, both sets alike (one more round trip
+    # for those queues only).
+    per_queue = reads.COUNT_REPLIES + throughput.REPLIES - 1
+    shaped: list[Any] = []
+    recount = client.pipeline(transaction=False)
+    recounted: list[int] = []
+    for index, ref in enumerate(refs):
+        chunk = replies[index * per_queue : (index + 1) * per_queue]
+        oldest_pairs = chunk[reads.COUNT_REPLIES + 4] or []
+        oldest = int(oldest_pairs[0][1]) if oldest_pairs else -1
+        start = windows.recent_start
+        if oldest > start:
+            start = oldest
+            recount.zcount(ref.keys.completed, start, "+inf")
+            recount.zcount(ref.keys.failed, start, "+inf")
+            recounted.append(len(shaped) + reads.COUNT_REPLIES + 6)
+        shaped += [*chunk[: reads.COUNT_REPLIES + 4], oldest, start, *chunk[-4:]]
+    counted = _replies(recount) if recounted else []
+    for n, position in enumerate(recounted):
+        shaped[position : position + 2] = counted[2 * n : 2 * n + 2]
+    return shaped
 
 
 def queue_summaries(
-    client: Redis, refs: Sequence[QueueRef], *, metrics_points: int = METRICS_POINTS
+    client: Redis,
+    refs: Sequence[QueueRef],
+    *,
+    metrics_points: int = METRICS_POINTS,
+    now_ms: int | None = None,
 ) -> list[QueueSummary]:
-    """Counts, paused flag and per-minute metrics of many queues: one round trip."""
+    """Counts, paused flag, per-minute metrics and recent finishes of many
+    queues: one round trip (``metrics_points=0``: counts only)."""
     if not refs:
         return []
-    replies = _summary_replies(client, refs, metrics_points)
-    per_queue = reads.COUNT_REPLIES + (2 if metrics_points else 0)
+    windows = Windows(int(time.time() * 1000) if now_ms is None else now_ms)
+    replies = _summary_replies(client, refs, metrics_points, windows)
+    per_queue = reads.COUNT_REPLIES + (throughput.REPLIES if metrics_points else 0)
     summaries = []
     for index, ref in enumerate(refs):
         chunk = replies[index * per_queue : (index + 1) * per_queue]
         counts, paused = _counts_from(chunk[: reads.COUNT_REPLIES])
-        summary = QueueSummary(ref, counts, paused)
+        summary = QueueSummary(ref, counts, paused, read_at_ms=windows.now_ms)
         if metrics_points:
-            summary.completed_per_minute = _per_minute(chunk[reads.COUNT_REPLIES])
-            summary.failed_per_minute = _per_minute(chunk[reads.COUNT_REPLIES + 1])
+            done = throughput.decode(chunk[reads.COUNT_REPLIES :], windows, metrics_points)
+            summary.completed_per_minute = done.completed_per_minute
+            summary.failed_per_minute = done.failed_per_minute
+            summary.this_minute = done.this_minute
+            summary.recent = done.recent
         summaries.append(summary)
     return summaries
 

@@ -120,3 +120,34 @@ def seed_events(
         entry = {"event": name, **fields}
         ids.append(client.xadd(keys.events, entry).decode())  # type: ignore[union-attr]
     return ids
+
+
+def seed_metrics(
+    client: Redis,
+    keys: QueueKeys,
+    completed: list[int],
+    failed: list[int],
+    now: int,
+    *,
+    this_minute: tuple[int, int] = (0, 0),
+) -> None:
+    """Per-minute history as a worker with metrics on leaves it at ``now``.
+
+    ``completed`` / ``failed`` are the full minutes before ``now``'s minute,
+    oldest first; ``this_minute`` the finishes so far in ``now``'s minute. The
+    data lists are stored newest first and the hashes say where they end
+    (prevTS) and how many finishes are not in a data point yet.
+    """
+    for kind, minutes, current in (
+        ("completed", completed, this_minute[0]),
+        ("failed", failed, this_minute[1]),
+    ):
+        data = keys.metrics_data(kind)
+        client.delete(data)
+        if minutes:
+            client.lpush(data, *minutes)
+        total = sum(minutes) + current
+        client.hset(
+            keys.metrics(kind),
+            mapping={"count": total, "prevTS": now, "prevCount": total - current},
+        )

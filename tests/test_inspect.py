@@ -7,10 +7,12 @@ import pytest
 from redis import Redis
 from redis.connection import AbstractConnection
 
-from queues import discovery, inspect
+from queues import discovery, inspect, throughput
+from queues.commands import reads
 from queues.inspect import QueueRef
 from queues.keys import InvalidName
-from tests.dashboard_seed import seed_events, seed_failed_bulk, seed_job, seed_jobs
+from queues.throughput import Windows
+from tests.dashboard_seed import now_ms, seed_events, seed_failed_bulk, seed_job, seed_jobs
 
 REF = QueueRef("bull", "emails")
 KEYS = REF.keys
@@ -66,12 +68,31 @@ def test_cluster_pipeline_reads_what_the_script_reads(redis_client: Redis) -> No
     redis_client.hset(KEYS.meta, "paused", 1)
     redis_client.lpush(KEYS.metrics_data("failed"), 3, 4)
     redis_client.set(KEYS.active, "wrong type")
-    refs = [REF, QueueRef("bull", "other")]
-    by_script = inspect._summary_replies(redis_client, refs, 5)
-    by_pipeline = inspect._pipelined_summary_replies(redis_client, refs, 5)
+    redis_client.hset(KEYS.metrics("failed"), mapping={"count": 9, "prevTS": 1, "prevCount": 7})
+    # A queue without metrics whose completed set was trimmed inside the window.
+    trimmed = QueueRef("bull", "trimmed").keys
+    windows = Windows(now_ms())
+    start = windows.recent_start
+    for n, score in enumerate([start - 1000, start + 30_000, start + 60_000]):
+        seed_job(redis_client, trimmed, f"f{n}", state="failed", score=score)
+    for n in range(3):
+        seed_job(redis_client, trimmed, f"c{n}", state="completed", score=start + 45_000 + n)
+    refs = [REF, QueueRef("bull", "other"), QueueRef("bull", "trimmed")]
+    by_script = inspect._summary_replies(redis_client, refs, 5, windows)
+    by_pipeline = inspect._pipelined_summary_replies(redis_client, refs, 5, windows)
+    per_queue = reads.COUNT_REPLIES + throughput.REPLIES
+    assert len(by_script) == len(by_pipeline) == 3 * per_queue
     assert by_script[:9] == [0, 1, 0, 0, 0, 0, 0, 2, 1]
-    assert [v or 0 for v in by_pipeline[:9]] == by_script[:9]
-    assert by_pipeline[9:] == by_script[9:]
+    for n in range(len(refs)):
+        script = by_script[n * per_queue : (n + 1) * per_queue]
+        pipeline = by_pipeline[n * per_queue : (n + 1) * per_queue]
+        assert [v or 0 for v in pipeline[:9]] == script[:9]
+        decoded = [throughput.decode(r[9:], windows, 5) for r in (script, pipeline)]
+        assert decoded[0] == decoded[1]
+    recent = throughput.decode(by_script[-throughput.REPLIES :], windows, 5).recent
+    assert recent is not None
+    # Counted from the oldest completed job kept: 3 completed, 1 failed since.
+    assert (recent.completed, recent.failed) == (3, 1)
 
 
 def test_failed_page_is_newest_first_with_total_and_reason_line(redis_client: Redis) -> None:

@@ -47,30 +47,6 @@ def test_overview_lists_every_queue_with_counts_paused_and_hooks(
     assert html.index("bull:a-quiet-one") < html.index('data-queue="bull:emails"')
 
 
-def test_overview_flags_failing_and_stuck_queues_in_words(
-    dashboard_redis: Redis, viewer: Any
-) -> None:
-    failing, old_failures, stuck, paused = (
-        QueueRef("bull", name).keys for name in ("failing", "old-failures", "stuck", "paused")
-    )
-    seed_job(dashboard_redis, failing, "1", state="failed")
-    seed_job(dashboard_redis, old_failures, "1", state="failed")
-    dashboard_redis.rpush(old_failures.metrics_data("failed"), *([0] * 5), 7)  # long ago
-    seed_job(dashboard_redis, stuck, "1", state="wait")
-    seed_job(dashboard_redis, paused, "1", state="paused")
-    dashboard_redis.hset(paused.meta, "paused", 1)
-    html = _html(viewer.get("/"))
-
-    def row(name: str) -> str:
-        start = html.index(f'data-queue="bull:{name}"')
-        return html[start : html.index("</tr>", start)]
-
-    assert ">failing</span>" in row("failing")
-    assert "failing" not in row("old-failures").replace("old-failures", "")
-    assert ">nothing active</span>" in row("stuck")
-    assert "nothing active" not in row("paused")
-
-
 def test_overview_without_queues_says_so(dashboard_redis: Redis, viewer: Any) -> None:
     assert "No queues yet" in _html(viewer.get("/"))
 
@@ -388,7 +364,7 @@ def test_pages_send_csp_without_inline_script_and_deny_framing(
     ],
 )
 def test_numbers_for_humans(value: int, short: str, exact: str) -> None:
-    from dashboard.presenters import compact, thousands
+    from dashboard.formatting import compact, thousands
 
     assert (compact(value), thousands(value)) == (short, exact)
 
@@ -422,32 +398,6 @@ def test_json_highlighting_escapes_everything() -> None:
 def _overview_row(html: str, queue: str) -> str:
     start = html.index(f'data-queue="{queue}"')
     return html[start : html.index("</tr>", start)]
-
-
-def test_overview_sparkline_draws_each_minute_right_aligned_with_exact_totals(
-    dashboard_redis: Redis, viewer: Any
-) -> None:
-    seed_job(dashboard_redis, KEYS, "w", state="wait")
-    # Metrics lists are stored newest first: five minutes of completions, one failure.
-    dashboard_redis.rpush(KEYS.metrics_data("completed"), 1200, 900, 1500, 3, 7)
-    dashboard_redis.rpush(KEYS.metrics_data("failed"), 1, 0, 0, 0, 0)
-    row = _overview_row(_html(viewer.get("/")), "bull:emails")
-    completed = re.search(r'class="spark-completed" points="([^"]*)"', row)
-    failed = re.search(r'class="spark-failed" points="([^"]*)"', row)
-    assert completed
-    assert failed
-    # One point a minute plus the two that close the area on the middle line.
-    completed_points = completed.group(1).split()
-    assert len(completed_points) == 5 + 2
-    # The newest minute is at the right edge, and the tallest minute reaches the top.
-    assert completed_points[-2].startswith("90.0,")
-    assert completed_points[3].endswith(",0.0")  # oldest first: 7, 3, 1500, 900, 1200
-    # A single failure among thousands of completions is still drawn (>= 2 px).
-    newest_failed_y = float(failed.group(1).split()[-2].split(",")[1])
-    assert newest_failed_y >= 11 + 2
-    assert "3,610 completed, 1 failed in the last 5 min" in row
-    # The rate says 1.2k/min and the exact count on hover.
-    assert re.search(r'title="latest full minute: 1,200 completed, 1 failed">1.2k/min<', row)
 
 
 def test_overview_queue_without_metrics_says_so(dashboard_redis: Redis, viewer: Any) -> None:

@@ -9,14 +9,14 @@ from django.conf import settings
 from django.shortcuts import resolve_url
 from django.urls import reverse
 
-from dashboard import presenters
+from dashboard import formatting, presenters
 from queues import codec
 from queues.inspect import QueueRef
 
 register = template.Library()
 
 
-register.filter("thousands", presenters.thousands)
+register.filter("thousands", formatting.thousands)
 register.filter("ms_datetime", presenters.exact_time)
 register.filter("json_highlight", presenters.highlight_json)
 register.filter("ago", presenters.relative_time)

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from queues import scripts
+from queues import scripts, throughput
 from queues.keys import QueueKeys
 
-# Replies per queue from queueCounts: 9 integers, then 2 metrics lists if asked.
+# Replies per queue from queueCounts: 9 integers, then throughput.REPLIES if asked.
 COUNT_REPLIES = 9
 
 
-def queue_counts(queues: Sequence[QueueKeys], *, metrics_points: int) -> scripts.ScriptCall:
-    """Counts, paused flag and metrics of many queues (single-node Redis only)."""
+def queue_counts(
+    queues: Sequence[QueueKeys], *, metrics_points: int, windows: throughput.Windows
+) -> scripts.ScriptCall:
+    """Counts, paused flag, metrics and recent finishes of many queues (single-node
+    Redis only); ``windows`` says where "recent" and "previous" start."""
     bases = tuple(keys.base for keys in queues)
-    return scripts.call("queueCounts", (), (max(0, metrics_points), *bases))
+    argv: tuple[int | str, ...] = (
+        max(0, metrics_points),
+        windows.recent_start,
+        windows.previous_start,
+        *bases,
+    )
+    return scripts.call("queueCounts", (), argv)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from playwright.sync_api import Browser, Dialog, Page, expect
@@ -34,9 +34,13 @@ from tests.e2e.server import (
     DashboardServer,
     ServerFailed,
     free_port,
+    manage,
     prepare,
     terminate,
 )
+
+if TYPE_CHECKING:
+    from tests.e2e.scene import Scene
 
 PEER = Path(__file__).with_name("peer.py")
 # Configured, so pages and the overview show them before they hold any key.
@@ -257,3 +261,62 @@ def start(server: DashboardServer) -> None:
 def wait_live(page: Page) -> None:
     """The page's WebSocket is open and the server confirmed where each queue resumes."""
     expect(page.locator("html")).to_have_attribute("data-live", "open", timeout=10_000)
+
+
+# --- the scene the looking tests share (tests/e2e/scene.py) -------------------------
+
+
+@pytest.fixture(scope="module")
+def scene_server(
+    server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DashboardServer]:
+    """A server that discovers the scene's queues instead of listing the test ones."""
+    env = {key: value for key, value in server_env.items() if key != "ECHOMQ_QUEUES"}
+    server = DashboardServer(env, free_port(), tmp_path_factory.mktemp("scene") / "daphne.log")
+    start(server)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def scene(
+    redis_url: str,
+    server_env: dict[str, str],
+    scene_server: DashboardServer,
+    browser: Browser,
+    auth_state: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Scene]:
+    """Every page kind with something on it, built once per module (about 15 s)."""
+    from queues.connection import connect
+    from tests.e2e.scene import build_scene
+
+    client = connect(redis_url)
+    client.flushall()
+    # A fresh scene: no admin action of an earlier one on its charts either.
+    manage(
+        server_env,
+        "shell",
+        "-c",
+        "from dashboard.models import AuditEntry as A; A.objects.all().delete()",
+    )
+    running = Processes(server_env, tmp_path_factory.mktemp("scene-processes"))
+    try:
+        yield build_scene(client, running, browser, scene_server.url, auth_state)
+    finally:
+        running.stop_all()
+        client.flushall()
+        client.close()
+
+
+@pytest.fixture
+def fresh_scene(scene: Scene, redis_url: str) -> Scene:
+    """The scene with its hour of history ending now (see scene.seed_history)."""
+    from queues.connection import connect
+    from tests.dashboard_seed import now_ms
+    from tests.e2e.scene import seed_history
+
+    client = connect(redis_url)
+    seed_history(client, now_ms())
+    client.close()
+    return scene

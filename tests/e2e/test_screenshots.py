@@ -1,75 +1,267 @@
-"""The README's screenshots, taken in Chromium from a dashboard with real traffic.
+"""Screenshots of every page kind in light, dark and phone, each checked for what
+it must show.
 
-Jobs come from BullMQ 2.20.1 processes (added, failed once, retried, delayed),
-so the pictures show what an on-call engineer would see. The files land in
-docs/ and are overwritten on every run.
+The pages are the scene of tests/e2e/scene.py (real BullMQ workers, an admin's
+retry-all, an hour of per-minute history). Each test opens one page kind in one
+look, asserts the facts an on-call engineer reads there (counts, badges, rows,
+the chart and its axes, no "undefined" anywhere), and saves a full-page PNG to
+a scratch folder: ``$ECHOMQ_SHOTS_DIR``, else ``<tmp>/echomq-screenshots``.
+
+The README's pictures (docs/overview.png, queue.png, job.png) are rewritten
+only when asked: ``ECHOMQ_UPDATE_DOCS=1 ./run.sh test tests/e2e/test_screenshots.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import re
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import Processes, start, wait_live
-from tests.e2e.server import ROOT, DashboardServer, free_port
+from queues.connection import connect
+from queues.inspect import QueueRef
+from tests.dashboard_seed import now_ms, seed_metrics
+from tests.e2e.conftest import wait_live
+from tests.e2e.scene import PAGE_KINDS, Scene, page_path, visit
+from tests.e2e.server import ROOT, DashboardServer
 
-DOCS = ROOT / "docs"
-
-
-@pytest.fixture
-def demo_server(server_env: dict[str, str], tmp_path: Path) -> Iterator[DashboardServer]:
-    """A second server that discovers the queues instead of listing the test ones."""
-    env = {key: value for key, value in server_env.items() if key != "ECHOMQ_QUEUES"}
-    server = DashboardServer(env, free_port(), tmp_path / "daphne.log")
-    start(server)
-    yield server
-    server.stop()
-
-
-def seed(processes: Processes) -> str:
-    """Traffic on four queues; returns the id of a failed job worth a look."""
-    emails = processes.peer("worker", "emails", "--fail-first", "--chatty")
-    billing = processes.peer("worker", "billing", "--fail-first", "--chatty")
-    emails.wait_for("ready")
-    billing.wait_for("ready")
-    retried = processes.peer_add("emails", "welcome-email", "--attempts", "2", "--count", "12")
-    failed = processes.peer_add("emails", "password-reset", "--count", "3")
-    processes.peer_add("billing", "charge-card", "--count", "5")
-    emails.wait_for(rf"completed {retried[-1]}\b")
-    emails.wait_for(rf"failed {failed[-1]} ")
-    billing.wait_for(r"(failed \S+ .*\n.*){5}")
-    processes.stop_all()
-    processes.peer_add("emails", "newsletter", "--count", "25")
-    processes.peer_add("emails", "digest", "--delay", "900000", "--count", "4")
-    processes.peer_add("thumbnails", "resize", "--count", "40")
-    processes.peer_add("reports", "monthly-report", "--delay", "3600000", "--count", "3")
-    return failed[-1]
+SHOTS = Path(
+    os.environ.get("ECHOMQ_SHOTS_DIR") or Path(tempfile.gettempdir()) / "echomq-screenshots"
+)
+UPDATE_DOCS = os.environ.get("ECHOMQ_UPDATE_DOCS") == "1"
+# The README's pictures: which page, taken in the light desktop look.
+README_SHOTS = {"overview": "overview.png", "queue-failed": "queue.png", "job-failed": "job.png"}
+LOOKS = {
+    "light": {"color_scheme": "light", "viewport": {"width": 1280, "height": 860}},
+    "dark": {"color_scheme": "dark", "viewport": {"width": 1280, "height": 860}},
+    "phone": {
+        "color_scheme": "light",
+        "viewport": {"width": 390, "height": 844},
+        "device_scale_factor": 2,
+        "is_mobile": True,
+        "has_touch": True,
+    },
+}
+# Words a page must never show: a value the server or the page script lost.
+LOST_VALUE = re.compile(r"\b(undefined|NaN|null)\b|\[object Object\]")
 
 
-def test_screenshots_of_overview_queue_and_job_pages(
-    page: Page, processes: Processes, demo_server: DashboardServer
+def rows(page: Page) -> int:
+    return page.locator("#job-table tr[data-job-id]").count()
+
+
+def tab_count(page: Page, state: str) -> str:
+    return page.locator(f'.tabs [data-count-state="{state}"]').inner_text()
+
+
+def chart_is_readable(page: Page, marker: str | None = None) -> None:
+    """The queue page's chart is there, with its axes, its bars and its readout."""
+    chart = page.locator("[data-queue-chart] svg.chart")
+    expect(chart).to_be_visible()
+    box = chart.bounding_box()
+    assert box is not None
+    assert box["height"] >= 140, box
+    ticks = chart.locator("text.tick").all_text_contents()
+    assert "now" in ticks
+    assert "\u221230 min" in ticks  # a minus sign
+    counts = page.locator("[data-queue-chart] svg.chart-scale text").all_text_contents()
+    assert len(counts) == 4
+    assert all(re.fullmatch(r"[\d.]+k?(/min)?", t) for t in counts), counts
+    assert chart.locator("rect.bar-completed").count() >= 50  # an hour of traffic
+    expect(page.locator("[data-chart-readout]")).to_contain_text("Last full minute")
+    if marker:
+        assert any(marker in m for m in chart.locator(".marker").evaluate_all(
+            "els => els.map(e => e.dataset.marker)"
+        ))  # fmt: skip
+
+
+def check_overview(page: Page, scene: Scene) -> None:
+    queue_rows = page.locator("#queue-rows tr[data-queue]")
+    expect(queue_rows).to_have_count(4)
+    payments = page.locator('tr[data-queue="bull:payments"]')
+    expect(payments.locator(".badge")).to_have_text("failing")
+    expect(payments.locator(".health-detail")).to_have_text(
+        re.compile(r"^\d+% failed, last 5 min$")
+    )
+    emails = page.locator('tr[data-queue="bull:emails"]')
+    expect(emails.locator(".badge")).to_have_count(0)
+    expect(emails.locator(".health-detail")).to_have_text(re.compile(r"failed, last 5 min$"))
+    expect(page.locator('tr[data-queue="bull:thumbnails"] .badge')).to_have_count(0)
+    expect(page.locator('tr[data-queue="bull:reports"] .badge')).to_have_text("nothing active")
+    for name in ("emails", "payments", "thumbnails"):
+        expect(page.locator(f'tr[data-queue="bull:{name}"] svg.sparkline')).to_have_count(1)
+    expect(page.locator('tr[data-queue="bull:reports"] td.spark')).to_have_text("no metrics")
+    expect(
+        page.locator('tr[data-queue="bull:thumbnails"] [data-count-state="active"]')
+    ).to_have_text("1")
+    # The sparklines' one scale is said in words (the column header, or on a phone above the cards).
+    expect(page.locator("[data-spark-scale]:visible")).to_have_text(
+        re.compile(r"^full height = [\d,]+/min$")
+    )
+
+
+def check_queue_failed(page: Page, scene: Scene) -> None:
+    assert tab_count(page, "failed") == "5"
+    assert rows(page) == 5
+    expect(page.locator(f'#job-table tr[data-job-id="{scene.failed_job}"]')).to_contain_text(
+        "fails on purpose"
+    )
+    expect(page.locator(".queue-chart .badge")).to_have_text("failing")
+    chart_is_readable(page, marker="retry all by oncall: 8 failed jobs moved back to waiting")
+
+
+def check_queue_waiting(page: Page, scene: Scene) -> None:
+    assert tab_count(page, "wait") == "11"
+    assert rows(page) == 11
+    chart_is_readable(page)
+
+
+def check_queue_delayed(page: Page, scene: Scene) -> None:
+    assert tab_count(page, "delayed") == "4"
+    assert rows(page) == 4
+    expect(page.locator("#job-table tr[data-job-id]").first).to_contain_text("newsletter")
+
+
+def check_queue_completed(page: Page, scene: Scene) -> None:
+    assert tab_count(page, "completed") == "6"
+    expect(page.locator(f'#job-table tr[data-job-id="{scene.retried_job}"]')).to_contain_text("2/2")
+
+
+def check_queue_active(page: Page, scene: Scene) -> None:
+    assert tab_count(page, "active") == "1"
+    expect(page.locator(f'#job-table tr[data-job-id="{scene.active_job}"]')).to_be_visible()
+
+
+def job_state(page: Page, state: str, job_id: str) -> None:
+    expect(page.locator("[data-job-state]").first).to_have_attribute("data-job-state", state)
+    expect(page.locator("h1")).to_contain_text(job_id)
+
+
+def check_job_failed(page: Page, scene: Scene) -> None:
+    job_state(page, "failed", scene.failed_job)
+    expect(page.locator("main")).to_contain_text(
+        f"first attempt of {scene.failed_job} fails on purpose"
+    )
+
+
+def check_job_active(page: Page, scene: Scene) -> None:
+    job_state(page, "active", scene.active_job)
+
+
+def check_job_retried(page: Page, scene: Scene) -> None:
+    job_state(page, "completed", scene.retried_job)
+
+
+def check_job_missing(page: Page, scene: Scene) -> None:
+    expect(page.locator("h1")).to_have_text(f"No job {scene.missing_job} in emails")
+
+
+def check_events(page: Page, scene: Scene) -> None:
+    feed = page.locator("#event-feed tr[data-event-id]")
+    assert feed.count() >= 20
+    expect(
+        page.locator(f'#event-feed tr[data-event="failed"][data-job-id="{scene.failed_job}"]')
+    ).to_have_count(1)
+
+
+def check_login(page: Page, scene: Scene) -> None:
+    expect(page.get_by_label("Username")).to_be_visible()
+    expect(page.get_by_label("Password")).to_be_visible()
+
+
+def check_not_found(page: Page, scene: Scene) -> None:
+    expect(page.locator("h1")).to_have_text("Not found")
+
+
+CHECKS: dict[str, Callable[[Page, Scene], None]] = {
+    "overview": check_overview,
+    "queue-failed": check_queue_failed,
+    "queue-waiting": check_queue_waiting,
+    "queue-delayed": check_queue_delayed,
+    "queue-completed": check_queue_completed,
+    "queue-active": check_queue_active,
+    "job-failed": check_job_failed,
+    "job-active": check_job_active,
+    "job-retried": check_job_retried,
+    "job-missing": check_job_missing,
+    "events": check_events,
+    "login": check_login,
+    "not-found": check_not_found,
+}
+
+
+def test_every_page_kind_has_its_check() -> None:
+    assert set(CHECKS) == set(PAGE_KINDS)
+
+
+@pytest.mark.parametrize("look", list(LOOKS))
+@pytest.mark.parametrize("kind", PAGE_KINDS)
+def test_screenshot_shows_what_the_page_must(
+    browser: Browser,
+    fresh_scene: Scene,
+    scene_server: DashboardServer,
+    auth_state: str,
+    kind: str,
+    look: str,
 ) -> None:
-    failed_job = seed(processes)
-    DOCS.mkdir(exist_ok=True)
+    with visit(browser, scene_server.url, auth_state, fresh_scene, kind, **LOOKS[look]) as page:
+        try:
+            CHECKS[kind](page, fresh_scene)
+            text = page.locator("body").inner_text()
+            lost = LOST_VALUE.search(text)
+            around = text[max(0, lost.start() - 80) : lost.end() + 80] if lost else ""
+            assert lost is None, f"{kind} shows {lost.group(0)!r}: ...{around}..."
+        finally:  # a page that fails its checks is worth a look too
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=SHOTS / f"{kind}-{look}.png", full_page=True)
+        if UPDATE_DOCS and look == "light" and kind in README_SHOTS:
+            page.screenshot(path=ROOT / "docs" / README_SHOTS[kind], full_page=kind == "job-failed")
 
-    page.goto(demo_server.url + "/")
+
+def test_the_chart_reads_out_the_minute_and_the_admin_action_under_the_pointer(
+    page: Page, fresh_scene: Scene, scene_server: DashboardServer
+) -> None:
+    page.goto(scene_server.url + page_path("queue-failed", fresh_scene))
     wait_live(page)
-    thumbnails_waiting = page.locator('tr[data-queue="bull:thumbnails"] [data-count-state="wait"]')
-    expect(thumbnails_waiting).to_have_text("40")
-    page.screenshot(path=DOCS / "overview.png")
+    readout = page.locator("[data-chart-readout]")
+    resting = readout.inner_text()
+    assert resting.startswith("Last full minute, ")
 
-    page.goto(demo_server.url + "/queues/bull/emails/?state=failed")
+    minute = page.locator("[data-queue-chart] g.minute").nth(30)
+    minute.hover()
+    when, completed, failed = (
+        minute.get_attribute(name) for name in ("data-when", "data-completed", "data-failed")
+    )
+    expect(readout).to_have_text(f"{when}: {completed} completed, {failed} failed")
+    expect(minute).to_have_class(re.compile(r"\bhover\b"))
+
+    page.locator("[data-queue-chart] g.marker").hover()
+    expect(readout).to_have_text(
+        re.compile(
+            r"^\d\d:\d\d:\d\d UTC · retry all by oncall: 8 failed jobs moved back to waiting$"
+        )
+    )
+
+    page.locator("h1").hover()
+    expect(readout).to_have_text(resting)
+
+
+def test_the_overview_says_the_new_scale_when_live_rows_bring_one(
+    page: Page, fresh_scene: Scene, scene_server: DashboardServer, redis_url: str
+) -> None:
+    page.goto(scene_server.url + "/")
     wait_live(page)
-    expect(page.locator("#job-table tr[data-job-id]")).to_have_count(3)
-    page.screenshot(path=DOCS / "queue.png")
-
-    page.goto(f"{demo_server.url}/queues/bull/emails/job/{failed_job}")
-    wait_live(page)
-    expect(page.locator("[data-job-state]")).to_have_attribute("data-job-state", "failed")
-    page.screenshot(path=DOCS / "job.png", full_page=True)
-
-    for name in ("overview", "queue", "job"):
-        assert (DOCS / f"{name}.png").stat().st_size > 10_000
+    scale = page.locator("[data-spark-scale]:visible")
+    expect(scale).to_have_text("full height = 500/min")
+    client = connect(redis_url)
+    try:
+        # Emails got ten times busier; an event makes the page fetch its rows again.
+        seed_metrics(client, QueueRef("bull", "emails").keys, [3000] * 30, [0] * 30, now_ms())
+        client.xadd(QueueRef("bull", "emails").keys.events, {"event": "added", "jobId": "x"})
+        expect(scale).to_have_text("full height = 5,000/min", timeout=10_000)
+    finally:
+        client.close()

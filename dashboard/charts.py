@@ -1,0 +1,367 @@
+"""Charts drawn on the server as SVG: the overview's sparklines and the queue
+page's hour, so a page is readable the moment it loads and costs no script.
+
+CSP allows no inline style, so everything here is SVG attributes and classes
+(dashboard.css colours them). Exact values are in ``<title>`` elements and
+data attributes, which ``static/dashboard/chart.js`` turns into a readout line
+under the pointer. Numbers and fixed words need no escaping; every label that
+comes from elsewhere (a user name, an action's message) is escaped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from dashboard.formatting import compact, thousands
+from dashboard.health import Health, queue_health
+from dashboard.models import AuditEntry
+from queues.inspect import QueueSummary
+from queues.throughput import MINUTE_MS, padded
+
+# The overview's sparkline: 90 px for 30 minutes, completed above the middle
+# line and failed below it, every row on one scale.
+SPARK_WIDTH = 90
+SPARK_HALF = 11  # px from the middle line to the top (or bottom)
+# The queue page's chart: the last CHART_MINUTES full minutes and the current one.
+CHART_MINUTES = 60
+MAX_MARKERS = 20
+_NICE_STEPS = (1, 2, 5)
+
+
+def nice_ceiling(value: float) -> int:
+    """The smallest of 1, 2, 5, 10, 20, 50, 100 ... at or above ``value``:
+    a scale that reads at a glance and moves only when the traffic does."""
+    magnitude = 1
+    while True:
+        for step in _NICE_STEPS:
+            if step * magnitude >= value:
+                return step * magnitude
+        magnitude *= 10
+
+
+def minute_label(minute_start_ms: int) -> str:
+    """ "07:31 UTC". Arithmetic, not strftime: 61 labels a chart, strftime was
+    two thirds of its rendering time."""
+    minute = minute_start_ms // MINUTE_MS
+    return f"{minute // 60 % 24:02d}:{minute % 60:02d} UTC"
+
+
+# --------------------------------------------------------------------------- overview
+
+
+def spark_scale(summaries: Iterable[QueueSummary]) -> int:
+    """One scale for every row and both series: the busiest minute on the page."""
+    busiest = max(
+        (max(s.completed_per_minute + s.failed_per_minute, default=0) for s in summaries),
+        default=0,
+    )
+    return nice_ceiling(busiest)
+
+
+def sparkline_points(points: Sequence[int], *, slots: int, direction: int, top: int) -> str:
+    """SVG polygon points of an area for per-minute counts (oldest first), drawn
+    away from the middle line: ``direction`` -1 draws up, 1 draws down, ``top``
+    per minute reaches the edge. The area starts and ends on the middle line,
+    so minutes with no count draw nothing (a flat red line would read as
+    failures).
+
+    The x axis has room for ``slots`` minutes and the newest minute sits at the
+    right edge, so five minutes of metrics draw a short line on the right, not
+    a stretched one that looks like half an hour. A minute with any count moves
+    at least 2 px, so a single failure stays visible on a scale of thousands.
+    """
+    if not points:
+        return ""
+    step = SPARK_WIDTH / max(slots - 1, 1)
+    scale = direction * SPARK_HALF / max(top, 1)
+    lift = direction * 2
+    first = SPARK_WIDTH - (len(points) - 1) * step
+    coords = [
+        "%.1f,%.1f"  # noqa: UP031 - %-formatting is the fastest here (30 points a queue)
+        % (
+            max(first + index * step, 0),
+            SPARK_HALF + (max(value * scale, lift, key=abs) if value > 0 else 0),
+        )
+        for index, value in enumerate(points)
+    ]
+    if len(coords) == 1:
+        # One minute of data: a bar one minute wide instead of a hairline.
+        coords.insert(0, f"{SPARK_WIDTH - step:.1f},{coords[0].split(',')[1]}")
+    first_x = coords[0].split(",")[0]
+    return f"{first_x},{SPARK_HALF} {' '.join(coords)} {SPARK_WIDTH:.1f},{SPARK_HALF}"
+
+
+def scale_words(top: int) -> str:
+    return f"full height = {thousands(top)}/min"
+
+
+def sparkline_svg(
+    completed: Sequence[int], failed: Sequence[int], slots: int, top: int
+) -> SafeString:
+    """The overview's inline chart: completed per minute above the middle line,
+    failed below it (a growing red shape = failures rising), on the page's one
+    scale ``top``. No script."""
+    minutes = max(len(completed), len(failed))
+    if not minutes:
+        return mark_safe('<span class="muted">no metrics</span>')
+    # Only digits, commas and fixed words below: nothing to escape.
+    summary = (
+        f"{thousands(sum(completed))} completed, {thousands(sum(failed))} failed"
+        f" in the last {minutes} min ({scale_words(top)})"
+    )
+    size = f'viewBox="0 -1 {SPARK_WIDTH} {2 * SPARK_HALF + 2}" width="{SPARK_WIDTH}"'
+    return mark_safe(  # noqa: S308 - numbers and fixed text only
+        f'<svg class="sparkline" {size} height="{2 * SPARK_HALF + 2}" role="img"'
+        f' data-scale="{scale_words(top)}" aria-label="{summary}"><title>{summary}</title>'
+        f'<line class="spark-base" x1="0" y1="{SPARK_HALF}" x2="{SPARK_WIDTH}" y2="{SPARK_HALF}"/>'
+        f'<polygon class="spark-completed" points="'
+        f'{sparkline_points(completed, slots=slots, direction=-1, top=top)}"/>'
+        f'<polygon class="spark-failed" points="'
+        f'{sparkline_points(failed, slots=slots, direction=1, top=top)}"/></svg>'
+    )
+
+
+def latest_rate(summary: QueueSummary) -> SafeString:
+    """Completed in the latest full minute ("3.2k/min"), exact counts on hover."""
+    if not summary.completed_per_minute:
+        return mark_safe("")
+    done = summary.completed_per_minute[-1]
+    lost = summary.failed_per_minute[-1] if summary.failed_per_minute else 0
+    return format_html(
+        '<span class="rate" title="latest full minute: {} completed, {} failed">{}/min</span>',
+        thousands(done),
+        thousands(lost),
+        compact(done),
+    )
+
+
+# --------------------------------------------------------------------------- queue page
+
+# Where things sit, in % of the chart's height (the SVG has no viewBox: x and y
+# are percentages of its box, which CSS sizes, and text keeps its pixel size on
+# any screen).
+_TOP, _AXIS, _BOTTOM, _TIME = 10.0, 58.0, 84.0, 97.0
+_SLOTS = CHART_MINUTES + 1
+_SLOT = 100 / _SLOTS
+# Each slot's hit area and where its bars sit across: the same on every chart.
+_SLOT_HIT = [
+    f'<rect class="hit" x="{i * _SLOT:.3f}%" y="0" width="{_SLOT:.3f}%" height="100%"/>'
+    for i in range(_SLOTS)
+]
+_SLOT_BAR_X = [
+    f'x="{i * _SLOT + _SLOT * 0.14:.3f}%" width="{_SLOT * 0.72:.3f}%"' for i in range(_SLOTS)
+]
+_MIN_BAR = 1.2  # a minute with any count is at least this tall (about 2 px)
+_ACTION_WORDS = {"retry_all": "retry all", "promote_all": "promote all"}
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """An admin action on the chart: when, and what it says on hover."""
+
+    at_ms: int
+    label: str
+
+
+def action_markers(entries: Iterable[AuditEntry]) -> list[Marker]:
+    markers = []
+    for entry in entries:
+        at_ms = int(entry.at.timestamp() * 1000)
+        what = _ACTION_WORDS.get(entry.action, entry.action)
+        when = dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.UTC).strftime("%H:%M:%S UTC")
+        markers.append(Marker(at_ms, f"{when} · {what} by {entry.user}: {entry.result}"))
+    return markers
+
+
+def _bar(kind: str, index: int, value: int, top: int) -> str:
+    if value <= 0:
+        return ""
+    room = (_AXIS - _TOP) if kind == "completed" else (_BOTTOM - _AXIS)
+    height = max(value / top * room, _MIN_BAR)
+    y = _AXIS - height if kind == "completed" else _AXIS
+    return f'<rect class="bar-{kind}" {_SLOT_BAR_X[index]} y="{y:.2f}%" height="{height:.2f}%"/>'
+
+
+def _minutes(
+    completed: Sequence[int], failed: Sequence[int], this_minute: tuple[int, int] | None
+) -> list[tuple[int, int] | None]:
+    """(completed, failed) per slot, oldest first; None where there is no data."""
+    length = max(len(completed), len(failed))  # the read model lines them up already
+    known: list[tuple[int, int] | None] = list(
+        zip(padded(completed, length), padded(failed, length), strict=True)
+    )
+    slots = [None] * (CHART_MINUTES - len(known)) + known[-CHART_MINUTES:]
+    slots.append(this_minute)
+    return slots
+
+
+def _grid() -> str:
+    middle = (_TOP + _AXIS) / 2
+    lines = "".join(
+        f'<line class="{kind}" x1="0" x2="100%" y1="{y}%" y2="{y}%"/>'
+        for kind, y in (("grid", _TOP), ("grid", middle), ("axis", _AXIS), ("grid", _BOTTOM))
+    )
+    return f'<g class="grid-lines">{lines}</g>'
+
+
+def _scale(top_completed: int, top_failed: int) -> str:
+    """The count axis: its own narrow SVG left of the plot, at the plot's heights
+    (same % of the same height), so no label sits on a bar."""
+    half = top_completed / 2
+    labels = (
+        (_TOP, f"{compact(top_completed)}/min"),
+        ((_TOP + _AXIS) / 2, compact(half) if half.is_integer() else f"{half:g}"),
+        (_AXIS, "0"),
+        (_BOTTOM, f"{compact(top_failed)}/min"),
+    )
+    texts = "".join(
+        f'<text class="tick" x="100%" dx="-6" y="{y}%" dominant-baseline="middle"'
+        f' text-anchor="end">{text}</text>'
+        for y, text in labels
+        if text
+    )
+    return f'<svg class="chart-scale" width="52" height="180" aria-hidden="true">{texts}</svg>'
+
+
+def _time_ticks() -> str:
+    ticks = []
+    for minutes_ago in (50, 40, 30, 20, 10):
+        x = (CHART_MINUTES - minutes_ago) * _SLOT
+        ticks.append(
+            f'<line class="tick-mark" x1="{x:.3f}%" x2="{x:.3f}%" y1="{_BOTTOM}%"'
+            f' y2="{_BOTTOM + 2.5}%"/>'
+            f'<text class="tick" x="{x:.3f}%" y="{_TIME}%" text-anchor="middle">'
+            f"&#8722;{minutes_ago} min</text>"
+        )
+    ticks.append(f'<text class="tick" x="99.6%" y="{_TIME}%" text-anchor="end">now</text>')
+    return f'<g class="ticks">{"".join(ticks)}</g>'
+
+
+def _marker(marker: Marker, window_start_ms: int) -> str:
+    x = min(max((marker.at_ms - window_start_ms) / MINUTE_MS * _SLOT, 0.2), 99.8)
+    label = escape(marker.label)
+    return (
+        f'<g class="marker" data-marker="{label}"><title>{label}</title>'
+        f'<line x1="{x:.3f}%" x2="{x:.3f}%" y1="{_TOP - 4}%" y2="{_BOTTOM}%"/>'
+        f'<text x="{x:.3f}%" y="{_TOP - 3.5}%" text-anchor="middle">▼</text>'
+        f'<rect class="hit" x="{max(x - 0.6, 0):.3f}%" y="0" width="1.2%" height="{_BOTTOM}%"/>'
+        "</g>"
+    )
+
+
+def queue_chart(
+    summary: QueueSummary, markers: Sequence[Marker], health: SafeString | None = None
+) -> SafeString:
+    """The queue page's chart of the last hour, so "did my fix work" shows as
+    the red bars stopping after a marker; "" when the queue keeps no metrics."""
+    completed, failed = summary.completed_per_minute, summary.failed_per_minute
+    if not completed and not failed:
+        return mark_safe("")
+    this_minute_start = summary.read_at_ms // MINUTE_MS * MINUTE_MS
+    window_start = this_minute_start - CHART_MINUTES * MINUTE_MS
+    slots = _minutes(completed, failed, summary.this_minute)
+    counted = [slot for slot in slots if slot is not None]
+    top_completed = nice_ceiling(max((c for c, _ in counted), default=0))
+    # The failed half has its own scale, but never finer than a tenth of the
+    # completed one: a failure a minute next to 400 completions is a sliver, not
+    # a full bar, while a real incident still fills it.
+    top_failed = nice_ceiling(max(max((f for _, f in counted), default=0), top_completed / 10))
+    bars = []
+    for index, slot in enumerate(slots):
+        minute = window_start + index * MINUTE_MS
+        current = index == CHART_MINUTES
+        when = minute_label(minute) + (", this minute so far" if current else "")
+        if slot is None:
+            words = f"{when}: no data"
+            data = f'data-when="{when}"'
+            drawn = ""
+        else:
+            words = f"{when}: {thousands(slot[0])} completed, {thousands(slot[1])} failed"
+            data = f'data-when="{when}" data-completed="{slot[0]}" data-failed="{slot[1]}"'
+            drawn = _bar("completed", index, slot[0], top_completed) + _bar(
+                "failed", index, slot[1], top_failed
+            )
+        bars.append(
+            f'<g class="minute{" partial" if current else ""}" {data}><title>{words}</title>'
+            f"{_SLOT_HIT[index]}{drawn}</g>"
+        )
+    total_completed = sum(c for c, _ in counted)
+    total_failed = sum(f for _, f in counted)
+    last = slots[-2]
+    latest = (
+        f"{minute_label(this_minute_start - MINUTE_MS)}: {thousands(last[0])} completed,"
+        f" {thousands(last[1])} failed"
+        if last is not None
+        else "no data for the last full minute"
+    )
+    hour = f"{thousands(total_completed)} completed, {thousands(total_failed)} failed this hour"
+    readout = escape(f"Last full minute, {latest} · {hour}")
+    actions = f"{len(markers)} admin action{'s' if len(markers) != 1 else ''}"
+    label = f"Jobs finished per minute over the last hour: {hour}"
+    if markers:
+        label += f"; {actions} marked"
+    svg = (
+        f'<div class="chart-area">{_scale(top_completed, top_failed)}'
+        f'<svg class="chart" width="100%" height="180" role="img" aria-label="{label}">'
+        f'{_grid()}<g class="minutes">{"".join(bars)}</g>{_time_ticks()}'
+        f'<g class="markers">{"".join(_marker(m, window_start) for m in markers)}</g></svg></div>'
+    )
+    marker_list = marker_key = ""
+    if markers:
+        marker_key = '<span class="chart-key"><span class="key-marker">▼</span>admin action</span>'
+        items = "".join(f"<li>{escape(m.label)}</li>" for m in reversed(markers))
+        marker_list = (
+            f'<details class="chart-markers"><summary>{actions} this hour</summary>'
+            f"<ol>{items}</ol></details>"
+        )
+    return mark_safe(  # noqa: S308 - numbers, fixed words and escaped labels only
+        '<figure class="queue-chart" data-queue-chart><figcaption>'
+        f'<span class="chart-title">Jobs finished per minute, last hour</span>{health or ""}'
+        '<span class="chart-key"><span class="key key-completed"></span>completed'
+        ' (above the line)</span><span class="chart-key"><span class="key key-failed">'
+        f"</span>failed (below, own scale)</span>{marker_key}</figcaption>"
+        f'{svg}<p class="chart-readout" data-chart-readout data-default="{readout}">'
+        f"{readout}</p>{marker_list}</figure>"
+    )
+
+
+def health_note(health: Health) -> SafeString:
+    """The health badge and its figures in words ("failing 23% failed, last 5
+    min"); a fine queue that lost a few jobs gets the figures alone, muted."""
+    detail = format_html('<span class="health-detail">{}</span>', health.detail)
+    if not health.kind:
+        return detail if health.detail else mark_safe("")
+    state = "state-delayed" if health.kind == "stuck" else "state-failed"
+    return format_html(
+        '<span class="health health-{}"><span class="badge {}">{}</span> {}</span>',
+        health.kind,
+        state,
+        health.label,
+        detail if health.detail else "",
+    )
+
+
+def queue_chart_for(summary: QueueSummary) -> SafeString:
+    """The queue page's chart with the queue's admin actions of the hour from
+    the audit trail, under its health in words. Called by the template
+    (lazily): a page fragment that does not show the chart reads no audit rows."""
+    if summary.recent is None:
+        return mark_safe("")
+    health = health_note(queue_health(summary))
+    if not summary.completed_per_minute and not summary.failed_per_minute:
+        return format_html(
+            '<figure class="queue-chart no-series"><figcaption>{}</figcaption><p class="muted">'
+            "No per-minute chart: the workers of this queue keep no metrics (BullMQ's"
+            " <code>metrics</code> worker option). Recent figures come from the jobs kept."
+            "</p></figure>",
+            health,
+        )
+    start = summary.read_at_ms // MINUTE_MS * MINUTE_MS - CHART_MINUTES * MINUTE_MS
+    since = dt.datetime.fromtimestamp(start / 1000, tz=dt.UTC)
+    entries = AuditEntry.on_queue_since(summary.ref.qualified, since, MAX_MARKERS)
+    return queue_chart(summary, action_markers(entries), health)

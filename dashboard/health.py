@@ -1,0 +1,129 @@
+"""Which queues need a look, and why, in words: the one health rule.
+
+An alarm is by failure rate and trend, never by any count above zero: a busy
+queue that loses 2 jobs in 2,000 is healthy, one that loses a third is not.
+The figures come from :class:`queues.throughput.RecentFinishes` (the last five
+minutes, plus the ten before them for the trend).
+
+The thresholds were set against ``manage.py demo`` (queues/demo.py), whose
+normal failure rates over five minutes are about 0.05% (emails: 8% transient
+errors, three attempts), 3% (payments: declined cards), 5% (thumbnails:
+corrupt images) and 1% (reports): none of them reaches FAILING_RATE, and a
+doubling that stays under it must also gain RISING_GAIN, which the demo's
+noise does not (thumbnails' 5% moves by about one point over 600 jobs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from queues.inspect import QueueSummary
+from queues.throughput import RECENT_MINUTES, RecentFinishes
+
+# A queue is failing when at least this share of what finished lately failed...
+FAILING_RATE = 0.10
+# ... and enough finished that it is not chance: even the low end of the rate
+# (99% Wilson bound) is this high. A fresh start of the demo gave thumbnails
+# (5% corrupt images) 8 failures in its first 80 jobs: 10%, but a low end of 4%.
+FAILING_FLOOR = 0.05
+_Z99 = 2.576
+# Failures are rising when the rate at least doubled against the ten minutes
+# before and gained five points (0.1% -> 0.3% is noise, 1% -> 6% is not).
+RISING_FACTOR = 2.0
+RISING_GAIN = 0.05
+# Fewer failures than this in the window never mark a queue: 1 of 2 is 50%,
+# and says nothing yet.
+MIN_FAILED = 3
+# Where the completed count is unknown (no metrics, completed jobs not kept)
+# only the failures' own pace can rise: this many in the window, at least
+# RISING_FACTOR times the pace of the ten minutes before.
+MIN_FAILED_WITHOUT_RATE = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """``kind`` is "" (fine), "failing", "rising" or "stuck"; ``label`` the
+    badge's words and ``detail`` the figures behind them ("23% failed, last 5
+    min"; also said for a fine queue that lost a few jobs)."""
+
+    kind: str
+    label: str
+    detail: str
+
+    @property
+    def css(self) -> str:
+        """The row's class: failing and rising are the failure look."""
+        return {"failing": "has-failed", "rising": "has-failed", "stuck": "stuck"}.get(
+            self.kind, ""
+        )
+
+
+def low_end(failed: int, total: int) -> float:
+    """The lower 99% Wilson bound of a failure rate: how low it may really be."""
+    share, spread = failed / total, _Z99 * _Z99 / total
+    centre = share + spread / 2
+    margin = _Z99 * math.sqrt(share * (1 - share) / total + spread / (4 * total))
+    return (centre - margin) / (1 + spread)
+
+
+def percent(share: float) -> str:
+    """0.0004 -> "0.04%", 0.048 -> "4.8%", 0.23 -> "23%": two figures at most."""
+    value = share * 100
+    if value == 0 or value >= 10:
+        return f"{value:.0f}%"
+    digits = 1 if value >= 1 else 2
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".") + "%"
+
+
+def _window(recent: RecentFinishes) -> str:
+    minutes = min(RECENT_MINUTES, max(1, round(recent.minutes)))
+    return f"last {minutes} min"
+
+
+def _failed_words(recent: RecentFinishes) -> str:
+    """ "23% failed, last 5 min", or "12 failed, last 5 min" when the rate is unknown."""
+    rate = recent.rate
+    amount = percent(rate) if rate is not None else f"{recent.failed:,}"
+    return f"{amount} failed, {_window(recent)}"
+
+
+def _rising(recent: RecentFinishes) -> str | None:
+    """The "was ..." words when failures rose against the previous window, else None."""
+    rate, before = recent.rate, recent.previous_rate
+    if rate is not None:
+        if before is None or rate < before * RISING_FACTOR or rate - before < RISING_GAIN:
+            return None
+        return f"was {percent(before)}"
+    if recent.previous_failed is None or recent.failed < MIN_FAILED_WITHOUT_RATE:
+        return None
+    pace = recent.failed / max(recent.minutes, 1)
+    pace_before = recent.previous_failed / (2 * RECENT_MINUTES)
+    if pace < pace_before * RISING_FACTOR:
+        return None
+    return f"was {pace_before:.1f}/min".replace(".0/", "/")
+
+
+def queue_health(summary: QueueSummary) -> Health:
+    """Failing (rate at or over FAILING_RATE, and surely over FAILING_FLOOR)
+    outranks rising, which outranks stuck: jobs ready, none active, not paused
+    and nothing finished lately."""
+    recent = summary.recent
+    detail = _failed_words(recent) if recent is not None and recent.failed else ""
+    if recent is not None and recent.failed >= MIN_FAILED:
+        total = recent.total or 0  # 0: the rate is not known
+        rate = recent.failed / total if total else 0.0
+        if rate >= FAILING_RATE and low_end(recent.failed, total) >= FAILING_FLOOR:
+            return Health("failing", "failing", detail)
+        was = _rising(recent)
+        if was is not None:
+            return Health("rising", "failures rising", f"{detail} ({was})")
+    counts = summary.counts
+    ready = counts["wait"] + counts["prioritized"]
+    moving = recent is not None and (recent.completed or 0) + recent.failed > 0
+    if ready and not counts["active"] and not summary.paused and not moving:
+        waiting = f"{ready:,} waiting, none active"
+        if recent is not None and recent.completed is not None:
+            waiting += f", none finished in the {_window(recent)}"
+        return Health("stuck", "nothing active", waiting)
+    return Health("", "", detail)

@@ -1,0 +1,167 @@
+"""One dashboard scene with every page kind, for the tests that look at pages.
+
+Four queues, as an on-call engineer would find them after an hour of demo-like
+traffic: ``emails`` busy and healthy (rare failures), ``thumbnails`` healthy with
+its usual 5% of corrupt images and one job running, ``payments`` truly failing
+(a third of its charges failed over the last ten minutes) with an admin's
+"retry all" on its chart, and ``reports`` with jobs waiting and no worker.
+
+Jobs move through real processes (BullMQ 2.20.1 workers from ``peer.py``) and
+the admin action goes through the dashboard's own form, so job pages, events
+and the audit trail are what the runtime and the dashboard wrote. The hour of
+per-minute history before the test is written the way a worker with metrics
+enabled would have left it (``seed_metrics``): nobody waits an hour in a test.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from playwright.sync_api import Browser, Page, expect
+from redis import Redis
+
+from queues.inspect import QueueRef
+from queues.keys import QueueKeys
+from tests.dashboard_seed import now_ms, seed_metrics
+from tests.e2e.conftest import Processes, wait_live
+
+HOUR = 60
+
+
+def _steady(per_minute: int, minutes: int = HOUR) -> list[int]:
+    """A plausible busy minute-by-minute series around ``per_minute`` (oldest first)."""
+    return [per_minute + (minute * 37 % 23) - 11 for minute in range(minutes)]
+
+
+@dataclass(frozen=True)
+class Scene:
+    failed_job: str  # payments: failed for good
+    active_job: str  # thumbnails: a worker holds it
+    retried_job: str  # emails: failed once, completed on attempt 2
+    missing_job: str = "no-such-job"
+
+
+def build_scene(
+    redis: Redis, processes: Processes, browser: Browser, base_url: str, auth_state: str
+) -> Scene:
+    emails_worker = processes.bullmq_worker("emails", "--fail-first")
+    payments_worker = processes.bullmq_worker("payments", "--fail-first")
+    # One slow job at a time: the first is active while the others wait.
+    processes.bullmq_worker("thumbnails", "--sleep", "600")
+
+    retried = processes.peer_add("emails", "welcome-email", "--attempts", "2", "--count", "6")
+    lost = processes.peer_add("emails", "password-reset", "--count", "2")
+    charges = processes.peer_add("payments", "charge-card", "--count", "8")
+    emails_worker.wait_for(rf"completed {retried[-1]}\b")
+    emails_worker.wait_for(rf"failed {lost[-1]} ")
+    payments_worker.wait_for(rf"failed {charges[-1]} ")
+
+    # The admin retries the failed charges from the page: the worker completes them.
+    context = browser.new_context(base_url=base_url, storage_state=auth_state)
+    page = context.new_page()
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto("/queues/bull/payments/?state=failed")
+    page.get_by_role("button", name=re.compile(r"^Retry all")).click()
+    expect(page.locator(".message-success")).to_contain_text("8 failed jobs moved back to waiting")
+    context.close()
+    payments_worker.wait_for(rf"completed {charges[-1]}\b")
+    # ... but the next charges fail again: the fix did not work.
+    failed = processes.peer_add("payments", "charge-card", "--count", "5")
+    payments_worker.wait_for(rf"failed {failed[-1]} ")
+
+    (active, *_) = processes.peer_add("thumbnails", "resize", "--count", "12")
+    processes.peer_add("emails", "newsletter", "--delay", "900000", "--count", "4")
+    processes.peer_add("reports", "monthly-report", "--count", "3")
+    processes.peer_add("reports", "weekly-churn", "--delay", "3600000", "--count", "2")
+
+    seed_history(redis, now_ms())
+    return Scene(failed_job=failed[-1], active_job=active, retried_job=retried[-1])
+
+
+def _keys(name: str) -> QueueKeys:
+    return QueueRef("bull", name).keys
+
+
+def seed_history(redis: Redis, now: int) -> None:
+    """The hour before ``now`` as workers with metrics would have recorded it;
+    written again before each page is looked at, so its newest minute is the
+    one before the page's (the scene's workers keep no metrics themselves)."""
+    incident = [0] * (HOUR - 12) + [14, 22, 30, 31, 36, 35, 38, 40, 37, 41, 39, 42]
+    rare = [1 if minute % 17 == 8 else 0 for minute in range(HOUR)]  # one in the last 5 min
+    so_far = (now % 60_000) / 60_000
+    for name, completed, failed in (
+        ("emails", _steady(360), rare),
+        ("thumbnails", _steady(118), [6] * HOUR),
+        ("payments", _steady(90), incident),
+    ):
+        this_minute = (int(completed[-1] * so_far), int(failed[-1] * so_far))
+        seed_metrics(redis, _keys(name), completed, failed, now, this_minute=this_minute)
+
+
+# Every page kind the looking tests visit, by a name that reads in a test id.
+PAGE_KINDS = (
+    "overview",
+    "queue-failed",
+    "queue-waiting",
+    "queue-delayed",
+    "queue-completed",
+    "queue-active",
+    "job-failed",
+    "job-active",
+    "job-retried",
+    "job-missing",
+    "events",
+    "login",
+    "not-found",
+)
+# Pages without the live socket (nothing to wait for).
+STILL_PAGES = ("login", "not-found", "job-missing")
+MISSING_PAGES = ("not-found", "job-missing")  # answered with 404
+
+
+def page_path(kind: str, scene: Scene) -> str:
+    paths = {
+        "overview": "/",
+        "queue-failed": "/queues/bull/payments/?state=failed",
+        "queue-waiting": "/queues/bull/thumbnails/?state=wait",
+        "queue-delayed": "/queues/bull/emails/?state=delayed",
+        "queue-completed": "/queues/bull/emails/?state=completed",
+        "queue-active": "/queues/bull/thumbnails/?state=active",
+        "job-failed": f"/queues/bull/payments/job/{scene.failed_job}",
+        "job-active": f"/queues/bull/thumbnails/job/{scene.active_job}",
+        "job-retried": f"/queues/bull/emails/job/{scene.retried_job}",
+        "job-missing": f"/queues/bull/emails/job/{scene.missing_job}",
+        "events": "/queues/bull/payments/events/",
+        "login": "/login/",
+        "not-found": "/queues/bull/no-such-queue/",
+    }
+    return paths[kind]
+
+
+@contextmanager
+def visit(
+    browser: Browser, base_url: str, auth_state: str, scene: Scene, kind: str, **look: Any
+) -> Iterator[Page]:
+    """A page of ``kind`` in a fresh context with ``look`` (colour scheme, viewport...),
+    logged in except for the login page, its live socket open; closed afterwards."""
+    context = browser.new_context(
+        base_url=base_url, storage_state=None if kind == "login" else auth_state, **look
+    )
+    try:
+        page = context.new_page()
+        response = page.goto(page_path(kind, scene))
+        assert response is not None
+        assert response.status == (404 if kind in MISSING_PAGES else 200), kind
+        if kind not in STILL_PAGES:
+            wait_live(page)
+            # The socket's first answer makes the page refetch what it shows (at
+            # most once a second, live.js): look at the page after that, as a
+            # person would a moment after it loads.
+            page.wait_for_timeout(1200)
+        yield page
+    finally:
+        context.close()

@@ -1,0 +1,237 @@
+"""The overview's health words and shared-scale sparklines, and the queue page's chart."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from redis import Redis
+
+from dashboard.charts import minute_label, queue_chart
+from queues.inspect import STATES, QueueRef, QueueSummary
+from queues.throughput import MINUTE_MS
+from tests.dashboard_seed import now_ms, seed_job, seed_metrics
+
+T = TypeVar("T")
+
+
+@pytest.fixture
+def viewer(dashboard_redis: Redis, client_as: Callable[[str | None], Any]) -> Any:
+    return client_as("viewer")
+
+
+@pytest.fixture
+def actor(dashboard_redis: Redis, client_as: Callable[[str | None], Any]) -> Any:
+    return client_as("actor")
+
+
+def keys(name: str) -> Any:
+    return QueueRef("bull", name).keys
+
+
+def seed_queue_metrics(client: Redis, name: str, *args: Any, **kwargs: Any) -> None:
+    """``seed_metrics`` for a queue that also has its id counter (discovery finds it)."""
+    client.incr(keys(name).id)
+    seed_metrics(client, keys(name), *args, **kwargs)
+
+
+def page(client: Any, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200, response.content[:500]
+    return str(response.content.decode())
+
+
+def row(html: str, queue: str) -> str:
+    start = html.index(f'data-queue="bull:{queue}"')
+    return html[start : html.index("</tr>", start)]
+
+
+def within_one_minute(make: Callable[[int], T]) -> tuple[int, T]:
+    """``make(now)`` seeds and renders; done again if a minute began meanwhile
+    (what the page aligns to would then differ from what the test expects)."""
+    for _ in range(3):
+        now = now_ms()
+        made = make(now)
+        if now_ms() // MINUTE_MS == now // MINUTE_MS:
+            return now, made
+    raise AssertionError("three minute boundaries in a row")
+
+
+def test_overview_marks_queues_by_failure_rate_and_trend_not_by_any_failure(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    now = now_ms()
+    # 2 failures against 2,000 completions in the last five minutes: healthy.
+    seed_queue_metrics(dashboard_redis, "busy", [400] * 20, [0] * 19 + [2], now)
+    seed_job(dashboard_redis, keys("busy"), "1", state="failed")
+    # A real incident: 150 of 650 failed.
+    seed_queue_metrics(dashboard_redis, "incident", [100] * 20, [0] * 15 + [30] * 5, now)
+    # 0.5% for ten minutes, then 5.7%: rising, under the failing rate.
+    seed_queue_metrics(dashboard_redis, "rising", [200] * 20, [0] * 5 + [1] * 10 + [12] * 5, now)
+    # An hour-old incident whose workers have gone since: not an alarm now.
+    seed_queue_metrics(dashboard_redis, "old", [100] * 20, [50] * 20, now - 120 * MINUTE_MS)
+    # No metrics: the finished sets say 5 of 15 failed in the last minute.
+    for n in range(10):
+        seed_job(dashboard_redis, keys("bullmq"), f"c{n}", state="completed", score=now - 60_000)
+    for n in range(5):
+        seed_job(dashboard_redis, keys("bullmq"), f"f{n}", state="failed", score=now - 50_000)
+    seed_job(dashboard_redis, keys("stuck"), "1", state="wait")
+    seed_job(dashboard_redis, keys("paused"), "1", state="paused")
+    dashboard_redis.hset(keys("paused").meta, "paused", 1)
+    html = page(viewer, "/")
+
+    assert 'class="">' in row(html, "busy")
+    assert "badge state-failed" not in row(html, "busy")
+    assert '<span class="health-detail">0.1% failed, last 5 min</span>' in row(html, "busy")
+    assert 'class="has-failed"' in row(html, "incident")
+    assert re.search(
+        r'<span class="badge state-failed">failing</span> <span class="health-detail">'
+        r"23% failed, last 5 min</span>",
+        row(html, "incident"),
+    )
+    assert re.search(
+        r'<span class="badge state-failed">failures rising</span> <span class="health-detail">'
+        r"5.7% failed, last 5 min \(was 0.5%\)</span>",
+        row(html, "rising"),
+    )
+    assert "health" not in row(html, "old")
+    assert re.search(r">failing</span> <span class=\"health-detail\">33% failed, last \d min<",
+                     row(html, "bullmq"))  # fmt: skip
+    assert 'class="stuck"' in row(html, "stuck")
+    assert '>nothing active</span> <span class="health-detail">1 waiting, none active<' in row(
+        html, "stuck"
+    )
+    assert "nothing active" not in row(html, "paused")
+
+
+def test_overview_sparklines_share_one_scale_said_in_the_header(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    now = now_ms()
+    seed_queue_metrics(dashboard_redis, "big", [7, 3, 1500, 900, 1200], [0, 0, 0, 0, 1], now)
+    seed_queue_metrics(dashboard_redis, "small", [15, 15, 15], [2, 2, 2], now)
+    html = page(viewer, "/")
+    # The busiest minute on the page is 1,500: every row is drawn on 0-2,000.
+    assert '<span class="spark-scale" data-spark-scale>full height = 2,000/min</span>' in html
+    assert "Per minute, 30 min: <span data-spark-scale>full height = 2,000/min</span>" in html
+
+    def points(queue: str, kind: str) -> list[tuple[float, float]]:
+        found = re.search(rf'class="spark-{kind}" points="([^"]*)"', row(html, queue))
+        assert found
+        return [tuple(map(float, p.split(","))) for p in found.group(1).split()]  # type: ignore[misc]
+
+    big = points("big", "completed")
+    assert len(big) == 5 + 2  # one point a minute and two closing the area on the line
+    assert big[-2][0] == 90.0  # the newest minute at the right edge
+    assert big[3][1] == 2.8  # 1,500 of 2,000 reaches three quarters of the 11 px up
+    # 15 a minute on the same scale is a sliver (the 2 px every count gets), not a peak.
+    assert {y for _, y in points("small", "completed")[1:-1]} == {9.0}
+    # The one failure among thousands is still drawn, 2 px below the line.
+    assert points("big", "failed")[-2][1] == 13.0
+    assert "3,610 completed, 1 failed in the last 5 min (full height = 2,000/min)" in row(
+        html, "big"
+    )
+    assert re.search(
+        r'title="latest full minute: 1,200 completed, 1 failed">1.2k/min<', row(html, "big")
+    )
+
+
+def test_queue_page_charts_the_hour_with_axes_exact_values_and_the_admins_actions(
+    dashboard_redis: Redis, actor: Any
+) -> None:
+    emails = keys("emails")
+
+    def seed_and_render(now: int) -> str:
+        dashboard_redis.flushdb()
+        # An hour of 40 completed a minute; 5 failed a minute until three minutes ago.
+        seed_metrics(dashboard_redis, emails, [40] * 60, [5] * 57 + [0] * 3, now,
+                     this_minute=(10, 0))  # fmt: skip
+        seed_job(dashboard_redis, emails, "42", state="failed")
+        actor.post("/queues/bull/emails/bulk/", {"action": "retry_all", "state": "failed"})
+        return page(actor, "/queues/bull/emails/?state=wait")
+
+    now, html = within_one_minute(seed_and_render)
+    chart = html[html.index("<figure") : html.index("</figure>")]
+    minute = now // MINUTE_MS * MINUTE_MS
+    # 60 full minutes and this one, each with its exact counts.
+    assert len(re.findall(r'<g class="minute[ "]', chart)) == 61
+    assert (
+        f"<title>{minute_label(minute - 60 * MINUTE_MS)}: 40 completed, 5 failed</title>" in chart
+    )
+    last = f"{minute_label(minute - MINUTE_MS)}: 40 completed, 0 failed"
+    assert f"<title>{last}</title>" in chart
+    assert (
+        f'<g class="minute partial" data-when="{minute_label(minute)}, this minute so far"'
+        ' data-completed="10" data-failed="0">'
+    ) in chart
+    # The failed bars stop three minutes before now: the fix shows.
+    slots = re.findall(r'<g class="minute[ "][^>]*>.*?</g>', chart)
+    assert ["bar-failed" in slot for slot in slots[-5:]] == [True, False, False, False, False]
+    # Axes: a scale for each half, time ticks, words for what is up and down.
+    for label in ("50/min", "25", "0", "5/min", "&#8722;50 min", "&#8722;10 min", "now"):
+        assert f">{label}</text>" in chart, label
+    # The readout under the chart says the last minute and the hour until hovered.
+    assert f"Last full minute, {last} · 2,410 completed, 285 failed this hour</p>" in chart
+    # The retry-all the admin just did is marked, with its words on hover.
+    marker = re.search(r'<g class="marker" data-marker="([^"]*)"><title>', chart)
+    assert marker
+    assert re.fullmatch(
+        r"\d\d:\d\d:\d\d UTC · retry all by actor: 1 failed jobs moved back to waiting",
+        marker.group(1),
+    )
+    assert "<summary>1 admin action this hour</summary>" in chart
+    assert 'aria-label="Jobs finished per minute over the last hour: 2,410 completed, 285' in chart
+
+
+def test_a_queue_without_metrics_says_why_it_has_no_chart_and_how_it_is_doing(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    now = now_ms()
+    for n in range(3):
+        seed_job(dashboard_redis, keys("emails"), f"c{n}", state="completed", score=now - 1000)
+    seed_job(dashboard_redis, keys("emails"), "f", state="failed", score=now - 1000)
+    html = page(viewer, "/queues/bull/emails/")
+    assert 'class="queue-chart no-series"' in html
+    assert "the workers of this queue keep no metrics" in html
+    assert "25% failed, last" in html
+
+
+def test_only_the_full_queue_page_reads_the_audit_trail(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    seed_metrics(dashboard_redis, keys("emails"), [40] * 5, [0] * 5, now_ms())
+    seed_job(dashboard_redis, keys("emails"), "1", state="wait")
+
+    def audit_reads(**headers: str) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            viewer.get("/queues/bull/emails/?state=wait", headers=headers)
+        return sum("dashboard_auditentry" in q["sql"] for q in queries.captured_queries)
+
+    assert audit_reads() == 1
+    assert audit_reads(**{"HX-Request": "true"}) == 0  # the live list refresh
+    # The events tab reads no metrics: no chart, no audit rows.
+    assert "queue-chart" not in page(viewer, "/queues/bull/emails/events/")
+
+
+def test_minutes_before_the_metrics_began_are_gaps_and_the_series_line_up() -> None:
+    now = 29_000_000 * MINUTE_MS + 30_000
+    summary = QueueSummary(
+        QueueRef("bull", "q"),
+        dict.fromkeys(STATES, 0),
+        False,
+        completed_per_minute=[3, 4, 5],
+        failed_per_minute=[1],  # another writer's shorter list: its newest minute is the last
+        read_at_ms=now,
+    )
+    words = re.findall(r"<title>\d\d:\d\d UTC(?:, this minute so far)?: ([^<]*)</title>",
+                       queue_chart(summary, []))  # fmt: skip
+    assert words == ["no data"] * 57 + [
+        "3 completed, 0 failed",
+        "4 completed, 0 failed",
+        "5 completed, 1 failed",
+        "no data",  # this minute: not known without the metrics hash
+    ]
