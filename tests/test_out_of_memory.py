@@ -20,6 +20,7 @@ from redis import Redis
 from redis.exceptions import OutOfMemoryError, ResponseError
 
 from dashboard import actions
+from dashboard.models import AuditEntry
 from queues import scripts
 from queues.commands import transitions as t
 from queues.inspect import QueueRef, queue_summaries
@@ -232,7 +233,7 @@ class FillsAfterOneBatch(Redis):
 
 
 def test_a_bulk_action_stopped_by_a_full_redis_says_how_far_it_got(
-    dashboard_redis: Redis, queue: Queue
+    dashboard_redis: Redis, queue: Queue, db: None
 ) -> None:
     ids = queue.add_bulk([("n", None, None) for _ in range(2_000)])
     finish(dashboard_redis, queue, ids, "failed", at=now_ms() - 1000)
@@ -253,3 +254,6 @@ def test_a_bulk_action_stopped_by_a_full_redis_says_how_far_it_got(
         "raise maxmemory, then try again."
     )
     assert refused.value.status == 507
+    # The audit trail (and the chart's marker) records what the finished batches moved.
+    (entry,) = AuditEntry.objects.filter(action="retry_all")
+    assert (entry.count, entry.result) == (999, str(refused.value))

@@ -423,28 +423,6 @@ def test_overview_filter_box_is_labelled_and_has_a_no_match_message(
     assert 'data-label="waiting" data-count-state="wait" title="1 waiting">1<' in html
 
 
-def test_queue_page_header_charts_the_last_hour_so_a_fix_shows(
-    dashboard_redis: Redis, viewer: Any
-) -> None:
-    seed_job(dashboard_redis, KEYS, "f", state="failed")
-    # Newest first: failures stopped three minutes ago after an hour of them.
-    dashboard_redis.rpush(KEYS.metrics_data("failed"), 0, 0, 0, *([5] * 70))
-    dashboard_redis.rpush(KEYS.metrics_data("completed"), *([40] * 70))
-    html = _html(viewer.get(QUEUE_URL))
-    head = html[html.index('<div class="queue-head">') : html.index('<nav class="tabs"')]
-    failed = re.search(r'class="spark-failed" points="([^"]*)"', head)
-    assert failed
-    points = failed.group(1).split()
-    assert len(points) == 60 + 2  # the hour the page reads, plus the two closing points
-    assert [p.split(",")[1] for p in points[-4:-1]] == ["11.0", "11.0", "11.0"]
-    assert "2,400 completed, 285 failed in the last 60 min" in head
-    # The events tab reads no metrics and shows no chart.
-    events = _html(viewer.get(QUEUE_URL + "events/"))
-    assert "queue-trend" not in events
-
-
-# --- the job page: failures as alarm or history, progress, running time, actions ----------
-
 JS_TRACE = "Error: card declined\n    at charge (billing.js:12:5)"
 
 

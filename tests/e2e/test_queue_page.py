@@ -302,7 +302,7 @@ def test_on_a_phone_the_header_is_short_and_the_first_job_is_on_the_first_screen
         "the first job is below the first screen"
     )
     # Without the chart (its own block), the header is under a third of the screen.
-    chart = page.locator(".queue-head .queue-trend")
+    chart = page.locator(".queue-head .queue-chart")
     chart_box = chart.bounding_box() if chart.count() else None
     chart_height = chart_box["height"] if chart_box else 0
     assert first["y"] - chart_height <= screen["height"] / 3
