@@ -45,16 +45,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import http.cookiejar
 import json
 import os
-import re
 import statistics
 import sys
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,10 +71,9 @@ from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
 from tests.e2e.server import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
-    PASSWORD,
-    USERNAME,
     DashboardServer,
     free_port,
+    login_cookie,
     prepare,
 )
 
@@ -225,24 +220,6 @@ def describe_frames(rates: list[float]) -> str:
             f"({min(others):.0f}-{max(others):.0f}) frames/s"
         )
     return text
-
-
-def login_cookie(base_url: str) -> str:
-    """Log in through the form over plain HTTP; the Cookie header a socket sends."""
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    # Our own http:// server URL, never user input.
-    form = opener.open(base_url + "/login/").read().decode()
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
-    assert token is not None
-    body = urllib.parse.urlencode(
-        {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token.group(1)}
-    ).encode()
-    login = urllib.request.Request(  # noqa: S310 (see above)
-        base_url + "/login/", body, {"Referer": base_url + "/login/"}
-    )
-    opener.open(login)
-    return "; ".join(f"{c.name}={c.value}" for c in jar)
 
 
 class LatencyClient(WebSocketClientProtocol):  # type: ignore[misc]

@@ -1,0 +1,46 @@
+"""A Redis a test may take away and bring back: its own redis-server, never the session's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from queues.redis_server import LocalRedisServer, server_binary
+from tests.e2e.server import free_port
+
+
+@dataclass
+class RestartableRedis:
+    """A private redis-server on a TCP port; ``stop`` and ``start`` keep the port
+    and the data (append-only file), as a restarted production Redis would."""
+
+    server: LocalRedisServer
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def stop(self) -> None:
+        """The process goes (SIGTERM: it writes its data first); its directory stays."""
+        process = self.server.process
+        assert process is not None
+        process.terminate()
+        process.wait(10)
+        self.server.process = None
+
+    def start(self) -> None:
+        self.server.start()
+
+
+@contextmanager
+def restartable_redis() -> Iterator[RestartableRedis]:
+    server = LocalRedisServer(
+        server_binary()[0],
+        port=free_port(),
+        extra_args=("--appendonly", "yes", "--appendfsync", "always"),
+    ).start()
+    try:
+        yield RestartableRedis(server)
+    finally:
+        server.stop()
