@@ -51,6 +51,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,9 +115,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def produce(client: Any, rate: int, seconds: float) -> int:
-    """XADD ``rate`` events a second for ``seconds``, in 2 ms ticks; returns how many."""
-    stream = QueueKeys(QUEUE).events
+def produce(
+    client: Any,
+    rate: int,
+    seconds: float,
+    *,
+    queue: str = QUEUE,
+    data: Callable[[int], str] = lambda n: str(n % 100),
+) -> int:
+    """XADD ``rate`` progress events a second for ``seconds``, in 2 ms ticks, the
+    n-th with ``data(n)``; returns how many."""
+    stream = QueueKeys(queue).events
     started = time.monotonic()
     sent = 0
     while (elapsed := time.monotonic() - started) < seconds:
@@ -124,7 +133,7 @@ def produce(client: Any, rate: int, seconds: float) -> int:
         if due > sent:
             with client.pipeline(transaction=False) as pipe:
                 for n in range(sent, due):
-                    fields = {"event": "progress", "jobId": str(n), "data": str(n % 100)}
+                    fields = {"event": "progress", "jobId": str(n), "data": data(n)}
                     pipe.xadd(stream, fields, maxlen=10_000, approximate=True)
                 pipe.execute()
             sent = due

@@ -22,9 +22,9 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
 from redis import Redis
 
-from dashboard.live.consumer import LiveConsumer
 from dashboard.live.hub import get_hub
 from queues.keys import QueueKeys
+from tests.test_live_consumer import connect_as
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -128,14 +128,6 @@ async def viewer(redis_client: Redis) -> AsyncIterator[User]:
     await get_hub().close()
 
 
-async def open_socket(user: User) -> WebsocketCommunicator:
-    communicator = WebsocketCommunicator(LiveConsumer.as_asgi(), "/ws/live/")
-    communicator.scope["user"] = user
-    connected, _ = await communicator.connect()
-    assert connected
-    return communicator
-
-
 async def settle(communicator: WebsocketCommunicator) -> int | None:
     """Read until the sentinel's answer (None) or a close (its code)."""
     await communicator.send_json_to(SENTINEL)
@@ -152,7 +144,7 @@ async def test_thousands_of_generated_frames_get_4400_or_an_answer_never_a_serve
 ) -> None:
     caplog.set_level(logging.ERROR, logger="echomq.live")
     rng = random.Random(SEED)
-    communicator = await open_socket(viewer)
+    communicator = await connect_as(viewer)
     closes = 0
     for number in range(FRAMES):
         sent = frame(rng)
@@ -166,7 +158,7 @@ async def test_thousands_of_generated_frames_get_4400_or_an_answer_never_a_serve
         if code is not None:
             assert code == 4400, f"frame {number} (seed {SEED}) closed with {code}: {sent!r:.300}"
             closes += 1
-            communicator = await open_socket(viewer)
+            communicator = await connect_as(viewer)
     await communicator.disconnect()
     assert not [r for r in caplog.records if r.name == "echomq.live"], caplog.text
     assert 0 < closes < FRAMES  # both kinds of answer were exercised

@@ -17,8 +17,8 @@ from playwright.sync_api import Browser, Page, expect
 from queues.connection import connect
 from queues.keys import QueueKeys
 from queues.queue import Queue
-from tests.e2e.conftest import start, wait_live
-from tests.e2e.server import PASSWORD, USERNAME, DashboardServer, free_port, prepare
+from tests.e2e.conftest import log_in, start, wait_live
+from tests.e2e.server import DashboardServer, free_port, prepare
 from tests.outage import RestartableRedis, restartable_redis
 
 QUEUE = "e2e-outage"
@@ -41,11 +41,7 @@ def page_on_own_server(
     start(server)
     context = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 860})
     page = context.new_page()
-    page.goto("/login/")
-    page.fill("#id_username", USERNAME)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(server.url + "/")
+    log_in(page, server.url)
     yield page
     context.close()
     server.stop()
@@ -90,7 +86,7 @@ def test_a_redis_outage_shows_as_unreachable_and_the_page_resumes_with_nothing_l
         "getComputedStyle(document.querySelector('.live-status'), '::after').content"
     )
     assert "Redis unreachable" in status
-    assert "live" != status.strip('"')
+    assert status.strip('"') != "live"
     stale = page.evaluate("getComputedStyle(document.querySelector('#event-feed')).opacity")
     assert float(stale) < 1, "the feed does not look stale"
 
