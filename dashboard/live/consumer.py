@@ -210,6 +210,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.outbox: Outbox = scope.get("outbox") or Outbox()
         self.tasks: set[asyncio.Task[None]] = set()  # rechecks, status, stall watch
         self.stall_watch: asyncio.Task[None] | None = None
+        self.giving_up = False
         self.status_changed = asyncio.Event()
         self.told_reachable = True  # what the page assumes until told otherwise
         try:
@@ -509,6 +510,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         await self._send_text(await self.encode_json(content), close)
 
     async def _send_text(self, text: str, close: bool = False) -> None:
+        if self.giving_up:
+            return  # closed for not reading: nothing more for this client
         await self.send(text_data=text, close=close)
         if self.outbox.full and self.stall_watch is None:
             self.stall_watch = self._start(self._wait_for_reader())
@@ -520,6 +523,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         finally:
             self.stall_watch = None
         if not caught_up:
+            self.giving_up = True
             await self.close(code=CLOSE_TOO_SLOW)
             return
         for sub in list(self.subscriptions.values()):

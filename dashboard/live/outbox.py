@@ -23,8 +23,8 @@ buffer with it.
 socket's ``Outbox`` in ``scope["outbox"]``. It must wrap the application
 outermost: daphne's ``send`` is ``functools.partial(Server.handle_reply,
 protocol)``, and the middlewares inside wrap it. Under any other server (or a
-test's communicator) the outbox is never full: servers that apply
-backpressure themselves (uvicorn) make ``send`` wait instead.
+test's communicator) the outbox watches nothing and is never full: a server
+that applies backpressure itself (uvicorn) makes ``send`` wait instead.
 """
 
 from __future__ import annotations
