@@ -58,7 +58,7 @@ from autobahn.asyncio.websocket import (  # noqa: E402
 
 from bench import live  # noqa: E402
 from bench.cdp import proc_stat  # noqa: E402
-from bench.live import load_average, percentile  # noqa: E402
+from bench.live import cpu_seconds, load_average, percentile  # noqa: E402
 from queues.connection import connect  # noqa: E402
 from queues.keys import QueueKeys  # noqa: E402
 from queues.queue import Queue  # noqa: E402
@@ -315,8 +315,11 @@ async def readers_phase(
     await asyncio.sleep(2)
     first = redis.xrevrange(QueueKeys(QUEUE).events, count=1)
     after = first[0][0] if first else b"0-0"
+    pid = server.process.pid  # type: ignore[union-attr]
+    cpu_before, wall_before = cpu_seconds(pid), time.monotonic()
     sent = await asyncio.to_thread(produce, redis, args.rate, args.seconds, 50)
     await asyncio.sleep(2)
+    cpu = (cpu_seconds(pid) - cpu_before) / (time.monotonic() - wall_before)
     produced = {i.decode() for i, _ in redis.xrange(QueueKeys(QUEUE).events, min=b"(" + after)}
     dropped = sum(1 for v in viewers if v.closed.done())
     missing = [len(produced - v.ids) for v in viewers]
@@ -335,7 +338,8 @@ async def readers_phase(
         f"missed events (at most {max(missing, default=0)}; {skipped} left out with a "
         f"refresh hint, {gaps} gaps, over all sockets), messages {dict(kinds)}; XADD-to-socket "
         f"p50 {statistics.median(latencies) if latencies else float('nan'):.0f} ms, "
-        f"p99 {p99:.0f} ms; RSS peak {mb(sampler.peak_rss(started))}, Redis clients peak "
+        f"p99 {p99:.0f} ms; daphne CPU {cpu:.0%} of a core; RSS peak "
+        f"{mb(sampler.peak_rss(started))}, Redis clients peak "
         f"{sampler.peak_clients(started)}; target: {'met' if met else 'NOT met'}"
     )
 

@@ -133,7 +133,9 @@ class StreamReader:
         self.hub = hub
         self.shard = shard
         self.streams: dict[str, Stream] = {}  # by key
-        self.changed = asyncio.Event()
+        self.reading: asyncio.Future[Any] | None = None
+        self.stale = False  # the set of streams changed since the read in flight was sent
+        self.wake = asyncio.Event()  # a stream was added to a reader that had none to read
         # No silent retries: a reader must see a dropped connection, because
         # entries may be trimmed before it reads again (it then checks).
         self.client: AsyncRedis = connect_async(
@@ -148,11 +150,19 @@ class StreamReader:
     def add(self, stream: Stream) -> None:
         stream.reader = self
         self.streams[stream.key] = stream
-        self.changed.set()
+        self._read_again()
+        self.wake.set()
 
     def remove(self, stream: Stream) -> None:
         self.streams.pop(stream.key, None)
-        self.changed.set()
+        self._read_again()
+
+    def _read_again(self) -> None:
+        """The read in flight names the old set of streams: cut it short (redis-py
+        drops the connection of a cancelled command; the next read opens another)."""
+        self.stale = True
+        if self.reading is not None:
+            self.reading.cancel()
 
     def stop(self) -> None:
         """Ends the task; its connection is closed as the task ends."""
@@ -161,6 +171,7 @@ class StreamReader:
     async def _run(self) -> None:
         layer = get_channel_layer()
         failures = 0
+        sent_at, window = 0.0, 0.0
         try:
             while True:
                 try:
@@ -168,6 +179,10 @@ class StreamReader:
                         # Entries may have been trimmed while Redis was unreachable.
                         for stream in list(self.streams.values()):
                             await self._gap_if_trimmed(layer, stream, stream.position)
+                    # At most one message per window: the time spent reading counts.
+                    wait = sent_at + window - time.monotonic()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
                     read = await self._read()
                     failures = 0
                     self.hub.report(reachable=True)
@@ -175,8 +190,7 @@ class StreamReader:
                     for stream, entries in read:
                         if await self._publish(layer, stream, entries):
                             window = max(window, stream.coalescing_window())
-                    if window:
-                        await asyncio.sleep(window)
+                    sent_at = time.monotonic()
                 except Exception as exc:
                     # Redis down, a bad entry, a layer hiccup: keep reading, resume in place.
                     delay = RETRY_DELAYS_S[min(failures, len(RETRY_DELAYS_S) - 1)]
@@ -197,27 +211,28 @@ class StreamReader:
 
     async def _read(self) -> list[tuple[Stream, list[Any]]]:
         """The next entries of any of the streams; [] when the set of streams changed."""
-        self.changed.clear()
+        self.stale = False
         positions = {key: s.position for key, s in self.streams.items() if not s.unreadable}
         if not positions:
-            await self.changed.wait()
+            self.wake.clear()
+            await self.wake.wait()
             return []
-        reading = asyncio.ensure_future(
+        # One task, awaited directly: with a hundred sockets' handlers queued in
+        # the loop, every extra hop here delays the next batch by all of them.
+        reading = self.reading = asyncio.ensure_future(
             self.client.xread(positions, count=READ_BATCH, block=BLOCK_MS)  # type: ignore[arg-type]
         )
-        changed = asyncio.ensure_future(self.changed.wait())
         try:
-            await asyncio.wait((reading, changed), return_when=asyncio.FIRST_COMPLETED)
+            reply = await reading
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self.stale and not (task is not None and task.cancelling()):
+                return []  # cut short by _read_again, not a stop
+            raise
         finally:
-            changed.cancel()
-            if not reading.done():
-                reading.cancel()  # redis-py drops the connection of a cancelled command
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reading
-        if reading.cancelled():
-            return []
+            self.reading = None
         found = []
-        for key, entries in reading.result() or ():
+        for key, entries in reply or ():
             stream = self.streams.get(codec.text(key) or "")
             if stream is not None and entries:
                 found.append((stream, entries))
