@@ -45,16 +45,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import http.cookiejar
 import json
 import os
-import re
 import statistics
 import sys
 import tempfile
 import time
-import urllib.parse
-import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,10 +72,9 @@ from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
 from tests.e2e.server import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
-    PASSWORD,
-    USERNAME,
     DashboardServer,
     free_port,
+    login_cookie,
     prepare,
 )
 
@@ -119,9 +115,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def produce(client: Any, rate: int, seconds: float) -> int:
-    """XADD ``rate`` events a second for ``seconds``, in 2 ms ticks; returns how many."""
-    stream = QueueKeys(QUEUE).events
+def produce(
+    client: Any,
+    rate: int,
+    seconds: float,
+    *,
+    queue: str = QUEUE,
+    data: Callable[[int], str] = lambda n: str(n % 100),
+) -> int:
+    """XADD ``rate`` progress events a second for ``seconds``, in 2 ms ticks, the
+    n-th with ``data(n)``; returns how many."""
+    stream = QueueKeys(queue).events
     started = time.monotonic()
     sent = 0
     while (elapsed := time.monotonic() - started) < seconds:
@@ -129,7 +133,7 @@ def produce(client: Any, rate: int, seconds: float) -> int:
         if due > sent:
             with client.pipeline(transaction=False) as pipe:
                 for n in range(sent, due):
-                    fields = {"event": "progress", "jobId": str(n), "data": str(n % 100)}
+                    fields = {"event": "progress", "jobId": str(n), "data": data(n)}
                     pipe.xadd(stream, fields, maxlen=10_000, approximate=True)
                 pipe.execute()
             sent = due
@@ -225,24 +229,6 @@ def describe_frames(rates: list[float]) -> str:
             f"({min(others):.0f}-{max(others):.0f}) frames/s"
         )
     return text
-
-
-def login_cookie(base_url: str) -> str:
-    """Log in through the form over plain HTTP; the Cookie header a socket sends."""
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    # Our own http:// server URL, never user input.
-    form = opener.open(base_url + "/login/").read().decode()
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
-    assert token is not None
-    body = urllib.parse.urlencode(
-        {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token.group(1)}
-    ).encode()
-    login = urllib.request.Request(  # noqa: S310 (see above)
-        base_url + "/login/", body, {"Referer": base_url + "/login/"}
-    )
-    opener.open(login)
-    return "; ".join(f"{c.name}={c.value}" for c in jar)
 
 
 class LatencyClient(WebSocketClientProtocol):  # type: ignore[misc]

@@ -3,8 +3,9 @@
 ``manage.py runserver`` serves this same application (daphne is first in
 INSTALLED_APPS). Static files are served by the application itself, so the
 dashboard works from one process with nothing in front of it. The WebSocket
-side checks the Origin against ALLOWED_HOSTS and loads the session user; the
-consumer then checks the view permission.
+side bounds what the server holds for each socket (dashboard.live.outbox),
+refuses a foreign Origin as Django's CSRF check would (dashboard.live.origin)
+and loads the session user; the consumer then checks the view permission.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from dashboard.http import ThreadedDjangoHTTP  # noqa: E402
+from dashboard.live.origin import SameOriginOnly  # noqa: E402
+from dashboard.live.outbox import SocketOutbox  # noqa: E402
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -31,8 +33,10 @@ application = ProtocolTypeRouter(
         # thread (dashboard.http), not hopping threads per middleware as under
         # Django's ASGI handler.
         "http": ThreadedDjangoHTTP(),
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        # SocketOutbox outside the auth stack: it needs the server's own send
+        # (see its module); SameOriginOnly passes that on untouched.
+        "websocket": SameOriginOnly(
+            SocketOutbox(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),
     }
 )

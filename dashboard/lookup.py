@@ -6,9 +6,12 @@ trace in Redis is a 404; so is a malformed job id. Never a 500.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.http import Http404
 from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
 
 from queues import discovery
 from queues.inspect import QueueRef
@@ -34,15 +37,34 @@ def all_queues(client: Redis) -> list[QueueRef]:
     return discovery.discover_queues(client, served_prefixes(), configured_queues())
 
 
+def split_served(refs: Iterable[QueueRef]) -> tuple[set[QueueRef], list[QueueRef]]:
+    """Of ``refs``: those served whatever Redis holds (the configured ones), and
+    those served if they exist in Redis (under a served prefix). The rest never are."""
+    wanted, configured, prefixes = set(refs), set(configured_queues()), set(served_prefixes())
+    served = wanted & configured
+    return served, sorted(ref for ref in wanted - served if ref.prefix in prefixes)
+
+
+def served_queues(client: Redis, refs: Iterable[QueueRef]) -> set[QueueRef]:
+    """Those of ``refs`` the pages show (one round trip for all of them)."""
+    served, if_they_exist = split_served(refs)
+    found = discovery.queues_exist(client, if_they_exist) if if_they_exist else []
+    return served | {ref for ref, exists in zip(if_they_exist, found, strict=True) if exists}
+
+
+async def served_queues_async(client: AsyncRedis, refs: Iterable[QueueRef]) -> set[QueueRef]:
+    """:func:`served_queues` on an asyncio client: the queues a live socket may watch."""
+    served, if_they_exist = split_served(refs)
+    found = await discovery.queues_exist_async(client, if_they_exist) if if_they_exist else []
+    return served | {ref for ref, exists in zip(if_they_exist, found, strict=True) if exists}
+
+
 def queue_or_404(client: Redis, prefix: str, name: str) -> QueueRef:
     try:
         ref = QueueRef(prefix, name)
     except InvalidName:
         raise Http404(f"No queue named {prefix}:{name}") from None
-    configured = configured_queues()
-    if ref in configured:
-        return ref
-    if prefix not in served_prefixes() or not discovery.queue_exists(client, ref):
+    if ref not in served_queues(client, [ref]):
         raise Http404(f"No queue named {ref.qualified}")
     return ref
 

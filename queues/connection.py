@@ -13,6 +13,7 @@ from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from redis import Redis
+from redis.asyncio import BlockingConnectionPool as AsyncBlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
@@ -39,11 +40,23 @@ def connect(url: str, **options: Any) -> Redis:
     return Redis.from_url(plain, **options)
 
 
-def connect_async(url: str, **options: Any) -> AsyncRedis:
-    """An asyncio client (a cluster client when the URL says cluster=1)."""
+def connect_async(url: str, *, max_connections: int | None = None, **options: Any) -> AsyncRedis:
+    """An asyncio client (a cluster client when the URL says cluster=1).
+
+    ``max_connections`` bounds its pool: a caller then waits for a free
+    connection, as long as it takes, instead of opening another (on a
+    cluster: at most that many per node, and a caller past it gets an error).
+    """
     plain, cluster = split_cluster_flag(url)
     if cluster:
+        if max_connections is not None:
+            options["max_connections"] = max_connections
         return cast(AsyncRedis, AsyncRedisCluster.from_url(plain, **options))
+    if max_connections is not None:
+        pool = AsyncBlockingConnectionPool.from_url(
+            plain, max_connections=max_connections, timeout=None, **options
+        )
+        return AsyncRedis.from_pool(pool)  # the client closes the pool
     return cast(AsyncRedis, AsyncRedis.from_url(plain, **options))
 
 

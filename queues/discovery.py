@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import RedisError
 
 from queues import codec
@@ -111,8 +112,32 @@ def queues_named_by_connection(name: str, prefixes: Iterable[str]) -> list[Queue
 
 def queue_exists(client: Redis, ref: QueueRef) -> bool:
     """True when the queue has left any trace (meta or id key)."""
-    keys = ref.keys
-    return bool(client.exists(keys.meta, keys.id))
+    return queues_exist(client, [ref])[0]
+
+
+def _trace_keys(refs: Sequence[QueueRef]) -> list[str]:
+    """The keys whose existence says a queue exists: meta and id, two per queue."""
+    return [key for ref in refs for key in (ref.keys.meta, ref.keys.id)]
+
+
+def _any_per_queue(found: list[int]) -> list[bool]:
+    return [bool(meta or id_) for meta, id_ in zip(found[::2], found[1::2], strict=True)]
+
+
+def queues_exist(client: Redis, refs: Sequence[QueueRef]) -> list[bool]:
+    """:func:`queue_exists` for each of ``refs``, in one round trip."""
+    with client.pipeline(transaction=False) as pipe:
+        for key in _trace_keys(refs):
+            pipe.exists(key)  # one key per EXISTS: a queue's keys need not share a cluster slot
+        return _any_per_queue(pipe.execute())
+
+
+async def queues_exist_async(client: AsyncRedis, refs: Sequence[QueueRef]) -> list[bool]:
+    """:func:`queues_exist` on an asyncio client (the live socket's)."""
+    async with client.pipeline(transaction=False) as pipe:
+        for key in _trace_keys(refs):
+            pipe.exists(key)
+        return _any_per_queue(await pipe.execute())
 
 
 def _nodes(client: Redis) -> list[Any]:
@@ -256,13 +281,8 @@ class Discovery:
         with self._lock:
             known = self._scanned | self._connected
         fresh = sorted(candidates - known)
-        if fresh:
-            pipe = self.client.pipeline(transaction=False)
-            for ref in fresh:
-                pipe.exists(ref.keys.meta, ref.keys.id)
-            existing = {ref for ref, n in zip(fresh, pipe.execute(), strict=True) if n}
-        else:
-            existing = set()
+        found = queues_exist(self.client, fresh) if fresh else []
+        existing = {ref for ref, exists in zip(fresh, found, strict=True) if exists}
         with self._lock:
             self._connected = (self._connected & candidates) | existing
 

@@ -1,46 +1,55 @@
-"""A Redis of the test's own that it can stop and start again (an outage).
-
-Never the session's shared server: the other tests keep theirs. Each start is
-a fresh redis-server on the same TCP port, as after a restart without
-persistence, so clients must reconnect to the same address.
-"""
+"""A Redis a test may take away and bring back: its own redis-server, never the session's."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import pytest
 
-from queues.redis_server import LocalRedisServer
+from queues.redis_server import LocalRedisServer, server_binary
 from tests.e2e.server import free_port
 
 
+@dataclass
 class RestartableRedis:
-    def __init__(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            pytest.fail("redis-server is missing: apt-get install -y redis-server", pytrace=False)
-        self.binary = binary
-        self.port = free_port()
-        self.server: LocalRedisServer | None = None
+    """A private redis-server on a TCP port; ``stop`` and ``start`` keep the port
+    and the data (append-only file), as a restarted production Redis would."""
+
+    server: LocalRedisServer
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.server = LocalRedisServer(self.binary, port=self.port).start()
+        return self.server.url
 
     def stop(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-        self.server = None
+        """The process goes (SIGTERM: it writes its data first); its directory stays."""
+        process = self.server.process
+        assert process is not None
+        process.terminate()
+        process.wait(10)
+        self.server.process = None
+
+    def start(self) -> None:
+        self.server.start()
+
+
+@contextmanager
+def restartable_redis() -> Iterator[RestartableRedis]:
+    server = LocalRedisServer(
+        server_binary()[0],
+        port=free_port(),
+        extra_args=("--appendonly", "yes", "--appendfsync", "always"),
+    ).start()
+    try:
+        yield RestartableRedis(server)
+    finally:
+        server.stop()
 
 
 @pytest.fixture
 def own_redis() -> Iterator[RestartableRedis]:
-    redis = RestartableRedis()
-    redis.start()
-    yield redis
-    redis.stop()
+    """A test's own Redis to take away and bring back (tests import this fixture)."""
+    with restartable_redis() as redis:
+        yield redis

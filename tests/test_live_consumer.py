@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,7 +20,9 @@ from dashboard.asgi import application
 from dashboard.live import consumer as consumer_module
 from dashboard.live.consumer import LiveConsumer
 from dashboard.live.hub import get_hub
+from queues.connection import connect
 from queues.keys import QueueKeys
+from tests.outage import RestartableRedis, restartable_redis
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,7 +32,9 @@ STREAM = QueueKeys("emails").events
 
 @pytest.fixture
 async def hub(redis_client: Redis) -> AsyncIterator[None]:
-    """Every reader and client this test's event loop started is closed with it."""
+    """The queue exists (sockets watch only queues that do); every reader and
+    client this test's event loop started is closed with it."""
+    redis_client.set(QueueKeys("emails").id, 0)
     yield
     await get_hub().close()
 
@@ -214,15 +220,16 @@ async def test_one_reader_per_queue_shared_and_stopped_with_the_last_subscriber(
     )
     await subscribe(first)
     await subscribe(second)
-    assert list(get_hub().readers) == [QUEUE]
-    assert get_hub().readers[QUEUE].subscribers == 2
+    assert list(get_hub().streams) == [QUEUE]
+    assert get_hub().streams[QUEUE].subscribers == 2
     event = add_event(redis_client, "1")
     assert await received_ids(first, 1) == [event]
     assert await received_ids(second, 1) == [event]
     await first.disconnect()
-    assert get_hub().readers[QUEUE].subscribers == 1
+    assert get_hub().streams[QUEUE].subscribers == 1
     await second.disconnect()
-    assert get_hub().readers == {}
+    assert get_hub().streams == {}
+    assert get_hub().readers == []
 
 
 @pytest.mark.usefixtures("hub")
@@ -243,7 +250,7 @@ async def test_unknown_prefix_and_bad_names_are_refused(redis_client: Redis) -> 
     for queue in ("secret:emails", "bull:", "bull:a b"):
         reply = await subscribe(communicator, queue=queue)
         assert reply["type"] == "error"
-    assert get_hub().readers == {}
+    assert get_hub().streams == {}
     await communicator.send_json_to({"type": "dance"})
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4400}
 
@@ -275,7 +282,7 @@ async def test_a_socket_that_falls_behind_gets_a_refresh_hint_not_the_backlog(
     ]
     # What the reader sends, as if it had waited in the layer for 5 seconds.
     await get_channel_layer().group_send(
-        get_hub().readers[QUEUE].group,
+        get_hub().streams[QUEUE].group,
         {"type": "live.events", "queue": QUEUE, "events": stale, "sent_at": time.monotonic() - 5},
     )
     hint = await communicator.receive_json_from(timeout=5)
@@ -327,7 +334,8 @@ async def test_unsubscribe_stops_the_feed_and_the_reader(redis_client: Redis) ->
     await communicator.send_json_to({"type": "unsubscribe", "queues": [QUEUE]})
     add_event(redis_client, "1")
     assert await communicator.receive_nothing(timeout=0.5)
-    assert get_hub().readers == {}
+    assert get_hub().streams == {}
+    assert get_hub().readers == []
     await communicator.disconnect()
 
 
@@ -512,4 +520,282 @@ async def test_a_bad_filter_is_refused_for_that_queue(options: dict[str, Any]) -
     communicator = await viewer_socket()
     reply = await subscribe(communicator, **options)
     assert reply == {"type": "error", "queue": QUEUE, "message": "bad filter"}
+    await communicator.disconnect()
+
+
+# --- bounds: which queues, how many, how many Redis connections ---------------------
+
+
+def blocked_reads(redis: Redis) -> int:
+    """Connections blocked in XREAD (the live readers' reads), from CLIENT LIST."""
+    return sum(1 for client in redis.client_list() if client.get("cmd") == "xread")
+
+
+def live_connections(redis: Redis) -> int:
+    return sum(1 for c in redis.client_list() if c.get("name", "").startswith("echomq-live"))
+
+
+async def wait_until(check: Any, timeout: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+async def subscribe_many(communicator: WebsocketCommunicator, queues: list[str]) -> list[dict]:
+    """Subscribe to ``queues`` in one message; the first answer for each of them."""
+    await communicator.send_json_to(
+        {"type": "subscribe", "queues": [{"queue": q, "last_id": None} for q in queues]}
+    )
+    answers: dict[str, dict[str, Any]] = {}
+    while len(answers) < len(queues):
+        message = await communicator.receive_json_from(timeout=30)
+        answers.setdefault(message["queue"], message)
+    return [answers[q] for q in queues]
+
+
+def existing_queues(redis: Redis, count: int) -> list[str]:
+    names = [f"q{n}" for n in range(count)]
+    for name in names:
+        redis.set(QueueKeys(name).id, 0)
+    return [f"bull:{name}" for name in names]
+
+
+@pytest.mark.usefixtures("hub")
+async def test_queues_that_do_not_exist_are_refused_and_read_by_nobody(redis_client: Redis) -> None:
+    """A subscription per made-up name used to start a blocking reader each."""
+    communicator = await viewer_socket()
+    names = [f"bull:no-such-queue-{n}" for n in range(100)]
+    answers = await subscribe_many(communicator, names)
+    assert {a["type"] for a in answers} == {"error"}
+    assert {a["message"] for a in answers} == {"unknown queue"}
+    assert get_hub().streams == {}
+    assert blocked_reads(redis_client) == 0
+    # The socket stays usable.
+    assert (await subscribe(communicator))["type"] == "subscribed"
+    live = add_event(redis_client, "1")
+    assert await received_ids(communicator, 1) == [live]
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_subscriptions_past_the_limit_get_an_error_and_the_socket_stays_usable(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(consumer_module, "MAX_QUEUES_PER_SOCKET", 3)
+    queues = existing_queues(redis_client, 5)
+    communicator = await viewer_socket()
+    answers = await subscribe_many(communicator, queues[:2])
+    assert [a["type"] for a in answers] == ["subscribed", "subscribed"]
+    answers = await subscribe_many(communicator, queues[2:])
+    assert [(a["type"], a.get("message")) for a in answers] == [
+        ("subscribed", None),
+        ("error", "too many queues"),
+        ("error", "too many queues"),
+    ]
+    assert sorted(get_hub().streams) == sorted(queues[:3])
+    # Subscribing again to one it has is no new queue; events still come.
+    assert (await subscribe(communicator, queue=queues[0]))["type"] == "subscribed"
+    event = redis_client.xadd(QueueKeys("q0").events, {"event": "added", "jobId": "1"}).decode()
+    assert await received_ids(communicator, 1) == [event]
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_sockets_on_many_queues_share_a_few_redis_connections_and_free_them(
+    redis_client: Redis,
+) -> None:
+    """4 sockets x 150 queues: one blocking XREAD per queue per socket used to
+    mean 600 connections, still open after the sockets went."""
+    from dashboard.live.hub import CONTROL_CONNECTIONS, READERS
+
+    queues = existing_queues(redis_client, 150)
+    user = await asyncio.to_thread(make_user)
+    sockets = [await connect_as(user) for _ in range(4)]
+    for communicator in sockets:
+        answers = await subscribe_many(communicator, queues)
+        assert {a["type"] for a in answers} == {"subscribed"}
+    assert live_connections(redis_client) <= READERS + CONTROL_CONNECTIONS
+    assert blocked_reads(redis_client) <= READERS
+    # Every queue is read: an event on the last one reaches every socket.
+    event = redis_client.xadd(QueueKeys("q149").events, {"event": "added", "jobId": "9"}).decode()
+    for communicator in sockets:
+        assert await received_ids(communicator, 1) == [event]
+    for communicator in sockets:
+        await communicator.disconnect()
+    assert get_hub().streams == {}
+    assert get_hub().readers == []
+    assert await wait_until(lambda: blocked_reads(redis_client) == 0)
+
+
+@pytest.mark.usefixtures("hub")
+async def test_a_socket_cut_off_in_the_middle_of_subscribing_leaves_no_reader(
+    redis_client: Redis,
+) -> None:
+    """Daphne cancels an application that has not finished 10 s after its client
+    went; a socket cancelled mid-subscribe must still let go of every stream."""
+    queues = existing_queues(redis_client, 300)
+    communicator = await viewer_socket()
+    await communicator.send_json_to(
+        {"type": "subscribe", "queues": [{"queue": q, "last_id": "0-0"} for q in queues]}
+    )
+    assert await wait_until(lambda: len(get_hub().streams) >= 50, timeout=30)
+    communicator.future.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await communicator.future
+    assert get_hub().streams == {}
+    assert get_hub().readers == []
+    assert await wait_until(lambda: blocked_reads(redis_client) == 0)
+
+
+# --- bad input: 4400 or an error, never a server error ------------------------------
+
+
+@pytest.mark.usefixtures("hub")
+@pytest.mark.parametrize(
+    "last_id",
+    ["18446744073709551616-0", "1-18446744073709551616", "99999999999999999999-0"],
+)
+async def test_a_stream_id_past_64_bits_is_no_position_not_a_server_error(
+    redis_client: Redis, last_id: str
+) -> None:
+    tip = add_event(redis_client, "1")
+    communicator = await viewer_socket()
+    assert await subscribe(communicator, last_id) == {
+        "type": "subscribed",
+        "queue": QUEUE,
+        "last_id": tip,
+    }
+    live = add_event(redis_client, "2")
+    assert await received_ids(communicator, 1) == [live]
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_the_newest_possible_stream_id_replays_nothing(redis_client: Redis) -> None:
+    add_event(redis_client, "1")
+    newest = "18446744073709551615-18446744073709551615"
+    communicator = await viewer_socket()
+    assert await subscribe(communicator, newest) == {
+        "type": "subscribed",
+        "queue": QUEUE,
+        "last_id": newest,
+    }
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"bytes_data": b"\x00\x01binary"},
+        {"text_data": "[" * 100_000 + "]" * 100_000},
+        {"text_data": '{"type": "subscribe", "queues": ' + "[" * 50_000 + "]" * 50_000 + "}"},
+        {"text_data": "1" * 5000},  # past Python's int-from-string limit
+    ],
+    ids=["binary", "nested-list", "nested-queues", "huge-number"],
+)
+async def test_binary_and_unparseable_frames_close_with_4400(frame: dict[str, Any]) -> None:
+    communicator = await viewer_socket()
+    await communicator.send_to(**frame)
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4400}
+
+
+# --- a Redis outage --------------------------------------------------------------------
+
+
+@pytest.fixture
+async def own_redis(settings: Any) -> AsyncIterator[RestartableRedis]:
+    """The hub on a redis-server of this test's own, which it may stop and start."""
+    with restartable_redis() as redis:
+        settings.REDIS_URL = redis.url
+        settings.ECHOMQ_QUEUES = ["emails"]
+        yield redis
+        await get_hub().close()
+
+
+async def test_a_redis_outage_is_told_and_nothing_is_lost_once_it_is_back(
+    own_redis: RestartableRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    redis = connect(own_redis.url)
+    communicator = await viewer_socket()
+    assert (await subscribe(communicator))["type"] == "subscribed"
+    seen = add_event(redis, "1")
+    assert await received_ids(communicator, 1) == [seen]
+
+    own_redis.stop()
+    started = time.monotonic()
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "status",
+        "redis": "unreachable",
+    }
+    assert time.monotonic() - started < 5
+
+    own_redis.start()
+    assert await communicator.receive_json_from(timeout=10) == {"type": "status", "redis": "ok"}
+    after = [add_event(redis, str(n)) for n in (2, 3)]
+    # The page subscribes again from the last event it has (live.js onStatus).
+    reply = await subscribe(communicator, seen)
+    assert reply["type"] == "subscribed"
+    ids: list[str] = []
+    while len(ids) < 2:
+        ids.extend(await received_ids(communicator, 1))
+    assert ids == after
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
+    redis.close()
+
+
+async def test_subscribing_while_redis_is_down_says_so_then_works_once_it_is_back(
+    own_redis: RestartableRedis,
+) -> None:
+    redis = connect(own_redis.url)
+    communicator = await viewer_socket()
+    own_redis.stop()
+    await communicator.send_json_to(
+        {"type": "subscribe", "queues": [{"queue": QUEUE, "last_id": None}]}
+    )
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "status",
+        "redis": "unreachable",
+    }
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "error",
+        "queue": QUEUE,
+        "message": "Redis unreachable",
+    }
+    own_redis.start()
+    assert await communicator.receive_json_from(timeout=10) == {"type": "status", "redis": "ok"}
+    assert (await subscribe(communicator))["type"] == "subscribed"
+    live = add_event(redis, "1")
+    assert await received_ids(communicator, 1) == [live]
+    await communicator.disconnect()
+    redis.close()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_an_events_message_stays_under_the_servers_message_limit(redis_client: Redis) -> None:
+    """Daphne refuses to send a message over 1 MiB: 500 events of 2 KB in one
+    batch crashed the consumer (1011). The newest events that fit are sent, the
+    rest counted as skipped, with a refresh."""
+    from dashboard.live.consumer import MESSAGE_BYTES
+
+    start = add_event(redis_client, "0")
+    ids = [add_event(redis_client, str(n), "progress", data="x" * 3000) for n in range(400)]
+    huge = add_event(redis_client, "big", "failed", stacktrace="y" * 2 * MESSAGE_BYTES)
+    communicator = await viewer_socket()
+    assert (await subscribe(communicator, start))["type"] == "subscribed"
+    output = await communicator.receive_output(timeout=5)
+    assert len(output["text"]) <= MESSAGE_BYTES
+    message = json.loads(output["text"])
+    assert message["refresh"] is True
+    assert message["last_id"] == huge
+    sent = [e["id"] for e in message["events"]]
+    assert sent[-1] == huge
+    assert message["events"][-1]["fields"] == {}  # too big on its own
+    assert sent[:-1] == ids[len(ids) - len(sent) + 1 :]
+    assert message["skipped"] == len(ids) + 1 - len(sent)
     await communicator.disconnect()

@@ -10,7 +10,10 @@ browser -> server
         Optional per queue, for pages that need less than every event:
         ``"job": id`` sends only that job's events (a job page), ``"bodies":
         false`` sends how many events came and their names instead of the
-        events (pages that refetch counts and lists).
+        events (pages that refetch counts and lists). Only queues the pages
+        show may be watched (configured, or under a served prefix with a trace
+        in Redis: dashboard.lookup.served_queues), at most
+        MAX_QUEUES_PER_SOCKET per socket and per message.
     {"type": "unsubscribe", "queues": ["bull:emails"]}
     {"type": "discover"}
         the page lists queues: send the set of queues now and whenever it changes
@@ -27,19 +30,35 @@ server -> browser
         than applying each event. With no events, no count and no refresh it
         only moves ``last_id``: a page with a job filter hears its position at
         most every POSITION_EVERY_S while other jobs' events pass.
-    {"type": "gap", "queue": q, "last_id": id}   events were trimmed away (or too
-        many missed): reload counts and lists, continue from ``last_id``
-    {"type": "error", "queue": q, "message": text}
+    {"type": "gap", "queue": q, "last_id": id}   events were trimmed away, too
+        many were missed, or the page did not read them in time (below):
+        reload counts and lists, continue from ``last_id``
+    {"type": "error", "queue": q, "message": text}   that queue is not watched:
+        "unknown queue", "bad filter", "too many queues", "Redis unreachable"
+        (subscribe again once a status "ok" comes) or "unreadable events stream"
     {"type": "queues", "queues": ["bull:emails", ...]}   every queue the pages list
         (after "discover": at once, then on each change; see dashboard.live.discovery)
+    {"type": "status", "redis": "unreachable" | "ok"}   Redis stopped answering
+        this server (the page's data is stale from then on), or answers again
+        (the page subscribes again from the positions it has: nothing is lost)
 
-Close codes: 4401 not logged in, 4403 no permission to view, 4400 bad message.
+Close codes: 4401 not logged in, 4403 no permission to view, 4400 bad message
+(not JSON, a binary frame, an unknown type, more than MAX_QUEUES_PER_SOCKET
+queues in one message), 4408 too slow: the page did not take what it was sent
+for STALL_CLOSE_S (it reconnects later and resumes from its position).
 Access is checked at connect and again every ``RECHECK_S`` seconds: a socket
 whose session no longer holds (expired, the password changed, the user
 deactivated) is closed with 4401, one whose user lost the view permission or
 staff status with 4403. Sessions are signed cookies (settings), so logging out
 in another tab leaves this socket's cookie valid until it expires, as it does
 for the pages.
+
+What the server holds for a socket is bounded: its subscriptions (above), and
+what it has sent that the client did not take yet (dashboard.live.outbox).
+While that outbox is full no events are sent; the subscriptions that missed
+some get ``gap`` once the client has caught up, and a client that does not
+catch up within STALL_CLOSE_S is closed with 4408. Everything a socket holds
+is let go when it ends, however it ends (``__call__``).
 
 No event is lost between the replay and the live feed: the consumer joins the
 reader's group, then publishes a barrier message through that same group and
@@ -65,9 +84,11 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
+from redis.exceptions import RedisError
 
 from dashboard.live.discovery import QueueSetWatcher
-from dashboard.live.hub import get_hub
+from dashboard.live.hub import OUTAGE_ERRORS, get_hub
+from dashboard.live.outbox import STALL_CLOSE_S, Outbox
 from dashboard.live.streams import (
     EventPayload,
     Replay,
@@ -75,16 +96,22 @@ from dashboard.live.streams import (
     parse_stream_id,
     replay_after,
 )
-from dashboard.lookup import configured_queues, served_prefixes
+from dashboard.lookup import served_queues_async
 from queues.inspect import QueueRef
 from queues.keys import InvalidName, validate_job_id
 
 CLOSE_NOT_LOGGED_IN = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_BAD_MESSAGE = 4400
+CLOSE_TOO_SLOW = 4408
+REDIS_UNREACHABLE = "Redis unreachable"
+# The overview subscribes to every queue it lists: this is also how many of
+# them update live on it.
 MAX_QUEUES_PER_SOCKET = 500
 REPLAY_LIMIT = 1000
-BARRIER_RETRY_S = 2.0
+# Our barrier is re-sent this often until it comes back (pub/sub drops what
+# is published while its connection is being re-established).
+BARRIER_RETRY_S = 0.5
 # A page is behind when one batch brings more than BEHIND_EVENTS events or when
 # messages wait in the layer longer than BEHIND_S: it then gets counts of what
 # it missed (at most every HINT_INTERVAL_S) and reloads, instead of every event.
@@ -92,6 +119,10 @@ BEHIND_EVENTS = 200
 BEHIND_S = 1.0
 HINT_INTERVAL_S = 1.0
 FEED_KEEP = 500  # the Events tab keeps this many lines; more in one message is waste
+# Daphne refuses to send a message over 1 MiB (its --websocket_max_message_size,
+# both ways), and a socket must take its outbox (dashboard.live.outbox) plus one
+# message within STALL_CLOSE_S: an events message is cut to this (within_message_limit).
+MESSAGE_BYTES = 256 * 1024
 DISCOVER_TIMEOUT_S = 10.0
 # How long a logout or a revoked permission may leave an open socket streaming.
 RECHECK_S = 30.0
@@ -127,6 +158,16 @@ def access_now(user_pk: int | str, session_key: str | None) -> int | None:
 
 
 @dataclass
+class Wanted:
+    """One valid item of a subscribe message."""
+
+    queue: QueueRef
+    resume_from: str | None
+    job: str | None
+    bodies: bool
+
+
+@dataclass
 class Subscription:
     ref: str
     group: str
@@ -143,6 +184,8 @@ class Subscription:
     # the stream before the barrier was published, so the replay has it.
     replaying: bool = True
     barrier: asyncio.Task[None] | None = None
+    # Events went unsent while the outbox was full: a gap is owed.
+    missed: bool = False
 
     def stop_barrier(self) -> None:
         if self.barrier is not None:
@@ -150,7 +193,31 @@ class Subscription:
             self.barrier = None
 
 
+def stream_id(position: tuple[int, int]) -> str:
+    return "{}-{}".format(*position)
+
+
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Channels' consumer, which lets go of all the socket holds when it ends.
+
+        However it ends: a disconnect, an error, or daphne cancelling it (which
+        it does to an application that has not finished 10 s after its client
+        went) would each skip ``disconnect``.
+        """
+        self.subscriptions: dict[str, Subscription] = {}
+        self.queue_watcher: QueueSetWatcher | None = None
+        self.outbox: Outbox = scope.get("outbox") or Outbox()
+        self.tasks: set[asyncio.Task[None]] = set()  # rechecks, status, stall watch
+        self.stall_watch: asyncio.Task[None] | None = None
+        self.giving_up = False
+        self.status_changed = asyncio.Event()
+        self.told_reachable = True  # what the page assumes until told otherwise
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._let_go()
+
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Channels' dispatch, minus its close of stale database connections.
 
@@ -165,13 +232,35 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             raise ValueError(f"no handler for message type {message['type']!r}")
         await handler(message)
 
+    def _start(self, job: Any) -> asyncio.Task[None]:
+        task = asyncio.create_task(job)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    async def _let_go(self) -> None:
+        for task in list(self.tasks):
+            if task is not asyncio.current_task():
+                task.cancel()
+        hub = get_hub()
+        hub.unwatch_reachability(self._on_reachability)
+        # Synchronous first: the streams, readers and watcher are released even
+        # if an await below is cut short.
+        dropped = [sub for sub in map(self._drop, list(self.subscriptions)) if sub is not None]
+        watcher, self.queue_watcher = self.queue_watcher, None
+        if watcher is not None:
+            hub.unwatch_queues()
+        channel = getattr(self, "channel_name", None)
+        if channel is None:
+            return  # the layer never gave this socket a channel
+        for group in [sub.group for sub in dropped] + ([watcher.group] if watcher else []):
+            with contextlib.suppress(Exception):  # Redis may be gone: the socket goes anyway
+                await self.channel_layer.group_discard(group, channel)
+
     async def connect(self) -> None:
-        self.subscriptions: dict[str, Subscription] = {}
-        self.queue_watcher: QueueSetWatcher | None = None
         user = self.scope.get("user")
         # Accept, then close: a handshake refusal reaches the browser as a bare
         # 1006, while a close code after accept tells the page why.
-        self.recheck: asyncio.Task[None] | None = None
         await self.accept()
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_NOT_LOGGED_IN)
@@ -180,7 +269,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         else:
             session = self.scope.get("session")
             session_key = getattr(session, "session_key", None)
-            self.recheck = asyncio.create_task(self._recheck_access(user.pk, session_key))
+            self._start(self._recheck_access(user.pk, session_key))
+            hub = get_hub()
+            hub.watch_reachability(self._on_reachability)
+            self._start(self._follow_reachability())
 
     async def _recheck_access(self, user_pk: int | str, session_key: str | None) -> None:
         while True:
@@ -190,119 +282,199 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 await self.close(code=code)
                 return
 
-    async def disconnect(self, code: int) -> None:
-        recheck = getattr(self, "recheck", None)
-        if recheck is not None and recheck is not asyncio.current_task():
-            recheck.cancel()
-        for ref in list(getattr(self, "subscriptions", {})):
-            await self._unsubscribe(ref)
-        watcher = getattr(self, "queue_watcher", None)
-        if watcher is not None:
-            self.queue_watcher = None
-            await self.channel_layer.group_discard(watcher.group, self.channel_name)
-            await get_hub().unwatch_queues()
+    # ------------------------------------------------------------ Redis there or not
+
+    def _on_reachability(self, reachable: bool) -> None:
+        self.status_changed.set()
+
+    async def _follow_reachability(self) -> None:
+        self.status_changed.set()  # it may be down already
+        while True:
+            await self.status_changed.wait()
+            self.status_changed.clear()
+            await self._tell_reachability()
+
+    async def _tell_reachability(self) -> None:
+        """Tell the page whether Redis answers, when that changed since it was last told."""
+        reachable = get_hub().reachable
+        if reachable != self.told_reachable:
+            self.told_reachable = reachable
+            await self.send_json({"type": "status", "redis": "ok" if reachable else "unreachable"})
+
+    # ------------------------------------------------------------ what the client sends
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        if not text_data:  # a binary (or empty) frame is none of ours
+            await self.close(code=CLOSE_BAD_MESSAGE)
+            return
+        await self.receive_json(await self.decode_json(text_data), **kwargs)
 
     @classmethod
     async def decode_json(cls, text_data: str) -> Any:
         try:
             return json.loads(text_data)
-        except ValueError:
-            return None  # not JSON: receive_json closes with CLOSE_BAD_MESSAGE
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
+            return None  # receive_json closes with CLOSE_BAD_MESSAGE
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
         if kind == "discover":
             await self._discover()
             return
-        queues = content.get("queues") if isinstance(content, dict) else None
+        items = content.get("queues") if isinstance(content, dict) else None
         if (
             kind not in ("subscribe", "unsubscribe")
-            or not isinstance(queues, list)
-            or len(queues) > MAX_QUEUES_PER_SOCKET
+            or not isinstance(items, list)
+            or len(items) > MAX_QUEUES_PER_SOCKET
         ):
             await self.close(code=CLOSE_BAD_MESSAGE)
             return
-        for item in queues:
-            if kind == "unsubscribe":
+        if kind == "subscribe":
+            await self._subscribe_all(items)
+            return
+        for item in items:
+            if isinstance(item, str):
                 with contextlib.suppress(InvalidName):
-                    await self._unsubscribe(QueueRef.parse(str(item)).qualified)
-            elif isinstance(item, dict):
-                await self._subscribe(item)
+                    await self._unsubscribe(QueueRef.parse(item).qualified)
 
-    async def _discover(self) -> None:
-        if self.queue_watcher is not None:
-            return  # asked twice: the set already comes
-        watcher = self.queue_watcher = await get_hub().watch_queues()
-        # Join first, then read: a change after this read arrives as a message.
-        await self.channel_layer.group_add(watcher.group, self.channel_name)
+    async def _error(self, queue: object, message: str) -> None:
+        if message == REDIS_UNREACHABLE:
+            await self._tell_reachability()  # the page hears why before it hears of each queue
+        named = queue if isinstance(queue, str) else None  # echo a name, never a structure
+        await self.send_json({"type": "error", "queue": named, "message": message})
+
+    async def _wanted(self, item: object) -> Wanted | None:
+        """One item of a subscribe message, checked; None (and an error sent) when bad."""
+        raw = item.get("queue") if isinstance(item, dict) else None
         try:
-            await asyncio.wait_for(watcher.ready.wait(), DISCOVER_TIMEOUT_S)
-        except TimeoutError:
-            return  # Redis unreachable: the page keeps the queues it shows
-        await self.send_json({"type": "queues", "queues": watcher.known})
-
-    async def live_queues(self, message: dict[str, Any]) -> None:
-        await self.send_json({"type": "queues", "queues": message["queues"]})
-
-    async def _subscribe(self, item: dict[str, Any]) -> None:
-        raw_ref, last_id, job, bodies = (
-            item.get("queue"),
-            item.get("last_id"),
-            item.get("job"),
-            item.get("bodies", True),
-        )
-        try:
-            queue = QueueRef.parse(raw_ref) if isinstance(raw_ref, str) else None
+            queue = QueueRef.parse(raw) if isinstance(raw, str) else None
         except InvalidName:
             queue = None
-        if queue is None or not may_subscribe(queue):
-            await self.send_json({"type": "error", "queue": raw_ref, "message": "unknown queue"})
-            return
+        if queue is None or not isinstance(item, dict):
+            await self._error(raw, "unknown queue")
+            return None
+        job, bodies = item.get("job"), item.get("bodies", True)
         if not isinstance(bodies, bool) or not (job is None or valid_job_id(job)):
-            await self.send_json({"type": "error", "queue": raw_ref, "message": "bad filter"})
-            return
-        ref = queue.qualified
-        if ref not in self.subscriptions and len(self.subscriptions) >= MAX_QUEUES_PER_SOCKET:
-            await self.send_json({"type": "error", "queue": ref, "message": "too many queues"})
-            return
-        await self._unsubscribe(ref)
-        group = await get_hub().acquire(ref)
+            await self._error(queue.qualified, "bad filter")
+            return None
+        last_id = item.get("last_id")
         resume = last_id if parse_stream_id(last_id) is not None else None
+        return Wanted(queue, resume, job, bodies)
+
+    async def _subscribe_all(self, items: list[Any]) -> None:
+        wanted = [w for w in [await self._wanted(item) for item in items] if w is not None]
+        if not wanted:
+            return
+        hub = get_hub()
+        try:
+            served = await hub.ask(served_queues_async(hub.client, [w.queue for w in wanted]))
+        except (RedisError, OSError) as error:
+            reason = REDIS_UNREACHABLE if isinstance(error, OUTAGE_ERRORS) else "Redis error"
+            for w in wanted:
+                await self._error(w.queue.qualified, reason)
+            return
+        for w in wanted:
+            ref = w.queue.qualified
+            if w.queue not in served:
+                await self._error(ref, "unknown queue")
+            elif ref not in self.subscriptions and len(self.subscriptions) >= MAX_QUEUES_PER_SOCKET:
+                await self._error(ref, "too many queues")
+            else:
+                await self._subscribe(w)
+
+    async def _subscribe(self, wanted: Wanted) -> None:
+        ref = wanted.queue.qualified
+        hub = get_hub()
+        try:
+            group = await hub.acquire(ref)  # before the old one goes: the stream stays up
+        except OUTAGE_ERRORS:
+            await self._error(ref, REDIS_UNREACHABLE)
+            return
+        except RedisError:  # most likely a key of another type where the stream should be
+            await self._error(ref, "unreadable events stream")
+            return
+        resume = wanted.resume_from
+        old = self._drop(ref)
+        if resume is not None and old is not None and not old.replaying and not old.missed:
+            # Everything up to old.last_sent went out on this socket and reaches
+            # the page before what follows: replay after it, sending nothing twice.
+            resume = stream_id(max(parse_stream_id(resume) or (0, 0), old.last_sent))
         sub = self.subscriptions[ref] = Subscription(
-            ref,
-            group,
-            resume,
-            job=job,
-            bodies=bodies,
+            ref, group, resume, job=wanted.job, bodies=wanted.bodies
         )
-        await self.channel_layer.group_add(group, self.channel_name)
-        sub.barrier = asyncio.create_task(self._barrier_until_back(sub))
+        try:
+            await self.channel_layer.group_add(group, self.channel_name)
+        except OUTAGE_ERRORS:
+            hub.report(reachable=False)
+            self._drop(ref)
+            await self._error(ref, REDIS_UNREACHABLE)
+            return
+        sub.barrier = self._start(self._barrier_until_back(sub))
 
     async def _barrier_until_back(self, sub: Subscription) -> None:
         """Send our barrier through the group, again if pub/sub lost it (a reconnect)."""
         barrier = {"type": "live.barrier", "queue": sub.ref, "target": self.channel_name}
         while self.subscriptions.get(sub.ref) is sub and sub.replaying:
-            await self.channel_layer.group_send(sub.group, barrier)
+            with contextlib.suppress(*OUTAGE_ERRORS):
+                await self.channel_layer.group_send(sub.group, barrier)
             await asyncio.sleep(BARRIER_RETRY_S)
 
-    async def _unsubscribe(self, ref: str) -> None:
+    def _drop(self, ref: str) -> Subscription | None:
+        """Forget a subscription and release its stream (synchronous: never cut short)."""
         sub = self.subscriptions.pop(ref, None)
         if sub is not None:
             sub.stop_barrier()
-            await self.channel_layer.group_discard(sub.group, self.channel_name)
-            await get_hub().release(ref)
+            get_hub().release(ref)
+        return sub
+
+    async def _unsubscribe(self, ref: str) -> None:
+        sub = self._drop(ref)
+        if sub is not None:
+            with contextlib.suppress(*OUTAGE_ERRORS):
+                await self.channel_layer.group_discard(sub.group, self.channel_name)
+
+    async def _discover(self) -> None:
+        if self.queue_watcher is not None:
+            return  # asked twice: the set already comes
+        hub = get_hub()
+        watcher = self.queue_watcher = await hub.watch_queues()
+        # Join first, then read: a change after this read arrives as a message.
+        try:
+            await self.channel_layer.group_add(watcher.group, self.channel_name)
+            await asyncio.wait_for(watcher.ready.wait(), DISCOVER_TIMEOUT_S)
+        except (TimeoutError, RedisError, OSError):
+            return  # Redis unreachable: the page keeps the queues it shows
+        await self.send_json({"type": "queues", "queues": watcher.known})
+
+    # ------------------------------------------------------------ what the group sends
+
+    async def live_queues(self, message: dict[str, Any]) -> None:
+        await self.send_json({"type": "queues", "queues": message["queues"]})
 
     async def live_barrier(self, message: dict[str, Any]) -> None:
         """Our own barrier is back: the group feeds us, so replay what came before it."""
         sub = self.subscriptions.get(message["queue"])
         if message["target"] != self.channel_name or sub is None or not sub.replaying:
             return
-        client = get_hub().client
+        hub = get_hub()
         stream_key = QueueRef.parse(sub.ref).keys.events
-        if sub.resume_from is None:
-            replay = Replay([], False, await newest_id(client, stream_key))
-        else:
-            replay = await replay_after(client, stream_key, sub.resume_from, REPLAY_LIMIT)
+        try:
+            if sub.resume_from is None:
+                replay = Replay([], False, await hub.ask(newest_id(hub.client, stream_key)))
+            else:
+                replay = await hub.ask(
+                    replay_after(hub.client, stream_key, sub.resume_from, REPLAY_LIMIT)
+                )
+        except OUTAGE_ERRORS:
+            return  # the barrier comes again; the replay is tried then
+        except RedisError:
+            self._drop(sub.ref)
+            await self._error(sub.ref, "unreadable events stream")
+            return
+        if self.subscriptions.get(sub.ref) is not sub:
+            return  # replaced or dropped while the replay was read
         kind = "gap" if replay.gap else "subscribed"
         await self.send_json({"type": kind, "queue": sub.ref, "last_id": replay.tip})
         sub.last_sent = sub.told = parse_stream_id(replay.tip) or (0, 0)
@@ -329,7 +501,39 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             return  # the replay detects the gap itself
         sub.last_sent = sub.told = parse_stream_id(message["tip"]) or sub.last_sent
         sub.told_at = time.monotonic()
+        sub.missed = False  # the gap says it all
         await self.send_json({"type": "gap", "queue": sub.ref, "last_id": message["tip"]})
+
+    # ------------------------------------------------------------ sending
+
+    async def send_json(self, content: dict[str, Any], close: bool = False) -> None:
+        await self._send_text(await self.encode_json(content), close)
+
+    async def _send_text(self, text: str, close: bool = False) -> None:
+        if self.giving_up:
+            return  # closed for not reading: nothing more for this client
+        await self.send(text_data=text, close=close)
+        if self.outbox.full and self.stall_watch is None:
+            self.stall_watch = self._start(self._wait_for_reader())
+
+    async def _wait_for_reader(self) -> None:
+        """The client stopped taking what we send: close it, or owe gaps once it catches up."""
+        try:
+            caught_up = await self.outbox.wait_drained(STALL_CLOSE_S)
+        finally:
+            self.stall_watch = None
+        if not caught_up:
+            self.giving_up = True
+            await self.close(code=CLOSE_TOO_SLOW)
+            return
+        for sub in list(self.subscriptions.values()):
+            if sub.missed and not sub.replaying:
+                sub.missed = False
+                sub.skipped = 0
+                sub.told, sub.told_at = sub.last_sent, time.monotonic()
+                await self.send_json(
+                    {"type": "gap", "queue": sub.ref, "last_id": stream_id(sub.last_sent)}
+                )
 
     @staticmethod
     def _unseen(sub: Subscription, events: list[EventPayload]) -> list[EventPayload]:
@@ -346,10 +550,15 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def _send_events(self, sub: Subscription, events: list[EventPayload]) -> None:
         """Oldest first; a batch too big for the page becomes its newest part plus a hint."""
+        if events:
+            sub.last_sent = max(sub.last_sent, parse_stream_id(events[-1]["id"]) or (0, 0))
+        if self.outbox.full:
+            # The client has not taken what it was sent: no more until it has,
+            # then a gap (_wait_for_reader), and the page reloads.
+            sub.missed = sub.missed or bool(events) or sub.skipped > 0
+            return
         skipped = sub.skipped + max(0, len(events) - FEED_KEEP)
         sent = events[-FEED_KEEP:]
-        if sent:
-            sub.last_sent = max(sub.last_sent, parse_stream_id(sent[-1]["id"]) or (0, 0))
         if sub.job is not None:
             sent = [e for e in sent if e["job_id"] == sub.job]
         now = time.monotonic()
@@ -364,7 +573,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             "type": "events",
             "queue": sub.ref,
             "events": sent,
-            "last_id": "{}-{}".format(*sub.last_sent),
+            "last_id": stream_id(sub.last_sent),
             "skipped": skipped,
             "refresh": skipped > 0 or len(events) > BEHIND_EVENTS,
         }
@@ -372,7 +581,27 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             message["events"] = []
             message["count"] = len(sent)
             message["kinds"] = sorted({e["event"] for e in sent})
-        await self.send_json(message)
+        await self._send_text(within_message_limit(message))
+
+
+def within_message_limit(message: dict[str, Any]) -> str:
+    """The events message as JSON text of at most MESSAGE_BYTES: its newest events
+    that fit, the older ones counted as skipped (with refresh); an event too big
+    on its own goes without its fields."""
+    text = json.dumps(message)
+    events = message["events"]
+    while len(text) > MESSAGE_BYTES and events:
+        if len(events) > 1:
+            events = events[len(events) // 2 :]
+        elif events[0]["fields"] or events[0]["detail"]:
+            events = [{**events[0], "fields": {}, "detail": ""}]
+        else:
+            events = []
+        left_out = len(message["events"]) - len(events)
+        text = json.dumps(
+            {**message, "events": events, "skipped": message["skipped"] + left_out, "refresh": True}
+        )
+    return text
 
 
 def valid_job_id(value: object) -> bool:
@@ -383,8 +612,3 @@ def valid_job_id(value: object) -> bool:
     except InvalidName:
         return False
     return True
-
-
-def may_subscribe(queue: QueueRef) -> bool:
-    """The queues the pages may show: configured ones and those under a served prefix."""
-    return queue.prefix in served_prefixes() or queue in configured_queues()

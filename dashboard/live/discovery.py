@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from channels.layers import get_channel_layer
@@ -39,9 +40,11 @@ class QueueSetWatcher:
 
     ``known`` is the set as last seen (``ready`` once it was seen at all): a new
     watcher joins the group first, then reads it, so no change falls between.
+    ``on_error`` hears of every failed look (the hub tells an outage from the rest).
     """
 
     group: str
+    on_error: Callable[[Exception], None] = lambda error: None
     watchers: int = 0
     task: asyncio.Task[None] | None = None
     known: list[str] = field(default_factory=list)
@@ -50,9 +53,13 @@ class QueueSetWatcher:
     def start(self) -> None:
         self.task = asyncio.create_task(self._run(), name="echomq-live:queues")
 
-    async def stop(self) -> None:
+    def cancel(self) -> None:
         if self.task is not None:
             self.task.cancel()
+
+    async def stop(self) -> None:
+        self.cancel()
+        if self.task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
 
@@ -68,5 +75,6 @@ class QueueSetWatcher:
                 await asyncio.sleep(WATCH_INTERVAL_S)
             except Exception as exc:
                 # Redis down or the layer hiccuping: keep watching once it is back.
+                self.on_error(exc)
                 log.warning("queue watcher: %r; retrying in %.0fs", exc, RETRY_DELAY_S)
                 await asyncio.sleep(RETRY_DELAY_S)

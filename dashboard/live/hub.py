@@ -1,20 +1,41 @@
-"""One events-stream reader per (prefix, queue) per server process.
+"""The events-stream readers of one server process, shared by all of its pages.
 
-Every page subscribed to a queue in this process shares one reader: an asyncio
-task that XREADs BLOCK the queue's events stream and group_sends each batch to
-a channel-layer group. A thousand tabs cost one blocking read per queue, not a
-thousand. The reader starts with its first subscriber and stops with its last.
+Every page of this process subscribed to a queue shares that queue's
+``Stream``: its position in the queue's events stream and its channel-layer
+group. Streams are read by a fixed pool of at most ``READERS`` readers (per
+hash slot on a Redis Cluster, where one XREAD cannot span slots): each an
+asyncio task with one Redis connection of its own that XREADs BLOCK on all of
+its streams at once and group_sends each stream's batch to that stream's
+group. Positions and replays go through one more pool of at most
+``CONTROL_CONNECTIONS``. So a process holds at most READERS +
+CONTROL_CONNECTIONS connections for the live pages (plus the channel layer's
+two), however many pages watch however many queues. Which queues a socket may
+watch is the consumer's business (queues that exist, a bounded number).
+
+A stream starts with its first subscriber and goes with its last
+(``release`` is synchronous, so a cancelled consumer cannot skip it); a
+reader whose last stream went closes its connection at once. A reader whose
+set of streams changed cancels its blocked read and reads again with the new
+set (redis-py drops a connection whose command was cancelled; the next read
+opens another).
 
 Group names are per process (``echomq.<hash of the queue>.<process token>``):
-each process's reader feeds only the consumers of that process, so with several
-server processes on one channel layer no page receives an event twice. The
-hash keeps any queue name within the ``^[a-zA-Z0-9._-]{1,99}$`` Channels
+each process's readers feed only the consumers of that process, so with
+several server processes on one channel layer no page receives an event twice.
+The hash keeps any queue name within the ``^[a-zA-Z0-9._-]{1,99}$`` Channels
 accepts.
 
 A reader that may have missed entries (its connection dropped, or one read
 brought a burst big enough to have trimmed unread entries) checks whether the
 stream still holds what follows its position; when it does not, it sends
 ``live.gap`` and continues from the newest entry, and pages reload.
+
+Whether Redis answers is one fact per process (``StreamHub.reachable``): a
+reader whose read fails, or any live command that cannot reach Redis, reports
+it down, and a probe then pings every ``PROBE_INTERVAL_S`` until Redis answers.
+Each change is handed to every socket of the process directly
+(``watch_reachability``), not through the channel layer, which lives on that
+same Redis.
 """
 
 from __future__ import annotations
@@ -26,25 +47,31 @@ import logging
 import time
 import uuid
 import weakref
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from channels.layers import get_channel_layer
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
+from redis.crc import key_slot
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.streams import EventPayload, newest_id, payload, was_trimmed
 from dashboard.redis import redis_url
-from queues.connection import connect_async
-from queues.events import QueueEvents
+from queues import codec
+from queues.connection import connect_async, split_cluster_flag
+from queues.events import Event
 from queues.inspect import QueueRef
 
 log = logging.getLogger("echomq.live")
+T = TypeVar("T")
 
-READ_BATCH = 500  # events per XREAD, and at most per group message
+READ_BATCH = 500  # events per stream per XREAD, and at most per group message
 # At most one group message per queue every coalescing window: a lone event
 # goes out at once, a busy stream in batches. The window grows with the
 # subscribers, since each message costs every socket (and every browser) it
@@ -55,10 +82,25 @@ READ_BATCH = 500  # events per XREAD, and at most per group message
 COALESCE_PER_SUBSCRIBER_S = 0.003
 COALESCE_RANGE_S = (0.01, 0.02)
 GAP_CHECK_BATCH = 100  # a read this big may follow a trim: check for a gap
-BLOCK_MS = 5000
-RETRY_DELAYS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
-POSITION_TIMEOUT_S = 10.0
-CLIENT_NAME = "echomq-live"
+READERS = 4
+# A reader takes streams up to this many before another reader starts (while
+# fewer than READERS run): one XREAD over many quiet streams costs little.
+STREAMS_PER_READER = 64
+CONTROL_CONNECTIONS = 4
+BLOCK_MS = 2000
+# A read that hears nothing for this long (a network partition gives no error
+# of its own) counts as Redis gone: pages hear of it within about 5 s.
+READ_TIMEOUT_S = BLOCK_MS / 1000 + 2
+COMMAND_TIMEOUT_S = 5.0
+CONNECT_TIMEOUT_S = 2.0
+# Short: once Redis is back, pages resume within a few seconds.
+RETRY_DELAYS_S = (0.1, 0.2, 0.5, 1.0)
+PROBE_INTERVAL_S = 0.5
+# Named, so CLIENT LIST shows which connections are the live pages'.
+READER_CLIENT_NAME = "echomq-live-reader"
+CONTROL_CLIENT_NAME = "echomq-live"
+# What "Redis did not answer" looks like (a WRONGTYPE reply is an answer).
+OUTAGE_ERRORS: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
 def group_name(ref: str, process_token: str) -> str:
@@ -66,175 +108,323 @@ def group_name(ref: str, process_token: str) -> str:
     return f"echomq.{digest}.{process_token}"
 
 
-@dataclass
-class StreamReader:
-    """The reading task of one queue; ``subscribers`` counts the consumers using it."""
+@dataclass(eq=False)
+class Stream:
+    """One queue's events stream as this process reads it; ``subscribers`` counts its sockets."""
 
     ref: str
+    key: str
     group: str
-    client: AsyncRedis
+    position: str  # the id of the last entry read (or the tip when it was first watched)
     subscribers: int = 0
-    positioned: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-    events: QueueEvents | None = None
-
-    def start(self) -> None:
-        self.task = asyncio.create_task(self._run(), name=f"echomq-live:{self.ref}")
+    reader: StreamReader | None = None
+    # A key of another type where the stream should be: not read until it goes.
+    unreadable: bool = False
 
     def coalescing_window(self) -> float:
         low, high = COALESCE_RANGE_S
         return min(high, max(low, self.subscribers * COALESCE_PER_SUBSCRIBER_S))
 
-    async def stop(self) -> None:
-        if self.events is not None:
-            await self.events.close()
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+
+class StreamReader:
+    """One task and one connection reading a set of streams with one blocking XREAD."""
+
+    def __init__(self, hub: StreamHub, shard: int) -> None:
+        self.hub = hub
+        self.shard = shard
+        self.streams: dict[str, Stream] = {}  # by key
+        self.reading: asyncio.Future[Any] | None = None
+        self.stale = False  # the set of streams changed since the read in flight was sent
+        self.wake = asyncio.Event()  # a stream was added to a reader that had none to read
+        # No silent retries: a reader must see a dropped connection, because
+        # entries may be trimmed before it reads again (it then checks).
+        self.client: AsyncRedis = connect_async(
+            redis_url(),
+            client_name=READER_CLIENT_NAME,
+            retry=Retry(NoBackoff(), 0),
+            socket_timeout=READ_TIMEOUT_S,
+            socket_connect_timeout=CONNECT_TIMEOUT_S,
+        )
+        self.task = asyncio.create_task(self._run(), name=f"echomq-live-reader:{shard}")
+
+    def add(self, stream: Stream) -> None:
+        stream.reader = self
+        self.streams[stream.key] = stream
+        self._read_again()
+        self.wake.set()
+
+    def remove(self, stream: Stream) -> None:
+        self.streams.pop(stream.key, None)
+        self._read_again()
+
+    def _read_again(self) -> None:
+        """The read in flight names the old set of streams: cut it short (redis-py
+        drops the connection of a cancelled command; the next read opens another)."""
+        self.stale = True
+        if self.reading is not None:
+            self.reading.cancel()
+
+    def stop(self) -> None:
+        """Ends the task; its connection is closed as the task ends."""
+        self.task.cancel()
 
     async def _run(self) -> None:
-        keys = QueueRef.parse(self.ref).keys
-        events = self.events = QueueEvents(
-            keys.name, client=self.client, prefix=keys.prefix, block_ms=BLOCK_MS, batch=READ_BATCH
-        )
         layer = get_channel_layer()
         failures = 0
-        sent_at = 0.0
-        while True:
-            try:
-                if not self.positioned.is_set():
-                    # A concrete start id, fixed before any subscriber replays up to it.
-                    events.last_id = await newest_id(self.client, keys.events)
-                    self.positioned.set()
-                if failures:
-                    # Entries may have been trimmed while Redis was unreachable.
-                    await self._gap_if_trimmed(layer, events, events.last_id)
-                failures = 0
-                wait = sent_at + self.coalescing_window() - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                before = events.last_id
-                batch = await _next_batch(events)
-                if batch is None:
-                    return
-                # A big batch means a burst: it may have trimmed entries we never read.
-                if len(batch) >= GAP_CHECK_BATCH and await self._gap_if_trimmed(
-                    layer, events, before
-                ):
-                    continue
-                sent_at = time.monotonic()
-                await layer.group_send(
-                    self.group,
-                    {
-                        "type": "live.events",
-                        "queue": self.ref,
-                        "events": batch,
-                        "sent_at": sent_at,  # same process as every consumer
-                    },
-                )
-            except Exception as exc:
-                # Redis down, a bad entry, a layer hiccup: keep the reader alive, resume in place.
-                delay = RETRY_DELAYS_S[min(failures, len(RETRY_DELAYS_S) - 1)]
-                failures += 1
-                level = logging.WARNING if isinstance(exc, RedisError | OSError) else logging.ERROR
-                log.log(level, "live reader %s: %r; retrying in %.1fs", self.ref, exc, delay)
-                await asyncio.sleep(delay)
+        sent_at, window = 0.0, 0.0
+        try:
+            while True:
+                try:
+                    if failures:
+                        # Entries may have been trimmed while Redis was unreachable.
+                        for stream in list(self.streams.values()):
+                            await self._gap_if_trimmed(layer, stream, stream.position)
+                    # At most one message per window: the time spent reading counts.
+                    wait = sent_at + window - time.monotonic()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    read = await self._read()
+                    failures = 0
+                    self.hub.report(reachable=True)
+                    window = 0.0
+                    for stream, entries in read:
+                        if await self._publish(layer, stream, entries):
+                            window = max(window, stream.coalescing_window())
+                    sent_at = time.monotonic()
+                except Exception as exc:
+                    # Redis down, a bad entry, a layer hiccup: keep reading, resume in place.
+                    delay = RETRY_DELAYS_S[min(failures, len(RETRY_DELAYS_S) - 1)]
+                    failures += 1
+                    outage = isinstance(exc, OUTAGE_ERRORS)
+                    if outage:
+                        self.hub.report(reachable=False)
+                    elif isinstance(exc, ResponseError):
+                        # An answer, not an outage: most likely a key of another
+                        # type where a stream should be. Stop reading that one.
+                        with contextlib.suppress(Exception):
+                            await self._set_aside_unreadable(exc)
+                    level = logging.WARNING if outage else logging.ERROR
+                    log.log(level, "live reader: %r; retrying in %.1fs", exc, delay)
+                    await asyncio.sleep(delay)
+        finally:
+            await self.client.aclose()
 
-    async def _gap_if_trimmed(self, layer: Any, events: QueueEvents, position: str) -> bool:
-        """Entries after ``position`` are gone: pages reload, the reader jumps to the newest."""
-        keys = events.keys
-        if not await was_trimmed(self.client, keys.events, position):
+    async def _read(self) -> list[tuple[Stream, list[Any]]]:
+        """The next entries of any of the streams; [] when the set of streams changed."""
+        self.stale = False
+        positions = {key: s.position for key, s in self.streams.items() if not s.unreadable}
+        if not positions:
+            self.wake.clear()
+            await self.wake.wait()
+            return []
+        # One task, awaited directly: with a hundred sockets' handlers queued in
+        # the loop, every extra hop here delays the next batch by all of them.
+        reading = self.reading = asyncio.ensure_future(
+            self.client.xread(positions, count=READ_BATCH, block=BLOCK_MS)  # type: ignore[arg-type]
+        )
+        try:
+            reply = await reading
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self.stale and not (task is not None and task.cancelling()):
+                return []  # cut short by _read_again, not a stop
+            raise
+        finally:
+            self.reading = None
+        found = []
+        for key, entries in reply or ():
+            stream = self.streams.get(codec.text(key) or "")
+            if stream is not None and entries:
+                found.append((stream, entries))
+        return found
+
+    async def _publish(self, layer: Any, stream: Stream, entries: list[Any]) -> bool:
+        """Send one stream's new entries to its group; False when there was a gap instead."""
+        events: list[EventPayload] = [payload(Event.from_entry(i, raw)) for i, raw in entries]
+        # A big batch means a burst: it may have trimmed entries we never read.
+        if len(events) >= GAP_CHECK_BATCH and await self._gap_if_trimmed(
+            layer, stream, stream.position
+        ):
             return False
-        events.last_id = await newest_id(self.client, keys.events)
+        message = {
+            "type": "live.events",
+            "queue": stream.ref,
+            "events": events,
+            "sent_at": time.monotonic(),  # same process as every consumer
+        }
+        await layer.group_send(stream.group, message)
+        stream.position = events[-1]["id"]
+        return True
+
+    async def _gap_if_trimmed(self, layer: Any, stream: Stream, position: str) -> bool:
+        """Entries after ``position`` are gone: pages reload, the stream jumps to the newest."""
+        if stream.unreadable or not await was_trimmed(self.client, stream.key, position):
+            return False
+        stream.position = await newest_id(self.client, stream.key)
         await layer.group_send(
-            self.group, {"type": "live.gap", "queue": self.ref, "tip": events.last_id}
+            stream.group, {"type": "live.gap", "queue": stream.ref, "tip": stream.position}
         )
         return True
 
-
-async def _next_batch(events: QueueEvents) -> list[EventPayload] | None:
-    """The next event plus every one already buffered behind it (one group message)."""
-    try:
-        first = await anext(events)
-    except StopAsyncIteration:
-        return None
-    batch = [payload(first)]
-    while events.buffered and len(batch) < READ_BATCH:
-        batch.append(payload(await anext(events)))
-    return batch
+    async def _set_aside_unreadable(self, error: ResponseError) -> None:
+        for stream in list(self.streams.values()):
+            kind = codec.text(await self.client.type(stream.key))
+            if kind not in ("stream", "none"):
+                stream.unreadable = True
+                log.warning("live reader: %s is a %s, not a stream (%s)", stream.key, kind, error)
 
 
 class StreamHub:
-    """The readers and the queue-set watcher of one event loop (one server process),
-    each counted by its subscribers."""
+    """The streams, readers and queue-set watcher of one event loop (one server process)."""
 
     def __init__(self) -> None:
         self.token = uuid.uuid4().hex[:16]
-        self.readers: dict[str, StreamReader] = {}
+        self.streams: dict[str, Stream] = {}  # by queue ref
+        self.readers: list[StreamReader] = []
         self.queue_watcher: QueueSetWatcher | None = None
+        self.reachable = True
+        self._listeners: set[Callable[[bool], None]] = set()
+        self._probe: asyncio.Task[None] | None = None
         self._client: AsyncRedis | None = None
 
     @property
     def client(self) -> AsyncRedis:
+        """Positions, replays and probes: a pool of at most CONTROL_CONNECTIONS."""
         if self._client is None:
-            # Named, so CLIENT LIST shows which connections are live readers. No
-            # silent retries: a reader must see a dropped connection, because
-            # entries may be trimmed before it reads again (it then checks).
             self._client = connect_async(
-                redis_url(), client_name=CLIENT_NAME, retry=Retry(NoBackoff(), 0)
+                redis_url(),
+                max_connections=CONTROL_CONNECTIONS,  # a busy pool makes callers wait
+                client_name=CONTROL_CLIENT_NAME,
+                socket_timeout=COMMAND_TIMEOUT_S,
+                socket_connect_timeout=CONNECT_TIMEOUT_S,
             )
         return self._client
 
     async def acquire(self, ref: str) -> str:
-        """Count one more subscriber of ``ref``; returns its group once the reader is positioned."""
-        reader = self.readers.get(ref)
-        if reader is None:
-            reader = StreamReader(ref, group_name(ref, self.token), self.client)
-            self.readers[ref] = reader
-            reader.start()
-        reader.subscribers += 1
-        try:
-            await asyncio.wait_for(reader.positioned.wait(), POSITION_TIMEOUT_S)
-        except TimeoutError:
-            await self.release(ref)
-            raise
-        return reader.group
+        """Count one more subscriber of ``ref``; its group, once the stream is positioned.
 
-    async def release(self, ref: str) -> None:
-        reader = self.readers.get(ref)
-        if reader is None:
+        Raises what Redis raised when the position could not be read.
+        """
+        stream = self.streams.get(ref)
+        if stream is None:
+            key = QueueRef.parse(ref).keys.events
+            # A concrete start id, fixed before any subscriber replays up to it.
+            position = await self.ask(newest_id(self.client, key))
+            stream = self.streams.get(ref)  # another socket may have started it meanwhile
+            if stream is None:
+                stream = self.streams[ref] = Stream(ref, key, group_name(ref, self.token), position)
+                self._reader_for(key).add(stream)
+        # No await from here on: a cancelled caller cannot leave the count wrong.
+        stream.subscribers += 1
+        return stream.group
+
+    def release(self, ref: str) -> None:
+        """One subscriber fewer; the last one stops the stream (and an idle reader) now."""
+        stream = self.streams.get(ref)
+        if stream is None:
             return
-        reader.subscribers -= 1
-        if reader.subscribers <= 0:
-            del self.readers[ref]
-            await reader.stop()
+        stream.subscribers -= 1
+        if stream.subscribers > 0:
+            return
+        del self.streams[ref]
+        reader = stream.reader
+        if reader is not None:
+            reader.remove(stream)
+            if not reader.streams:
+                self.readers.remove(reader)
+                reader.stop()
+
+    def _reader_for(self, key: str) -> StreamReader:
+        plain = not split_cluster_flag(redis_url())[1]
+        shard = 0 if plain else key_slot(key.encode())
+        mine = [reader for reader in self.readers if reader.shard == shard]
+        roomy = [reader for reader in mine if len(reader.streams) < STREAMS_PER_READER]
+        if not roomy and len(mine) < READERS:
+            reader = StreamReader(self, shard)
+            self.readers.append(reader)
+            return reader
+        return min(roomy or mine, key=lambda reader: len(reader.streams))
+
+    async def ask(self, command: Awaitable[T]) -> T:
+        """Await a Redis command of the live side; a failure to reach Redis is reported."""
+        try:
+            return await command
+        except OUTAGE_ERRORS:
+            self.report(reachable=False)
+            raise
+
+    # ------------------------------------------------------------ is Redis there
+
+    def report(self, *, reachable: bool) -> None:
+        if reachable == self.reachable:
+            return
+        self.reachable = reachable
+        log.log(
+            logging.INFO if reachable else logging.WARNING,
+            "live: Redis %s",
+            "answers again" if reachable else "unreachable",
+        )
+        if not reachable and self._probe is None:
+            self._probe = asyncio.create_task(self._probe_until_back(), name="echomq-live-probe")
+        for listener in list(self._listeners):
+            listener(reachable)
+
+    def _note_error(self, error: Exception) -> None:
+        if isinstance(error, OUTAGE_ERRORS):
+            self.report(reachable=False)
+
+    def watch_reachability(self, listener: Callable[[bool], None]) -> None:
+        self._listeners.add(listener)
+
+    def unwatch_reachability(self, listener: Callable[[bool], None]) -> None:
+        self._listeners.discard(listener)
+
+    async def _probe_until_back(self) -> None:
+        try:
+            while not self.reachable:
+                await asyncio.sleep(PROBE_INTERVAL_S)
+                with contextlib.suppress(*OUTAGE_ERRORS):
+                    await self.client.ping()
+                    self.report(reachable=True)
+        finally:
+            self._probe = None
+
+    # ------------------------------------------------------------ the overview's queue set
 
     async def watch_queues(self) -> QueueSetWatcher:
         """Count one more page listing the queues; the watcher starts with the first."""
         watcher = self.queue_watcher
         if watcher is None:
-            watcher = self.queue_watcher = QueueSetWatcher(f"echomq.queues.{self.token}")
+            watcher = self.queue_watcher = QueueSetWatcher(
+                f"echomq.queues.{self.token}", on_error=self._note_error
+            )
             watcher.start()
         watcher.watchers += 1
         return watcher
 
-    async def unwatch_queues(self) -> None:
+    def unwatch_queues(self) -> None:
+        """One page fewer; the last one stops the watcher (synchronous: never cut short)."""
         watcher = self.queue_watcher
         if watcher is None:
             return
         watcher.watchers -= 1
         if watcher.watchers <= 0:
             self.queue_watcher = None
-            await watcher.stop()
+            watcher.cancel()
 
     async def close(self) -> None:
-        readers, self.readers = list(self.readers.values()), {}
+        readers, self.readers, self.streams = self.readers, [], {}
         for reader in readers:
-            await reader.stop()
+            reader.stop()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader.task
         if self.queue_watcher is not None:
             watcher, self.queue_watcher = self.queue_watcher, None
             await watcher.stop()
+        if self._probe is not None:
+            self._probe.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._probe
         if self._client is not None:
             await self._client.aclose()
             self._client = None

@@ -19,8 +19,11 @@ from dashboard.templatetags.dashboard_tags import event_detail, event_state
 from queues import codec
 from queues.events import Event
 
-_STREAM_ID = re.compile(r"^(\d{1,20})(?:-(\d{1,20}))?$")
+_STREAM_ID = re.compile(r"([0-9]{1,20})(?:-([0-9]{1,20}))?")  # ASCII digits: \d takes others
 ZERO_ID = "0-0"
+# Both halves of a stream id are unsigned 64-bit numbers: Redis refuses a bigger one.
+_ID_PART_MAX = 2**64 - 1
+NEWEST_POSSIBLE = (_ID_PART_MAX, _ID_PART_MAX)
 
 
 class EventPayload(TypedDict):
@@ -36,13 +39,15 @@ class EventPayload(TypedDict):
 
 
 def parse_stream_id(value: object) -> tuple[int, int] | None:
-    """``"1700000000000-3"`` -> (1700000000000, 3); anything else -> None."""
+    """``"1700000000000-3"`` -> (1700000000000, 3); anything else (a number past
+    64 bits too, which Redis would refuse) -> None."""
     if not isinstance(value, str):
         return None
-    match = _STREAM_ID.match(value)
+    match = _STREAM_ID.fullmatch(value)
     if match is None:
         return None
-    return int(match.group(1)), int(match.group(2) or 0)
+    parsed = int(match.group(1)), int(match.group(2) or 0)
+    return parsed if max(parsed) <= _ID_PART_MAX else None
 
 
 def payload(event: Event) -> EventPayload:
@@ -94,6 +99,8 @@ async def replay_after(client: AsyncRedis, key: str, after: str, limit: int) -> 
     rebuild the page, reloading its counts and lists does.
     """
     position = parse_stream_id(after) or (0, 0)
+    if position == NEWEST_POSSIBLE:
+        return Replay([], False, after)  # nothing can follow it (and Redis refuses "(" + it)
     async with client.pipeline(transaction=False) as pipe:
         pipe.xrange(key, count=1)
         pipe.xrange(key, min=f"({position[0]}-{position[1]}", count=limit + 1)

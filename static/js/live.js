@@ -940,9 +940,14 @@
 
   // ------------------------------------------------------------ the socket
 
-  var socket = null, attempt = 0, stopped = false;
+  // html[data-live]: connecting, subscribing, open (live), closed (reconnecting) or
+  // unreachable: the server says Redis does not answer it, so what the page shows
+  // is stale until a status "ok" (or a fresh socket's subscriptions) says otherwise.
+  var socket = null, attempt = 0, stopped = false, redisDown = false;
 
-  function setState(state) { document.documentElement.setAttribute("data-live", state); }
+  function setState(state) {
+    document.documentElement.setAttribute("data-live", redisDown ? "unreachable" : state);
+  }
   // What this page needs of a queue's events: the feed every event (of its job
   // filter, if any), a job page its job's, the overview and the queue page only
   // that something happened (they refetch what they show).
@@ -971,18 +976,29 @@
       confirmed[queue] = true;
       if (Object.keys(confirmed).length >= queues.length) setState("open");
     }
-    socket.onopen = function () {
-      attempt = 0;
+    function subscribeAll() {
+      confirmed = {};
       setState("subscribing");
       send({type: "subscribe", queues: queues.map(subscription)});
+      if (!queues.length) { redisDown = false; setState("open"); }
+    }
+    // Redis stopped answering the server: say so; once it answers again, subscribe
+    // again from the positions this page has, and the server replays what it missed.
+    function onStatus(message) {
+      if (message.redis === "unreachable") { redisDown = true; setState("unreachable"); }
+      else if (redisDown) { redisDown = false; subscribeAll(); }
+    }
+    socket.onopen = function () {
+      attempt = 0;
+      subscribeAll();
       if (pageKind === "overview") send({type: "discover"});
-      if (!queues.length) setState("open");
     };
     socket.onmessage = function (frame) {
       var message = JSON.parse(frame.data);
       if (message.type === "events") onEvents(message);
-      else if (message.type === "gap") { onGap(message); confirm(message.queue); }
+      else if (message.type === "gap") { redisDown = false; onGap(message); confirm(message.queue); }
       else if (message.type === "subscribed") {
+        redisDown = false;  // the server just read Redis for this page
         var first = !(message.queue in lastIds);
         lastIds[message.queue] = message.last_id;
         if (first) {  // whatever changed between the render and this subscription
@@ -992,6 +1008,7 @@
         }
         confirm(message.queue);
       } else if (message.type === "error") confirm(message.queue);  // that queue stays still
+      else if (message.type === "status") onStatus(message);
       else if (message.type === "queues") onQueues(message);
     };
     socket.onclose = function (close) {
@@ -1003,6 +1020,9 @@
         return;
       }
       if (close.code === 4403 || close.code === 4400 || stopped) return;
+      // 4408: this page did not read what it was sent in time (a sleeping tab, a
+      // stalled network): come back after the longest wait.
+      if (close.code === 4408) attempt = BACKOFF_MS.length - 1;
       var wait = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)];
       attempt += 1;
       setTimeout(connect, wait / 2 + Math.random() * wait / 2);

@@ -99,18 +99,22 @@ def dashboard_server(
     server.stop()
 
 
+def log_in(page: Page, base_url: str) -> None:
+    """Through the login form, as the test user."""
+    page.goto(base_url + "/login/")
+    page.fill("#id_username", USERNAME)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(base_url + "/")
+
+
 @pytest.fixture(scope="session")
 def auth_state(
     browser: Browser, dashboard_server: DashboardServer, tmp_path_factory: pytest.TempPathFactory
 ) -> str:
     """Log in once through the login form; every test's context reuses the cookies."""
     context = browser.new_context(base_url=dashboard_server.url)
-    page = context.new_page()
-    page.goto("/login/")
-    page.fill("#id_username", USERNAME)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(dashboard_server.url + "/")
+    log_in(context.new_page(), dashboard_server.url)
     path = str(tmp_path_factory.mktemp("auth") / "state.json")
     context.storage_state(path=path)
     context.close()

@@ -8,12 +8,15 @@ a port and can be stopped and started again on the same port.
 
 from __future__ import annotations
 
+import http.cookiejar
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,3 +141,21 @@ class DashboardServer:
         if self.process is not None:
             terminate(self.process)
         self.process = None
+
+
+def login_cookie(base_url: str) -> str:
+    """Log in through the form over plain HTTP; the Cookie header a socket sends."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    # Our own http:// server URL, never user input.
+    form = opener.open(base_url + "/login/").read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+    assert token is not None
+    body = urllib.parse.urlencode(
+        {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token.group(1)}
+    ).encode()
+    login = urllib.request.Request(  # noqa: S310 (see above)
+        base_url + "/login/", body, {"Referer": base_url + "/login/"}
+    )
+    opener.open(login)
+    return "; ".join(f"{c.name}={c.value}" for c in jar)

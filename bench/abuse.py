@@ -1,0 +1,397 @@
+"""Hostile viewers against the live socket: the server's memory and Redis connections.
+
+    python bench/abuse.py [--seconds 60] [--settle 30] [--phases abc]
+                          [--stalled 10] [--stalled-rate 1000] [--size 2048]
+                          [--names 10000] [--sockets 100] [--rate 1000]
+                          [--trace-memory]
+
+A private redis-server and the dashboard under daphne (a real subprocess, the
+channel layer on that Redis). Every socket logs in as a viewer, as a page does.
+Printed for the server: peak RSS of the daphne process and the number of Redis
+clients, under:
+
+a. ``--stalled`` sockets (10) that subscribe to a queue, then never read, while
+   a producer XADDs ``--stalled-rate`` progress events a second of ``--size``
+   bytes (1,000 of 2 KB) for ``--seconds``. Target: RSS growth <= 50 MB, back
+   to the baseline +- 10 MB within ``--settle`` seconds (30) of the sockets
+   closing. The baseline is taken after 5 s of the same load on one socket
+   that reads (what serving it costs anyway). One of the stalled sockets then
+   reads what it was sent, to show how the server treated it.
+b. One viewer subscribing to ``--names`` queue names (10,000), 500 to a
+   message, most of them queues that do not exist. Target: Redis clients added
+   <= 10, none left when it has gone.
+c. ``--sockets`` sockets (100) that read, on one queue getting ``--rate``
+   events a second (1,000) for ``--seconds``. Target: no socket dropped, every
+   event reaches every socket, p99 XADD-to-socket <= 100 ms.
+
+``--trace-memory`` runs daphne under tracemalloc and prints, at phase a's peak,
+where the memory sits (the top files by bytes allocated); it slows the server.
+The machine's load average is printed first: the figures only mean something
+on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autobahn.asyncio.websocket import (  # noqa: E402
+    WebSocketClientFactory,
+    WebSocketClientProtocol,
+)
+
+from bench import live  # noqa: E402
+from bench.cdp import proc_stat  # noqa: E402
+from bench.live import cpu_seconds, load_average, percentile  # noqa: E402
+from queues.connection import connect  # noqa: E402
+from queues.keys import QueueKeys  # noqa: E402
+from queues.queue import Queue  # noqa: E402
+from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
+from tests.e2e.server import DashboardServer, free_port, login_cookie, prepare  # noqa: E402
+
+QUEUE = "abuse"
+MB = 1024 * 1024
+NAMES_PER_MESSAGE = 500
+WARM_UP_S = 5.0
+# The stalled sockets' own receive buffer: as small as the kernel allows, so
+# what they are sent piles up in the server rather than in the kernel.
+STALLED_RCVBUF = 4096
+# Under --trace-memory daphne imports this as its sitecustomize (PYTHONTRACEMALLOC
+# starts tracemalloc): on SIGUSR1 it writes where its memory sits, by file.
+TRACE_ON_SIGNAL = """
+import os, signal, tracemalloc
+def dump(signum, frame):
+    stats = tracemalloc.take_snapshot().statistics("filename")
+    with open(os.environ["ECHOMQ_TRACE_FILE"], "w") as out:
+        for stat in stats[:12]:
+            out.write(f"{stat.size / 1048576:8.1f} MB {stat.count:9d} blocks  {stat.traceback}\\n")
+signal.signal(signal.SIGUSR1, dump)
+"""
+
+
+def rss_bytes(pid: int) -> int:
+    fields = proc_stat(pid)
+    return int(fields[21]) * os.sysconf("SC_PAGE_SIZE") if fields else 0
+
+
+def redis_clients(client: Any) -> int:
+    return int(client.info("clients")["connected_clients"])
+
+
+@dataclass
+class Sampler:
+    """Samples the server's RSS and the Redis client count every 0.2 s in a thread."""
+
+    pid: int
+    redis: Any
+    rss: list[tuple[float, int]] = field(default_factory=list)
+    clients: list[tuple[float, int]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            now = time.monotonic()
+            self.rss.append((now, rss_bytes(self.pid)))
+            self.clients.append((now, redis_clients(self.redis)))
+
+    def peak_rss(self, since: float, until: float = float("inf")) -> int:
+        return max((v for t, v in self.rss if since <= t <= until), default=0)
+
+    def peak_clients(self, since: float, until: float = float("inf")) -> int:
+        return max((v for t, v in self.clients if since <= t <= until), default=0)
+
+    def last_rss(self) -> int:
+        return self.rss[-1][1] if self.rss else 0
+
+    def last_clients(self) -> int:
+        return self.clients[-1][1] if self.clients else 0
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def produce(client: Any, rate: int, seconds: float, size: int) -> int:
+    """XADD ``rate`` progress events a second with ``size`` bytes of data; returns how many."""
+    padding = "x" * size
+    return live.produce(client, rate, seconds, queue=QUEUE, data=lambda n: padding)
+
+
+class Viewer(WebSocketClientProtocol):  # type: ignore[misc]
+    """A socket like a page's; what it does with what it gets depends on the phase."""
+
+    opened: asyncio.Future[None]
+    closed: asyncio.Future[int | None]
+    kinds: Counter[str]
+    received_bytes: int
+    subscribe: list[dict[str, Any]] = []
+    stall_after_subscribed = False
+    ids: set[str]
+    latencies: list[float]
+    skipped: int  # events the server left out and said so (refresh, gap): the page reloads
+
+    def onConnect(self, response: Any) -> None:
+        self.kinds, self.received_bytes = Counter(), 0
+        self.ids, self.latencies, self.skipped = set(), [], 0
+
+    def onOpen(self) -> None:
+        for start in range(0, len(self.subscribe), NAMES_PER_MESSAGE):
+            part = self.subscribe[start : start + NAMES_PER_MESSAGE]
+            self.sendMessage(json.dumps({"type": "subscribe", "queues": part}).encode())
+        self.opened.set_result(None)
+
+    def onMessage(self, payload: bytes, is_binary: bool) -> None:
+        now = time.time() * 1000
+        self.received_bytes += len(payload)
+        message = json.loads(payload)
+        self.kinds[message["type"]] += 1
+        if message["type"] == "subscribed" and self.stall_after_subscribed:
+            self.transport.pause_reading()
+        self.skipped += message.get("skipped", 0)
+        for event in message.get("events", ()):
+            self.ids.add(event["id"])
+            self.latencies.append(now - int(event["id"].split("-")[0]))
+
+    def onClose(self, was_clean: bool, code: int | None, reason: str | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(code)
+
+
+async def open_viewers(
+    server: DashboardServer,
+    cookie: str,
+    count: int,
+    subscribe: list[dict[str, Any]],
+    *,
+    stall: bool = False,
+) -> list[Viewer]:
+    loop = asyncio.get_running_loop()
+
+    class PhaseViewer(Viewer):
+        pass
+
+    PhaseViewer.subscribe = subscribe
+    PhaseViewer.stall_after_subscribed = stall
+    factory = WebSocketClientFactory(
+        f"ws://127.0.0.1:{server.port}/ws/live/", origin=server.url, headers={"Cookie": cookie}
+    )
+    factory.protocol = PhaseViewer
+    viewers = []
+    for _ in range(count):
+        sock = socket.socket()
+        if stall:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, STALLED_RCVBUF)
+        sock.setblocking(False)
+        await loop.sock_connect(sock, ("127.0.0.1", server.port))
+        _, viewer = await loop.create_connection(factory, sock=sock)
+        viewer.opened, viewer.closed = loop.create_future(), loop.create_future()
+        viewers.append(viewer)
+    await asyncio.gather(*(v.opened for v in viewers))
+    return viewers
+
+
+def mb(value: float) -> str:
+    return f"{value / MB:.0f} MB"
+
+
+def subscription(queue: str) -> dict[str, Any]:
+    return {"queue": f"bull:{queue}", "last_id": None}
+
+
+async def stalled_phase(
+    server: DashboardServer, redis: Any, sampler: Sampler, args: argparse.Namespace
+) -> None:
+    pid = server.process.pid  # type: ignore[union-attr]
+    # Warm-up: the same load on one socket that reads, so the baseline holds
+    # what serving it costs anyway and the growth is the stalled sockets' alone.
+    (warm,) = await open_viewers(server, login_cookie(server.url), 1, [subscription(QUEUE)])
+    await asyncio.to_thread(produce, redis, args.stalled_rate, WARM_UP_S, args.size)
+    warm.transport.close()
+    await asyncio.sleep(2)
+    baseline = sampler.last_rss()
+    clients_before = sampler.last_clients()
+    started = time.monotonic()
+    viewers = await open_viewers(
+        server, login_cookie(server.url), args.stalled, [subscription(QUEUE)], stall=True
+    )
+    await asyncio.sleep(1)
+    sent = await asyncio.to_thread(produce, redis, args.stalled_rate, args.seconds, args.size)
+    peak = sampler.peak_rss(started)
+    if args.trace_memory:
+        os.kill(pid, signal.SIGUSR1)
+        await asyncio.sleep(3)
+        print("where daphne's memory sits at the peak (tracemalloc, by file):")
+        print(Path(os.environ["ECHOMQ_TRACE_FILE"]).read_text(), end="")
+    # One stalled socket reads now: what did the server keep for it?
+    witness = viewers[0]
+    if witness.transport is not None:
+        witness.transport.resume_reading()
+    await asyncio.sleep(3)
+    ended = witness.closed.result() if witness.closed.done() else "still open"
+    print(
+        f"a. {args.stalled} sockets that never read, {args.stalled_rate} events/s of "
+        f"{args.size} bytes for {args.seconds:g} s ({sent} events, {mb(sent * args.size)} "
+        f"of data): RSS baseline {mb(baseline)}, peak {mb(peak)} "
+        f"(growth {mb(peak - baseline)}); Redis clients {clients_before} -> "
+        f"peak {sampler.peak_clients(started)}"
+    )
+    print(
+        f"   one of them, reading at last, got {mb(witness.received_bytes)} "
+        f"({dict(witness.kinds)}), then: close code {ended}"
+    )
+    for viewer in viewers:
+        if viewer.transport is not None:  # None: the server has closed it already
+            viewer.transport.abort()
+    closed_at = time.monotonic()
+    back_at = None
+    while time.monotonic() - closed_at < args.settle:
+        await asyncio.sleep(0.5)
+        if back_at is None and abs(sampler.last_rss() - baseline) <= 10 * MB:
+            back_at = time.monotonic() - closed_at
+    growth_ok = peak - baseline <= 50 * MB
+    settled = sampler.last_rss()
+    back = f"back within 10 MB after {back_at:.1f} s" if back_at is not None else "NOT back"
+    print(
+        f"   {args.settle:g} s after they closed: RSS {mb(settled)} ({back}); "
+        f"target growth <= 50 MB: {'met' if growth_ok else 'NOT met'}, "
+        f"back to baseline: {'met' if abs(settled - baseline) <= 10 * MB else 'NOT met'}"
+    )
+
+
+async def names_phase(
+    server: DashboardServer, redis: Any, sampler: Sampler, args: argparse.Namespace
+) -> None:
+    await asyncio.sleep(1)
+    before = sampler.last_clients()
+    started = time.monotonic()
+    names = [subscription(QUEUE)] + [subscription(f"no-such-{n}") for n in range(args.names - 1)]
+    (viewer,) = await open_viewers(server, login_cookie(server.url), 1, names)
+    deadline = time.monotonic() + 30
+    while sum(viewer.kinds.values()) < args.names and time.monotonic() < deadline:
+        if viewer.closed.done():
+            break
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(2)
+    peak = sampler.peak_clients(started)
+    if viewer.transport is not None:
+        viewer.transport.close()
+    await asyncio.sleep(3)
+    after = sampler.last_clients()
+    print(
+        f"b. one viewer subscribing to {args.names} queue names: Redis clients {before} -> "
+        f"peak {peak} (+{peak - before}), {after} once it closed; answers "
+        f"{dict(viewer.kinds)}, close code "
+        f"{viewer.closed.result() if viewer.closed.done() else 'none'}; "
+        f"target <= 10 added: {'met' if peak - before <= 10 else 'NOT met'}"
+    )
+
+
+async def readers_phase(
+    server: DashboardServer, redis: Any, sampler: Sampler, args: argparse.Namespace
+) -> None:
+    cookie = login_cookie(server.url)
+    started = time.monotonic()
+    viewers = await open_viewers(server, cookie, args.sockets, [subscription(QUEUE)])
+    await asyncio.sleep(2)
+    first = redis.xrevrange(QueueKeys(QUEUE).events, count=1)
+    after = first[0][0] if first else b"0-0"
+    pid = server.process.pid  # type: ignore[union-attr]
+    cpu_before, wall_before = cpu_seconds(pid), time.monotonic()
+    sent = await asyncio.to_thread(produce, redis, args.rate, args.seconds, 50)
+    await asyncio.sleep(2)
+    cpu = (cpu_seconds(pid) - cpu_before) / (time.monotonic() - wall_before)
+    produced = {i.decode() for i, _ in redis.xrange(QueueKeys(QUEUE).events, min=b"(" + after)}
+    dropped = sum(1 for v in viewers if v.closed.done())
+    missing = [len(produced - v.ids) for v in viewers]
+    skipped = sum(v.skipped for v in viewers)
+    gaps = sum(v.kinds["gap"] for v in viewers)
+    latencies = [value for v in viewers for value in v.latencies]
+    kinds = sum((v.kinds for v in viewers), Counter())
+    for viewer in viewers:
+        if viewer.transport is not None:
+            viewer.transport.close()
+    p99 = percentile(latencies, 0.99) if latencies else float("inf")
+    met = not dropped and not any(missing) and p99 <= 100
+    print(
+        f"c. {args.sockets} sockets that read, {args.rate} events/s for {args.seconds:g} s "
+        f"({sent} events): {dropped} dropped; {sum(1 for m in missing if m)} sockets "
+        f"missed events (at most {max(missing, default=0)}; {skipped} left out with a "
+        f"refresh hint, {gaps} gaps, over all sockets), messages {dict(kinds)}; XADD-to-socket "
+        f"p50 {statistics.median(latencies) if latencies else float('nan'):.0f} ms, "
+        f"p99 {p99:.0f} ms; daphne CPU {cpu:.0%} of a core; RSS peak "
+        f"{mb(sampler.peak_rss(started))}, Redis clients peak "
+        f"{sampler.peak_clients(started)}; target: {'met' if met else 'NOT met'}"
+    )
+
+
+def start_server(redis_url: str, workdir: Path, trace: bool) -> DashboardServer:
+    env = prepare(redis_url, workdir)
+    if trace:
+        os.environ["ECHOMQ_TRACE_FILE"] = str(workdir / "tracemalloc.txt")
+        (workdir / "sitecustomize.py").write_text(TRACE_ON_SIGNAL)
+        env["ECHOMQ_TRACE_FILE"] = os.environ["ECHOMQ_TRACE_FILE"]
+        env["PYTHONTRACEMALLOC"] = "1"
+        env["PYTHONPATH"] = f"{workdir}{os.pathsep}{env['PYTHONPATH']}"
+    server = DashboardServer(env, free_port(), workdir / "daphne.log")
+    server.start()
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=60.0, help="each phase's load")
+    parser.add_argument("--settle", type=float, default=30.0)
+    parser.add_argument("--phases", default="abc")
+    parser.add_argument("--stalled", type=int, default=10)
+    parser.add_argument("--stalled-rate", type=int, default=1000)
+    parser.add_argument("--size", type=int, default=2048)
+    parser.add_argument("--names", type=int, default=10_000)
+    parser.add_argument("--sockets", type=int, default=100)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--trace-memory", action="store_true")
+    args = parser.parse_args()
+
+    print(f"load average before: {load_average()} on {os.cpu_count()} CPUs")
+    redis_server = LocalRedisServer(server_binary()[0]).start()
+    workdir = Path(tempfile.mkdtemp(prefix="echomq-bench-abuse-"))
+    redis = connect(redis_server.url)
+    Queue(QUEUE, redis).add("seed")  # the queue exists
+    server = start_server(redis_server.url, workdir, args.trace_memory)
+    assert server.process is not None
+    sampler = Sampler(server.process.pid, redis)
+    phases = {"a": stalled_phase, "b": names_phase, "c": readers_phase}
+    try:
+        for name in args.phases:
+            asyncio.run(phases[name](server, redis, sampler, args))
+    finally:
+        sampler.stop()
+        server.stop()
+        redis.close()
+        redis_server.stop()
+    print(f"load average after: {load_average()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""A socket's outbox: what the server holds for a client that has not taken it yet, bounded.
+
+Measured (bench/abuse.py --trace-memory, before this module): ten sockets that
+stopped reading while their queue got 20 MB of events grew daphne by 200 MB,
+nearly all of it in the frames autobahn had handed to Twisted's transport
+(autobahn/websocket/protocol.py, twisted/internet/abstract.py), and the memory
+was not given back when they went. Daphne gives an application no
+backpressure: its ``send`` returns at once, whatever the transport holds.
+
+Twisted does say when a transport's write buffer is full, through its producer
+API: a streaming producer registered on a transport is paused once the
+transport holds more than its ``bufferSize`` bytes, and resumed when all of
+them were written. ``Outbox`` is that producer, with ``bufferSize`` set to
+``OUTBOX_BYTES``. While it is paused the consumer sends no events (it counts
+what it skipped and later sends ``gap``, so the page reloads) and the
+transport stops reading the client's frames too (as Twisted's HTTP channel,
+the producer it replaces, did), so a client that does not read cannot make the
+server answer it either. A consumer whose outbox stays full for
+``STALL_CLOSE_S`` closes the socket; daphne then drops the connection and its
+buffer with it.
+
+``SocketOutbox`` is the ASGI middleware that finds the transport and puts the
+socket's ``Outbox`` in ``scope["outbox"]``. It must wrap the application
+outermost: daphne's ``send`` is ``functools.partial(Server.handle_reply,
+protocol)``, and the middlewares inside wrap it. Under any other server (or a
+test's communicator) the outbox watches nothing and is never full: a server
+that applies backpressure itself (uvicorn) makes ``send`` wait instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any
+
+# What a socket's transport may hold before the socket counts as behind. One
+# message more may follow it (the one that crossed the line: at most
+# consumer.MESSAGE_BYTES).
+OUTBOX_BYTES = 256 * 1024
+# A socket whose outbox stays full this long is closed (CLOSE_TOO_SLOW) and its
+# page reconnects later. Twisted resumes its producer once everything was
+# written, so a socket must take its full outbox (up to twice OUTBOX_BYTES) in
+# this time: a page on a 40 KB/s link keeps up, a tab that sleeps does not.
+STALL_CLOSE_S = 15.0
+
+
+class Outbox:
+    """Twisted's streaming-producer interface on one socket's transport (or none)."""
+
+    def __init__(self, transport: Any = None) -> None:
+        self.full = False
+        self.drained = asyncio.Event()
+        self.drained.set()
+        self._transport = transport
+        if transport is not None:
+            # The HTTP channel that carried the upgrade is still registered as
+            # the transport's producer; a transport has one.
+            transport.unregisterProducer()
+            if hasattr(transport, "bufferSize"):
+                transport.bufferSize = OUTBOX_BYTES
+            transport.registerProducer(self, True)
+
+    def pauseProducing(self) -> None:
+        # Called by the transport on each write past bufferSize.
+        if not self.full:
+            self.full = True
+            self.drained.clear()
+            self._transport.pauseProducing()
+
+    def resumeProducing(self) -> None:
+        # Called once the transport has written everything it held.
+        if self.full:
+            self.full = False
+            self.drained.set()
+            self._transport.resumeProducing()
+
+    def stopProducing(self) -> None:
+        # The connection is gone: nothing waits for it any more.
+        self.full = False
+        self.drained.set()
+
+    async def wait_drained(self, timeout: float) -> bool:
+        """True once the client has taken what it was sent, False after ``timeout`` s."""
+        try:
+            await asyncio.wait_for(self.drained.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+def daphne_transport(send: Any) -> Any:
+    """The Twisted transport under daphne's ``send``; None under other servers."""
+    if not isinstance(send, functools.partial) or not send.args:
+        return None
+    transport = getattr(send.args[0], "transport", None)
+    needed = ("registerProducer", "unregisterProducer", "pauseProducing", "resumeProducing")
+    return transport if all(hasattr(transport, name) for name in needed) else None
+
+
+class SocketOutbox:
+    """Gives each WebSocket its ``Outbox`` in ``scope["outbox"]`` (wrap it outermost)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        outbox = Outbox(daphne_transport(send))
+        return await self.inner(dict(scope, outbox=outbox), receive, send)
