@@ -15,7 +15,7 @@ from tests.e2e.server import free_port
 @dataclass
 class RestartableRedis:
     """A private redis-server on a TCP port; ``stop`` and ``start`` keep the port
-    and the data (append-only file), as a restarted production Redis would."""
+    (and the data, when made with ``keep_data``), as a restarted Redis would."""
 
     server: LocalRedisServer
 
@@ -36,12 +36,11 @@ class RestartableRedis:
 
 
 @contextmanager
-def restartable_redis() -> Iterator[RestartableRedis]:
-    server = LocalRedisServer(
-        server_binary()[0],
-        port=free_port(),
-        extra_args=("--appendonly", "yes", "--appendfsync", "always"),
-    ).start()
+def restartable_redis(*, keep_data: bool = True) -> Iterator[RestartableRedis]:
+    """``keep_data``: a restart keeps what was written (append-only file), as a
+    production Redis with persistence would; without, each start is empty."""
+    persistence = ("--appendonly", "yes", "--appendfsync", "always") if keep_data else ()
+    server = LocalRedisServer(server_binary()[0], port=free_port(), extra_args=persistence).start()
     try:
         yield RestartableRedis(server)
     finally:
@@ -50,6 +49,7 @@ def restartable_redis() -> Iterator[RestartableRedis]:
 
 @pytest.fixture
 def own_redis() -> Iterator[RestartableRedis]:
-    """A test's own Redis to take away and bring back (tests import this fixture)."""
-    with restartable_redis() as redis:
+    """A test's own Redis to take away and bring back empty (tests import this
+    fixture): what was there before cannot stand in for what came after."""
+    with restartable_redis(keep_data=False) as redis:
         yield redis
