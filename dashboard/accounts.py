@@ -21,7 +21,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-LOGIN_TEMPLATE = "dashboard/login.html"
+# The stand-alone site's page (templates/login.html), not the app's: a project has its own.
+LOGIN_TEMPLATE = "login.html"
 
 login = auth_views.LoginView.as_view(template_name=LOGIN_TEMPLATE)
 

@@ -12,9 +12,13 @@ class DashboardConfig(AppConfig):
         from django.contrib.auth import get_user_model
         from django.contrib.auth.models import Group
         from django.contrib.auth.signals import user_logged_in, user_logged_out
+        from django.core import checks
         from django.db.models.signals import m2m_changed, post_delete, post_save
 
+        from dashboard.checks import check_project
         from dashboard.permissions import clear_permission_cache
+
+        checks.register(check_project)
 
         # Any change to who holds which permission invalidates cached answers.
         user_model = get_user_model()

@@ -3,9 +3,11 @@
 ``manage.py runserver`` serves this same application (daphne is first in
 INSTALLED_APPS). Static files are served by the application itself, so the
 dashboard works from one process with nothing in front of it. The WebSocket
-side bounds what the server holds for each socket (dashboard.live.outbox),
-refuses a foreign Origin as Django's CSRF check would (dashboard.live.origin)
-and loads the session user; the consumer then checks the view permission.
+side is what a project that installs the app writes too: Channels' auth stack
+(the session user) around a router holding the app's route, which refuses a
+foreign Origin as Django's CSRF check would (dashboard.live.origin) and bounds
+what the server holds for each socket (dashboard.live.outbox); the consumer
+then checks the view permission.
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from dashboard.http import ThreadedDjangoHTTP  # noqa: E402
-from dashboard.live.origin import SameOriginOnly  # noqa: E402
-from dashboard.live.outbox import SocketOutbox  # noqa: E402
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -33,10 +33,6 @@ application = ProtocolTypeRouter(
         # thread (dashboard.http), not hopping threads per middleware as under
         # Django's ASGI handler.
         "http": ThreadedDjangoHTTP(),
-        # SocketOutbox outside the auth stack: it needs the server's own send
-        # (see its module); SameOriginOnly passes that on untouched.
-        "websocket": SameOriginOnly(
-            SocketOutbox(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
-        ),
+        "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns())),
     }
 )

@@ -6,8 +6,10 @@ wrong method, an unknown path, a body too large, a crash). Pages get pages.
 A Redis that cannot be reached is a 503 for both ("redis_unavailable", or a
 page saying so that reloads itself), never a 500.
 
-"Under the API" is asked of the URL resolver (the ``api`` namespace), not of a
-path prefix, so it holds wherever the URLs are mounted.
+"Under the API" is asked of the URL resolver (the app's ``dashboard:api``
+namespace), not of a path prefix, so it holds wherever a project mounts the
+app, and a project's own ``api`` namespace is none of ours. In a project,
+``ErrorAnswersMiddleware`` changes only the app's answers.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = logging.getLogger("echomq.http")
 
+# The application namespaces of the app and of its API (dashboard.urls).
+APP_NAMESPACE = "dashboard"
 API_NAMESPACE = "api"
 # A page that could not reach Redis reloads itself this often (seconds).
 RETRY_AFTER_S = 5
@@ -44,8 +48,17 @@ def json_error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)
 
 
+def _inside(app_names: list[str], *namespaces: str) -> bool:
+    """Whether a chain of application namespaces enters ``namespaces`` in turn
+    (a project may nest the app's include inside namespaces of its own)."""
+    width = len(namespaces)
+    return any(
+        tuple(app_names[i : i + width]) == namespaces for i in range(len(app_names) - width + 1)
+    )
+
+
 def is_api_path(path_info: str) -> bool:
-    """Whether the URL resolver places ``path_info`` inside the ``api`` namespace,
+    """Whether the URL resolver places ``path_info`` inside the app's API,
     as an endpoint or as an unknown path below the API's root."""
     try:
         match = resolve(path_info)
@@ -54,20 +67,27 @@ def is_api_path(path_info: str) -> bool:
         # inside the API's resolver means the path was below the API's root.
         tried = missing.args[0].get("tried", []) if missing.args else []
         return any(_went_into_api(chain) for chain in tried)
-    return API_NAMESPACE in match.namespaces
+    return _inside(match.app_names, APP_NAMESPACE, API_NAMESPACE)
 
 
 def _went_into_api(chain: list[object]) -> bool:
-    return any(
-        isinstance(step, URLResolver) and step.namespace == API_NAMESPACE for step in chain[:-1]
-    )
+    app_names = [
+        step.app_name for step in chain[:-1] if isinstance(step, URLResolver) and step.app_name
+    ]
+    return _inside(app_names, APP_NAMESPACE, API_NAMESPACE)
 
 
 def is_api_request(request: HttpRequest) -> bool:
     match = request.resolver_match
     if match is not None:
-        return API_NAMESPACE in match.namespaces
+        return _inside(match.app_names, APP_NAMESPACE, API_NAMESPACE)
     return is_api_path(request.path_info)
+
+
+def is_app_request(request: HttpRequest) -> bool:
+    """Whether one of the app's views (pages or API) answers the request."""
+    match = request.resolver_match
+    return match is not None and _inside(match.app_names, APP_NAMESPACE)
 
 
 def _api_error(request: HttpRequest, response: HttpResponseBase) -> JsonResponse:
@@ -99,7 +119,7 @@ def redis_unavailable(request: HttpRequest) -> HttpResponse:
         answer: HttpResponse = json_error(503, REDIS_UNAVAILABLE, message)
     else:
         context = {"retry_after": RETRY_AFTER_S, "reading": reading}
-        answer = render(request, "redis_unavailable.html", context, status=503)
+        answer = render(request, "dashboard/redis_unavailable.html", context, status=503)
     answer["Retry-After"] = str(RETRY_AFTER_S)
     return answer
 
@@ -127,7 +147,10 @@ class ErrorAnswersMiddleware:
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         # BusyLoadingError (Redis loading its data after a restart) is a ConnectionError too.
-        if isinstance(exception, RedisConnectionError | RedisTimeoutError):
+        # Only the app's views: a project's own Redis is not the queues' Redis.
+        if isinstance(exception, RedisConnectionError | RedisTimeoutError) and is_app_request(
+            request
+        ):
             log.warning("Redis unreachable while serving %s: %s", request.path, exception)
             return redis_unavailable(request)
         return None

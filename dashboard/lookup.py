@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.conf import settings
 from django.http import Http404
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
+from dashboard import conf
 from queues import discovery
 from queues.inspect import QueueRef
 from queues.keys import InvalidName, validate_job_id
@@ -21,7 +21,7 @@ from queues.keys import InvalidName, validate_job_id
 def configured_queues() -> list[QueueRef]:
     prefixes = served_prefixes()
     refs = []
-    for entry in getattr(settings, "ECHOMQ_QUEUES", []):
+    for entry in conf.queues():
         try:
             refs.append(QueueRef.parse(entry, default_prefix=prefixes[0] if prefixes else "bull"))
         except InvalidName:
@@ -30,7 +30,7 @@ def configured_queues() -> list[QueueRef]:
 
 
 def served_prefixes() -> list[str]:
-    return list(getattr(settings, "ECHOMQ_PREFIXES", ["bull"]))
+    return conf.prefixes()
 
 
 def all_queues(client: Redis) -> list[QueueRef]:

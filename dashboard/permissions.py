@@ -3,7 +3,14 @@
 Viewing needs an active staff user with ``dashboard.view_queues``; acting also
 needs ``dashboard.act_on_queues`` and is off for everyone when
 ``ECHOMQ_READ_ONLY`` is set. Superusers hold both permissions implicitly.
-Pages send anonymous users to the login page; the API answers JSON instead.
+Pages send anonymous users to the login page (``LOGIN_URL``); the API answers
+JSON instead.
+
+Any user model works whose users have permissions (Django's ``PermissionsMixin``):
+a model with no staff flag (``AbstractBaseUser`` + ``PermissionsMixin`` has
+none) leaves the decision to the permission alone, as it holds no staff to
+ask for. A model with no permissions at all lets nobody in (and
+``dashboard.checks`` says so at start-up).
 """
 
 from __future__ import annotations
@@ -13,12 +20,12 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
+from dashboard import conf
 from dashboard.errors import json_error
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
@@ -27,7 +34,7 @@ ACT_PERMISSION = "dashboard.act_on_queues"
 
 
 def read_only() -> bool:
-    return bool(getattr(settings, "ECHOMQ_READ_ONLY", False))
+    return conf.read_only()
 
 
 # Permission answers per user, kept briefly: has_perm costs two database
@@ -60,7 +67,7 @@ def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
     return bool(
         user.is_authenticated
         and user.is_active
-        and getattr(user, "is_staff", False)
+        and getattr(user, "is_staff", True)
         and _has_perm(user, VIEW_PERMISSION)
     )
 

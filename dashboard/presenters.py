@@ -71,7 +71,7 @@ def span(ms: int) -> str:
 
 def running_label(ms: int) -> str:
     """How long an active job has run, in whole seconds: "running 42 s",
-    "running 3 min" (static/js/live.js counts on with the same words)."""
+    "running 3 min" (static/dashboard/live.js counts on with the same words)."""
     seconds = max(0, ms) // 1000
     return f"running {seconds} s" if seconds < 60 else f"running {span(seconds * 1000)}"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from django.conf import settings
 from redis import Redis
 
+from dashboard import conf
 from queues.connection import connect
 from queues.redis_server import resolve_redis
 
@@ -15,12 +15,11 @@ _lock = threading.Lock()
 
 
 def redis_url() -> str:
-    configured: str | None = settings.REDIS_URL
-    return configured or resolve_redis().url
+    return conf.redis_url() or resolve_redis().url
 
 
 def get_client() -> Redis:
-    """A shared (thread-safe, pooled) bytes client for ``settings.REDIS_URL``.
+    """A shared (thread-safe, pooled) bytes client for ``REDIS_URL`` (dashboard.conf).
 
     Keyed by URL so a test overriding the setting gets its own client.
     """

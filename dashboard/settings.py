@@ -109,13 +109,13 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_htmx.middleware.HtmxMiddleware",
     "dashboard.middleware.ContentSecurityPolicyMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
 
-ROOT_URLCONF = "dashboard.urls"
+# The app (dashboard.urls) at the root, and the site's own login and error pages.
+ROOT_URLCONF = "dashboard.site_urls"
 ASGI_APPLICATION = "dashboard.asgi.application"
 # Live updates: Redis pub/sub on REDIS_URL, else on the private server; the URL
 # is resolved at first use (dashboard.live.layer), never at import time.
@@ -124,6 +124,8 @@ CHANNEL_LAYERS = {"default": {"BACKEND": "dashboard.live.layer.QueueRedisChannel
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
+        # The checkout's templates: the site's own pages at the top, the app's
+        # under dashboard/ (an installed wheel holds those in the app: APP_DIRS).
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
@@ -146,9 +148,11 @@ DATABASES = {
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-LOGIN_URL = "dashboard:login"
+LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:overview"
-LOGOUT_REDIRECT_URL = "dashboard:login"
+LOGOUT_REDIRECT_URL = "login"
+# The app's settings and their defaults: dashboard.conf.
+ECHOMQ_LOGOUT_URL = "logout"
 # A CSRF failure under /api/ answers JSON like every API error; pages get a page.
 CSRF_FAILURE_VIEW = "dashboard.errors.csrf_failure"
 
@@ -185,6 +189,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
+# The checkout's static files (the app's, under dashboard/; a wheel holds them in the app).
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # WhiteNoise serves /static/ from the app's own files, found once at start-up
 # (no per-request lookup), so a fresh clone, the tests and daphne need no

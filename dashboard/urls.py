@@ -1,13 +1,23 @@
+"""The app's URLs, for ``include("dashboard.urls")`` under any prefix.
+
+Names: ``dashboard:<page>`` for the pages, ``dashboard:api:<endpoint>`` for the
+JSON API, ``dashboard:live`` for the live updates' WebSocket (its route is
+built from this name: dashboard.live.routing). Logging in and out is the
+project's (dashboard.site_urls for the stand-alone site).
+"""
+
 from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import accounts, api, views
+from dashboard import api, views
 from dashboard.converters import SegmentConverter
 
-register_converter(SegmentConverter, "segment")
+# Converters are one registry for every app: a name of our own.
+register_converter(SegmentConverter, "echomq_segment")
 
-_queue = "queues/<segment:prefix>/<segment:name>/"
+app_name = "dashboard"
+_queue = "queues/<echomq_segment:prefix>/<echomq_segment:name>/"
 
 page_patterns: list[URLPattern | URLResolver] = [
     path("", views.overview, name="overview"),
@@ -16,10 +26,9 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "goto/", views.goto_job, name="goto"),
     path(_queue + "actions/", views.job_actions, name="job_actions"),
     path(_queue + "bulk/", views.queue_actions, name="queue_actions"),
+    path("ws/live/", views.live_socket_over_http, name="live"),
     # Last: a job id may contain '/', so it takes the rest of the path.
     path(_queue + "job/<path:job_id>", views.job_page, name="job"),
-    path("login/", accounts.login, name="login"),
-    path("logout/", accounts.logout, name="logout"),
 ]
 
 api_patterns: list[URLPattern | URLResolver] = [
@@ -33,12 +42,7 @@ api_patterns: list[URLPattern | URLResolver] = [
 ]
 
 urlpatterns: list[URLPattern | URLResolver] = [
+    # Nested: a project's own "api" namespace stays its own.
     path("api/", include((api_patterns, "api"))),
-    path("", include((page_patterns, "dashboard"))),
+    *page_patterns,
 ]
-
-# Error answers Django gives itself: JSON under the API, pages elsewhere
-# (dashboard.errors; the other codes are turned into JSON by its middleware).
-handler400 = "dashboard.errors.bad_request"
-handler403 = "dashboard.errors.permission_denied"
-handler404 = "dashboard.errors.page_not_found"

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.middleware import HtmxDetails
 
 from dashboard import action_bars, actions, charts, presenters
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
@@ -64,11 +65,12 @@ def _is_htmx(request: HttpRequest) -> bool:
     pushed, when its snapshot is gone): that request gets the whole page, or
     the bare fragment would become the page. Views answering both ways also
     vary on ``HX-Request``, so the browser's cache never hands a fragment to a
-    plain navigation of the same URL (Back after leaving the page)."""
-    htmx = getattr(request, "htmx", None)
-    if not htmx:
-        return False
-    return not htmx.history_restore_request
+    plain navigation of the same URL (Back after leaving the page).
+
+    Read from the headers here rather than from django-htmx's middleware, so
+    a project need not install that middleware for the app."""
+    htmx = HtmxDetails(request)
+    return bool(htmx) and not htmx.history_restore_request
 
 
 def _page(
@@ -318,3 +320,14 @@ def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         level = messages.WARNING if result.skipped else messages.SUCCESS
         messages.add_message(request, level, result.message)
     return _back(request, _queue_url(ref, state))
+
+
+def live_socket_over_http(request: HttpRequest) -> HttpResponse:
+    """The live updates' WebSocket path, asked for over plain HTTP.
+
+    The path is in these URLs so that it follows the app's prefix: the pages
+    reverse it, and the WebSocket route is built from it (dashboard.live.routing)."""
+    return HttpResponseBadRequest(
+        "This is the live updates' WebSocket: open it with a WebSocket client.",
+        content_type="text/plain; charset=utf-8",
+    )

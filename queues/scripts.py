@@ -43,7 +43,17 @@ from queues.errors import raise_refusal
 
 log = logging.getLogger("echomq.scripts")
 
-SCRIPTS_DIR = Path(__file__).resolve().parent.parent / "priv" / "scripts"
+
+def _scripts_dir() -> Path:
+    """Where ``priv/scripts`` is: inside this package when installed from the
+    wheel (pyproject.toml maps it to ``queues/priv``), else at the top of the
+    checkout this package sits in."""
+    package = Path(__file__).resolve().parent
+    installed = package / "priv" / "scripts"
+    return installed if installed.is_dir() else package.parent / "priv" / "scripts"
+
+
+SCRIPTS_DIR = _scripts_dir()
 MEMORY_GUARD = SCRIPTS_DIR / "includes" / "memoryGuard.lua"
 _FILE_NAME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9]*)-(?P<keys>\d+)\.lua$")
 _INCLUDE = re.compile(r'^\s*---\s*@include\s+"(?P<name>[A-Za-z0-9_\-]+)"\s*$', re.MULTILINE)

@@ -18,6 +18,9 @@ from queues.connection import connect
 from queues.keys import QueueKeys
 from queues.redis_server import resolve_redis
 
+# The app installed from its wheel into tests/hostproject (session fixtures).
+from tests.hosting import built_wheel, host_python, host_site  # noqa: F401
+
 
 @pytest.fixture(scope="session")
 def redis_url() -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import http.cookiejar
 import os
 import re
-import shutil
 import subprocess
 import time
 import urllib.parse
@@ -27,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.server import ROOT, free_port, terminate
+from tests.e2e.server import free_port, terminate
+from tests.hosting import tracked_copy
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 pytestmark = pytest.mark.install
@@ -38,16 +38,7 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project's tracked files as they are on disk now, in a fresh folder."""
     if not SYSTEM_PYTHON.exists():
         pytest.fail(f"{SYSTEM_PYTHON} is missing: this test checks the system Python")
-    target = tmp_path_factory.mktemp("clean") / "echomq"
-    listed = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True
-    ).stdout.split(b"\0")
-    for name in filter(None, listed):
-        source = ROOT / name.decode()
-        if source.is_file():  # a tracked file deleted in the working tree is not copied
-            (target / name.decode()).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name.decode())
-    return target
+    return tracked_copy(tmp_path_factory.mktemp("clean") / "echomq")
 
 
 def user_env(**extra: str) -> dict[str, str]:

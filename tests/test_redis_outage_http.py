@@ -7,6 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.http import HttpResponse
+from django.test import RequestFactory
+from django.urls import resolve
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from dashboard.errors import ErrorAnswersMiddleware
 from queues import discovery
 from queues.connection import connect
 from queues.queue import Queue
@@ -56,3 +62,17 @@ def test_pages_and_api_answer_503_while_redis_is_down_and_recover(
     body = viewer.get("/api/queues/").json()
     assert body["queues"][0]["counts"]["wait"] == 1
     assert viewer.get("/").status_code == 200
+
+
+def test_a_redis_error_in_a_view_that_is_not_the_apps_is_left_to_the_project(
+    rf: RequestFactory,
+) -> None:
+    """A project's own views may use a Redis of their own: their errors are theirs."""
+    middleware = ErrorAnswersMiddleware(lambda request: HttpResponse())
+    outage = RedisConnectionError("connection refused")
+    ours, theirs = rf.get("/queues/bull/emails/"), rf.get("/login/")
+    ours.resolver_match, theirs.resolver_match = resolve(ours.path), resolve(theirs.path)
+    answer = middleware.process_exception(ours, outage)
+    assert answer is not None
+    assert answer.status_code == 503
+    assert middleware.process_exception(theirs, outage) is None

@@ -20,9 +20,11 @@ server answer it either. A consumer whose outbox stays full for
 buffer with it.
 
 ``SocketOutbox`` is the ASGI middleware that finds the transport and puts the
-socket's ``Outbox`` in ``scope["outbox"]``. It must wrap the application
-outermost: daphne's ``send`` is ``functools.partial(Server.handle_reply,
-protocol)``, and the middlewares inside wrap it. Under any other server (or a
+socket's ``Outbox`` in ``scope["outbox"]``. It finds it through daphne's
+``send``, ``functools.partial(Server.handle_reply, protocol)``, which reaches
+it as is or wrapped by Channels' ``SessionMiddleware`` (part of
+``AuthMiddlewareStack``, around the route in a project's router: the wrapper
+keeps the server's ``send`` as ``real_send``). Under any other server (or a
 test's communicator) the outbox watches nothing and is never full: a server
 that applies backpressure itself (uvicorn) makes ``send`` wait instead.
 """
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from typing import Any
 
 # What a socket's transport may hold before the socket counts as behind. One
@@ -90,6 +93,8 @@ class Outbox:
 
 def daphne_transport(send: Any) -> Any:
     """The Twisted transport under daphne's ``send``; None under other servers."""
+    while inspect.ismethod(send) and hasattr(send.__self__, "real_send"):
+        send = send.__self__.real_send  # Channels' session wrapper (see above)
     if not isinstance(send, functools.partial) or not send.args:
         return None
     transport = getattr(send.args[0], "transport", None)
@@ -98,7 +103,7 @@ def daphne_transport(send: Any) -> Any:
 
 
 class SocketOutbox:
-    """Gives each WebSocket its ``Outbox`` in ``scope["outbox"]`` (wrap it outermost)."""
+    """Gives each WebSocket its ``Outbox`` in ``scope["outbox"]``."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner

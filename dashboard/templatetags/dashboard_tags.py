@@ -9,7 +9,7 @@ from django.conf import settings
 from django.shortcuts import resolve_url
 from django.urls import reverse
 
-from dashboard import formatting, presenters
+from dashboard import conf, formatting, presenters
 from queues import codec
 from queues.inspect import QueueRef
 
@@ -48,7 +48,7 @@ def job_url(ref: QueueRef, job_id: str) -> str:
 @register.simple_tag
 def api_queue_url(ref: QueueRef) -> str:
     """The queue's counts as JSON."""
-    return reverse("api:queue", args=[ref.prefix, ref.name])
+    return reverse("dashboard:api:queue", args=[ref.prefix, ref.name])
 
 
 @register.simple_tag
@@ -59,13 +59,20 @@ def job_url_prefix(ref: QueueRef) -> str:
 
 @register.simple_tag
 def live_socket_url() -> str:
-    """The path of the live WebSocket (dashboard/live/routing.py)."""
-    return reverse("live", urlconf="dashboard.live.routing")
+    """The path of the live WebSocket, under the app's prefix (dashboard.live.routing)."""
+    return reverse("dashboard:live")
 
 
 @register.simple_tag
 def login_url() -> str:
     return resolve_url(settings.LOGIN_URL)
+
+
+@register.simple_tag
+def logout_url() -> str:
+    """Where "Log out" posts (ECHOMQ_LOGOUT_URL), or "" for no button."""
+    configured = conf.logout_url()
+    return resolve_url(configured) if configured else ""
 
 
 @register.filter

@@ -99,6 +99,12 @@ class DashboardServer:
     # "daphne", or "runserver": Django's development server (Channels' daphne
     # replaces it, so it serves the same ASGI application, sockets included).
     command: str = "daphne"
+    # Another project's server (tests/hostproject): its Python, folder, ASGI app
+    # and a page that answers 200 once it is up.
+    python: str = sys.executable
+    cwd: Path = ROOT
+    application: str = "dashboard.asgi:application"
+    ready_path: str = "/login/"
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -110,11 +116,11 @@ class DashboardServer:
             args = ["manage.py", "runserver", "--noreload", f"127.0.0.1:{self.port}"]
         else:
             args = ["-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
-            args.append("dashboard.asgi:application")
+            args.append(self.application)
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, *args],
-                cwd=ROOT,
+                [self.python, *args],
+                cwd=self.cwd,
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -127,7 +133,7 @@ class DashboardServer:
                 )
             try:
                 # Our own http:// URL, never user input.
-                with urllib.request.urlopen(self.url + "/login/", timeout=2) as response:  # noqa: S310
+                with urllib.request.urlopen(self.url + self.ready_path, timeout=2) as response:  # noqa: S310
                     if response.status == 200:
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError):

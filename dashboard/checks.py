@@ -1,0 +1,99 @@
+"""Start-up checks (``manage.py check``): what a project must have for the app to work.
+
+Each missing piece would otherwise show up later, as a 500 on the first page
+(no messages middleware, no django_htmx template tags, no ``request`` in
+templates) or as nobody being let in (a user model without permissions).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import apps
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.checks import CheckMessage, Error, Warning
+from django.utils.module_loading import import_string
+
+REQUIRED_APPS = (
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",  # its template tag loads htmx, from its own static files
+)
+REQUIRED_MIDDLEWARE = (
+    # JSON for every error under the API, a 503 when Redis is unreachable (dashboard.errors).
+    "dashboard.errors.ErrorAnswersMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+)
+REQUIRED_CONTEXT_PROCESSORS = (
+    "django.template.context_processors.request",
+    "django.contrib.auth.context_processors.auth",
+    "django.contrib.messages.context_processors.messages",
+)
+
+
+def _has_middleware(wanted: str, installed: list[str]) -> bool:
+    """``wanted`` or a subclass of it is installed (as Django's admin checks)."""
+    wanted_class = import_string(wanted)
+    for path in installed:
+        try:
+            if issubclass(import_string(path), wanted_class):
+                return True
+        except ImportError:
+            continue  # Django reports a middleware it cannot import itself
+    return False
+
+
+def _context_processors() -> set[str]:
+    found: set[str] = set()
+    engines: list[dict[str, Any]] = settings.TEMPLATES
+    for engine in engines:
+        if engine.get("BACKEND") == "django.template.backends.django.DjangoTemplates":
+            found.update(engine.get("OPTIONS", {}).get("context_processors", []))
+    return found
+
+
+def check_project(**_: Any) -> list[CheckMessage]:
+    problems: list[CheckMessage] = []
+    for app in REQUIRED_APPS:
+        if not apps.is_installed(app):
+            problems.append(
+                Error(f"'{app}' must be in INSTALLED_APPS for the dashboard.", id="dashboard.E001")
+            )
+    for middleware in REQUIRED_MIDDLEWARE:
+        if not _has_middleware(middleware, list(settings.MIDDLEWARE)):
+            problems.append(
+                Error(
+                    f"'{middleware}' must be in MIDDLEWARE for the dashboard.", id="dashboard.E002"
+                )
+            )
+    for processor in sorted(set(REQUIRED_CONTEXT_PROCESSORS) - _context_processors()):
+        problems.append(
+            Error(
+                f"'{processor}' must be in the context processors of a DjangoTemplates "
+                "engine in TEMPLATES for the dashboard's pages.",
+                id="dashboard.E003",
+            )
+        )
+    problems.extend(check_user_model(get_user_model()))
+    return problems
+
+
+def check_user_model(user_model: type) -> list[CheckMessage]:
+    """A user model whose users hold no permissions lets nobody see the dashboard."""
+    if hasattr(user_model, "has_perm"):
+        return []
+    return [
+        Warning(
+            f"{user_model.__name__} (AUTH_USER_MODEL) has no permissions, so no user may "
+            "view the dashboard: it needs dashboard.view_queues.",
+            hint="Add django.contrib.auth.models.PermissionsMixin to the user model.",
+            id="dashboard.W001",
+        )
+    ]

@@ -1,0 +1,58 @@
+"""The app's settings: every one it reads, with its default, in one place.
+
+A project that installs the app sets only those it wants changed, in its
+Django settings. Every module of the app reads them through these functions,
+at the time of use (so ``override_settings`` and the demo's late
+``REDIS_URL`` apply).
+
+``REDIS_URL``
+    The Redis holding the queues, e.g. ``"redis://redis.internal:6379/0"``
+    (``?cluster=1`` for a Redis Cluster). Default ``None``: a private
+    redis-server (or an embedded Valkey) is started at first use, which is for
+    trying the app out, not for production.
+``ECHOMQ_QUEUES``
+    Queues always listed, even before they hold a key: ``"prefix:name"``, or
+    ``"name"`` under the first of ``ECHOMQ_PREFIXES``. Default ``[]``.
+``ECHOMQ_PREFIXES``
+    Key prefixes searched for more queues. Default ``["bull"]``.
+``ECHOMQ_READ_ONLY``
+    ``True`` turns every action off, for everyone. Default ``False``.
+``ECHOMQ_LOGOUT_URL``
+    Where the pages' "Log out" button posts: a URL name (``"logout"``) or a
+    path. Default ``None``: no button (the project's own pages have one).
+
+Django settings the app follows rather than defines: ``LOGIN_URL`` (anonymous
+users are sent there, and a page whose socket says "not logged in"),
+``CHANNEL_LAYERS`` (the live updates; one layer shared by every server
+process), ``SESSION_ENGINE``, ``CSRF_TRUSTED_ORIGINS`` (also for the socket's
+Origin check), ``STATIC_URL``. The stand-alone site's environment variables
+(``ECHOMQ_DB``, ``ECHOMQ_LOGIN_*``, ...) are its own: dashboard/settings.py.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+
+def redis_url() -> str | None:
+    """``REDIS_URL``, or None: start a private server (queues.redis_server)."""
+    configured: str | None = getattr(settings, "REDIS_URL", None)
+    return configured or None
+
+
+def queues() -> list[str]:
+    return list(getattr(settings, "ECHOMQ_QUEUES", []))
+
+
+def prefixes() -> list[str]:
+    return list(getattr(settings, "ECHOMQ_PREFIXES", ["bull"]))
+
+
+def read_only() -> bool:
+    return bool(getattr(settings, "ECHOMQ_READ_ONLY", False))
+
+
+def logout_url() -> str | None:
+    """``ECHOMQ_LOGOUT_URL``: a URL name or a path, or None."""
+    configured: str | None = getattr(settings, "ECHOMQ_LOGOUT_URL", None)
+    return configured or None
