@@ -650,6 +650,68 @@ async def test_a_socket_cut_off_in_the_middle_of_subscribing_leaves_no_reader(
     assert await wait_until(lambda: blocked_reads(redis_client) == 0)
 
 
+def swallowing_cancel(command: Any, entered: asyncio.Event | None = None) -> Any:
+    """``command`` made to swallow a cancel as redis-py does on Python 3.11.
+
+    redis-py sends under ``asyncio.wait_for`` when the client has a socket
+    timeout; 3.11's ``wait_for`` drops a cancel that arrives as the send
+    finishes, and the command then returns normally. Here the command waits
+    (``entered`` says when) and returns an empty answer when cancelled.
+    """
+
+    async def swallowing(*args: Any, **kwargs: Any) -> Any:
+        if entered is not None:
+            entered.set()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                return []
+        try:
+            return await command(*args, **kwargs)
+        except asyncio.CancelledError:
+            return []
+
+    return swallowing
+
+
+@pytest.mark.usefixtures("hub")
+async def test_a_socket_cancelled_while_a_redis_command_swallows_the_cancel_still_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cancel daphne sends a socket whose client went must end it, even when
+    it lands in a Redis command that swallows it (CI hung on this for 90 min)."""
+    hub = get_hub()
+    entered = asyncio.Event()
+    monkeypatch.setattr(hub.client, "xrevrange", swallowing_cancel(hub.client.xrevrange, entered))
+    communicator = await viewer_socket()
+    await communicator.send_json_to(
+        {"type": "subscribe", "queues": [{"queue": QUEUE, "last_id": None}]}
+    )
+    await asyncio.wait_for(entered.wait(), 5)
+    communicator.future.cancel()
+    done, _ = await asyncio.wait([communicator.future], timeout=5)
+    assert done, "the socket went on after it was cancelled"
+    assert hub.streams == {}
+    assert hub.readers == []
+
+
+@pytest.mark.usefixtures("hub")
+async def test_a_reader_whose_stop_a_redis_command_swallows_still_ends(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from redis.asyncio import Redis as AsyncRedis
+
+    monkeypatch.setattr(AsyncRedis, "xread", swallowing_cancel(AsyncRedis.xread))
+    communicator = await viewer_socket()
+    assert (await subscribe(communicator))["type"] == "subscribed"
+    [reader] = get_hub().readers
+    assert await wait_until(lambda: blocked_reads(redis_client) == 1)
+    await communicator.disconnect()
+    done, _ = await asyncio.wait([reader.task], timeout=5)
+    assert done, "the reader went on reading after it was stopped"
+    assert await wait_until(lambda: blocked_reads(redis_client) == 0)
+
+
 # --- bad input: 4400 or an error, never a server error ------------------------------
 
 

@@ -60,6 +60,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.streams import EventPayload, newest_id, payload, was_trimmed
 from dashboard.redis import redis_url
@@ -174,6 +175,7 @@ class StreamReader:
         sent_at, window = 0.0, 0.0
         try:
             while True:
+                raise_if_cancelled()  # a stop that the last read's send swallowed
                 try:
                     if failures:
                         # Entries may have been trimmed while Redis was unreachable.
@@ -382,6 +384,7 @@ class StreamHub:
     async def _probe_until_back(self) -> None:
         try:
             while not self.reachable:
+                raise_if_cancelled()
                 await asyncio.sleep(PROBE_INTERVAL_S)
                 with contextlib.suppress(*OUTAGE_ERRORS):
                     await self.client.ping()
