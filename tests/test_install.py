@@ -30,7 +30,7 @@ from tests.e2e.server import free_port, terminate
 from tests.hosting import tracked_copy
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
-pytestmark = pytest.mark.install
+pytestmark = [pytest.mark.install, pytest.mark.timeout(1500)]
 
 
 @pytest.fixture(scope="module")
