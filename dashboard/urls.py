@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import accounts, api, views
+from dashboard import accounts, api, openapi, views
 from dashboard.converters import SegmentConverter
 
 register_converter(SegmentConverter, "segment")
@@ -24,6 +24,7 @@ page_patterns: list[URLPattern | URLResolver] = [
 
 api_patterns: list[URLPattern | URLResolver] = [
     path("queues/", api.queues, name="queues"),
+    path("schema/", openapi.schema, name="schema"),
     path(_queue, api.queue, name="queue"),
     path(_queue + "jobs/", api.jobs, name="jobs"),
     path(_queue + "events/", api.events, name="events"),
