@@ -19,10 +19,15 @@ from typing import Any
 from urllib.parse import unquote, urlencode
 
 import pytest
+import schemathesis
 from django.conf import settings as django_settings
 from django.core.exceptions import RequestDataTooBig
+from django.core.wsgi import get_wsgi_application
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, include, path, reverse
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from openapi_core import OpenAPI
 from openapi_core.contrib.django import DjangoOpenAPIRequest, DjangoOpenAPIResponse
@@ -31,8 +36,16 @@ from openapi_spec_validator import OpenAPIV31SpecValidator
 from redis import Redis
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from dashboard import errors, permissions
+from dashboard.openapi import OPERATIONS
 from queues import discovery
 from queues.inspect import DATA_DISPLAY_LIMIT, STATES, QueueRef
 from tests.dashboard_seed import now_ms, seed_events, seed_job, seed_metrics
@@ -187,7 +200,7 @@ def _seed(client: Redis) -> None:
         [("added", {"jobId": "w1", "name": "task"}), ("failed", {"jobId": "f1"}), ("drained", {})],
     )
     seed_metrics(client, keys, [1, 2, 3], [0, 1, 0], now_ms())
-    seed_job(client, ODD.keys, "1")
+    seed_job(client, ODD.keys, "batch/7")  # a '/' in a job id: it takes the rest of the path
     seed_job(client, JAMMED.keys, "1", state="failed")
     client.delete(JAMMED.keys.wait)
     client.sadd(JAMMED.keys.wait, "not a list")
@@ -206,6 +219,7 @@ def _reads(check: Checked, viewer: Client) -> None:
     check(viewer.get(url("schema")), 200)
     check(viewer.get(url("queue")), 200)
     assert check(viewer.get(url("queue", ODD)), 200)["name"] == ODD.name
+    assert check(viewer.get(url("job", ODD, job_id="batch/7")), 200)["id"] == "batch/7"
     check(viewer.get(url("queue", QueueRef("bull", "nope"))), 404)
     for state in STATES:
         page = check(viewer.get(url("jobs"), {"state": state}), 200)
@@ -489,8 +503,55 @@ def test_the_document_follows_the_mount_point(
     assert document["servers"] == [{"url": "/ops/queues/api"}]
     check = Checked(document)
     check(viewer.get(url("queue", ODD)), 200)
-    check(viewer.get(url("job", job_id="f1")), 200)
+    check(viewer.get(url("job", ODD, job_id="batch/7")), 200)
     assert check.seen == {
         ("/queues/{prefix}/{name}/", "get", "200"),
         ("/queues/{prefix}/{name}/job/{job_id}", "get", "200"),
     }
+
+
+FUZZ_EXAMPLES = 15  # per operation and kind of path: the run stays well under 30 s
+
+
+def test_a_seeded_fuzz_finds_no_answer_outside_the_document(
+    dashboard_redis: Redis, document: dict[str, Any], users: dict[str, Any]
+) -> None:
+    """Schemathesis makes requests the document allows (random bodies, queries,
+    ids; real and unknown queues), sent as the actor with the session and CSRF
+    token through Django's WSGI handler; every answer must be documented."""
+    _seed(dashboard_redis)
+    app = get_wsgi_application()
+    actor = _client(users["actor"])
+    cookies = {name: morsel.value for name, morsel in actor.cookies.items()}
+    headers = {"X-CSRFToken": CSRF_TOKEN}
+    checks = [
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_headers_conformance,
+        response_schema_conformance,
+    ]
+    fuzzed = schemathesis.openapi.from_dict(document)
+    operations = [result.ok() for result in fuzzed.get_all_operations()]
+    assert len(operations) == len(OPERATIONS)
+    for operation in operations:
+        has_queue = any(p.name == "prefix" for p in operation.path_parameters)
+        known = {"prefix": EMAILS.prefix, "name": EMAILS.name} if has_queue else None
+        cases = st.one_of(
+            operation.as_strategy(path_parameters=known, cookies=cookies),
+            operation.as_strategy(cookies=cookies),
+        )
+
+        @hypothesis_settings(
+            max_examples=FUZZ_EXAMPLES,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(case=cases)
+        def answer_is_documented(case: Any) -> None:
+            response = case.call(app=app, headers=headers, cookies=cookies)
+            case.validate_response(response, checks=checks, headers=headers)
+
+        answer_is_documented()
