@@ -476,11 +476,11 @@ _HEADERS: dict[str, Schema] = {
 }
 
 
-def _path_parameter(name: str, description: str, schema: Schema) -> Schema:
+def _parameter(where: str, name: str, description: str, schema: Schema) -> Schema:
     return {
         "name": name,
-        "in": "path",
-        "required": True,
+        "in": where,
+        "required": where == "path",  # every query parameter may be left out
         "description": description,
         "schema": schema,
     }
@@ -488,22 +488,19 @@ def _path_parameter(name: str, description: str, schema: Schema) -> Schema:
 
 _SEGMENT = "a `/` in it is written `~s`, a `~` as `~~`"
 _PARAMETERS: dict[str, Schema] = {
-    "prefix": _path_parameter("prefix", f"The queue's key prefix (`bull`); {_SEGMENT}", _TEXT),
-    "name": _path_parameter("name", f"The queue's name; {_SEGMENT}", _TEXT),
-    "job_id": _path_parameter(
-        "job_id", "The job's id (it may contain `/`: it takes the rest of the path)", _JOB_ID
+    "prefix": _parameter("path", "prefix", f"The queue's key prefix (`bull`); {_SEGMENT}", _TEXT),
+    "name": _parameter("path", "name", f"The queue's name; {_SEGMENT}", _TEXT),
+    "job_id": _parameter(
+        "path",
+        "job_id",
+        "The job's id (it may contain `/`: it takes the rest of the path)",
+        _JOB_ID,
     ),
 }
 
 
 def _query(name: str, description: str, schema: Schema) -> Schema:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "description": description,
-        "schema": schema,
-    }
+    return _parameter("query", name, description, schema)
 
 
 def _page_size(default: int) -> Schema:
