@@ -759,7 +759,11 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
         method, operation = OPERATIONS[pattern.name]
         parameters = [_ref("parameters", name) for name in _converters(pattern)]
         paths[path] = {
-            method: {**operation, "parameters": parameters + operation.get("parameters", [])}
+            method: {
+                **operation,
+                "parameters": parameters + operation.get("parameters", []),
+                "responses": dict(sorted(operation["responses"].items())),
+            }
         }
     return {
         "openapi": "3.1.0",
@@ -802,8 +806,12 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
 
 
 def _csrf_header() -> str:
-    # The setting is a WSGI META key (HTTP_X_CSRFTOKEN); the header is X-CSRFToken.
+    """The CSRF header's name. The setting holds it as a WSGI META key, which
+    has lost its case: Django's default is named as Django's documentation
+    spells it, another one as its META key gives it (header names ignore case)."""
     meta: str = settings.CSRF_HEADER_NAME
+    if meta == "HTTP_X_CSRFTOKEN":
+        return "X-CSRFToken"
     return meta.removeprefix("HTTP_").replace("_", "-")
 
 

@@ -389,6 +389,24 @@ def test_the_document_is_valid_openapi_3_1_and_needs_the_apis_login(
         assert refused["Content-Type"] == "application/json"
 
 
+def test_a_post_made_as_the_security_schemes_say_passes_the_login_and_csrf_checks(
+    dashboard_redis: Redis, document: dict[str, Any], users: dict[str, Any]
+) -> None:
+    _seed(dashboard_redis)
+    schemes = document["components"]["securitySchemes"]
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(users["actor"])
+    assert set(client.cookies) == {schemes["session"]["name"]}
+    client.cookies[schemes["csrfCookie"]["name"]] = CSRF_TOKEN
+    answer = client.post(
+        url("queue_actions"),
+        json.dumps({"action": "pause"}),
+        content_type="application/json",
+        headers={schemes["csrfHeader"]["name"]: CSRF_TOKEN},
+    )
+    assert answer.status_code == 200, answer.content
+
+
 def _component(document: dict[str, Any], response: str) -> Draft202012Validator:
     """A validator of the JSON body of ``components.responses[response]``."""
     registry = Registry().with_resource(
@@ -523,7 +541,7 @@ def test_a_seeded_fuzz_finds_no_answer_outside_the_document(
     app = get_wsgi_application()
     actor = _client(users["actor"])
     cookies = {name: morsel.value for name, morsel in actor.cookies.items()}
-    headers = {"X-CSRFToken": CSRF_TOKEN}
+    headers = {document["components"]["securitySchemes"]["csrfHeader"]["name"]: CSRF_TOKEN}
     checks = [
         not_a_server_error,
         status_code_conformance,
