@@ -7,11 +7,14 @@ ALLOWED_HOSTS  comma-separated host names
 ECHOMQ_QUEUES  comma-separated "prefix:queue" or "queue" names always shown
 ECHOMQ_PREFIXES comma-separated key prefixes scanned for more queues (default "bull")
 ECHOMQ_READ_ONLY "1" turns every action off
+DATABASE_URL   e.g. postgres://user:password@host/name (unset: SQLite at ECHOMQ_DB)
+LOG_LEVEL, LOG_FORMAT  INFO by default; "plain" or "json"
 
 Behind an HTTPS-terminating proxy (see the README's Configuration table):
 CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST,
 SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_SSL_REDIRECT,
 SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS, SECURE_HSTS_PRELOAD.
+In production, dashboard.settings_production turns the secure ones on by default.
 """
 
 from __future__ import annotations

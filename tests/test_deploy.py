@@ -9,11 +9,14 @@ workers, has the one log format, plain or JSON, whoever logged it.
 
 from __future__ import annotations
 
+import base64
+import http.client
 import http.cookiejar
 import json
 import os
 import re
 import secrets
+import socket
 import subprocess
 import sys
 import time
@@ -157,12 +160,18 @@ def parse_log(output: str, log_format: str) -> list[dict[str, str]]:
     return records
 
 
-def wait_until_serving(process: subprocess.Popen[bytes], base_url: str, log: Path) -> None:
+def wait_until_serving(
+    process: subprocess.Popen[bytes],
+    base_url: str,
+    log: Path,
+    headers: dict[str, str] | None = None,
+) -> None:
     deadline = time.monotonic() + 30
+    login = urllib.request.Request(base_url + "/login/", headers=headers or {})  # noqa: S310
     while time.monotonic() < deadline:
         assert process.poll() is None, log.read_text(errors="replace")
         try:
-            with urllib.request.urlopen(base_url + "/login/", timeout=2) as response:  # noqa: S310
+            with urllib.request.urlopen(login, timeout=2) as response:  # noqa: S310
                 if response.status == 200:
                     return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
@@ -291,3 +300,80 @@ def test_every_line_of_uvicorn_with_workers_has_the_one_format(
     assert any(m.startswith("Started parent process") for m in messages), output
     assert sum(m.startswith("Started server process") for m in messages) == 2, output
     assert not any("color_message" in record for record in records)
+
+
+# --- behind the TLS proxy: what nginx forwards, to the documented daphne ------------------
+
+PUBLIC_HOST = "queues.example.com"
+# What docs/deploy.md's nginx adds to each request it forwards over plain http.
+FORWARDED = {"Host": PUBLIC_HOST, "X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"}
+DAPHNE = ["-m", "daphne", "-v", "0", "--proxy-headers", "-b", "127.0.0.1"]
+
+
+def plain_request(port: int, headers: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """One GET /login/ over a raw connection: its status line and headers, unfollowed."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.putrequest("GET", "/login/", skip_host=True)
+    for name, value in headers.items():
+        connection.putheader(name, value)
+    connection.endheaders()
+    response = connection.getresponse()
+    answer = (str(response.status), {k.lower(): v for k, v in response.getheaders()})
+    connection.close()
+    return answer
+
+
+def socket_handshake(port: int, headers: dict[str, str]) -> str:
+    """The status line of a WebSocket handshake to /ws/live/, as the browser sends it."""
+    request = [
+        "GET /ws/live/ HTTP/1.1",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        "Sec-WebSocket-Key: " + base64.b64encode(secrets.token_bytes(16)).decode(),
+        "Sec-WebSocket-Version: 13",
+        *(f"{name}: {value}" for name, value in headers.items()),
+    ]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(("\r\n".join(request) + "\r\n\r\n").encode())
+        return connection.recv(4096).split(b"\r\n", 1)[0].decode()
+
+
+@pytest.mark.parametrize("trust_the_proxy_header", [True, False])
+def test_the_documented_daphne_behind_the_tls_proxy(
+    redis_client: Redis, redis_url: str, tmp_path: Path, trust_the_proxy_header: bool
+) -> None:
+    """Pages: https only, secure cookies, HSTS. Sockets: daphne puts no scheme in a
+    WebSocket's scope, so the page's https:// Origin matches only when Django
+    trusts the proxy's X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER, as the
+    document sets it); without it every live page behind TLS is refused."""
+    variables = documented_environment()
+    variables |= {"REDIS_URL": redis_url, "ECHOMQ_DB": str(tmp_path / "db.sqlite3")}
+    del variables["DATABASE_URL"]
+    if not trust_the_proxy_header:
+        del variables["SECURE_PROXY_SSL_HEADER"]
+    env = {name: os.environ[name] for name in KEPT if name in os.environ} | variables
+    port = free_port()
+    log = tmp_path / "daphne.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, *DAPHNE, "-p", str(port), "dashboard.asgi:application"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_until_serving(process, f"http://127.0.0.1:{port}", log, FORWARDED)
+        status, headers = plain_request(port, {"Host": PUBLIC_HOST})
+        assert (status, headers["location"]) == ("301", f"https://{PUBLIC_HOST}/login/")
+        status, headers = plain_request(port, FORWARDED)
+        assert status == "200"
+        assert headers["strict-transport-security"].startswith("max-age=31536000")
+        assert "; Secure" in headers["set-cookie"]
+        page_origin = {"Origin": f"https://{PUBLIC_HOST}"}
+        answer = socket_handshake(port, FORWARDED | page_origin)
+        if trust_the_proxy_header:
+            assert answer == "HTTP/1.1 101 Switching Protocols"
+        else:
+            assert answer.startswith("HTTP/1.1 403")
+        foreign = {"Origin": "https://evil.example.net"}
+        assert socket_handshake(port, FORWARDED | foreign).startswith("HTTP/1.1 403")
+    finally:
+        terminate(process)
