@@ -30,7 +30,7 @@ import pytest
 from redis import Redis
 from websockets.sync.client import connect as ws_connect
 
-from tests.e2e.server import PASSWORD, USERNAME, free_port, prepare, terminate
+from tests.e2e.server import USERNAME, free_port, prepare, submit_login, terminate
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY_DOC = ROOT / "docs" / "deploy.md"
@@ -179,31 +179,13 @@ def wait_until_serving(
     raise AssertionError("the server did not answer:\n" + log.read_text(errors="replace"))
 
 
-def submit_login(opener: urllib.request.OpenerDirector, base_url: str, password: str) -> int:
-    form = opener.open(base_url + "/login/").read().decode()
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
-    assert token is not None
-    body = urllib.parse.urlencode(
-        {"username": USERNAME, "password": password, "csrfmiddlewaretoken": token.group(1)}
-    ).encode()
-    request = urllib.request.Request(  # noqa: S310 (our own http:// URL)
-        base_url + "/login/", body, {"Referer": base_url + "/login/"}
-    )
-    try:
-        with opener.open(request) as response:
-            status: int = response.status
-            return status
-    except urllib.error.HTTPError as error:
-        return error.code
-
-
 def use_the_dashboard(base_url: str) -> None:
     """What makes each part log: a wrong password (django-axes), a page that does
     not exist (Django), an action (our audit logger), a live socket."""
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     assert submit_login(opener, base_url, "not-the-password") == 200  # the form again
-    assert submit_login(opener, base_url, PASSWORD) == 200  # redirected to the overview
+    assert submit_login(opener, base_url) == 200  # redirected to the overview
     with pytest.raises(urllib.error.HTTPError) as missing:
         opener.open(base_url + "/no-such-page/")
     assert missing.value.code == 404
