@@ -149,19 +149,31 @@ class DashboardServer:
         self.process = None
 
 
-def login_cookie(base_url: str) -> str:
-    """Log in through the form over plain HTTP; the Cookie header a socket sends."""
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+def submit_login(
+    opener: urllib.request.OpenerDirector, base_url: str, password: str = PASSWORD
+) -> int:
+    """The login form, filled in as the test user and sent; the answer's status."""
     # Our own http:// server URL, never user input.
     form = opener.open(base_url + "/login/").read().decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
     assert token is not None
     body = urllib.parse.urlencode(
-        {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token.group(1)}
+        {"username": USERNAME, "password": password, "csrfmiddlewaretoken": token.group(1)}
     ).encode()
     login = urllib.request.Request(  # noqa: S310 (see above)
         base_url + "/login/", body, {"Referer": base_url + "/login/"}
     )
-    opener.open(login)
+    try:
+        with opener.open(login) as response:
+            status: int = response.status
+            return status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def login_cookie(base_url: str) -> str:
+    """Log in through the form over plain HTTP; the Cookie header a socket sends."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    submit_login(opener, base_url)
     return "; ".join(f"{c.name}={c.value}" for c in jar)
