@@ -125,28 +125,41 @@ class DashboardServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise ServerFailed(
-                    f"{self.command} exited with {self.process.returncode}:\n{self.log()}"
-                )
-            try:
-                # Our own http:// URL, never user input.
-                with urllib.request.urlopen(self.url + self.ready_path, timeout=2) as response:  # noqa: S310
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.1)
-        raise ServerFailed(f"{self.command} did not answer within {timeout}s:\n{self.log()}")
+        wait_until_serving(
+            self.command, self.process, self.url + self.ready_path, self.log_path, timeout
+        )
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-3000:]
+        return log_tail(self.log_path)
 
     def stop(self) -> None:
         if self.process is not None:
             terminate(self.process)
         self.process = None
+
+
+def log_tail(log_path: Path) -> str:
+    return log_path.read_text(errors="replace")[-3000:]
+
+
+def wait_until_serving(
+    name: str, process: subprocess.Popen[bytes], url: str, log_path: Path, timeout: float = 30.0
+) -> None:
+    """Returns once ``url`` answers 200; ServerFailed (with the end of the
+    process's log) if the process, called ``name`` there, exits first or the
+    time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ServerFailed(f"{name} exited with {process.returncode}:\n{log_tail(log_path)}")
+        try:
+            # Our own http:// URL, never user input.
+            with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.1)
+    raise ServerFailed(f"{name} did not answer within {timeout}s:\n{log_tail(log_path)}")
 
 
 def submit_login(
