@@ -19,7 +19,6 @@ import secrets
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -30,7 +29,14 @@ import pytest
 from redis import Redis
 from websockets.sync.client import connect as ws_connect
 
-from tests.e2e.server import USERNAME, free_port, prepare, submit_login, terminate
+from tests.e2e.server import (
+    USERNAME,
+    free_port,
+    prepare,
+    submit_login,
+    terminate,
+    wait_until_serving,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY_DOC = ROOT / "docs" / "deploy.md"
@@ -160,23 +166,14 @@ def parse_log(output: str, log_format: str) -> list[dict[str, str]]:
     return records
 
 
-def wait_until_serving(
+def wait_for_login_page(
     process: subprocess.Popen[bytes],
     base_url: str,
     log: Path,
     headers: dict[str, str] | None = None,
 ) -> None:
-    deadline = time.monotonic() + 30
     login = urllib.request.Request(base_url + "/login/", headers=headers or {})  # noqa: S310
-    while time.monotonic() < deadline:
-        assert process.poll() is None, log.read_text(errors="replace")
-        try:
-            with urllib.request.urlopen(login, timeout=2) as response:  # noqa: S310
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.1)
-    raise AssertionError("the server did not answer:\n" + log.read_text(errors="replace"))
+    wait_until_serving("the server", process, login, log)
 
 
 def use_the_dashboard(base_url: str) -> None:
@@ -224,7 +221,7 @@ def serve_and_use(args: list[str], env: dict[str, str], port: int, log: Path) ->
         process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         base_url = f"http://127.0.0.1:{port}"
-        wait_until_serving(process, base_url, log)
+        wait_for_login_page(process, base_url, log)
         use_the_dashboard(base_url)
     finally:
         terminate(process)
@@ -342,7 +339,7 @@ def test_the_documented_daphne_behind_the_tls_proxy(
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
-        wait_until_serving(process, f"http://127.0.0.1:{port}", log, FORWARDED)
+        wait_for_login_page(process, f"http://127.0.0.1:{port}", log, FORWARDED)
         status, headers = plain_request(port, {"Host": PUBLIC_HOST})
         assert (status, headers["location"]) == ("301", f"https://{PUBLIC_HOST}/login/")
         status, headers = plain_request(port, FORWARDED)

@@ -3,7 +3,6 @@ available; after its banner the terminal stays quiet."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -17,7 +16,7 @@ from django.test import RequestFactory
 
 from dashboard.management.commands.demo import DEMO_USER, Command
 from dashboard.permissions import can_act
-from tests.e2e.server import ROOT, free_port, terminate, wait_until_serving
+from tests.e2e.server import ROOT, free_port, process_env, terminate, wait_until_serving
 
 
 def test_demo_user_gets_a_fresh_password_and_may_act(db: None) -> None:
@@ -63,14 +62,7 @@ def test_after_its_banner_the_demo_prints_nothing_once_it_serves(
     start-up lines are not repeated under the banner (the settings' LOGGING
     passes INFO from every logger)."""
     port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "REDIS_URL": redis_url,
-        "ECHOMQ_DB": str(tmp_path / "db.sqlite3"),
-        "PYTHONUNBUFFERED": "1",
-    }
+    env = process_env(redis_url, tmp_path)
     log_path = tmp_path / "demo.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(

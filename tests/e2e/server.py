@@ -70,9 +70,9 @@ def manage(env: dict[str, str], *args: str) -> None:
     )
 
 
-def prepare(redis_url: str, workdir: Path, **settings: str) -> dict[str, str]:
-    """The environment of a dashboard process on ``redis_url``, its database ready."""
-    env = {
+def process_env(redis_url: str, workdir: Path, **settings: str) -> dict[str, str]:
+    """The environment of a dashboard process on ``redis_url``, its database in ``workdir``."""
+    return {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
@@ -84,6 +84,11 @@ def prepare(redis_url: str, workdir: Path, **settings: str) -> dict[str, str]:
         "PYTHONUNBUFFERED": "1",
         **settings,
     }
+
+
+def prepare(redis_url: str, workdir: Path, **settings: str) -> dict[str, str]:
+    """The environment of a dashboard process on ``redis_url``, its database ready."""
+    env = process_env(redis_url, workdir, **settings)
     manage(env, "migrate", "--noinput")
     manage(env, "shell", "-c", CREATE_USER.format(username=USERNAME, password=PASSWORD))
     return env
@@ -143,11 +148,15 @@ def log_tail(log_path: Path) -> str:
 
 
 def wait_until_serving(
-    name: str, process: subprocess.Popen[bytes], url: str, log_path: Path, timeout: float = 30.0
+    name: str,
+    process: subprocess.Popen[bytes],
+    url: str | urllib.request.Request,
+    log_path: Path,
+    timeout: float = 30.0,
 ) -> None:
-    """Returns once ``url`` answers 200; ServerFailed (with the end of the
-    process's log) if the process, called ``name`` there, exits first or the
-    time runs out."""
+    """Returns once ``url`` (or the request, with the headers a proxy would
+    add) answers 200; ServerFailed (with the end of the process's log) if the
+    process, called ``name`` there, exits first or the time runs out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
