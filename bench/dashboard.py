@@ -1,6 +1,7 @@
 """Dashboard latency over HTTP against the real ASGI server, at growing N.
 
     python bench/dashboard.py [--sizes 1000,100000,1000000] [--requests 200]
+                              [--app dashboard.asgi:application]
 
 20 queues (a few jobs each) plus one queue ``big`` whose failed set holds N
 jobs, seeded straight into Redis. Each N gets its own private redis-server and
@@ -9,8 +10,10 @@ servers are interleaved in rounds so load from anything else on the machine
 hits every N alike. It prints p50 / p95 (ms) of the overview page and its
 JSON, the failed list page (50 rows) and its JSON, and a job page, with the
 largest / smallest N p50 ratio, next to the server floor (an anonymous API
-call). Finally it times retry-all of 100k failed jobs through the JSON API and
-the server process's RSS growth.
+call). ``--app`` serves another ASGI application instead (bench/http_bridges.py
+has the HTTP bridges dashboard.http was measured against). Finally it times
+retry-all of 100k failed jobs through the JSON API and the server process's
+RSS growth.
 
 Targets: every page flat in N (1M/1k p50 ratio <= 1.3); JSON overview <= 5 ms
 and failed-page JSON <= 8 ms p50; HTML pages <= 20 ms p50; retry-all 100k
@@ -126,10 +129,10 @@ def seed(client: Any, failed: int) -> None:
     seed_failed_bulk(client, BIG.keys, failed)
 
 
-def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+def start_server(env: dict[str, str], port: int, app: str) -> subprocess.Popen[bytes]:
     server = subprocess.Popen(
         [
-            sys.executable, "-m", "uvicorn", "dashboard.asgi:application",
+            sys.executable, "-m", "uvicorn", app,
             "--host", "127.0.0.1", "--port", str(port),
             "--log-level", "warning", "--no-access-log", "--lifespan", "off",
             "--timeout-keep-alive", "120",
@@ -180,7 +183,7 @@ class Stack:
     seconds_to_seed: float
 
 
-def start_stack(size: int, workdir: Path) -> Stack:
+def start_stack(size: int, workdir: Path, app: str) -> Stack:
     redis = LocalRedisServer(server_binary()[0]).start()
     started = time.perf_counter()
     seed(connect(redis.url), size)
@@ -194,10 +197,14 @@ def start_stack(size: int, workdir: Path) -> Stack:
     }
     prepare_django(env)
     port = free_port()
-    server = start_server(env, port)
-    session = Session(port)
-    session.login("bench", "bench-pass")
-    return Stack(size, redis, server, port, session, seeded)
+    server = start_server(env, port, app)
+    stack = Stack(size, redis, server, port, Session(port), seeded)
+    try:
+        stack.session.login("bench", "bench-pass")
+    except BaseException:
+        stop_stack(stack)  # an app that cannot serve the login leaves nothing running
+        raise
+    return stack
 
 
 def stop_stack(stack: Stack) -> None:
@@ -225,8 +232,8 @@ def measure(stacks: list[Stack], requests: int) -> dict[tuple[int, str], tuple[f
     return {key: p50_p95(values) for key, values in samples.items()}
 
 
-def retry_all(workdir: Path) -> None:
-    stack = start_stack(0, workdir)
+def retry_all(workdir: Path, app: str) -> None:
+    stack = start_stack(0, workdir, app)
     try:
         client = connect(stack.redis.url)
         seed_failed_bulk(client, BIG.keys, RETRY_ALL_SIZE)
@@ -252,13 +259,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,100000,1000000")
     parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--app", default="dashboard.asgi:application")
     args = parser.parse_args()
+    print(f"{args.app}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     sizes = [int(s) for s in args.sizes.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="echomq-bench-"))
     stacks: list[Stack] = []
     try:
         for size in sizes:
-            stacks.append(start_stack(size, workdir))
+            stacks.append(start_stack(size, workdir, args.app))
             print(f"seeded N = {size:,} in {stacks[-1].seconds_to_seed:.1f} s")
         # Let each server's queue discovery settle before timing.
         time.sleep(2)
@@ -277,7 +286,8 @@ def main() -> None:
         )
         ratio = results[(sizes[-1], label)][0] / results[(sizes[0], label)][0]
         print(f"{label:<24}{cells}{ratio:>12.2f}")
-    retry_all(workdir)
+    retry_all(workdir, args.app)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

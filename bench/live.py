@@ -3,10 +3,12 @@
     python bench/live.py [--pages 20] [--rate 200] [--seconds 10]
                          [--burst-rate 1000] [--burst-seconds 10]
                          [--warm-up 3] [--browser-nice 10] [--draw-all]
+                         [--sockets-only]
 
 A private redis-server and the dashboard under daphne (channels-redis layer on
 the same Redis). First ``--pages`` plain WebSocket clients (autobahn, no
-browser) measure the server's part: XADD to the frame arriving. Then
+browser) measure the server's part: XADD to the frame arriving, and daphne's
+CPU (``--sockets-only`` stops there: a quick check of the server). Then
 ``--pages`` Chromium pages on one queue's Events tab, each visible, 1280x720,
 in the system Chromium driven over its DevTools pipe (bench/cdp.py: no
 Playwright, whose per-page network reporting would load the machine under
@@ -309,6 +311,11 @@ def main() -> None:
         help="the niceness Chromium runs at (0: the same priority as the server)",
     )
     parser.add_argument(
+        "--sockets-only",
+        action="store_true",
+        help="measure the server's part only: the WebSocket clients, no Chromium",
+    )
+    parser.add_argument(
         "--draw-all",
         action="store_true",
         help="make Chromium draw every page on every update (--disable-frame-rate-limit)",
@@ -333,6 +340,8 @@ def main() -> None:
             f"p99 {percentile(raw, 0.99):.0f} ms, {len(raw) / args.pages:.0f} events each; "
             f"daphne CPU {cpu:.0%} of one core"
         )
+        if args.sockets_only:
+            return
         extra = ["--disable-frame-rate-limit"] if args.draw_all else []
         browser = Browser(CHROMIUM, [*CHROMIUM_ARGS, *extra], nice=args.browser_nice)
         print(

@@ -158,6 +158,8 @@ class ErrorAnswersMiddleware:
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """CSRF_FAILURE_VIEW: the reason in the API's JSON, or our 403 page."""
+    # Django's reasons are sentences with their own full stop; ours follows.
+    reason = reason.rstrip(".")
     if is_api_request(request):
         message = (
             f"CSRF check failed: {reason}. Send the csrftoken cookie's value in the "

@@ -13,6 +13,31 @@ a second, and sixteen of them at once in the pages' pool took a viewer's
 machine, bench/login_flood.py); in their own one-thread pool, p50 5 ms and
 p95 17-96 ms under the same flood. Static files are WhiteNoise's (a
 middleware), answered inside Django like any other request.
+
+Why not a maintained bridge: measured against them with ``bench/dashboard.py
+--sizes 1000 --app ...`` (bench/http_bridges.py), on the 2-CPU VM on
+2026-12-01, six rounds of each variant run alternately while the machine's
+load average moved between 2.3 and 19. Median of the rounds' p50s in ms (this
+module / a2wsgi 1.10 ``WSGIMiddleware`` with 8 threads / Django's ASGI handler):
+
+    server floor (anonymous API call)   1.0 /  1.6 /  5.2
+    overview page                      14.3 / 17.7 / 21.1
+    overview JSON                       6.0 /  6.7 / 10.8
+    failed page (50 rows)              10.7 / 17.6 / 21.5
+    failed JSON (50 rows)               5.8 /  6.8 /  9.8
+    job page                            6.8 / 10.9 / 12.4
+    retry-all of 100k jobs (s)          1.2 /  2.6 /  2.5
+
+a2wsgi crosses to the event loop and back for each response message (start,
+body, end) and would still need the login pool and the body bound around it.
+Django's handler, measured with the dashboard's synchronous views, hops
+threads per middleware hook; async views (not tried) would need an async Redis
+client under every read model, and WhiteNoise's middleware and the error
+answers' are synchronous, so their hops would stay. asgiref's
+``WsgiToAsgi`` could not serve the dashboard at all: Django's WSGI handler
+writes Set-Cookie values with a leading space, which uvicorn's h11 refuses
+(the first page that sets the CSRF cookie fails), and it runs every request
+in asgiref's one thread for synchronous code.
 """
 
 from __future__ import annotations

@@ -7,11 +7,14 @@ ALLOWED_HOSTS  comma-separated host names
 ECHOMQ_QUEUES  comma-separated "prefix:queue" or "queue" names always shown
 ECHOMQ_PREFIXES comma-separated key prefixes scanned for more queues (default "bull")
 ECHOMQ_READ_ONLY "1" turns every action off
+DATABASE_URL   e.g. postgres://user:password@host/name (unset: SQLite at ECHOMQ_DB)
+LOG_LEVEL, LOG_FORMAT  INFO by default; "plain" or "json"
 
 Behind an HTTPS-terminating proxy (see the README's Configuration table):
 CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST,
 SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_SSL_REDIRECT,
 SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS, SECURE_HSTS_PRELOAD.
+In production, dashboard.settings_production turns the secure ones on by default.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from pythonjsonlogger.core import RESERVED_ATTRS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -138,12 +143,25 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.environ.get("ECHOMQ_DB", str(BASE_DIR / "db.sqlite3")),
+# Users, login lockouts (django-axes) and the audit trail live in the database
+# (sessions do not: signed cookies). SQLite serves the processes of one host;
+# processes on several hosts need one database they share, given as
+# DATABASE_URL (e.g. postgres://user:password@host:5432/name, docs/deploy.md).
+if os.environ.get("DATABASE_URL", "").strip():
+    DATABASES = {
+        "default": dj_database_url.parse(
+            os.environ["DATABASE_URL"].strip(),
+            conn_max_age=_env_int("DATABASE_CONN_MAX_AGE", 0),
+            conn_health_checks=True,
+        )
     }
-}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get("ECHOMQ_DB", str(BASE_DIR / "db.sqlite3")),
+        }
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -173,6 +191,9 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "dashboard.accounts.lockout_response"
 # One row per successful login, kept for ever and shown nowhere: not kept.
 AXES_DISABLE_ACCESS_LOG = True
+# Failures and lockouts are logged with what locks (username, address), not the
+# user agent; and no banner at the start of every process and manage.py command.
+AXES_VERBOSE = False
 
 # Signed-cookie sessions: no database read per request.
 SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
@@ -198,12 +219,41 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
 STATIC_ROOT = os.environ.get("STATIC_ROOT") or None
 
+# One format for every log line of a server process: Django's, daphne's or
+# uvicorn's, Channels', django-axes' and ours (echomq.*, echomq.audit), all
+# through the root logger's one handler. LOG_FORMAT=json writes one JSON object
+# a line (python-json-logger) with the same four fields.
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").strip().upper()
+if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {LOG_LEVEL!r}"
+    )
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain").strip().lower()
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, got {LOG_FORMAT!r}")
+_LOG_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s"
+# Loggers that arrive with handlers of their own (Django's defaults, uvicorn's;
+# Python's warnings are logged, Django turns that on): emptied, so their records
+# reach the root handler only, once.
+_OWN_HANDLERS = [
+    "django", "django.server", "py.warnings", "uvicorn", "uvicorn.error", "uvicorn.access",
+]  # fmt: skip
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "loggers": {
-        "echomq": {"handlers": ["console"], "level": "INFO"},
+    "formatters": {
+        "plain": {"format": _LOG_FIELDS},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": _LOG_FIELDS,
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+            # uvicorn repeats each message with terminal colours: not in the JSON.
+            "reserved_attrs": [*RESERVED_ATTRS, "color_message"],
+        },
     },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "level": LOG_LEVEL}
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {name: {"handlers": [], "propagate": True} for name in _OWN_HANDLERS},
 }

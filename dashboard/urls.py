@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, views
+from dashboard import api, openapi, views
 from dashboard.converters import SegmentConverter
 
 # Converters are one registry for every app: a name of our own.
@@ -33,6 +33,7 @@ page_patterns: list[URLPattern | URLResolver] = [
 
 api_patterns: list[URLPattern | URLResolver] = [
     path("queues/", api.queues, name="queues"),
+    path("schema/", openapi.schema, name="schema"),
     path(_queue, api.queue, name="queue"),
     path(_queue + "jobs/", api.jobs, name="jobs"),
     path(_queue + "events/", api.events, name="events"),

@@ -412,6 +412,29 @@ async def test_a_password_change_elsewhere_closes_an_open_socket_with_4401(
 
 
 @pytest.mark.usefixtures("hub")
+async def test_an_expired_session_closes_an_open_socket_with_4401(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """The session is read again at each recheck: the copy the socket loaded
+    when it connected would stay valid for as long as the socket is open."""
+    communicator, _ = await subscribed_with_quick_rechecks(monkeypatch)
+    await asyncio.sleep(0.3)
+    assert await communicator.receive_nothing(timeout=0.1), "open while the session holds"
+    settings.SESSION_COOKIE_AGE = 1  # the cookie was signed over a second ago by now
+    await asyncio.sleep(1.0)
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+
+
+@pytest.mark.usefixtures("hub")
+async def test_deactivating_the_user_closes_an_open_socket_with_4401(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    communicator, user = await subscribed_with_quick_rechecks(monkeypatch)
+    await asyncio.to_thread(User.objects.filter(pk=user.pk).update, is_active=False)
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+
+
+@pytest.mark.usefixtures("hub")
 async def test_discover_sends_the_queues_then_each_new_set(
     redis_client: Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:

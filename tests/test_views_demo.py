@@ -1,10 +1,13 @@
-"""manage.py demo: the login it prints works and may act; traffic starts when available."""
+"""manage.py demo: the login it prints works and may act; traffic starts when
+available; after its banner the terminal stays quiet."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,7 @@ from django.test import RequestFactory
 
 from dashboard.management.commands.demo import DEMO_USER, Command
 from dashboard.permissions import can_act
+from tests.e2e.server import ROOT, free_port, process_env, terminate, wait_until_serving
 
 
 def test_demo_user_gets_a_fresh_password_and_may_act(db: None) -> None:
@@ -49,3 +53,33 @@ def test_demo_traffic_runs_in_the_background(monkeypatch: pytest.MonkeyPatch) ->
     assert thread is not None
     thread.join(5)
     assert not thread.is_alive()
+
+
+def test_after_its_banner_the_demo_prints_nothing_once_it_serves(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """The terminal shows the URL and the login, then stays quiet: the server's
+    start-up lines are not repeated under the banner (the settings' LOGGING
+    passes INFO from every logger)."""
+    port = free_port()
+    env = process_env(redis_url, tmp_path)
+    log_path = tmp_path / "demo.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "demo", "--no-traffic", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_until_serving(
+            "manage.py demo", process, f"http://127.0.0.1:{port}/login/", log_path, timeout=60
+        )
+        output = log_path.read_text()
+        assert "stop with Ctrl+C" in output, output
+        after_banner = output.split("stop with Ctrl+C\n", 1)[1]
+        assert after_banner == "", after_banner
+    finally:
+        terminate(process)

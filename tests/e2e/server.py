@@ -70,9 +70,9 @@ def manage(env: dict[str, str], *args: str) -> None:
     )
 
 
-def prepare(redis_url: str, workdir: Path, **settings: str) -> dict[str, str]:
-    """The environment of a dashboard process on ``redis_url``, its database ready."""
-    env = {
+def process_env(redis_url: str, workdir: Path, **settings: str) -> dict[str, str]:
+    """The environment of a dashboard process on ``redis_url``, its database in ``workdir``."""
+    return {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
@@ -84,6 +84,11 @@ def prepare(redis_url: str, workdir: Path, **settings: str) -> dict[str, str]:
         "PYTHONUNBUFFERED": "1",
         **settings,
     }
+
+
+def prepare(redis_url: str, workdir: Path, **settings: str) -> dict[str, str]:
+    """The environment of a dashboard process on ``redis_url``, its database ready."""
+    env = process_env(redis_url, workdir, **settings)
     manage(env, "migrate", "--noinput")
     manage(env, "shell", "-c", CREATE_USER.format(username=USERNAME, password=PASSWORD))
     return env
@@ -125,23 +130,12 @@ class DashboardServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise ServerFailed(
-                    f"{self.command} exited with {self.process.returncode}:\n{self.log()}"
-                )
-            try:
-                # Our own http:// URL, never user input.
-                with urllib.request.urlopen(self.url + self.ready_path, timeout=2) as response:  # noqa: S310
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.1)
-        raise ServerFailed(f"{self.command} did not answer within {timeout}s:\n{self.log()}")
+        wait_until_serving(
+            self.command, self.process, self.url + self.ready_path, self.log_path, timeout
+        )
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-3000:]
+        return log_tail(self.log_path)
 
     def stop(self) -> None:
         if self.process is not None:
@@ -149,19 +143,59 @@ class DashboardServer:
         self.process = None
 
 
-def login_cookie(base_url: str) -> str:
-    """Log in through the form over plain HTTP; the Cookie header a socket sends."""
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+def log_tail(log_path: Path) -> str:
+    return log_path.read_text(errors="replace")[-3000:]
+
+
+def wait_until_serving(
+    name: str,
+    process: subprocess.Popen[bytes],
+    url: str | urllib.request.Request,
+    log_path: Path,
+    timeout: float = 30.0,
+) -> None:
+    """Returns once ``url`` (or the request, with the headers a proxy would
+    add) answers 200; ServerFailed (with the end of the process's log) if the
+    process, called ``name`` there, exits first or the time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ServerFailed(f"{name} exited with {process.returncode}:\n{log_tail(log_path)}")
+        try:
+            # Our own http:// URL, never user input.
+            with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.1)
+    raise ServerFailed(f"{name} did not answer within {timeout}s:\n{log_tail(log_path)}")
+
+
+def submit_login(
+    opener: urllib.request.OpenerDirector, base_url: str, password: str = PASSWORD
+) -> int:
+    """The login form, filled in as the test user and sent; the answer's status."""
     # Our own http:// server URL, never user input.
     form = opener.open(base_url + "/login/").read().decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
     assert token is not None
     body = urllib.parse.urlencode(
-        {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token.group(1)}
+        {"username": USERNAME, "password": password, "csrfmiddlewaretoken": token.group(1)}
     ).encode()
     login = urllib.request.Request(  # noqa: S310 (see above)
         base_url + "/login/", body, {"Referer": base_url + "/login/"}
     )
-    opener.open(login)
+    try:
+        with opener.open(login) as response:
+            status: int = response.status
+            return status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def login_cookie(base_url: str) -> str:
+    """Log in through the form over plain HTTP; the Cookie header a socket sends."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    submit_login(opener, base_url)
     return "; ".join(f"{c.name}={c.value}" for c in jar)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import logging
 import os
 import secrets
 import threading
@@ -110,5 +111,10 @@ class Command(BaseCommand):
 
         from dashboard.asgi import application
 
+        # The banner above says where the server listens; daphne's start-up
+        # lines (INFO, which the settings' LOGGING passes) would only repeat it
+        # in a terminal that stays quiet while the demo runs. Its warnings and
+        # errors still show.
+        logging.getLogger("daphne").setLevel(logging.WARNING)
         endpoints = build_endpoint_description_strings(host=host, port=port)
         Server(application, endpoints=endpoints, verbosity=0).run()

@@ -1,0 +1,825 @@
+"""The OpenAPI 3.1 description of the JSON API, served as JSON at ``<API root>schema/``.
+
+One source per fact: the paths are the API's own URL patterns (wherever the
+app is mounted, the server URL is reversed), the operations are keyed here by
+URL name, and the enums and limits come from the modules that enforce them.
+tests/test_openapi.py calls every operation against a real Redis and checks
+each answer against this document, and that every API URL has an operation.
+
+The document is behind the API's own rule (a logged-in staff user with
+``dashboard.view_queues``): it reveals nothing secret, but the rule of the
+dashboard is that nothing answers anonymous users; they get the API's JSON 401.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+from importlib import metadata
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.views.decorators.http import require_GET
+
+from dashboard import actions, api
+from dashboard.permissions import api_permission
+from queues import inspect
+from queues.errors import ErrorCode
+from queues.keys import MAX_JOB_ID_LENGTH
+
+Schema = dict[str, Any]
+
+# --------------------------------------------------------------------------- building blocks
+
+
+def _ref(kind: str, name: str) -> Schema:
+    return {"$ref": f"#/components/{kind}/{name}"}
+
+
+def _schema(name: str) -> Schema:
+    return _ref("schemas", name)
+
+
+def _or_null(schema: Schema) -> Schema:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _object(
+    properties: dict[str, Schema], *, optional: Collection[str] = (), description: str = ""
+) -> Schema:
+    """A closed object: every property but the optional ones is always there,
+    and nothing else is (so a new field the document lacks fails the tests)."""
+    schema: Schema = {
+        "type": "object",
+        "properties": properties,
+        "required": [name for name in properties if name not in optional],
+        "additionalProperties": False,
+    }
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _array(items: Schema, **limits: int) -> Schema:
+    return {"type": "array", "items": items, **limits}
+
+
+def _map(values: Schema) -> Schema:
+    return {"type": "object", "additionalProperties": values}
+
+
+_STRING: Schema = {"type": "string"}
+_TEXT: Schema = {"type": "string", "minLength": 1}
+_BOOLEAN: Schema = {"type": "boolean"}
+_INTEGER: Schema = {"type": "integer"}
+_COUNT: Schema = {"type": "integer", "minimum": 0}
+_NUMBER: Schema = {"type": "number"}
+_ANY: Schema = {"description": "Any JSON value, as the job's writer stored it"}
+_MOMENT: Schema = {
+    "type": ["integer", "null"],
+    "description": "Milliseconds since the epoch; null when not set (or not a number)",
+}
+_STATE: Schema = {"type": "string", "enum": list(inspect.STATES)}
+_FINISHED_STATE: Schema = {"type": "string", "enum": list(actions.FINISHED_STATES)}
+# keys.validate_job_id: printable, no ':' (the key separator), at most 512 characters.
+_JOB_ID: Schema = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_JOB_ID_LENGTH,
+    "pattern": "^[^:\\u0000-\\u001f\\u007f]+$",
+}
+_STREAM_ID: Schema = {"type": "string", "pattern": "^[0-9]+-[0-9]+$"}
+
+# --------------------------------------------------------------------------- answers
+
+
+def _schemas() -> dict[str, Schema]:
+    action_result = {
+        "action": {"type": "string", "enum": [*actions.JOB_ACTIONS, *actions.QUEUE_ACTIONS]},
+        "queue": _TEXT,
+        "count": {**_COUNT, "description": "Jobs moved"},
+        "message": {**_STRING, "description": "What happened, in the words the page shows"},
+        "results": _array(_schema("JobOutcome"), maxItems=actions.MAX_JOBS_PER_ACTION),
+        "skipped": _array(_schema("SkippedJob")),
+    }
+    return {
+        "ErrorDetail": _object({"code": _TEXT, "message": _TEXT}),
+        "Error": _object(
+            {"error": _schema("ErrorDetail")},
+            description="Every error under the API, whoever answered it",
+        ),
+        "QueueSummary": _object(
+            {
+                "queue": {**_TEXT, "description": "`prefix:name`"},
+                "prefix": _TEXT,
+                "name": _TEXT,
+                "counts": _object(
+                    dict.fromkeys(inspect.STATES, _COUNT),
+                    description="Jobs per state; `wait` holds the paused list too",
+                ),
+                "paused": _BOOLEAN,
+                "metrics": _object(
+                    {
+                        "completed_per_minute": _array(_COUNT, maxItems=inspect.METRICS_POINTS),
+                        "failed_per_minute": _array(_COUNT, maxItems=inspect.METRICS_POINTS),
+                    },
+                    description="Finishes per full minute, oldest first (empty without "
+                    "worker metrics)",
+                ),
+            }
+        ),
+        "QueueList": _object({"queues": _array(_schema("QueueSummary"))}),
+        "ProgressBar": _object(
+            {
+                "percent": {"type": "integer", "minimum": 0, "maximum": 100},
+                "done": _or_null(_NUMBER),
+                "total": _or_null(_NUMBER),
+            },
+            description="A progress value the dashboard can draw as a bar: a percent, or "
+            "counted work (`done` of `total`; null for a plain percent)",
+        ),
+        "JobRow": _object(
+            {
+                "id": _JOB_ID,
+                "state": _STATE,
+                "missing": {**_BOOLEAN, "description": "Listed in the state, its hash gone"},
+                "name": _STRING,
+                "timestamp": _MOMENT,
+                "processed_on": _MOMENT,
+                "finished_on": _MOMENT,
+                "attempts_made": _INTEGER,
+                "attempts": {**_INTEGER, "minimum": 1},
+                "progress": _ANY,
+                "progress_bar": _or_null(_schema("ProgressBar")),
+                "failed_reason": _or_null({**_STRING, "description": "Its first line"}),
+                "priority": _INTEGER,
+                "delay": _INTEGER,
+                "due": {**_MOMENT, "description": "When a delayed job becomes ready"},
+            }
+        ),
+        "JobPage": _object(
+            {
+                "queue": _TEXT,
+                "state": _STATE,
+                "start": _COUNT,
+                "end": {**_COUNT, "description": "One-based index of the last job shown"},
+                "total": {**_COUNT, "description": "Jobs in the state"},
+                "jobs": _array(_schema("JobRow"), maxItems=api.MAX_RANGE),
+            }
+        ),
+        "FailedAttempt": _object(
+            {
+                "attempt": _or_null({"type": "integer", "minimum": 1}),
+                "reason": _STRING,
+                "trace": {**_STRING, "description": "The stack trace; empty when none kept"},
+            }
+        ),
+        "Event": _object(
+            {
+                "id": {**_STREAM_ID, "description": "The stream id"},
+                "event": _STRING,
+                "job_id": _or_null(_STRING),
+                "timestamp": _COUNT,
+                "fields": _map(_STRING),
+            }
+        ),
+        "EventPage": _object(
+            {
+                "queue": _TEXT,
+                "events": _array(_schema("Event"), maxItems=api.MAX_RANGE),
+                "next_before": _or_null(
+                    {**_STREAM_ID, "description": "Pass as `before` for older events"}
+                ),
+                "newest_id": _or_null(_STREAM_ID),
+            }
+        ),
+        "JobDetail": _object(
+            {
+                "queue": _TEXT,
+                "id": _JOB_ID,
+                "state": {
+                    "enum": [*inspect.STATES, None],
+                    "description": "null: the hash exists but no state holds the id",
+                },
+                "name": _STRING,
+                "data": {
+                    "description": "The job's data; null when truncated or not JSON "
+                    "(then see `data_text`)"
+                },
+                "data_text": _or_null(_STRING),
+                "data_truncated": {
+                    **_BOOLEAN,
+                    "description": f"Over {inspect.DATA_DISPLAY_LIMIT // 1024} KB: "
+                    "`data_text` holds the start; `?full=1` for all",
+                },
+                "data_size": {**_COUNT, "description": "Bytes"},
+                "opts": _or_null({"type": "object"}),
+                "opts_text": _or_null({**_STRING, "description": "opts that are not JSON"}),
+                "timestamp": _MOMENT,
+                "delay": _INTEGER,
+                "priority": _INTEGER,
+                "processed_on": _MOMENT,
+                "finished_on": _MOMENT,
+                "attempts_made": _INTEGER,
+                "attempts_started": _INTEGER,
+                "attempts": {**_INTEGER, "minimum": 1},
+                "stalled_counter": _INTEGER,
+                "processed_by": _or_null(_STRING),
+                "progress": _ANY,
+                "progress_bar": _or_null(_schema("ProgressBar")),
+                "returnvalue": _ANY,
+                "failed_reason": _or_null(_STRING),
+                "stacktrace": _array(_STRING),
+                "failed_attempts": _array(_schema("FailedAttempt")),
+                "deferred_failure": _or_null(_STRING),
+                "lock": _or_null(
+                    _object({"token": _STRING, "ttl_ms": _or_null(_COUNT)}),
+                ),
+                "logs": _object({"start": _COUNT, "total": _COUNT, "lines": _array(_STRING)}),
+                "parent": _or_null(_object({"queue": _TEXT, "id": _JOB_ID})),
+                "children": _object(
+                    {
+                        "pending": _array(_STRING),
+                        "pending_total": _COUNT,
+                        "processed": _map(_STRING),
+                        "processed_total": _COUNT,
+                    }
+                ),
+                "extra": {**_map(_STRING), "description": "Hash fields no runtime defines"},
+                "events": {
+                    **_array(_schema("Event")),
+                    "description": "Its latest events, newest first",
+                },
+            }
+        ),
+        "JobOutcome": _object(
+            {
+                "id": _JOB_ID,
+                "ok": _BOOLEAN,
+                "code": {
+                    "type": "string",
+                    "enum": ["ok", *_refusal_codes(upper=True)],
+                    "description": "`ok`, or why the job was not moved",
+                },
+                "message": _TEXT,
+            }
+        ),
+        "SkippedJob": _object(
+            {
+                "id": {**_STRING, "description": "As the queue's key holds it"},
+                "reason": {**_TEXT, "description": "Why, in words"},
+                "code": {
+                    **_TEXT,
+                    "description": "`missing`, `not_a_job`, `type:<type>`, `field:<name>`, "
+                    "`key:<name>` or `states:<a>,<b>`",
+                },
+            },
+            description="A job a bulk action left where it was because its keys are broken",
+        ),
+        "ActionResult": _object(action_result),
+        "ActionRefused": _object(
+            {**action_result, "error": _schema("ErrorDetail")},
+            description="Nothing moved: `error` says why, `results` has one entry per id",
+        ),
+        "JobActionRequest": {
+            **_object(
+                {
+                    "action": {"type": "string", "enum": list(actions.JOB_ACTIONS)},
+                    "ids": {
+                        "anyOf": [
+                            _array(_JOB_ID, minItems=1, maxItems=actions.MAX_JOBS_PER_ACTION),
+                            _JOB_ID,
+                        ]
+                    },
+                    "id": {**_JOB_ID, "description": "One job, instead of `ids`"},
+                    "state": {
+                        **_FINISHED_STATE,
+                        "default": "failed",
+                        "description": "Which finished set `retry` takes the jobs from",
+                    },
+                    "reason": {
+                        **_STRING,
+                        "description": "For `fail`: the reason the jobs get (a long one is cut)",
+                    },
+                },
+                optional=("ids", "id", "state", "reason"),
+            ),
+            "anyOf": [{"required": ["ids"]}, {"required": ["id"]}],
+        },
+        "QueueActionRequest": {
+            **_object(
+                {
+                    "action": {"type": "string", "enum": list(actions.QUEUE_ACTIONS)},
+                    "state": {
+                        **_FINISHED_STATE,
+                        "default": "failed",
+                        "description": "The finished set `retry_all` and `clean` work on",
+                    },
+                    "grace_ms": {
+                        "description": "For `clean`: remove only jobs finished longer ago "
+                        "(milliseconds; a JSON integer, or digits in a form)",
+                        "anyOf": [
+                            {"type": "integer", "minimum": 0, "maximum": api.MAX_MILLISECONDS},
+                            {"type": "string", "pattern": "^\\s*[0-9]{1,16}\\s*$"},
+                        ],
+                    },
+                },
+                optional=("state", "grace_ms"),
+            ),
+            "if": {"properties": {"action": {"const": "clean"}}},
+            "then": {"required": ["grace_ms"]},
+        },
+        "OpenAPIDocument": {
+            "type": "object",
+            "required": ["openapi", "info", "paths"],
+            "properties": {"openapi": {"type": "string", "pattern": "^3\\.1\\."}},
+        },
+    }
+
+
+def _refusal_codes(*, upper: bool) -> list[str]:
+    """Why a job action left a job where it was: a script's error code, or its
+    keys being broken. Upper case in ``results``, lower case as the error code."""
+    names = [code.name for code in ErrorCode] + ["JOB_BROKEN"]
+    return names if upper else [name.lower() for name in names]
+
+
+def _with_codes(schema_name: str, codes: Collection[str]) -> Schema:
+    return {
+        "allOf": [
+            _schema(schema_name),
+            {"properties": {"error": {"properties": {"code": {"enum": list(codes)}}}}},
+        ]
+    }
+
+
+def _error(
+    description: str,
+    codes: Collection[str],
+    *,
+    refused_codes: Collection[str] = (),
+    headers: Collection[str] = (),
+) -> Schema:
+    """An error answer: ``Error`` with one of ``codes``; with ``refused_codes``,
+    alternatively an ``ActionRefused`` (per-id results beside the error)."""
+    schema = _with_codes("Error", codes)
+    if refused_codes:
+        schema = {"oneOf": [schema, _with_codes("ActionRefused", refused_codes)]}
+    answer: Schema = {
+        "description": description,
+        "content": {"application/json": {"schema": schema}},
+    }
+    if headers:
+        answer["headers"] = {name: _ref("headers", name) for name in headers}
+    return answer
+
+
+_JOB_REFUSALS = [code for code in _refusal_codes(upper=False) if code != "job_not_exist"]
+# Every error answer: its status and what it holds (components.responses).
+_ERRORS: dict[str, tuple[str, Schema]] = {
+    "BadRequest": (
+        "400",
+        _error(
+            "Bad input: not JSON, nested too deep, `NaN`/`Infinity`/`1e400`, a field of the "
+            "wrong type, an unknown action or state, an invalid job id or stream id",
+            ["bad_request"],
+        ),
+    ),
+    "Unauthenticated": ("401", _error("Not logged in", ["unauthenticated"])),
+    "Forbidden": (
+        "403",
+        _error("The user may not view queues (staff with `dashboard.view_queues`)", ["forbidden"]),
+    ),
+    "ForbiddenToAct": (
+        "403",
+        _error(
+            "The user may not act (`dashboard.act_on_queues`), the dashboard is read-only, "
+            "or the CSRF check failed (`csrf_failed`: the message says how to send the token)",
+            ["forbidden", "csrf_failed"],
+        ),
+    ),
+    "NotFound": ("404", _error("No such queue, job or API path", ["not_found"])),
+    "JobNotFound": (
+        "404",
+        _error(
+            "No such queue (`not_found`), or no job with that id (`job_not_exist`, with "
+            "the per-id results)",
+            ["not_found"],
+            refused_codes=["job_not_exist"],
+        ),
+    ),
+    "MethodNotAllowed": (
+        "405",
+        _error(
+            "A method the path does not take (any path, any method not listed)",
+            ["method_not_allowed"],
+            headers=["Allow"],
+        ),
+    ),
+    "JobRefused": (
+        "409",
+        _error(
+            "Nothing moved: the job is not in the state the action starts from "
+            "(`job_not_in_state`), its keys are broken (`job_broken`), a worker holds it... "
+            "with the per-id results; or a key of the queue has the wrong type (`corrupt_key`)",
+            ["corrupt_key"],
+            refused_codes=_JOB_REFUSALS,
+        ),
+    ),
+    "CorruptKey": (
+        "409",
+        _error("A key of the queue has the wrong type: nothing was changed", ["corrupt_key"]),
+    ),
+    "BodyTooLarge": (
+        "413",
+        _error(
+            "A body over Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` (2.5 MB by default)",
+            ["body_too_large"],
+        ),
+    ),
+    "ServerError": (
+        "500",
+        _error("A bug: it has been logged (the API answers JSON even then)", ["server_error"]),
+    ),
+    "RedisUnavailable": (
+        "503",
+        _error(
+            "Redis cannot be reached; an action may or may not have run (the message says)",
+            ["redis_unavailable"],
+            headers=["Retry-After"],
+        ),
+    ),
+    "RedisOutOfMemory": (
+        "507",
+        _error(
+            "Redis is over its `maxmemory`: nothing was changed, or (a bulk action) the "
+            "message says what its earlier batches moved",
+            ["redis_out_of_memory"],
+        ),
+    ),
+}
+
+
+_HEADERS: dict[str, Schema] = {
+    "Allow": {
+        "description": "The methods the path takes",
+        "required": True,
+        "schema": {"type": "string"},
+    },
+    "Retry-After": {
+        "description": "Seconds to wait before trying again",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 0},
+    },
+}
+
+
+def _parameter(where: str, name: str, description: str, schema: Schema) -> Schema:
+    return {
+        "name": name,
+        "in": where,
+        "required": where == "path",  # every query parameter may be left out
+        "description": description,
+        "schema": schema,
+    }
+
+
+_SEGMENT = "a `/` in it is written `~s`, a `~` as `~~`"
+_PARAMETERS: dict[str, Schema] = {
+    "prefix": _parameter("path", "prefix", f"The queue's key prefix (`bull`); {_SEGMENT}", _TEXT),
+    "name": _parameter("path", "name", f"The queue's name; {_SEGMENT}", _TEXT),
+    "job_id": _parameter(
+        "path",
+        "job_id",
+        "The job's id (it may contain `/`: it takes the rest of the path)",
+        _JOB_ID,
+    ),
+}
+
+
+def _query(name: str, description: str, schema: Schema) -> Schema:
+    return _parameter("query", name, description, schema)
+
+
+def _page_size(default: int) -> Schema:
+    return {"type": "integer", "minimum": 1, "maximum": api.MAX_RANGE, "default": default}
+
+
+# --------------------------------------------------------------------------- operations
+
+_READ: list[dict[str, list[str]]] = [{"session": []}]
+_ACT: list[dict[str, list[str]]] = [{"session": [], "csrfCookie": [], "csrfHeader": []}]
+_GARBAGE = " (anything not a number reads as the default)"
+
+
+def _answer(description: str, schema_name: str) -> Schema:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": _schema(schema_name)}},
+    }
+
+
+def _errors(*names: str) -> dict[str, Schema]:
+    return {_ERRORS[name][0]: _ref("responses", name) for name in names}
+
+
+_VIEW_ERRORS = ("Unauthenticated", "Forbidden", "ServerError")
+_READ_ERRORS = (*_VIEW_ERRORS, "NotFound", "RedisUnavailable")
+_ACT_ERRORS = (
+    "BadRequest",
+    "Unauthenticated",
+    "ForbiddenToAct",
+    "BodyTooLarge",
+    "ServerError",
+    "RedisUnavailable",
+    "RedisOutOfMemory",
+)
+
+
+def _body(schema_name: str, example: dict[str, Any]) -> Schema:
+    return {
+        "required": True,
+        "description": "JSON, or the same fields as a form (`ids` repeated)",
+        "content": {
+            "application/json": {"schema": _schema(schema_name), "example": example},
+            "application/x-www-form-urlencoded": {
+                "schema": _schema(schema_name),
+                "encoding": {"ids": {"style": "form", "explode": True}},
+            },
+        },
+    }
+
+
+# Keyed by URL name (dashboard/urls.py): the method and the operation.
+OPERATIONS: dict[str, tuple[str, Schema]] = {
+    "queues": (
+        "get",
+        {
+            "operationId": "listQueues",
+            "tags": ["queues"],
+            "summary": "Every queue the dashboard shows, with counts and metrics",
+            "responses": {
+                "200": _answer("The queues", "QueueList"),
+                **_errors(*_VIEW_ERRORS, "RedisUnavailable"),
+            },
+        },
+    ),
+    "queue": (
+        "get",
+        {
+            "operationId": "getQueue",
+            "tags": ["queues"],
+            "summary": "One queue, shaped like an entry of the list",
+            "responses": {"200": _answer("The queue", "QueueSummary"), **_errors(*_READ_ERRORS)},
+        },
+    ),
+    "jobs": (
+        "get",
+        {
+            "operationId": "listJobs",
+            "tags": ["jobs"],
+            "summary": "One page of the jobs in a state, newest first",
+            "parameters": [
+                _query("state", "The state listed", {**_STATE, "default": "wait"}),
+                _query("start", "Position of the first job" + _GARBAGE, {**_COUNT, "default": 0}),
+                _query(
+                    "end",
+                    f"Position of the last job, inclusive (default `start` + 49; at "
+                    f"most {api.MAX_RANGE} jobs a page)" + _GARBAGE,
+                    _COUNT,
+                ),
+            ],
+            "responses": {
+                "200": _answer("The page", "JobPage"),
+                **_errors("BadRequest", *_READ_ERRORS),
+            },
+        },
+    ),
+    "job": (
+        "get",
+        {
+            "operationId": "getJob",
+            "tags": ["jobs"],
+            "summary": "Everything about one job: data, options, attempts, logs, family, events",
+            "parameters": [
+                _query("logs_start", "First log line" + _GARBAGE, {**_COUNT, "default": 0}),
+                _query("logs_size", "Log lines" + _GARBAGE, _page_size(50)),
+                _query(
+                    "full", "`1`: the whole data, however large", {"type": "string", "enum": ["1"]}
+                ),
+            ],
+            "responses": {"200": _answer("The job", "JobDetail"), **_errors(*_READ_ERRORS)},
+        },
+    ),
+    "events": (
+        "get",
+        {
+            "operationId": "listEvents",
+            "tags": ["events"],
+            "summary": "The queue's events, newest first",
+            "parameters": [
+                _query(
+                    "before",
+                    "Only events older than this stream id (`next_before` of the previous page)",
+                    {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$"},
+                ),
+                _query("type", "Only events of this type (e.g. `failed`)", _STRING),
+                _query("job", "Only this job's events", _STRING),
+                _query("count", "Events a page" + _GARBAGE, _page_size(50)),
+            ],
+            "responses": {
+                "200": _answer("The page", "EventPage"),
+                **_errors("BadRequest", *_READ_ERRORS),
+            },
+        },
+    ),
+    "job_actions": (
+        "post",
+        {
+            "operationId": "actOnJobs",
+            "tags": ["actions"],
+            "summary": "Retry, promote, fail or remove jobs by id",
+            "description": "Each job moves by itself; the answer is 200 when any moved, with "
+            "one result per id. When none moved, the status and `error` are the first "
+            "refusal's, the results beside them.",
+            "security": _ACT,
+            "requestBody": _body(
+                "JobActionRequest", {"action": "retry", "ids": ["42"], "state": "failed"}
+            ),
+            "responses": {
+                "200": _answer("Done (for some ids at least)", "ActionResult"),
+                **_errors(*_ACT_ERRORS, "JobNotFound", "JobRefused"),
+            },
+        },
+    ),
+    "queue_actions": (
+        "post",
+        {
+            "operationId": "actOnQueue",
+            "tags": ["actions"],
+            "summary": "Retry all, promote all, clean, pause or resume a queue",
+            "description": "Bulk moves run in bounded batches; jobs whose keys are broken stay "
+            "where they are and are listed in `skipped`.",
+            "security": _ACT,
+            "requestBody": _body(
+                "QueueActionRequest", {"action": "clean", "state": "completed", "grace_ms": 3600000}
+            ),
+            "responses": {
+                "200": _answer("Done", "ActionResult"),
+                **_errors(*_ACT_ERRORS, "NotFound", "CorruptKey"),
+            },
+        },
+    ),
+    "schema": (
+        "get",
+        {
+            "operationId": "getSchema",
+            "tags": ["schema"],
+            "summary": "This document",
+            "responses": {
+                "200": _answer("The OpenAPI document", "OpenAPIDocument"),
+                **_errors(*_VIEW_ERRORS),
+            },
+        },
+    ),
+}
+
+_DESCRIPTION = """\
+The data and actions of the dashboard's pages, as JSON: same login, same
+permissions, same read model.
+
+**Access.** A logged-in, active staff user (the session cookie); reading needs
+the permission `dashboard.view_queues`, every POST also `dashboard.act_on_queues`
+(and is refused for everyone when the dashboard is read-only). A POST needs the
+CSRF token: the CSRF cookie's value in the CSRF header (see the security schemes).
+
+**Errors.** Every answer is JSON, also those Django gives itself. Errors are
+`{"error": {"code", "message"}}`. Besides the statuses each operation lists, any
+path below the API root answers `404 not_found` when unknown, and any method an
+operation does not list answers `405 method_not_allowed` with `Allow`
+(components: `NotFound`, `MethodNotAllowed`).
+
+**Queues in paths.** `{prefix}/{name}`, each segment with `/` written `~s` and
+`~` written `~~`.
+"""
+
+
+# --------------------------------------------------------------------------- the document
+
+_CONVERTED = re.compile(r"<(?:\w+:)?(\w+)>")
+
+
+def _api_resolver(namespace: str, urlconf: str | None) -> URLResolver:
+    resolver = get_resolver(urlconf)
+    for part in namespace.split(":"):
+        resolver = resolver.namespace_dict[part][1]
+    return resolver
+
+
+def _endpoints(resolver: URLResolver) -> Iterator[tuple[URLPattern, str]]:
+    """Each endpoint of the API and its OpenAPI path (relative to the API root)."""
+    for pattern in resolver.url_patterns:
+        if isinstance(pattern, URLPattern):
+            yield pattern, "/" + _CONVERTED.sub(r"{\1}", str(pattern.pattern))
+
+
+def _converters(pattern: URLPattern) -> dict[str, object]:
+    """The path parameters of a route, by name, in order."""
+    converters: dict[str, object] = getattr(pattern.pattern, "converters", {})
+    return converters
+
+
+def _api_root(namespace: str, resolver: URLResolver, urlconf: str | None) -> str:
+    """Where the API is mounted (script prefix included): the reversed URL of an
+    endpoint without parameters, less that endpoint's own route."""
+    for pattern, _ in _endpoints(resolver):
+        if pattern.name and not _converters(pattern):
+            url = reverse(f"{namespace}:{pattern.name}", urlconf=urlconf)
+            return url.removesuffix(str(pattern.pattern))
+    raise LookupError(f"the API namespace {namespace!r} has no endpoint without parameters")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("echomq-dashboard")
+    except metadata.PackageNotFoundError:  # running from a checkout that was never installed
+        return "0+unknown"
+
+
+def document(namespace: str, urlconf: str | None = None) -> Schema:
+    """The OpenAPI document of the API under URL ``namespace``
+    (``"dashboard:api"``, or ``"<instance>:api"`` where a project includes the
+    app under an instance namespace of its own)."""
+    resolver = _api_resolver(namespace, urlconf)
+    paths: dict[str, Schema] = {}
+    for pattern, path in _endpoints(resolver):
+        if pattern.name not in OPERATIONS:
+            continue  # undocumented: tests/test_openapi.py fails on it
+        method, operation = OPERATIONS[pattern.name]
+        parameters = [_ref("parameters", name) for name in _converters(pattern)]
+        paths[path] = {
+            method: {
+                **operation,
+                "parameters": parameters + operation.get("parameters", []),
+                "responses": dict(sorted(operation["responses"].items())),
+            }
+        }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "EchoMQ Dashboard API",
+            "version": _version(),
+            "description": _DESCRIPTION,
+        },
+        "servers": [{"url": _api_root(namespace, resolver, urlconf).rstrip("/") or "/"}],
+        "security": _READ,
+        "tags": [{"name": name} for name in ("queues", "jobs", "events", "actions", "schema")],
+        "paths": paths,
+        "components": {
+            "schemas": _schemas(),
+            "responses": {name: answer for name, (_, answer) in _ERRORS.items()},
+            "parameters": _PARAMETERS,
+            "headers": _HEADERS,
+            "securitySchemes": {
+                "session": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": settings.SESSION_COOKIE_NAME,
+                    "description": "The login session (log in at the dashboard)",
+                },
+                "csrfCookie": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": settings.CSRF_COOKIE_NAME,
+                    "description": "The CSRF cookie the pages set",
+                },
+                "csrfHeader": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": _csrf_header(),
+                    "description": "The CSRF cookie's value, on every POST",
+                },
+            },
+        },
+    }
+
+
+def _csrf_header() -> str:
+    """The CSRF header's name. The setting holds it as a WSGI META key, which
+    has lost its case: Django's default is named as Django's documentation
+    spells it, another one as its META key gives it (header names ignore case)."""
+    meta: str = settings.CSRF_HEADER_NAME
+    if meta == "HTTP_X_CSRFTOKEN":
+        return "X-CSRFToken"
+    return meta.removeprefix("HTTP_").replace("_", "-")
+
+
+@require_GET
+@api_permission()
+def schema(request: HttpRequest) -> HttpResponse:
+    """This document, for the API this request reached (wherever it is mounted)."""
+    match = request.resolver_match
+    assert match is not None  # a view is only called through the resolver
+    return JsonResponse(document(match.namespace, getattr(request, "urlconf", None)))

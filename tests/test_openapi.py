@@ -1,0 +1,564 @@
+"""The OpenAPI document (dashboard/openapi.py) is valid OpenAPI 3.1 and holds
+for the API's real answers.
+
+Every endpoint is called through the Django test client against a real Redis
+with seeded jobs, as each kind of user, with good and bad input, with Redis
+full, gone, and with a view crashing: every documented status of every
+operation is provoked. openapi-core checks each answer (status, content type,
+headers, body) against the document, whose objects are closed: a field, a
+status or a content type the document lacks fails. The statuses seen must be
+exactly those documented, and every URL of the API must have an operation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlencode
+
+import pytest
+import schemathesis
+from django.conf import settings as django_settings
+from django.core.exceptions import RequestDataTooBig
+from django.core.wsgi import get_wsgi_application
+from django.test import Client
+from django.urls import URLPattern, get_resolver, include, path, reverse
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from openapi_core import OpenAPI
+from openapi_core.contrib.django import DjangoOpenAPIRequest, DjangoOpenAPIResponse
+from openapi_core.exceptions import OpenAPIError
+from openapi_spec_validator import OpenAPIV31SpecValidator
+from redis import Redis
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from dashboard import permissions
+from dashboard.openapi import OPERATIONS
+from queues import discovery
+from queues.inspect import DATA_DISPLAY_LIMIT, STATES, QueueRef
+from tests.dashboard_seed import now_ms, seed_events, seed_job, seed_metrics
+from tests.e2e.server import free_port
+from tests.test_out_of_memory import redis_full
+
+EMAILS = QueueRef("bull", "emails")
+# A name with both characters the URL segments escape ('/' as ~s, '~' as ~~).
+ODD = QueueRef("bull", "team/a~b")
+# A queue whose wait key another writer turned into a set: moves into it are refused.
+JAMMED = QueueRef("bull", "jammed")
+CSRF_TOKEN = "k" * 32  # a CSRF secret as Django's cookie holds it
+
+
+# The API's URL namespace (dashboard.urls), wherever the app's URLs are included.
+API = "dashboard:api"
+
+
+def url(name: str, ref: QueueRef = EMAILS, **kwargs: str) -> str:
+    needs_queue = name not in ("queues", "schema")
+    queue = {"prefix": ref.prefix, "name": ref.name} if needs_queue else {}
+    return reverse(f"{API}:{name}", kwargs={**queue, **kwargs})
+
+
+def _client(user: Any | None, *, csrf: bool = True) -> Client:
+    """A client that passes Django's real CSRF check the way the document says:
+    the token in the CSRF cookie and in the header."""
+    client = Client(enforce_csrf_checks=True, raise_request_exception=False)
+    if user is not None:
+        client.force_login(user)
+    client.cookies[django_settings.CSRF_COOKIE_NAME] = CSRF_TOKEN
+    if csrf:
+        client.defaults[django_settings.CSRF_HEADER_NAME] = CSRF_TOKEN
+    return client
+
+
+class _Request(DjangoOpenAPIRequest):
+    """openapi-core's view of a Django request. It reads the body even to check
+    an answer; one over Django's limit is refused to every reader (the 413)."""
+
+    @property
+    def body(self) -> bytes:
+        try:
+            return super().body
+        except RequestDataTooBig:
+            return b""
+
+
+@dataclass
+class Checked:
+    """Validates answers against the document and remembers which
+    (path, method, status) each one was."""
+
+    document: dict[str, Any]
+    seen: set[tuple[str, str, str]] = field(default_factory=set)
+    codes: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.spec = OpenAPI.from_dict(self.document)
+        self.server = self.document["servers"][0]["url"]
+
+    def __call__(self, response: Any, status: int, *, valid_request: bool = True) -> Any:
+        assert response.status_code == status, (status, response.content[:400])
+        request = _Request(response.wsgi_request)
+        # The answer must be one the document describes, exactly.
+        self.spec.validate_response(request, DjangoOpenAPIResponse(response))
+        if valid_request:
+            # And a request made as the document says is one it accepts.
+            self.spec.validate_request(request)
+        template = request.path_pattern
+        assert template is not None
+        assert template.startswith(self.server)
+        method = response.wsgi_request.method.lower()
+        self.seen.add((template.removeprefix(self.server), method, str(status)))
+        body = response.json()
+        if isinstance(body, dict) and "error" in body:
+            self.codes.add(body["error"]["code"])
+        return body
+
+    def documented(self) -> set[tuple[str, str, str]]:
+        return {
+            (path_, method, status)
+            for path_, item in self.document["paths"].items()
+            for method, operation in item.items()
+            for status in operation["responses"]
+        }
+
+
+@pytest.fixture
+def users(make_user: Callable[..., Any]) -> dict[str, Any]:
+    return {role: make_user(role) for role in ("viewer", "actor", "nonstaff")}
+
+
+@pytest.fixture
+def document(users: dict[str, Any]) -> dict[str, Any]:
+    response = _client(users["viewer"]).get(url("schema"))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def _seed(client: Redis) -> None:
+    """Jobs in every state and shape the answers have branches for."""
+    keys = EMAILS.keys
+    seed_job(client, keys, "w1", data={"to": "a@example.com"})
+    seed_job(client, keys, "raw", fields={"data": "not json", "opts": "{not json"})
+    seed_job(client, keys, "big", data={"blob": "x" * (DATA_DISPLAY_LIMIT + 10)})
+    seed_job(client, keys, "p1", state="prioritized", opts={"priority": 5})
+    seed_job(client, keys, "d1", state="delayed")
+    seed_job(
+        client, keys, "a1", state="active", fields={"progress": json.dumps({"step": 1, "of": 4})}
+    )
+    client.set(keys.lock("a1"), "worker-token", px=30_000)
+    seed_job(client, keys, "parent", state="waiting-children")
+    client.sadd(keys.dependencies("parent"), keys.job("child1"))
+    client.hset(keys.processed("parent"), keys.job("child0"), json.dumps("done"))
+    seed_job(
+        client,
+        keys,
+        "child1",
+        state="completed",
+        fields={
+            "parentKey": keys.job("parent"),
+            "parent": json.dumps({"id": "parent", "queueKey": keys.base.rstrip(":")}),
+            "progress": "42",
+            "somethingElse": "kept in extra",
+        },
+    )
+    seed_job(client, keys, "c2", state="completed")
+    for job_id in ("f1", "f2", "f3", "f4"):
+        seed_job(client, keys, job_id, state="failed", opts={"attempts": 3})
+    client.rpush(keys.logs("f1"), "starting", "sending")
+    # A failed job whose key another writer replaced: single actions refuse
+    # it, bulk actions skip it.
+    client.zadd(keys.failed, {"broken": now_ms()})
+    client.set(keys.job("broken"), "not a hash")
+    seed_events(
+        client,
+        keys,
+        [("added", {"jobId": "w1", "name": "task"}), ("failed", {"jobId": "f1"}), ("drained", {})],
+    )
+    seed_metrics(client, keys, [1, 2, 3], [0, 1, 0], now_ms())
+    seed_job(client, ODD.keys, "batch/7")  # a '/' in a job id: it takes the rest of the path
+    seed_job(client, JAMMED.keys, "1", state="failed")
+    client.delete(JAMMED.keys.wait)
+    client.sadd(JAMMED.keys.wait, "not a list")
+
+
+def _post(client: Client, name: str, body: dict[str, Any], *, form: bool = False, **kw: Any) -> Any:
+    target = url(name, **kw)
+    if form:
+        form_body = urlencode(body, doseq=True)
+        return client.post(target, form_body, content_type="application/x-www-form-urlencoded")
+    return client.post(target, json.dumps(body), content_type="application/json")
+
+
+def _reads(check: Checked, viewer: Client) -> None:
+    check(viewer.get(url("queues")), 200)
+    check(viewer.get(url("schema")), 200)
+    check(viewer.get(url("queue")), 200)
+    assert check(viewer.get(url("queue", ODD)), 200)["name"] == ODD.name
+    assert check(viewer.get(url("job", ODD, job_id="batch/7")), 200)["id"] == "batch/7"
+    check(viewer.get(url("queue", QueueRef("bull", "nope"))), 404)
+    for state in STATES:
+        page = check(viewer.get(url("jobs"), {"state": state}), 200)
+        assert page["jobs"], f"nothing seeded in {state}: its rows would go unchecked"
+    check(viewer.get(url("jobs"), {"state": "failed", "start": 1, "end": 2}), 200)
+    check(viewer.get(url("jobs"), {"state": "bogus"}), 400, valid_request=False)
+    check(viewer.get(url("jobs"), {"start": 5, "end": 1}), 400)
+    check(viewer.get(url("jobs", QueueRef("bull", "nope"))), 404)
+    for job_id in ("w1", "raw", "big", "p1", "d1", "a1", "parent", "child1", "f1", "broken"):
+        detail = viewer.get(url("job", job_id=job_id))
+        if job_id == "broken":  # not a hash: no job to show
+            check(detail, 404)
+            continue
+        body = check(detail, 200)
+        assert body["id"] == job_id
+    assert check(viewer.get(url("job", job_id="big"), {"full": "1"}), 200)["data"] is not None
+    check(viewer.get(url("job", job_id="f1"), {"logs_start": 1, "logs_size": 1}), 200)
+    check(viewer.get(url("job", job_id="gone")), 404)
+    check(viewer.get(url("job", job_id="a:b")), 404, valid_request=False)
+    check(viewer.get(url("job", QueueRef("bull", "nope"), job_id="1")), 404)
+    page = check(viewer.get(url("events"), {"count": 1}), 200)
+    check(viewer.get(url("events"), {"before": page["next_before"], "type": "failed"}), 200)
+    check(viewer.get(url("events"), {"job": "w1"}), 200)
+    check(viewer.get(url("events"), {"before": "yesterday"}), 400, valid_request=False)
+    check(viewer.get(url("events", QueueRef("bull", "nope"))), 404)
+
+
+def _job_actions(check: Checked, actor: Client) -> None:
+    retried = check(_post(actor, "job_actions", {"action": "retry", "ids": ["f1"]}), 200)
+    assert retried["count"] == 1
+    again = check(_post(actor, "job_actions", {"action": "retry", "id": "f1"}), 409)
+    assert again["error"]["code"] == "job_not_in_state"
+    some = check(_post(actor, "job_actions", {"action": "retry", "ids": ["f2", "gone"]}), 200)
+    assert [r["ok"] for r in some["results"]] == [True, False]
+    gone = check(_post(actor, "job_actions", {"action": "remove", "ids": ["gone"]}), 404)
+    assert gone["error"]["code"] == "job_not_exist"
+    broken = check(_post(actor, "job_actions", {"action": "retry", "ids": ["broken"]}), 409)
+    assert broken["error"]["code"] == "job_broken"
+    check(_post(actor, "job_actions", {"action": "promote", "ids": ["d1"]}, form=True), 200)
+    form = {"action": "fail", "ids": ["w1", "p1"], "reason": "stop"}
+    check(_post(actor, "job_actions", form, form=True), 200)
+    body = {"action": "retry", "ids": ["child1"], "state": "completed"}
+    check(_post(actor, "job_actions", body), 200)
+    check(
+        _post(actor, "job_actions", {"action": "explode", "ids": ["f3"]}), 400, valid_request=False
+    )
+    check(_post(actor, "job_actions", {"action": "retry", "ids": []}), 400, valid_request=False)
+    check(
+        _post(
+            actor, "job_actions", {"action": "retry", "ids": ["f3"]}, ref=QueueRef("bull", "nope")
+        ),
+        404,
+    )
+    jammed = check(_post(actor, "job_actions", {"action": "retry", "ids": ["1"]}, ref=JAMMED), 409)
+    assert jammed["error"]["code"] == "corrupt_key"
+
+
+def _queue_actions(check: Checked, actor: Client) -> None:
+    done = check(_post(actor, "queue_actions", {"action": "retry_all", "state": "failed"}), 200)
+    assert [job["id"] for job in done["skipped"]] == ["broken"]
+    check(_post(actor, "queue_actions", {"action": "promote_all"}, form=True), 200)
+    clean = {"action": "clean", "state": "completed", "grace_ms": "0"}
+    check(_post(actor, "queue_actions", clean, form=True), 200)
+    check(_post(actor, "queue_actions", {"action": "clean", "grace_ms": 0}), 200)
+    check(_post(actor, "queue_actions", {"action": "pause"}), 200)
+    check(_post(actor, "queue_actions", {"action": "resume"}), 200)
+    check(_post(actor, "queue_actions", {"action": "clean"}), 400, valid_request=False)
+    check(_post(actor, "queue_actions", {"action": "pause"}, ref=QueueRef("bull", "nope")), 404)
+    jammed = check(_post(actor, "queue_actions", {"action": "retry_all"}, ref=JAMMED), 409)
+    assert jammed["error"]["code"] == "corrupt_key"
+
+
+def _refusals(check: Checked, users: dict[str, Any]) -> None:
+    """Who may not, and requests refused before any view ran."""
+    reads = [url("queues"), url("schema"), url("queue"), url("jobs"), url("events")]
+    reads.append(url("job", job_id="f3"))
+    posts = [
+        ("job_actions", {"action": "remove", "ids": ["f3"]}),
+        ("queue_actions", {"action": "pause"}),
+    ]
+    for who, status in ((None, 401), (users["nonstaff"], 403)):
+        client = _client(who)
+        logged_in = who is not None  # without the session cookie the request breaks the rules
+        for target in reads:
+            check(client.get(target), status, valid_request=logged_in)
+        for name, body in posts:
+            check(_post(client, name, body), status, valid_request=logged_in)
+    viewer = _client(users["viewer"])
+    for name, body in posts:
+        assert check(_post(viewer, name, body), 403)["error"]["code"] == "forbidden"
+    no_token = _client(users["actor"], csrf=False)
+    for name, body in posts:
+        refused = check(_post(no_token, name, body), 403, valid_request=False)
+        assert refused["error"]["code"] == "csrf_failed"
+
+
+def _too_large(check: Checked, actor: Client, settings: Any) -> None:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
+    ids = [f"job-{n}" for n in range(200)]
+    check(_post(actor, "job_actions", {"action": "remove", "ids": ids}), 413, valid_request=False)
+    body = {"action": "pause", "padding": "x" * 2_000}
+    check(_post(actor, "queue_actions", body, form=True), 413, valid_request=False)
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = limit
+
+
+def _redis_full(check: Checked, actor: Client, client: Redis) -> None:
+    with redis_full(client):
+        full = check(_post(actor, "job_actions", {"action": "retry", "ids": ["f3"]}), 507)
+        assert full["error"]["code"] == "redis_out_of_memory"
+        check(_post(actor, "queue_actions", {"action": "retry_all"}), 507)
+
+
+def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) -> None:
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    discovery.clear_discovery_cache()
+    for target in (url("queues"), url("queue"), url("jobs"), url("events")):
+        check(viewer.get(target), 503)
+    check(viewer.get(url("job", job_id="f3")), 503)
+    check(_post(actor, "job_actions", {"action": "remove", "ids": ["f3"]}), 503)
+    check(_post(actor, "queue_actions", {"action": "pause"}), 503)
+
+
+def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -> None:
+    def crash(*args: Any) -> bool:
+        raise RuntimeError("a bug")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(permissions, "can_view", crash)
+        for target in (url("queues"), url("schema"), url("queue"), url("jobs"), url("events")):
+            check(viewer.get(target), 500)
+        check(viewer.get(url("job", job_id="f3")), 500)
+        check(_post(actor, "job_actions", {"action": "remove", "ids": ["f3"]}), 500)
+        check(_post(actor, "queue_actions", {"action": "pause"}), 500)
+
+
+def test_every_documented_answer_is_given_and_matches_the_document(
+    dashboard_redis: Redis,
+    users: dict[str, Any],
+    document: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    _seed(dashboard_redis)
+    check = Checked(document)
+    viewer, actor = _client(users["viewer"]), _client(users["actor"])
+    _reads(check, viewer)
+    _job_actions(check, actor)
+    _queue_actions(check, actor)
+    _refusals(check, users)
+    _too_large(check, actor, settings)
+    _redis_full(check, actor, dashboard_redis)
+    _crashing(check, viewer, actor, monkeypatch)
+    _redis_gone(check, viewer, actor, settings)
+    assert check.seen == check.documented()
+    assert {"job_not_in_state", "job_broken", "corrupt_key", "csrf_failed"} <= check.codes
+
+
+def test_the_document_is_valid_openapi_3_1_and_needs_the_apis_login(
+    document: dict[str, Any], users: dict[str, Any]
+) -> None:
+    OpenAPIV31SpecValidator(document).validate()
+    assert document["openapi"].startswith("3.1.")
+    for who, status in ((None, 401), (users["nonstaff"], 403)):
+        refused = _client(who).get(url("schema"))
+        assert refused.status_code == status
+        assert refused["Content-Type"] == "application/json"
+
+
+def test_a_post_made_as_the_security_schemes_say_passes_the_login_and_csrf_checks(
+    dashboard_redis: Redis, document: dict[str, Any], users: dict[str, Any]
+) -> None:
+    _seed(dashboard_redis)
+    schemes = document["components"]["securitySchemes"]
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(users["actor"])
+    assert set(client.cookies) == {schemes["session"]["name"]}
+    client.cookies[schemes["csrfCookie"]["name"]] = CSRF_TOKEN
+    answer = client.post(
+        url("queue_actions"),
+        json.dumps({"action": "pause"}),
+        content_type="application/json",
+        headers={schemes["csrfHeader"]["name"]: CSRF_TOKEN},
+    )
+    assert answer.status_code == 200, answer.content
+
+
+def _component(document: dict[str, Any], response: str) -> Draft202012Validator:
+    """A validator of the JSON body of ``components.responses[response]``."""
+    registry = Registry().with_resource(
+        "urn:api", Resource.from_contents(document, default_specification=DRAFT202012)
+    )
+    pointer = f"urn:api#/components/responses/{response}/content/application~1json/schema"
+    return Draft202012Validator({"$ref": pointer}, registry=registry)
+
+
+SAMPLE_PARAMETERS = {"prefix": "bull", "name": "emails", "job_id": "f1"}
+
+
+def test_every_api_url_has_an_operation_for_exactly_the_methods_its_view_takes(
+    dashboard_redis: Redis, document: dict[str, Any], users: dict[str, Any]
+) -> None:
+    _seed(dashboard_redis)
+    namespace = API
+    resolver = get_resolver()
+    for part in namespace.split(":"):
+        resolver = resolver.namespace_dict[part][1]
+    root = document["servers"][0]["url"]
+    method_not_allowed = _component(document, "MethodNotAllowed")
+    viewer = _client(users["viewer"])
+    routes = set()
+    for pattern in resolver.url_patterns:
+        assert isinstance(pattern, URLPattern), "nested URL includes are not documented"
+        assert pattern.name, f"{pattern} has no name"
+        parameters = list(pattern.pattern.converters)  # type: ignore[attr-defined]
+        # Reversed with "{name}" for each parameter: the path as OpenAPI writes it.
+        template = unquote(
+            reverse(f"{namespace}:{pattern.name}", kwargs={p: f"{{{p}}}" for p in parameters})
+        )
+        assert template.startswith(root + "/")
+        route = template.removeprefix(root)
+        routes.add(route)
+        assert route in document["paths"], f"{route} ({pattern.name}) is not documented"
+        target = reverse(
+            f"{namespace}:{pattern.name}", kwargs={p: SAMPLE_PARAMETERS[p] for p in parameters}
+        )
+        # OPTIONS is no method of the API: the answer names the methods the view takes.
+        refused = viewer.options(target)
+        assert refused.status_code == 405
+        assert refused["Content-Type"] == "application/json"
+        method_not_allowed.validate(refused.json())
+        allowed = {method.strip().lower() for method in refused["Allow"].split(",")}
+        assert allowed == set(document["paths"][route]), route
+    assert routes == set(document["paths"])
+
+
+@pytest.mark.parametrize("path_", ["nope/", "queues/bull/emails/nope/", "queues/bull/"])
+def test_an_unknown_path_under_the_api_answers_the_documented_not_found(
+    dashboard_redis: Redis, document: dict[str, Any], users: dict[str, Any], path_: str
+) -> None:
+    answer = _client(users["viewer"]).get(document["servers"][0]["url"] + "/" + path_)
+    assert answer.status_code == 404
+    assert answer["Content-Type"] == "application/json"
+    _component(document, "NotFound").validate(answer.json())
+
+
+def _tampered(response: Any, change: Callable[[Any], None]) -> Any:
+    body = response.json()
+    change(body)
+    response.content = json.dumps(body).encode()
+    return response
+
+
+TAMPERINGS: dict[str, Callable[[Any], Any]] = {
+    "a field the document lacks": lambda r: _tampered(
+        r, lambda body: body["jobs"][0].update(surprise=1)
+    ),
+    "a field missing": lambda r: _tampered(r, lambda body: body["jobs"][0].pop("due")),
+    "a field of another type": lambda r: _tampered(
+        r, lambda body: body["jobs"][0].update(attempts="3")
+    ),
+    "a state that does not exist": lambda r: _tampered(r, lambda body: body.update(state="lost")),
+    "a status the operation does not answer": lambda r: setattr(r, "status_code", 418) or r,
+    "HTML instead of JSON": lambda r: r.__setitem__("Content-Type", "text/html") or r,
+    "an error code the status does not have": lambda r: (
+        setattr(r, "status_code", 401)
+        or _tampered(
+            r, lambda body: body.clear() or body.update(error={"code": "x", "message": "m"})
+        )
+    ),
+}
+
+
+@pytest.mark.parametrize("tampering", TAMPERINGS)
+def test_an_answer_the_document_does_not_describe_fails_validation(
+    dashboard_redis: Redis, document: dict[str, Any], users: dict[str, Any], tampering: str
+) -> None:
+    _seed(dashboard_redis)
+    check = Checked(document)
+    response = _client(users["viewer"]).get(url("jobs"), {"state": "failed"})
+    check(response, 200)  # the real answer passes
+    with pytest.raises(OpenAPIError):
+        check(TAMPERINGS[tampering](response), response.status_code)
+
+
+# Mounted under a prefix of a host project's choosing (this module is the URLconf).
+urlpatterns = [path("ops/queues/", include("dashboard.urls"))]
+
+
+def test_the_document_follows_the_mount_point(
+    dashboard_redis: Redis, users: dict[str, Any], settings: Any
+) -> None:
+    settings.ROOT_URLCONF = __name__
+    _seed(dashboard_redis)
+    viewer = _client(users["viewer"])
+    schema_url = url("schema")
+    assert schema_url == "/ops/queues/api/schema/"
+    document = viewer.get(schema_url).json()
+    assert document["servers"] == [{"url": "/ops/queues/api"}]
+    check = Checked(document)
+    check(viewer.get(url("queue", ODD)), 200)
+    check(viewer.get(url("job", ODD, job_id="batch/7")), 200)
+    assert check.seen == {
+        ("/queues/{prefix}/{name}/", "get", "200"),
+        ("/queues/{prefix}/{name}/job/{job_id}", "get", "200"),
+    }
+
+
+FUZZ_EXAMPLES = 15  # per operation and kind of path: the run stays well under 30 s
+
+
+def test_a_seeded_fuzz_finds_no_answer_outside_the_document(
+    dashboard_redis: Redis, document: dict[str, Any], users: dict[str, Any]
+) -> None:
+    """Schemathesis makes requests the document allows (random bodies, queries,
+    ids; real and unknown queues), sent as the actor with the session and CSRF
+    token through Django's WSGI handler; every answer must be documented."""
+    _seed(dashboard_redis)
+    app = get_wsgi_application()
+    actor = _client(users["actor"])
+    cookies = {name: morsel.value for name, morsel in actor.cookies.items()}
+    headers = {document["components"]["securitySchemes"]["csrfHeader"]["name"]: CSRF_TOKEN}
+    checks = [
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_headers_conformance,
+        response_schema_conformance,
+    ]
+    fuzzed = schemathesis.openapi.from_dict(document)
+    operations = [result.ok() for result in fuzzed.get_all_operations()]
+    assert len(operations) == len(OPERATIONS)
+    for operation in operations:
+        has_queue = any(p.name == "prefix" for p in operation.path_parameters)
+        known = {"prefix": EMAILS.prefix, "name": EMAILS.name} if has_queue else None
+        cases = st.one_of(
+            operation.as_strategy(path_parameters=known, cookies=cookies),
+            operation.as_strategy(cookies=cookies),
+        )
+
+        @hypothesis_settings(
+            max_examples=FUZZ_EXAMPLES,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(case=cases)
+        def answer_is_documented(case: Any) -> None:
+            response = case.call(app=app, headers=headers, cookies=cookies)
+            case.validate_response(response, checks=checks, headers=headers)
+
+        answer_is_documented()
