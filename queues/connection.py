@@ -20,6 +20,14 @@ from redis.cluster import RedisCluster
 
 _TRUE = {"1", "true", "yes", "on"}
 
+# No client-side read timeout unless the caller gives one, as in redis-py
+# before 8.0 (which made it 5 s): the runtime's blocking reads wait longer on
+# purpose (a worker's BZPOPMIN on the marker, up to queues.worker.MAX_BLOCK_S;
+# QueueEvents' XREAD BLOCK, 5 s by default), and a read timeout under them
+# cuts a quiet wait into an error. Clients that want one pass socket_timeout
+# (dashboard.live.hub), or give it in the URL (?socket_timeout=).
+_NO_READ_TIMEOUT: dict[str, Any] = {"socket_timeout": None}
+
 
 def split_cluster_flag(url: str) -> tuple[str, bool]:
     """Remove our ``cluster=`` query parameter; return (url, is_cluster)."""
@@ -33,10 +41,14 @@ def split_cluster_flag(url: str) -> tuple[str, bool]:
 
 
 def connect(url: str, **options: Any) -> Redis:
-    """A synchronous client (a ``RedisCluster`` when the URL says cluster=1)."""
+    """A synchronous client (a ``RedisCluster`` when the URL says cluster=1),
+    without a read timeout unless ``options`` give one (_NO_READ_TIMEOUT)."""
     plain, cluster = split_cluster_flag(url)
+    options = {**_NO_READ_TIMEOUT, **options}
     if cluster:
-        return cast(Redis, RedisCluster.from_url(plain, **options))  # type: ignore[no-untyped-call]
+        # Any: RedisCluster.from_url has no types before redis-py 8.0.
+        cluster_from_url: Any = RedisCluster.from_url
+        return cast(Redis, cluster_from_url(plain, **options))
     return Redis.from_url(plain, **options)
 
 
@@ -48,6 +60,7 @@ def connect_async(url: str, *, max_connections: int | None = None, **options: An
     cluster: at most that many per node, and a caller past it gets an error).
     """
     plain, cluster = split_cluster_flag(url)
+    options = {**_NO_READ_TIMEOUT, **options}
     if cluster:
         if max_connections is not None:
             options["max_connections"] = max_connections
@@ -57,7 +70,8 @@ def connect_async(url: str, *, max_connections: int | None = None, **options: An
             plain, max_connections=max_connections, timeout=None, **options
         )
         return AsyncRedis.from_pool(pool)  # the client closes the pool
-    return cast(AsyncRedis, AsyncRedis.from_url(plain, **options))
+    client: AsyncRedis = AsyncRedis.from_url(plain, **options)
+    return client
 
 
 def is_cluster(client: object) -> bool:
