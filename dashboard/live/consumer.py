@@ -248,6 +248,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if handler is None:
             raise ValueError(f"no handler for message type {message['type']!r}")
         await handler(message)
+        # A cancel (daphne's, of a socket whose client went) that a command
+        # swallowed: on Python 3.11 redis-py sends under a socket timeout through
+        # asyncio.wait_for, which can hand the result to a task cancelled
+        # meanwhile. The task still says it is cancelling: end as asked.
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise asyncio.CancelledError
 
     def _start(self, job: Any) -> asyncio.Task[None]:
         task = asyncio.create_task(job)

@@ -136,6 +136,7 @@ class StreamReader:
         self.reading: asyncio.Future[Any] | None = None
         self.stale = False  # the set of streams changed since the read in flight was sent
         self.wake = asyncio.Event()  # a stream was added to a reader that had none to read
+        self.stopped = False
         # No silent retries: a reader must see a dropped connection, because
         # entries may be trimmed before it reads again (it then checks).
         self.client: AsyncRedis = connect_async(
@@ -165,7 +166,14 @@ class StreamReader:
             self.reading.cancel()
 
     def stop(self) -> None:
-        """Ends the task; its connection is closed as the task ends."""
+        """Ends the task; its connection is closed as the task ends.
+
+        The flag as well as the cancel: on Python 3.11 a command sent under a
+        socket timeout goes through asyncio.wait_for, which can swallow the
+        cancel (redis-py 8 sends several commands on each new connection);
+        the loop then ends at its next turn, within one read."""
+        self.stopped = True
+        self.wake.set()
         self.task.cancel()
 
     async def _run(self) -> None:
@@ -173,7 +181,7 @@ class StreamReader:
         failures = 0
         sent_at, window = 0.0, 0.0
         try:
-            while True:
+            while not self.stopped:
                 try:
                     if failures:
                         # Entries may have been trimmed while Redis was unreachable.
