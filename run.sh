@@ -78,7 +78,12 @@ python_env() {
     if ! cmp -s pyproject.toml "$stamp" 2>/dev/null; then
         say "installing the project and its dependencies into $("$python" -c 'import sys; print(sys.prefix)')"
         # pip's own output goes to stderr: this function's stdout is the interpreter's path.
-        "$python" -m pip install -q --disable-pip-version-check -e '.[dev]' >&2
+        # Checked here: errexit does not reach into the $(python_env) that calls us,
+        # and a failed install must neither run the app nor be marked done.
+        if ! "$python" -m pip install -q --disable-pip-version-check -e '.[dev]' >&2; then
+            say "installing the dependencies failed (pip said why, above); nothing was started"
+            exit 1
+        fi
         cp pyproject.toml "$stamp"
     fi
     echo "$python"

@@ -20,13 +20,14 @@ from redis.cluster import RedisCluster
 
 _TRUE = {"1", "true", "yes", "on"}
 
-# No client-side read timeout unless the caller gives one, as in redis-py
-# before 8.0 (which made it 5 s): the runtime's blocking reads wait longer on
-# purpose (a worker's BZPOPMIN on the marker, up to queues.worker.MAX_BLOCK_S;
-# QueueEvents' XREAD BLOCK, 5 s by default), and a read timeout under them
-# cuts a quiet wait into an error. Clients that want one pass socket_timeout
-# (dashboard.live.hub), or give it in the URL (?socket_timeout=).
-_NO_READ_TIMEOUT: dict[str, Any] = {"socket_timeout": None}
+# No client-side read timeout, as redis-py had none before 8.0 (which made it
+# 5 s): blocking reads wait longer on purpose (a worker's BZPOPMIN, up to
+# queues.worker.MAX_BLOCK_S; QueueEvents' XREAD BLOCK), and a read timeout
+# under them turns a quiet queue into errors. On Python 3.11 a timeout also
+# puts each send under asyncio.wait_for, which can swallow the cancellation of
+# the task sending (a socket's consumer that daphne cancels then never ends).
+# Clients that want a timeout pass socket_timeout themselves (dashboard.live.hub).
+NO_READ_TIMEOUT: dict[str, Any] = {"socket_timeout": None}
 
 
 def split_cluster_flag(url: str) -> tuple[str, bool]:
@@ -42,9 +43,9 @@ def split_cluster_flag(url: str) -> tuple[str, bool]:
 
 def connect(url: str, **options: Any) -> Redis:
     """A synchronous client (a ``RedisCluster`` when the URL says cluster=1),
-    without a read timeout unless ``options`` give one (_NO_READ_TIMEOUT)."""
+    without a read timeout unless ``options`` give one (NO_READ_TIMEOUT)."""
     plain, cluster = split_cluster_flag(url)
-    options = {**_NO_READ_TIMEOUT, **options}
+    options = {**NO_READ_TIMEOUT, **options}
     if cluster:
         # Any: RedisCluster.from_url has no types before redis-py 8.0.
         cluster_from_url: Any = RedisCluster.from_url
@@ -60,7 +61,7 @@ def connect_async(url: str, *, max_connections: int | None = None, **options: An
     cluster: at most that many per node, and a caller past it gets an error).
     """
     plain, cluster = split_cluster_flag(url)
-    options = {**_NO_READ_TIMEOUT, **options}
+    options = {**NO_READ_TIMEOUT, **options}
     if cluster:
         if max_connections is not None:
             options["max_connections"] = max_connections

@@ -28,7 +28,7 @@ from queues.queue import Queue
 from tests.e2e.server import DashboardServer
 from tests.hosting import HOST_PROJECT, MOUNT, SIGN_IN, Browserless, host_env, page_links
 
-pytestmark = pytest.mark.host
+pytestmark = [pytest.mark.host, pytest.mark.timeout(1500)]
 
 # A "/" and a "~s" (which, unescaped, the server would read as another "/").
 QUEUE = "ops/nightly~s"

@@ -30,7 +30,7 @@ from tests.e2e.server import free_port, terminate
 from tests.hosting import tracked_copy
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
-pytestmark = pytest.mark.install
+pytestmark = [pytest.mark.install, pytest.mark.timeout(1500)]
 
 
 @pytest.fixture(scope="module")
@@ -163,3 +163,26 @@ def test_the_test_command_reuses_the_environment_and_runs_the_checks(
     assert "installing the project" not in output, "the second command installed again"
     assert re.search(r"\d+ passed", output), output[-2000:]
     assert "Success: no issues found" in output  # mypy ran
+
+
+def test_a_failed_install_stops_with_a_message_and_is_tried_again_next_time(
+    tmp_path: Path,
+) -> None:
+    """No package index (a proxy's certificate unknown, a network down): the
+    command says the install failed and stops, instead of starting the app
+    without its packages, and does not mark the environment installed."""
+    checkout = tracked_copy(tmp_path / "echomq")
+    env = user_env(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(tmp_path / "no-wheels-here"))
+    done = subprocess.run(
+        ["./run.sh", "dashboard", "--port", str(free_port())],
+        cwd=checkout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0
+    assert "installing the dependencies failed" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert not list((checkout / ".venv").glob(".echomq-installed"))

@@ -14,7 +14,7 @@ from queues.scripts import SCRIPTS_DIR
 from tests.e2e.server import ROOT
 from tests.hosting import host_env
 
-pytestmark = pytest.mark.host
+pytestmark = [pytest.mark.host, pytest.mark.timeout(1500)]
 
 # Where each of the checkout's folders goes in the wheel (pyproject.toml).
 PLACES = {

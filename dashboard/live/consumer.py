@@ -87,6 +87,7 @@ from django.conf import settings
 from django.contrib import auth
 from redis.exceptions import RedisError
 
+from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.hub import OUTAGE_ERRORS, get_hub
 from dashboard.live.outbox import STALL_CLOSE_S, Outbox
@@ -248,13 +249,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if handler is None:
             raise ValueError(f"no handler for message type {message['type']!r}")
         await handler(message)
-        # A cancel (daphne's, of a socket whose client went) that a command
-        # swallowed: on Python 3.11 redis-py sends under a socket timeout through
-        # asyncio.wait_for, which can hand the result to a task cancelled
-        # meanwhile. The task still says it is cancelling: end as asked.
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            raise asyncio.CancelledError
+        raise_if_cancelled()  # daphne's cancel, should a Redis command have swallowed it
 
     def _start(self, job: Any) -> asyncio.Task[None]:
         task = asyncio.create_task(job)
@@ -298,6 +293,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def _recheck_access(self) -> None:
         while True:
+            raise_if_cancelled()
             await asyncio.sleep(RECHECK_S)
             code = await access_now(self.scope)
             if code is not None:
@@ -398,6 +394,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 await self._error(w.queue.qualified, reason)
             return
         for w in wanted:
+            raise_if_cancelled()  # a socket going away stops subscribing at once
             ref = w.queue.qualified
             if w.queue not in served:
                 await self._error(ref, "unknown queue")
@@ -439,6 +436,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         """Send our barrier through the group, again if pub/sub lost it (a reconnect)."""
         barrier = {"type": "live.barrier", "queue": sub.ref, "target": self.channel_name}
         while self.subscriptions.get(sub.ref) is sub and sub.replaying:
+            raise_if_cancelled()
             with contextlib.suppress(*OUTAGE_ERRORS):
                 await self.channel_layer.group_send(sub.group, barrier)
             await asyncio.sleep(BARRIER_RETRY_S)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from channels.layers import get_channel_layer
 
+from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.lookup import all_queues
 from dashboard.redis import get_client
 
@@ -66,6 +67,7 @@ class QueueSetWatcher:
     async def _run(self) -> None:
         layer = get_channel_layer()
         while True:
+            raise_if_cancelled()
             try:
                 queues = await asyncio.to_thread(current_queues)
                 if self.ready.is_set() and queues != self.known:

@@ -60,6 +60,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.streams import EventPayload, newest_id, payload, was_trimmed
 from dashboard.redis import redis_url
@@ -136,7 +137,6 @@ class StreamReader:
         self.reading: asyncio.Future[Any] | None = None
         self.stale = False  # the set of streams changed since the read in flight was sent
         self.wake = asyncio.Event()  # a stream was added to a reader that had none to read
-        self.stopped = False
         # No silent retries: a reader must see a dropped connection, because
         # entries may be trimmed before it reads again (it then checks).
         self.client: AsyncRedis = connect_async(
@@ -166,14 +166,7 @@ class StreamReader:
             self.reading.cancel()
 
     def stop(self) -> None:
-        """Ends the task; its connection is closed as the task ends.
-
-        The flag as well as the cancel: on Python 3.11 a command sent under a
-        socket timeout goes through asyncio.wait_for, which can swallow the
-        cancel (redis-py 8 sends several commands on each new connection);
-        the loop then ends at its next turn, within one read."""
-        self.stopped = True
-        self.wake.set()
+        """Ends the task; its connection is closed as the task ends."""
         self.task.cancel()
 
     async def _run(self) -> None:
@@ -181,7 +174,8 @@ class StreamReader:
         failures = 0
         sent_at, window = 0.0, 0.0
         try:
-            while not self.stopped:
+            while True:
+                raise_if_cancelled()  # a stop that the last read's send swallowed
                 try:
                     if failures:
                         # Entries may have been trimmed while Redis was unreachable.
@@ -390,6 +384,7 @@ class StreamHub:
     async def _probe_until_back(self) -> None:
         try:
             while not self.reachable:
+                raise_if_cancelled()
                 await asyncio.sleep(PROBE_INTERVAL_S)
                 with contextlib.suppress(*OUTAGE_ERRORS):
                     await self.client.ping()

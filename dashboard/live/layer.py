@@ -15,12 +15,16 @@ from typing import Any
 from channels_redis.pubsub import RedisPubSubChannelLayer
 
 from dashboard.redis import redis_url
-from queues.connection import split_cluster_flag
+from queues.connection import NO_READ_TIMEOUT, split_cluster_flag
 
 
 class QueueRedisChannelLayer(RedisPubSubChannelLayer):  # type: ignore[misc]
     def __init__(self, hosts: list[Any] | None = None, **options: Any) -> None:
-        super().__init__(hosts=hosts or [split_cluster_flag(redis_url())[0]], **options)
+        # No read timeout (queues.connection.NO_READ_TIMEOUT says why): with
+        # redis-py's 5 s default a socket's consumer cancelled while it joins
+        # a group could go on for ever (Python 3.11's wait_for).
+        address = split_cluster_flag(redis_url())[0]
+        super().__init__(hosts=hosts or [{"address": address, **NO_READ_TIMEOUT}], **options)
         self._last_decoded: tuple[bytes, Any] | None = None
 
     def deserialize(self, message: bytes) -> Any:

@@ -82,7 +82,9 @@ ECHOMQ_LOGOUT_URL = "people:sign_out"
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL]},
+        # No read timeout: redis-py 8's 5 s default breaks channels-redis's
+        # blocking reads and consumers' cancellation (README, "Mounting").
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
     }
 }
 
