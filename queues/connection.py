@@ -47,7 +47,9 @@ def connect(url: str, **options: Any) -> Redis:
     plain, cluster = split_cluster_flag(url)
     options = {**NO_READ_TIMEOUT, **options}
     if cluster:
-        return cast(Redis, RedisCluster.from_url(plain, **options))  # type: ignore[no-untyped-call]
+        # Any: RedisCluster.from_url has no types before redis-py 8.0.
+        cluster_from_url: Any = RedisCluster.from_url
+        return cast(Redis, cluster_from_url(plain, **options))
     return Redis.from_url(plain, **options)
 
 
@@ -69,7 +71,8 @@ def connect_async(url: str, *, max_connections: int | None = None, **options: An
             plain, max_connections=max_connections, timeout=None, **options
         )
         return AsyncRedis.from_pool(pool)  # the client closes the pool
-    return cast(AsyncRedis, AsyncRedis.from_url(plain, **options))
+    client: AsyncRedis = AsyncRedis.from_url(plain, **options)
+    return client
 
 
 def is_cluster(client: object) -> bool:

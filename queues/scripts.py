@@ -229,11 +229,15 @@ async def arun(client: AsyncRedis, c: ScriptCall) -> Any:
     """Execute a built call on an asyncio client."""
     params: Any = (*c.keys, *c.args)
     sha, source = code(c.script)
+    # Any: redis-py types these as sync-or-async before 8.0 and as awaitable since.
+    answer: Any
     try:
         try:
-            return await client.evalsha(sha, len(c.keys), *params)  # type: ignore[misc]
+            answer = client.evalsha(sha, len(c.keys), *params)
+            return await answer
         except NoScriptError:
-            return await client.eval(source, len(c.keys), *params)  # type: ignore[misc]
+            answer = client.eval(source, len(c.keys), *params)
+            return await answer
     except ResponseError as error:
         if fell_back_to_legacy(error, c.script):
             return await arun(client, c)

@@ -92,6 +92,21 @@ async def test_close_ends_a_blocked_read_promptly_and_the_client_stays_usable(
     assert await aclient.ping()
 
 
+async def test_a_blocked_read_may_outlast_redis_pys_default_read_timeout(
+    redis_client: Redis, aclient: AsyncRedis
+) -> None:
+    """redis-py 8 reads with a 5 s timeout unless told otherwise: a quiet queue's
+    XREAD BLOCK past it must wait, not fail (queues.connection)."""
+    events = QueueEvents("mail", client=aclient, block_ms=8_000)
+    reader = asyncio.create_task(_take(events, 1))
+    await asyncio.sleep(6)
+    assert not reader.done(), reader
+    _emit(redis_client, "added", "late")
+    got = await asyncio.wait_for(reader, 5)
+    assert [e.job_id for e in got] == ["late"]
+    await events.close()
+
+
 async def test_an_empty_stream_with_dollar_starts_from_the_first_event(
     redis_client: Redis, aclient: AsyncRedis
 ) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -204,6 +205,27 @@ async def test_a_delayed_job_runs_when_due_without_busy_polling(
         calls = redis_client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
     assert 0.38 <= ran_at[0] - added_at < 3  # due at 0.4 s, not at the 5 s drain delay
     assert calls <= 6  # the add, a pick-up or two: no polling loop
+
+
+async def test_a_wait_past_redis_pys_default_read_timeout_is_no_outage(
+    redis_url: str, queue: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A delayed job due in 7 s: the worker blocks on the marker that long
+    (BZPOPMIN, up to MAX_BLOCK_S). redis-py 8's default 5 s read timeout under
+    it would cut the wait into a reported outage and a reconnect."""
+    caplog.set_level(logging.WARNING, logger="echomq")
+    ran_at: list[float] = []
+
+    async def record(job: Job) -> None:
+        ran_at.append(time.time())
+
+    async with running(QUEUE, record, url=redis_url, drain_delay_s=5):
+        await asyncio.sleep(0.1)
+        added_at = time.time()
+        queue.add("later", None, {"delay": 7_000})
+        await until(lambda: bool(ran_at), 12)
+    assert 6.9 <= ran_at[0] - added_at < 9
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 async def test_a_graceful_close_waits_for_jobs_in_flight(redis_url: str, queue: Queue) -> None:

@@ -75,7 +75,7 @@ async def newest_id(client: AsyncRedis, key: str) -> str:
     return (codec.text(newest[0][0]) or ZERO_ID) if newest else ZERO_ID
 
 
-def _trimmed(position: tuple[int, int], first: list[Any]) -> bool:
+def _trimmed(position: tuple[int, int], first: list[Any] | None) -> bool:
     """True when entries after ``position`` may be gone: its successor is not the first entry.
 
     ``position`` itself still being in the stream proves nothing after it was
