@@ -17,11 +17,12 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import actions
 from dashboard.errors import json_error
+from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import api_permission, user_label
 from dashboard.redis import get_client

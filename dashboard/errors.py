@@ -19,11 +19,13 @@ from collections.abc import Callable
 from http import HTTPStatus
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from django.urls import Resolver404, URLResolver, resolve
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from dashboard.jsonresponse import JsonResponse
 
 log = logging.getLogger("echomq.http")
 

@@ -19,11 +19,12 @@ from importlib import metadata
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.views.decorators.http import require_GET
 
 from dashboard import actions, api
+from dashboard.jsonresponse import JsonResponse
 from dashboard.permissions import api_permission
 from queues import inspect
 from queues.errors import ErrorCode

@@ -84,21 +84,21 @@ for i = 4, #ARGV do
   answer[#answer + 1] = size("ZCARD", base .. "failed")
   answer[#answer + 1] = size("HEXISTS", base .. "meta", "paused")
   if points > 0 then
-    local metrics = {
-      read("LRANGE", base .. "metrics:completed:data", 0, points - 1) or {},
-      read("LRANGE", base .. "metrics:failed:data", 0, points - 1) or {},
-      read("HMGET", base .. "metrics:completed", "count", "prevTS", "prevCount") or {},
-      read("HMGET", base .. "metrics:failed", "count", "prevTS", "prevCount") or {},
-    }
-    local kept = #metrics[1] > 0 or #metrics[2] > 0 or metrics[3][1] or metrics[4][1]
+    local n = #answer
+    answer[n + 1] = read("LRANGE", base .. "metrics:completed:data", 0, points - 1) or {}
+    answer[n + 2] = read("LRANGE", base .. "metrics:failed:data", 0, points - 1) or {}
+    answer[n + 3] = read("HMGET", base .. "metrics:completed", "count", "prevTS", "prevCount") or {}
+    answer[n + 4] = read("HMGET", base .. "metrics:failed", "count", "prevTS", "prevCount") or {}
     -- A queue with metrics is read from them: its finished sets are not counted
     -- (the six figures are placeholders then; half the calls of an overview).
-    local finished = kept and {"-1", "0", 0, 0, 0, 0} or finished_counts(base)
-    for _, reply in ipairs(metrics) do
-      answer[#answer + 1] = reply
-    end
-    for _, value in ipairs(finished) do
-      answer[#answer + 1] = value
+    if #answer[n + 1] > 0 or #answer[n + 2] > 0 or answer[n + 3][1] or answer[n + 4][1] then
+      answer[n + 5], answer[n + 6], answer[n + 7] = "-1", "0", 0
+      answer[n + 8], answer[n + 9], answer[n + 10] = 0, 0, 0
+    else
+      local finished = finished_counts(base)
+      for i = 1, 6 do
+        answer[n + 4 + i] = finished[i]
+      end
     end
   end
 end
