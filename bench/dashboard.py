@@ -8,8 +8,8 @@ jobs, seeded straight into Redis. Each N gets its own private redis-server and
 its own dashboard (uvicorn subprocess, the real ASGI app); requests to the N
 servers are interleaved in rounds so load from anything else on the machine
 hits every N alike. It prints p50 / p95 (ms) of the overview page and its
-JSON, the failed list page (50 rows) and its JSON, a job page, and the job
-page and flow JSON of a flow parent with 1,000 children in another queue, with the
+JSON, the failed list page (50 rows) and its JSON, a job page, and the page
+and flow JSON of a flow parent with 1,000 children in another queue, with the
 largest / smallest N p50 ratio, next to the server floor (an anonymous API
 call). ``--app`` serves another ASGI application instead (bench/http_bridges.py
 has the HTTP bridges dashboard.http was measured against). Finally it times
@@ -17,8 +17,8 @@ retry-all of 100k failed jobs through the JSON API and the server process's
 RSS growth.
 
 Targets: every page flat in N (1M/1k p50 ratio <= 1.3); JSON overview <= 5 ms
-and failed-page JSON <= 8 ms p50; HTML pages (the flow page too) <= 20 ms p50; retry-all 100k
-<= 3 s with < 30 MB RSS growth.
+and failed-page JSON <= 8 ms p50; HTML pages (the flow page too) <= 20 ms
+p50; retry-all 100k <= 3 s with < 30 MB RSS growth.
 """
 
 from __future__ import annotations

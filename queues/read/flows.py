@@ -25,6 +25,7 @@ problem on its node.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ from redis import Redis
 from redis.exceptions import ResponseError
 
 from queues import codec
-from queues.keys import InvalidName, QueueRef, validate_job_id
+from queues.keys import InvalidName, QueueKeys, QueueRef, validate_job_id
 
 MAX_DEPTH = 10
 PAGE_SIZE = 50
@@ -59,6 +60,13 @@ _CHILD_KINDS = (
     ("processed", "hash", "hscan", "completed"),
 )
 _COUNT_COMMANDS = {"zset": "zcard", "hash": "hlen", "set": "scard"}
+
+
+@functools.lru_cache(maxsize=1024)
+def _keys_of(ref: QueueRef) -> QueueKeys:
+    # A tree's nodes share a few queues: their key names are built once each
+    # (QueueRef.keys validates and builds them afresh on every call).
+    return ref.keys
 
 
 class JobNotInKeyspace(LookupError):
@@ -146,7 +154,7 @@ class TreeNode:
 
     @property
     def key(self) -> str:
-        return self.ref.keys.job(self.id)
+        return _keys_of(self.ref).job(self.id)
 
     @property
     def duration_ms(self) -> int | None:
@@ -223,7 +231,8 @@ class ChildrenPage:
 
 
 def _queue_node_reads(pipe: Any, node: TreeNode) -> None:
-    key, keys = node.key, node.ref.keys
+    keys = _keys_of(node.ref)
+    key = keys.job(node.id)
     pipe.type(key)
     pipe.hmget(key, list(_NODE_FIELDS))
     for state in _ZSET_STATES:
