@@ -8,7 +8,8 @@ jobs, seeded straight into Redis. Each N gets its own private redis-server and
 its own dashboard (uvicorn subprocess, the real ASGI app); requests to the N
 servers are interleaved in rounds so load from anything else on the machine
 hits every N alike. It prints p50 / p95 (ms) of the overview page and its
-JSON, the failed list page (50 rows) and its JSON, and a job page, with the
+JSON, the failed list page (50 rows) and its JSON, a job page, and the page
+and flow JSON of a flow parent with 1,000 children in another queue, with the
 largest / smallest N p50 ratio, next to the server floor (an anonymous API
 call). ``--app`` serves another ASGI application instead (bench/http_bridges.py
 has the HTTP bridges dashboard.http was measured against). Finally it times
@@ -16,8 +17,8 @@ retry-all of 100k failed jobs through the JSON API and the server process's
 RSS growth.
 
 Targets: every page flat in N (1M/1k p50 ratio <= 1.3); JSON overview <= 5 ms
-and failed-page JSON <= 8 ms p50; HTML pages <= 20 ms p50; retry-all 100k
-<= 3 s with < 30 MB RSS growth.
+and failed-page JSON <= 8 ms p50; HTML pages (the flow page too) <= 20 ms
+p50; retry-all 100k <= 3 s with < 30 MB RSS growth.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ from tests.dashboard_seed import seed_failed_bulk, seed_job  # noqa: E402
 
 SMALL_QUEUES = 20
 BIG = QueueRef("bull", "big")
+# A flow parent whose 1,000 children sit in another queue (issue 12: its page
+# reads one page of children, whatever their number).
+FLOWS, FLOW_ITEMS = QueueRef("bull", "flows"), QueueRef("bull", "flow-items")
+FLOW_CHILDREN = 1_000
 RETRY_ALL_SIZE = 100_000
 
 
@@ -127,6 +132,22 @@ def seed(client: Any, failed: int) -> None:
                 seed_job(client, keys, f"{state}-{n}", state=state)
         client.lpush(keys.metrics_data("completed"), *range(30))
     seed_failed_bulk(client, BIG.keys, failed)
+    seed_flow(client, FLOW_CHILDREN)
+
+
+def seed_flow(client: Any, children: int) -> None:
+    """The parent ``flows`` #parent, waiting for ``children`` jobs of ``flow-items``."""
+    parent = FLOWS.keys
+    seed_job(client, parent, "parent", state="waiting-children", name="fan-out")
+    pipe = client.pipeline(transaction=False)
+    for n in range(children):
+        child = FLOW_ITEMS.keys.job(f"child-{n}")
+        pipe.hset(
+            child, mapping={"name": "part", "timestamp": 1, "parentKey": parent.job("parent")}
+        )
+        pipe.lpush(FLOW_ITEMS.keys.wait, f"child-{n}")
+        pipe.sadd(parent.dependencies("parent"), child)
+    pipe.execute()
 
 
 def start_server(env: dict[str, str], port: int, app: str) -> subprocess.Popen[bytes]:
@@ -168,6 +189,8 @@ ENDPOINTS = [
     ("failed page (50 rows)", "/queues/bull/big/?state=failed"),
     ("failed JSON (50 rows)", "/api/queues/bull/big/jobs/?state=failed&start=0&end=49"),
     ("job page", "/queues/bull/big/job/7"),
+    (f"flow page ({FLOW_CHILDREN:,} kids)", "/queues/bull/flows/job/parent"),
+    ("flow JSON", "/api/queues/bull/flows/flow/parent"),
 ]
 
 

@@ -29,6 +29,7 @@ from dashboard.permissions import api_permission
 from queues import inspect
 from queues.errors import ErrorCode
 from queues.keys import MAX_JOB_ID_LENGTH
+from queues.read import flows
 
 Schema = dict[str, Any]
 
@@ -332,11 +333,102 @@ def _schemas() -> dict[str, Schema]:
             "if": {"properties": {"action": {"const": "clean"}}},
             "then": {"required": ["grace_ms"]},
         },
+        **_flow_schemas(),
         "OpenAPIDocument": {
             "type": "object",
             "required": ["openapi", "info", "paths"],
             "properties": {"openapi": {"type": "string", "pattern": "^3\\.1\\."}},
         },
+    }
+
+
+def _flow_schemas() -> dict[str, Schema]:
+    """A job's flow tree and a page of a node's children (queues.read.flows)."""
+    job_ref = _object({"queue": _TEXT, "id": _JOB_ID})
+    token = {
+        "type": ["string", "null"],
+        "pattern": "^[0-9]+\\.[0-9]+\\.[0-9]+$",
+        "description": "Pass as `page` to flow-children for the next page; null: all shown",
+    }
+    return {
+        "FlowDependencies": _object(
+            {
+                "pending": {**_COUNT, "description": "Children not finished (`:dependencies`)"},
+                "processed": {**_COUNT, "description": "Completed children (`:processed`)"},
+                "ignored": {
+                    **_COUNT,
+                    "description": "Failed children the parent went on without (`:failed`)",
+                },
+                "failed": {
+                    **_COUNT,
+                    "description": "Failed children that failed the parent (`:unsuccessful`)",
+                },
+            }
+        ),
+        "FlowNode": _object(
+            {
+                "queue": _TEXT,
+                "id": _JOB_ID,
+                "name": _STRING,
+                "state": {"type": ["string", "null"], "enum": [*inspect.STATES, None]},
+                "missing": {**_BOOLEAN, "description": "Named by its parent, its hash is gone"},
+                "not_a_job": {**_BOOLEAN, "description": "Its key holds no job"},
+                "relation": _or_null(
+                    {**_STRING, "description": "Why its parent lists it: pending, completed..."}
+                ),
+                "timestamp": _MOMENT,
+                "processed_on": _MOMENT,
+                "finished_on": _MOMENT,
+                "duration_ms": _or_null(_COUNT),
+                "failed_reason": _or_null(_STRING),
+                "dependencies": _schema("FlowDependencies"),
+                "children": {
+                    **_array(_schema("FlowNode")),
+                    "description": f"At most {flows.PAGE_SIZE} read per parent (failed first)",
+                },
+                "next_page": token,
+                "children_not_read": {
+                    **_BOOLEAN,
+                    "description": "Children below the depth or size shown: ask flow-children",
+                },
+                "problems": _array(_STRING),
+            }
+        ),
+        "FlowTree": _object(
+            {
+                "flow": _or_null(
+                    _object(
+                        {
+                            "job": job_ref,
+                            "root": _schema("FlowNode"),
+                            "path": {
+                                **_array(job_ref),
+                                "description": "The root, its children down to this job",
+                            },
+                            "problems": {
+                                **_array(_STRING),
+                                "description": "A parent gone, not a job, a loop: shown from "
+                                "the highest job reached",
+                            },
+                            "deeper_not_shown": _BOOLEAN,
+                            "max_depth": _COUNT,
+                            "page_size": _COUNT,
+                        }
+                    )
+                )
+            },
+            description="`flow` null: the job has no parent and no children",
+        ),
+        "FlowChildrenPage": _object(
+            {
+                "queue": _TEXT,
+                "id": _JOB_ID,
+                "dependencies": _schema("FlowDependencies"),
+                "children": _array(_schema("FlowNode")),
+                "next_page": token,
+                "problems": _array(_STRING),
+            }
+        ),
     }
 
 
@@ -612,6 +704,36 @@ OPERATIONS: dict[str, tuple[str, Schema]] = {
                 ),
             ],
             "responses": {"200": _answer("The job", "JobDetail"), **_errors(*_READ_ERRORS)},
+        },
+    ),
+    "flow": (
+        "get",
+        {
+            "operationId": "getJobFlow",
+            "tags": ["jobs"],
+            "summary": "The flow a job belongs to: root, parents and children across queues",
+            "description": f"At most {flows.MAX_DEPTH} levels and {flows.NODE_BUDGET} jobs; "
+            "bad links (a parent gone, a loop, a key of the wrong type) are `problems`.",
+            "responses": {"200": _answer("The tree", "FlowTree"), **_errors(*_READ_ERRORS)},
+        },
+    ),
+    "flow_children": (
+        "get",
+        {
+            "operationId": "listFlowChildren",
+            "tags": ["jobs"],
+            "summary": "A page of a flow parent's children, failed ones first",
+            "parameters": [
+                _query(
+                    "page",
+                    "A node's `next_page` (left out: the first page)",
+                    {"type": "string", "pattern": "^[0-9]+\\.[0-9]+\\.[0-9]+$"},
+                ),
+            ],
+            "responses": {
+                "200": _answer("The page", "FlowChildrenPage"),
+                **_errors("BadRequest", *_READ_ERRORS),
+            },
         },
     ),
     "events": (

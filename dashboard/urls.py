@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, openapi, views
+from dashboard import api, flows, openapi, views
 from dashboard.converters import SegmentConverter
 
 # Converters are one registry for every app: a name of our own.
@@ -27,6 +27,7 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "actions/", views.job_actions, name="job_actions"),
     path(_queue + "bulk/", views.queue_actions, name="queue_actions"),
     path("ws/live/", views.live_socket_over_http, name="live"),
+    path(_queue + "flow-children/<path:job_id>", flows.flow_children, name="flow_children"),
     # Last: a job id may contain '/', so it takes the rest of the path.
     path(_queue + "job/<path:job_id>", views.job_page, name="job"),
 ]
@@ -39,6 +40,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "events/", api.events, name="events"),
     path(_queue + "actions/", api.job_actions, name="job_actions"),
     path(_queue + "bulk/", api.queue_actions, name="queue_actions"),
+    path(_queue + "flow/<path:job_id>", flows.api_flow, name="flow"),
+    path(_queue + "flow-children/<path:job_id>", flows.api_flow_children, name="flow_children"),
     path(_queue + "job/<path:job_id>", api.job, name="job"),
 ]
 

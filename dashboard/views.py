@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 
-from dashboard import action_bars, actions, charts, presenters
+from dashboard import action_bars, actions, charts, flows, presenters
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import can_act, page_permission, read_only, user_label
 from dashboard.redis import get_client
@@ -232,6 +232,7 @@ def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
         "logs_page": logs_page,
         "logs_size": LOGS_PAGE_SIZE,
         "logs_has_next": detail.logs_start + len(detail.logs) < detail.logs_total,
+        **flows.flow_context(client, ref, job_id),
     }
     fragment = request.GET.get("fragment")
     if _is_htmx(request) and fragment in ("data", "logs"):

@@ -58,6 +58,7 @@ from queues.commands import transitions as tr
 from queues.commands.release import release_job
 from queues.connection import connect_async
 from queues.errors import JobBroken, ScriptError, SkippedJob, is_out_of_memory, raise_for_code
+from queues.flow import children_values
 from queues.job import Job
 from queues.keys import DEFAULT_PREFIX, QueueKeys
 from queues.pickup import decode_answer
@@ -245,6 +246,11 @@ class Worker:
         answer = await self._run(admin.add_log(self.keys, job.id, line, keep=keep))
         raise_for_code(answer, "addLog", job.id)
         return int(answer)
+
+    async def children_values(self, job: Job) -> dict[str, Any]:
+        """A flow parent's completed children's return values, by child key
+        (``<prefix>:<queue>:<id>``): what the parent runs on (queues.flow)."""
+        return await children_values(self.client, self.keys, job.id)
 
     # -- the fetch loop -------------------------------------------------------
 

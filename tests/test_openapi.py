@@ -236,6 +236,21 @@ def _reads(check: Checked, viewer: Client) -> None:
     check(viewer.get(url("events", QueueRef("bull", "nope"))), 404)
 
 
+def _flow_reads(check: Checked, viewer: Client) -> None:
+    tree = check(viewer.get(url("flow", job_id="child1")), 200)["flow"]
+    assert [step["id"] for step in tree["path"]] == ["parent", "child1"]
+    assert check(viewer.get(url("flow", job_id="w1")), 200) == {"flow": None}
+    check(viewer.get(url("flow", job_id="gone")), 404)
+    check(viewer.get(url("flow", QueueRef("bull", "nope"), job_id="1")), 404)
+    page = check(viewer.get(url("flow_children", job_id="parent")), 200)
+    assert {child["id"] for child in page["children"]} == {"child0", "child1"}
+    check(viewer.get(url("flow_children", job_id="parent"), {"page": "3.0.0"}), 200)
+    check(
+        viewer.get(url("flow_children", job_id="parent"), {"page": "x"}), 400, valid_request=False
+    )
+    check(viewer.get(url("flow_children", job_id="gone")), 404)
+
+
 def _job_actions(check: Checked, actor: Client) -> None:
     retried = check(_post(actor, "job_actions", {"action": "retry", "ids": ["f1"]}), 200)
     assert retried["count"] == 1
@@ -285,6 +300,7 @@ def _refusals(check: Checked, users: dict[str, Any]) -> None:
     """Who may not, and requests refused before any view ran."""
     reads = [url("queues"), url("schema"), url("queue"), url("jobs"), url("events")]
     reads.append(url("job", job_id="f3"))
+    reads += [url("flow", job_id="f3"), url("flow_children", job_id="f3")]
     posts = [
         ("job_actions", {"action": "remove", "ids": ["f3"]}),
         ("queue_actions", {"action": "pause"}),
@@ -328,6 +344,8 @@ def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) ->
     for target in (url("queues"), url("queue"), url("jobs"), url("events")):
         check(viewer.get(target), 503)
     check(viewer.get(url("job", job_id="f3")), 503)
+    check(viewer.get(url("flow", job_id="f3")), 503)
+    check(viewer.get(url("flow_children", job_id="f3")), 503)
     check(_post(actor, "job_actions", {"action": "remove", "ids": ["f3"]}), 503)
     check(_post(actor, "queue_actions", {"action": "pause"}), 503)
 
@@ -341,6 +359,8 @@ def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -
         for target in (url("queues"), url("schema"), url("queue"), url("jobs"), url("events")):
             check(viewer.get(target), 500)
         check(viewer.get(url("job", job_id="f3")), 500)
+        check(viewer.get(url("flow", job_id="f3")), 500)
+        check(viewer.get(url("flow_children", job_id="f3")), 500)
         check(_post(actor, "job_actions", {"action": "remove", "ids": ["f3"]}), 500)
         check(_post(actor, "queue_actions", {"action": "pause"}), 500)
 
@@ -356,6 +376,7 @@ def test_every_documented_answer_is_given_and_matches_the_document(
     check = Checked(document)
     viewer, actor = _client(users["viewer"]), _client(users["actor"])
     _reads(check, viewer)
+    _flow_reads(check, viewer)
     _job_actions(check, actor)
     _queue_actions(check, actor)
     _refusals(check, users)

@@ -8,7 +8,8 @@ browser -> server
         ``data-last-id`` or the last message it received); omit it (or null) to
         start from now. Subscribing again to a queue replaces the old position.
         Optional per queue, for pages that need less than every event:
-        ``"job": id`` sends only that job's events (a job page), ``"bodies":
+        ``"job": id`` sends only that job's events (a job page; a list of at
+        most MAX_JOBS_PER_FILTER ids: those jobs', a flow's tree), ``"bodies":
         false`` sends how many events came and their names instead of the
         events (pages that refetch counts and lists). Only queues the pages
         show may be watched (configured, or under a served prefix with a trace
@@ -133,6 +134,9 @@ RECHECK_S = 30.0
 # reconnect replays from near there instead of running into REPLAY_LIMIT and
 # reloading.
 POSITION_EVERY_S = 5.0
+# A job filter may name this many jobs (a job page following its flow's tree):
+# what a socket holds stays bounded by MAX_QUEUES_PER_SOCKET times this.
+MAX_JOBS_PER_FILTER = 100
 
 
 def user_may_view(user: Any) -> bool:
@@ -174,7 +178,7 @@ class Wanted:
 
     queue: QueueRef
     resume_from: str | None
-    job: str | None
+    job: frozenset[str] | None
     bodies: bool
 
 
@@ -183,7 +187,7 @@ class Subscription:
     ref: str
     group: str
     resume_from: str | None
-    job: str | None = None  # only this job's events
+    job: frozenset[str] | None = None  # only these jobs' events
     bodies: bool = True  # False: how many events and their names, not the events
     last_sent: tuple[int, int] = (0, 0)
     skipped: int = 0
@@ -374,12 +378,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self._error(raw, "unknown queue")
             return None
         job, bodies = item.get("job"), item.get("bodies", True)
-        if not isinstance(bodies, bool) or not (job is None or valid_job_id(job)):
+        jobs = job_filter(job)
+        if not isinstance(bodies, bool) or (job is not None and jobs is None):
             await self._error(queue.qualified, "bad filter")
             return None
         last_id = item.get("last_id")
         resume = last_id if parse_stream_id(last_id) is not None else None
-        return Wanted(queue, resume, job, bodies)
+        return Wanted(queue, resume, jobs, bodies)
 
     async def _subscribe_all(self, items: list[Any]) -> None:
         wanted = [w for w in [await self._wanted(item) for item in items] if w is not None]
@@ -580,7 +585,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         skipped = sub.skipped + max(0, len(events) - FEED_KEEP)
         sent = events[-FEED_KEEP:]
         if sub.job is not None:
-            sent = [e for e in sent if e["job_id"] == sub.job]
+            sent = [e for e in sent if e["job_id"] in sub.job]
         now = time.monotonic()
         # Nothing for this page, but its position may have moved: an empty
         # message says so now and then (POSITION_EVERY_S).
@@ -622,6 +627,17 @@ def within_message_limit(message: dict[str, Any]) -> str:
             {**message, "events": events, "skipped": message["skipped"] + left_out, "refresh": True}
         )
     return text
+
+
+def job_filter(value: object) -> frozenset[str] | None:
+    """A subscription's job filter (one id, or a list of at most
+    MAX_JOBS_PER_FILTER), or None when absent or not valid."""
+    ids = [value] if isinstance(value, str) else value
+    if not isinstance(ids, list) or not 0 < len(ids) <= MAX_JOBS_PER_FILTER:
+        return None
+    if not all(valid_job_id(job_id) for job_id in ids):
+        return None
+    return frozenset(ids)
 
 
 def valid_job_id(value: object) -> bool:

@@ -35,7 +35,10 @@
 
   Events: waiting (jobId, prev=delayed) per promoted delayed job;
           failed (jobId, failedReason, prev=waiting) per job with a deferred
-          failure (`defa`) met on the way; active (jobId, prev=waiting).
+          failure (`defa`) met on the way, and for such a job in a flow its
+          parent's events as moveToFinished's failure gives them (waiting,
+          prev=waiting-children, or delayed, in the parent's queue);
+          active (jobId, prev=waiting).
 ]]
 
 --- @include "takeNextJob"

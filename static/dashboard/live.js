@@ -111,6 +111,25 @@
   } else if (main.getAttribute("data-queue")) {
     queues.push(main.getAttribute("data-queue"));
   }
+  // A job page in a flow also follows the tree's shown jobs, by queue
+  // (#flow-watch, dashboard/flows.py): an event of one refreshes the page.
+  var flowWatch = {};
+  function readFlowWatch() {
+    var block = document.getElementById("flow-watch");
+    var watch = {};
+    try { watch = block ? JSON.parse(block.textContent) || {} : {}; } catch (error) { watch = {}; }
+    return watch;
+  }
+  function watchedIds(queue) {  // the job ids of `queue` this job page follows
+    var ids = (flowWatch[queue] || []).slice();
+    var own = main.getAttribute("data-job-id");
+    if (queue === main.getAttribute("data-queue") && ids.indexOf(own) < 0) ids.unshift(own);
+    return ids;
+  }
+  if (pageKind === "job") {
+    flowWatch = readFlowWatch();
+    Object.keys(flowWatch).forEach(function (queue) { if (queues.indexOf(queue) < 0) queues.push(queue); });
+  }
   // The overview listens even with no queue yet: the first one gets its row.
   if (!queues.length && pageKind !== "overview") return;
 
@@ -334,9 +353,21 @@
       var next = new DOMParser().parseFromString(html, "text/html").querySelector("main");
       if (!next) return;
       jobFocusWaiting = false;
-      if (mergeBlocks(main, next)) rearm(main);
+      if (mergeBlocks(main, next)) { rearm(main); followFlow(); }
     });
   });
+  // The tree shown changed: follow its jobs from now on (queues it left are let go).
+  function followFlow() {
+    var before = JSON.stringify(flowWatch);
+    flowWatch = readFlowWatch();
+    if (JSON.stringify(flowWatch) === before) return;
+    var own = main.getAttribute("data-queue");
+    var next = [own].concat(Object.keys(flowWatch).filter(function (queue) { return queue !== own; }));
+    var gone = queues.filter(function (queue) { return next.indexOf(queue) < 0; });
+    queues = next;
+    send({type: "subscribe", queues: queues.map(subscription)});
+    send({type: "unsubscribe", queues: gone});
+  }
   if (pageKind === "job") {
     main.addEventListener("focusout", function () { if (jobFocusWaiting) refreshJob(); });
   }
@@ -870,7 +901,8 @@
         });
       }
       if (jobId !== null) {
-        jobTouched = jobTouched || events.some(function (e) { return e.job_id === jobId; });
+        var ids = watchedIds(queue);
+        jobTouched = jobTouched || events.some(function (e) { return ids.indexOf(e.job_id) >= 0; });
       }
     });
     if (shown.length) {
@@ -956,7 +988,8 @@
     if (feedLive) {
       if (filterJob) wanted.job = filterJob;
     } else if (pageKind === "job") {
-      wanted.job = main.getAttribute("data-job-id");
+      var ids = watchedIds(queue);
+      wanted.job = ids.length === 1 ? ids[0] : ids;
     } else {
       wanted.bodies = false;
     }

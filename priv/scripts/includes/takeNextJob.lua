@@ -2,6 +2,7 @@
 --- @include "emitEvent"
 --- @include "dedupRelease"
 --- @include "keyCheck"
+--- @include "parentRelease"
 
 -- Taking the next job, shared by moveToActive and by moveToFinished when it
 -- fetches the next job in the same round trip. `q` holds the queue's key
@@ -174,9 +175,15 @@ local function next_ready(q, check, broken)
   return nil, nil
 end
 
--- A job carrying a deferred failure (`defa`, e.g. stalled too often) is not
--- run: it goes straight to failed with that reason.
+-- A job carrying a deferred failure (`defa`, e.g. stalled too often, or a
+-- flow parent whose child failed under fail-parent-on-failure) is not run:
+-- it goes straight to failed with that reason, and tells its own parent as
+-- any failure does (so a failure climbs a flow as far as the policies say).
 local function fail_deferred(q, job_id, job_key, reason, now)
+  local parent = parent_of(job_key)
+  if parent then
+    child_failed(parent, job_key, reason, now, {})
+  end
   redis.call("LREM", q.active, 1, job_id)
   redis.call("HINCRBY", job_key, "atm", 1)
   redis.call("HSET", job_key, "failedReason", reason, "finishedOn", now)

@@ -1,0 +1,560 @@
+"""The flow a job belongs to, for display: root, parents and children across queues.
+
+A job names its parent in its hash (``parentKey``, or the ``queueKey`` and
+``id`` of its ``parent`` JSON); a parent knows its children by four keys
+(docs/protocol.md): ``:dependencies`` (set, pending), ``:processed``
+(hash, completed → return value), ``:failed`` (hash, failed but ignored or
+continued past) and ``:unsuccessful`` (zset, failed and failed the parent).
+
+Bounded whatever the keyspace holds:
+
+- up the tree at most MAX_DEPTH parents (one round trip each); a parent that
+  is gone, is not a job, or closes a loop ends the walk, and the tree is shown
+  from the highest job reached with a problem saying why;
+- down the tree at most MAX_DEPTH levels (three round trips per level) and
+  NODE_BUDGET nodes in all; each parent shows at most PAGE_SIZE children
+  (failed ones first), read with ZSCAN / HSCAN / SSCAN, so a parent of a
+  100,000 children costs one page; :func:`children_page` reads the next page
+  from the token a node gives.
+
+A node's state comes from the sorted sets and the active list; a job in none
+of them is shown as waiting without searching the (possibly huge) ready lists.
+Nothing here raises on malformed data: a key of the wrong type becomes a
+problem on its node.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis import Redis
+from redis.exceptions import ResponseError
+
+from queues import codec
+from queues.keys import InvalidName, QueueKeys, QueueRef, validate_job_id
+
+MAX_DEPTH = 10
+PAGE_SIZE = 50
+NODE_BUDGET = 200
+# Scan calls one page of children may make (a sparse set can answer empty batches).
+_SCANS_PER_PAGE = 8
+_NODE_FIELDS = (
+    "name",
+    "timestamp",
+    "processedOn",
+    "finishedOn",
+    "failedReason",
+    "parentKey",
+    "parent",
+)
+_ZSET_STATES = ("prioritized", "delayed", "completed", "failed", "waiting-children")
+# The parent's keys holding children, in the order a page lists them: failed
+# ones first (what the on-call engineer looks for), then the pending, the
+# completed. (suffix, Redis type, scan command, what a child there is.)
+_CHILD_KINDS = (
+    ("unsuccessful", "zset", "zscan", "failed the parent"),
+    ("failed", "hash", "hscan", "failed, ignored"),
+    ("dependencies", "set", "sscan", "pending"),
+    ("processed", "hash", "hscan", "completed"),
+)
+_COUNT_COMMANDS = {"zset": "zcard", "hash": "hlen", "set": "scard"}
+
+
+@functools.lru_cache(maxsize=1024)
+def _keys_of(ref: QueueRef) -> QueueKeys:
+    # A tree's nodes share a few queues: their key names are built once each
+    # (QueueRef.keys validates and builds them afresh on every call).
+    return ref.keys
+
+
+class JobNotInKeyspace(LookupError):
+    """The job asked about is gone (or its key holds no job)."""
+
+
+def _replies(pipe: Any) -> list[Any]:
+    # A key of the wrong type answers an error for its command only.
+    return list(pipe.execute(raise_on_error=False))
+
+
+def _ok(reply: Any) -> bool:
+    return not isinstance(reply, Exception)
+
+
+def split_job_key(key: str) -> tuple[QueueRef, str] | None:
+    """``<prefix>:<queue>:<id>`` → (queue, id); None for anything else."""
+    queue_key, _, job_id = key.rpartition(":")
+    try:
+        return QueueRef.parse(queue_key), validate_job_id(job_id)
+    except (InvalidName, ValueError):
+        return None
+
+
+def parent_key_of(parent_key: Any, parent_json: Any) -> str | None:
+    """The parent's job key from the ``parentKey`` and ``parent`` fields."""
+    key = codec.text(parent_key)
+    if key:
+        return key
+    info = codec.loads(parent_json)
+    if isinstance(info, dict) and isinstance(info.get("queueKey"), str):
+        job_id = info.get("id")
+        if isinstance(job_id, str | int) and not isinstance(job_id, bool):
+            return f"{info['queueKey']}:{job_id}"
+    return None
+
+
+@dataclass(slots=True)
+class Dependencies:
+    """A parent's children by kind (BullMQ's getDependencies names them
+    unprocessed, processed, ignored and failed)."""
+
+    pending: int = 0
+    processed: int = 0
+    ignored: int = 0  # failed, recorded in :failed (ignoreDependency / continueParent)
+    failed: int = 0  # failed and failed the parent (:unsuccessful)
+
+    @property
+    def total(self) -> int:
+        return self.pending + self.processed + self.ignored + self.failed
+
+    def as_json(self) -> dict[str, int]:
+        return {
+            "pending": self.pending,
+            "processed": self.processed,
+            "ignored": self.ignored,
+            "failed": self.failed,
+        }
+
+
+@dataclass(slots=True)
+class TreeNode:
+    ref: QueueRef
+    id: str
+    missing: bool = False  # named by a parent, but its hash is gone
+    not_a_job: bool = False  # its key holds something else
+    name: str = ""
+    state: str | None = None
+    timestamp: int | None = None
+    processed_on: int | None = None
+    finished_on: int | None = None
+    failed_reason: str | None = None
+    # Why its parent lists it (a child kind), None for the root.
+    relation: str | None = None
+    dependencies: Dependencies = field(default_factory=Dependencies)
+    children: list[TreeNode] = field(default_factory=list)
+    # Where the next page of children starts; None when all are shown.
+    next_page: str | None = None
+    # Children exist below the depth or node budget: not read.
+    children_not_read: bool = False
+    problems: list[str] = field(default_factory=list)
+    # Its keys of children that hold another type (they count as no children).
+    broken_keys: list[str] = field(default_factory=list)
+    on_path: bool = False  # the page's job or one of its parents
+
+    @property
+    def key(self) -> str:
+        return _keys_of(self.ref).job(self.id)
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.processed_on is None or self.finished_on is None:
+            return None
+        return max(0, self.finished_on - self.processed_on)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.ref.qualified,
+            "id": self.id,
+            "name": self.name,
+            "state": self.state,
+            "missing": self.missing,
+            "not_a_job": self.not_a_job,
+            "relation": self.relation,
+            "timestamp": self.timestamp,
+            "processed_on": self.processed_on,
+            "finished_on": self.finished_on,
+            "duration_ms": self.duration_ms,
+            "failed_reason": self.failed_reason,
+            "dependencies": self.dependencies.as_json(),
+            "children": [child.as_json() for child in self.children],
+            "next_page": self.next_page,
+            "children_not_read": self.children_not_read,
+            "problems": self.problems,
+        }
+
+
+@dataclass(slots=True)
+class FlowTree:
+    """The tree the job ``focus`` belongs to, shown from ``root``."""
+
+    focus: tuple[QueueRef, str]
+    root: TreeNode
+    path: list[TreeNode]  # root ... the focus job
+    problems: list[str] = field(default_factory=list)
+    deeper_not_shown: bool = False
+
+    @property
+    def parent(self) -> TreeNode | None:
+        return self.path[-2] if len(self.path) > 1 else None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "job": {"queue": self.focus[0].qualified, "id": self.focus[1]},
+            "root": self.root.as_json(),
+            "path": [{"queue": node.ref.qualified, "id": node.id} for node in self.path],
+            "problems": self.problems,
+            "deeper_not_shown": self.deeper_not_shown,
+            "max_depth": MAX_DEPTH,
+            "page_size": PAGE_SIZE,
+        }
+
+
+@dataclass(slots=True)
+class ChildrenPage:
+    parent: TreeNode
+    children: list[TreeNode]
+    next_page: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.parent.ref.qualified,
+            "id": self.parent.id,
+            "dependencies": self.parent.dependencies.as_json(),
+            "children": [child.as_json() for child in self.children],
+            "next_page": self.next_page,
+            "problems": self.parent.problems,
+        }
+
+
+# -- reading nodes ---------------------------------------------------------------
+
+
+def _queue_node_reads(pipe: Any, node: TreeNode) -> None:
+    keys = _keys_of(node.ref)
+    key = keys.job(node.id)
+    pipe.type(key)
+    pipe.hmget(key, list(_NODE_FIELDS))
+    for state in _ZSET_STATES:
+        pipe.zscore(keys.state(state), node.id)
+    pipe.lpos(keys.active, node.id)
+    for suffix, kind, _scan, _label in _CHILD_KINDS:
+        getattr(pipe, _COUNT_COMMANDS[kind])(f"{key}:{suffix}")
+
+
+_NODE_REPLIES = 3 + len(_ZSET_STATES) + len(_CHILD_KINDS)
+
+
+def _apply_node_replies(node: TreeNode, replies: list[Any]) -> str | None:
+    """Fill ``node`` from its replies; returns its parent's key (or None)."""
+    key_type = codec.text(replies[0]) if _ok(replies[0]) else "none"
+    if key_type == "none":
+        node.missing = True
+        node.problems.append("its hash is gone")
+        return None
+    if key_type != "hash" or not _ok(replies[1]):
+        node.not_a_job = True
+        node.problems.append(f"its key is a {key_type}, not a job")
+        return None
+    name, timestamp, processed_on, finished_on, reason, parent_key, parent = replies[1]
+    if name is None and timestamp is None:
+        node.not_a_job = True
+        node.problems.append("its hash has no job fields (neither name nor timestamp)")
+        return None
+    node.name = codec.text(name) or ""
+    node.timestamp = codec.integer(timestamp)
+    node.processed_on = codec.integer(processed_on)
+    node.finished_on = codec.integer(finished_on)
+    node.failed_reason = codec.failure_reason(reason)
+    scores = replies[2 : 2 + len(_ZSET_STATES)]
+    found = [
+        s for s, score in zip(_ZSET_STATES, scores, strict=True) if _ok(score) and score is not None
+    ]
+    active = replies[2 + len(_ZSET_STATES)]
+    if _ok(active) and active is not None:
+        found.append("active")
+    node.state = found[0] if found else "wait"
+    if len(found) > 1:
+        node.problems.append(f"it is in more than one state ({' and '.join(found)})")
+    counts = replies[3 + len(_ZSET_STATES) :]
+    values = []
+    for (suffix, kind, _scan, _label), reply in zip(_CHILD_KINDS, counts, strict=True):
+        if _ok(reply):
+            values.append(int(reply or 0))
+        else:
+            values.append(0)
+            node.broken_keys.append(suffix)
+            node.problems.append(f"its {suffix} key is not a {kind}")
+    node.dependencies = Dependencies(
+        failed=values[0], ignored=values[1], pending=values[2], processed=values[3]
+    )
+    return parent_key_of(parent_key, parent)
+
+
+def _read_nodes(client: Redis, nodes: list[TreeNode]) -> list[str | None]:
+    """One round trip for all ``nodes``; returns each one's parent key."""
+    if not nodes:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for node in nodes:
+        _queue_node_reads(pipe, node)
+    replies = _replies(pipe)
+    return [
+        _apply_node_replies(node, replies[index * _NODE_REPLIES : (index + 1) * _NODE_REPLIES])
+        for index, node in enumerate(nodes)
+    ]
+
+
+# -- pages of children -------------------------------------------------------------
+
+
+def _page_token(kind: int, cursor: int, skip: int) -> str:
+    return f"{kind}.{cursor}.{skip}"
+
+
+def parse_page_token(token: str) -> tuple[int, int, int]:
+    """``kind.cursor.skip`` → numbers; InvalidName when it is not one."""
+    parts = token.split(".")
+    if len(parts) != 3 or not all(part.isdigit() and len(part) <= 20 for part in parts):
+        raise InvalidName("not a page of children")
+    kind, cursor, skip = (int(part) for part in parts)
+    if kind >= len(_CHILD_KINDS) or skip > 10_000:
+        raise InvalidName("not a page of children")
+    return kind, cursor, skip
+
+
+# One scan answer: the cursor to go on from (0: done) and the members read.
+Batch = tuple[int, list[str]]
+
+
+def _scan_key(parent: TreeNode, kind: int) -> tuple[str, str]:
+    suffix, _type, scan, _label = _CHILD_KINDS[kind]
+    return scan, f"{parent.key}:{suffix}"
+
+
+def _batch(reply: Any) -> Batch:
+    if not _ok(reply):
+        return 0, []  # a key of the wrong type: its count said so already
+    next_cursor, items = reply
+    if isinstance(items, dict):
+        members = list(items)
+    else:
+        members = [item[0] if isinstance(item, tuple) else item for item in items]
+    return int(next_cursor), [codec.text(member) or "" for member in members]
+
+
+def _has_kind(parent: TreeNode, kind: int) -> bool:
+    """Whether the parent's count says there are children of this kind (none:
+    no scan is sent for it)."""
+    deps = parent.dependencies
+    return (deps.failed, deps.ignored, deps.pending, deps.processed)[kind] > 0
+
+
+def _first_batches(client: Redis, parents: list[TreeNode]) -> dict[str, list[Batch | None]]:
+    """The first scan of every kind of children of every parent: one round trip."""
+    pipe = client.pipeline(transaction=False)
+    asked: list[tuple[TreeNode, int]] = []
+    for parent in parents:
+        for kind in range(len(_CHILD_KINDS)):
+            if _has_kind(parent, kind):
+                scan, key = _scan_key(parent, kind)
+                getattr(pipe, scan)(key, 0, count=PAGE_SIZE)
+                asked.append((parent, kind))
+    replies = _replies(pipe) if asked else []
+    batches: dict[str, list[Batch | None]] = {
+        parent.key: [None] * len(_CHILD_KINDS) for parent in parents
+    }
+    for (parent, kind), reply in zip(asked, replies, strict=True):
+        batches[parent.key][kind] = _batch(reply)
+    return batches
+
+
+def _scan(client: Redis, parent: TreeNode, kind: int, cursor: int) -> Batch:
+    scan, key = _scan_key(parent, kind)
+    try:
+        return _batch(getattr(client, scan)(key, cursor, count=PAGE_SIZE))
+    except ResponseError as error:
+        return _batch(error)
+
+
+def _child_keys_page(
+    client: Redis, parent: TreeNode, token: str | None, first: list[Batch | None] | None = None
+) -> tuple[list[tuple[str, str]], str | None]:
+    """Up to PAGE_SIZE (child key, relation) pairs from ``token`` on (None: the
+    first page), and the token of the page after (None: the last). ``first``:
+    the answers of the scans from cursor 0, already read (_first_batches).
+    Kinds the parent's counts say are empty are not scanned."""
+    kind, cursor, skip = parse_page_token(token) if token else (0, 0, 0)
+    found: list[tuple[str, str]] = []
+    scans = 0
+    while kind < len(_CHILD_KINDS) and len(found) < PAGE_SIZE:
+        if cursor == 0 and not _has_kind(parent, kind):
+            kind += 1
+            continue
+        prefetched = first[kind] if first is not None and cursor == 0 else None
+        if prefetched is None:
+            if scans == _SCANS_PER_PAGE:
+                break
+            scans += 1
+            prefetched = _scan(client, parent, kind, cursor)
+        next_cursor, members = prefetched
+        members = members[skip:]
+        room = PAGE_SIZE - len(found)
+        label = _CHILD_KINDS[kind][3]
+        found.extend((member, label) for member in members[:room])
+        if len(members) > room:
+            # The batch goes on past the page: the next page reads it again.
+            return found, _page_token(kind, cursor, skip + room)
+        kind, cursor, skip = (kind, next_cursor, 0) if next_cursor else (kind + 1, 0, 0)
+    while kind < len(_CHILD_KINDS) and cursor == 0 and not _has_kind(parent, kind):
+        kind += 1
+    return found, _page_token(kind, cursor, 0) if kind < len(_CHILD_KINDS) else None
+
+
+def _child_node(key: str, relation: str) -> TreeNode | None:
+    split = split_job_key(key)
+    if split is None:
+        return None
+    return TreeNode(split[0], split[1], relation=relation)
+
+
+def _children_of(
+    client: Redis, parent: TreeNode, token: str | None, first: list[Batch | None] | None = None
+) -> tuple[list[TreeNode], str | None, list[str]]:
+    pairs, next_page = _child_keys_page(client, parent, token, first)
+    children, odd = [], []
+    for key, relation in pairs:
+        child = _child_node(key, relation)
+        if child is None:
+            odd.append(key[:200])
+        else:
+            children.append(child)
+    problems = [f"lists {key!r}, which is not a job key" for key in odd]
+    return children, next_page, problems
+
+
+def children_page(client: Redis, ref: QueueRef, job_id: str, token: str | None) -> ChildrenPage:
+    """One page of a parent's children (each with its state and counts), from
+    ``token`` (a node's ``next_page``) on. Raises InvalidName for a bad token."""
+    if token is not None:
+        parse_page_token(token)
+    parent = TreeNode(ref, validate_job_id(job_id))
+    _read_nodes(client, [parent])
+    children, next_page, problems = _children_of(client, parent, token)
+    parent.problems.extend(problems)
+    _read_nodes(client, children)
+    for child in children:
+        child.children_not_read = child.dependencies.total > 0
+    return ChildrenPage(parent, children, next_page)
+
+
+# -- the whole tree ------------------------------------------------------------------
+
+
+def _walk_up(client: Redis, focus: TreeNode) -> tuple[list[TreeNode], list[str]]:
+    """The focus job and its parents, highest first, and what ended the walk
+    early (a parent gone, not a job, a loop, too deep)."""
+    path = [focus]
+    seen = {focus.key}
+    problems: list[str] = []
+    parent_key = _read_nodes(client, [focus])[0]
+    while parent_key is not None:
+        split = split_job_key(parent_key)
+        if split is None:
+            problems.append(
+                f"{path[0].id} names a parent {parent_key[:200]!r} that is not a job key"
+            )
+            break
+        parent = TreeNode(*split)
+        if parent.key in seen:
+            problems.append(
+                f"the parents loop back to {parent.ref.qualified} #{parent.id}: "
+                "shown from the highest job before the loop"
+            )
+            break
+        if len(path) > MAX_DEPTH:
+            problems.append(
+                f"more than {MAX_DEPTH} levels of parents: shown from the {MAX_DEPTH}th"
+            )
+            break
+        grand_key = _read_nodes(client, [parent])[0]
+        if parent.missing or parent.not_a_job:
+            what = "is gone" if parent.missing else "is not a job"
+            problems.append(
+                f"the parent {parent.ref.qualified} #{parent.id} of #{path[0].id} {what}: "
+                "shown from the highest job that exists"
+            )
+            break
+        seen.add(parent.key)
+        path.insert(0, parent)
+        parent_key = grand_key
+    for node in path:
+        node.on_path = True
+    return path, problems
+
+
+def read_flow(client: Redis, ref: QueueRef, job_id: str) -> FlowTree | None:
+    """The tree ``job_id`` belongs to, or None when it is in no flow (no
+    parent, no children); JobNotInKeyspace when it is gone. A bounded
+    number of round trips: at most MAX_DEPTH up, three per level down (more
+    only for a parent whose first scans came back short of a page)."""
+    focus = TreeNode(ref, validate_job_id(job_id))
+    path, problems = _walk_up(client, focus)
+    if focus.missing or focus.not_a_job:
+        raise JobNotInKeyspace(f"no job {job_id} in {ref.qualified}")
+    root = path[0]
+    if len(path) == 1 and focus.dependencies.total == 0 and not problems and not focus.broken_keys:
+        return None
+    tree = FlowTree((ref, job_id), root, path, problems)
+    seen = {node.key for node in path}
+    path_next = {path[i].key: path[i + 1] for i in range(len(path) - 1)}
+    level = [root]
+    budget = NODE_BUDGET - 1
+    for depth in range(MAX_DEPTH):
+        expanded: list[TreeNode] = []
+        for parent in level:
+            if parent.dependencies.total == 0:
+                continue
+            if budget <= 0 and parent.key not in path_next:
+                parent.children_not_read = True
+                continue
+            expanded.append(parent)
+            budget -= min(parent.dependencies.total, PAGE_SIZE)
+        first = _first_batches(client, expanded)
+        below: list[TreeNode] = []
+        for parent in expanded:
+            children, next_page, odd = _children_of(client, parent, None, first[parent.key])
+            parent.problems.extend(odd)
+            parent.children = _unseen(parent, children, seen, path_next.get(parent.key))
+            parent.next_page = next_page
+            below.extend(child for child in parent.children if not child.on_path)
+        _read_nodes(client, below)
+        level = [child for parent in level for child in parent.children]
+        if depth == MAX_DEPTH - 1 and any(node.dependencies.total for node in level):
+            tree.deeper_not_shown = True
+            for node in level:
+                node.children_not_read = node.dependencies.total > 0
+    return tree
+
+
+def _unseen(
+    parent: TreeNode, children: list[TreeNode], seen: set[str], on_path: TreeNode | None
+) -> list[TreeNode]:
+    """The children to show under ``parent``: each job once in the tree (a job
+    met again closes a loop, and is named as a problem instead), and the next
+    job of the page's path first when this page of children misses it."""
+    kept: list[TreeNode] = []
+    for child in children:
+        if on_path is not None and child.key == on_path.key:
+            on_path.relation = child.relation
+            kept.append(on_path)  # already read: keep the node the path holds
+        elif child.key in seen:
+            parent.problems.append(
+                f"lists {child.ref.qualified} #{child.id} again (a loop): not followed"
+            )
+        else:
+            kept.append(child)
+    if on_path is not None and on_path not in kept:
+        kept.insert(0, on_path)
+    seen.update(child.key for child in kept)
+    return kept

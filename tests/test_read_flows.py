@@ -1,0 +1,234 @@
+"""The flow reader (queues.read.flows) against a real Redis: the tree of a job
+across queues, its counts, pages of children at O(page), bounded depth, and
+every kind of bad link shown as a problem, never raised."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from redis import Redis
+
+from queues.flow import FlowJob, FlowProducer
+from queues.keys import QueueKeys, QueueRef
+from queues.read import flows
+from queues.read.flows import JobNotInKeyspace, children_page, read_flow
+from tests.dashboard_seed import seed_job
+
+ORDERS, ITEMS = QueueRef("bull", "orders"), QueueRef("bull", "items")
+
+
+def _child_of(
+    client: Redis, keys: QueueKeys, job_id: str, parent: QueueKeys, parent_id: str
+) -> None:
+    seed_job(client, keys, job_id, fields={"parentKey": parent.job(parent_id)})
+    client.sadd(parent.dependencies(parent_id), keys.job(job_id))
+
+
+def test_a_childs_tree_shows_its_root_parents_and_children_across_queues(
+    redis_client: Redis,
+) -> None:
+    pick = FlowJob("pick", "parts")
+    flow = FlowJob(
+        "ship",
+        "orders",
+        children=[FlowJob("pack", "items", children=[pick]), FlowJob("pack2", "items")],
+    )
+    root = FlowProducer(redis_client).add(flow)
+    pack = root.children[0]
+    pick_node = pack.children[0]
+    tree = read_flow(redis_client, pick_node.ref, pick_node.id)
+    assert tree is not None
+    assert [(node.ref.name, node.id) for node in tree.path] == [
+        ("orders", root.id),
+        ("items", pack.id),
+        ("parts", pick_node.id),
+    ]
+    assert tree.parent is not None
+    assert tree.parent.id == pack.id
+    shown = tree.root
+    assert (shown.name, shown.state) == ("ship", "waiting-children")
+    assert shown.dependencies.as_json() == {"pending": 2, "processed": 0, "ignored": 0, "failed": 0}
+    assert {child.id for child in shown.children} == {pack.id, root.children[1].id}
+    [pack_shown] = [child for child in shown.children if child.id == pack.id]
+    assert pack_shown.state == "waiting-children"
+    assert pack_shown.relation == "pending"
+    assert [(c.ref.name, c.state) for c in pack_shown.children] == [("parts", "wait")]
+    assert tree.problems == []
+    assert not tree.deeper_not_shown
+    # The JSON the API gives is the same tree.
+    body = tree.as_json()
+    assert body["root"]["children"][0]["queue"] in ("bull:items",)
+    assert body["path"][-1] == {"queue": "bull:parts", "id": pick_node.id}
+
+
+def test_counts_and_relations_follow_each_childs_fate(redis_client: Redis) -> None:
+    orders = ORDERS.keys
+    seed_job(redis_client, orders, "p", state="waiting-children")
+    parent = orders.job("p")
+    for child, relation_key in (
+        ("done", "processed"),
+        ("ignored", "failed"),
+        ("bad", "unsuccessful"),
+    ):
+        seed_job(
+            redis_client,
+            orders,
+            child,
+            state="completed" if child == "done" else "failed",
+            fields={"parentKey": parent},
+        )
+        if relation_key == "unsuccessful":
+            redis_client.zadd(f"{parent}:unsuccessful", {orders.job(child): 1})
+        else:
+            redis_client.hset(f"{parent}:{relation_key}", orders.job(child), json.dumps("x"))
+    _child_of(redis_client, orders, "waiting", orders, "p")
+    tree = read_flow(redis_client, ORDERS, "p")
+    assert tree is not None
+    assert tree.root.dependencies.as_json() == {
+        "pending": 1,
+        "processed": 1,
+        "ignored": 1,
+        "failed": 1,
+    }
+    # Failed children first: what the on-call engineer looks for.
+    assert [(c.id, c.relation) for c in tree.root.children] == [
+        ("bad", "failed the parent"),
+        ("ignored", "failed, ignored"),
+        ("waiting", "pending"),
+        ("done", "completed"),
+    ]
+
+
+def test_a_job_in_no_flow_has_no_tree_and_a_gone_job_says_so(redis_client: Redis) -> None:
+    seed_job(redis_client, ORDERS.keys, "alone")
+    assert read_flow(redis_client, ORDERS, "alone") is None
+    with pytest.raises(JobNotInKeyspace):
+        read_flow(redis_client, ORDERS, "gone")
+
+
+def test_children_page_by_page_each_page_costs_one_page(redis_client: Redis) -> None:
+    orders = ORDERS.keys
+    seed_job(redis_client, orders, "big", state="waiting-children")
+    total = 20_000
+    pipe = redis_client.pipeline(transaction=False)
+    for n in range(total):
+        pipe.sadd(orders.dependencies("big"), orders.job(f"c{n}"))
+    for n in range(120):
+        pipe.hset(orders.job(f"c{n}"), mapping={"name": "child", "timestamp": 1})
+    pipe.execute()
+    redis_client.config_resetstat()
+    tree = read_flow(redis_client, ORDERS, "big")
+    assert tree is not None
+    assert len(tree.root.children) <= flows.PAGE_SIZE
+    assert tree.root.next_page is not None
+    stats = redis_client.info("commandstats")
+    looked_at = stats.get("cmdstat_hmget", {}).get("calls", 0)
+    assert looked_at <= flows.PAGE_SIZE + 2, stats
+    assert "cmdstat_smembers" not in stats
+    # Page after page, nothing repeated, until every child was seen once.
+    seen = {child.id for child in tree.root.children}
+    token = tree.root.next_page
+    pages = 1
+    while token is not None and pages < 10:
+        page = children_page(redis_client, ORDERS, "big", token)
+        assert len(page.children) <= flows.PAGE_SIZE + 128  # one scan batch at most
+        ids = {child.id for child in page.children}
+        assert not ids & seen
+        seen |= ids
+        token = page.next_page
+        pages += 1
+    assert len(seen) >= 9 * flows.PAGE_SIZE // 2
+
+
+def test_a_small_parent_pages_exactly(redis_client: Redis) -> None:
+    orders = ORDERS.keys
+    seed_job(redis_client, orders, "p", state="waiting-children")
+    for n in range(120):
+        redis_client.hset(orders.processed("p"), orders.job(f"c{n}"), "1")
+    first = children_page(redis_client, ORDERS, "p", None)
+    second = children_page(redis_client, ORDERS, "p", first.next_page)
+    third = children_page(redis_client, ORDERS, "p", second.next_page)
+    assert [len(page.children) for page in (first, second, third)] == [50, 50, 20]
+    assert third.next_page is None
+    ids = [child.id for page in (first, second, third) for child in page.children]
+    assert sorted(ids) == sorted(f"c{n}" for n in range(120))
+    assert all(child.missing for child in first.children)  # listed, hashes gone
+    with pytest.raises(flows.InvalidName):
+        children_page(redis_client, ORDERS, "p", "9.0.0")
+
+
+def test_depth_is_bounded_both_ways(redis_client: Redis) -> None:
+    orders = ORDERS.keys
+    seed_job(redis_client, orders, "j0", state="waiting-children")
+    for n in range(1, 15):
+        _child_of(redis_client, orders, f"j{n}", orders, f"j{n - 1}")
+    bottom = read_flow(redis_client, ORDERS, "j14")
+    assert bottom is not None
+    assert len(bottom.path) == flows.MAX_DEPTH + 1
+    assert bottom.root.id == "j4"
+    assert any("levels of parents" in problem for problem in bottom.problems)
+    top = read_flow(redis_client, ORDERS, "j0")
+    assert top is not None
+    assert top.deeper_not_shown
+    node, depth = top.root, 0
+    while node.children:
+        node, depth = node.children[0], depth + 1
+    assert depth == flows.MAX_DEPTH
+    assert node.children_not_read
+
+
+def test_a_missing_parent_is_a_problem_and_the_tree_starts_below_it(redis_client: Redis) -> None:
+    items = ITEMS.keys
+    seed_job(redis_client, items, "orphan", fields={"parentKey": "bull:orders:gone"})
+    tree = read_flow(redis_client, ITEMS, "orphan")
+    assert tree is not None
+    assert tree.root.id == "orphan"
+    assert tree.problems == [
+        "the parent bull:orders #gone of #orphan is gone: shown from the highest job that exists"
+    ]
+
+
+def test_a_parent_key_naming_no_job_is_a_problem(redis_client: Redis) -> None:
+    items = ITEMS.keys
+    redis_client.set("bull:orders:text", "not a hash")
+    redis_client.hset("bull:orders:meta", "paused", "1")
+    seed_job(redis_client, items, "a", fields={"parentKey": "bull:orders:text"})
+    seed_job(redis_client, items, "b", fields={"parentKey": "bull:orders:meta"})
+    seed_job(redis_client, items, "c", fields={"parentKey": "nonsense"})
+    seed_job(redis_client, items, "d", fields={"parent": "{not json"})
+    for job_id, words in (("a", "is not a job"), ("b", "is not a job"), ("c", "not a job key")):
+        tree = read_flow(redis_client, ITEMS, job_id)
+        assert tree is not None
+        assert words in tree.problems[0]
+    assert read_flow(redis_client, ITEMS, "d") is None  # an unreadable parent field names none
+
+
+def test_a_cycle_is_shown_once_and_named(redis_client: Redis) -> None:
+    orders = ORDERS.keys
+    _child_of(redis_client, orders, "a", orders, "b")
+    _child_of(redis_client, orders, "b", orders, "a")
+    tree = read_flow(redis_client, ORDERS, "a")
+    assert tree is not None
+    assert [node.id for node in tree.path] == ["b", "a"]
+    assert "loop back" in tree.problems[0]
+    [a] = tree.root.children
+    assert a.id == "a"
+    assert a.children == []
+    assert "again (a loop)" in a.problems[0]
+
+
+def test_corrupt_dependency_keys_are_problems_on_their_node(redis_client: Redis) -> None:
+    orders = ORDERS.keys
+    seed_job(redis_client, orders, "p", state="waiting-children")
+    redis_client.set(orders.dependencies("p"), "garbage")
+    redis_client.hset(orders.processed("p"), mapping={orders.job("c"): "1", "not a key": "2"})
+    seed_job(redis_client, orders, "c", state="completed", fields={"parentKey": orders.job("p")})
+    tree = read_flow(redis_client, ORDERS, "c")
+    assert tree is not None
+    problems = tree.root.problems
+    assert "its dependencies key is not a set" in problems
+    assert "lists 'not a key', which is not a job key" in problems
+    assert [child.id for child in tree.root.children] == ["c"]
+    body = tree.as_json()
+    assert body["root"]["problems"] == problems
