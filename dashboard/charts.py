@@ -346,13 +346,14 @@ def health_note(health: Health) -> SafeString:
     )
 
 
-def queue_chart_for(summary: QueueSummary) -> SafeString:
+def queue_chart_for(summary: QueueSummary, workers: int | None = None) -> SafeString:
     """The queue page's chart with the queue's admin actions of the hour from
-    the audit trail, under its health in words. Called by the template
-    (lazily): a page fragment that does not show the chart reads no audit rows."""
+    the audit trail, under its health in words (``workers``: its connected
+    workers when counted). Called by the template (lazily): a page fragment
+    that does not show the chart reads no audit rows."""
     if summary.recent is None:
         return mark_safe("")
-    health = health_note(queue_health(summary))
+    health = health_note(queue_health(summary, workers))
     if not summary.completed_per_minute and not summary.failed_per_minute:
         return format_html(
             '<figure class="queue-chart no-series"><figcaption>{}</figcaption><p class="muted">'

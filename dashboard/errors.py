@@ -110,6 +110,13 @@ def _api_error(request: HttpRequest, response: HttpResponseBase) -> JsonResponse
     return answer
 
 
+def _api_redirect(response: HttpResponseBase) -> JsonResponse:
+    location = response.get("Location", "")
+    answer = JsonResponse({"redirect": location}, status=response.status_code)
+    answer["Location"] = location
+    return answer
+
+
 def redis_unavailable(request: HttpRequest) -> HttpResponse:
     """503: the API's JSON error, or a page that says so and reloads itself."""
     # A read changed nothing; a command cut off mid-way may have run or not.
@@ -128,7 +135,8 @@ def redis_unavailable(request: HttpRequest) -> HttpResponse:
 
 class ErrorAnswersMiddleware:
     """Turns a Redis outage into a 503, and any error Django answered under the
-    API as HTML (or with no body) into the API's JSON error.
+    API as HTML (or with no body) into the API's JSON error; a redirect there
+    (a path without its final slash) gets a JSON body too.
 
     Installed above everything that can fail, so it sees every error answer;
     a successful answer costs one comparison.
@@ -139,13 +147,16 @@ class ErrorAnswersMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
-        if response.status_code < 400 or response.get("Content-Type", "").startswith(
+        if response.status_code < 300 or response.get("Content-Type", "").startswith(
             "application/json"
         ):
             return response
-        if is_api_request(request):
-            return _api_error(request, response)
-        return response
+        if not is_api_request(request):
+            return response
+        if response.status_code < 400:
+            # APPEND_SLASH's redirect (a path without its final slash) is HTML.
+            return _api_redirect(response)
+        return _api_error(request, response)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         # BusyLoadingError (Redis loading its data after a restart) is a ConnectionError too.

@@ -104,10 +104,24 @@ def _rising(recent: RecentFinishes) -> str | None:
     return f"was {pace_before:.1f}/min".replace(".0/", "/")
 
 
-def queue_health(summary: QueueSummary) -> Health:
+def looks_stuck(summary: QueueSummary) -> bool:
+    """Jobs ready, none active, not paused and nothing finished lately: the
+    queues whose workers are worth counting (queues.read.workers)."""
+    counts, recent = summary.counts, summary.recent
+    moving = recent is not None and (recent.completed or 0) + recent.failed > 0
+    ready = counts["wait"] + counts["prioritized"]
+    return bool(ready) and not counts["active"] and not summary.paused and not moving
+
+
+def _workers_words(workers: int) -> str:
+    return f"{workers:,} worker{'s' if workers != 1 else ''} connected"
+
+
+def queue_health(summary: QueueSummary, workers: int | None = None) -> Health:
     """Failing (rate at or over FAILING_RATE, and surely over FAILING_FLOOR)
-    outranks rising, which outranks stuck: jobs ready, none active, not paused
-    and nothing finished lately."""
+    outranks rising, which outranks stuck (:func:`looks_stuck`). A stuck
+    queue with ``workers`` 0 is said to have none connected ("no workers");
+    with workers, or when they could not be counted (None), "nothing active"."""
     recent = summary.recent
     detail = _failed_words(recent) if recent is not None and recent.failed else ""
     if recent is not None and recent.failed >= MIN_FAILED:
@@ -118,12 +132,14 @@ def queue_health(summary: QueueSummary) -> Health:
         was = _rising(recent)
         if was is not None:
             return Health("rising", "failures rising", f"{detail} ({was})")
-    counts = summary.counts
-    ready = counts["wait"] + counts["prioritized"]
-    moving = recent is not None and (recent.completed or 0) + recent.failed > 0
-    if ready and not counts["active"] and not summary.paused and not moving:
+    if looks_stuck(summary):
+        ready = summary.counts["wait"] + summary.counts["prioritized"]
+        if workers == 0:
+            return Health("stuck", "no workers", f"{ready:,} waiting, no worker connected")
         waiting = f"{ready:,} waiting, none active"
         if recent is not None and recent.completed is not None:
             waiting += f", none finished in the {_window(recent)}"
+        if workers is not None:
+            waiting += f", {_workers_words(workers)}"
         return Health("stuck", "nothing active", waiting)
     return Health("", "", detail)

@@ -27,6 +27,7 @@ from dashboard import actions, api
 from dashboard.jsonresponse import JsonResponse
 from dashboard.permissions import api_permission
 from queues import inspect
+from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.errors import ErrorCode
 from queues.keys import MAX_JOB_ID_LENGTH
 from queues.read import flows
@@ -99,7 +100,10 @@ _STREAM_ID: Schema = {"type": "string", "pattern": "^[0-9]+-[0-9]+$"}
 
 def _schemas() -> dict[str, Schema]:
     action_result = {
-        "action": {"type": "string", "enum": [*actions.JOB_ACTIONS, *actions.QUEUE_ACTIONS]},
+        "action": {
+            "type": "string",
+            "enum": [*actions.JOB_ACTIONS, *actions.QUEUE_ACTIONS, *actions.LIMIT_ACTIONS],
+        },
         "queue": _TEXT,
         "count": {**_COUNT, "description": "Jobs moved"},
         "message": {**_STRING, "description": "What happened, in the words the page shows"},
@@ -334,11 +338,92 @@ def _schemas() -> dict[str, Schema]:
             "then": {"required": ["grace_ms"]},
         },
         **_flow_schemas(),
+        **_worker_schemas(),
         "OpenAPIDocument": {
             "type": "object",
             "required": ["openapi", "info", "paths"],
             "properties": {"openapi": {"type": "string", "pattern": "^3\\.1\\."}},
         },
+    }
+
+
+def _worker_schemas() -> dict[str, Schema]:
+    """The workers tab's answers (dashboard.workers, queues.read)."""
+    seconds = {"type": "integer", "minimum": 0}
+    limit_number = {"type": ["integer", "number", "null"]}
+    stored = _or_null({**_STRING, "description": "As stored (cut at 100 characters)"})
+    return {
+        "ConnectedWorker": _object(
+            {
+                "name": {**_STRING, "description": "The worker's name; empty when unnamed"},
+                "connection_name": {**_TEXT, "description": "Its connections' CLIENT SETNAME"},
+                "host": _STRING,
+                "addresses": _array(_STRING, minItems=1),
+                "node": _or_null({**_STRING, "description": "The cluster node (`host:port`)"}),
+                "connections": {"type": "integer", "minimum": 1},
+                "connected_s": {**seconds, "description": "The oldest connection's age"},
+                "idle_s": {**seconds, "description": "Since its last command (blocked = idle)"},
+            },
+            description="A worker: its connections of one name, host and node",
+        ),
+        "WorkerList": _object(
+            {
+                "queue": _TEXT,
+                "known": {**_BOOLEAN, "description": "false: the server refused CLIENT LIST"},
+                "refusal": _or_null(
+                    {**_STRING, "description": "Why the workers are not known (the server's words)"}
+                ),
+                "nodes": {
+                    **_array(_STRING),
+                    "description": "The cluster's nodes listed (empty on a single server)",
+                },
+                "count": _or_null(_COUNT),
+                "workers": _array(_schema("ConnectedWorker")),
+            }
+        ),
+        "Limits": _object(
+            {
+                "queue": _TEXT,
+                "global_concurrency": {
+                    **limit_number,
+                    "description": "The most jobs active at once across all workers; null "
+                    "when none is set (or what is stored is not a number)",
+                },
+                "global_concurrency_stored": stored,
+                "active": _COUNT,
+                "rate_limit": _or_null(
+                    _object({"max": _NUMBER, "duration_ms": _NUMBER}),
+                ),
+                "rate_limit_stored": _or_null(
+                    _object({"max": stored, "duration": stored}),
+                ),
+                "window": _or_null(
+                    _object(
+                        {"started": _INTEGER, "ends_in_ms": _COUNT},
+                        description="The rate limiter's current window: jobs started in it",
+                    )
+                ),
+                "rate_limited_ms": {
+                    **_COUNT,
+                    "description": "No job starts for this long (0: not rate-limited)",
+                },
+                "rate_limited_until": _MOMENT,
+                "read_at": {**_COUNT, "description": "When this was read (ms)"},
+                "problem": _or_null({**_STRING, "description": "A limits key of the wrong type"}),
+            }
+        ),
+        "GlobalConcurrencyRequest": _object(
+            {
+                "concurrency": {
+                    "description": "A whole number, or null (or the text `none`) to clear it",
+                    "anyOf": [
+                        {"type": "integer", "minimum": 1, "maximum": MAX_GLOBAL_CONCURRENCY},
+                        {"type": "string", "pattern": "^\\s*([0-9]{1,9}|none)\\s*$"},
+                        {"type": "null"},
+                    ],
+                }
+            }
+        ),
     }
 
 
@@ -795,6 +880,40 @@ OPERATIONS: dict[str, tuple[str, Schema]] = {
             },
         },
     ),
+    "workers": (
+        "get",
+        {
+            "operationId": "listWorkers",
+            "tags": ["workers"],
+            "summary": "The workers connected to the queue, on every node",
+            "description": "Found by the names workers give their Redis connections "
+            "(BullMQ's scheme), from one CLIENT LIST per node.",
+            "responses": {"200": _answer("The workers", "WorkerList"), **_errors(*_READ_ERRORS)},
+        },
+    ),
+    "limits": (
+        "get",
+        {
+            "operationId": "getLimits",
+            "tags": ["workers"],
+            "summary": "Global concurrency, rate limit, and whether the queue is rate-limited",
+            "responses": {"200": _answer("The limits", "Limits"), **_errors(*_READ_ERRORS)},
+        },
+    ),
+    "global_concurrency": (
+        "post",
+        {
+            "operationId": "setGlobalConcurrency",
+            "tags": ["actions"],
+            "summary": "Set or clear the queue's global concurrency",
+            "security": _ACT,
+            "requestBody": _body("GlobalConcurrencyRequest", {"concurrency": 5}),
+            "responses": {
+                "200": _answer("Done", "ActionResult"),
+                **_errors(*_ACT_ERRORS, "NotFound", "CorruptKey"),
+            },
+        },
+    ),
     "schema": (
         "get",
         {
@@ -898,7 +1017,9 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
         },
         "servers": [{"url": _api_root(namespace, resolver, urlconf).rstrip("/") or "/"}],
         "security": _READ,
-        "tags": [{"name": name} for name in ("queues", "jobs", "events", "actions", "schema")],
+        "tags": [
+            {"name": name} for name in ("queues", "jobs", "events", "workers", "actions", "schema")
+        ],
         "paths": paths,
         "components": {
             "schemas": _schemas(),

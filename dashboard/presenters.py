@@ -12,7 +12,7 @@ import datetime as dt
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -203,10 +203,15 @@ def count_cells(base_url: str, counts: dict[str, int]) -> list[CountCell]:
 
 
 def queue_rows(
-    summaries: Sequence[QueueSummary], *, top: int, slots: int = inspect.METRICS_POINTS
+    summaries: Sequence[QueueSummary],
+    *,
+    top: int,
+    slots: int = inspect.METRICS_POINTS,
+    workers: Mapping[QueueRef, int] | None = None,
 ) -> list[QueueRow]:
     """The overview's rows; their sparklines share the scale ``top`` per minute
-    (charts.spark_scale)."""
+    (charts.spark_scale). ``workers``: the queues' connected workers where
+    counted (dashboard.workers.stuck_worker_counts), None when unknown."""
     rows = []
     for summary in summaries:
         url = reverse("dashboard:queue", args=[summary.ref.prefix, summary.ref.name])
@@ -218,7 +223,7 @@ def queue_rows(
                 sparkline=charts.sparkline_svg(
                     summary.completed_per_minute, summary.failed_per_minute, slots, top
                 ),
-                health=queue_health(summary),
+                health=queue_health(summary, None if workers is None else workers.get(summary.ref)),
             )
         )
     return rows

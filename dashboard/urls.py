@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, flows, openapi, views
+from dashboard import api, flows, openapi, views, workers
 from dashboard.converters import SegmentConverter
 
 # Converters are one registry for every app: a name of our own.
@@ -26,6 +26,8 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "goto/", views.goto_job, name="goto"),
     path(_queue + "actions/", views.job_actions, name="job_actions"),
     path(_queue + "bulk/", views.queue_actions, name="queue_actions"),
+    path(_queue + "workers/", workers.workers_page, name="workers"),
+    path(_queue + "concurrency/", workers.global_concurrency_action, name="global_concurrency"),
     path("ws/live/", views.live_socket_over_http, name="live"),
     path(_queue + "flow-children/<path:job_id>", flows.flow_children, name="flow_children"),
     # Last: a job id may contain '/', so it takes the rest of the path.
@@ -42,6 +44,9 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "bulk/", api.queue_actions, name="queue_actions"),
     path(_queue + "flow/<path:job_id>", flows.api_flow, name="flow"),
     path(_queue + "flow-children/<path:job_id>", flows.api_flow_children, name="flow_children"),
+    path(_queue + "workers/", workers.workers_json, name="workers"),
+    path(_queue + "limits/", workers.limits_json, name="limits"),
+    path(_queue + "concurrency/", workers.global_concurrency_json, name="global_concurrency"),
     path(_queue + "job/<path:job_id>", api.job, name="job"),
 ]
 

@@ -18,12 +18,14 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 
 from dashboard import action_bars, actions, charts, flows, presenters
+from dashboard.health import looks_stuck
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import can_act, page_permission, read_only, user_label
 from dashboard.redis import get_client
 from queues import inspect
 from queues.inspect import QueueRef
 from queues.keys import InvalidName
+from queues.read.workers import worker_counts
 
 PAGE_SIZES = (20, 50, 100, 200)
 LOGS_PAGE_SIZE = 50
@@ -80,7 +82,11 @@ def _page(
     return render(request, template, context, status=status)
 
 
-def _queue_context(ref: QueueRef, summary: inspect.QueueSummary, tab: str) -> dict[str, Any]:
+def _queue_context(
+    ref: QueueRef, summary: inspect.QueueSummary, tab: str, workers: int | None = None
+) -> dict[str, Any]:
+    """What every tab of a queue shows above its own part; ``workers`` (when
+    counted) lets the health say "no workers" rather than "nothing active"."""
     base_url = reverse("dashboard:queue", args=[ref.prefix, ref.name])
     return {
         "ref": ref,
@@ -88,7 +94,7 @@ def _queue_context(ref: QueueRef, summary: inspect.QueueSummary, tab: str) -> di
         "tab": tab,
         "cells": presenters.count_cells(base_url, summary.counts),
         # Built when the template shows it: fragments of the page read no audit rows.
-        "chart": functools.partial(charts.queue_chart_for, summary),
+        "chart": functools.partial(charts.queue_chart_for, summary, workers),
     }
 
 
@@ -102,8 +108,11 @@ def overview(request: HttpRequest) -> HttpResponse:
     if sort == "failed":
         summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
     top = charts.spark_scale(summaries)  # one scale for every row's sparkline
+    # Workers are counted for the rows that look stuck only: one CLIENT LIST
+    # per node for all of them, none at all while no queue looks stuck.
+    workers = worker_counts(client, [s.ref for s in summaries if looks_stuck(s)])
     context = {
-        "rows": presenters.queue_rows(summaries, top=top),
+        "rows": presenters.queue_rows(summaries, top=top, workers=workers),
         "spark_scale": charts.scale_words(top),
         "sort": sort,
         "states": inspect.STATES,
@@ -131,7 +140,8 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     # The counts and the list are two reads: the list's total stands for its tab,
     # so the tab, the bulk buttons and the pager of one answer never disagree.
     summary.counts[state] = jobs.total
-    context = _queue_context(ref, summary, state)
+    counted = worker_counts(client, [ref]) if looks_stuck(summary) else None
+    context = _queue_context(ref, summary, state, counted.get(ref) if counted else None)
     completed_last_hour = (
         sum(summary.completed_per_minute) if summary.completed_per_minute else None
     )

@@ -45,6 +45,7 @@ async def _worker(args: argparse.Namespace) -> None:
         concurrency=args.concurrency,
         limiter=limiter,
         metrics=args.metrics,
+        name=args.name,
     )
     stop = asyncio.Event()
     _stop_on_signals(stop)
@@ -81,6 +82,11 @@ def main(argv: list[str] | None = None) -> None:
     worker.add_argument("--limit-ms", type=int, default=1000, help="rate limit window (ms)")
     worker.add_argument("--metrics", action="store_true", help="record per-minute metrics")
     worker.add_argument("--grace", type=float, default=30.0, help="seconds to finish on stop")
+    worker.add_argument(
+        "--name",
+        default="",
+        help="the worker's name (default: host:pid:random), shown in CLIENT LIST",
+    )
     demo = commands.add_parser(
         "demo", parents=[common], help="generate demo traffic and process it"
     )

@@ -112,6 +112,7 @@ class AutoPipeline:
         username: str | None = None,
         password: str | None = None,
         locate: Locator | None = None,
+        client_name: str | None = None,
     ) -> None:
         self._address = (host, port, path)
         self._locate = locate
@@ -121,6 +122,10 @@ class AutoPipeline:
             self._handshake.append(auth)
         if db:
             self._handshake.append(("SELECT", db))
+        if client_name:
+            # Named like the worker's other connections, so CLIENT LIST shows
+            # the worker (queues.connection_names); set again on every reconnect.
+            self._handshake.append(("CLIENT", "SETNAME", client_name))
         # Set once the link's handshake is queued: commands sent earlier would
         # run before AUTH / SELECT.
         self._link: _Link | None = None
@@ -130,25 +135,35 @@ class AutoPipeline:
         self._moved = False
 
     @classmethod
-    def for_client(cls, client: AsyncRedis, *, slot_key: str = "") -> AutoPipeline | None:
+    def for_client(
+        cls, client: AsyncRedis, *, slot_key: str = "", client_name: str | None = None
+    ) -> AutoPipeline | None:
         """A pipeline to the server ``client`` talks to, if it is a plain one; for a
-        cluster client, to the node owning ``slot_key`` (required then)."""
+        cluster client, to the node owning ``slot_key`` (required then). Its
+        connection is named ``client_name`` (CLIENT SETNAME) when one is given."""
         if isinstance(client, AsyncRedisCluster):
-            return cls._for_cluster(client, slot_key) if slot_key else None
+            return cls._for_cluster(client, slot_key, client_name) if slot_key else None
         kwargs: dict[str, Any] = client.connection_pool.connection_kwargs
         kind = client.connection_pool.connection_class
         db = int(kwargs.get("db") or 0)
         username, password = kwargs.get("username"), kwargs.get("password")
+        auth: dict[str, Any] = {
+            "username": username,
+            "password": password,
+            "client_name": client_name,
+        }
         if kind is UnixDomainSocketConnection:
-            return cls(path=str(kwargs["path"]), db=db, username=username, password=password)
+            return cls(path=str(kwargs["path"]), db=db, **auth)
         if kind is Connection:
             host = str(kwargs.get("host") or "localhost")
             port = int(kwargs.get("port") or 6379)
-            return cls(host=host, port=port, db=db, username=username, password=password)
+            return cls(host=host, port=port, db=db, **auth)
         return None  # TLS or a custom connection class: leave it to redis-py
 
     @classmethod
-    def _for_cluster(cls, client: AsyncRedisCluster, slot_key: str) -> AutoPipeline | None:
+    def _for_cluster(
+        cls, client: AsyncRedisCluster, slot_key: str, client_name: str | None
+    ) -> AutoPipeline | None:
         kwargs = client.get_connection_kwargs()
         if kwargs.get("connection_class", Connection) is not Connection:
             return None  # TLS nodes: leave it to redis-py
@@ -161,7 +176,7 @@ class AutoPipeline:
             return node.host, int(node.port)
 
         username, password = kwargs.get("username"), kwargs.get("password")
-        return cls(username=username, password=password, locate=locate)
+        return cls(username=username, password=password, locate=locate, client_name=client_name)
 
     # -- sending --------------------------------------------------------------
 

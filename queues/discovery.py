@@ -28,8 +28,6 @@ keys one full walk is seconds of Redis time. So discovery has two sources:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import logging
 import threading
@@ -44,7 +42,9 @@ from redis.exceptions import RedisError
 
 from queues import codec
 from queues.connection import is_cluster
+from queues.connection_names import queue_names_of
 from queues.keys import InvalidName, QueueRef, validate_prefix
+from queues.read.workers import read_client_list
 
 log = logging.getLogger("echomq.discovery")
 
@@ -88,26 +88,10 @@ def queue_from_key(key: str, prefixes: Iterable[str]) -> QueueRef | None:
 
 
 def queues_named_by_connection(name: str, prefixes: Iterable[str]) -> list[QueueRef]:
-    """The queues a connection name may stand for (its worker suffix dropped).
-
-    ``<prefix>:<segment>``: the segment is the name itself (the Python port)
-    or its base64 (BullMQ for Node.js); a segment may read as both, so both
-    candidates are returned and the caller keeps the ones that exist.
-    """
+    """The queues a connection name may stand for (queues.connection_names)."""
     found = []
     for prefix in prefixes:
-        head = prefix + ":"
-        if not name.startswith(head):
-            continue
-        # Queue names hold no ':' (nor does base64), so the name ends at the
-        # first one: ":w:<worker>" (workers) and ":qe" (event listeners) follow.
-        segment = name[len(head) :].split(":", 1)[0]
-        candidates = [segment]
-        with contextlib.suppress(binascii.Error, UnicodeDecodeError, ValueError):
-            decoded = base64.b64decode(segment, validate=True).decode()
-            if base64.b64encode(decoded.encode()).decode() == segment:
-                candidates.append(decoded)
-        for candidate in candidates:
+        for candidate in queue_names_of(name, prefix):
             with contextlib.suppress(InvalidName):
                 found.append(QueueRef(prefix, candidate))
     return found
@@ -155,18 +139,12 @@ def _on(node: Any) -> dict[str, Any]:
 
 
 def _client_names(client: Redis) -> list[str]:
-    """The names of every connection, on every node (CLIENT LIST)."""
-    names = []
-    for node in _nodes(client):
-        listed: Any = client.client_list(**_on(node))
-        # A cluster client may answer per node ({node: [...]}) or flat.
-        groups = listed.values() if isinstance(listed, dict) else [listed]
-        for group in groups:
-            for entry in group:
-                name = codec.text(entry.get("name"))
-                if name:
-                    names.append(name)
-    return names
+    """The names of every connection, on every node (CLIENT LIST); a refusal
+    raises, as Redis gave it."""
+    clients = read_client_list(client)
+    if clients.refusal is not None:
+        raise clients.refusal
+    return [connection.name for connection in clients.connections]
 
 
 def _keyspace_size(client: Redis) -> int:

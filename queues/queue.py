@@ -371,6 +371,13 @@ class Queue:
     def resume(self) -> None:
         scripts.run(self.connection, admin.pause(self.keys, paused=False))
 
+    def set_global_concurrency(self, limit: int | None) -> str | None:
+        """Cap the jobs all workers run at once (None clears the cap), as
+        BullMQ 5.x's setGlobalConcurrency / removeGlobalConcurrency do.
+        Returns the value stored before (None when there was none)."""
+        previous = scripts.run(self.connection, admin.set_global_concurrency(self.keys, limit))
+        return codec.text(previous) or None
+
     def drain(self, delayed: bool = False, *, batch: int = 1000) -> list[SkippedJob]:
         """Delete the jobs not started yet (and delayed ones when asked).
         Returns the jobs left where they were because their key is not a job hash."""

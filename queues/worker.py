@@ -17,6 +17,11 @@ Shape of the runtime, chosen so a busy worker costs one script call per job:
 - ``close()`` stops fetching and waits for the jobs in flight; ``force`` (or a
   ``timeout`` that runs out) cancels them and hands them back to wait
   (releaseJob: they run next, no attempt counted).
+- Its connections are named the way BullMQ names a worker's
+  (``queues.connection_names``: ``<prefix>:<base64 queue>:w:<name>``), so the
+  dashboard and BullMQ's ``getWorkers`` list it: the pipeline's connection
+  always, the blocking connection too when the worker opened the client
+  itself (a client passed in is the caller's to name).
 - Script calls share one auto-pipelined connection (``queues.autopipe``:
   hiredis packs and parses, one write per event-loop turn); pick-up answers
   are decoded by ``queues.pickup``.
@@ -57,6 +62,7 @@ from queues.commands import admin
 from queues.commands import transitions as tr
 from queues.commands.release import release_job
 from queues.connection import connect_async
+from queues.connection_names import worker_connection_name
 from queues.errors import JobBroken, ScriptError, SkippedJob, is_out_of_memory, raise_for_code
 from queues.flow import children_values
 from queues.job import Job
@@ -134,6 +140,15 @@ class Worker:
         if (client is None) == (connection_url is None):
             raise ValueError("pass exactly one of client= or connection_url=")
         self.keys = QueueKeys(queue_name, prefix)
+        token = uuid.uuid4().hex
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{token[:8]}"
+        self.connection_name = worker_connection_name(prefix, queue_name, self.name)
+        if self.connection_name is None:
+            log.warning(
+                "worker %s: its connections stay unnamed (Redis names take the characters"
+                " ! to ~ only), so CLIENT LIST cannot show it",
+                self.name,
+            )
         self.processor = processor
         self.concurrency = concurrency
         self.lock_duration_ms = lock_duration_ms
@@ -143,13 +158,16 @@ class Worker:
         self.drain_delay_s = drain_delay_s
         self._owns_client = client is None
         if client is None:
-            client = connect_async(connection_url or "")
+            named: dict[str, Any] = (
+                {"client_name": self.connection_name} if self.connection_name else {}
+            )
+            client = connect_async(connection_url or "", **named)
         self.client: AsyncRedis = client
         # Script calls go through one auto-pipelined connection (to the node
         # owning the queue's slot on a cluster); blocking reads stay on the client.
-        self._pipe = AutoPipeline.for_client(client, slot_key=self.keys.wait)
-        token = uuid.uuid4().hex
-        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{token[:8]}"
+        self._pipe = AutoPipeline.for_client(
+            client, slot_key=self.keys.wait, client_name=self.connection_name
+        )
         self._token_prefix = token + ":"
         self._token_seq = 0
         self._metrics_points = DEFAULT_METRICS_POINTS if metrics is True else max(int(metrics), 0)

@@ -91,6 +91,25 @@ def test_an_unknown_api_path_is_a_json_404(actor: Any, url: str) -> None:
     assert_api_error(actor.get(url), 404, "not_found")
 
 
+@pytest.mark.parametrize(
+    ("url", "location"),
+    [
+        ("/api/queues/bull/emails", "/api/queues/bull/emails/"),
+        # Found by the HTTP fuzz: ".." segments are a queue's prefix and name.
+        ("/api/queues/..%2F..", "/api/queues/../../"),
+    ],
+)
+def test_a_path_missing_its_slash_is_redirected_in_json(
+    actor: Any, url: str, location: str
+) -> None:
+    """Django's APPEND_SLASH answers an HTML redirect: under the API it is JSON."""
+    response = actor.get(url)
+    assert response.status_code == 301
+    assert response["Content-Type"] == "application/json"
+    assert response["Location"] == location
+    assert response.json() == {"redirect": location}
+
+
 def test_unknown_paths_elsewhere_stay_pages(actor: Any) -> None:
     response = actor.get("/nope/")
     assert response.status_code == 404

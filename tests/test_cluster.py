@@ -17,9 +17,12 @@ from redis.cluster import RedisCluster
 
 from queues.autopipe import AutoPipeline
 from queues.connection import connect, connect_async
+from queues.connection_names import queue_name_forms
 from queues.events import QueueEvents
 from queues.job import Job
+from queues.keys import QueueRef
 from queues.queue import Queue
+from queues.read.workers import queue_workers, read_client_list
 from tests.test_crash import LOCK_MS, attempts, started_by, wait_for, worker_processes
 from tests.worker_helpers import running, until
 
@@ -182,3 +185,42 @@ async def test_the_auto_pipeline_follows_a_moved_answer(
     assert pipe._address[1] == owner.port
     assert cluster.get(queue.keys.meta + ":probe") == b"moved"
     await pipe.close()
+
+
+ORDERS = QueueRef("{bull}", "orders")
+
+
+async def _nothing(job: Job) -> None:
+    return None
+
+
+async def test_workers_connected_to_any_node_are_listed_with_their_node(
+    cluster_url: str, cluster: RedisCluster
+) -> None:
+    nodes = cluster.get_primaries()
+    assert len(nodes) == 3
+    # A BullMQ-named connection on every node but the queue's own, as bullmq
+    # names its per-node clients.
+    home = cluster.get_node_from_key(ORDERS.keys.wait)
+    others = [node for node in nodes if node.name != home.name]
+    peer_name = queue_name_forms(ORDERS.prefix, ORDERS.name)[1] + ":w:peer"
+    peers = [Redis(host=node.host, port=node.port, client_name=peer_name) for node in others]
+    for peer in peers:
+        peer.ping()
+    try:
+        async with running("orders", _nothing, url=cluster_url, prefix="{bull}", name="echo-1"):
+
+            def listed() -> dict[tuple[str, str | None], int]:
+                workers, clients = queue_workers(cluster, ORDERS)
+                assert workers is not None, clients.error
+                return {(w.name, w.node): w.connections for w in workers}
+
+            await until(lambda: ("echo-1", home.name) in listed())
+            shown = listed()
+    finally:
+        for peer in peers:
+            peer.close()
+    assert {node for (name, node) in shown if name == "peer"} == {n.name for n in others}
+    assert shown[("echo-1", home.name)] == 2  # its pipeline and its blocking connection
+    assert read_client_list(cluster).nodes
+    assert set(read_client_list(cluster).nodes) >= {n.name for n in nodes}

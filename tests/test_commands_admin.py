@@ -64,6 +64,8 @@ ALL_CALLS: list[ScriptCall] = [
     admin.obliterate(KEYS, force=False, batch=10, now_ms=9),
     admin.update_progress(KEYS, "7", "50"),
     admin.add_log(KEYS, "7", "line"),
+    admin.set_global_concurrency(KEYS, 3),
+    admin.set_global_concurrency(KEYS, None),
 ]
 
 

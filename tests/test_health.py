@@ -195,3 +195,51 @@ def test_the_low_end_of_a_failure_rate(failed: int, total: int, low: float) -> N
 )
 def test_percent_keeps_two_figures(share: float, words: str) -> None:
     assert percent(share) == words
+
+
+WORKER_CASES = [
+    pytest.param(
+        summary(finishes(0, 0, (300, 0)), wait=5),
+        0,
+        ("stuck", "no workers", "5 waiting, no worker connected"),
+        id="no worker connected",
+    ),
+    pytest.param(
+        summary(finishes(0, 0), wait=4),
+        2,
+        (
+            "stuck",
+            "nothing active",
+            "4 waiting, none active, none finished in the last 5 min, 2 workers connected",
+        ),
+        id="workers connected, nothing active",
+    ),
+    pytest.param(
+        summary(None, wait=1),
+        1,
+        ("stuck", "nothing active", "1 waiting, none active, 1 worker connected"),
+        id="one worker",
+    ),
+    pytest.param(
+        summary(finishes(0, 0), wait=3),
+        None,
+        ("stuck", "nothing active", "3 waiting, none active, none finished in the last 5 min"),
+        id="workers not known",
+    ),
+    # A queue moving jobs has workers even when none names its connections.
+    pytest.param(summary(finishes(300, 0), wait=5), 0, ("", "", ""), id="moving"),
+    pytest.param(summary(finishes(0, 0), wait=5, paused=True), 0, ("", "", ""), id="paused"),
+    pytest.param(
+        summary(finishes(10, 20), wait=5),
+        0,
+        ("failing", "failing", "67% failed, last 5 min"),
+        id="failing outranks no workers",
+    ),
+]
+
+
+@pytest.mark.parametrize(("queue", "workers", "expected"), WORKER_CASES)
+def test_health_with_the_workers_counted(
+    queue: QueueSummary, workers: int | None, expected: tuple[str, str, str]
+) -> None:
+    assert queue_health(queue, workers) == Health(*expected)

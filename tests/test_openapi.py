@@ -234,6 +234,9 @@ def _reads(check: Checked, viewer: Client) -> None:
     check(viewer.get(url("events"), {"job": "w1"}), 200)
     check(viewer.get(url("events"), {"before": "yesterday"}), 400, valid_request=False)
     check(viewer.get(url("events", QueueRef("bull", "nope"))), 404)
+    for name in ("workers", "limits"):
+        check(viewer.get(url(name)), 200)
+        check(viewer.get(url(name, QueueRef("bull", "nope"))), 404)
 
 
 def _flow_reads(check: Checked, viewer: Client) -> None:
@@ -296,14 +299,28 @@ def _queue_actions(check: Checked, actor: Client) -> None:
     assert jammed["error"]["code"] == "corrupt_key"
 
 
+def _limit_actions(check: Checked, actor: Client) -> None:
+    assert check(_post(actor, "global_concurrency", {"concurrency": 3}), 200)["count"] == 0
+    check(_post(actor, "global_concurrency", {"concurrency": "none"}, form=True), 200)
+    check(_post(actor, "global_concurrency", {"concurrency": None}), 200)
+    check(_post(actor, "global_concurrency", {"concurrency": 0}), 400, valid_request=False)
+    check(_post(actor, "global_concurrency", {}), 400, valid_request=False)
+    nope = QueueRef("bull", "nope")
+    check(_post(actor, "global_concurrency", {"concurrency": 2}, ref=nope), 404)
+    jammed = check(_post(actor, "global_concurrency", {"concurrency": 2}, ref=JAMMED), 409)
+    assert jammed["error"]["code"] == "corrupt_key"
+
+
 def _refusals(check: Checked, users: dict[str, Any]) -> None:
     """Who may not, and requests refused before any view ran."""
     reads = [url("queues"), url("schema"), url("queue"), url("jobs"), url("events")]
     reads.append(url("job", job_id="f3"))
     reads += [url("flow", job_id="f3"), url("flow_children", job_id="f3")]
+    reads += [url("workers"), url("limits")]
     posts = [
         ("job_actions", {"action": "remove", "ids": ["f3"]}),
         ("queue_actions", {"action": "pause"}),
+        ("global_concurrency", {"concurrency": 2}),
     ]
     for who, status in ((None, 401), (users["nonstaff"], 403)):
         client = _client(who)
@@ -328,6 +345,8 @@ def _too_large(check: Checked, actor: Client, settings: Any) -> None:
     check(_post(actor, "job_actions", {"action": "remove", "ids": ids}), 413, valid_request=False)
     body = {"action": "pause", "padding": "x" * 2_000}
     check(_post(actor, "queue_actions", body, form=True), 413, valid_request=False)
+    padded = {"concurrency": "2", "padding": "x" * 2_000}
+    check(_post(actor, "global_concurrency", padded, form=True), 413, valid_request=False)
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = limit
 
 
@@ -336,6 +355,7 @@ def _redis_full(check: Checked, actor: Client, client: Redis) -> None:
         full = check(_post(actor, "job_actions", {"action": "retry", "ids": ["f3"]}), 507)
         assert full["error"]["code"] == "redis_out_of_memory"
         check(_post(actor, "queue_actions", {"action": "retry_all"}), 507)
+        check(_post(actor, "global_concurrency", {"concurrency": 2}), 507)
 
 
 def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) -> None:
@@ -348,6 +368,9 @@ def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) ->
     check(viewer.get(url("flow_children", job_id="f3")), 503)
     check(_post(actor, "job_actions", {"action": "remove", "ids": ["f3"]}), 503)
     check(_post(actor, "queue_actions", {"action": "pause"}), 503)
+    check(viewer.get(url("workers")), 503)
+    check(viewer.get(url("limits")), 503)
+    check(_post(actor, "global_concurrency", {"concurrency": 2}), 503)
 
 
 def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -> None:
@@ -363,6 +386,9 @@ def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -
         check(viewer.get(url("flow_children", job_id="f3")), 500)
         check(_post(actor, "job_actions", {"action": "remove", "ids": ["f3"]}), 500)
         check(_post(actor, "queue_actions", {"action": "pause"}), 500)
+        check(viewer.get(url("workers")), 500)
+        check(viewer.get(url("limits")), 500)
+        check(_post(actor, "global_concurrency", {"concurrency": 2}), 500)
 
 
 def test_every_documented_answer_is_given_and_matches_the_document(
@@ -379,6 +405,7 @@ def test_every_documented_answer_is_given_and_matches_the_document(
     _flow_reads(check, viewer)
     _job_actions(check, actor)
     _queue_actions(check, actor)
+    _limit_actions(check, actor)
     _refusals(check, users)
     _too_large(check, actor, settings)
     _redis_full(check, actor, dashboard_redis)

@@ -16,8 +16,16 @@ KEYS = QueueRef("bull", "emails").keys
 Q = "/queues/bull/emails/"
 API = "/api/queues/bull/emails/"
 
-PAGES = ["/", Q, Q + "?state=failed", Q + "events/", Q + "job/1", Q + "goto/?job=1"]
-API_READS = ["/api/queues/", API, API + "jobs/?state=failed", API + "job/1", API + "events/"]
+PAGES = ["/", Q, Q + "?state=failed", Q + "events/", Q + "job/1", Q + "goto/?job=1", Q + "workers/"]
+API_READS = [
+    "/api/queues/",
+    API,
+    API + "jobs/?state=failed",
+    API + "job/1",
+    API + "events/",
+    API + "workers/",
+    API + "limits/",
+]
 # (url, form data, is_api)
 ACTIONS = [
     (Q + "actions/", {"action": "retry", "ids": ["1"], "state": "failed"}, False),
@@ -70,6 +78,21 @@ def test_api_reads(as_role: Callable[[str], Any], role: str) -> None:
             assert response.json()["error"]["code"] in ("unauthenticated", "forbidden")
 
 
+def _acted(response: Any, role: str, url: str, is_api: bool) -> bool:
+    """Whether the answer says the action ran, checking it is the one the
+    role must get: done for those who may act, refused for everyone else."""
+    if role in CAN_ACT:
+        assert response.status_code == (200 if is_api else 302), url
+        return True
+    if role == "anonymous":
+        assert response.status_code == (401 if is_api else 302), url
+    else:
+        assert response.status_code == 403, url
+    if is_api:
+        assert response.json()["error"]["code"] in ("unauthenticated", "forbidden")
+    return False
+
+
 @pytest.mark.parametrize("role", ROLES)
 def test_actions(as_role: Callable[[str], Any], role: str, dashboard_redis: Redis) -> None:
     client = as_role(role)
@@ -77,18 +100,8 @@ def test_actions(as_role: Callable[[str], Any], role: str, dashboard_redis: Redi
     for url, data, is_api in ACTIONS:
         seed_job(dashboard_redis, KEYS, "1", state="failed")
         dashboard_redis.lrem(KEYS.wait, 0, "1")
-        response = client.post(url, data)
-        if role in CAN_ACT:
-            assert response.status_code == (200 if is_api else 302), url
-            assert queue.get_state("1") == "wait", url
-            continue
-        if role == "anonymous":
-            assert response.status_code == (401 if is_api else 302), url
-        else:
-            assert response.status_code == 403, url
-        if is_api:
-            assert response.json()["error"]["code"] in ("unauthenticated", "forbidden")
-        assert queue.get_state("1") == "failed", url
+        acted = _acted(client.post(url, data), role, url, is_api)
+        assert queue.get_state("1") == ("wait" if acted else "failed"), url
 
 
 @pytest.mark.parametrize("role", ["viewer", "read_only", "actor"])
@@ -124,3 +137,30 @@ def test_login_page_logs_in_and_returns(dashboard_redis: Redis, make_user: Any) 
     assert client.get("/").status_code == 200
     wrong = Client().post("/login/", {"username": "ann", "password": "nope"})
     assert "Wrong username or password" in wrong.content.decode()
+
+
+# (url, form data, is_api): setting the global concurrency, by page and by API.
+LIMIT_ACTIONS = [
+    (Q + "concurrency/", {"action": "set", "concurrency": "3"}, False),
+    (API + "concurrency/", {"concurrency": "3"}, True),
+]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_global_concurrency_is_an_action(
+    as_role: Callable[[str], Any], role: str, dashboard_redis: Redis
+) -> None:
+    client = as_role(role)
+    for url, data, is_api in LIMIT_ACTIONS:
+        dashboard_redis.hdel(KEYS.meta, "concurrency")
+        acted = _acted(client.post(url, data), role, url, is_api)
+        stored = dashboard_redis.hget(KEYS.meta, "concurrency")
+        assert stored == (b"3" if acted else None), url
+
+
+@pytest.mark.parametrize("role", ["viewer", "read_only", "actor"])
+def test_the_concurrency_form_only_for_those_who_may_act(
+    as_role: Callable[[str], Any], role: str
+) -> None:
+    html = as_role(role).get(Q + "workers/").content.decode()
+    assert ('name="concurrency"' in html) is (role == "actor")

@@ -102,10 +102,11 @@ def test_overview_marks_queues_by_failure_rate_and_trend_not_by_any_failure(
     assert re.search(r">failing</span> <span class=\"health-detail\">33% failed, last \d min<",
                      row(html, "bullmq"))  # fmt: skip
     assert 'class="stuck"' in row(html, "stuck")
-    assert '>nothing active</span> <span class="health-detail">1 waiting, none active<' in row(
-        html, "stuck"
+    # No worker is connected to it: said so (CLIENT LIST), not guessed.
+    assert '>no workers</span> <span class="health-detail">1 waiting, no worker connected<' in (
+        row(html, "stuck")
     )
-    assert "nothing active" not in row(html, "paused")
+    assert "no workers" not in row(html, "paused")
 
 
 def test_overview_sparklines_share_one_scale_said_in_the_header(

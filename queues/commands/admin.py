@@ -184,6 +184,21 @@ def pause(keys: QueueKeys, *, paused: bool) -> ScriptCall:
     )
 
 
+# The largest global concurrency setGlobalConcurrency takes (nine digits).
+MAX_GLOBAL_CONCURRENCY = 999_999_999
+
+
+def set_global_concurrency(keys: QueueKeys, limit: int | None) -> ScriptCall:
+    """Set the queue's global concurrency to ``limit`` (1 up), or clear it (None)."""
+    if limit is not None and (isinstance(limit, bool) or not 1 <= limit <= MAX_GLOBAL_CONCURRENCY):
+        raise ValueError(f"global concurrency must be 1..{MAX_GLOBAL_CONCURRENCY}, got {limit!r}")
+    return scripts.call(
+        "setGlobalConcurrency",
+        (keys.meta, keys.active, keys.wait, keys.prioritized, keys.marker),
+        ("" if limit is None else str(limit),),
+    )
+
+
 def clean_jobs(
     keys: QueueKeys,
     state: CleanableState,

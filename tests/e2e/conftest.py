@@ -54,6 +54,7 @@ E2E_QUEUES = (
     "e2e-feed",
     "e2e-tabs",
     "e2e-look",
+    "e2e-workers",
 )
 
 pytestmark = pytest.mark.browser

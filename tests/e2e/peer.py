@@ -2,13 +2,14 @@
 
     python tests/e2e/peer.py add QUEUE NAME [--delay MS] [--attempts N] [--count N]
         prints each new job id on its own line
-    python tests/e2e/peer.py worker QUEUE [--fail-first] [--sleep S]
+    python tests/e2e/peer.py worker QUEUE [--fail-first] [--sleep S] [--name NAME]
         processes jobs until terminated; prints "completed <id>", "failed <id> <reason>"
         and "error <message>" lines (flushed) as they happen
 
 ``--fail-first`` fails a job's first attempt and completes later ones;
 ``--sleep`` makes each job take that many seconds (to catch it active);
-``--chatty`` writes log lines and progress on the way.
+``--chatty`` writes log lines and progress on the way; ``--name`` names the
+worker (its connections become ``bull:QUEUE:w:NAME``).
 The Redis URL comes from REDIS_URL.
 """
 
@@ -47,7 +48,10 @@ async def work(args: argparse.Namespace) -> None:
             raise RuntimeError(f"first attempt of {job.id} fails on purpose")
         return {"done": job.id}
 
-    worker = Worker(args.queue, process, {"connection": os.environ["REDIS_URL"]})
+    opts: dict[str, Any] = {"connection": os.environ["REDIS_URL"]}
+    if args.name:
+        opts["name"] = args.name
+    worker = Worker(args.queue, process, opts)
     worker.on("completed", lambda job, result: print("completed", job.id, flush=True))
     worker.on("failed", lambda job, err: print("failed", job.id, err, flush=True))
     worker.on("error", lambda err, *rest: print("error", err, flush=True))
@@ -73,6 +77,7 @@ def main() -> None:
     working.add_argument("--fail-first", action="store_true")
     working.add_argument("--sleep", type=float, default=0.0)
     working.add_argument("--chatty", action="store_true")
+    working.add_argument("--name", default="")
     args = parser.parse_args()
     asyncio.run(add(args) if args.command == "add" else work(args))
 

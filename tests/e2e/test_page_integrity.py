@@ -60,6 +60,7 @@ PAGES: dict[str, str] = {
     "overview": "/",
     **{f"tab {tab}": f"{QUEUE_URL}?state={tab}" for tab in TABS},
     "events": f"{QUEUE_URL}events/",
+    "workers": f"{QUEUE_URL}workers/",
     **{f"job {kind}": f"{QUEUE_URL}job/{job_id}" for kind, job_id in JOBS.items()},
     "login": "/login/",
     "unknown job": f"{QUEUE_URL}job/no-such-job",

@@ -1,0 +1,71 @@
+// EchoMQ workers tab: keeps the list of connected workers (and the limits) current.
+//
+// A worker connecting or leaving writes no event, so the live updates
+// (live.js) cannot tell this page; instead the live part (#workers-live) is
+// asked for again every data-poll-ms while the page is visible, as the htmx
+// fragment the server renders for it (dashboard/workers.py), and at once when
+// the page becomes visible again. Nothing moves under the pointer: while the
+// pointer or the focus is in the part, a changed answer waits and goes in
+// when they leave. The URL comes from the server (data-poll-url).
+(function () {
+  "use strict";
+
+  var part = document.getElementById("workers-live");
+  if (!part || !window.fetch) return;
+  var url = part.getAttribute("data-poll-url");
+  var every = Math.max(1000, Number(part.getAttribute("data-poll-ms")) || 3000);
+  var shown = part.innerHTML.trim();
+  var waiting = null;  // a changed answer held while the part is in use
+  var timer = null;
+  var inFlight = false;
+
+  function inUse() { return part.matches(":hover") || part.contains(document.activeElement); }
+
+  function put(html) {
+    waiting = null;
+    part.classList.remove("held");
+    if (html === shown) return;
+    shown = html;
+    part.innerHTML = html;
+  }
+
+  function take(html) {
+    html = html.trim();
+    if (inUse()) {
+      if (html !== shown) { waiting = html; part.classList.add("held"); }
+      return;
+    }
+    put(html);
+  }
+
+  function release() {
+    // focusout fires before the focus lands elsewhere.
+    setTimeout(function () { if (waiting !== null && !inUse()) put(waiting); }, 0);
+  }
+
+  function poll() {
+    timer = null;
+    if (document.visibilityState !== "visible" || inFlight) { schedule(); return; }
+    inFlight = true;
+    fetch(url, {headers: {"HX-Request": "true"}, credentials: "same-origin"})
+      .then(function (r) { if (!r.ok) throw new Error(url + ": " + r.status); return r.text(); })
+      .then(take)
+      .catch(function () { /* the next poll tries again */ })
+      .then(function () { inFlight = false; schedule(); });
+  }
+
+  function schedule() {
+    if (timer === null) timer = setTimeout(poll, every);
+  }
+
+  part.addEventListener("mouseleave", release);
+  part.addEventListener("focusout", release);
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState !== "visible") return;
+    if (timer !== null) { clearTimeout(timer); timer = null; }
+    poll();
+  });
+  window.addEventListener("pagehide", function () { if (timer !== null) clearTimeout(timer); timer = null; });
+  window.addEventListener("pageshow", function (event) { if (event.persisted) poll(); });
+  schedule();
+})();

@@ -1,0 +1,91 @@
+"""The workers tab in a real Chromium against daphne: workers of both runtimes,
+each in its own process, appear as they connect and go as they leave (no
+reload: the tab polls its live part), the global concurrency is set through
+the page's confirmation, and the tab is screenshot in light, dark and phone
+into ``$ECHOMQ_WORKERS_SHOTS`` (default /tmp/i12-workers-shots)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Browser, Page, expect
+
+from queues.connection import connect
+from queues.keys import QueueRef
+from tests.e2e.conftest import Processes, wait_live
+from tests.e2e.server import DashboardServer, terminate
+from tests.e2e.test_screenshots import LOOKS
+
+QUEUE = "e2e-workers"
+TAB = f"/queues/bull/{QUEUE}/workers/"
+SHOTS = Path(os.environ.get("ECHOMQ_WORKERS_SHOTS") or "/tmp/i12-workers-shots")
+# The tab polls every 3 s: a worker shows within two polls.
+SEEN_MS = 10_000
+
+
+def row(page: Page, name: str) -> Any:
+    return page.locator(f'#workers-live tr[data-worker="{name}"]')
+
+
+def test_workers_appear_as_they_connect_and_go_as_they_leave(
+    page: Page,
+    processes: Processes,
+    redis_url: str,
+    browser: Browser,
+    dashboard_server: DashboardServer,
+    auth_state: str,
+) -> None:
+    processes.peer_add(QUEUE, "resize", "--count", "3", "--delay", "3600000")
+    client = connect(redis_url)
+    client.hset(QueueRef("bull", QUEUE).keys.meta, mapping={"max": "50", "duration": "1000"})
+    client.close()
+    page.goto(TAB)
+    wait_live(page)
+    expect(page.locator("#workers-live")).to_contain_text(f"No worker is connected to {QUEUE}")
+    expect(page.locator('[data-limit="rate"]')).to_have_text("50 jobs per 1 s")
+
+    bullmq = processes.bullmq_worker(QUEUE, "--name", "thumbnailer-1")
+    expect(row(page, "thumbnailer-1")).to_have_count(1, timeout=SEEN_MS)
+    ours = processes.spawn(
+        sys.executable, "-m", "queues", "worker", QUEUE, "--name", "echo-resizer"
+    )
+    ours.wait_for(r"worker \S+ on ")
+    expect(row(page, "echo-resizer")).to_have_count(1, timeout=SEEN_MS)
+    expect(page.locator("[data-worker-count]")).to_have_text("2 connected")
+    expect(row(page, "thumbnailer-1").locator("td.num")).to_have_text("2")
+
+    # The global concurrency, through the page's own confirmation dialog.
+    page.fill("#concurrency", "2")
+    page.get_by_role("button", name="Set…").click()
+    expect(page.locator(".message-success")).to_contain_text(
+        f"Global concurrency of {QUEUE} set to 2"
+    )
+    expect(page.locator('[data-limit="concurrency"]')).to_contain_text("2 at once")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.mouse.move(0, 0)
+    page.screenshot(path=SHOTS / "workers-light.png", full_page=True)
+
+    for look in ("dark", "phone"):
+        options = LOOKS[look]
+        context = browser.new_context(
+            base_url=dashboard_server.url, storage_state=auth_state, **options
+        )
+        try:
+            other = context.new_page()
+            other.goto(TAB)
+            expect(row(other, "echo-resizer")).to_have_count(1)
+            other.screenshot(path=SHOTS / f"workers-{look}.png", full_page=True)
+        finally:
+            context.close()
+
+    # BullMQ's worker stops: its row goes, ours stays, without a reload.
+    page.mouse.move(0, 0)
+    terminate(bullmq.process)
+    expect(row(page, "thumbnailer-1")).to_have_count(0, timeout=SEEN_MS)
+    expect(row(page, "echo-resizer")).to_have_count(1)
+    expect(page.locator("[data-worker-count]")).to_have_text("1 connected")
+    terminate(ours.process)
+    expect(page.locator("#workers-live")).to_contain_text("No worker is connected", timeout=SEEN_MS)
