@@ -22,6 +22,7 @@ from dashboard.live import fanout
 from dashboard.live.consumer import LiveConsumer
 from dashboard.live.hub import get_hub
 from queues.keys import QueueKeys
+from tests.test_live_consumer import received_ids
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,15 +74,6 @@ async def open_socket(
 
 def add_event(redis: Redis, job_id: str) -> str:
     return redis.xadd(STREAM, {"event": "added", "jobId": job_id}).decode()  # type: ignore[union-attr]
-
-
-async def received_ids(communicator: WebsocketCommunicator, count: int) -> list[str]:
-    ids: list[str] = []
-    while len(ids) < count:
-        message = await communicator.receive_json_from(timeout=5)
-        assert message["type"] == "events", message
-        ids.extend(event["id"] for event in message["events"])
-    return ids
 
 
 def held_send(gate: asyncio.Event) -> Callable[[Send], Send]:
