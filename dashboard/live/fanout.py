@@ -14,10 +14,16 @@ This replaces Channels' channel layer for these messages (a PUBLISH per batch
 through Redis pub/sub, channels-redis's receive loop pushing the message onto
 one asyncio queue per socket, and Channels' per-message task and
 ``asyncio.wait`` in each consumer), and the JSON encoding of each batch once
-per socket. Measured with ``bench/abuse.py --phases c --seconds 30`` (100
-sockets on one queue at 1,000 events/s, one daphne process) on the shared
-2-CPU VM on 2026-12-01, alternating with the code before it: see
-docs/benchmarks.md ("In-process fan-out", the figures of each pair).
+per socket. Measured on the shared 2-CPU VM on 2026-12-01 (15:42-15:57 UTC,
+load average 6-16 from other work), three pairs each, this code and the
+channel layer's alternating (docs/benchmarks.md, "In-process fan-out"):
+``bench/live.py --sockets-only`` (20 sockets, 200 events/s): XADD-to-socket
+p50 18-24 ms against 27-35, p99 35-63 ms against 64-366, daphne 17-18% of a
+core against 22-25%; with ``--pages 100`` (100 sockets, 200 events/s): p50
+212-351 ms against 1,150-1,487, p99 0.5-1.1 s against 2.5-4.9 s, daphne
+14-22% against 21-26%. ``bench/abuse.py --phases c`` (100 sockets at 1,000
+events/s) could not be measured under that load: its 100-socket client fell
+behind with either code.
 
 What a socket does not take in time is bounded: past ``INBOX_MESSAGES``
 waiting messages, a queue's further batches are not kept; the socket gets one
