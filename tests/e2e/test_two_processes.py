@@ -1,6 +1,6 @@
 """Two dashboard server processes behind one address (docs/deploy.md).
 
-Two daphne processes on one Redis, one database and one channel layer, as a
+Two daphne processes on one Redis and one database, as a
 proxy spreads one site over them. An engineer retries a failed job on a page
 served by process A; the same job's page and the queue's event feed, served by
 process B in the same browser, show it live, without a reload. Each process
@@ -32,7 +32,7 @@ REF = f"bull:{QUEUE}"
 def two_servers(
     server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[DashboardServer, DashboardServer]]:
-    """Processes A and B: the same settings, database, Redis and channel layer."""
+    """Processes A and B: the same settings, database and Redis."""
     logs = tmp_path_factory.mktemp("two-processes")
     servers = (
         DashboardServer(server_env, free_port(), logs / "a.log"),
