@@ -5,8 +5,8 @@
                           [--names 10000] [--sockets 100] [--rate 1000]
                           [--trace-memory]
 
-A private redis-server and the dashboard under daphne (a real subprocess, the
-channel layer on that Redis). Every socket logs in as a viewer, as a page does.
+A private redis-server and the dashboard under daphne (a real subprocess on
+that Redis). Every socket logs in as a viewer, as a page does.
 Printed for the server: peak RSS of the daphne process and the number of Redis
 clients, under:
 

@@ -5,10 +5,10 @@
                          [--warm-up 3] [--browser-nice 10] [--draw-all]
                          [--sockets-only]
 
-A private redis-server and the dashboard under daphne (channels-redis layer on
-the same Redis). First ``--pages`` plain WebSocket clients (autobahn, no
-browser) measure the server's part: XADD to the frame arriving, and daphne's
-CPU (``--sockets-only`` stops there: a quick check of the server). Then
+A private redis-server and the dashboard under daphne on it. First
+``--pages`` plain WebSocket clients (autobahn, no browser) measure the
+server's part: XADD to the frame arriving, and daphne's CPU
+(``--sockets-only`` stops there: a quick check of the server). Then
 ``--pages`` Chromium pages on one queue's Events tab, each visible, 1280x720,
 in the system Chromium driven over its DevTools pipe (bench/cdp.py: no
 Playwright, whose per-page network reporting would load the machine under

@@ -23,8 +23,7 @@ at the time of use (so ``override_settings`` and the demo's late
 
 Django settings the app follows rather than defines: ``LOGIN_URL`` (anonymous
 users are sent there, and a page whose socket says "not logged in"),
-``CHANNEL_LAYERS`` (the live updates; one layer shared by every server
-process), ``SESSION_ENGINE``, ``CSRF_TRUSTED_ORIGINS`` (also for the socket's
+``SESSION_ENGINE``, ``CSRF_TRUSTED_ORIGINS`` (also for the socket's
 Origin check), ``STATIC_URL``. The stand-alone site's environment variables
 (``ECHOMQ_DB``, ``ECHOMQ_LOGIN_*``, ...) are its own: dashboard/settings.py.
 """

@@ -122,9 +122,8 @@ MIDDLEWARE = [
 # The app (dashboard.urls) at the root, and the site's own login and error pages.
 ROOT_URLCONF = "dashboard.site_urls"
 ASGI_APPLICATION = "dashboard.asgi.application"
-# Live updates: Redis pub/sub on REDIS_URL, else on the private server; the URL
-# is resolved at first use (dashboard.live.layer), never at import time.
-CHANNEL_LAYERS = {"default": {"BACKEND": "dashboard.live.layer.QueueRedisChannelLayer"}}
+# No CHANNEL_LAYERS: the live updates need none (each process's readers hand
+# their batches to its sockets in process: dashboard.live.fanout).
 
 TEMPLATES = [
     {

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
 from redis import Redis
@@ -19,6 +18,7 @@ from redis import Redis
 from dashboard.asgi import application
 from dashboard.live import consumer as consumer_module
 from dashboard.live.consumer import LiveConsumer
+from dashboard.live.fanout import Batch
 from dashboard.live.hub import get_hub
 from queues.connection import connect
 from queues.keys import QueueKeys
@@ -221,12 +221,12 @@ async def test_one_reader_per_queue_shared_and_stopped_with_the_last_subscriber(
     await subscribe(first)
     await subscribe(second)
     assert list(get_hub().streams) == [QUEUE]
-    assert get_hub().streams[QUEUE].subscribers == 2
+    assert len(get_hub().streams[QUEUE].subscribers) == 2
     event = add_event(redis_client, "1")
     assert await received_ids(first, 1) == [event]
     assert await received_ids(second, 1) == [event]
     await first.disconnect()
-    assert get_hub().streams[QUEUE].subscribers == 1
+    assert len(get_hub().streams[QUEUE].subscribers) == 1
     await second.disconnect()
     assert get_hub().streams == {}
     assert get_hub().readers == []
@@ -280,11 +280,8 @@ async def test_a_socket_that_falls_behind_gets_a_refresh_hint_not_the_backlog(
     stale = [
         {"id": f"{ms + n}-0", "event": "added", "job_id": str(n), "fields": {}} for n in range(1, 4)
     ]
-    # What the reader sends, as if it had waited in the layer for 5 seconds.
-    await get_channel_layer().group_send(
-        get_hub().streams[QUEUE].group,
-        {"type": "live.events", "queue": QUEUE, "events": stale, "sent_at": time.monotonic() - 5},
-    )
+    # What the reader hands out, as if it had waited in the inbox for 5 seconds.
+    get_hub().streams[QUEUE].fan_out(Batch(QUEUE, stale, time.monotonic() - 5).message())
     hint = await communicator.receive_json_from(timeout=5)
     assert hint == {
         "type": "events",
@@ -295,22 +292,6 @@ async def test_a_socket_that_falls_behind_gets_a_refresh_hint_not_the_backlog(
         "refresh": True,
     }
     await communicator.disconnect()
-
-
-async def test_a_group_message_is_decoded_once_for_all_its_consumers(
-    redis_client: Redis,
-) -> None:
-    layer = get_channel_layer()
-    channels = [await layer.new_channel() for _ in range(3)]
-    for channel in channels:
-        await layer.group_add("echomq.test-decode-once", channel)
-    batch = {"type": "live.events", "queue": QUEUE, "events": [{"id": "1-0"}], "sent_at": 0.0}
-    await layer.group_send("echomq.test-decode-once", batch)
-    received = [await asyncio.wait_for(layer.receive(channel), 5) for channel in channels]
-    assert received[0] == batch
-    assert all(message is received[0] for message in received)
-    for channel in channels:
-        await layer.group_discard("echomq.test-decode-once", channel)
 
 
 @pytest.mark.usefixtures("hub")

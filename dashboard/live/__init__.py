@@ -1,11 +1,11 @@
 """Live updates: the events streams of the queues, pushed to browsers over WebSockets.
 
-``hub`` runs one stream reader per (prefix, queue) per server process and fans
-its events out to a channel-layer group; ``discovery`` watches the set of
-queues for the overview, one watcher per process; ``consumer`` is the
+``hub`` runs a few shared stream readers per server process; ``fanout`` hands
+what they read to the sockets of that process (each socket's bounded inbox,
+a frame encoded once per kind of subscription); ``discovery`` watches the set
+of queues for the overview, one watcher per process; ``consumer`` is the
 WebSocket end a page talks to (auth, subscribe, resume from a stream id);
-``streams`` holds the stream-id arithmetic and the replay both use; ``layer``
-is the channel layer (Redis pub/sub on the queues' Redis); ``routing`` is
-the consumer's route (``ws/live/`` under the app's prefix). The browser side
-is ``static/dashboard/live.js``.
+``streams`` holds the stream-id arithmetic and the replay both use;
+``routing`` is the consumer's route (``ws/live/`` under the app's prefix).
+The browser side is ``static/dashboard/live.js``.
 """

@@ -61,12 +61,16 @@ some get ``gap`` once the client has caught up, and a client that does not
 catch up within STALL_CLOSE_S is closed with 4408. Everything a socket holds
 is let go when it ends, however it ends (``__call__``).
 
-No event is lost between the replay and the live feed: the consumer joins the
-reader's group, then publishes a barrier message through that same group and
-replays only when the barrier comes back. Every event the reader published
-before the barrier was already in the stream then, so the replay has it; every
-event published after it reaches us through the group (pub/sub keeps the order
-of one channel). Events seen by both are dropped by stream id.
+No event is lost between the replay and the live feed: the consumer registers
+its subscription with the stream (dashboard.live.hub), then puts a barrier in
+its own inbox (dashboard.live.fanout) and replays when it reaches the barrier.
+Every event the reader handed out before the registration was already in the
+stream then, so the replay has it; every event handed out after it is in the
+inbox behind the barrier. Events seen by both are dropped by stream id.
+
+The socket's messages, the client's frames and what the readers hand it, go
+through one inbox that the socket's task takes in order (``__call__``): no
+channel layer, no task per message.
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -83,6 +88,7 @@ from typing import Any
 from channels.auth import get_user
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
@@ -90,6 +96,7 @@ from redis.exceptions import RedisError
 
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
+from dashboard.live.fanout import Batch, Inbox, Message
 from dashboard.live.hub import OUTAGE_ERRORS, get_hub
 from dashboard.live.outbox import STALL_CLOSE_S, Outbox
 from dashboard.live.streams import (
@@ -103,6 +110,8 @@ from dashboard.lookup import served_queues_async
 from queues.inspect import QueueRef
 from queues.keys import InvalidName, validate_job_id
 
+log = logging.getLogger("echomq.live")
+
 CLOSE_NOT_LOGGED_IN = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_BAD_MESSAGE = 4400
@@ -112,11 +121,10 @@ REDIS_UNREACHABLE = "Redis unreachable"
 # them update live on it.
 MAX_QUEUES_PER_SOCKET = 500
 REPLAY_LIMIT = 1000
-# Our barrier is re-sent this often until it comes back (pub/sub drops what
-# is published while its connection is being re-established).
+# A replay that could not be read (Redis unreachable) is tried again this often.
 BARRIER_RETRY_S = 0.5
 # A page is behind when one batch brings more than BEHIND_EVENTS events or when
-# messages wait in the layer longer than BEHIND_S: it then gets counts of what
+# batches wait in its inbox longer than BEHIND_S: it then gets counts of what
 # it missed (at most every HINT_INTERVAL_S) and reloads, instead of every event.
 BEHIND_EVENTS = 200
 BEHIND_S = 1.0
@@ -182,10 +190,12 @@ class Wanted:
     bodies: bool
 
 
-@dataclass
+@dataclass(eq=False)
 class Subscription:
+    """One queue a socket watches; what the stream hands it goes to the socket's inbox."""
+
     ref: str
-    group: str
+    inbox: Inbox
     resume_from: str | None
     job: frozenset[str] | None = None  # only these jobs' events
     bodies: bool = True  # False: how many events and their names, not the events
@@ -202,6 +212,9 @@ class Subscription:
     # Events went unsent while the outbox was full: a gap is owed.
     missed: bool = False
 
+    def deliver(self, message: Message) -> None:
+        self.inbox.deliver(message)
+
     def stop_barrier(self) -> None:
         if self.barrier is not None:
             self.barrier.cancel()
@@ -214,12 +227,25 @@ def stream_id(position: tuple[int, int]) -> str:
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """Channels' consumer, which lets go of all the socket holds when it ends.
+        """Channels' consumer on an inbox of its own, which lets go of all the socket
+        holds when it ends.
 
-        However it ends: a disconnect, an error, or daphne cancelling it (which
-        it does to an application that has not finished 10 s after its client
-        went) would each skip ``disconnect``.
+        Channels' ``AsyncConsumer.__call__`` takes messages from the client and
+        from a channel layer, with a new task and an ``asyncio.wait`` per
+        message; here both come through one ``Inbox`` (the client's frames put
+        there by a task of their own), taken in order by this task, and there
+        is no channel layer (the readers of this process hand their batches to
+        the inbox: dashboard.live.fanout says why, with the figures).
+
+        Everything the socket holds goes however it ends: a disconnect, an
+        error, or daphne cancelling it (which it does to an application that
+        has not finished 10 s after its client went) would each skip
+        ``disconnect``.
         """
+        self.scope = scope
+        self.base_send = send
+        self.channel_layer = None
+        self.inbox = Inbox()
         self.subscriptions: dict[str, Subscription] = {}
         self.queue_watcher: QueueSetWatcher | None = None
         self.outbox: Outbox = scope.get("outbox") or Outbox()
@@ -228,10 +254,23 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.giving_up = False
         self.status_changed = asyncio.Event()
         self.told_reachable = True  # what the page assumes until told otherwise
+        client = asyncio.create_task(self._take_client_frames(receive))
         try:
-            await super().__call__(scope, receive, send)
+            while True:
+                await self.dispatch(await self.inbox.get())
+        except StopConsumer:
+            pass
         finally:
-            await self._let_go()
+            client.cancel()
+            self._let_go()
+
+    async def _take_client_frames(self, receive: Any) -> None:
+        try:
+            while True:
+                self.inbox.put(await receive())
+        except Exception:  # the server's receive failed: end the socket as if it went
+            log.exception("live socket: receive failed")
+            self.inbox.put({"type": "websocket.disconnect", "code": 1011})
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Channels' dispatch, minus its close of stale database connections.
@@ -261,24 +300,18 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         task.add_done_callback(self.tasks.discard)
         return task
 
-    async def _let_go(self) -> None:
+    def _let_go(self) -> None:
+        """Synchronous: the streams, readers and watcher go, whatever cut the socket short."""
         for task in list(self.tasks):
             if task is not asyncio.current_task():
                 task.cancel()
         hub = get_hub()
         hub.unwatch_reachability(self._on_reachability)
-        # Synchronous first: the streams, readers and watcher are released even
-        # if an await below is cut short.
-        dropped = [sub for sub in map(self._drop, list(self.subscriptions)) if sub is not None]
-        watcher, self.queue_watcher = self.queue_watcher, None
-        if watcher is not None:
-            hub.unwatch_queues()
-        channel = getattr(self, "channel_name", None)
-        if channel is None:
-            return  # the layer never gave this socket a channel
-        for group in [sub.group for sub in dropped] + ([watcher.group] if watcher else []):
-            with contextlib.suppress(Exception):  # Redis may be gone: the socket goes anyway
-                await self.channel_layer.group_discard(group, channel)
+        for ref in list(self.subscriptions):
+            self._drop(ref)
+        if self.queue_watcher is not None:
+            self.queue_watcher = None
+            hub.unwatch_queues(self.inbox.put)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -411,77 +444,65 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def _subscribe(self, wanted: Wanted) -> None:
         ref = wanted.queue.qualified
         hub = get_hub()
+        resume, job, bodies = wanted.resume_from, wanted.job, wanted.bodies
+        sub = Subscription(ref, self.inbox, resume, job=job, bodies=bodies)
         try:
-            group = await hub.acquire(ref)  # before the old one goes: the stream stays up
+            await hub.acquire(ref, sub)  # before the old one goes: the stream stays up
         except OUTAGE_ERRORS:
             await self._error(ref, REDIS_UNREACHABLE)
             return
         except RedisError:  # most likely a key of another type where the stream should be
             await self._error(ref, "unreadable events stream")
             return
-        resume = wanted.resume_from
+        # No await from here to the barrier: every batch handed out from now on
+        # is behind it in the inbox.
         old = self._drop(ref)
-        if resume is not None and old is not None and not old.replaying and not old.missed:
+        if sub.resume_from is not None and old is not None and not old.replaying and not old.missed:
             # Everything up to old.last_sent went out on this socket and reaches
             # the page before what follows: replay after it, sending nothing twice.
-            resume = stream_id(max(parse_stream_id(resume) or (0, 0), old.last_sent))
-        sub = self.subscriptions[ref] = Subscription(
-            ref, group, resume, job=wanted.job, bodies=wanted.bodies
-        )
-        try:
-            await self.channel_layer.group_add(group, self.channel_name)
-        except OUTAGE_ERRORS:
-            hub.report(reachable=False)
-            self._drop(ref)
-            await self._error(ref, REDIS_UNREACHABLE)
-            return
-        sub.barrier = self._start(self._barrier_until_back(sub))
+            resumed = max(parse_stream_id(sub.resume_from) or (0, 0), old.last_sent)
+            sub.resume_from = stream_id(resumed)
+        self.subscriptions[ref] = sub
+        self.inbox.put({"type": "live.barrier", "queue": ref, "subscription": sub})
 
-    async def _barrier_until_back(self, sub: Subscription) -> None:
-        """Send our barrier through the group, again if pub/sub lost it (a reconnect)."""
-        barrier = {"type": "live.barrier", "queue": sub.ref, "target": self.channel_name}
-        while self.subscriptions.get(sub.ref) is sub and sub.replaying:
-            raise_if_cancelled()
-            with contextlib.suppress(*OUTAGE_ERRORS):
-                await self.channel_layer.group_send(sub.group, barrier)
-            await asyncio.sleep(BARRIER_RETRY_S)
+    async def _barrier_later(self, sub: Subscription) -> None:
+        """The replay could not be read: try again in a while (Redis may be back)."""
+        await asyncio.sleep(BARRIER_RETRY_S)
+        sub.barrier = None
+        if self.subscriptions.get(sub.ref) is sub and sub.replaying:
+            self.inbox.put({"type": "live.barrier", "queue": sub.ref, "subscription": sub})
 
     def _drop(self, ref: str) -> Subscription | None:
         """Forget a subscription and release its stream (synchronous: never cut short)."""
         sub = self.subscriptions.pop(ref, None)
         if sub is not None:
             sub.stop_barrier()
-            get_hub().release(ref)
+            get_hub().release(ref, sub)
         return sub
 
     async def _unsubscribe(self, ref: str) -> None:
-        sub = self._drop(ref)
-        if sub is not None:
-            with contextlib.suppress(*OUTAGE_ERRORS):
-                await self.channel_layer.group_discard(sub.group, self.channel_name)
+        self._drop(ref)
 
     async def _discover(self) -> None:
         if self.queue_watcher is not None:
             return  # asked twice: the set already comes
-        hub = get_hub()
-        watcher = self.queue_watcher = await hub.watch_queues()
-        # Join first, then read: a change after this read arrives as a message.
+        # Listen first, then read: a change after this read arrives as a message.
+        watcher = self.queue_watcher = get_hub().watch_queues(self.inbox.put)
         try:
-            await self.channel_layer.group_add(watcher.group, self.channel_name)
             await asyncio.wait_for(watcher.ready.wait(), DISCOVER_TIMEOUT_S)
-        except (TimeoutError, RedisError, OSError):
+        except TimeoutError:
             return  # Redis unreachable: the page keeps the queues it shows
         await self.send_json({"type": "queues", "queues": watcher.known})
 
-    # ------------------------------------------------------------ what the group sends
+    # ------------------------------------------------------------ what the hub hands us
 
     async def live_queues(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "queues", "queues": message["queues"]})
 
     async def live_barrier(self, message: dict[str, Any]) -> None:
-        """Our own barrier is back: the group feeds us, so replay what came before it."""
-        sub = self.subscriptions.get(message["queue"])
-        if message["target"] != self.channel_name or sub is None or not sub.replaying:
+        """Our barrier: what the stream handed out before it is in Redis, so replay that."""
+        sub: Subscription = message["subscription"]
+        if self.subscriptions.get(sub.ref) is not sub or not sub.replaying:
             return
         hub = get_hub()
         stream_key = QueueRef.parse(sub.ref).keys.events
@@ -493,7 +514,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                     replay_after(hub.client, stream_key, sub.resume_from, REPLAY_LIMIT)
                 )
         except OUTAGE_ERRORS:
-            return  # the barrier comes again; the replay is tried then
+            sub.barrier = self._start(self._barrier_later(sub))
+            return
         except RedisError:
             self._drop(sub.ref)
             await self._error(sub.ref, "unreadable events stream")
@@ -509,16 +531,18 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         await self._send_events(sub, replay.events)
 
     async def live_events(self, message: dict[str, Any]) -> None:
-        # ``message`` is shared with every consumer of this process in the group
-        # (decoded once, dashboard/live/layer.py): read it, never change it.
-        sub = self.subscriptions.get(message["queue"])
+        # The batch is shared with every socket of this process on the queue
+        # (dashboard.live.fanout): read it, never change it.
+        batch: Batch = message["batch"]
+        sub = self.subscriptions.get(batch.queue)
         if sub is None or sub.replaying:
             return
-        events = self._unseen(sub, message["events"])
-        if events and time.monotonic() - message["sent_at"] > BEHIND_S:
+        whole = batch.first > sub.last_sent  # the usual case: nothing in it was sent yet
+        events = batch.events if whole else self._unseen(sub, batch.events)
+        if events and time.monotonic() - batch.sent_at > BEHIND_S:
             await self._skip(sub, events)
         else:
-            await self._send_events(sub, events)
+            await self._send_events(sub, events, batch if whole else None)
 
     async def live_gap(self, message: dict[str, Any]) -> None:
         sub = self.subscriptions.get(message["queue"])
@@ -573,10 +597,19 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             sub.hinted_at = now
             await self._send_events(sub, [])
 
-    async def _send_events(self, sub: Subscription, events: list[EventPayload]) -> None:
-        """Oldest first; a batch too big for the page becomes its newest part plus a hint."""
+    async def _send_events(
+        self, sub: Subscription, events: list[EventPayload], batch: Batch | None = None
+    ) -> None:
+        """Oldest first; a batch too big for the page becomes its newest part plus a hint.
+
+        ``batch``: ``events`` are all of it, so the frame is the same for every
+        socket with the same filter and nothing skipped before: encoded once.
+        """
+        # Skipped events counted before would make this socket's frame its own.
+        shared = batch if sub.skipped == 0 else None
         if events:
-            sub.last_sent = max(sub.last_sent, parse_stream_id(events[-1]["id"]) or (0, 0))
+            newest = batch.last if batch is not None else parse_stream_id(events[-1]["id"])
+            sub.last_sent = max(sub.last_sent, newest or (0, 0))
         if self.outbox.full:
             # The client has not taken what it was sent: no more until it has,
             # then a gap (_wait_for_reader), and the page reloads.
@@ -594,19 +627,26 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             return
         sub.skipped = 0
         sub.told, sub.told_at = sub.last_sent, now
-        message: dict[str, Any] = {
-            "type": "events",
-            "queue": sub.ref,
-            "events": sent,
-            "last_id": stream_id(sub.last_sent),
-            "skipped": skipped,
-            "refresh": skipped > 0 or len(events) > BEHIND_EVENTS,
-        }
-        if not sub.bodies:
-            message["events"] = []
-            message["count"] = len(sent)
-            message["kinds"] = sorted({e["event"] for e in sent})
-        await self._send_text(within_message_limit(message))
+
+        def encode() -> str:
+            message: dict[str, Any] = {
+                "type": "events",
+                "queue": sub.ref,
+                "events": sent,
+                "last_id": stream_id(sub.last_sent),
+                "skipped": skipped,
+                "refresh": skipped > 0 or len(events) > BEHIND_EVENTS,
+            }
+            if not sub.bodies:
+                message["events"] = []
+                message["count"] = len(sent)
+                message["kinds"] = sorted({e["event"] for e in sent})
+            return within_message_limit(message)
+
+        if shared is not None:
+            await self._send_text(shared.frame((sub.bodies, sub.job), encode))
+        else:
+            await self._send_text(encode())
 
 
 def within_message_limit(message: dict[str, Any]) -> str:

@@ -4,7 +4,8 @@ The overview lists every queue, configured or discovered. A queue that first
 appears after the page loaded (a new producer, another team's BullMQ app) gets
 its row without a reload: one watcher per server process looks at the
 discovered set every ``WATCH_INTERVAL_S`` seconds while any page watches it,
-and tells a channel-layer group when the set changed. The look is cheap: the
+and tells the pages of that process when the set changed (each listener is a
+socket's inbox, dashboard.live.fanout). The look is cheap: the
 set comes from ``queues.discovery``, which learns it in the background (a
 queue whose worker connects shows within about 10 s; see that module for a
 queue nobody is connected to).
@@ -17,8 +18,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from channels.layers import get_channel_layer
+from typing import Any
 
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.lookup import all_queues
@@ -37,16 +37,15 @@ def current_queues() -> list[str]:
 
 @dataclass
 class QueueSetWatcher:
-    """The watching task of one server process; ``watchers`` counts the consumers using it.
+    """The watching task of one server process; ``listeners`` hear each new set.
 
     ``known`` is the set as last seen (``ready`` once it was seen at all): a new
-    watcher joins the group first, then reads it, so no change falls between.
+    listener is added first, then reads it, so no change falls between.
     ``on_error`` hears of every failed look (the hub tells an outage from the rest).
     """
 
-    group: str
     on_error: Callable[[Exception], None] = lambda error: None
-    watchers: int = 0
+    listeners: set[Callable[[dict[str, Any]], None]] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
     known: list[str] = field(default_factory=list)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -65,18 +64,18 @@ class QueueSetWatcher:
                 await self.task
 
     async def _run(self) -> None:
-        layer = get_channel_layer()
         while True:
             raise_if_cancelled()
             try:
                 queues = await asyncio.to_thread(current_queues)
                 if self.ready.is_set() and queues != self.known:
-                    await layer.group_send(self.group, {"type": "live.queues", "queues": queues})
+                    for listener in list(self.listeners):
+                        listener({"type": "live.queues", "queues": queues})
                 self.known = queues
                 self.ready.set()
                 await asyncio.sleep(WATCH_INTERVAL_S)
             except Exception as exc:
-                # Redis down or the layer hiccuping: keep watching once it is back.
+                # Redis down: keep watching once it is back.
                 self.on_error(exc)
                 log.warning("queue watcher: %r; retrying in %.0fs", exc, RETRY_DELAY_S)
                 await asyncio.sleep(RETRY_DELAY_S)

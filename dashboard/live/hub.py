@@ -1,16 +1,17 @@
 """The events-stream readers of one server process, shared by all of its pages.
 
 Every page of this process subscribed to a queue shares that queue's
-``Stream``: its position in the queue's events stream and its channel-layer
-group. Streams are read by a fixed pool of at most ``READERS`` readers (per
-hash slot on a Redis Cluster, where one XREAD cannot span slots): each an
-asyncio task with one Redis connection of its own that XREADs BLOCK on all of
-its streams at once and group_sends each stream's batch to that stream's
-group. Positions and replays go through one more pool of at most
-``CONTROL_CONNECTIONS``. So a process holds at most READERS +
-CONTROL_CONNECTIONS connections for the live pages (plus the channel layer's
-two), however many pages watch however many queues. Which queues a socket may
-watch is the consumer's business (queues that exist, a bounded number).
+``Stream``: its position in the queue's events stream and its subscribers.
+Streams are read by a fixed pool of at most ``READERS`` readers (per hash slot
+on a Redis Cluster, where one XREAD cannot span slots): each an asyncio task
+with one Redis connection of its own that XREADs BLOCK on all of its streams
+at once and hands each stream's batch to that stream's subscribers in this
+process (dashboard.live.fanout: each socket's bounded inbox; the reader never
+waits for a socket). Positions and replays go through one more pool of at
+most ``CONTROL_CONNECTIONS``. So a process holds at most READERS +
+CONTROL_CONNECTIONS connections for the live pages, however many pages watch
+however many queues. Which queues a socket may watch is the consumer's
+business (queues that exist, a bounded number).
 
 A stream starts with its first subscriber and goes with its last
 (``release`` is synchronous, so a cancelled consumer cannot skip it); a
@@ -19,39 +20,33 @@ set of streams changed cancels its blocked read and reads again with the new
 set (redis-py drops a connection whose command was cancelled; the next read
 opens another).
 
-Group names are per process (``echomq.<hash of the queue>.<process token>``):
-each process's readers feed only the consumers of that process, so with
-several server processes on one channel layer no page receives an event twice.
-The hash keeps any queue name within the ``^[a-zA-Z0-9._-]{1,99}$`` Channels
-accepts.
+Each process reads the streams itself and hands what it read only to its own
+sockets: with several server processes, every process sees every event, and
+no page receives one twice.
 
 A reader that may have missed entries (its connection dropped, or one read
 brought a burst big enough to have trimmed unread entries) checks whether the
-stream still holds what follows its position; when it does not, it sends
+stream still holds what follows its position; when it does not, it hands out
 ``live.gap`` and continues from the newest entry, and pages reload.
 
 Whether Redis answers is one fact per process (``StreamHub.reachable``): a
 reader whose read fails, or any live command that cannot reach Redis, reports
 it down, and a probe then pings every ``PROBE_INTERVAL_S`` until Redis answers.
 Each change is handed to every socket of the process directly
-(``watch_reachability``), not through the channel layer, which lives on that
-same Redis.
+(``watch_reachability``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import time
-import uuid
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from channels.layers import get_channel_layer
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -62,6 +57,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
+from dashboard.live.fanout import Batch, Message, Subscriber
 from dashboard.live.streams import EventPayload, newest_id, payload, was_trimmed
 from dashboard.redis import redis_url
 from queues import codec
@@ -72,8 +68,8 @@ from queues.inspect import QueueRef
 log = logging.getLogger("echomq.live")
 T = TypeVar("T")
 
-READ_BATCH = 500  # events per stream per XREAD, and at most per group message
-# At most one group message per queue every coalescing window: a lone event
+READ_BATCH = 500  # events per stream per XREAD, and at most per batch handed out
+# At most one batch per queue every coalescing window: a lone event
 # goes out at once, a busy stream in batches. The window grows with the
 # subscribers, since each message costs every socket (and every browser) it
 # reaches: 10 ms for a few pages, 20 ms from 7 on (at most 50 messages/s), so
@@ -104,27 +100,27 @@ CONTROL_CLIENT_NAME = "echomq-live"
 OUTAGE_ERRORS: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
-def group_name(ref: str, process_token: str) -> str:
-    digest = hashlib.sha256(ref.encode()).hexdigest()[:32]
-    return f"echomq.{digest}.{process_token}"
-
-
 @dataclass(eq=False)
 class Stream:
-    """One queue's events stream as this process reads it; ``subscribers`` counts its sockets."""
+    """One queue's events stream as this process reads it, and the sockets' subscriptions to it."""
 
     ref: str
     key: str
-    group: str
     position: str  # the id of the last entry read (or the tip when it was first watched)
-    subscribers: int = 0
+    subscribers: set[Subscriber] = field(default_factory=set)
     reader: StreamReader | None = None
     # A key of another type where the stream should be: not read until it goes.
     unreadable: bool = False
 
     def coalescing_window(self) -> float:
         low, high = COALESCE_RANGE_S
-        return min(high, max(low, self.subscribers * COALESCE_PER_SUBSCRIBER_S))
+        return min(high, max(low, len(self.subscribers) * COALESCE_PER_SUBSCRIBER_S))
+
+    def fan_out(self, message: Message) -> None:
+        """Hand ``message`` to every subscriber now (each only queues it: nothing waits)."""
+        for subscriber in list(self.subscribers):
+            if subscriber in self.subscribers:  # an earlier one's delivery may have released it
+                subscriber.deliver(message)
 
 
 class StreamReader:
@@ -170,7 +166,6 @@ class StreamReader:
         self.task.cancel()
 
     async def _run(self) -> None:
-        layer = get_channel_layer()
         failures = 0
         sent_at, window = 0.0, 0.0
         try:
@@ -180,7 +175,7 @@ class StreamReader:
                     if failures:
                         # Entries may have been trimmed while Redis was unreachable.
                         for stream in list(self.streams.values()):
-                            await self._gap_if_trimmed(layer, stream, stream.position)
+                            await self._gap_if_trimmed(stream, stream.position)
                     # At most one message per window: the time spent reading counts.
                     wait = sent_at + window - time.monotonic()
                     if wait > 0:
@@ -190,11 +185,11 @@ class StreamReader:
                     self.hub.report(reachable=True)
                     window = 0.0
                     for stream, entries in read:
-                        if await self._publish(layer, stream, entries):
+                        if await self._publish(stream, entries):
                             window = max(window, stream.coalescing_window())
                     sent_at = time.monotonic()
                 except Exception as exc:
-                    # Redis down, a bad entry, a layer hiccup: keep reading, resume in place.
+                    # Redis down, a bad entry: keep reading, resume in place.
                     delay = RETRY_DELAYS_S[min(failures, len(RETRY_DELAYS_S) - 1)]
                     failures += 1
                     outage = isinstance(exc, OUTAGE_ERRORS)
@@ -240,32 +235,23 @@ class StreamReader:
                 found.append((stream, entries))
         return found
 
-    async def _publish(self, layer: Any, stream: Stream, entries: list[Any]) -> bool:
-        """Send one stream's new entries to its group; False when there was a gap instead."""
+    async def _publish(self, stream: Stream, entries: list[Any]) -> bool:
+        """Hand one stream's new entries to its subscribers; False when there was a gap instead."""
         events: list[EventPayload] = [payload(Event.from_entry(i, raw)) for i, raw in entries]
         # A big batch means a burst: it may have trimmed entries we never read.
-        if len(events) >= GAP_CHECK_BATCH and await self._gap_if_trimmed(
-            layer, stream, stream.position
-        ):
+        if len(events) >= GAP_CHECK_BATCH and await self._gap_if_trimmed(stream, stream.position):
             return False
-        message = {
-            "type": "live.events",
-            "queue": stream.ref,
-            "events": events,
-            "sent_at": time.monotonic(),  # same process as every consumer
-        }
-        await layer.group_send(stream.group, message)
+        # No await from here on: the position moves with the hand-out.
+        stream.fan_out(Batch(stream.ref, events, time.monotonic()).message())
         stream.position = events[-1]["id"]
         return True
 
-    async def _gap_if_trimmed(self, layer: Any, stream: Stream, position: str) -> bool:
+    async def _gap_if_trimmed(self, stream: Stream, position: str) -> bool:
         """Entries after ``position`` are gone: pages reload, the stream jumps to the newest."""
         if stream.unreadable or not await was_trimmed(self.client, stream.key, position):
             return False
         stream.position = await newest_id(self.client, stream.key)
-        await layer.group_send(
-            stream.group, {"type": "live.gap", "queue": stream.ref, "tip": stream.position}
-        )
+        stream.fan_out({"type": "live.gap", "queue": stream.ref, "tip": stream.position})
         return True
 
     async def _set_aside_unreadable(self, error: ResponseError) -> None:
@@ -280,7 +266,6 @@ class StreamHub:
     """The streams, readers and queue-set watcher of one event loop (one server process)."""
 
     def __init__(self) -> None:
-        self.token = uuid.uuid4().hex[:16]
         self.streams: dict[str, Stream] = {}  # by queue ref
         self.readers: list[StreamReader] = []
         self.queue_watcher: QueueSetWatcher | None = None
@@ -302,10 +287,11 @@ class StreamHub:
             )
         return self._client
 
-    async def acquire(self, ref: str) -> str:
-        """Count one more subscriber of ``ref``; its group, once the stream is positioned.
+    async def acquire(self, ref: str, subscriber: Subscriber) -> None:
+        """``subscriber`` gets every batch of ``ref`` read from when this returns.
 
-        Raises what Redis raised when the position could not be read.
+        Raises what Redis raised when the stream's position could not be read
+        (the subscriber is then not registered).
         """
         stream = self.streams.get(ref)
         if stream is None:
@@ -314,19 +300,18 @@ class StreamHub:
             position = await self.ask(newest_id(self.client, key))
             stream = self.streams.get(ref)  # another socket may have started it meanwhile
             if stream is None:
-                stream = self.streams[ref] = Stream(ref, key, group_name(ref, self.token), position)
+                stream = self.streams[ref] = Stream(ref, key, position)
                 self._reader_for(key).add(stream)
-        # No await from here on: a cancelled caller cannot leave the count wrong.
-        stream.subscribers += 1
-        return stream.group
+        # No await from here on: a cancelled caller cannot leave the set wrong.
+        stream.subscribers.add(subscriber)
 
-    def release(self, ref: str) -> None:
-        """One subscriber fewer; the last one stops the stream (and an idle reader) now."""
+    def release(self, ref: str, subscriber: Subscriber) -> None:
+        """``subscriber`` gets no more; the last one stops the stream (and an idle reader) now."""
         stream = self.streams.get(ref)
         if stream is None:
             return
-        stream.subscribers -= 1
-        if stream.subscribers > 0:
+        stream.subscribers.discard(subscriber)
+        if stream.subscribers:
             return
         del self.streams[ref]
         reader = stream.reader
@@ -394,24 +379,23 @@ class StreamHub:
 
     # ------------------------------------------------------------ the overview's queue set
 
-    async def watch_queues(self) -> QueueSetWatcher:
-        """Count one more page listing the queues; the watcher starts with the first."""
+    def watch_queues(self, listener: Callable[[Message], None]) -> QueueSetWatcher:
+        """One more page listing the queues (``listener`` hears each new set); the
+        watcher starts with the first."""
         watcher = self.queue_watcher
         if watcher is None:
-            watcher = self.queue_watcher = QueueSetWatcher(
-                f"echomq.queues.{self.token}", on_error=self._note_error
-            )
+            watcher = self.queue_watcher = QueueSetWatcher(on_error=self._note_error)
             watcher.start()
-        watcher.watchers += 1
+        watcher.listeners.add(listener)
         return watcher
 
-    def unwatch_queues(self) -> None:
+    def unwatch_queues(self, listener: Callable[[Message], None]) -> None:
         """One page fewer; the last one stops the watcher (synchronous: never cut short)."""
         watcher = self.queue_watcher
         if watcher is None:
             return
-        watcher.watchers -= 1
-        if watcher.watchers <= 0:
+        watcher.listeners.discard(listener)
+        if not watcher.listeners:
             self.queue_watcher = None
             watcher.cancel()
 

@@ -1,8 +1,8 @@
 """End-to-end fixtures: the real ASGI app under daphne, a real Redis, a real Chromium.
 
 The dashboard runs in its own process (``daphne dashboard.asgi:application``)
-on a free port, with a fresh SQLite database holding one staff user and the
-channel layer on the test Redis. Jobs are added and processed by other
+on a free port, with a fresh SQLite database holding one staff user, on the
+test Redis. Jobs are added and processed by other
 processes too (``peer.py`` for BullMQ 2.20.1, ``python -m queues worker`` for
 ours), so every update the browser shows crossed a process boundary.
 

@@ -1,13 +1,13 @@
 """Two dashboard server processes behind one address (docs/deploy.md).
 
-Two daphne processes on one Redis, one database and one channel layer, as a
+Two daphne processes on one Redis and one database, as a
 proxy spreads one site over them. An engineer retries a failed job on a page
 served by process A; the same job's page and the queue's event feed, served by
 process B in the same browser, show it live, without a reload. Each process
-reads the events streams itself and feeds only its own sockets, through
-channel-layer groups of its own: with both processes watching the queue, the
-group channels on Redis are two, each heard by one process, and B's pages
-receive every event once.
+reads the events streams itself and hands what it read only to its own
+sockets, in process (dashboard.live.fanout): with both processes watching the
+queue, each has its own reader connection on Redis, nothing goes through
+Redis pub/sub, and B's pages receive every event once.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Page, WebSocket, expect
 from redis import Redis
 
-from dashboard.live.hub import group_name
+from dashboard.live.hub import READER_CLIENT_NAME
 from tests.e2e.conftest import Processes, start, wait_live
 from tests.e2e.server import DashboardServer, free_port
 
@@ -32,7 +32,7 @@ REF = f"bull:{QUEUE}"
 def two_servers(
     server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[DashboardServer, DashboardServer]]:
-    """Processes A and B: the same settings, database, Redis and channel layer."""
+    """Processes A and B: the same settings, database and Redis."""
     logs = tmp_path_factory.mktemp("two-processes")
     servers = (
         DashboardServer(server_env, free_port(), logs / "a.log"),
@@ -107,11 +107,10 @@ def test_a_retry_through_one_process_reaches_a_page_of_the_other_once(
     for live_page in (job_on_b, feed_on_b):
         assert live_page.evaluate("window.__noReload === true"), "a page on B was reloaded"
 
-    # Each process listens on a group channel of its own for this queue.
-    pattern = "*" + group_name(REF, "") + "*"
-    channels = redis_client.pubsub_channels(pattern)
-    listeners = dict(redis_client.pubsub_numsub(*channels))
-    assert sorted(listeners.values()) == [1, 1], listeners
+    # Each process reads the stream itself; no event goes through pub/sub.
+    readers = [c for c in redis_client.client_list() if c.get("name") == READER_CLIENT_NAME]
+    assert len(readers) >= 2, readers
+    assert redis_client.pubsub_channels() == []
     # Every event reached B's pages once.
     feed_ids = event_ids(feed_frames)
     assert retried[0] in feed_ids

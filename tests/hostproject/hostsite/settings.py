@@ -2,7 +2,7 @@
 
 What it must write to do so is what the README's "Mounting in your project"
 says, and no more: INSTALLED_APPS, MIDDLEWARE, the URL include, the socket
-route (asgi.py), a channel layer and REDIS_URL. Everything else is its own: a
+route (asgi.py) and REDIS_URL. Everything else is its own: a
 custom user model with its own login page (people), its own "api" namespace,
 its own base.html and 404.html, database sessions, Django's own ASGI handler,
 static files collected and served by WhiteNoise.
@@ -77,16 +77,6 @@ LOGOUT_REDIRECT_URL = "people:sign_in"
 # The dashboard's settings (dashboard.conf): only what differs from the defaults.
 REDIS_URL = os.environ["REDIS_URL"]
 ECHOMQ_LOGOUT_URL = "people:sign_out"
-
-# The project's own channel layer, which the dashboard's live updates use too.
-CHANNEL_LAYERS = {
-    "default": {
-        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-        # No read timeout: redis-py 8's 5 s default breaks channels-redis's
-        # blocking reads and consumers' cancellation (README, "Mounting").
-        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
-    }
-}
 
 STATIC_URL = "/static/"
 STATIC_ROOT = os.environ["HOST_STATIC_ROOT"]
