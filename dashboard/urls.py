@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, openapi, views
+from dashboard import api, openapi, schedulers, views
 from dashboard.converters import SegmentConverter
 
 # Converters are one registry for every app: a name of our own.
@@ -26,6 +26,8 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "goto/", views.goto_job, name="goto"),
     path(_queue + "actions/", views.job_actions, name="job_actions"),
     path(_queue + "bulk/", views.queue_actions, name="queue_actions"),
+    path(_queue + "schedulers/", schedulers.page, name="schedulers"),
+    path(_queue + "schedulers/actions/", schedulers.page_action, name="scheduler_actions"),
     path("ws/live/", views.live_socket_over_http, name="live"),
     # Last: a job id may contain '/', so it takes the rest of the path.
     path(_queue + "job/<path:job_id>", views.job_page, name="job"),
@@ -39,6 +41,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "events/", api.events, name="events"),
     path(_queue + "actions/", api.job_actions, name="job_actions"),
     path(_queue + "bulk/", api.queue_actions, name="queue_actions"),
+    path(_queue + "schedulers/", schedulers.api_list, name="schedulers"),
+    path(_queue + "schedulers/actions/", schedulers.api_action, name="scheduler_actions"),
     path(_queue + "job/<path:job_id>", api.job, name="job"),
 ]
 
