@@ -191,3 +191,19 @@ def test_a_page_of_10_000_schedulers_reads_only_that_page(redis_client: Redis) -
     assert stats["cmdstat_hmget"]["calls"] == 50
     assert stats["cmdstat_hget"]["calls"] == 50  # the small templates shown
     assert stats["cmdstat_zrange"]["calls"] == 1
+
+
+@pytest.mark.parametrize(
+    ("every_ms", "said"),
+    [
+        (1500, "every 1.5 s"),
+        (250, "every 250 ms"),
+        (90_061, "every 90,061 ms"),
+        (7_200_000, "every 2 h"),
+    ],
+)
+def test_an_every_is_said_in_the_unit_that_reads_best(
+    redis_client: Redis, every_ms: int, said: str
+) -> None:
+    JobSchedulers(REF.name, redis_client).upsert("s", Repeat(every_ms=every_ms), name="n")
+    assert rows_by_id(redis_client)["s"].schedule == said
