@@ -8,16 +8,18 @@ jobs, seeded straight into Redis. Each N gets its own private redis-server and
 its own dashboard (uvicorn subprocess, the real ASGI app); requests to the N
 servers are interleaved in rounds so load from anything else on the machine
 hits every N alike. It prints p50 / p95 (ms) of the overview page and its
-JSON, the failed list page (50 rows) and its JSON, and a job page, with the
-largest / smallest N p50 ratio, next to the server floor (an anonymous API
-call). ``--app`` serves another ASGI application instead (bench/http_bridges.py
-has the HTTP bridges dashboard.http was measured against). Finally it times
-retry-all of 100k failed jobs through the JSON API and the server process's
-RSS growth.
+JSON, the failed list page (50 rows) and its JSON, a job page, and the
+schedulers tab (50 rows) and its JSON on a queue ``crons`` holding min(N,
+10,000) job schedulers, with the largest / smallest N p50 ratio, next to the
+server floor (an anonymous API call). ``--app`` serves another ASGI
+application instead (bench/http_bridges.py has the HTTP bridges
+dashboard.http was measured against). Finally it times retry-all of 100k
+failed jobs through the JSON API and the server process's RSS growth.
 
 Targets: every page flat in N (1M/1k p50 ratio <= 1.3); JSON overview <= 5 ms
-and failed-page JSON <= 8 ms p50; HTML pages <= 20 ms p50; retry-all 100k
-<= 3 s with < 30 MB RSS growth.
+and failed-page JSON <= 8 ms p50; HTML pages <= 20 ms p50 (the schedulers
+tab at 10,000 schedulers included); retry-all 100k <= 3 s with < 30 MB RSS
+growth.
 """
 
 from __future__ import annotations
@@ -44,10 +46,12 @@ sys.path.insert(0, str(ROOT))
 from queues.connection import connect  # noqa: E402
 from queues.inspect import QueueRef  # noqa: E402
 from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
-from tests.dashboard_seed import seed_failed_bulk, seed_job  # noqa: E402
+from tests.dashboard_seed import seed_failed_bulk, seed_job, seed_schedulers  # noqa: E402
 
 SMALL_QUEUES = 20
 BIG = QueueRef("bull", "big")
+CRONS = QueueRef("bull", "crons")
+MOST_SCHEDULERS = 10_000
 RETRY_ALL_SIZE = 100_000
 
 
@@ -127,6 +131,7 @@ def seed(client: Any, failed: int) -> None:
                 seed_job(client, keys, f"{state}-{n}", state=state)
         client.lpush(keys.metrics_data("completed"), *range(30))
     seed_failed_bulk(client, BIG.keys, failed)
+    seed_schedulers(client, CRONS.keys, min(failed, MOST_SCHEDULERS))
 
 
 def start_server(env: dict[str, str], port: int, app: str) -> subprocess.Popen[bytes]:
@@ -168,6 +173,8 @@ ENDPOINTS = [
     ("failed page (50 rows)", "/queues/bull/big/?state=failed"),
     ("failed JSON (50 rows)", "/api/queues/bull/big/jobs/?state=failed&start=0&end=49"),
     ("job page", "/queues/bull/big/job/7"),
+    ("schedulers (50 rows)", "/queues/bull/crons/schedulers/"),
+    ("schedulers JSON (50)", "/api/queues/bull/crons/schedulers/?start=0&end=49"),
 ]
 
 
