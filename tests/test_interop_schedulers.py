@@ -161,3 +161,25 @@ async def test_a_two_second_cron_our_runtime_wrote_runs_on_bullmq_s_worker(
         await worker.close()
     assert all(run_time(job_id) % 2000 == 0 for job_id in peer.ids)
     assert_every_run_once_on_the_grid(peer.ids, 2000)
+
+
+async def test_run_now_and_remove_on_a_scheduler_bullmq_wrote_show_through_bullmq_s_api(
+    redis_client: Redis,
+    peer_queue: bullmq.Queue,
+    ours: JobSchedulers,
+    theirs: BullmqSchedulerScripts,
+) -> None:
+    later = int(time.time() * 1000) + 3_600_000
+    pending = theirs.upsert(
+        "hourly", name="report", data={"to": "ops"}, pattern="0 * * * *", next_ms=later
+    )
+    extra = ours.run_now("hourly")
+    job = await bullmq.Job.fromId(peer_queue, extra)
+    assert (job.name, job.data, job.repeatJobKey) == ("report", {"to": "ops"}, None)
+    assert await peer_queue.getJobState(extra) == "waiting"
+    assert await peer_queue.getJobState(pending) == "delayed"
+    removed = ours.remove("hourly")
+    assert removed.pending_job_id == pending
+    assert await peer_queue.getJobState(pending) == "unknown"
+    assert (await peer_queue.getJobCounts("delayed"))["delayed"] == 0
+    assert redis_client.zcard(f"bull:{NAME}:repeat") == 0
