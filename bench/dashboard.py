@@ -8,17 +8,19 @@ jobs, seeded straight into Redis. Each N gets its own private redis-server and
 its own dashboard (uvicorn subprocess, the real ASGI app); requests to the N
 servers are interleaved in rounds so load from anything else on the machine
 hits every N alike. It prints p50 / p95 (ms) of the overview page and its
-JSON, the failed list page (50 rows) and its JSON, a job page, and the page
-and flow JSON of a flow parent with 1,000 children in another queue, with the
-largest / smallest N p50 ratio, next to the server floor (an anonymous API
-call). ``--app`` serves another ASGI application instead (bench/http_bridges.py
-has the HTTP bridges dashboard.http was measured against). Finally it times
-retry-all of 100k failed jobs through the JSON API and the server process's
-RSS growth.
+JSON, the failed list page (50 rows) and its JSON, a job page, the page
+and flow JSON of a flow parent with 1,000 children in another queue, and the
+schedulers tab (50 rows) and its JSON on a queue ``crons`` holding min(N,
+10,000) job schedulers, with the largest / smallest N p50 ratio, next to the
+server floor (an anonymous API call). ``--app`` serves another ASGI
+application instead (bench/http_bridges.py has the HTTP bridges
+dashboard.http was measured against). Finally it times retry-all of 100k
+failed jobs through the JSON API and the server process's RSS growth.
 
 Targets: every page flat in N (1M/1k p50 ratio <= 1.3); JSON overview <= 5 ms
-and failed-page JSON <= 8 ms p50; HTML pages (the flow page too) <= 20 ms
-p50; retry-all 100k <= 3 s with < 30 MB RSS growth.
+and failed-page JSON <= 8 ms p50; HTML pages <= 20 ms p50 (the flow page and
+the schedulers tab at 10,000 schedulers included); retry-all 100k <= 3 s with
+< 30 MB RSS growth.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from queues.connection import connect  # noqa: E402
 from queues.inspect import QueueRef  # noqa: E402
 from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
-from tests.dashboard_seed import seed_failed_bulk, seed_job  # noqa: E402
+from tests.dashboard_seed import seed_failed_bulk, seed_job, seed_schedulers  # noqa: E402
 
 SMALL_QUEUES = 20
 BIG = QueueRef("bull", "big")
@@ -53,6 +55,8 @@ BIG = QueueRef("bull", "big")
 # reads one page of children, whatever their number).
 FLOWS, FLOW_ITEMS = QueueRef("bull", "flows"), QueueRef("bull", "flow-items")
 FLOW_CHILDREN = 1_000
+CRONS = QueueRef("bull", "crons")
+MOST_SCHEDULERS = 10_000
 RETRY_ALL_SIZE = 100_000
 
 
@@ -133,6 +137,7 @@ def seed(client: Any, failed: int) -> None:
         client.lpush(keys.metrics_data("completed"), *range(30))
     seed_failed_bulk(client, BIG.keys, failed)
     seed_flow(client, FLOW_CHILDREN)
+    seed_schedulers(client, CRONS.keys, min(failed, MOST_SCHEDULERS))
 
 
 def seed_flow(client: Any, children: int) -> None:
@@ -191,6 +196,8 @@ ENDPOINTS = [
     ("job page", "/queues/bull/big/job/7"),
     (f"flow page ({FLOW_CHILDREN:,} kids)", "/queues/bull/flows/job/parent"),
     ("flow JSON", "/api/queues/bull/flows/flow/parent"),
+    ("schedulers (50 rows)", "/queues/bull/crons/schedulers/"),
+    ("schedulers JSON (50)", "/api/queues/bull/crons/schedulers/?start=0&end=49"),
 ]
 
 

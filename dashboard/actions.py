@@ -27,6 +27,7 @@ from queues import errors
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, FinishedState
 from queues.inspect import QueueRef
 from queues.queue import BulkResult, BulkStopped, Queue
+from queues.schedulers import JobSchedulers, SchedulerRefused, describe_refusal
 
 audit = logging.getLogger("echomq.audit")
 
@@ -98,7 +99,7 @@ class Outcome:
     def status(self) -> int:
         if self.ok:
             return 200
-        return 404 if self.code == "JOB_NOT_EXIST" else 409
+        return 404 if self.code in ("JOB_NOT_EXIST", "SCHEDULER_NOT_EXIST") else 409
 
 
 @dataclass(slots=True)
@@ -405,4 +406,76 @@ def set_global_concurrency(
             f" {jobs} run at once, across all workers"
         )
     _audit(user, result, setting, f"previous={before}")
+    return result
+
+
+# -- job schedulers ---------------------------------------------------------------
+
+SCHEDULER_ACTIONS = ("run_now", "remove")
+# A scheduler id comes from the page or the API and becomes part of the key
+# repeat:<id>: printable, bounded (BullMQ's ids may hold ':', so that stays).
+MAX_SCHEDULER_ID_LENGTH = 1000
+
+
+def _scheduler_id(raw: str) -> str:
+    if not 0 < len(raw) <= MAX_SCHEDULER_ID_LENGTH or not raw.isprintable():
+        raise ActionRefused("Not a job scheduler id")
+    try:
+        raw.encode()
+    except UnicodeEncodeError:
+        raise ActionRefused("Not a job scheduler id") from None
+    return raw
+
+
+def _scheduler_outcome(owner: JobSchedulers, action: str, scheduler_id: str) -> Outcome:
+    """The one script of a scheduler action, in words; refusals included."""
+    try:
+        if action == "run_now":
+            job_id = owner.run_now(scheduler_id)
+            return Outcome(
+                job_id, True, "ok", f"Job scheduler {scheduler_id} ran now: job {job_id} added"
+            )
+        removed = owner.remove(scheduler_id)
+    except SchedulerRefused as refused:
+        missing = refused.reason == "scheduler:missing"
+        verb = "run" if action == "run_now" else "removed"
+        return Outcome(
+            scheduler_id,
+            False,
+            "SCHEDULER_NOT_EXIST" if missing else "SCHEDULER_BROKEN",
+            f"Job scheduler {scheduler_id} was not {verb}: {describe_refusal(refused.reason)}",
+        )
+    if not removed.existed:
+        return Outcome(
+            scheduler_id,
+            False,
+            "SCHEDULER_NOT_EXIST",
+            f"Job scheduler {scheduler_id} no longer exists — it was removed already",
+        )
+    pending = f" with its pending run {removed.pending_job_id}" if removed.pending_job_id else ""
+    return Outcome(scheduler_id, True, "ok", f"Job scheduler {scheduler_id} removed{pending}")
+
+
+def scheduler_action(
+    client: Redis, ref: QueueRef, action: str, scheduler_id: str, *, user: str
+) -> ActionResult:
+    """Run now (a job from the template, the schedule left alone) or remove
+    (the scheduler and its pending run): one script each. A scheduler whose
+    definition is broken is refused, nothing changed, with the reason."""
+    if action not in SCHEDULER_ACTIONS:
+        raise ActionRefused(f"Unknown action {action!r}")
+    scheduler_id = _scheduler_id(scheduler_id)
+    result = ActionResult(action, ref)
+    owner = JobSchedulers(ref.name, client, prefix=ref.prefix)
+    try:
+        outcome = _scheduler_outcome(owner, action, scheduler_id)
+    except (OutOfMemoryError, errors.CorruptKey) as error:
+        refusal = _refusal(error, "")
+        result.message = str(refusal)
+        _audit(user, result, f"scheduler={scheduler_id}", f"refused:{refusal.code}")
+        raise refusal from error
+    result.outcomes.append(outcome)
+    result.count = int(outcome.ok)
+    result.message = outcome.message
+    _audit(user, result, f"scheduler={scheduler_id}", "ok" if outcome.ok else outcome.code)
     return result

@@ -31,6 +31,7 @@ from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.errors import ErrorCode
 from queues.keys import MAX_JOB_ID_LENGTH
 from queues.read import flows
+from queues.read import schedulers as read_schedulers
 
 Schema = dict[str, Any]
 
@@ -86,12 +87,13 @@ _MOMENT: Schema = {
 }
 _STATE: Schema = {"type": "string", "enum": list(inspect.STATES)}
 _FINISHED_STATE: Schema = {"type": "string", "enum": list(actions.FINISHED_STATES)}
-# keys.validate_job_id: printable, no ':' (the key separator), at most 512 characters.
+# keys.validate_job_id: printable, no ':' (the key separator), at most 512
+# characters; or a job scheduler's run, repeat:<scheduler id>:<ms>.
 _JOB_ID: Schema = {
     "type": "string",
     "minLength": 1,
     "maxLength": MAX_JOB_ID_LENGTH,
-    "pattern": "^[^:\\u0000-\\u001f\\u007f]+$",
+    "pattern": "^([^:\\u0000-\\u001f\\u007f]+|repeat:[^\\u0000-\\u001f\\u007f]+:[0-9]{1,16})$",
 }
 _STREAM_ID: Schema = {"type": "string", "pattern": "^[0-9]+-[0-9]+$"}
 
@@ -344,6 +346,104 @@ def _schemas() -> dict[str, Schema]:
             "required": ["openapi", "info", "paths"],
             "properties": {"openapi": {"type": "string", "pattern": "^3\\.1\\."}},
         },
+        **_scheduler_schemas(),
+    }
+
+
+_SCHEDULER_CODES = ["SCHEDULER_NOT_EXIST", "SCHEDULER_BROKEN"]
+
+
+def _scheduler_schemas() -> dict[str, Schema]:
+    """The schedulers tab's answers (queues.read.schedulers, actions.scheduler_action)."""
+    result = {
+        "action": {"type": "string", "enum": list(actions.SCHEDULER_ACTIONS)},
+        "queue": _TEXT,
+        "count": {**_COUNT, "description": "1 when the action ran, else 0"},
+        "message": {**_STRING, "description": "What happened, in the words the page shows"},
+        "results": _array(
+            _object(
+                {
+                    "id": {
+                        **_TEXT,
+                        "description": "`run_now`: the new job's id; `remove`: the scheduler's",
+                    },
+                    "ok": _BOOLEAN,
+                    "code": {"type": "string", "enum": ["ok", *_SCHEDULER_CODES]},
+                    "message": _TEXT,
+                }
+            ),
+            minItems=1,
+            maxItems=1,
+        ),
+        "skipped": _array(_schema("SkippedJob"), maxItems=0),
+    }
+    return {
+        "Scheduler": _object(
+            {
+                "id": {**_STRING, "description": "The member of the `repeat` zset"},
+                "kind": {
+                    "type": "string",
+                    "enum": ["scheduler", "legacy"],
+                    "description": "A 5.x job scheduler, or a legacy repeatable job",
+                },
+                "name": {**_or_null(_STRING), "description": "The template's job name"},
+                "pattern": {**_or_null(_STRING), "description": "Cron pattern"},
+                "every": {**_or_null(_INTEGER), "description": "Milliseconds between runs"},
+                "tz": _or_null(_STRING),
+                "next_run": {**_MOMENT, "description": "When the next run is due (ms)"},
+                "pending_job_id": {
+                    **_or_null(_JOB_ID),
+                    "description": "The next run's job (`repeat:<id>:<ms>`); a worker may "
+                    "have taken it already",
+                },
+                "iterations": {**_or_null(_COUNT), "description": "Runs added so far (`ic`)"},
+                "limit": _or_null(_COUNT),
+                "start_date": _MOMENT,
+                "end_date": _MOMENT,
+                "template": _object(
+                    {
+                        "data": {
+                            **_or_null(_STRING),
+                            "description": "JSON text as stored; null when empty or over "
+                            f"{read_schedulers.TEMPLATE_DISPLAY_LIMIT:,} bytes",
+                        },
+                        "data_size": _COUNT,
+                        "opts": _or_null(_STRING),
+                        "opts_size": _COUNT,
+                    }
+                ),
+                "notes": {
+                    **_array(_TEXT),
+                    "description": "What is wrong with the definition, in words (empty: sound)",
+                },
+                "can_run_now": _BOOLEAN,
+            }
+        ),
+        "SchedulerPage": _object(
+            {
+                "queue": _TEXT,
+                "start": _COUNT,
+                "end": _COUNT,
+                "total": _COUNT,
+                "schedulers": _array(_schema("Scheduler"), maxItems=read_schedulers.MAX_PAGE_SIZE),
+            },
+            description="Soonest next run first",
+        ),
+        "SchedulerActionRequest": _object(
+            {
+                "action": {"type": "string", "enum": list(actions.SCHEDULER_ACTIONS)},
+                "id": {
+                    **_TEXT,
+                    "maxLength": actions.MAX_SCHEDULER_ID_LENGTH,
+                    "description": "The scheduler's id (`id` of a listed scheduler)",
+                },
+            }
+        ),
+        "SchedulerActionResult": _object(result),
+        "SchedulerActionRefused": _object(
+            {**result, "error": _schema("ErrorDetail")},
+            description="Nothing changed: `error` says why",
+        ),
     }
 
 
@@ -538,13 +638,14 @@ def _error(
     codes: Collection[str],
     *,
     refused_codes: Collection[str] = (),
+    refused_schema: str = "ActionRefused",
     headers: Collection[str] = (),
 ) -> Schema:
     """An error answer: ``Error`` with one of ``codes``; with ``refused_codes``,
     alternatively an ``ActionRefused`` (per-id results beside the error)."""
     schema = _with_codes("Error", codes)
     if refused_codes:
-        schema = {"oneOf": [schema, _with_codes("ActionRefused", refused_codes)]}
+        schema = {"oneOf": [schema, _with_codes(refused_schema, refused_codes)]}
     answer: Schema = {
         "description": description,
         "content": {"application/json": {"schema": schema}},
@@ -604,6 +705,26 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
             "with the per-id results; or a key of the queue has the wrong type (`corrupt_key`)",
             ["corrupt_key"],
             refused_codes=_JOB_REFUSALS,
+        ),
+    ),
+    "SchedulerNotFound": (
+        "404",
+        _error(
+            "No such queue (`not_found`), or no such job scheduler (`scheduler_not_exist`)",
+            ["not_found"],
+            refused_codes=["scheduler_not_exist"],
+            refused_schema="SchedulerActionRefused",
+        ),
+    ),
+    "SchedulerRefused": (
+        "409",
+        _error(
+            "Nothing changed: the scheduler's definition is broken (`scheduler_broken`: no "
+            "template to run, its pending run's keys broken...); or a key of the queue has the "
+            "wrong type (`corrupt_key`)",
+            ["corrupt_key"],
+            refused_codes=["scheduler_broken"],
+            refused_schema="SchedulerActionRefused",
         ),
     ),
     "CorruptKey": (
@@ -914,6 +1035,48 @@ OPERATIONS: dict[str, tuple[str, Schema]] = {
             },
         },
     ),
+    "schedulers": (
+        "get",
+        {
+            "operationId": "listSchedulers",
+            "tags": ["schedulers"],
+            "summary": "One page of the queue's job schedulers and legacy repeatable jobs, "
+            "soonest next run first",
+            "description": "A definition that is broken (fields missing or malformed, an "
+            "unreadable pattern, a template that is not JSON) is listed with `notes` saying "
+            "what is wrong.",
+            "parameters": [
+                _query("start", "Position of the first one" + _GARBAGE, {**_COUNT, "default": 0}),
+                _query(
+                    "end",
+                    f"Position of the last one, inclusive (default `start` + 49; at most "
+                    f"{read_schedulers.MAX_PAGE_SIZE} a page)" + _GARBAGE,
+                    _COUNT,
+                ),
+            ],
+            "responses": {
+                "200": _answer("The page", "SchedulerPage"),
+                **_errors("BadRequest", *_READ_ERRORS),
+            },
+        },
+    ),
+    "scheduler_actions": (
+        "post",
+        {
+            "operationId": "actOnScheduler",
+            "tags": ["actions", "schedulers"],
+            "summary": "Run a job scheduler now, or remove it with its pending run",
+            "description": "`run_now` adds a job from the template, ready at once; the "
+            "schedule stays as it was. `remove` deletes the scheduler and its pending run "
+            "(unless a worker has taken it). One script each; nothing changes when refused.",
+            "security": _ACT,
+            "requestBody": _body("SchedulerActionRequest", {"action": "run_now", "id": "nightly"}),
+            "responses": {
+                "200": _answer("Done", "SchedulerActionResult"),
+                **_errors(*_ACT_ERRORS, "SchedulerNotFound", "SchedulerRefused"),
+            },
+        },
+    ),
     "schema": (
         "get",
         {
@@ -1018,7 +1181,8 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
         "servers": [{"url": _api_root(namespace, resolver, urlconf).rstrip("/") or "/"}],
         "security": _READ,
         "tags": [
-            {"name": name} for name in ("queues", "jobs", "events", "workers", "actions", "schema")
+            {"name": name}
+            for name in ("queues", "jobs", "events", "workers", "actions", "schedulers", "schema")
         ],
         "paths": paths,
         "components": {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, flows, openapi, views, workers
+from dashboard import api, flows, openapi, schedulers, views, workers
 from dashboard.converters import SegmentConverter
 
 # Converters are one registry for every app: a name of our own.
@@ -28,6 +28,8 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "bulk/", views.queue_actions, name="queue_actions"),
     path(_queue + "workers/", workers.workers_page, name="workers"),
     path(_queue + "concurrency/", workers.global_concurrency_action, name="global_concurrency"),
+    path(_queue + "schedulers/", schedulers.page, name="schedulers"),
+    path(_queue + "schedulers/actions/", schedulers.page_action, name="scheduler_actions"),
     path("ws/live/", views.live_socket_over_http, name="live"),
     path(_queue + "flow-children/<path:job_id>", flows.flow_children, name="flow_children"),
     # Last: a job id may contain '/', so it takes the rest of the path.
@@ -47,6 +49,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "workers/", workers.workers_json, name="workers"),
     path(_queue + "limits/", workers.limits_json, name="limits"),
     path(_queue + "concurrency/", workers.global_concurrency_json, name="global_concurrency"),
+    path(_queue + "schedulers/", schedulers.api_list, name="schedulers"),
+    path(_queue + "schedulers/actions/", schedulers.api_action, name="scheduler_actions"),
     path(_queue + "job/<path:job_id>", api.job, name="job"),
 ]
 

@@ -22,6 +22,11 @@ MAX_JOB_ID_LENGTH = 512
 # surrogates, which JSON lets through but UTF-8 cannot encode); \Z so a
 # trailing newline fails too.
 _JOB_ID = re.compile(rf"[^:\x00-\x1f\x7f\ud800-\udfff]{{1,{MAX_JOB_ID_LENGTH}}}\Z")
+# The one kind of id with ':' in it: a job scheduler's run, which BullMQ (and
+# queues.schedulers) names repeat:<scheduler id>:<run time in ms>; a
+# scheduler id may hold ':' itself. Only ever built by the scheduler scripts,
+# so a custom id still cannot take this form (validate_custom_job_id).
+_SCHEDULER_RUN_ID = re.compile(r"repeat:[^\x00-\x1f\x7f\ud800-\udfff]+:\d{1,16}\Z")
 
 
 class InvalidName(ValueError):
@@ -43,14 +48,20 @@ def validate_prefix(prefix: str) -> str:
 def validate_job_id(job_id: str) -> str:
     """Any id a job can have: generated integers or custom ids without ':'."""
     # On the worker's hot path (twice per job): one precompiled match.
-    if not _JOB_ID.match(job_id):
+    if not _JOB_ID.match(job_id) and not is_scheduler_run_id(job_id):
         raise InvalidName(f"invalid job id {job_id!r}")
     return job_id
 
 
+def is_scheduler_run_id(job_id: str) -> bool:
+    """Whether ``job_id`` names a job scheduler's run (``repeat:<id>:<ms>``)."""
+    return len(job_id) <= MAX_JOB_ID_LENGTH and _SCHEDULER_RUN_ID.match(job_id) is not None
+
+
 def validate_custom_job_id(job_id: str) -> str:
-    """Custom ids may not look like generated ones (integers)."""
-    validate_job_id(job_id)
+    """Custom ids may not look like generated ones (integers, scheduler runs)."""
+    if not _JOB_ID.match(job_id):
+        raise InvalidName(f"invalid job id {job_id!r}")
     if _INTEGER.match(job_id):
         raise InvalidName(f"custom job id {job_id!r} may not be an integer")
     return job_id

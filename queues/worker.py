@@ -55,7 +55,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from queues import codec, scripts
+from queues import codec, schedulers, scripts
 from queues.autopipe import AutoPipeline
 from queues.backoff import UnknownBackoffType, retry_delay
 from queues.commands import admin
@@ -63,9 +63,17 @@ from queues.commands import transitions as tr
 from queues.commands.release import release_job
 from queues.connection import connect_async
 from queues.connection_names import worker_connection_name
-from queues.errors import JobBroken, ScriptError, SkippedJob, is_out_of_memory, raise_for_code
+from queues.errors import (
+    JobBroken,
+    ScriptError,
+    SkippedJob,
+    broken_reason,
+    is_out_of_memory,
+    raise_for_code,
+)
 from queues.flow import children_values
 from queues.job import Job
+from queues.job_options import InvalidJobOptions
 from queues.keys import DEFAULT_PREFIX, QueueKeys
 from queues.pickup import decode_answer
 from queues.reconnect import Outage
@@ -386,6 +394,8 @@ class Worker:
         assert slot is not None
         processing = self._processing
         while job is not None:
+            if job.scheduler_id is not None:
+                await self._schedule_next_run(job)
             processing.add(slot)
             try:
                 result = await self.processor(job)
@@ -401,6 +411,28 @@ class Worker:
             else:
                 processing.discard(slot)
                 job = await self._complete(job, result)
+
+    async def _schedule_next_run(self, job: Job) -> None:
+        """A job scheduler's run was taken: add the next run before this one
+        runs, as BullMQ's worker does (queues.schedulers). A failure is
+        logged; the run taken is processed all the same."""
+        try:
+            call = schedulers.next_run_call(self.keys, job, _now_ms())
+            if call is None:
+                return
+            answer = await self._run(call)
+        except (schedulers.InvalidSchedule, InvalidJobOptions) as exc:
+            log.warning("worker %s: job %s: no next run scheduled: %s", self.name, job.id, exc)
+            return
+        except (RedisError, OSError) as exc:
+            log.error(
+                "worker %s: scheduling the run after job %s failed: %s", self.name, job.id, exc
+            )
+            return
+        reason = broken_reason(answer)
+        if reason is not None:
+            refused = schedulers.SchedulerRefused(job.scheduler_id or "", reason)
+            log.warning("worker %s: no run after job %s: %s", self.name, job.id, refused)
 
     async def _complete(self, job: Job, result: Any) -> Job | None:
         if result is None:  # most processors return nothing: skip the encoder

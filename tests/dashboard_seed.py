@@ -151,3 +151,28 @@ def seed_metrics(
             keys.metrics(kind),
             mapping={"count": total, "prevTS": now, "prevCount": total - current},
         )
+
+
+def seed_schedulers(client: Redis, keys: QueueKeys, count: int, *, batch: int = 2_000) -> None:
+    """``count`` job schedulers (every 1 to 60 minutes, a small template each)
+    as BullMQ 5.x lays them out, without their pending runs: the list reads
+    only the zset and the definitions."""
+    now = now_ms()
+    for first in range(0, count, batch):
+        pipe = client.pipeline(transaction=False)
+        for n in range(first, min(first + batch, count)):
+            scheduler_id = f"scheduler-{n:06d}"
+            every = 60_000 * (1 + n % 60)
+            pipe.zadd(keys.repeat, {scheduler_id: now + every})
+            pipe.hset(
+                keys.repeat_scheduler(scheduler_id),
+                mapping={
+                    "name": f"task-{n % 50}",
+                    "every": every,
+                    "ic": 1 + n % 1000,
+                    "data": json.dumps({"tenant": n, "kind": "report"}),
+                    "opts": json.dumps({"attempts": 3}),
+                },
+            )
+        pipe.execute()
+    client.incr(keys.id)

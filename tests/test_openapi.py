@@ -48,6 +48,7 @@ from dashboard import permissions
 from dashboard.openapi import OPERATIONS
 from queues import discovery
 from queues.inspect import DATA_DISPLAY_LIMIT, STATES, QueueRef
+from queues.schedulers import JobSchedulers, Repeat
 from tests.dashboard_seed import now_ms, seed_events, seed_job, seed_metrics
 from tests.e2e.server import free_port
 from tests.test_out_of_memory import redis_full
@@ -191,6 +192,13 @@ def _seed(client: Redis) -> None:
     seed_metrics(client, keys, [1, 2, 3], [0, 1, 0], now_ms())
     seed_job(client, ODD.keys, "batch/7")  # a '/' in a job id: it takes the rest of the path
     seed_job(client, JAMMED.keys, "1", state="failed")
+    schedulers = JobSchedulers(EMAILS.name, client)
+    schedulers.upsert("nightly", Repeat(pattern="0 3 * * *", tz="UTC"), name="report", data={})
+    schedulers.upsert("beat", Repeat(every_ms=60_000, limit=5), name="ping", data={"n": 1})
+    schedulers.upsert("bad", Repeat(every_ms=60_000), name="b", data={"x": 1})
+    client.hset(EMAILS.keys.repeat_scheduler("bad"), mapping={"data": "{oops", "every": "soon"})
+    # A legacy repeatable job of the oldest kind: only its member spells it.
+    client.zadd(EMAILS.keys.repeat, {"sweep::::*/5 * * * *": now_ms() + 60_000})
     client.delete(JAMMED.keys.wait)
     client.sadd(JAMMED.keys.wait, "not a list")
 
@@ -252,6 +260,12 @@ def _flow_reads(check: Checked, viewer: Client) -> None:
         viewer.get(url("flow_children", job_id="parent"), {"page": "x"}), 400, valid_request=False
     )
     check(viewer.get(url("flow_children", job_id="gone")), 404)
+    listed = check(viewer.get(url("schedulers")), 200)
+    assert {row["kind"] for row in listed["schedulers"]} == {"scheduler", "legacy"}
+    assert any(row["notes"] for row in listed["schedulers"])
+    check(viewer.get(url("schedulers"), {"start": 1, "end": 2}), 200)
+    check(viewer.get(url("schedulers"), {"start": 5, "end": 1}), 400)
+    check(viewer.get(url("schedulers", QueueRef("bull", "nope"))), 404)
 
 
 def _job_actions(check: Checked, actor: Client) -> None:
@@ -311,9 +325,38 @@ def _limit_actions(check: Checked, actor: Client) -> None:
     assert jammed["error"]["code"] == "corrupt_key"
 
 
+def _scheduler_actions(check: Checked, actor: Client) -> None:
+    ran = check(_post(actor, "scheduler_actions", {"action": "run_now", "id": "beat"}), 200)
+    assert ran["count"] == 1
+    check(_post(actor, "scheduler_actions", {"action": "remove", "id": "nightly"}, form=True), 200)
+    gone = check(_post(actor, "scheduler_actions", {"action": "remove", "id": "nightly"}), 404)
+    assert gone["error"]["code"] == "scheduler_not_exist"
+    broken = check(_post(actor, "scheduler_actions", {"action": "run_now", "id": "bad"}), 409)
+    assert broken["error"]["code"] == "scheduler_broken"
+    jammed = {"action": "run_now", "id": "beat"}
+    assert check(_post(actor, "scheduler_actions", jammed, ref=JAMMED), 409)["error"]["code"] == (
+        "corrupt_key"
+    )
+    check(
+        _post(actor, "scheduler_actions", {"action": "explode", "id": "beat"}),
+        400,
+        valid_request=False,
+    )
+    check(
+        _post(
+            actor,
+            "scheduler_actions",
+            {"action": "remove", "id": "b"},
+            ref=QueueRef("bull", "nope"),
+        ),
+        404,
+    )
+
+
 def _refusals(check: Checked, users: dict[str, Any]) -> None:
     """Who may not, and requests refused before any view ran."""
     reads = [url("queues"), url("schema"), url("queue"), url("jobs"), url("events")]
+    reads.append(url("schedulers"))
     reads.append(url("job", job_id="f3"))
     reads += [url("flow", job_id="f3"), url("flow_children", job_id="f3")]
     reads += [url("workers"), url("limits")]
@@ -321,6 +364,7 @@ def _refusals(check: Checked, users: dict[str, Any]) -> None:
         ("job_actions", {"action": "remove", "ids": ["f3"]}),
         ("queue_actions", {"action": "pause"}),
         ("global_concurrency", {"concurrency": 2}),
+        ("scheduler_actions", {"action": "run_now", "id": "beat"}),
     ]
     for who, status in ((None, 401), (users["nonstaff"], 403)):
         client = _client(who)
@@ -347,6 +391,8 @@ def _too_large(check: Checked, actor: Client, settings: Any) -> None:
     check(_post(actor, "queue_actions", body, form=True), 413, valid_request=False)
     padded = {"concurrency": "2", "padding": "x" * 2_000}
     check(_post(actor, "global_concurrency", padded, form=True), 413, valid_request=False)
+    body = {"action": "remove", "id": "beat", "padding": "x" * 2_000}
+    check(_post(actor, "scheduler_actions", body), 413, valid_request=False)
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = limit
 
 
@@ -356,12 +402,13 @@ def _redis_full(check: Checked, actor: Client, client: Redis) -> None:
         assert full["error"]["code"] == "redis_out_of_memory"
         check(_post(actor, "queue_actions", {"action": "retry_all"}), 507)
         check(_post(actor, "global_concurrency", {"concurrency": 2}), 507)
+        check(_post(actor, "scheduler_actions", {"action": "run_now", "id": "beat"}), 507)
 
 
 def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) -> None:
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
     discovery.clear_discovery_cache()
-    for target in (url("queues"), url("queue"), url("jobs"), url("events")):
+    for target in (url("queues"), url("queue"), url("jobs"), url("events"), url("schedulers")):
         check(viewer.get(target), 503)
     check(viewer.get(url("job", job_id="f3")), 503)
     check(viewer.get(url("flow", job_id="f3")), 503)
@@ -371,6 +418,7 @@ def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) ->
     check(viewer.get(url("workers")), 503)
     check(viewer.get(url("limits")), 503)
     check(_post(actor, "global_concurrency", {"concurrency": 2}), 503)
+    check(_post(actor, "scheduler_actions", {"action": "remove", "id": "beat"}), 503)
 
 
 def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -> None:
@@ -379,7 +427,8 @@ def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -
 
     with monkeypatch.context() as patched:
         patched.setattr(permissions, "can_view", crash)
-        for target in (url("queues"), url("schema"), url("queue"), url("jobs"), url("events")):
+        reads = (url("queues"), url("schema"), url("queue"), url("jobs"), url("events"))
+        for target in (*reads, url("schedulers")):
             check(viewer.get(target), 500)
         check(viewer.get(url("job", job_id="f3")), 500)
         check(viewer.get(url("flow", job_id="f3")), 500)
@@ -389,6 +438,7 @@ def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -
         check(viewer.get(url("workers")), 500)
         check(viewer.get(url("limits")), 500)
         check(_post(actor, "global_concurrency", {"concurrency": 2}), 500)
+        check(_post(actor, "scheduler_actions", {"action": "remove", "id": "beat"}), 500)
 
 
 def test_every_documented_answer_is_given_and_matches_the_document(
@@ -406,6 +456,7 @@ def test_every_documented_answer_is_given_and_matches_the_document(
     _job_actions(check, actor)
     _queue_actions(check, actor)
     _limit_actions(check, actor)
+    _scheduler_actions(check, actor)
     _refusals(check, users)
     _too_large(check, actor, settings)
     _redis_full(check, actor, dashboard_redis)

@@ -1,14 +1,16 @@
 // EchoMQ live updates: one WebSocket per page (dashboard/live/consumer.py).
 //
 // The page says what it shows through data attributes rendered by the server:
-//   main[data-page]                overview | queue | events | job
+//   main[data-page]                overview | queue | events | schedulers | job
 //   [data-queue="prefix:name"]     the queue(s) of the page (overview: one per row)
 //   [data-count-state=<state>]     a count to keep current (compact; [data-count-exact]
 //                                  in full, [data-count-for] buttons are off at zero)
 //   [data-live-dot]                pulses when that queue has events
 //   #job-table                     the queue page's job list with its action bar and
 //                                  pager, refetched as an htmx fragment that also holds
-//                                  the tabs (#queue-tabs): every number from one answer
+//                                  the tabs (#queue-tabs): every number from one answer;
+//                                  the schedulers tab's list rides on it (rows keyed by
+//                                  scheduler id), refetched when the queue has events
 //   #event-feed[data-last-id]      the events tab's table: the live feed continues from
 //                                  that id; #event-rows is its server-rendered body
 //   main[data-job-id]              the job page: refetched when that job has an event,

@@ -1,0 +1,132 @@
+"""A queue's job schedulers: the "schedulers" tab of the queue page and its
+JSON API (list, run now, remove).
+
+The list comes from the read model (queues.read.schedulers), one page at a
+time; the actions run through dashboard.actions (one script each, audited),
+so the page's buttons and the API say the same thing. The tab's table rides
+on the queue page's live refresh (static/dashboard/live.js, #job-table): when
+a scheduler's run is added, taken or finished, the queue's events make the
+page refetch its fragment, so next runs and iteration counts stay current.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from dashboard import actions
+from dashboard.api import BadInput, _body, _json_errors, _text
+from dashboard.lookup import int_param, queue_or_404
+from dashboard.permissions import api_permission, page_permission, user_label
+from dashboard.redis import get_client
+from dashboard.views import PAGE_SIZES, _back, _is_htmx, _page, _queue_context
+from queues import inspect
+from queues.keys import QueueRef
+from queues.read import schedulers as read
+
+TAB = "schedulers"
+
+
+def _page_params(request: HttpRequest) -> tuple[int, int]:
+    size = int_param(request.GET.get("size"), 50)
+    size = size if size in PAGE_SIZES else 50
+    return int_param(request.GET.get("page"), 1, lowest=1), size
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+@page_permission()
+def page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    page_number, size = _page_params(request)
+    listed = read.scheduler_page(client, ref, start=(page_number - 1) * size, size=size)
+    (summary,) = inspect.queue_summaries(client, [ref], metrics_points=0)
+    context: dict[str, Any] = _queue_context(ref, summary, TAB)
+    context.update(
+        listed=listed,
+        rows=[_row_view(row) for row in listed.rows],
+        now_ms=int(time.time() * 1000),
+        page_number=page_number,
+        page_sizes=PAGE_SIZES,
+        size=size,
+        scheduler_actions=actions.SCHEDULER_ACTIONS,
+        fragment=_is_htmx(request),
+    )
+    if _is_htmx(request):
+        return _page(request, "dashboard/_scheduler_table.html", context)
+    return _page(request, "dashboard/schedulers.html", context)
+
+
+def _row_view(row: read.SchedulerRow) -> dict[str, Any]:
+    """What a table row shows of a scheduler, the previews cut to fit a cell."""
+    return {
+        "row": row,
+        "data_preview": read.template_preview(row.data),
+        "opts_preview": read.template_preview(row.opts),
+    }
+
+
+@require_POST
+@page_permission(act=True)
+def page_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    fallback = _schedulers_url(ref)
+    try:
+        result = actions.scheduler_action(
+            client,
+            ref,
+            request.POST.get("action", ""),
+            request.POST.get("id", ""),
+            user=user_label(request.user),
+        )
+    except actions.ActionRefused as error:
+        messages.error(request, str(error))
+        return _back(request, fallback)
+    level = messages.SUCCESS if result.ok else messages.WARNING
+    messages.add_message(request, level, result.message)
+    return _back(request, fallback)
+
+
+def _schedulers_url(ref: QueueRef) -> str:
+    return reverse("dashboard:schedulers", args=[ref.prefix, ref.name])
+
+
+@require_GET
+@api_permission()
+@_json_errors
+def api_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """``?start=0&end=49`` (inclusive end, like the jobs list)."""
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    start = int_param(request.GET.get("start"), 0)
+    end = int_param(request.GET.get("end"), start + 49)
+    if end < start:
+        raise BadInput("end must not be before start")
+    size = min(end - start + 1, read.MAX_PAGE_SIZE)
+    return JsonResponse(read.scheduler_page(client, ref, start=start, size=size).as_json())
+
+
+@require_POST
+@api_permission(act=True)
+@_json_errors
+def api_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """``{"action": "run_now" | "remove", "id": "<scheduler id>"}``"""
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    body = _body(request)
+    result = actions.scheduler_action(
+        client, ref, _text(body, "action"), _text(body, "id"), user=user_label(request.user)
+    )
+    answer = result.as_json()
+    if result.status != 200:
+        first = result.outcomes[0]
+        answer["error"] = {"code": first.code.lower(), "message": result.message}
+    return JsonResponse(answer, status=result.status)

@@ -1,0 +1,160 @@
+"""The schedulers tab of the queue page: what it shows, run now and remove
+(act permission, audited, confirmed), and broken definitions refused cleanly."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from redis import Redis
+
+from dashboard.models import AuditEntry
+from queues.inspect import QueueRef
+from queues.queue import Queue
+from queues.schedulers import JobSchedulers, Repeat
+
+REF = QueueRef("bull", "emails")
+PAGE_URL = "/queues/bull/emails/schedulers/"
+ACTION_URL = PAGE_URL + "actions/"
+
+
+@pytest.fixture
+def schedulers(dashboard_redis: Redis) -> JobSchedulers:
+    # The queue exists for discovery once it has a job.
+    Queue(REF.name, dashboard_redis).add("seed", {})
+    return JobSchedulers(REF.name, dashboard_redis)
+
+
+@pytest.fixture
+def actor(client_as: Callable[[str | None], Any]) -> Any:
+    return client_as("actor")
+
+
+def _messages(response: Any) -> list[str]:
+    return [str(m) for m in response.context["messages"]]
+
+
+def _snapshot(client: Redis) -> dict[bytes, bytes | None]:
+    return {key: client.dump(key) for key in client.keys("*") if not key.endswith(b":events")}
+
+
+def test_the_tab_lists_schedulers_with_schedule_next_run_runs_and_template(
+    schedulers: JobSchedulers, actor: Any
+) -> None:
+    schedulers.upsert(
+        "nightly", Repeat(pattern="0 3 * * *", tz="Europe/Paris", limit=30), name="report",
+        data={"to": "ops@example.com"},
+    )  # fmt: skip
+    html = actor.get(PAGE_URL).content.decode()
+    assert 'aria-current="page">schedulers</a>' in html
+    row = re.search(r'<tr data-job-id="nightly".*?</tr>', html, re.DOTALL)
+    assert row is not None
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", row.group(0)))
+    assert "job scheduler" in text
+    assert "cron 0 3 * * *" in text
+    assert "Europe/Paris" in text
+    assert re.search(r"in \d+ (h|min)", text)
+    assert "UTC" in text  # the absolute time beside the relative one
+    assert "1 of 30" in text
+    assert "report" in text
+    assert "ops@example.com" in text
+    assert "Run now…" in text
+    assert "Remove…" in text
+    assert 'data-confirm="Remove job scheduler nightly?' in row.group(0)
+
+
+def test_a_viewer_sees_the_list_without_the_actions(
+    schedulers: JobSchedulers, client_as: Callable[[str | None], Any]
+) -> None:
+    schedulers.upsert("s", Repeat(every_ms=60_000), name="n")
+    viewer = client_as("viewer")
+    html = viewer.get(PAGE_URL).content.decode()
+    assert 'data-job-id="s"' in html
+    assert "Run now" not in html
+    response = viewer.post(ACTION_URL, {"action": "remove", "id": "s"})
+    assert response.status_code == 403
+    assert schedulers.connection.zscore(REF.keys.repeat, "s") is not None
+
+
+def test_run_now_adds_a_job_and_is_audited(
+    schedulers: JobSchedulers, actor: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    schedulers.upsert("s", Repeat(pattern="0 0 1 1 *"), name="report", data={"a": 1})
+    caplog.set_level(logging.INFO, logger="echomq.audit")
+    response = actor.post(ACTION_URL, {"action": "run_now", "id": "s"}, follow=True)
+    (message,) = _messages(response)
+    job_id = message.rsplit("job ", 1)[1].split(" ")[0]
+    assert message == f"Job scheduler s ran now: job {job_id} added"
+    job = Queue(REF.name, schedulers.connection).get_job(job_id)
+    assert job is not None
+    assert job.data == {"a": 1}
+    entry = AuditEntry.objects.get(action="run_now")
+    assert (entry.user, entry.queue, entry.jobs, entry.count) == (
+        "actor",
+        "bull:emails",
+        "scheduler=s",
+        1,
+    )
+    assert "user=actor action=run_now queue=bull:emails jobs=scheduler=s result=ok" in caplog.text
+
+
+def test_remove_deletes_the_scheduler_and_its_pending_run(
+    schedulers: JobSchedulers, actor: Any
+) -> None:
+    pending = schedulers.upsert("s", Repeat(pattern="0 0 1 1 *"), name="n")
+    response = actor.post(ACTION_URL, {"action": "remove", "id": "s"}, follow=True)
+    assert _messages(response) == [f"Job scheduler s removed with its pending run {pending}"]
+    assert 'data-job-id="s"' not in response.content.decode()
+    assert Queue(REF.name, schedulers.connection).get_job(pending) is None
+    again = actor.post(ACTION_URL, {"action": "remove", "id": "s"}, follow=True)
+    assert _messages(again) == ["Job scheduler s no longer exists — it was removed already"]
+    assert AuditEntry.objects.filter(action="remove").count() == 2
+
+
+def test_a_broken_scheduler_is_shown_with_its_note_and_run_now_refuses_changing_nothing(
+    schedulers: JobSchedulers, actor: Any, dashboard_redis: Redis
+) -> None:
+    schedulers.upsert("bad", Repeat(every_ms=60_000), name="n", data={"a": 1})
+    dashboard_redis.hset(REF.keys.repeat_scheduler("bad"), "data", "{oops")
+    dashboard_redis.zadd(REF.keys.repeat, {"nohash": 1})
+    page = actor.get(PAGE_URL)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "template data is not valid JSON" in html
+    assert "definition hash repeat:nohash is missing" in html
+    before = _snapshot(dashboard_redis)
+    for scheduler_id in ("bad", "nohash"):
+        response = actor.post(ACTION_URL, {"action": "run_now", "id": scheduler_id}, follow=True)
+        assert response.status_code == 200
+        (message,) = _messages(response)
+        assert message.startswith(f"Job scheduler {scheduler_id} was not run: ")
+    assert _snapshot(dashboard_redis) == before
+
+
+def test_a_definition_key_of_another_type_refuses_both_actions_and_changes_nothing(
+    schedulers: JobSchedulers, actor: Any, dashboard_redis: Redis
+) -> None:
+    dashboard_redis.zadd(REF.keys.repeat, {"odd": 1})
+    dashboard_redis.set(REF.keys.repeat_scheduler("odd"), "a string")
+    assert actor.get(PAGE_URL).status_code == 200
+    before = _snapshot(dashboard_redis)
+    for action in ("run_now", "remove"):
+        response = actor.post(ACTION_URL, {"action": action, "id": "odd"}, follow=True)
+        assert response.status_code == 200
+        (message,) = _messages(response)
+        assert "Nothing was changed" in message
+    assert _snapshot(dashboard_redis) == before
+
+
+def test_a_scheduler_s_runs_show_in_the_delayed_list_and_open_as_jobs(
+    schedulers: JobSchedulers, actor: Any
+) -> None:
+    pending = schedulers.upsert("nightly", Repeat(pattern="0 3 * * *"), name="report")
+    listed = actor.get("/queues/bull/emails/?state=delayed").content.decode()
+    assert f'data-job-id="{pending}"' in listed
+    page = actor.get(f"/queues/bull/emails/job/{pending}")
+    assert page.status_code == 200
+    assert "report" in page.content.decode()
