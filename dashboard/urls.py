@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, openapi, views
+from dashboard import api, job_edit_api, job_edit_views, openapi, views
 from dashboard.converters import SegmentConverter
 
 # Converters are one registry for every app: a name of our own.
@@ -26,6 +26,9 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "goto/", views.goto_job, name="goto"),
     path(_queue + "actions/", views.job_actions, name="job_actions"),
     path(_queue + "bulk/", views.queue_actions, name="queue_actions"),
+    path(_queue + "edit/", job_edit_views.edit_job_data, name="edit_job_data"),
+    path(_queue + "duplicate/", job_edit_views.duplicate_job, name="duplicate_job"),
+    path(_queue + "add/", job_edit_views.add_job, name="add_job"),
     path("ws/live/", views.live_socket_over_http, name="live"),
     # Last: a job id may contain '/', so it takes the rest of the path.
     path(_queue + "job/<path:job_id>", views.job_page, name="job"),
@@ -39,6 +42,9 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "events/", api.events, name="events"),
     path(_queue + "actions/", api.job_actions, name="job_actions"),
     path(_queue + "bulk/", api.queue_actions, name="queue_actions"),
+    path(_queue + "edit/", job_edit_api.edit_job_data, name="edit_job_data"),
+    path(_queue + "duplicate/", job_edit_api.duplicate_job, name="duplicate_job"),
+    path(_queue + "add/", job_edit_api.add_job, name="add_job"),
     path(_queue + "job/<path:job_id>", api.job, name="job"),
 ]
 
