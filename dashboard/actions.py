@@ -195,9 +195,13 @@ def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
     return ". ".join(parts)
 
 
-def _audit(user: str, result: ActionResult, jobs: str, outcome: str) -> None:
-    """The log line, and the row. The action has happened by now: a database
-    that cannot take the row is logged, and the user still gets the answer."""
+def _audit(
+    user: str, result: ActionResult, jobs: str, outcome: str, *, diff: str = "", job: str = ""
+) -> None:
+    """The log line, and the row (for a change to one job, dashboard.job_edits:
+    that ``job`` and the ``diff`` of its name, data or options). The action has
+    happened by now: a database that cannot take the row is logged, and the
+    user still gets the answer."""
     ref = result.ref
     audit.info(
         "user=%s action=%s queue=%s jobs=%s result=%s",
@@ -218,6 +222,8 @@ def _audit(user: str, result: ActionResult, jobs: str, outcome: str) -> None:
                 jobs=jobs,
                 count=result.count,
                 result=result.message[:1000],
+                diff=diff,
+                job=job,
             )
     except DatabaseError:
         audit.exception("the audit entry of %s on %s was not stored", result.action, ref.qualified)

@@ -157,7 +157,12 @@ _SLOT_BAR_X = [
     f'x="{i * _SLOT + _SLOT * 0.14:.3f}%" width="{_SLOT * 0.72:.3f}%"' for i in range(_SLOTS)
 ]
 _MIN_BAR = 1.2  # a minute with any count is at least this tall (about 2 px)
-_ACTION_WORDS = {"retry_all": "retry all", "promote_all": "promote all", "run_now": "run now"}
+_ACTION_WORDS = {
+    "retry_all": "retry all",
+    "promote_all": "promote all",
+    "run_now": "run now",
+    "edit_data": "edit data",
+}
 
 
 @dataclass(frozen=True, slots=True)

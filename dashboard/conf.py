@@ -17,6 +17,11 @@ at the time of use (so ``override_settings`` and the demo's late
     Key prefixes searched for more queues. Default ``["bull"]``.
 ``ECHOMQ_READ_ONLY``
     ``True`` turns every action off, for everyone. Default ``False``.
+``ECHOMQ_MAX_JOB_DATA_BYTES``
+    The largest job data (JSON, in UTF-8 bytes) the dashboard writes when a
+    user edits a job's data or adds a job. Default 1 MiB (1,048,576). A
+    request body is refused even earlier over Django's
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (2.5 MB by default).
 ``ECHOMQ_LOGOUT_URL``
     Where the pages' "Log out" button posts: a URL name (``"logout"``) or a
     path. Default ``None``: no button (the project's own pages have one).
@@ -51,7 +56,16 @@ def read_only() -> bool:
     return bool(getattr(settings, "ECHOMQ_READ_ONLY", False))
 
 
+def max_job_data_bytes() -> int:
+    return int(getattr(settings, "ECHOMQ_MAX_JOB_DATA_BYTES", 1024 * 1024))
+
+
 def logout_url() -> str | None:
-    """``ECHOMQ_LOGOUT_URL``: a URL name or a path, or None."""
+    """``ECHOMQ_MAX_JOB_DATA_BYTES``
+        The largest job data (JSON, in UTF-8 bytes) the dashboard writes when a
+        user edits a job's data or adds a job. Default 1 MiB (1,048,576). A
+        request body is refused even earlier over Django's
+        ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (2.5 MB by default).
+    ``ECHOMQ_LOGOUT_URL``: a URL name or a path, or None."""
     configured: str | None = getattr(settings, "ECHOMQ_LOGOUT_URL", None)
     return configured or None

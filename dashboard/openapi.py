@@ -23,12 +23,13 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.views.decorators.http import require_GET
 
-from dashboard import actions, api
+from dashboard import actions, api, job_edits
 from dashboard.jsonresponse import JsonResponse
 from dashboard.permissions import api_permission
 from queues import inspect
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.errors import ErrorCode
+from queues.job_options import MAX_PRIORITY
 from queues.keys import MAX_JOB_ID_LENGTH
 from queues.read import flows
 from queues.read import schedulers as read_schedulers
@@ -341,6 +342,7 @@ def _schemas() -> dict[str, Schema]:
         },
         **_flow_schemas(),
         **_worker_schemas(),
+        **_change_schemas(),
         "OpenAPIDocument": {
             "type": "object",
             "required": ["openapi", "info", "paths"],
@@ -617,6 +619,63 @@ def _flow_schemas() -> dict[str, Schema]:
     }
 
 
+def _change_schemas() -> dict[str, Schema]:
+    """Editing a job's data, duplicating a job, adding a job (dashboard.job_edits)."""
+    data = {
+        "description": "Any JSON value: the job's data (in a form: its JSON text). At most "
+        "`ECHOMQ_MAX_JOB_DATA_BYTES` (1 MiB by default) once encoded"
+    }
+    whole = {"type": "integer", "minimum": 0}
+    keep = {"anyOf": [_BOOLEAN, whole], "description": "true, false or how many to keep"}
+    options: dict[str, Schema] = {
+        "attempts": {"type": "integer", "minimum": 1, "maximum": job_edits.MAX_ATTEMPTS},
+        "delay": {**whole, "maximum": job_edits.MAX_DELAY_MS, "description": "Milliseconds"},
+        "priority": {**whole, "maximum": MAX_PRIORITY, "description": "0 = none; 1 runs first"},
+        "lifo": _BOOLEAN,
+        "backoff": {
+            "anyOf": [
+                whole,
+                _object(
+                    {"type": {"enum": ["fixed", "exponential"]}, "delay": whole},
+                    optional=("delay",),
+                ),
+            ]
+        },
+        "removeOnComplete": keep,
+        "removeOnFail": keep,
+    }
+    assert set(options) == set(job_edits.ADD_OPTIONS)
+    return {
+        "JobChange": _object(
+            {
+                "action": {"type": "string", "enum": list(job_edits.EDIT_ACTIONS)},
+                "queue": _TEXT,
+                "id": {**_JOB_ID, "description": "The job edited, or the new job"},
+                "source": {**_or_null(_JOB_ID), "description": "The job a duplicate copied"},
+                "message": {**_STRING, "description": "What happened, as the page says it"},
+                "diff": {
+                    **_STRING,
+                    "description": "The job's name, data and options before and after, as a "
+                    "unified diff (as the audit trail keeps it)",
+                },
+            }
+        ),
+        "EditDataRequest": _object({"id": _JOB_ID, "data": data}),
+        "DuplicateJobRequest": _object({"id": _JOB_ID}),
+        "AddJobRequest": _object(
+            {
+                "name": {"type": "string", "minLength": 1, "maxLength": job_edits.MAX_NAME_LENGTH},
+                "data": {**data, "default": {}},
+                "opts": {
+                    "description": "The job's options (in a form: their JSON text); only these",
+                    "anyOf": [_object(options, optional=tuple(options)), _STRING],
+                },
+            },
+            optional=("data", "opts"),
+        ),
+    }
+
+
 def _refusal_codes(*, upper: bool) -> list[str]:
     """Why a job action left a job where it was: a script's error code, or its
     keys being broken. Upper case in ``results``, lower case as the error code."""
@@ -679,7 +738,39 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
             ["forbidden", "csrf_failed"],
         ),
     ),
+    "ForbiddenToChange": (
+        "403",
+        _error(
+            "The user may not change jobs (`dashboard.change_jobs`), the dashboard is "
+            "read-only, or the CSRF check failed (`csrf_failed`)",
+            ["forbidden", "csrf_failed"],
+        ),
+    ),
     "NotFound": ("404", _error("No such queue, job or API path", ["not_found"])),
+    "ChangeNotFound": (
+        "404",
+        _error(
+            "No such queue (`not_found`), or no job with that id", ["not_found", "job_not_exist"]
+        ),
+    ),
+    "ChangeRefused": (
+        "409",
+        _error(
+            "Nothing was changed: the job is in a state its data may not be edited in (a "
+            "worker took it, it completed: `job_not_in_state`), its key is not a job hash or "
+            "its data is not JSON (`job_broken`), or a key of the queue has the wrong type "
+            "(`corrupt_key`)",
+            ["job_not_in_state", "job_broken", "corrupt_key"],
+        ),
+    ),
+    "ChangeTooLarge": (
+        "413",
+        _error(
+            "A body over Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` (`body_too_large`), or data "
+            "over `ECHOMQ_MAX_JOB_DATA_BYTES` (`data_too_large`): nothing was changed",
+            ["body_too_large", "data_too_large"],
+        ),
+    ),
     "JobNotFound": (
         "404",
         _error(
@@ -835,6 +926,47 @@ _ACT_ERRORS = (
     "RedisUnavailable",
     "RedisOutOfMemory",
 )
+
+
+_CHANGE_ERRORS = (
+    "BadRequest",
+    "Unauthenticated",
+    "ForbiddenToChange",
+    "ChangeNotFound",
+    "ChangeRefused",
+    "ChangeTooLarge",
+    "ServerError",
+    "RedisUnavailable",
+    "RedisOutOfMemory",
+)
+
+
+def _change(
+    operation_id: str, summary: str, request: str, example: dict[str, Any], status: str
+) -> tuple[str, Schema]:
+    form = {"schema": _schema(request)}
+    return (
+        "post",
+        {
+            "operationId": operation_id,
+            "tags": ["changes"],
+            "summary": summary,
+            "description": "Needs `dashboard.change_jobs`; audited with a before/after diff.",
+            "security": _ACT,
+            "requestBody": {
+                "required": True,
+                "description": "JSON, or the same fields as a form (JSON values as their text)",
+                "content": {
+                    "application/json": {"schema": _schema(request), "example": example},
+                    "application/x-www-form-urlencoded": form,
+                },
+            },
+            "responses": {
+                status: _answer("Done", "JobChange"),
+                **_errors(*_CHANGE_ERRORS),
+            },
+        },
+    )
 
 
 def _body(schema_name: str, example: dict[str, Any]) -> Schema:
@@ -1077,6 +1209,27 @@ OPERATIONS: dict[str, tuple[str, Schema]] = {
             },
         },
     ),
+    "edit_job_data": _change(
+        "editJobData",
+        "Replace the data of a waiting, prioritized, delayed or failed job",
+        "EditDataRequest",
+        {"id": "42", "data": {"to": "ops@example.com"}},
+        "200",
+    ),
+    "duplicate_job": _change(
+        "duplicateJob",
+        "Add a new job with a job's name, data and options",
+        "DuplicateJobRequest",
+        {"id": "42"},
+        "201",
+    ),
+    "add_job": _change(
+        "addJob",
+        "Add a job: name, data and options",
+        "AddJobRequest",
+        {"name": "send", "data": {"to": "ops@example.com"}, "opts": {"delay": 5000}},
+        "201",
+    ),
     "schema": (
         "get",
         {
@@ -1096,8 +1249,10 @@ The data and actions of the dashboard's pages, as JSON: same login, same
 permissions, same read model.
 
 **Access.** A logged-in, active staff user (the session cookie); reading needs
-the permission `dashboard.view_queues`, every POST also `dashboard.act_on_queues`
-(and is refused for everyone when the dashboard is read-only). A POST needs the
+the permission `dashboard.view_queues`, every POST also `dashboard.act_on_queues`,
+except the changes to jobs (edit data, duplicate, add), which need
+`dashboard.change_jobs` instead (every POST is refused for everyone when the
+dashboard is read-only). A POST needs the
 CSRF token: the CSRF cookie's value in the CSRF header (see the security schemes).
 
 **Errors.** Every answer is JSON, also those Django gives itself. Errors are
@@ -1182,7 +1337,16 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
         "security": _READ,
         "tags": [
             {"name": name}
-            for name in ("queues", "jobs", "events", "workers", "actions", "schedulers", "schema")
+            for name in (
+                "queues",
+                "jobs",
+                "events",
+                "workers",
+                "actions",
+                "schedulers",
+                "changes",
+                "schema",
+            )
         ],
         "paths": paths,
         "components": {

@@ -1,8 +1,10 @@
 """Who may see and who may act.
 
 Viewing needs an active staff user with ``dashboard.view_queues``; acting also
-needs ``dashboard.act_on_queues`` and is off for everyone when
-``ECHOMQ_READ_ONLY`` is set. Superusers hold both permissions implicitly.
+needs ``dashboard.act_on_queues``; changing jobs (editing a job's data,
+duplicating a job, adding one) needs ``dashboard.change_jobs`` instead, granted
+apart from acting. Acting and changing are off for everyone when
+``ECHOMQ_READ_ONLY`` is set. Superusers hold every permission implicitly.
 Pages send anonymous users to the login page (``LOGIN_URL``); the API answers
 JSON instead.
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.auth.views import redirect_to_login
@@ -31,6 +33,9 @@ from dashboard.errors import json_error
 V = TypeVar("V", bound=Callable[..., HttpResponse])
 VIEW_PERMISSION = "dashboard.view_queues"
 ACT_PERMISSION = "dashboard.act_on_queues"
+CHANGE_PERMISSION = "dashboard.change_jobs"
+# What a view needs: to see, to act on jobs, or to change them.
+Need = Literal["view", "act", "change"]
 
 
 def read_only() -> bool:
@@ -76,17 +81,24 @@ def can_act(user: AbstractBaseUser | AnonymousUser) -> bool:
     return not read_only() and can_view(user) and _has_perm(user, ACT_PERMISSION)
 
 
-def _denial(request: HttpRequest, *, act: bool) -> str | None:
-    """Why the request may not proceed ("login", "view", "act", "read_only"), or None."""
+def can_change(user: AbstractBaseUser | AnonymousUser) -> bool:
+    return not read_only() and can_view(user) and _has_perm(user, CHANGE_PERMISSION)
+
+
+def _denial(request: HttpRequest, *, need: Need) -> str | None:
+    """Why the request may not proceed ("login", "view", "act", "change",
+    "read_only"), or None."""
     user = request.user
     if not user.is_authenticated:
         return "login"
     if not can_view(user):
         return "view"
-    if act and read_only():
+    if need != "view" and read_only():
         return "read_only"
-    if act and not can_act(user):
+    if need == "act" and not can_act(user):
         return "act"
+    if need == "change" and not can_change(user):
+        return "change"
     return None
 
 
@@ -94,20 +106,22 @@ _MESSAGES = {
     "login": "Log in to use the dashboard.",
     "view": "Your account may not view queues (needs staff and dashboard.view_queues).",
     "act": "Your account may view queues but not act on them (needs dashboard.act_on_queues).",
+    "change": "Your account may not edit, duplicate or add jobs (needs dashboard.change_jobs).",
     "read_only": "The dashboard is read-only (ECHOMQ_READ_ONLY): actions are turned off.",
 }
 
 
 def _guarded(
-    act: bool,
+    need: Need,
     answer_anonymous: Callable[[HttpRequest], HttpResponse],
     answer_denied: Callable[[str], HttpResponse],
 ) -> Callable[[V], V]:
     def decorate(view: V) -> V:
         @wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            # Every POST acts, whatever the view says.
-            denial = _denial(request, act=act or request.method == "POST")
+            # Every POST acts at least, whatever the view says.
+            posted = need == "view" and request.method == "POST"
+            denial = _denial(request, need="act" if posted else need)
             if denial == "login":
                 return answer_anonymous(request)
             if denial is not None:
@@ -123,15 +137,21 @@ def _forbidden_page(denial: str) -> HttpResponse:
     raise PermissionDenied(_MESSAGES[denial])
 
 
-def page_permission(*, act: bool = False) -> Callable[[V], V]:
+def _need(act: bool, change: bool) -> Need:
+    return "change" if change else "act" if act else "view"
+
+
+def page_permission(*, act: bool = False, change: bool = False) -> Callable[[V], V]:
     """For HTML views: login redirect for anonymous users, 403 page otherwise."""
-    return _guarded(act, lambda r: redirect_to_login(r.get_full_path()), _forbidden_page)
+    return _guarded(
+        _need(act, change), lambda r: redirect_to_login(r.get_full_path()), _forbidden_page
+    )
 
 
-def api_permission(*, act: bool = False) -> Callable[[V], V]:
+def api_permission(*, act: bool = False, change: bool = False) -> Callable[[V], V]:
     """For API views: JSON 401 for anonymous users, JSON 403 otherwise."""
     return _guarded(
-        act,
+        _need(act, change),
         lambda _: json_error(401, "unauthenticated", _MESSAGES["login"]),
         lambda denial: json_error(403, "forbidden", _MESSAGES[denial]),
     )

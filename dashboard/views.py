@@ -17,10 +17,10 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 
-from dashboard import action_bars, actions, charts, flows, presenters
+from dashboard import action_bars, actions, charts, conf, flows, job_edits, presenters
 from dashboard.health import looks_stuck
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
-from dashboard.permissions import can_act, page_permission, read_only, user_label
+from dashboard.permissions import can_act, can_change, page_permission, read_only, user_label
 from dashboard.redis import get_client
 from queues import inspect
 from queues.inspect import QueueRef
@@ -78,7 +78,12 @@ def _is_htmx(request: HttpRequest) -> bool:
 def _page(
     request: HttpRequest, template: str, context: dict[str, Any], status: int = 200
 ) -> HttpResponse:
-    context.update(can_act=can_act(request.user), read_only=read_only())
+    context.update(
+        can_act=can_act(request.user),
+        can_change=can_change(request.user),
+        max_job_data_bytes=conf.max_job_data_bytes(),
+        read_only=read_only(),
+    )
     return render(request, template, context, status=status)
 
 
@@ -243,6 +248,9 @@ def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
         "logs_size": LOGS_PAGE_SIZE,
         "logs_has_next": detail.logs_start + len(detail.logs) < detail.logs_total,
         **flows.flow_context(client, ref, job_id),
+        "editable": detail.state in job_edits.EDITABLE_STATES,
+        # Read when the template shows them: the page's fragments read no audit rows.
+        "changes": functools.partial(job_edits.changes_of_job, ref, job_id),
     }
     fragment = request.GET.get("fragment")
     if _is_htmx(request) and fragment in ("data", "logs"):

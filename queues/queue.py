@@ -93,6 +93,16 @@ class BulkResult:
             self.skipped.setdefault(job.job_id, job)
 
 
+@dataclass(frozen=True, slots=True)
+class DataUpdate:
+    """What :meth:`Queue.update_data` replaced: the state the job was in
+    ("wait", "paused", "prioritized", "delayed", "failed") and the data text
+    it held before ("" when it had none)."""
+
+    state: str
+    previous: str
+
+
 class BulkStopped(Exception):
     """Redis refused a bulk action's next batch (out of memory, a key of the
     wrong type). Each batch is one script, so the earlier ones completed and
@@ -406,6 +416,15 @@ class Queue:
             result.add_skipped(decode_skipped(skipped))
             if more == 0:
                 return list(result.skipped.values())
+
+    def update_data(self, job_id: str, data: Any) -> DataUpdate:
+        """Replace the data of a job that is waiting, prioritized, delayed or
+        failed; raises JobNotInState when a worker took it or it finished
+        meanwhile (nothing is changed then), JobNotExist, JobBroken."""
+        validate_job_id(job_id)
+        call = admin.update_data(self.keys, job_id, to_json(data))
+        state, previous = self._run(call, "updateData", job_id)
+        return DataUpdate(_text(state), _text(previous))
 
     def update_progress(self, job_id: str, progress: Any) -> None:
         validate_job_id(job_id)

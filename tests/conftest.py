@@ -87,7 +87,8 @@ def dashboard_redis(redis_client: Redis, redis_url: str, settings: Any) -> Redis
 
 @pytest.fixture
 def make_user(db: None) -> Callable[..., Any]:
-    """make_user("viewer" | "actor" | "nonstaff" | "superuser" | "staff_noperm")."""
+    """make_user("viewer" | "actor" | "editor" | "nonstaff" | "superuser" |
+    "staff_noperm"); an editor may view and change jobs, not act."""
     from django.contrib.auth.models import Permission, User
 
     def make(role: str, username: str | None = None) -> User:
@@ -96,7 +97,11 @@ def make_user(db: None) -> Callable[..., Any]:
         if role == "superuser":
             return User.objects.create_superuser(name, password=None)
         user = User.objects.create_user(name, password=None, is_staff=role != "nonstaff")
-        codenames = {"viewer": ["view_queues"], "actor": ["view_queues", "act_on_queues"]}
+        codenames = {
+            "viewer": ["view_queues"],
+            "actor": ["view_queues", "act_on_queues"],
+            "editor": ["view_queues", "change_jobs"],
+        }
         for codename in codenames.get(role, []):
             user.user_permissions.add(Permission.objects.get(codename=codename))
         return user

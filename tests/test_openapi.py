@@ -137,7 +137,7 @@ class Checked:
 
 @pytest.fixture
 def users(make_user: Callable[..., Any]) -> dict[str, Any]:
-    return {role: make_user(role) for role in ("viewer", "actor", "nonstaff")}
+    return {role: make_user(role) for role in ("viewer", "actor", "editor", "nonstaff")}
 
 
 @pytest.fixture
@@ -353,6 +353,85 @@ def _scheduler_actions(check: Checked, actor: Client) -> None:
     )
 
 
+def _changes(check: Checked, users: dict[str, Any]) -> None:
+    """Edit data, duplicate, add (dashboard.change_jobs): each answer they give."""
+    editor = _client(users["editor"])
+    edited = check(_post(editor, "edit_job_data", {"id": "f4", "data": {"to": "b"}}), 200)
+    assert edited["action"] == "edit_data"
+    check(_post(editor, "edit_job_data", {"id": "f4", "data": '{"to": "c"}'}, form=True), 200)
+    copy = check(_post(editor, "duplicate_job", {"id": "w1"}), 201)
+    assert copy["source"] == "w1"
+    check(_post(editor, "duplicate_job", {"id": "w1"}, form=True), 201)
+    body = {"name": "send", "data": {"n": 1}, "opts": {"delay": 10, "attempts": 2}}
+    check(_post(editor, "add_job", body), 201)
+    check(_post(editor, "add_job", {"name": "send", "opts": '{"priority": 3}'}, form=True), 201)
+    for name, bad in (
+        ("edit_job_data", {"id": "f4", "data": "{nope"}),
+        ("duplicate_job", {"id": "a:b"}),
+        ("add_job", {"name": "send", "data": "{nope"}),
+    ):
+        check(_post(editor, name, bad, form=True), 400, valid_request=False)
+    check(
+        _post(editor, "add_job", {"name": "send", "opts": {"parent": {}}}), 400, valid_request=False
+    )
+    nope = QueueRef("bull", "nope")
+    check(_post(editor, "edit_job_data", {"id": "f4", "data": {}}, ref=nope), 404)
+    check(_post(editor, "duplicate_job", {"id": "w1"}, ref=nope), 404)
+    check(_post(editor, "add_job", {"name": "send"}, ref=nope), 404)
+    gone = check(_post(editor, "edit_job_data", {"id": "gone", "data": {}}), 404)
+    assert gone["error"]["code"] == "job_not_exist"
+    check(_post(editor, "duplicate_job", {"id": "gone"}), 404)
+    active = check(_post(editor, "edit_job_data", {"id": "a1", "data": {}}), 409)
+    assert active["error"]["code"] == "job_not_in_state"
+    broken = check(_post(editor, "duplicate_job", {"id": "broken"}), 409)
+    assert broken["error"]["code"] == "job_broken"
+    jammed = check(_post(editor, "add_job", {"name": "send"}, ref=JAMMED), 409)
+    assert jammed["error"]["code"] == "corrupt_key"
+
+
+# The changes' bodies when the server or Redis is the trouble (edit, duplicate, add).
+_CHANGE_POSTS = [
+    ("edit_job_data", {"id": "f4", "data": {"to": "d"}}),
+    ("duplicate_job", {"id": "w1"}),
+    ("add_job", {"name": "send"}),
+]
+
+
+def _change_troubles(
+    check: Checked, users: dict[str, Any], client: Redis, settings: Any, monkeypatch: Any
+) -> None:
+    editor = _client(users["editor"])
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
+    for name, body in _CHANGE_POSTS:
+        padded = {**body, "padding": "x" * 2_000}
+        check(_post(editor, name, padded), 413, valid_request=False)
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = limit
+    settings.ECHOMQ_MAX_JOB_DATA_BYTES = 100
+    big = check(_post(editor, "edit_job_data", {"id": "f4", "data": "x" * 200}), 413)
+    assert big["error"]["code"] == "data_too_large"
+    check(_post(editor, "duplicate_job", {"id": "big"}), 413)
+    check(_post(editor, "add_job", {"name": "send", "data": "x" * 200}), 413)
+    del settings.ECHOMQ_MAX_JOB_DATA_BYTES
+    with redis_full(client):
+        for name, body in _CHANGE_POSTS:
+            assert check(_post(editor, name, body), 507)["error"]["code"] == "redis_out_of_memory"
+
+    def crash(*args: Any) -> bool:
+        raise RuntimeError("a bug")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(permissions, "can_view", crash)
+        for name, body in _CHANGE_POSTS:
+            check(_post(editor, name, body), 500)
+
+
+def _changes_without_redis(check: Checked, users: dict[str, Any]) -> None:
+    editor = _client(users["editor"])
+    for name, body in _CHANGE_POSTS:
+        check(_post(editor, name, body), 503)
+
+
 def _refusals(check: Checked, users: dict[str, Any]) -> None:
     """Who may not, and requests refused before any view ran."""
     reads = [url("queues"), url("schema"), url("queue"), url("jobs"), url("events")]
@@ -365,6 +444,7 @@ def _refusals(check: Checked, users: dict[str, Any]) -> None:
         ("queue_actions", {"action": "pause"}),
         ("global_concurrency", {"concurrency": 2}),
         ("scheduler_actions", {"action": "run_now", "id": "beat"}),
+        *_CHANGE_POSTS,
     ]
     for who, status in ((None, 401), (users["nonstaff"], 403)):
         client = _client(who)
@@ -457,11 +537,14 @@ def test_every_documented_answer_is_given_and_matches_the_document(
     _queue_actions(check, actor)
     _limit_actions(check, actor)
     _scheduler_actions(check, actor)
+    _changes(check, users)
     _refusals(check, users)
     _too_large(check, actor, settings)
     _redis_full(check, actor, dashboard_redis)
     _crashing(check, viewer, actor, monkeypatch)
+    _change_troubles(check, users, dashboard_redis, settings, monkeypatch)
     _redis_gone(check, viewer, actor, settings)
+    _changes_without_redis(check, users)
     assert check.seen == check.documented()
     assert {"job_not_in_state", "job_broken", "corrupt_key", "csrf_failed"} <= check.codes
 

@@ -33,9 +33,31 @@ ACTIONS = [
     (API + "actions/", {"action": "retry", "ids": ["1"]}, True),
     (API + "bulk/", {"action": "retry_all"}, True),
 ]
-ROLES = ["anonymous", "nonstaff", "staff_noperm", "viewer", "actor", "superuser", "read_only"]
-CAN_VIEW = {"viewer", "actor", "superuser", "read_only"}
+ROLES = [
+    "anonymous",
+    "nonstaff",
+    "staff_noperm",
+    "viewer",
+    "actor",
+    "editor",
+    "superuser",
+    "read_only",
+    "read_only_editor",
+]
+CAN_VIEW = {"viewer", "actor", "editor", "superuser", "read_only", "read_only_editor"}
 CAN_ACT = {"actor", "superuser"}
+# dashboard.change_jobs: edit a job's data, duplicate a job, add a job. Not
+# the actor's: changing a job is granted apart from acting on it.
+CAN_CHANGE = {"editor", "superuser"}
+# (url, form data, is_api, what the change did to job 1 or the queue)
+CHANGES = [
+    (Q + "edit/", {"id": "1", "data": '{"edited": "page"}'}, False),
+    (Q + "duplicate/", {"id": "1"}, False),
+    (Q + "add/", {"name": "added", "data": "{}"}, False),
+    (API + "edit/", {"id": "1", "data": '{"edited": "api"}'}, True),
+    (API + "duplicate/", {"id": "1"}, True),
+    (API + "add/", {"name": "added", "data": "{}"}, True),
+]
 
 
 @pytest.fixture
@@ -45,9 +67,9 @@ def as_role(
     seed_job(dashboard_redis, KEYS, "1", state="failed")
 
     def make(role: str) -> Any:
-        if role == "read_only":
+        if role.startswith("read_only"):
             settings.ECHOMQ_READ_ONLY = True
-            return client_as("actor")
+            return client_as("editor" if role == "read_only_editor" else "actor")
         return client_as(None if role == "anonymous" else role)
 
     return make
@@ -114,6 +136,54 @@ def test_action_buttons_only_for_those_who_may_act(
         has_buttons = 'name="action"' in html
         assert has_buttons is (role == "actor")
         assert ('name="ids"' in html) is (role == "actor")
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_changes_to_jobs(as_role: Callable[[str], Any], role: str, dashboard_redis: Redis) -> None:
+    client = as_role(role)
+    queue = Queue("emails", dashboard_redis)
+    for url, data, is_api in CHANGES:
+        seed_job(dashboard_redis, KEYS, "1", state="failed", data={"edited": "no"})
+        jobs_before = int(dashboard_redis.get(KEYS.id) or 0)
+        response = client.post(url, data)
+        job = queue.get_job("1")
+        assert job is not None
+        added = int(dashboard_redis.get(KEYS.id) or 0) - jobs_before
+        if role in CAN_CHANGE:
+            assert response.status_code == ((201 if "edit" not in url else 200) if is_api else 302)
+            if "edit" in url:
+                assert job.data == {"edited": "api" if is_api else "page"}, url
+            else:
+                assert added == 1, url
+            continue
+        if role == "anonymous":
+            assert response.status_code == (401 if is_api else 302), url
+        else:
+            assert response.status_code == 403, url
+        if is_api:
+            error = response.json()["error"]
+            assert error["code"] in ("unauthenticated", "forbidden")
+            if role in ("actor", "viewer"):
+                assert "dashboard.change_jobs" in error["message"]
+            if role.startswith("read_only"):
+                assert "read-only" in error["message"]
+        assert job.data == {"edited": "no"}, url
+        assert added == 0, url
+
+
+@pytest.mark.parametrize("role", ["viewer", "actor", "editor", "read_only_editor"])
+def test_editor_duplicate_and_add_forms_only_for_those_who_may_change(
+    as_role: Callable[[str], Any], role: str
+) -> None:
+    client = as_role(role)
+    job_page = client.get(Q + "job/1").content.decode()
+    queue_page = client.get(Q).content.decode()
+    may = role == "editor"
+    assert ("data-json-editor" in job_page) is may
+    assert ('action="/queues/bull/emails/duplicate/"' in job_page) is may
+    assert ('action="/queues/bull/emails/add/"' in queue_page) is may
+    # Acting and changing are apart: the editor gets no retry button.
+    assert ('name="action"' in job_page) is (role == "actor")
 
 
 def test_read_only_says_why(as_role: Callable[[str], Any]) -> None:

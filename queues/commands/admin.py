@@ -281,3 +281,21 @@ def update_progress(keys: QueueKeys, job_id: str, progress_json: str) -> ScriptC
 def add_log(keys: QueueKeys, job_id: str, line: str, *, keep: int = 0) -> ScriptCall:
     """Append a log line; ``keep`` > 0 trims to the newest ``keep`` lines."""
     return scripts.call("addLog", (keys.job(job_id), keys.logs(job_id)), (line, max(keep, 0)))
+
+
+def update_data(keys: QueueKeys, job_id: str, data_json: str) -> ScriptCall:
+    """Replace a job's data, if it is waiting, prioritized, delayed or failed."""
+    return scripts.call(
+        "updateData",
+        (
+            keys.wait,
+            keys.paused,
+            keys.active,
+            keys.prioritized,
+            keys.delayed,
+            keys.failed,
+            keys.completed,
+            keys.waiting_children,
+        ),
+        (keys.base, job_id, data_json),
+    )

@@ -6,6 +6,7 @@
 // - details.menu closes on Escape and on a click elsewhere
 // - data-autosubmit selects submit their form on change
 // - data-filter-rows filters table rows by their data-filter-text (and says when none match)
+// - data-json-editor forms (edit a job's data, add a job) check their JSON as it is typed
 (function () {
   "use strict";
 
@@ -215,18 +216,133 @@
     }
   }
 
+  // ------------------------------------------------------------ JSON editors
+  //
+  // A form[data-json-editor] holds a textarea[data-json-input]: as it is typed
+  // it says whether the text is JSON and how large it is against the server's
+  // limit (data-max-bytes, from ECHOMQ_MAX_JOB_DATA_BYTES), and a submit of
+  // text that is not JSON or too large is stopped with the reason, the cursor
+  // put where the parser stopped when it says. The server checks again.
+
+  function jsonProblem(text, maxBytes) {
+    var bytes = new TextEncoder().encode(text).length;
+    if (maxBytes && bytes > maxBytes) {
+      return { message: "Too large: " + bytes.toLocaleString("en-US") + " bytes, at most " + maxBytes.toLocaleString("en-US") + " can be saved.", bytes: bytes };
+    }
+    try {
+      JSON.parse(text);
+    } catch (error) {
+      var at = /position (\d+)/.exec(String(error.message));
+      return { message: "Not valid JSON: " + error.message, position: at ? Number(at[1]) : null, bytes: bytes };
+    }
+    return { message: "", bytes: bytes };
+  }
+
+  function checkEditor(form) {
+    var input = form.querySelector("[data-json-input]");
+    var status = form.querySelector("[data-json-status]");
+    if (!input) return null;
+    var problem = jsonProblem(input.value, Number(form.getAttribute("data-max-bytes")) || 0);
+    input.setAttribute("aria-invalid", problem.message ? "true" : "false");
+    if (status) {
+      status.textContent = problem.message || "Valid JSON, " + problem.bytes.toLocaleString("en-US") + " bytes.";
+      status.classList.toggle("editor-error", Boolean(problem.message));
+    }
+    return problem;
+  }
+
+  function onEditorInput(event) {
+    var form = event.target.closest && event.target.closest("form[data-json-editor]");
+    if (form && event.target.matches("[data-json-input]")) checkEditor(form);
+  }
+
+  function onEditorSubmit(event) {
+    var form = event.target;
+    if (!form.matches || !form.matches("form[data-json-editor]")) return;
+    var problem = checkEditor(form);
+    if (!problem || !problem.message) {
+      keepDraft(form);
+      return;
+    }
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    var input = form.querySelector("[data-json-input]");
+    input.focus();
+    if (problem.position !== null && problem.position !== undefined) input.setSelectionRange(problem.position, problem.position);
+  }
+
+  // What was typed is not lost when the server refuses it (a worker took the
+  // job meanwhile, a name was missing): the fields of an editor's form are
+  // kept for this tab as it is sent, and if the page it lands on says an error,
+  // they are put back into the same form (reopened), or, where the page has no
+  // such form any more (the job is active now), shown under the message to
+  // copy. Any other answer drops them.
+  var DRAFT_KEY = "echomq-editor-draft";
+
+  function keepDraft(form) {
+    var fields = {};
+    form.querySelectorAll("input[name], textarea[name]").forEach(function (field) {
+      if (field.type !== "hidden" || field.name === "id") fields[field.name] = field.value;
+    });
+    try {
+      sessionStorage.setItem(DRAFT_KEY, JSON.stringify({ action: form.getAttribute("action"), fields: fields }));
+    } catch (error) { /* storage full or off: the draft is simply not kept */ }
+  }
+
+  function restoreDraft() {
+    var draft = null;
+    try {
+      draft = JSON.parse(sessionStorage.getItem(DRAFT_KEY) || "null");
+      sessionStorage.removeItem(DRAFT_KEY);
+    } catch (error) { return; }
+    var refused = document.querySelector("#messages .message-error");
+    if (!draft || !draft.fields || !refused) return;
+    var form = Array.prototype.filter.call(document.querySelectorAll("form[data-json-editor]"), function (f) {
+      var id = f.querySelector("input[name=id]");
+      return f.getAttribute("action") === draft.action && (!id || id.value === draft.fields.id);
+    })[0];
+    if (form) {
+      Object.keys(draft.fields).forEach(function (name) {
+        var field = form.querySelector("[name='" + name + "']");
+        if (field && field.type !== "hidden") field.value = draft.fields[name];
+      });
+      var fold = form.closest("details");
+      if (fold) fold.open = true;
+      checkEditor(form);
+      return;
+    }
+    var text = draft.fields.data;
+    if (!text) return;
+    var box = document.createElement("details");
+    box.className = "editor-draft";
+    box.open = true;
+    var summary = document.createElement("summary");
+    summary.textContent = "Your edit, not saved (copy it from here)";
+    var copy = document.createElement("textarea");
+    copy.readOnly = true;
+    copy.rows = 8;
+    copy.value = text;
+    copy.setAttribute("aria-label", "Your edit, not saved");
+    box.append(summary, copy);
+    refused.after(box);
+  }
+
   function init(root) {
     (root || document).querySelectorAll("form[data-selection]").forEach(updateSelection);
+    (root || document).querySelectorAll("form[data-json-editor]").forEach(checkEditor);
   }
 
   document.addEventListener("keydown", focusSearch);
   document.addEventListener("keydown", onMenuKey);
   document.addEventListener("click", onClickAway);
+  // Before the confirmations' handler: text that is not JSON is not sent, nor asked about.
+  document.addEventListener("submit", onEditorSubmit, true);
   document.addEventListener("submit", confirmSubmit, true);
   document.addEventListener("change", onChange);
   document.addEventListener("reset", onReset, true);
   document.addEventListener("input", onFilter);
-  document.addEventListener("DOMContentLoaded", function () { init(document); });
+  document.addEventListener("input", onEditorInput);
+  document.addEventListener("DOMContentLoaded", function () { init(document); restoreDraft(); });
   // htmx swaps in new table fragments (and restores them on Back): re-arm their selection bars.
   document.addEventListener("htmx:afterSwap", function (event) { init(event.target); });
   document.addEventListener("htmx:historyRestore", function () { init(document); });

@@ -2,14 +2,15 @@
 
     python tests/e2e/peer.py add QUEUE NAME [--delay MS] [--attempts N] [--count N]
         prints each new job id on its own line
-    python tests/e2e/peer.py worker QUEUE [--fail-first] [--sleep S] [--name NAME]
+    python tests/e2e/peer.py worker QUEUE [--fail-first] [--sleep S] [--name NAME] [--echo-data]
         processes jobs until terminated; prints "completed <id>", "failed <id> <reason>"
         and "error <message>" lines (flushed) as they happen
 
 ``--fail-first`` fails a job's first attempt and completes later ones;
 ``--sleep`` makes each job take that many seconds (to catch it active);
 ``--chatty`` writes log lines and progress on the way; ``--name`` names the
-worker (its connections become ``bull:QUEUE:w:NAME``).
+worker (its connections become ``bull:QUEUE:w:NAME``); ``--echo-data`` puts the
+data the worker was given into the job's return value.
 The Redis URL comes from REDIS_URL.
 """
 
@@ -46,6 +47,8 @@ async def work(args: argparse.Namespace) -> None:
             await asyncio.sleep(args.sleep)
         if args.fail_first and job.attemptsMade == 0:
             raise RuntimeError(f"first attempt of {job.id} fails on purpose")
+        if args.echo_data:
+            return {"done": job.id, "data": job.data}
         return {"done": job.id}
 
     opts: dict[str, Any] = {"connection": os.environ["REDIS_URL"]}
@@ -78,6 +81,7 @@ def main() -> None:
     working.add_argument("--sleep", type=float, default=0.0)
     working.add_argument("--chatty", action="store_true")
     working.add_argument("--name", default="")
+    working.add_argument("--echo-data", action="store_true")
     args = parser.parse_args()
     asyncio.run(add(args) if args.command == "add" else work(args))
 

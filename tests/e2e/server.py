@@ -38,7 +38,8 @@ PASSWORD = "e2e-password-1"
 CREATE_USER = """
 from django.contrib.auth.models import Permission, User
 user = User.objects.create_user({username!r}, password={password!r}, is_staff=True)
-user.user_permissions.add(*Permission.objects.filter(codename__in=["view_queues", "act_on_queues"]))
+codenames = ["view_queues", "act_on_queues", "change_jobs"]
+user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
 """
 
 

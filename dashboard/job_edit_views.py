@@ -1,0 +1,112 @@
+"""The pages' forms that change jobs: edit a job's data (job page), duplicate
+a job (job page), add a job (queue page). Each posts here, runs through
+``dashboard.job_edits`` and comes back to a page with a message saying what
+happened, or why nothing did. They need ``dashboard.change_jobs``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from dashboard import job_edits
+from dashboard.actions import ActionRefused
+from dashboard.lookup import clean_job_ids, queue_or_404
+from dashboard.permissions import page_permission, user_label
+from dashboard.redis import get_client
+from queues.inspect import QueueRef
+from queues.keys import InvalidName
+
+
+def _job_url(ref: QueueRef, job_id: str) -> str:
+    return reverse("dashboard:job", args=[ref.prefix, ref.name, job_id])
+
+
+def _queue_url(ref: QueueRef) -> str:
+    return reverse("dashboard:queue", args=[ref.prefix, ref.name])
+
+
+def _posted_job_id(request: HttpRequest) -> str | None:
+    try:
+        (job_id,) = clean_job_ids([request.POST.get("id", "")])
+    except (InvalidName, ValueError):
+        return None
+    return job_id
+
+
+@require_POST
+@page_permission(change=True)
+def edit_job_data(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    job_id = _posted_job_id(request)
+    if job_id is None:
+        messages.error(request, "That is not a job id: nothing was changed")
+        return redirect(_queue_url(ref))
+    try:
+        data = job_edits.parse_data(request.POST.get("data", ""))
+        change = job_edits.edit_data(client, ref, job_id, data, user=user_label(request.user))
+    except ActionRefused as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, change.message)
+    return redirect(_job_url(ref, job_id))
+
+
+@require_POST
+@page_permission(change=True)
+def duplicate_job(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    job_id = _posted_job_id(request)
+    if job_id is None:
+        messages.error(request, "That is not a job id: nothing was duplicated")
+        return redirect(_queue_url(ref))
+    try:
+        change = job_edits.duplicate_job(client, ref, job_id, user=user_label(request.user))
+    except ActionRefused as error:
+        messages.error(request, str(error))
+        return redirect(_job_url(ref, job_id))
+    messages.success(request, change.message)
+    return redirect(_job_url(ref, change.job_id))
+
+
+def _whole_number(form: QueryDict, name: str) -> int | None:
+    text = (form.get(name) or "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or len(text) > 16:
+        raise job_edits.ChangeRefused(f"{name} must be a whole number")
+    return int(text)
+
+
+def _form_options(form: QueryDict) -> dict[str, Any]:
+    """The add form's options: empty fields are left to the job's defaults."""
+    numbers = {name: _whole_number(form, name) for name in ("attempts", "delay", "priority")}
+    return {name: value for name, value in numbers.items() if value is not None}
+
+
+@require_POST
+@page_permission(change=True)
+def add_job(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    try:
+        data = job_edits.parse_data(request.POST.get("data", "") or "{}")
+        change = job_edits.add_job(
+            client,
+            ref,
+            request.POST.get("name", ""),
+            data,
+            _form_options(request.POST),
+            user=user_label(request.user),
+        )
+    except ActionRefused as error:
+        messages.error(request, f"No job was added: {error}")
+        return redirect(_queue_url(ref))
+    messages.success(request, change.message)
+    return redirect(_job_url(ref, change.job_id))
