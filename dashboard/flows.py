@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from redis import Redis
 
 from dashboard.api import _json_errors
+from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import job_id_or_404, queue_or_404
 from dashboard.permissions import api_permission, page_permission
 from dashboard.redis import get_client

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
 from dashboard import job_edits
 from dashboard.api import BadInput, _body, _json_errors, _text
+from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import clean_job_ids, queue_or_404
 from dashboard.permissions import api_permission, user_label
 from dashboard.redis import get_client

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -23,6 +23,7 @@ from redis import Redis
 
 from dashboard import actions, presenters
 from dashboard.api import BadInput, _body, _json_errors
+from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import queue_or_404
 from dashboard.permissions import api_permission, page_permission, user_label
 from dashboard.redis import get_client
