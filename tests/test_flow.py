@@ -40,7 +40,7 @@ def _snapshot(client: Redis) -> dict[bytes, Any]:
 
 
 def three_levels(**child_opts: Any) -> FlowJob:
-    """orders/ship <- items/pack (x2) <- parts/pick (under the first pack)."""
+    """orders/ship <- items/pack, items/pack-2 <- parts/pick (under pack)."""
     pick = FlowJob("pick", "parts", {"part": 1}, dict(child_opts))
     return FlowJob(
         "ship",
@@ -48,7 +48,7 @@ def three_levels(**child_opts: Any) -> FlowJob:
         {"order": 7},
         children=[
             FlowJob("pack", "items", {"item": 1}, children=[pick]),
-            FlowJob("pack", "items", {"item": 2}),
+            FlowJob("pack-2", "items", {"item": 2}),
         ],
     )
 
@@ -266,7 +266,8 @@ async def test_our_workers_run_a_three_level_flow_children_first(
         pick.key: {"done": "pick", "data": {"part": 1}}
     }
     assert recorder.read[f"orders/{root.id}"] == {
-        child.key: {"done": "pack", "data": {"item": n}} for n, child in enumerate(root.children, 1)
+        child.key: {"done": child.name, "data": {"item": n}}
+        for n, child in enumerate(root.children, 1)
     }
     assert redis_client.exists(ORDERS.dependencies(root.id)) == 0
 
