@@ -156,7 +156,7 @@ class SchedulerPage:
 
 
 def _duration(ms: int) -> str:
-    """"5 min", "1.5 s", "250 ms": whole units where they fit, tenths of a second
+    """ "5 min", "1.5 s", "250 ms": whole units where they fit, tenths of a second
     below a minute, else milliseconds."""
     for size, unit in ((86_400_000, "d"), (3_600_000, "h"), (60_000, "min"), (1000, "s")):
         if ms >= size and ms % size == 0:
