@@ -309,7 +309,7 @@ def test_on_a_phone_the_header_is_short_and_the_first_job_is_on_the_first_screen
 
     # The "More" menu opens within the screen; nothing makes the page scroll sideways.
     page.get_by_text("More").click()
-    panel = page.locator(".menu-panel").bounding_box()
+    panel = page.locator("#job-table .menu-panel").bounding_box()
     assert panel is not None
     assert panel["x"] >= 0
     assert panel["x"] + panel["width"] <= screen["width"]
