@@ -4,7 +4,7 @@ Every function here costs O(page), never O(queue): counts come from LLEN /
 ZCARD, lists from range commands, job fields from pipelined HMGET, and each
 call makes a constant number of round trips whatever the queue holds. Nothing
 here moves a job, and nothing raises on malformed data written by another
-runtime: fields are decoded through ``queues.codec`` and ``Job.from_hash``.
+runtime: job hashes are decoded by ``queues.read.decode``.
 
 Each result type has ``as_json()`` so the HTML page and the JSON API render
 exactly the same data.
@@ -31,6 +31,7 @@ from queues.keys import InvalidName, QueueKeys, validate_job_id
 
 # Until every caller imports it from queues.keys, where it now lives.
 from queues.keys import QueueRef as QueueRef
+from queues.read.decode import job_from_hash, job_from_values
 from queues.throughput import RecentFinishes, Windows
 
 # The tabs of a queue, in the order a job usually travels through them.
@@ -50,18 +51,18 @@ METRICS_POINTS = 30
 MAX_PAGE_SIZE = 500
 # Fields a job-list row needs; data (possibly megabytes) is never fetched for a list.
 _ROW_FIELDS = (
-    "name",
-    "timestamp",
-    "processedOn",
-    "finishedOn",
-    "atm",
-    "attemptsMade",
-    "ats",
-    "opts",
-    "progress",
-    "failedReason",
-    "delay",
-    "priority",
+    b"name",
+    b"timestamp",
+    b"processedOn",
+    b"finishedOn",
+    b"atm",
+    b"attemptsMade",
+    b"ats",
+    b"opts",
+    b"progress",
+    b"failedReason",
+    b"delay",
+    b"priority",
 )
 _LIST_KEY_STATES = ("wait", "paused", "active")
 _ZSET_STATES = ("prioritized", "delayed", "completed", "failed", "waiting-children")
@@ -438,32 +439,6 @@ class JobPage:
         }
 
 
-def _row_job(job_id: str, values: Sequence[Any]) -> Job:
-    """A Job holding only the list fields, decoded tolerantly like Job.from_hash.
-
-    Lists decode 50+ rows per request; building the Job from the dozen HMGET
-    values directly costs a fraction of a full from_hash over a dict."""
-    (name, timestamp, processed_on, finished_on, atm, attempts_made_old, ats, opts_raw,
-     progress, failed_reason, delay, priority) = values  # fmt: skip
-    opts = codec.loads(opts_raw, {})
-    made = codec.integer(atm)
-    progress_text = codec.text(progress)
-    return Job(
-        id=job_id,
-        name=codec.text(name) or "",
-        opts=opts if isinstance(opts, dict) else {},
-        timestamp=codec.integer(timestamp),
-        delay=codec.integer(delay, 0) or 0,
-        priority=codec.integer(priority, 0) or 0,
-        processed_on=codec.integer(processed_on),
-        finished_on=codec.integer(finished_on),
-        attempts_made=(made if made is not None else codec.integer(attempts_made_old, 0)) or 0,
-        attempts_started=codec.integer(ats, 0) or 0,
-        progress=codec.loads(progress_text, progress_text),
-        failed_reason=codec.failure_reason(failed_reason),
-    )
-
-
 def _fetch_rows(
     client: Redis, keys: QueueKeys, state: str, members: Sequence[tuple[str, int | None]]
 ) -> list[JobRow]:
@@ -475,7 +450,8 @@ def _fetch_rows(
     for (job_id, score), values in zip(members, replies, strict=True):
         fields = values or [None] * len(_ROW_FIELDS)
         missing = all(value is None for value in fields)
-        rows.append(JobRow(_row_job(job_id, fields), state, missing=missing, score=score))
+        job = job_from_values(job_id, _ROW_FIELDS, fields)
+        rows.append(JobRow(job, state, missing=missing, score=score))
     return rows
 
 
@@ -694,7 +670,7 @@ def job_detail(
         in_wait, in_paused = _replies(check)
         if in_wait is not None or in_paused is not None:
             state = "wait"
-    job = Job.from_hash(job_id, raw)
+    job = job_from_hash(job_id, raw)
     data_display, truncated, size = _data_display(job, full_data)
     pending = sorted(_child_label(codec.text(k) or "", keys) for k in (pending_scan or (0, []))[1])
     processed = {

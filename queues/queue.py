@@ -37,6 +37,7 @@ from queues.keys import (
     QueueKeys,
     validate_job_id,
 )
+from queues.read.decode import job_from_hash
 from queues.scripts import ScriptCall
 
 ALL_STATES: tuple[str, ...] = tuple(STATE_KEY_SUFFIX)
@@ -174,7 +175,7 @@ class Queue:
     def get_job(self, job_id: str) -> Job | None:
         validate_job_id(job_id)
         raw = self._redis.hgetall(self.keys.job(job_id))
-        return Job.from_hash(job_id, raw) if raw else None
+        return job_from_hash(job_id, raw) if raw else None
 
     def get_state(self, job_id: str) -> str | None:
         """The state holding the job ("unknown" when in none), None if it is gone."""
@@ -244,7 +245,7 @@ class Queue:
             pipe.hgetall(self.keys.base + job_id)
         # A job removed between the two round trips is left out, not shown empty.
         return [
-            Job.from_hash(job_id, raw)
+            job_from_hash(job_id, raw)
             for job_id, raw in zip(ids, pipe.execute(), strict=True)
             if raw
         ]
