@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from queues.inspect import QueueSummary
+from queues.read.counts import QueueSummary
+from queues.read.states import READY
 from queues.throughput import RECENT_MINUTES, RecentFinishes
 
 # A queue is failing when at least this share of what finished lately failed...
@@ -119,7 +120,7 @@ def queue_health(summary: QueueSummary) -> Health:
         if was is not None:
             return Health("rising", "failures rising", f"{detail} ({was})")
     counts = summary.counts
-    ready = counts["wait"] + counts["prioritized"]
+    ready = sum(map(counts.__getitem__, READY))
     moving = recent is not None and (recent.completed or 0) + recent.failed > 0
     if ready and not counts["active"] and not summary.paused and not moving:
         waiting = f"{ready:,} waiting, none active"

@@ -25,9 +25,11 @@ from django.views.decorators.http import require_GET
 
 from dashboard import actions, api
 from dashboard.permissions import api_permission
-from queues import inspect
 from queues.errors import ErrorCode
 from queues.keys import MAX_JOB_ID_LENGTH
+from queues.read.counts import METRICS_POINTS
+from queues.read.job import DATA_DISPLAY_LIMIT
+from queues.read.states import STATES
 
 Schema = dict[str, Any]
 
@@ -81,7 +83,7 @@ _MOMENT: Schema = {
     "type": ["integer", "null"],
     "description": "Milliseconds since the epoch; null when not set (or not a number)",
 }
-_STATE: Schema = {"type": "string", "enum": list(inspect.STATES)}
+_STATE: Schema = {"type": "string", "enum": list(STATES)}
 _FINISHED_STATE: Schema = {"type": "string", "enum": list(actions.FINISHED_STATES)}
 # keys.validate_job_id: printable, no ':' (the key separator), at most 512 characters.
 _JOB_ID: Schema = {
@@ -116,14 +118,14 @@ def _schemas() -> dict[str, Schema]:
                 "prefix": _TEXT,
                 "name": _TEXT,
                 "counts": _object(
-                    dict.fromkeys(inspect.STATES, _COUNT),
+                    dict.fromkeys(STATES, _COUNT),
                     description="Jobs per state; `wait` holds the paused list too",
                 ),
                 "paused": _BOOLEAN,
                 "metrics": _object(
                     {
-                        "completed_per_minute": _array(_COUNT, maxItems=inspect.METRICS_POINTS),
-                        "failed_per_minute": _array(_COUNT, maxItems=inspect.METRICS_POINTS),
+                        "completed_per_minute": _array(_COUNT, maxItems=METRICS_POINTS),
+                        "failed_per_minute": _array(_COUNT, maxItems=METRICS_POINTS),
                     },
                     description="Finishes per full minute, oldest first (empty without "
                     "worker metrics)",
@@ -200,7 +202,7 @@ def _schemas() -> dict[str, Schema]:
                 "queue": _TEXT,
                 "id": _JOB_ID,
                 "state": {
-                    "enum": [*inspect.STATES, None],
+                    "enum": [*STATES, None],
                     "description": "null: the hash exists but no state holds the id",
                 },
                 "name": _STRING,
@@ -211,7 +213,7 @@ def _schemas() -> dict[str, Schema]:
                 "data_text": _or_null(_STRING),
                 "data_truncated": {
                     **_BOOLEAN,
-                    "description": f"Over {inspect.DATA_DISPLAY_LIMIT // 1024} KB: "
+                    "description": f"Over {DATA_DISPLAY_LIMIT // 1024} KB: "
                     "`data_text` holds the start; `?full=1` for all",
                 },
                 "data_size": {**_COUNT, "description": "Bytes"},

@@ -44,7 +44,8 @@ from redis.exceptions import RedisError
 
 from queues import codec
 from queues.connection import is_cluster
-from queues.keys import InvalidName, QueueRef, validate_prefix
+from queues.keys import InvalidName, validate_prefix
+from queues.read.refs import QueueRef
 
 log = logging.getLogger("echomq.discovery")
 

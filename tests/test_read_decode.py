@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from queues.inspect import _ROW_FIELDS as ROW_FIELDS
-from queues.inspect import QueueRef, job_page
 from queues.read import decode
 from queues.read.decode import _careful, job_from_hash, job_from_values
+from queues.read.lists import ROW_FIELDS, job_page
+from queues.read.refs import QueueRef
 
 COMMON = {
     b"name": b"send",

@@ -91,16 +91,11 @@ from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.hub import OUTAGE_ERRORS, get_hub
 from dashboard.live.outbox import STALL_CLOSE_S, Outbox
-from dashboard.live.streams import (
-    EventPayload,
-    Replay,
-    newest_id,
-    parse_stream_id,
-    replay_after,
-)
+from dashboard.live.streams import EventPayload, Replay, replay_after
 from dashboard.lookup import served_queues_async
-from queues.inspect import QueueRef
 from queues.keys import InvalidName, validate_job_id
+from queues.read.refs import QueueRef
+from queues.read.stream import newest_id, parse_stream_id
 
 CLOSE_NOT_LOGGED_IN = 4401
 CLOSE_FORBIDDEN = 4403
