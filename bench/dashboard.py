@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from queues.connection import connect  # noqa: E402
-from queues.inspect import QueueRef  # noqa: E402
+from queues.read.refs import QueueRef  # noqa: E402
 from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
 from tests.dashboard_seed import seed_failed_bulk, seed_job, seed_schedulers  # noqa: E402
 

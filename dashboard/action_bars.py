@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dashboard.actions import ACTIONS_BY_STATE
-from queues.inspect import QueueRef
+from queues.read.refs import QueueRef
 
 DAY_MS = 86_400_000
 # "Clean jobs older than": label, milliseconds. The default is a week: a slip

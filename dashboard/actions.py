@@ -25,8 +25,9 @@ from redis.exceptions import OutOfMemoryError
 from dashboard.models import AuditEntry
 from queues import errors
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, FinishedState
-from queues.inspect import QueueRef
 from queues.queue import BulkResult, BulkStopped, Queue
+from queues.read.refs import QueueRef
+from queues.read.states import TABS
 from queues.schedulers import JobSchedulers, SchedulerRefused, describe_refusal
 
 audit = logging.getLogger("echomq.audit")
@@ -37,16 +38,8 @@ LIMIT_ACTIONS = ("set_global_concurrency", "clear_global_concurrency")
 FINISHED_STATES: dict[str, FinishedState] = {"failed": "failed", "completed": "completed"}
 MAX_JOBS_PER_ACTION = 500
 
-# Which states each single-job action starts from (what the buttons offer).
-ACTIONS_BY_STATE: dict[str, tuple[str, ...]] = {
-    "wait": ("fail", "remove"),
-    "prioritized": ("fail", "remove"),
-    "delayed": ("promote", "fail", "remove"),
-    "active": ("fail", "remove"),
-    "waiting-children": ("remove",),
-    "completed": ("retry", "remove"),
-    "failed": ("retry", "remove"),
-}
+# Which single-job actions each state's jobs can take (what the buttons offer).
+ACTIONS_BY_STATE: dict[str, tuple[str, ...]] = {tab.name: tab.actions for tab in TABS}
 
 _PAST = {"retry": "retried", "promote": "promoted", "fail": "failed", "remove": "removed"}
 _NOT_IN_STATE = {

@@ -26,8 +26,12 @@ from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import api_permission, user_label
 from dashboard.redis import get_client
-from queues import inspect
 from queues.keys import InvalidName
+from queues.read import counts
+from queues.read.events import event_json, events_page, job_events
+from queues.read.job import job_detail
+from queues.read.lists import job_page
+from queues.read.states import STATES
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
 MAX_RANGE = 500
@@ -123,7 +127,7 @@ def _milliseconds(body: dict[str, Any], name: str) -> int | None:
 @_json_errors
 def queues(request: HttpRequest) -> HttpResponse:
     client = get_client()
-    summaries = inspect.queue_summaries(client, all_queues(client))
+    summaries = counts.queue_summaries(client, all_queues(client))
     return JsonResponse({"queues": [s.as_json() for s in summaries]})
 
 
@@ -133,7 +137,7 @@ def queues(request: HttpRequest) -> HttpResponse:
 def queue(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    (summary,) = inspect.queue_summaries(client, [ref])
+    (summary,) = counts.queue_summaries(client, [ref])
     return JsonResponse(summary.as_json())
 
 
@@ -145,14 +149,14 @@ def jobs(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
     state = request.GET.get("state", "wait")
-    if state not in inspect.STATES:
-        raise BadInput(f"state must be one of {', '.join(inspect.STATES)}")
+    if state not in STATES:
+        raise BadInput(f"state must be one of {', '.join(STATES)}")
     start = int_param(request.GET.get("start"), 0)
     end = int_param(request.GET.get("end"), start + 49)
     if end < start:
         raise BadInput("end must not be before start")
     size = min(end - start + 1, MAX_RANGE)
-    page = inspect.job_page(client, ref, state, start=start, size=size)
+    page = job_page(client, ref, state, start=start, size=size)
     return JsonResponse(page.as_json())
 
 
@@ -163,7 +167,7 @@ def job(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpRespon
     client = get_client()
     ref = queue_or_404(client, prefix, name)
     job_id = job_id_or_404(job_id)
-    detail = inspect.job_detail(
+    detail = job_detail(
         client,
         ref,
         job_id,
@@ -174,9 +178,7 @@ def job(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpRespon
     if detail is None:
         raise Http404(f"No job {job_id} in {ref.qualified}")
     body = detail.as_json()
-    body["events"] = [
-        inspect.event_json(e) for e in inspect.job_events(client, ref, job_id, size=30)
-    ]
+    body["events"] = [event_json(e) for e in job_events(client, ref, job_id, size=30)]
     return JsonResponse(body)
 
 
@@ -186,7 +188,7 @@ def job(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpRespon
 def events(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    page = inspect.events_page(
+    page = events_page(
         client,
         ref,
         before=request.GET.get("before") or None,

@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 from dashboard.formatting import compact, thousands
 from dashboard.health import Health, queue_health
 from dashboard.models import AuditEntry
-from queues.inspect import QueueSummary
+from queues.read.counts import QueueSummary
 from queues.throughput import MINUTE_MS, padded
 
 # The overview's sparkline: 90 px for 30 minutes, completed above the middle

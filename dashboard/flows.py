@@ -16,8 +16,9 @@ from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import job_id_or_404, queue_or_404
 from dashboard.permissions import api_permission, page_permission
 from dashboard.redis import get_client
-from queues.keys import InvalidName, QueueRef
+from queues.keys import InvalidName
 from queues.read import flows
+from queues.read.refs import QueueRef
 
 # How many queues (and job ids in all) a job page follows live for its tree:
 # the server bounds what a socket may ask (dashboard.live.consumer).

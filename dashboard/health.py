@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from queues.inspect import QueueSummary
+from queues.read.counts import QueueSummary
+from queues.read.states import READY
 from queues.throughput import RECENT_MINUTES, RecentFinishes
 
 # A queue is failing when at least this share of what finished lately failed...
@@ -109,7 +110,7 @@ def looks_stuck(summary: QueueSummary) -> bool:
     queues whose workers are worth counting (queues.read.workers)."""
     counts, recent = summary.counts, summary.recent
     moving = recent is not None and (recent.completed or 0) + recent.failed > 0
-    ready = counts["wait"] + counts["prioritized"]
+    ready = sum(map(counts.__getitem__, READY))
     return bool(ready) and not counts["active"] and not summary.paused and not moving
 
 
@@ -133,7 +134,7 @@ def queue_health(summary: QueueSummary, workers: int | None = None) -> Health:
         if was is not None:
             return Health("rising", "failures rising", f"{detail} ({was})")
     if looks_stuck(summary):
-        ready = summary.counts["wait"] + summary.counts["prioritized"]
+        ready = sum(map(summary.counts.__getitem__, READY))
         if workers == 0:
             return Health("stuck", "no workers", f"{ready:,} waiting, no worker connected")
         waiting = f"{ready:,} waiting, none active"

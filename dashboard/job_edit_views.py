@@ -18,8 +18,8 @@ from dashboard.actions import ActionRefused
 from dashboard.lookup import clean_job_ids, queue_or_404
 from dashboard.permissions import page_permission, user_label
 from dashboard.redis import get_client
-from queues.inspect import QueueRef
 from queues.keys import InvalidName
+from queues.read.refs import QueueRef
 
 
 def _job_url(ref: QueueRef, job_id: str) -> str:

@@ -31,9 +31,9 @@ from dashboard import conf
 from dashboard.actions import ActionRefused, ActionResult, Outcome, _audit, _refusal
 from dashboard.models import AuditEntry
 from queues import codec, errors
-from queues.inspect import QueueRef
 from queues.job_options import MAX_PRIORITY, InvalidJobOptions, to_json
 from queues.queue import Queue
+from queues.read.refs import QueueRef
 
 EDIT_ACTIONS = ("edit_data", "duplicate", "add")
 # The states (as the pages name them) a job's data may be edited in: no

@@ -14,8 +14,8 @@ from redis.asyncio import Redis as AsyncRedis
 
 from dashboard import conf
 from queues import discovery
-from queues.inspect import QueueRef
 from queues.keys import InvalidName, validate_job_id
+from queues.read.refs import QueueRef
 
 
 def configured_queues() -> list[QueueRef]:

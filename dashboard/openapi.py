@@ -26,13 +26,15 @@ from django.views.decorators.http import require_GET
 from dashboard import actions, api, job_edits
 from dashboard.jsonresponse import JsonResponse
 from dashboard.permissions import api_permission
-from queues import inspect
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.errors import ErrorCode
 from queues.job_options import MAX_PRIORITY
 from queues.keys import MAX_JOB_ID_LENGTH
 from queues.read import flows
 from queues.read import schedulers as read_schedulers
+from queues.read.counts import METRICS_POINTS
+from queues.read.job import DATA_DISPLAY_LIMIT
+from queues.read.states import STATES
 
 Schema = dict[str, Any]
 
@@ -86,7 +88,7 @@ _MOMENT: Schema = {
     "type": ["integer", "null"],
     "description": "Milliseconds since the epoch; null when not set (or not a number)",
 }
-_STATE: Schema = {"type": "string", "enum": list(inspect.STATES)}
+_STATE: Schema = {"type": "string", "enum": list(STATES)}
 _FINISHED_STATE: Schema = {"type": "string", "enum": list(actions.FINISHED_STATES)}
 # keys.validate_job_id: printable, no ':' (the key separator), at most 512
 # characters; or a job scheduler's run, repeat:<scheduler id>:<ms>.
@@ -125,14 +127,14 @@ def _schemas() -> dict[str, Schema]:
                 "prefix": _TEXT,
                 "name": _TEXT,
                 "counts": _object(
-                    dict.fromkeys(inspect.STATES, _COUNT),
+                    dict.fromkeys(STATES, _COUNT),
                     description="Jobs per state; `wait` holds the paused list too",
                 ),
                 "paused": _BOOLEAN,
                 "metrics": _object(
                     {
-                        "completed_per_minute": _array(_COUNT, maxItems=inspect.METRICS_POINTS),
-                        "failed_per_minute": _array(_COUNT, maxItems=inspect.METRICS_POINTS),
+                        "completed_per_minute": _array(_COUNT, maxItems=METRICS_POINTS),
+                        "failed_per_minute": _array(_COUNT, maxItems=METRICS_POINTS),
                     },
                     description="Finishes per full minute, oldest first (empty without "
                     "worker metrics)",
@@ -209,7 +211,7 @@ def _schemas() -> dict[str, Schema]:
                 "queue": _TEXT,
                 "id": _JOB_ID,
                 "state": {
-                    "enum": [*inspect.STATES, None],
+                    "enum": [*STATES, None],
                     "description": "null: the hash exists but no state holds the id",
                 },
                 "name": _STRING,
@@ -220,7 +222,7 @@ def _schemas() -> dict[str, Schema]:
                 "data_text": _or_null(_STRING),
                 "data_truncated": {
                     **_BOOLEAN,
-                    "description": f"Over {inspect.DATA_DISPLAY_LIMIT // 1024} KB: "
+                    "description": f"Over {DATA_DISPLAY_LIMIT // 1024} KB: "
                     "`data_text` holds the start; `?full=1` for all",
                 },
                 "data_size": {**_COUNT, "description": "Bytes"},
@@ -557,7 +559,7 @@ def _flow_schemas() -> dict[str, Schema]:
                 "queue": _TEXT,
                 "id": _JOB_ID,
                 "name": _STRING,
-                "state": {"type": ["string", "null"], "enum": [*inspect.STATES, None]},
+                "state": {"type": ["string", "null"], "enum": [*STATES, None]},
                 "missing": {**_BOOLEAN, "description": "Named by its parent, its hash is gone"},
                 "not_a_job": {**_BOOLEAN, "description": "Its key holds no job"},
                 "relation": _or_null(

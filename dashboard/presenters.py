@@ -26,23 +26,19 @@ from dashboard import charts
 from dashboard.formatting import compact as compact
 from dashboard.formatting import thousands as thousands
 from dashboard.health import Health, queue_health
-from queues import inspect
-from queues.inspect import FailedAttempt, JobDetail, JobPage, Progress, QueueRef, QueueSummary
+from queues.read.counts import METRICS_POINTS, QueueSummary
+from queues.read.failures import FailedAttempt
+from queues.read.job import JobDetail
+from queues.read.lists import JobPage
+from queues.read.progress import Progress
+from queues.read.refs import QueueRef
+from queues.read.states import LABELS, TAB, TABS
 
 # What Django's reverse() leaves unescaped in a path (RFC 3986 sub-delims + "/~:@").
 _PATH_SAFE = "!$&'()*+,;=/~:@"
 
-STATE_LABELS = {
-    "wait": "waiting",
-    "prioritized": "prioritized",
-    "delayed": "delayed",
-    "active": "active",
-    "waiting-children": "waiting children",
-    "completed": "completed",
-    "failed": "failed",
-    "paused": "paused",
-    "events": "events",
-}
+# Words for every state a page names, and the events tab.
+STATE_LABELS = {**LABELS, "events": "events"}
 
 
 def exact_time(ms: object) -> str:
@@ -191,14 +187,14 @@ class QueueRow:
 def count_cells(base_url: str, counts: dict[str, int]) -> list[CountCell]:
     return [
         CountCell(
-            state,
-            STATE_LABELS[state],
-            counts[state],
-            compact(counts[state]),
-            thousands(counts[state]),
-            f"{base_url}?state={state}",
+            tab.name,
+            tab.label,
+            counts[tab.name],
+            compact(counts[tab.name]),
+            thousands(counts[tab.name]),
+            f"{base_url}?state={tab.name}",
         )
-        for state in inspect.STATES
+        for tab in TABS
     ]
 
 
@@ -206,7 +202,7 @@ def queue_rows(
     summaries: Sequence[QueueSummary],
     *,
     top: int,
-    slots: int = inspect.METRICS_POINTS,
+    slots: int = METRICS_POINTS,
     workers: Mapping[QueueRef, int] | None = None,
 ) -> list[QueueRow]:
     """The overview's rows; their sparklines share the scale ``top`` per minute
@@ -328,7 +324,7 @@ def _amount(value: int | float | None) -> str:
 
 def progress_label(progress: Progress) -> str:
     """The words beside a progress bar: "1 of 5" for counted work, "42%" for a
-    percent, "" when there is no bar (inspect.read_progress decides)."""
+    percent, "" when there is no bar (queues.read.progress decides)."""
     if progress.percent is None:
         return ""
     if progress.counted:
@@ -359,7 +355,7 @@ def progress_html(progress: Progress, *, text_limit: int = 40) -> SafeString:
 
 def job_rows_html(page: JobPage, *, selectable: bool) -> SafeString:
     """All rows of a job page as one block of escaped markup."""
-    show_reason = page.state == "failed"
+    show_reason = TAB[page.state].shows_reason
     rows = [row.html(selectable=selectable, show_reason=show_reason) for row in job_rows(page)]
     return mark_safe("\n".join(rows))  # noqa: S308 - each row is built by format_html
 
@@ -367,12 +363,13 @@ def job_rows_html(page: JobPage, *, selectable: bool) -> SafeString:
 def job_rows(page: JobPage) -> list[JobRowView]:
     prefix = job_url_prefix(page.ref)
     now = int(time.time() * 1000)
+    row_time = TAB[page.state].row_time
     rows = []
     for row in page.rows:
         job = row.job
-        if page.state == "delayed":
+        if row_time == "due":
             moment = row.due_ms
-        elif page.state in ("completed", "failed"):
+        elif row_time == "finished":
             moment = job.finished_on
         else:
             moment = job.timestamp
@@ -427,7 +424,7 @@ def job_status_html(detail: JobDetail, now_ms: int) -> SafeString:
         if running and facts:
             return format_html("{} · {}", running, facts)
         return running or facts
-    if latest is None or state not in ("wait", "prioritized", "delayed"):
+    if latest is None or state not in TAB or not TAB[state].will_run:
         return mark_safe("")
     if latest.number is None:
         return format_html("retrying, {}", earlier)

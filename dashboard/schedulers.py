@@ -27,9 +27,9 @@ from dashboard.lookup import int_param, queue_or_404
 from dashboard.permissions import api_permission, page_permission, user_label
 from dashboard.redis import get_client
 from dashboard.views import PAGE_SIZES, _back, _is_htmx, _page, _queue_context
-from queues import inspect
-from queues.keys import QueueRef
+from queues.read import counts
 from queues.read import schedulers as read
+from queues.read.refs import QueueRef
 
 TAB = "schedulers"
 
@@ -48,7 +48,7 @@ def page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     ref = queue_or_404(client, prefix, name)
     page_number, size = _page_params(request)
     listed = read.scheduler_page(client, ref, start=(page_number - 1) * size, size=size)
-    (summary,) = inspect.queue_summaries(client, [ref], metrics_points=0)
+    (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
     context: dict[str, Any] = _queue_context(ref, summary, TAB)
     context.update(
         listed=listed,

@@ -22,9 +22,10 @@ from dashboard.health import looks_stuck
 from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import can_act, can_change, page_permission, read_only, user_label
 from dashboard.redis import get_client
-from queues import inspect
-from queues.inspect import QueueRef
 from queues.keys import InvalidName
+from queues.read import counts, events, lists, states
+from queues.read.job import job_detail
+from queues.read.refs import QueueRef
 from queues.read.workers import worker_counts
 
 PAGE_SIZES = (20, 50, 100, 200)
@@ -88,7 +89,7 @@ def _page(
 
 
 def _queue_context(
-    ref: QueueRef, summary: inspect.QueueSummary, tab: str, workers: int | None = None
+    ref: QueueRef, summary: counts.QueueSummary, tab: str, workers: int | None = None
 ) -> dict[str, Any]:
     """What every tab of a queue shows above its own part; ``workers`` (when
     counted) lets the health say "no workers" rather than "nothing active"."""
@@ -108,7 +109,7 @@ def _queue_context(
 @page_permission()
 def overview(request: HttpRequest) -> HttpResponse:
     client = get_client()
-    summaries = inspect.queue_summaries(client, all_queues(client))
+    summaries = counts.queue_summaries(client, all_queues(client))
     sort = request.GET.get("sort", "name")
     if sort == "failed":
         summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
@@ -120,7 +121,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "rows": presenters.queue_rows(summaries, top=top, workers=workers),
         "spark_scale": charts.scale_words(top),
         "sort": sort,
-        "states": inspect.STATES,
+        "states": states.STATES,
     }
     template = "dashboard/_overview_rows.html" if _is_htmx(request) else "dashboard/overview.html"
     return _page(request, template, context)
@@ -133,15 +134,15 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
     # An hour of per-minute metrics lets an empty tab say what did happen.
-    (summary,) = inspect.queue_summaries(client, [ref], metrics_points=60)
+    (summary,) = counts.queue_summaries(client, [ref], metrics_points=60)
     default_state = "failed" if summary.counts["failed"] else "wait"
     state = request.GET.get("state", default_state)
-    if state not in inspect.STATES:
+    if state not in states.STATES:
         return HttpResponseBadRequest("Unknown state")
     size = int_param(request.GET.get("size"), 50)
     size = size if size in PAGE_SIZES else 50
     page_number = int_param(request.GET.get("page"), 1, lowest=1)
-    jobs = inspect.job_page(client, ref, state, start=(page_number - 1) * size, size=size)
+    jobs = lists.job_page(client, ref, state, start=(page_number - 1) * size, size=size)
     # The counts and the list are two reads: the list's total stands for its tab,
     # so the tab, the bulk buttons and the pager of one answer never disagree.
     summary.counts[state] = jobs.total
@@ -155,6 +156,7 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     selectable = acting and bool(row_actions)
     context.update(
         jobs=jobs,
+        tab_state=states.TAB[state],
         tab_count=jobs.total,
         rows_html=presenters.job_rows_html(jobs, selectable=selectable),
         page_number=page_number,
@@ -186,7 +188,7 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     event_type = shown if shown not in ("", "all") else None
     job_filter = request.GET.get("job", "").strip() or None
     try:
-        page = inspect.events_page(
+        page = events.events_page(
             client,
             ref,
             before=request.GET.get("before") or None,
@@ -197,7 +199,7 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         )
     except InvalidName:
         return HttpResponseBadRequest("Not a stream id")
-    (summary,) = inspect.queue_summaries(client, [ref], metrics_points=0)
+    (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
     context = _queue_context(ref, summary, "events")
     context.update(
         page=page,
@@ -221,7 +223,7 @@ def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
     job_id = job_id_or_404(job_id)
     logs_page = int_param(request.GET.get("logs"), 1, lowest=1)
     full_data = request.GET.get("full") == "1"
-    detail = inspect.job_detail(
+    detail = job_detail(
         client,
         ref,
         job_id,
@@ -237,7 +239,7 @@ def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
         "ref": ref,
         "detail": detail,
         "job": detail.job,
-        "events": inspect.job_events(client, ref, job_id, size=30),
+        "events": events.job_events(client, ref, job_id, size=30),
         "status": presenters.job_status_html(detail, int(time.time() * 1000)),
         "buttons": presenters.job_buttons(job_id, detail.job.name, detail.state, job_actions),
         "progress_label": presenters.progress_label(detail.progress),

@@ -28,10 +28,10 @@ from dashboard.lookup import queue_or_404
 from dashboard.permissions import api_permission, page_permission, user_label
 from dashboard.redis import get_client
 from dashboard.views import _back, _is_htmx, _page, _queue_context
-from queues import inspect
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
-from queues.keys import QueueRef
+from queues.read import counts
 from queues.read.limits import Limits, read_limits
+from queues.read.refs import QueueRef
 from queues.read.workers import ConnectedWorker, queue_workers
 
 # How often the tab asks for its workers again while it is visible (ms).
@@ -146,7 +146,7 @@ def workers_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     if _is_htmx(request):
         context["ref"] = ref
         return _page(request, "dashboard/_workers_live.html", context)
-    (summary,) = inspect.queue_summaries(client, [ref], metrics_points=0)
+    (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
     context.update(_queue_context(ref, summary, "workers"))
     return _page(request, "dashboard/workers.html", context)
 

@@ -32,12 +32,14 @@ from queues.connection import connect, connect_async
 from queues.job import Job
 from queues.keys import DEFAULT_PREFIX
 from queues.queue import Queue
+from queues.read.states import STATES, WAITING_CHILDREN
 from queues.reconnect import Outage
 from queues.worker import UnrecoverableError, Worker
 
 log = logging.getLogger("echomq.demo")
 DemoProcessor = Callable[[Worker, Job], Awaitable[Any]]
-COUNTED_STATES = ("wait", "active", "delayed", "prioritized", "completed", "failed")
+# The demo adds no flows: no job ever waits for children.
+COUNTED_STATES = tuple(name for name in STATES if name != WAITING_CHILDREN.name)
 
 
 class TransientError(Exception):

@@ -43,7 +43,8 @@ from redis.exceptions import RedisError
 from queues import codec
 from queues.connection import is_cluster
 from queues.connection_names import queue_names_of
-from queues.keys import InvalidName, QueueRef, validate_prefix
+from queues.keys import InvalidName, validate_prefix
+from queues.read.refs import QueueRef
 from queues.read.workers import read_client_list
 
 log = logging.getLogger("echomq.discovery")

@@ -37,7 +37,8 @@ from queues import codec, scripts
 from queues.commands.flows import FlowNodeCall, add_flow
 from queues.errors import raise_for_code, raise_refusal
 from queues.job_options import JobOptions, prepare_job
-from queues.keys import DEFAULT_PREFIX, QueueKeys, QueueRef
+from queues.keys import DEFAULT_PREFIX, QueueKeys
+from queues.read.refs import QueueRef
 
 # BullMQ's four parent options: at most one per child.
 PARENT_OPTIONS = (

@@ -8,7 +8,8 @@ which is what lets each transition script run atomically on a cluster.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from queues.read.states import KEY_STATE
 
 DEFAULT_PREFIX = "bull"
 
@@ -126,9 +127,9 @@ class QueueKeys:
 
     def state(self, state: str) -> str:
         """The key holding the jobs of a state (``waiting-children`` included)."""
-        if state not in STATE_KEY_SUFFIX:
+        if state not in KEY_STATE:
             raise InvalidName(f"unknown state {state!r}")
-        return self.base + STATE_KEY_SUFFIX[state]
+        return self.base + state  # a key state's name is its key's suffix
 
     def finished(self, target: str) -> str:
         """``completed`` or ``failed``: the zset a finished job lands in."""
@@ -162,44 +163,3 @@ class QueueKeys:
 
     def repeat_scheduler(self, scheduler_id: str) -> str:
         return self.repeat + ":" + scheduler_id
-
-
-# State name (as shown and as used by BullMQ's getState) -> key suffix.
-STATE_KEY_SUFFIX: dict[str, str] = {
-    "wait": "wait",
-    "paused": "paused",
-    "active": "active",
-    "prioritized": "prioritized",
-    "delayed": "delayed",
-    "completed": "completed",
-    "failed": "failed",
-    "waiting-children": "waiting-children",
-}
-LIST_STATES = frozenset({"wait", "paused", "active"})
-ZSET_STATES = frozenset({"prioritized", "delayed", "completed", "failed", "waiting-children"})
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class QueueRef:
-    """A queue as the dashboard names it: ``<prefix>:<name>``."""
-
-    prefix: str
-    name: str
-
-    def __post_init__(self) -> None:
-        # QueueKeys validates both parts: a bad name never becomes a key.
-        QueueKeys(self.name, self.prefix)
-
-    @property
-    def keys(self) -> QueueKeys:
-        return QueueKeys(self.name, self.prefix)
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.prefix}:{self.name}"
-
-    @classmethod
-    def parse(cls, qualified: str, default_prefix: str = DEFAULT_PREFIX) -> QueueRef:
-        """``"queue"`` or ``"prefix:queue"`` (the prefix may itself contain ':')."""
-        prefix, sep, name = qualified.rpartition(":")
-        return cls(prefix if sep else default_prefix, name)

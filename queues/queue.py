@@ -30,18 +30,10 @@ from queues.errors import (
 )
 from queues.job import Job
 from queues.job_options import JobOptions, PreparedJob, prepare_job, to_json
-from queues.keys import (
-    DEFAULT_PREFIX,
-    LIST_STATES,
-    STATE_KEY_SUFFIX,
-    QueueKeys,
-    validate_job_id,
-)
+from queues.keys import DEFAULT_PREFIX, QueueKeys, validate_job_id
+from queues.read import counts, lists
+from queues.read import job as one_job
 from queues.scripts import ScriptCall
-
-ALL_STATES: tuple[str, ...] = tuple(STATE_KEY_SUFFIX)
-# Ids starting "0:" are markers old BullMQ versions pushed into wait; never jobs.
-_LEGACY_MARKER = "0:"
 
 _CLEAN_BATCH = 1000
 # At most this many jobs, and about this much JSON, per addJobs call of add_bulk.
@@ -59,22 +51,6 @@ def _text(raw: object) -> str:
     if isinstance(raw, bytes):
         return raw.decode("utf-8", errors="replace")
     return str(raw)
-
-
-def _list_windows(lengths: Sequence[int], start: int, stop: int) -> list[tuple[int, int] | None]:
-    """Split the window [start, stop] (Redis LRANGE rules: inclusive, negative
-    counts from the end) of lists read one after the other into one
-    (start, stop) per list, None for a list the window misses."""
-    total = sum(lengths)
-    first = max(start + total if start < 0 else start, 0)
-    last = min(stop + total if stop < 0 else stop, total - 1)
-    windows: list[tuple[int, int] | None] = []
-    offset = 0
-    for length in lengths:
-        low, high = max(first - offset, 0), min(last - offset, length - 1)
-        windows.append((low, high) if low <= high else None)
-        offset += length
-    return windows
 
 
 @dataclass(slots=True)
@@ -181,95 +157,31 @@ class Queue:
 
     # -- reading -----------------------------------------------------------
 
+    # Every getter reads through the read model (queues.read), like the dashboard.
+
     def get_job(self, job_id: str) -> Job | None:
-        validate_job_id(job_id)
-        raw = self._redis.hgetall(self.keys.job(job_id))
-        return Job.from_hash(job_id, raw) if raw else None
+        return one_job.load_job(self.connection, self.keys, job_id)
 
     def get_state(self, job_id: str) -> str | None:
         """The state holding the job ("unknown" when in none), None if it is gone."""
-        validate_job_id(job_id)
-        pipe = self._pipeline()
-        pipe.exists(self.keys.job(job_id))
-        for state in ALL_STATES:
-            if state in LIST_STATES:
-                pipe.lpos(self.keys.state(state), job_id)
-            else:
-                pipe.zscore(self.keys.state(state), job_id)
-        exists, *found = pipe.execute()
-        for state, hit in zip(ALL_STATES, found, strict=True):
-            if hit is not None:
-                return state
-        return "unknown" if exists else None
+        return one_job.state_of(self.connection, self.keys, job_id)
 
     def get_counts(self, *states: str) -> dict[str, int]:
         """Jobs per state in one round trip; "wait" counts the wait and paused
         lists together (a 5.x paused queue keeps its ready jobs in paused)."""
-        wanted = states or ALL_STATES
-        pipe = self._pipeline()
-        for state in wanted:
-            key = self.keys.state(state)  # raises InvalidName for unknown states
-            if state in LIST_STATES:
-                pipe.llen(key)
-            else:
-                pipe.zcard(key)
-            if state == "wait":
-                pipe.llen(self.keys.paused)
-        results = iter(pipe.execute())
-        return {
-            state: next(results) + (next(results) if state == "wait" else 0) for state in wanted
-        }
+        return counts.state_counts(self.connection, self.keys, states)
 
     def get_jobs(self, state: str, start: int = 0, stop: int = -1) -> list[Job]:
         """Jobs of a state, newest first; ``start``/``stop`` as in LRANGE."""
-        key = self.keys.state(state)
-        if state == "wait":
-            ids = self._ready_ids(start, stop)
-        elif state in LIST_STATES:
-            ids = self._redis.lrange(key, start, stop)
-        else:
-            ids = self._redis.zrevrange(key, start, stop)
-        texts = (_text(job_id) for job_id in ids)
-        return self._load_jobs(
-            [job_id for job_id in texts if not job_id.startswith(_LEGACY_MARKER)]
-        )
-
-    def _ready_ids(self, start: int, stop: int) -> list[bytes | str]:
-        # "wait" shows the wait list followed by the paused list, as one list.
-        pipe = self._pipeline()
-        pipe.llen(self.keys.wait)
-        pipe.llen(self.keys.paused)
-        windows = _list_windows(pipe.execute(), start, stop)
-        pipe = self._pipeline()
-        for key, window in zip((self.keys.wait, self.keys.paused), windows, strict=True):
-            if window is not None:
-                pipe.lrange(key, *window)
-        return [job_id for chunk in pipe.execute() for job_id in chunk]
-
-    def _load_jobs(self, ids: Sequence[str]) -> list[Job]:
-        if not ids:
-            return []
-        pipe = self._pipeline()
-        for job_id in ids:
-            pipe.hgetall(self.keys.base + job_id)
-        # A job removed between the two round trips is left out, not shown empty.
-        return [
-            Job.from_hash(job_id, raw)
-            for job_id, raw in zip(ids, pipe.execute(), strict=True)
-            if raw
-        ]
+        _, members = lists.state_window(self.connection, self.keys, state, start, stop)
+        return one_job.load_jobs(self.connection, self.keys, [job_id for job_id, _ in members])
 
     def is_paused(self) -> bool:
-        return bool(self._redis.hexists(self.keys.meta, "paused"))
+        return counts.is_paused(self.connection, self.keys)
 
     def get_logs(self, job_id: str, start: int = 0, stop: int = -1) -> tuple[list[str], int]:
         """A window of the job's log lines and how many lines it has."""
-        validate_job_id(job_id)
-        pipe = self._pipeline()
-        pipe.lrange(self.keys.logs(job_id), start, stop)
-        pipe.llen(self.keys.logs(job_id))
-        lines, total = pipe.execute()
-        return [codec.text(line) or "" for line in lines], int(total)
+        return one_job.job_logs(self.connection, self.keys, job_id, start, stop)
 
     # -- admin actions: one script each; wrong state -> JobNotInState, gone ->
     # JobNotExist, keys broken -> JobBroken, a queue key of the wrong type ->

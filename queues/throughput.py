@@ -1,6 +1,6 @@
 """What a queue finished lately, decoded from the replies of ``queueCounts``.
 
-Two sources, read in the same script call as the counts (``queues.inspect``):
+Two sources, read in the same script call as the counts (``queues.read.counts``):
 
 - **Metrics**, kept by workers that enable them (BullMQ's encoding, PROTOCOL.md
   "Metrics"): a list of per-minute counts, newest first, that grows only when a

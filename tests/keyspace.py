@@ -12,7 +12,8 @@ from typing import Any
 
 from redis import Redis
 
-from queues.keys import LIST_STATES, STATE_KEY_SUFFIX, QueueKeys
+from queues.keys import QueueKeys
+from queues.read.states import KEY_STATES
 
 
 def snapshot(client: Redis) -> dict[bytes, bytes]:
@@ -25,10 +26,10 @@ def placement(client: Redis, keys: QueueKeys) -> dict[str, list[str]]:
     read from all eight state structures, whatever their type."""
     found: dict[str, list[str]] = defaultdict(list)
     raw: Any = client
-    for state, suffix in STATE_KEY_SUFFIX.items():
-        key = keys.base + suffix
+    for state in KEY_STATES:
+        key = keys.state(state.name)
         kind = raw.type(key)
-        if state in LIST_STATES and kind == b"list":
+        if state.is_list and kind == b"list":
             members = raw.lrange(key, 0, -1)
         elif kind == b"zset":
             members = raw.zrange(key, 0, -1)
@@ -37,7 +38,7 @@ def placement(client: Redis, keys: QueueKeys) -> dict[str, list[str]]:
         for member in members:
             job_id = member.decode()
             if not job_id.startswith("0:"):
-                found[job_id].append(state)
+                found[job_id].append(state.name)
     return dict(found)
 
 

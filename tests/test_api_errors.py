@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 from redis import Redis
 
-from queues.inspect import QueueRef
 from queues.queue import Queue
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job, seed_jobs
 
 KEYS = QueueRef("bull", "emails").keys
@@ -117,12 +117,12 @@ def test_unknown_paths_elsewhere_stay_pages(actor: Any) -> None:
 
 
 def test_a_crash_under_the_api_is_a_json_500(actor: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from queues import inspect
+    from queues.read import counts
 
     def crash(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(inspect, "queue_summaries", crash)
+    monkeypatch.setattr(counts, "queue_summaries", crash)
     actor.raise_request_exception = False
     assert_api_error(actor.get("/api/queues/"), 500, "server_error")
     page = actor.get("/")

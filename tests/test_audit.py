@@ -14,8 +14,8 @@ from django.utils import timezone
 from redis import Redis
 
 from dashboard.models import AuditEntry
-from queues.inspect import QueueRef
 from queues.queue import Queue
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job, seed_jobs
 
 KEYS = QueueRef("bull", "emails").keys

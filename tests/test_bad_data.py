@@ -12,7 +12,8 @@ import pytest
 from redis import Redis
 
 from dashboard.converters import SegmentConverter
-from queues.inspect import STATES, QueueRef
+from queues.read.refs import QueueRef
+from queues.read.states import STATES
 from tests.dashboard_seed import seed_events, seed_job
 
 KEYS = QueueRef("bull", "emails").keys

@@ -20,8 +20,8 @@ from queues.connection import connect, connect_async
 from queues.connection_names import queue_name_forms
 from queues.events import QueueEvents
 from queues.job import Job
-from queues.keys import QueueRef
 from queues.queue import Queue
+from queues.read.refs import QueueRef
 from queues.read.workers import queue_workers, read_client_list
 from tests.test_crash import LOCK_MS, attempts, started_by, wait_for, worker_processes
 from tests.worker_helpers import running, until

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from queues import codec
-from queues.job import Job
+from queues.read.decode import job_from_hash
 
 
 @pytest.mark.parametrize(
@@ -22,7 +22,7 @@ def test_failure_reasons_are_shown_as_written_or_unquoted(raw: bytes | None, sho
 
 
 def test_a_hash_of_garbage_still_gives_a_job() -> None:
-    job = Job.from_hash(
+    job = job_from_hash(
         "7",
         {
             b"name": b"<script>x</script>",

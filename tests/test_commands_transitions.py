@@ -6,7 +6,6 @@ import msgpack
 import pytest
 
 from queues.commands import transitions as t
-from queues.errors import JobLockNotExist
 from queues.keys import QueueKeys
 
 KEYS = QueueKeys("mail", prefix="{bull}")
@@ -163,18 +162,3 @@ def test_builders_refuse_bad_values_before_redis() -> None:
         t.move_to_delayed(KEYS, "1", token="x", now_ms=1, delay_ms=-1)
     with pytest.raises(ValueError, match="job id"):
         t.extend_lock(KEYS, "a:b", token="x", lock_duration_ms=10)
-
-
-def test_decode_fetched_shapes() -> None:
-    job = t.decode_fetched([[b"name", b"n", b"ats", b"1", b"opts", b"{}"], b"5", 0, 0])
-    assert job.job_id == "5"
-    assert job.job is not None
-    assert (job.job.name, job.job.attempts_started) == ("n", 1)
-    assert job.next_delayed_due_ms is None
-    limited = t.decode_fetched([0, 0, 750, 0])
-    assert (limited.job, limited.rate_limit_ms, limited.next_delayed_due_ms) == (None, 750, None)
-    waiting = t.decode_fetched([0, 0, 0, 1_700_000_000_500])
-    assert (waiting.job_id, waiting.next_delayed_due_ms) == (None, 1_700_000_000_500)
-    assert t.decode_fetched(0) == t.Fetched(None, None)
-    with pytest.raises(JobLockNotExist):
-        t.decode_fetched(-2, command="moveToFinished", job_id="5")

@@ -12,8 +12,8 @@ import pytest
 from django.db import connections
 from redis import Redis
 
-from queues.inspect import QueueRef
 from queues.queue import Queue
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
 
 KEYS = QueueRef("bull", "emails").keys

@@ -13,7 +13,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from queues import discovery
 from queues.connection import connect
-from queues.keys import QueueRef
+from queues.read.refs import QueueRef
 
 
 @pytest.fixture(autouse=True)

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis import Redis
 
-from queues.inspect import QueueRef
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
 
 KEYS = QueueRef("bull", "emails").keys

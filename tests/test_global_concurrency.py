@@ -15,9 +15,9 @@ from redis.exceptions import ResponseError
 
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, set_global_concurrency
 from queues.errors import CorruptKey
-from queues.keys import QueueRef
 from queues.queue import Queue
 from queues.read.limits import read_limits
+from queues.read.refs import QueueRef
 from queues.scripts import run
 from tests.worker_helpers import until
 

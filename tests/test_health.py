@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from dashboard.health import Health, low_end, percent, queue_health
-from queues.inspect import STATES, QueueRef, QueueSummary
+from queues.read.counts import QueueSummary
+from queues.read.refs import QueueRef
+from queues.read.states import STATES
 from queues.throughput import RecentFinishes
 
 

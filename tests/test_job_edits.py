@@ -14,8 +14,8 @@ from django.test import Client
 from redis import Redis
 
 from dashboard.models import AuditEntry
-from queues.inspect import QueueRef
 from queues.queue import Queue
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import now_ms, seed_job, seed_metrics
 from tests.test_out_of_memory import redis_full
 from tests.test_update_data import snapshot

@@ -47,7 +47,9 @@ from schemathesis.specs.openapi.checks import (
 from dashboard import permissions
 from dashboard.openapi import OPERATIONS
 from queues import discovery
-from queues.inspect import DATA_DISPLAY_LIMIT, STATES, QueueRef
+from queues.read.job import DATA_DISPLAY_LIMIT
+from queues.read.refs import QueueRef
+from queues.read.states import STATES
 from queues.schedulers import JobSchedulers, Repeat
 from tests.dashboard_seed import now_ms, seed_events, seed_job, seed_metrics
 from tests.e2e.server import free_port

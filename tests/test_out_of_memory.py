@@ -23,9 +23,10 @@ from dashboard import actions
 from dashboard.models import AuditEntry
 from queues import scripts
 from queues.commands import transitions as t
-from queues.inspect import QueueRef, queue_summaries
 from queues.job import Job
 from queues.queue import BulkStopped, Queue, now_ms
+from queues.read.counts import queue_summaries
+from queues.read.refs import QueueRef
 from tests.keyspace import snapshot, states_of
 from tests.test_queue_admin import activate, finish
 from tests.worker_helpers import running, until

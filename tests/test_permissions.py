@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from queues.inspect import QueueRef
 from queues.queue import Queue
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
 
 KEYS = QueueRef("bull", "emails").keys

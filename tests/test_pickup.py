@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from queues.errors import JobLockNotExist
-from queues.job import Job
-from queues.pickup import decode_answer, job_from_fields
+from queues.pickup import decode_answer
+from queues.read.decode import _careful, job_from_pairs
 
 FRESH = [
     b"name", b"send", b"data", b'{"to":"a@example.com","n":[1,2]}',
@@ -34,11 +34,11 @@ def _as_hash(flat: list[bytes]) -> dict[bytes, bytes]:
 
 @pytest.mark.parametrize("flat", [FRESH, RETRIED, *ODD])
 def test_the_fast_decoder_agrees_with_the_tolerant_one(flat: list[bytes]) -> None:
-    assert job_from_fields("42", flat) == Job.from_hash("42", _as_hash(flat))
+    assert job_from_pairs("42", flat) == _careful("42", _as_hash(flat))
 
 
 def test_a_fresh_job_is_decoded_with_what_the_processor_needs() -> None:
-    job = job_from_fields("42", RETRIED)
+    job = job_from_pairs("42", RETRIED)
     assert job.data == {"to": "a@example.com", "n": [1, 2]}
     assert job.attempts == 3
     assert job.attempts_made == 2

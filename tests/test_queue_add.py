@@ -10,7 +10,8 @@ from redis import Redis
 
 from queues.errors import ParentJobNotExist
 from queues.job_options import InvalidJobOptions
-from queues.queue import Queue, _list_windows
+from queues.queue import Queue
+from queues.read.lists import list_windows
 from tests.queue_helpers import stream_events as events
 
 PRIORITY_SHIFT = 2**32
@@ -256,4 +257,4 @@ def test_get_state_and_get_job(redis_client: Redis, queue: Queue) -> None:
 def test_list_windows(
     lengths: tuple[int, int], start: int, stop: int, expected: list[tuple[int, int] | None]
 ) -> None:
-    assert _list_windows(lengths, start, stop) == expected
+    assert list_windows(lengths, start, stop) == expected

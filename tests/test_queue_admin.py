@@ -13,6 +13,7 @@ from queues import scripts
 from queues.commands import transitions as t
 from queues.connection import connect
 from queues.errors import JobBelongsToJobScheduler, JobNotExist, JobNotInState, SkippedJob
+from queues.pickup import decode_answer
 from queues.queue import BulkResult, Queue, now_ms
 from tests.queue_helpers import stream_events as events
 
@@ -188,7 +189,7 @@ def test_worker_finish_after_admin_fail_or_remove_is_refused(
 ) -> None:
     job_id = queue.add("a")
     pickup = t.move_to_active(queue.keys, token="tok", lock_duration_ms=30_000, now_ms=now_ms())
-    assert t.decode_fetched(scripts.run(redis_client, pickup)).job_id == job_id
+    assert decode_answer(scripts.run(redis_client, pickup), "moveToActive").job_id == job_id
 
     if action == "fail":
         queue.fail(job_id, "cancelled by admin")

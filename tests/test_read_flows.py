@@ -10,9 +10,10 @@ import pytest
 from redis import Redis
 
 from queues.flow import FlowJob, FlowProducer
-from queues.keys import QueueKeys, QueueRef
+from queues.keys import QueueKeys
 from queues.read import flows
 from queues.read.flows import JobNotInKeyspace, children_page, read_flow
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
 
 ORDERS, ITEMS = QueueRef("bull", "orders"), QueueRef("bull", "items")

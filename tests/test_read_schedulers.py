@@ -11,7 +11,7 @@ import msgpack
 import pytest
 from redis import Redis
 
-from queues.keys import QueueRef
+from queues.read.refs import QueueRef
 from queues.read.schedulers import (
     JOB_SCHEDULER,
     LEGACY_REPEATABLE,

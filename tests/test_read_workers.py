@@ -17,7 +17,7 @@ from redis import Redis
 from queues.connection import connect
 from queues.connection_names import queue_name_forms
 from queues.job import Job
-from queues.keys import QueueRef
+from queues.read.refs import QueueRef
 from queues.read.workers import (
     parse_client_list,
     queue_workers,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from redis import Redis
 
-from queues import inspect
-from queues.inspect import QueueRef
+from queues.read import counts
+from queues.read.refs import QueueRef
 from queues.throughput import MINUTE_MS, RecentFinishes, Windows
 from tests.dashboard_seed import seed_job, seed_metrics
 
@@ -16,8 +16,8 @@ KEYS = REF.keys
 NOW = 29_000_000 * MINUTE_MS + 30_000
 
 
-def read(client: Redis, now: int = NOW, points: int = 30) -> inspect.QueueSummary:
-    (summary,) = inspect.queue_summaries(client, [REF], metrics_points=points, now_ms=now)
+def read(client: Redis, now: int = NOW, points: int = 30) -> counts.QueueSummary:
+    (summary,) = counts.queue_summaries(client, [REF], metrics_points=points, now_ms=now)
     return summary
 
 

@@ -12,6 +12,7 @@ from queues.commands import transitions as tr
 from queues.commands.transitions import Fetched, RateLimit
 from queues.connection import connect
 from queues.keys import QueueKeys
+from queues.pickup import decode_answer
 from tests.transition_helpers import (
     LOCK_MS,
     NOW,
@@ -308,7 +309,7 @@ def test_a_job_lifecycle_runs_on_a_redis_cluster_with_a_hash_tag_prefix(cluster_
         assert nxt.job_id == "2"
         answer = finish(client, keys, "2", fetch_next=True, options=options)
         # The promoted job was LPUSHed: 3, already waiting, runs first.
-        assert tr.decode_fetched(answer).job_id == "3"
+        assert decode_answer(answer, "moveToActive").job_id == "3"
         client.delete(keys.lock("3"))
         stalled = tr.move_stalled_jobs_to_wait(
             keys, max_stalled_count=1, now_ms=NOW, stalled_interval_ms=1

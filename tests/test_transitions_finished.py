@@ -9,6 +9,7 @@ from redis import Redis
 from queues import scripts
 from queues.commands import transitions as t
 from queues.keys import QueueKeys
+from queues.pickup import decode_answer
 from queues.queue import Queue
 from tests.transition_helpers import (
     NOW,
@@ -276,7 +277,7 @@ def test_fetch_next_returns_the_next_job_like_move_to_active(
     _active(redis_client, keys, "1")
     seed_job(redis_client, keys, "2")
     raw = finish(redis_client, keys, "1", fetch_next=True, options=finish_options(worker_name="w"))
-    got = t.decode_fetched(raw)
+    got = decode_answer(raw, "moveToFinished")
     assert got.job_id == "2"
     assert got.job is not None
     assert got.job.processed_by == "w"
@@ -290,7 +291,7 @@ def test_fetch_next_with_nothing_ready_reports_drained_and_the_next_due(
 ) -> None:
     _active(redis_client, keys, "1")
     seed_job(redis_client, keys, "d", state="delayed", due_ms=NOW + 700)
-    got = t.decode_fetched(finish(redis_client, keys, "1", fetch_next=True))
+    got = decode_answer(finish(redis_client, keys, "1", fetch_next=True), "moveToFinished")
     assert (got.job, got.next_delayed_due_ms) == (None, NOW + 700)
     assert event_names(redis_client, keys) == [("completed", "1"), ("drained", None)]
 
@@ -302,7 +303,9 @@ def test_fetch_next_while_rate_limited_answers_the_ttl(
     seed_job(redis_client, keys, "2")
     redis_client.set(keys.limiter, "1", px=4000)
     options = finish_options(limiter=t.RateLimit(max=1, duration_ms=4000))
-    got = t.decode_fetched(finish(redis_client, keys, "1", fetch_next=True, options=options))
+    got = decode_answer(
+        finish(redis_client, keys, "1", fetch_next=True, options=options), "moveToFinished"
+    )
     assert got.job is None
     assert 3000 < got.rate_limit_ms <= 4000
     assert lrange(redis_client, keys.wait) == ["2"]
@@ -378,7 +381,7 @@ def test_fail_parent_on_failure_defers_the_parents_failure_to_its_pickup(
     assert field(redis_client, parents, "p", "defa") == reason
     # The parent's pick-up carries the failure out instead of running it.
     call = t.move_to_active(parents, token="w", lock_duration_ms=1000, now_ms=NOW)
-    assert t.decode_fetched(scripts.run(redis_client, call)).job is None
+    assert decode_answer(scripts.run(redis_client, call), "moveToFinished").job is None
     assert redis_client.zscore(parents.failed, "p") == NOW
     assert field(redis_client, parents, "p", "failedReason") == reason
 

@@ -12,7 +12,9 @@ from django.test.utils import CaptureQueriesContext
 from redis import Redis
 
 from dashboard.charts import minute_label, queue_chart
-from queues.inspect import STATES, QueueRef, QueueSummary
+from queues.read.counts import QueueSummary
+from queues.read.refs import QueueRef
+from queues.read.states import STATES
 from queues.throughput import MINUTE_MS
 from tests.dashboard_seed import now_ms, seed_job, seed_metrics
 

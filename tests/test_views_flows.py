@@ -14,7 +14,7 @@ from django.urls import reverse
 from redis import Redis
 
 from queues.flow import FlowJob, FlowProducer
-from queues.keys import QueueRef
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
 
 ORDERS, ITEMS = QueueRef("bull", "orders"), QueueRef("bull", "items")

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Permission, User
 from redis import Redis
 
 from dashboard.http import MAX_WAITING_LOGINS, ThreadedDjangoHTTP, checks_password, wsgi_environ
-from queues.inspect import QueueRef
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
 
 

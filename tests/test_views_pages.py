@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from queues.inspect import QueueRef
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_events, seed_job, seed_jobs
 
 KEYS = QueueRef("bull", "emails").keys

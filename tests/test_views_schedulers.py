@@ -12,8 +12,8 @@ import pytest
 from redis import Redis
 
 from dashboard.models import AuditEntry
-from queues.inspect import QueueRef
 from queues.queue import Queue
+from queues.read.refs import QueueRef
 from queues.schedulers import JobSchedulers, Repeat
 
 REF = QueueRef("bull", "emails")

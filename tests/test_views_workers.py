@@ -21,7 +21,7 @@ from dashboard.models import AuditEntry
 from dashboard.redis import get_client
 from queues import discovery
 from queues.connection_names import queue_name_forms
-from queues.keys import QueueRef
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
 
 EMAILS = QueueRef("bull", "emails")

@@ -12,6 +12,7 @@ from queues import scripts
 from queues.commands import transitions as t
 from queues.events import Event
 from queues.keys import QueueKeys
+from queues.pickup import decode_answer
 
 NOW = 1_700_000_000_000  # a fixed "now" keeps scores and timestamps exact
 TOKEN = "token-1"
@@ -93,7 +94,7 @@ def fetch(
             limiter=limiter,
         ),
     )
-    return t.decode_fetched(raw)
+    return decode_answer(raw, "moveToActive")
 
 
 def finish_options(**overrides: Any) -> t.FinishOptions:

@@ -99,16 +99,11 @@ from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Inbox, Message
 from dashboard.live.hub import OUTAGE_ERRORS, get_hub
 from dashboard.live.outbox import STALL_CLOSE_S, Outbox
-from dashboard.live.streams import (
-    EventPayload,
-    Replay,
-    newest_id,
-    parse_stream_id,
-    replay_after,
-)
+from dashboard.live.streams import EventPayload, Replay, replay_after
 from dashboard.lookup import served_queues_async
-from queues.inspect import QueueRef
 from queues.keys import InvalidName, validate_job_id
+from queues.read.refs import QueueRef
+from queues.read.stream import newest_id, parse_stream_id
 
 log = logging.getLogger("echomq.live")
 

@@ -40,7 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dashboard.live.streams import EventPayload, parse_stream_id
+from dashboard.live.streams import EventPayload
+from queues.read.stream import parse_stream_id
 
 # Messages (batches, gaps) a socket may leave waiting before it misses some:
 # at 50 batches a second on a busy queue, about 5 s of them.

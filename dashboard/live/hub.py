@@ -58,12 +58,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Message, Subscriber
-from dashboard.live.streams import EventPayload, newest_id, payload, was_trimmed
+from dashboard.live.streams import EventPayload, payload
 from dashboard.redis import redis_url
 from queues import codec
 from queues.connection import connect_async, split_cluster_flag
 from queues.events import Event
-from queues.inspect import QueueRef
+from queues.read.refs import QueueRef
+from queues.read.stream import newest_id, was_trimmed
 
 log = logging.getLogger("echomq.live")
 T = TypeVar("T")

@@ -11,7 +11,9 @@ from django.urls import reverse
 
 from dashboard import conf, formatting, presenters
 from queues import codec
-from queues.inspect import QueueRef
+from queues.read.failures import first_line
+from queues.read.refs import QueueRef
+from queues.read.states import EVENT_TONES
 
 register = template.Library()
 
@@ -80,22 +82,6 @@ def get(mapping: dict[str, Any], key: str) -> Any:
     return mapping.get(key)
 
 
-# The event that leads to each state shares its colour.
-EVENT_STATE = {
-    "added": "wait",
-    "waiting": "wait",
-    "delayed": "delayed",
-    "active": "active",
-    "progress": "active",
-    "completed": "completed",
-    "failed": "failed",
-    "retries-exhausted": "failed",
-    "stalled": "active",
-    "waiting-children": "waiting-children",
-    "paused": "paused",
-}
-
-
 @register.filter
 def state_label(state: str | None) -> str:
     return presenters.STATE_LABELS.get(state or "", state or "unknown")
@@ -103,15 +89,14 @@ def state_label(state: str | None) -> str:
 
 @register.filter
 def event_state(event: str) -> str:
-    return EVENT_STATE.get(event, "other")
+    return EVENT_TONES.get(event, "other")
 
 
 @register.filter
 def event_detail(fields: dict[str, str]) -> str:
     """The one short detail worth a glance: reason, due time, progress, previous state."""
     if "failedReason" in fields:
-        reason = codec.failure_reason(fields["failedReason"]) or ""
-        return (reason.strip().splitlines() or [""])[0][:200]
+        return first_line(codec.failure_reason(fields["failedReason"]), 200)
     if "delay" in fields:
         due = fields["delay"]
         return f"until {presenters.exact_time(int(due))}" if due.isdigit() else due

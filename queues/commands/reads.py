@@ -1,4 +1,4 @@
-"""Builders for the read-only scripts behind the read model (``queues.inspect``)."""
+"""Builders for the read-only scripts behind the read model (``queues.read``)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from collections.abc import Sequence
 
 from queues import scripts, throughput
 from queues.keys import QueueKeys
+from queues.read.states import COUNTED_KEYS
 
-# Replies per queue from queueCounts: 9 integers, then throughput.REPLIES if asked.
-COUNT_REPLIES = 9
+# Replies per queue from queueCounts: the length of every counted key and the
+# paused flag, then throughput.REPLIES if asked.
+COUNT_REPLIES = len(COUNTED_KEYS) + 1
 
 
 def queue_counts(

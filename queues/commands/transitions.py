@@ -5,8 +5,8 @@ Each function returns a :class:`~queues.scripts.ScriptCall` for one script of
 msgpack-packed (the Lua side unpacks them with ``cmsgpack``), so their key
 names (``token``, ``lockDuration``, ``keepJobs`` ...) are part of the protocol.
 
-``decode_fetched`` turns the shared answer of moveToActive and of
-moveToFinished-with-fetch-next into a :class:`Fetched`.
+The shared answer of moveToActive and of moveToFinished-with-fetch-next is
+decoded into a :class:`Fetched` by ``queues.pickup.decode_answer``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Literal
 import msgpack
 
 from queues import codec, scripts
-from queues.errors import SkippedJob, decode_skipped, raise_for_code
+from queues.errors import SkippedJob, decode_skipped
 from queues.job import Job
 from queues.keys import QueueKeys, validate_job_id
 from queues.scripts import ScriptCall
@@ -381,23 +381,3 @@ def extend_lock(keys: QueueKeys, job_id: str, *, token: str, lock_duration_ms: i
         (keys.lock(job_id), keys.stalled),
         (token, lock_duration_ms, job_id),
     )
-
-
-def decode_fetched(
-    result: Any, *, command: str = "moveToActive", job_id: str | None = None
-) -> Fetched:
-    """Decode ``{fields, id, rate_limit_ms, next_delayed_due_ms, broken}`` (or
-    the bare ``0`` moveToFinished answers when it fetched nothing). A closed
-    error code or a broken-job answer raises its :mod:`queues.errors` exception."""
-    raise_for_code(result, command, job_id)
-    if not isinstance(result, list | tuple) or len(result) < 4:
-        return Fetched(None, None)
-    raw_fields, raw_id, raw_limit, raw_due = result[0], result[1], result[2], result[3]
-    rate_limit_ms = codec.integer(raw_limit, 0) or 0
-    due = codec.integer(raw_due, 0) or 0
-    broken = tuple(decode_skipped(result[4])) if len(result) > 4 else ()
-    if isinstance(raw_fields, list) and raw_id not in (0, None):
-        fetched_id = codec.text(raw_id) or ""
-        pairs = dict(zip(raw_fields[0::2], raw_fields[1::2], strict=False))
-        return Fetched(Job.from_hash(fetched_id, pairs), fetched_id, rate_limit_ms, None, broken)
-    return Fetched(None, None, rate_limit_ms, due if due > 0 else None, broken)

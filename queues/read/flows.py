@@ -33,7 +33,8 @@ from redis import Redis
 from redis.exceptions import ResponseError
 
 from queues import codec
-from queues.keys import InvalidName, QueueKeys, QueueRef, validate_job_id
+from queues.keys import InvalidName, QueueKeys, validate_job_id
+from queues.read.refs import QueueRef
 
 MAX_DEPTH = 10
 PAGE_SIZE = 50

@@ -27,7 +27,7 @@ from redis import Redis
 from redis.exceptions import ResponseError
 
 from queues import codec
-from queues.keys import QueueRef
+from queues.read.refs import QueueRef
 
 # A finite decimal number, as Lua's tonumber reads it in the workers' scripts
 # (spaces around it and exponents included; "inf", "nan" are no number, and

@@ -27,7 +27,8 @@ from croniter import croniter
 from redis import Redis
 
 from queues import codec
-from queues.keys import QueueRef, is_scheduler_run_id
+from queues.keys import is_scheduler_run_id
+from queues.read.refs import QueueRef
 from queues.schedulers import is_legacy_repeat_key
 
 MAX_PAGE_SIZE = 500

@@ -28,7 +28,7 @@ from redis.exceptions import ResponseError
 
 from queues.connection import is_cluster
 from queues.connection_names import match_worker, queue_name_forms
-from queues.keys import QueueRef
+from queues.read.refs import QueueRef
 
 
 @dataclass(frozen=True, slots=True)

@@ -526,7 +526,7 @@
   var newWhilePaused = 0, sampled = 0, controls = null, renderedSince = null;
   var recent = [];
   var drawBudget = rowsPerUpdate, budgetAt = Date.now();
-  // The filter: one event ("failed"), "all", or "" for state changes only: every
+  // The filter: one event's name, "all", or "" for state changes only: every
   // event but the quiet ones the server lists (dashboard/views.py QUIET_EVENTS).
   var filterType = "", filterJob = "", quiet = {}, jobUrl = "";
   function readFilter(table) {

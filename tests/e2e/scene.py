@@ -24,8 +24,8 @@ from typing import Any
 from playwright.sync_api import Browser, Page, expect
 from redis import Redis
 
-from queues.inspect import QueueRef
 from queues.keys import QueueKeys
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import now_ms, seed_metrics
 from tests.e2e.conftest import Processes, wait_live
 

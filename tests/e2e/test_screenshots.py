@@ -23,7 +23,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from queues.connection import connect
-from queues.inspect import QueueRef
+from queues.read.refs import QueueRef
 from tests.dashboard_seed import now_ms, seed_metrics
 from tests.e2e.conftest import wait_live
 from tests.e2e.scene import PAGE_KINDS, Scene, page_path, visit

@@ -14,7 +14,7 @@ from typing import Any
 from playwright.sync_api import Browser, Page, expect
 
 from queues.connection import connect
-from queues.keys import QueueRef
+from queues.read.refs import QueueRef
 from tests.e2e.conftest import Processes, wait_live
 from tests.e2e.server import DashboardServer, terminate
 from tests.e2e.test_screenshots import LOOKS
