@@ -34,11 +34,12 @@ from queues import codec, errors
 from queues.job_options import MAX_PRIORITY, InvalidJobOptions, to_json
 from queues.queue import Queue
 from queues.read.refs import QueueRef
+from queues.read.states import TAB, TABS
 
 EDIT_ACTIONS = ("edit_data", "duplicate", "add")
 # The states (as the pages name them) a job's data may be edited in: no
 # worker holds it and it has not completed. updateData-8.lua enforces it.
-EDITABLE_STATES = ("wait", "prioritized", "delayed", "failed")
+EDITABLE_STATES = tuple(tab.name for tab in TABS if not tab.not_editable)
 # The options a person gives a job added by hand (BullMQ's names). Others,
 # a parent above all, could make the add write outside the queue.
 ADD_OPTIONS = (
@@ -279,13 +280,6 @@ def _record_refusal(
     _audit(user, result, job_id, f"changed=0 refused:{refusal.code}", job=job_id)
 
 
-_NOT_EDITABLE = {
-    "active": "a worker took it (it is active now)",
-    "completed": "it has completed",
-    "waiting-children": "it is waiting for its children",
-}
-
-
 def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
     if isinstance(error, errors.JobNotExist):
         return ChangeRefused(
@@ -299,7 +293,12 @@ def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
         )
     if isinstance(error, errors.ScriptError):
         state = queue.get_state(job_id) or "gone"
-        why = _NOT_EDITABLE.get(state, f"it is in no state it can be edited in ({state})")
+        tab = TAB.get(state)
+        why = (
+            tab.not_editable
+            if tab and tab.not_editable
+            else f"it is in no state it can be edited in ({state})"
+        )
         return ChangeRefused(
             f"Job {job_id}'s data was not changed: {why}. Only waiting, prioritized, "
             "delayed and failed jobs can be edited.",

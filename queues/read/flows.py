@@ -35,6 +35,7 @@ from redis.exceptions import ResponseError
 from queues import codec
 from queues.keys import InvalidName, QueueKeys, validate_job_id
 from queues.read.refs import QueueRef
+from queues.read.states import KEY_STATES
 
 MAX_DEPTH = 10
 PAGE_SIZE = 50
@@ -50,7 +51,7 @@ _NODE_FIELDS = (
     "parentKey",
     "parent",
 )
-_ZSET_STATES = ("prioritized", "delayed", "completed", "failed", "waiting-children")
+_ZSET_STATES = tuple(key.name for key in KEY_STATES if not key.is_list)
 # The parent's keys holding children, in the order a page lists them: failed
 # ones first (what the on-call engineer looks for), then the pending, the
 # completed. (suffix, Redis type, scan command, what a child there is.)

@@ -55,6 +55,10 @@ class Tab:
     shows_reason: bool = False
     # The single-job actions its jobs can take (the scripts' start states).
     actions: tuple[str, ...] = ("remove",)
+    # Why a person may not edit its jobs' data (a worker holds them, or they
+    # are done); "" when they may: no worker has the job and it has not
+    # completed (updateData-8.lua enforces the same).
+    not_editable: str = ""
 
     @property
     def tone(self) -> str:
@@ -109,9 +113,29 @@ TABS: tuple[Tab, ...] = (
         actions=_UNFINISHED,
     ),
     Tab("delayed", "delayed", (DELAYED,), "due", will_run=True, actions=("promote", *_UNFINISHED)),
-    Tab("active", "active", (ACTIVE,), "created", actions=_UNFINISHED),
-    Tab("waiting-children", "waiting children", (WAITING_CHILDREN,), "created"),
-    Tab("completed", "completed", (COMPLETED,), "finished", actions=_FINISHED),
+    Tab(
+        "active",
+        "active",
+        (ACTIVE,),
+        "created",
+        actions=_UNFINISHED,
+        not_editable="a worker took it (it is active now)",
+    ),
+    Tab(
+        "waiting-children",
+        "waiting children",
+        (WAITING_CHILDREN,),
+        "created",
+        not_editable="it is waiting for its children",
+    ),
+    Tab(
+        "completed",
+        "completed",
+        (COMPLETED,),
+        "finished",
+        actions=_FINISHED,
+        not_editable="it has completed",
+    ),
     Tab("failed", "failed", (FAILED,), "finished", shows_reason=True, actions=_FINISHED),
 )
 TAB: dict[str, Tab] = {tab.name: tab for tab in TABS}
