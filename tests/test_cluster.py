@@ -215,12 +215,12 @@ async def test_workers_connected_to_any_node_are_listed_with_their_node(
                 assert workers is not None, clients.error
                 return {(w.name, w.node): w.connections for w in workers}
 
-            await until(lambda: ("echo-1", home.name) in listed())
+            # Its pipeline connects first, its blocking connection a moment later.
+            await until(lambda: listed().get(("echo-1", home.name)) == 2)
             shown = listed()
     finally:
         for peer in peers:
             peer.close()
     assert {node for (name, node) in shown if name == "peer"} == {n.name for n in others}
-    assert shown[("echo-1", home.name)] == 2  # its pipeline and its blocking connection
     assert read_client_list(cluster).nodes
     assert set(read_client_list(cluster).nodes) >= {n.name for n in nodes}
