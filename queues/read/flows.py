@@ -62,6 +62,16 @@ _CHILD_KINDS = (
     ("processed", "hash", "hscan", "completed"),
 )
 _COUNT_COMMANDS = {"zset": "zcard", "hash": "hlen", "set": "scard"}
+# A kind holding at most this many children is read whole and sorted, so its
+# pages are exact and stable: a scan's cursor can go on after the last member
+# (a page then offered "More children" that found none, seen in CI), and a
+# scan's order changes as the set grows.
+_WHOLE_UP_TO = 4 * PAGE_SIZE
+_WHOLE_READS: dict[str, tuple[str, tuple[int, ...]]] = {
+    "zset": ("zrange", (0, -1)),
+    "hash": ("hkeys", ()),
+    "set": ("smembers", ()),
+}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -345,11 +355,35 @@ def _batch(reply: Any) -> Batch:
     return int(next_cursor), [codec.text(member) or "" for member in members]
 
 
+def _kind_count(parent: TreeNode, kind: int) -> int:
+    deps = parent.dependencies
+    return (deps.failed, deps.ignored, deps.pending, deps.processed)[kind]
+
+
 def _has_kind(parent: TreeNode, kind: int) -> bool:
     """Whether the parent's count says there are children of this kind (none:
     no scan is sent for it)."""
-    deps = parent.dependencies
-    return (deps.failed, deps.ignored, deps.pending, deps.processed)[kind] > 0
+    return _kind_count(parent, kind) > 0
+
+
+def _reads_whole(parent: TreeNode, kind: int, cursor: int) -> bool:
+    return cursor == 0 and _kind_count(parent, kind) <= _WHOLE_UP_TO
+
+
+def _ask(target: Any, parent: TreeNode, kind: int, cursor: int) -> Any:
+    """The command reading one batch of a kind: the whole key when it is small
+    (answered as a finished scan, sorted), else one scan call."""
+    scan, key = _scan_key(parent, kind)
+    if _reads_whole(parent, kind, cursor):
+        command, args = _WHOLE_READS[_CHILD_KINDS[kind][1]]
+        return getattr(target, command)(key, *args)
+    return getattr(target, scan)(key, cursor, count=PAGE_SIZE)
+
+
+def _whole_batch(reply: Any) -> Batch:
+    if not _ok(reply):
+        return 0, []
+    return 0, sorted(codec.text(member) or "" for member in reply)
 
 
 def _first_batches(client: Redis, parents: list[TreeNode]) -> dict[str, list[Batch | None]]:
@@ -359,24 +393,25 @@ def _first_batches(client: Redis, parents: list[TreeNode]) -> dict[str, list[Bat
     for parent in parents:
         for kind in range(len(_CHILD_KINDS)):
             if _has_kind(parent, kind):
-                scan, key = _scan_key(parent, kind)
-                getattr(pipe, scan)(key, 0, count=PAGE_SIZE)
+                _ask(pipe, parent, kind, 0)
                 asked.append((parent, kind))
     replies = _replies(pipe) if asked else []
     batches: dict[str, list[Batch | None]] = {
         parent.key: [None] * len(_CHILD_KINDS) for parent in parents
     }
     for (parent, kind), reply in zip(asked, replies, strict=True):
-        batches[parent.key][kind] = _batch(reply)
+        whole = _reads_whole(parent, kind, 0)
+        batches[parent.key][kind] = _whole_batch(reply) if whole else _batch(reply)
     return batches
 
 
 def _scan(client: Redis, parent: TreeNode, kind: int, cursor: int) -> Batch:
-    scan, key = _scan_key(parent, kind)
+    whole = _reads_whole(parent, kind, cursor)
     try:
-        return _batch(getattr(client, scan)(key, cursor, count=PAGE_SIZE))
+        reply = _ask(client, parent, kind, cursor)
     except ResponseError as error:
-        return _batch(error)
+        reply = error
+    return _whole_batch(reply) if whole else _batch(reply)
 
 
 def _child_keys_page(
