@@ -89,14 +89,15 @@ class JobRow:
         }
 
 
-@dataclass(slots=True)
-class JobPage:
-    ref: QueueRef
-    state: str
+class PagePosition:
+    """Where a page of ``size`` rows from ``start`` sits in ``total``: what its
+    pager shows. Mixed into the dataclasses of a page (jobs, schedulers)."""
+
+    __slots__ = ()
     start: int
     size: int
     total: int
-    rows: list[JobRow]
+    rows: Sequence[Any]
 
     @property
     def end(self) -> int:
@@ -112,6 +113,16 @@ class JobPage:
     @property
     def has_previous(self) -> bool:
         return self.start > 0
+
+
+@dataclass(slots=True)
+class JobPage(PagePosition):
+    ref: QueueRef
+    state: str
+    start: int
+    size: int
+    total: int
+    rows: list[JobRow]
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -28,6 +28,7 @@ from redis import Redis
 
 from queues import codec
 from queues.keys import is_scheduler_run_id
+from queues.read.lists import PagePosition
 from queues.read.refs import QueueRef
 from queues.schedulers import is_legacy_repeat_key
 
@@ -127,24 +128,12 @@ class SchedulerRow:
 
 
 @dataclass(slots=True)
-class SchedulerPage:
+class SchedulerPage(PagePosition):
     ref: QueueRef
     start: int
     size: int
     total: int
     rows: list[SchedulerRow]
-
-    @property
-    def end(self) -> int:
-        return self.start + len(self.rows)
-
-    @property
-    def has_next(self) -> bool:
-        return self.start + self.size < self.total
-
-    @property
-    def has_previous(self) -> bool:
-        return self.start > 0
 
     def as_json(self) -> dict[str, Any]:
         return {
