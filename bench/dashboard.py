@@ -12,15 +12,22 @@ JSON, the failed list page (50 rows) and its JSON, a job page, the page
 and flow JSON of a flow parent with 1,000 children in another queue, and the
 schedulers tab (50 rows) and its JSON on a queue ``crons`` holding min(N,
 10,000) job schedulers, with the largest / smallest N p50 ratio, next to the
-server floor (an anonymous API call). ``--app`` serves another ASGI
+server floor (an anonymous API call). Side by side, bull-board 9.10 (npm, in
+a scratch folder: bench/bullboard_peer.py) on the same Redis answers the same
+two questions (the overview's JSON, 50 failed jobs' JSON), timed in
+alternating rounds with ours; where Node is missing the bench says so and
+prints ours alone. ``--many-queues`` (1,000) times the overview page (and
+its size) and JSON at that many queues, next to bull-board's overview JSON.
+``--app`` serves another ASGI
 application instead (bench/http_bridges.py has the HTTP bridges
 dashboard.http was measured against). Finally it times retry-all of 100k
 failed jobs through the JSON API and the server process's RSS growth.
 
 Targets: every page flat in N (1M/1k p50 ratio <= 1.3); JSON overview <= 5 ms
 and failed-page JSON <= 8 ms p50; HTML pages <= 20 ms p50 (the flow page and
-the schedulers tab at 10,000 schedulers included); retry-all 100k <= 3 s with
-< 30 MB RSS growth.
+the schedulers tab at 10,000 schedulers included); ours / bull-board <= 0.5 for
+both JSON answers; at 1,000 queues the overview page <= 40 ms and <= 300 KB;
+retry-all 100k <= 3 s with < 30 MB RSS growth.
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import bullboard_peer  # noqa: E402  (bench/, on the path as the script's folder)
+
 from queues.connection import connect  # noqa: E402
 from queues.read.refs import QueueRef  # noqa: E402
 from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
@@ -58,6 +67,8 @@ FLOW_CHILDREN = 1_000
 CRONS = QueueRef("bull", "crons")
 MOST_SCHEDULERS = 10_000
 RETRY_ALL_SIZE = 100_000
+# The overview at many queues (issue 12: a page of rows, whatever their number).
+MANY_QUEUES = 1_000
 
 
 def free_port() -> int:
@@ -129,15 +140,29 @@ def p50_p95(samples: list[float]) -> tuple[float, float]:
 
 def seed(client: Any, failed: int) -> None:
     client.flushall()
-    for q in range(SMALL_QUEUES):
-        keys = QueueRef("bull", f"queue-{q:02d}").keys
-        for state in ("wait", "delayed", "completed", "failed"):
-            for n in range(5):
-                seed_job(client, keys, f"{state}-{n}", state=state)
-        client.lpush(keys.metrics_data("completed"), *range(30))
+    seed_small_queues(client, SMALL_QUEUES, jobs_per_state=5)
     seed_failed_bulk(client, BIG.keys, failed)
     seed_flow(client, FLOW_CHILDREN)
     seed_schedulers(client, CRONS.keys, min(failed, MOST_SCHEDULERS))
+
+
+def small_queue_names(count: int) -> list[str]:
+    return [f"queue-{q:04d}" for q in range(count)]
+
+
+def seed_small_queues(client: Any, count: int, *, jobs_per_state: int) -> None:
+    """``count`` queues with a few jobs in four states and half an hour of metrics."""
+    for name in small_queue_names(count):
+        keys = QueueRef("bull", name).keys
+        for state in ("wait", "delayed", "completed", "failed"):
+            for n in range(jobs_per_state):
+                seed_job(client, keys, f"{state}-{n}", state=state)
+        client.lpush(keys.metrics_data("completed"), *range(30))
+
+
+def seeded_queue_names() -> list[str]:
+    """Every queue seed() writes: bull-board shows only the queues it is given."""
+    return [*small_queue_names(SMALL_QUEUES), BIG.name, FLOWS.name, FLOW_ITEMS.name, CRONS.name]
 
 
 def seed_flow(client: Any, children: int) -> None:
@@ -211,12 +236,29 @@ class Stack:
     port: int
     session: Session
     seconds_to_seed: float
+    peer: subprocess.Popen[bytes] | None = None
+    peer_session: Session | None = None
 
 
-def start_stack(size: int, workdir: Path, app: str) -> Stack:
+def start_stack(
+    size: int,
+    workdir: Path,
+    app: str,
+    peer_folder: Path | None = None,
+    *,
+    many_queues: int = 0,
+) -> Stack:
+    """Redis seeded for ``size`` (or ``many_queues`` small queues instead), our
+    dashboard on it, and bull-board on the same Redis when ``peer_folder``."""
     redis = LocalRedisServer(server_binary()[0]).start()
     started = time.perf_counter()
-    seed(connect(redis.url), size)
+    if many_queues:
+        connect(redis.url).flushall()
+        seed_small_queues(connect(redis.url), many_queues, jobs_per_state=2)
+        names = small_queue_names(many_queues)
+    else:
+        seed(connect(redis.url), size)
+        names = seeded_queue_names()
     seeded = time.perf_counter() - started
     env = {
         **os.environ,
@@ -234,6 +276,10 @@ def start_stack(size: int, workdir: Path, app: str) -> Stack:
     stack = Stack(size, redis, server, port, Session(port), seeded)
     try:
         stack.session.login("bench", "bench-pass")
+        if peer_folder is not None:
+            peer_port = free_port()
+            stack.peer = bullboard_peer.start(peer_folder, redis.url, names, peer_port)
+            stack.peer_session = Session(peer_port)
     except BaseException:
         stop_stack(stack)  # an app that cannot serve the login leaves nothing running
         raise
@@ -241,9 +287,22 @@ def start_stack(size: int, workdir: Path, app: str) -> Stack:
 
 
 def stop_stack(stack: Stack) -> None:
-    stack.server.terminate()
-    stack.server.wait(10)
+    for process in (stack.server, stack.peer):
+        if process is not None:
+            process.terminate()
+            process.wait(10)
     stack.redis.stop()
+
+
+# The questions asked of both dashboards: (label, ours, bull-board's).
+PEER_ENDPOINTS = [
+    ("overview JSON", "/api/queues/", bullboard_peer.OVERVIEW),
+    (
+        "failed JSON (50 rows)",
+        "/api/queues/bull/big/jobs/?state=failed&start=0&end=49",
+        bullboard_peer.failed_page(BIG.name),
+    ),
+]
 
 
 def measure(stacks: list[Stack], requests: int) -> dict[tuple[int, str], tuple[float, float]]:
@@ -263,6 +322,49 @@ def measure(stacks: list[Stack], requests: int) -> dict[tuple[int, str], tuple[f
                     sample(session, path, 10, expect)
                 )
     return {key: p50_p95(values) for key, values in samples.items()}
+
+
+def measure_pair(stack: Stack, ours: str, theirs: str, requests: int) -> tuple[float, float]:
+    """p50 of ours and of bull-board's, alternating rounds of 10."""
+    assert stack.peer_session is not None
+    mine: list[float] = []
+    peer: list[float] = []
+    sample(stack.session, ours, 10)
+    sample(stack.peer_session, theirs, 10)
+    for _ in range(max(1, requests // 10)):
+        mine += sample(stack.session, ours, 10)
+        peer += sample(stack.peer_session, theirs, 10)
+    return p50_p95(mine)[0], p50_p95(peer)[0]
+
+
+def many_queues(
+    workdir: Path, app: str, peer_folder: Path | None, count: int, requests: int
+) -> None:
+    """The overview at ``count`` queues: its page (p50, bytes) and JSON, and
+    bull-board's overview JSON over the same queues."""
+    stack = start_stack(0, workdir, app, peer_folder, many_queues=count)
+    try:
+        time.sleep(2)  # discovery's first walk
+        _, page = stack.session.request("GET", "/")
+        _, listing = stack.session.request("GET", "/api/queues/")
+        assert len(json.loads(listing)["queues"]) == count, "not every queue discovered"
+        rounds = max(1, requests // 10)
+        pages = p50_p95([t for _ in range(rounds) for t in sample(stack.session, "/", 10)])
+        print(
+            f"\n{count:,} queues: overview page p50 {pages[0]:.1f} ms, p95 {pages[1]:.1f} ms,"
+            f" {len(page) / 1024:.0f} KB (target <= 40 ms, <= 300 KB)"
+        )
+        if stack.peer_session is None:
+            alone = p50_p95(sample(stack.session, "/api/queues/", requests))[0]
+            print(f"{count:,} queues: overview JSON p50 {alone:.1f} ms")
+            return
+        ours, theirs = measure_pair(stack, "/api/queues/", bullboard_peer.OVERVIEW, requests)
+        print(
+            f"{count:,} queues: overview JSON p50 ours {ours:.1f} ms, bull-board"
+            f" {theirs:.1f} ms, ours / bull-board {ours / theirs:.2f}"
+        )
+    finally:
+        stop_stack(stack)
 
 
 def retry_all(workdir: Path, app: str) -> None:
@@ -293,18 +395,27 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,100000,1000000")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--app", default="dashboard.asgi:application")
+    parser.add_argument("--many-queues", type=int, default=MANY_QUEUES, help="0: skip")
+    parser.add_argument("--no-peer", action="store_true", help="do not run bull-board")
     args = parser.parse_args()
     print(f"{args.app}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     sizes = [int(s) for s in args.sizes.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="echomq-bench-"))
+    peer_folder, why_not = (None, "--no-peer") if args.no_peer else bullboard_peer.prepare()
+    print(f"peer: {'bull-board 9.10.1 (npm) on BullMQ 5' if peer_folder else why_not}")
     stacks: list[Stack] = []
     try:
         for size in sizes:
-            stacks.append(start_stack(size, workdir, args.app))
+            stacks.append(start_stack(size, workdir, args.app, peer_folder))
             print(f"seeded N = {size:,} in {stacks[-1].seconds_to_seed:.1f} s")
         # Let each server's queue discovery settle before timing.
         time.sleep(2)
         results = measure(stacks, args.requests)
+        pairs = {}
+        for stack in stacks if peer_folder is not None else []:
+            for label, ours, theirs in PEER_ENDPOINTS:
+                mine, peer = measure_pair(stack, ours, theirs, args.requests)
+                pairs[(stack.size, label)] = f"{mine:.1f}/{peer:.1f} = {mine / peer:.2f}"
     finally:
         for stack in stacks:
             stop_stack(stack)
@@ -319,6 +430,12 @@ def main() -> None:
         )
         ratio = results[(sizes[-1], label)][0] / results[(sizes[0], label)][0]
         print(f"{label:<24}{cells}{ratio:>12.2f}")
+    if peer_folder is not None:
+        print(f"\n{'ours / bull-board p50':<24}{header}   (ms: ours / theirs; target <= 0.5)")
+        for label, _, _ in PEER_ENDPOINTS:
+            print(f"{label:<24}{''.join(f'{pairs[(size, label)]:>22}' for size in sizes)}")
+    if args.many_queues:
+        many_queues(workdir, args.app, peer_folder, args.many_queues, args.requests)
     retry_all(workdir, args.app)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

@@ -75,8 +75,8 @@ def sparkline_points(points: Sequence[int], *, slots: int, direction: int, top: 
     a stretched one that looks like half an hour. A minute with any count moves
     at least 2 px, so a single failure stays visible on a scale of thousands.
     """
-    if not points:
-        return ""
+    if not any(points):
+        return ""  # nothing to draw: an empty polygon, not 30 points on the line
     step = SPARK_WIDTH / max(slots - 1, 1)
     scale = direction * SPARK_HALF / max(top, 1)
     lift = direction * 2
@@ -119,11 +119,15 @@ def sparkline_svg(
         f'<svg class="sparkline" {size} height="{2 * SPARK_HALF + 2}" role="img"'
         f' data-scale="{scale_words(top)}" aria-label="{summary}"><title>{summary}</title>'
         f'<line class="spark-base" x1="0" y1="{SPARK_HALF}" x2="{SPARK_WIDTH}" y2="{SPARK_HALF}"/>'
-        f'<polygon class="spark-completed" points="'
-        f'{sparkline_points(completed, slots=slots, direction=-1, top=top)}"/>'
-        f'<polygon class="spark-failed" points="'
-        f'{sparkline_points(failed, slots=slots, direction=1, top=top)}"/></svg>'
+        f"{_spark_area('spark-completed', completed, slots, -1, top)}"
+        f"{_spark_area('spark-failed', failed, slots, 1, top)}</svg>"
     )
+
+
+def _spark_area(css: str, points: Sequence[int], slots: int, direction: int, top: int) -> str:
+    """One series' polygon, or nothing when it has no count to draw."""
+    drawn = sparkline_points(points, slots=slots, direction=direction, top=top)
+    return f'<polygon class="{css}" points="{drawn}"/>' if drawn else ""
 
 
 def latest_rate(summary: QueueSummary) -> SafeString:

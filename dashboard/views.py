@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -29,6 +32,11 @@ from queues.read.refs import QueueRef
 from queues.read.workers import worker_counts
 
 PAGE_SIZES = (20, 50, 100, 200)
+# The overview's rows per page: a screenful and more, and the most one live
+# socket follows comfortably (dashboard.live.consumer.MAX_QUEUES_PER_SOCKET).
+OVERVIEW_PAGE_SIZE = 100
+# Longer than any queue's "prefix:name" worth typing: a filter past it is cut.
+MAX_FILTER_CHARS = 200
 LOGS_PAGE_SIZE = 50
 # The event filter's choices (docs/protocol.md, Events).
 EVENT_TYPES = (
@@ -104,27 +112,96 @@ def _queue_context(
     }
 
 
+@dataclass(slots=True)
+class OverviewPage(lists.PagePosition):
+    """One page of the overview's queues, after the name filter and the sort."""
+
+    start: int
+    size: int
+    total: int  # queues the filter lets through
+    rows: Sequence[presenters.QueueRow]
+    known: int  # queues before the filter
+    needle: str
+    sort: str
+    number: int
+
+    def url(self, *, page: int = 1, sort: str | None = None) -> str:
+        """The overview's query string for another page or sort, keeping the filter."""
+        query = {"q": self.needle, "sort": sort or self.sort, "page": page}
+        # Defaults stay out of the address: "?page=2", not "?q=&sort=name&page=2".
+        return "?" + urlencode({k: v for k, v in query.items() if v not in ("", 1, "name")})
+
+    @property
+    def previous_url(self) -> str:
+        return self.url(page=self.number - 1)
+
+    @property
+    def next_url(self) -> str:
+        return self.url(page=self.number + 1)
+
+    @property
+    def name_sort_url(self) -> str:
+        return self.url(sort="name")
+
+    @property
+    def failed_sort_url(self) -> str:
+        return self.url(sort="failed")
+
+
 @require_GET
 @vary_on_headers("HX-Request")
 @page_permission()
 def overview(request: HttpRequest) -> HttpResponse:
+    """Every queue, a page of rows at a time: a thousand queues cost a page's
+    worth of reads and HTML (counts, metrics and sparklines for the rows shown),
+    plus one count per queue when sorted by failures."""
     client = get_client()
-    summaries = counts.queue_summaries(client, all_queues(client))
-    sort = request.GET.get("sort", "name")
+    refs = all_queues(client)
+    known = len(refs)
+    needle = request.GET.get("q", "").strip()[:MAX_FILTER_CHARS]
+    if needle:
+        folded = needle.casefold()
+        refs = [ref for ref in refs if folded in ref.qualified.casefold()]
+    sort = "failed" if request.GET.get("sort") == "failed" else "name"
     if sort == "failed":
+        failed = counts.one_count_each(client, refs, "failed")
+        refs = [ref for _, ref in sorted(zip(failed, refs, strict=True), key=_most_failed_first)]
+    last_page = max(1, -(-len(refs) // OVERVIEW_PAGE_SIZE))
+    number = min(int_param(request.GET.get("page"), 1, lowest=1), last_page)
+    start = (number - 1) * OVERVIEW_PAGE_SIZE
+    summaries = counts.queue_summaries(client, refs[start : start + OVERVIEW_PAGE_SIZE])
+    if sort == "failed":
+        # Ordered again by the counts the rows show: a failure between the two
+        # reads must not put a row out of order against its own number.
         summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
     top = charts.spark_scale(summaries)  # one scale for every row's sparkline
     # Workers are counted for the rows that look stuck only: one CLIENT LIST
     # per node for all of them, none at all while no queue looks stuck.
     workers = worker_counts(client, [s.ref for s in summaries if looks_stuck(s)])
+    page = OverviewPage(
+        start=start,
+        size=OVERVIEW_PAGE_SIZE,
+        total=len(refs),
+        rows=presenters.queue_rows(summaries, top=top, workers=workers),
+        known=known,
+        needle=needle,
+        sort=sort,
+        number=number,
+    )
     context = {
-        "rows": presenters.queue_rows(summaries, top=top, workers=workers),
+        "page": page,
+        "rows": page.rows,
         "spark_scale": charts.scale_words(top),
         "sort": sort,
         "states": states.STATES,
     }
-    template = "dashboard/_overview_rows.html" if _is_htmx(request) else "dashboard/overview.html"
+    template = "dashboard/_overview_list.html" if _is_htmx(request) else "dashboard/overview.html"
     return _page(request, template, context)
+
+
+def _most_failed_first(pair: tuple[int, QueueRef]) -> tuple[int, QueueRef]:
+    failed, ref = pair
+    return -failed, ref
 
 
 @require_GET

@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from redis import Redis
@@ -46,6 +47,10 @@ from queues.connection_names import queue_names_of
 from queues.keys import InvalidName, validate_prefix
 from queues.read.refs import QueueRef
 from queues.read.workers import read_client_list
+
+# QueueRef's own order (prefix, then name) as a C-level key: the dataclass's
+# generated __lt__ made sorting a thousand queues a visible part of a page.
+_BY_NAME = attrgetter("prefix", "name")
 
 log = logging.getLogger("echomq.discovery")
 
@@ -206,7 +211,7 @@ class Discovery:
         """Every queue known now, sorted (never waits for Redis after start())."""
         with self._lock:
             partial = self._walk.found if self._walk is not None else set()
-            return sorted(self._scanned | partial | self._connected)
+            return sorted(self._scanned | partial | self._connected, key=_BY_NAME)
 
     # ------------------------------------------------------------------ running
 
@@ -308,7 +313,9 @@ def discover_queues(
     client: Redis, prefixes: Sequence[str], configured: Iterable[QueueRef] = ()
 ) -> list[QueueRef]:
     """Configured queues plus those found under ``prefixes``, sorted."""
-    return sorted(set(discovery_for(client, prefixes).queues()) | set(configured))
+    found = discovery_for(client, prefixes).queues()
+    configured = set(configured).difference(found)
+    return sorted([*found, *configured], key=_BY_NAME) if configured else found
 
 
 def clear_discovery_cache() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from redis import Redis
 
+from queues import discovery
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_events, seed_job, seed_jobs
 
@@ -411,16 +412,79 @@ def test_overview_filter_box_is_labelled_and_has_a_no_match_message(
     dashboard_redis: Redis, viewer: Any
 ) -> None:
     seed_job(dashboard_redis, KEYS, "w", state="wait")
+    seed_job(dashboard_redis, QueueRef("bull", "reports").keys, "w", state="wait")
     html = _html(viewer.get("/"))
     assert re.search(r'<span class="visually-hidden">Filter queues by name</span>\s*<input', html)
+    assert 'name="q"' in html
     assert "data-slash-focus" in html
-    assert re.search(r"<p class=\"empty\" data-filter-empty hidden>No queue name contains", html)
+    assert "data-filter-empty" not in html
     # A long name is cut by CSS; the whole name is on hover.
     assert 'class="queue-name" title="bull:emails">emails</a>' in html
     # The live connection's state shows in the header (CSS reads html[data-live]).
     assert '<span class="live-status" aria-hidden="true"></span>' in html
     # On a phone each count carries its word (a CSS ::after reads data-label).
     assert 'data-label="waiting" data-count-state="wait" title="1 waiting">1<' in html
+    # The filter is the server's (a page holds a hundred queues of any number),
+    # case-blind on "prefix:name", and says so when nothing matches.
+    found = _html(viewer.get("/?q=EMA"))
+    assert 'data-queue="bull:emails"' in found
+    assert "bull:reports" not in found
+    assert re.search(r"data-queue-total>\s*1 of 2\s*<", found)
+    none = _html(viewer.get("/?q=%3Cb%3Ezzz"))
+    assert "data-queue=" not in none
+    assert "No queue name contains \u201c&lt;b&gt;zzz\u201d." in none
+    # A filter too long to be a name is cut, never an error.
+    assert "No queue name contains" in _html(viewer.get("/?q=" + "x" * 100_000))
+
+
+def _seed_queues(client: Redis, count: int) -> None:
+    pipe = client.pipeline(transaction=False)
+    for n in range(count):
+        keys = QueueRef("bull", f"q-{n:04d}").keys
+        pipe.hset(keys.job("1"), mapping={"name": "task", "timestamp": 1, "data": "{}"})
+        pipe.lpush(keys.wait, "1")
+        pipe.set(keys.id, 1)
+    pipe.execute()
+    discovery.clear_discovery_cache()  # seen now, not after the next walk
+
+
+def test_overview_pages_a_hundred_queues_at_a_time(dashboard_redis: Redis, viewer: Any) -> None:
+    _seed_queues(dashboard_redis, 250)
+    # The last queue by name has the most failures: sorted by failed it leads
+    # page 1 though it sits on page 3 by name.
+    seed_jobs(dashboard_redis, QueueRef("bull", "q-0249").keys, "failed", 3)
+    seed_jobs(dashboard_redis, QueueRef("bull", "q-0100").keys, "failed", 1)
+    first = _html(viewer.get("/"))
+    assert first.count("data-queue=") == 100
+    assert "1\u2013100 of 250 queues" in first
+    assert 'href="?page=2">Next' in first
+    assert re.search(r"data-queue-total>\s*250\s*<", first)
+    last = _html(viewer.get("/?page=3"))
+    assert last.count("data-queue=") == 50
+    assert "201\u2013250 of 250 queues" in last
+    assert "Next" not in last
+    assert 'href="?page=2">\u2190 Previous' in last
+    # Past the end shows the last page, not an empty one.
+    assert _html(viewer.get("/?page=99")).count("data-queue=") == 50
+    by_failed = _html(viewer.get("/?sort=failed"))
+    rows = re.findall(r'<tr data-queue="([^"]+)"', by_failed)
+    assert rows[:3] == ["bull:q-0249", "bull:q-0100", "bull:q-0000"]
+    assert "most failed first" in by_failed
+    assert 'href="?sort=failed&amp;page=2">Next' in by_failed
+    # The filter and the sort travel together through the pager.
+    filtered = _html(viewer.get("/?q=q-01&sort=failed"))
+    assert re.findall(r'<tr data-queue="([^"]+)"', filtered)[0] == "bull:q-0100"
+    assert filtered.count("data-queue=") == 100
+    assert 'href="?q=q-01&amp;sort=failed&amp;page=2">Next' not in filtered  # 100 match: one page
+
+
+def test_overview_costs_a_page_however_many_queues(dashboard_redis: Redis, viewer: Any) -> None:
+    _seed_queues(dashboard_redis, 100)
+    hundred = len(_html(viewer.get("/")))
+    _seed_queues(dashboard_redis, 1000)
+    thousand = _html(viewer.get("/"))
+    assert thousand.count("data-queue=") == 100
+    assert len(thousand) < hundred * 1.05
 
 
 JS_TRACE = "Error: card declined\n    at charge (billing.js:12:5)"

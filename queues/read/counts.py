@@ -216,5 +216,18 @@ def state_counts(client: Redis, keys: QueueKeys, names: Sequence[str] = ()) -> d
     return {name: sum(int(next(lengths)) for _ in counted) for name, counted in wanted}
 
 
+def one_count_each(client: Redis, refs: Sequence[QueueRef], name: str) -> list[int]:
+    """Jobs in tab or key state ``name`` of each queue, in one round trip: the
+    overview sorts every queue by its failed count this way and reads the
+    rest (metrics, other states) for its page of rows only."""
+    counted = _counted_keys(name)
+    pipe = client.pipeline(transaction=False)
+    for ref in refs:
+        for state in counted:
+            _count(pipe, ref.keys, state)
+    lengths = iter(pipe.execute()) if refs else iter(())
+    return [sum(int(next(lengths)) for _ in counted) for _ in refs]
+
+
 def is_paused(client: Redis, keys: QueueKeys) -> bool:
     return bool(client.hexists(keys.meta, "paused"))

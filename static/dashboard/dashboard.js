@@ -5,7 +5,6 @@
 //   selection's actions in place of the bulk ones while any row is ticked)
 // - details.menu closes on Escape and on a click elsewhere
 // - data-autosubmit selects submit their form on change
-// - data-filter-rows filters table rows by their data-filter-text (and says when none match)
 // - data-json-editor forms (edit a job's data, add a job) check their JSON as it is typed
 (function () {
   "use strict";
@@ -196,26 +195,6 @@
     closeMenus(event.target.closest("details.menu"));
   }
 
-  function onFilter(event) {
-    var input = event.target;
-    if (!input.matches("[data-filter-rows]")) return;
-    var needle = input.value.trim().toLowerCase();
-    var body = document.querySelector(input.getAttribute("data-filter-rows"));
-    if (!body) return;
-    var shown = 0;
-    body.querySelectorAll("tr[data-filter-text]").forEach(function (row) {
-      row.hidden = needle !== "" && row.getAttribute("data-filter-text").toLowerCase().indexOf(needle) === -1;
-      if (!row.hidden) shown += 1;
-    });
-    // Say so when nothing matches, rather than leave an empty table.
-    var empty = document.querySelector("[data-filter-empty]");
-    if (empty) {
-      empty.hidden = shown > 0;
-      var echo = empty.querySelector("[data-filter-echo]");
-      if (echo) echo.textContent = input.value.trim();
-    }
-  }
-
   // ------------------------------------------------------------ JSON editors
   //
   // A form[data-json-editor] holds a textarea[data-json-input]: as it is typed
@@ -340,7 +319,6 @@
   document.addEventListener("submit", confirmSubmit, true);
   document.addEventListener("change", onChange);
   document.addEventListener("reset", onReset, true);
-  document.addEventListener("input", onFilter);
   document.addEventListener("input", onEditorInput);
   document.addEventListener("DOMContentLoaded", function () { init(document); restoreDraft(); });
   // htmx swaps in new table fragments (and restores them on Back): re-arm their selection bars.

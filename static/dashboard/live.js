@@ -181,7 +181,7 @@
   // gets them with its list, refreshList below).
   var refreshCounts = throttled(REFRESH_MS, function () {
     if (pageKind === "overview") {
-      return getText(location.pathname + location.search, true).then(mergeOverviewRows);
+      return overviewNow();
     }
     var url = main.getAttribute("data-counts-url");
     if (!url) return;
@@ -191,14 +191,17 @@
     });
   });
 
-  // The overview's rows as the server renders them now (counts, health, paused,
-  // sparkline), each swapped in place; the live dot keeps its node (and its
+  // The overview's list as the server renders it now (views.overview: a page
+  // of rows after the name filter and sort). Rows are swapped in place (counts,
+  // health, paused, sparkline); the live dot keeps its node (and its
   // animation) and a row holding the focus waits. Queues that appeared join in
   // the server's order and are subscribed to, queues that are gone leave; both
-  // wait while the focus is in the table (moving rows would take it away).
+  // wait while the focus is in the table (moving rows would take it away). The
+  // total, the no-match line and the pager come from the same answer.
   function mergeOverviewRows(html) {
     var body = document.getElementById("queue-rows");
-    if (!body) return;
+    var list = document.getElementById("overview-list");
+    if (!body || !list) return;
     var holder = document.createElement("template");
     holder.innerHTML = html;
     var current = {};
@@ -217,15 +220,50 @@
       row.replaceChildren.apply(row, Array.prototype.slice.call(fresh.childNodes));
     });
     var gone = Object.keys(current);
-    if ((!added.length && !gone.length) || body.contains(document.activeElement)) return;
+    var moved = rows.some(function (row, index) { return body.children[index] !== row; });
+    if ((!added.length && !gone.length && !moved) || body.contains(document.activeElement)) return;
     body.replaceChildren.apply(body, rows);
     queues = rows.map(function (row) { return row.getAttribute("data-queue"); });
-    var count = document.querySelector(".toolbar h1 .muted");
-    if (count) count.textContent = String(queues.length);
-    var filter = document.querySelector("[data-filter-rows]");
-    if (filter && filter.value) filter.dispatchEvent(new Event("input", {bubbles: true}));
-    send({type: "subscribe", queues: added.map(subscription)});
-    send({type: "unsubscribe", queues: gone});
+    var total = holder.content.querySelector("template[data-overview-total]");
+    var shown = document.querySelector("[data-queue-total]");
+    if (total && shown) shown.textContent = total.content.textContent.trim();
+    ["[data-filter-empty]", "#overview-pager"].forEach(function (selector) {
+      var old = list.querySelector(selector), fresh = holder.content.querySelector(selector);
+      if (old && fresh) old.replaceWith(fresh);
+      else if (old) old.remove();
+      else if (fresh) list.appendChild(fresh);
+    });
+    if (added.length) send({type: "subscribe", queues: added.map(subscription)});
+    if (gone.length) send({type: "unsubscribe", queues: gone});
+  }
+
+  // The overview's list for the address as it is now; an answer that comes
+  // back after the filter changed again is dropped, not drawn over the newer.
+  function overviewNow() {
+    var url = location.pathname + location.search;
+    return getText(url, true).then(function (html) {
+      if (url === location.pathname + location.search) mergeOverviewRows(html);
+    });
+  }
+
+  // The overview's name filter answers as it is typed (the form's own submit
+  // does the same without script): the address keeps the filter, so a reload
+  // or the live refresh shows the same page.
+  var queueFilter = pageKind === "overview" ? document.querySelector("[data-queue-filter]") : null;
+  if (queueFilter) {
+    var filterTimer = null;
+    queueFilter.addEventListener("input", function () {
+      clearTimeout(filterTimer);
+      filterTimer = setTimeout(function () {
+        var params = new URLSearchParams(location.search);
+        var needle = queueFilter.value.trim();
+        if (needle) params.set("q", needle); else params.delete("q");
+        params.delete("page");
+        var query = params.toString();
+        history.replaceState(history.state, "", location.pathname + (query ? "?" + query : ""));
+        overviewNow().catch(function () {});
+      }, 200);
+    });
   }
 
   // The set of queues changed (dashboard/live/discovery.py): the overview

@@ -102,6 +102,39 @@ def test_a_queue_started_elsewhere_joins_the_overview_without_a_reload(
     assert_not_reloaded(page)
 
 
+def test_the_overview_filters_as_typed_and_its_rows_stay_live(
+    page: Page, processes: Processes
+) -> None:
+    queue = "e2e-look"  # configured: shown before it holds a key
+    page.goto("/")
+    wait_live(page)
+    mark_page(page)
+    page.fill("#queue-filter", "E2E-LOO")
+    expect(page.locator("#queue-rows tr")).to_have_count(1)
+    expect(page.locator("#queue-rows tr")).to_have_attribute("data-queue", f"bull:{queue}")
+    expect(page).to_have_url(re.compile(r"/\?q=E2E-LOO$"))
+    expect(page.locator("[data-queue-total]")).to_have_text(re.compile(r"^1 of \d+$"))
+    count = page.locator(f'tr[data-queue="bull:{queue}"] [data-count-state="wait"]')
+    before = int(count.inner_text())
+    processes.peer_add(queue, "while-filtered")
+    expect(count).to_have_text(str(before + 1), timeout=5000)
+    page.fill("#queue-filter", "no-such-queue")
+    expect(page.locator("#queue-rows tr")).to_have_count(0)
+    expect(page.locator("[data-filter-empty]")).to_have_text(
+        "No queue name contains \u201cno-such-queue\u201d."
+    )
+    page.fill("#queue-filter", "")
+    expect(page.locator(f'tr[data-queue="bull:{queue}"]')).to_be_visible()
+    expect(page.locator("[data-filter-empty]")).to_have_count(0)
+    assert_not_reloaded(page)
+    # The address kept the filter: a reload shows the same rows.
+    page.fill("#queue-filter", "e2e-loo")
+    expect(page).to_have_url(re.compile(r"\?q=e2e-loo$"))
+    page.reload()
+    expect(page.locator("#queue-rows tr")).to_have_count(1)
+    expect(page.locator("#queue-filter")).to_have_value("e2e-loo")
+
+
 def test_a_row_leaves_its_tab_when_another_process_moves_the_job(
     page: Page, processes: Processes
 ) -> None:
