@@ -19,6 +19,7 @@ import shutil
 import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -66,14 +67,26 @@ def start(
     """bull-board on ``port`` over ``queues`` (prefix "bull"), once it answers."""
     env = {**os.environ, "REDIS_URL": redis_url, "QUEUES": ",".join(queues), "PORT": str(port)}
     server = subprocess.Popen(["node", "server.js"], cwd=folder, env=env, stdout=subprocess.DEVNULL)
+    listening(server, port, "bull-board")
+    # Listening is not answering: bull-board waits for its Redis without a
+    # bound, so a Redis it cannot reach would hang the bench's first request.
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{OVERVIEW}", timeout=30) as answer:
+            answer.read()
+    except OSError as error:
+        server.kill()
+        raise RuntimeError(f"bull-board does not answer: {error}") from error
+    return server
+
+
+def listening(server: subprocess.Popen[bytes], port: int, name: str) -> subprocess.Popen[bytes]:
+    """``server`` once it accepts connections on ``port`` (killed if it never does)."""
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and server.poll() is None:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return server
         except OSError:
-            if server.poll() is not None:
-                break
             time.sleep(0.1)
     server.kill()
-    raise RuntimeError("bull-board did not start")
+    raise RuntimeError(f"{name} did not start")

@@ -15,12 +15,16 @@ const { createBullBoard } = require("@bull-board/api");
 const { BullMQAdapter } = require("@bull-board/api/bullMQAdapter");
 const { ExpressAdapter } = require("@bull-board/express");
 
+// redis://host:port/db, or unix:///path/to/redis.sock?db=N (the bench's
+// private servers listen on a unix socket only).
 const url = new URL(process.env.REDIS_URL);
-const connection = {
-  host: url.hostname,
-  port: Number(url.port || 6379),
-  db: Number((url.pathname || "/0").slice(1) || 0),
-};
+const connection = url.protocol === "unix:"
+  ? { path: url.pathname, db: Number(url.searchParams.get("db") || 0) }
+  : {
+    host: url.hostname,
+    port: Number(url.port || 6379),
+    db: Number((url.pathname || "/0").slice(1) || 0),
+  };
 const prefix = process.env.PREFIX || "bull";
 const queues = (process.env.QUEUES || "").split(",").filter(Boolean)
   .map((name) => new BullMQAdapter(new Queue(name, { connection, prefix })));
@@ -35,4 +39,5 @@ const server = app.listen(Number(process.env.PORT), "127.0.0.1", () => {
   console.log(`bull-board on ${process.env.PORT}: ${queues.length} queues`);
 });
 server.keepAliveTimeout = 120000;
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+// Keep-alive connections would hold a graceful close open: the bench is done asking.
+process.on("SIGTERM", () => process.exit(0));
