@@ -11,16 +11,18 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
+from redis import Redis
 
-from dashboard import action_bars, actions, charts, conf, flows, job_edits, presenters
+from dashboard import action_bars, actions, charts, conf, connections, flows, job_edits, presenters
+from dashboard.connection_groups import queue_groups
 from dashboard.health import looks_stuck
-from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
+from dashboard.lookup import clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import can_act, can_change, page_permission, read_only, user_label
+from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from queues.keys import InvalidName
 from queues.read import counts, events, lists, states
@@ -93,7 +95,7 @@ def _queue_context(
 ) -> dict[str, Any]:
     """What every tab of a queue shows above its own part; ``workers`` (when
     counted) lets the health say "no workers" rather than "nothing active"."""
-    base_url = reverse("dashboard:queue", args=[ref.prefix, ref.name])
+    base_url = queue_url("dashboard:queue", ref)
     return {
         "ref": ref,
         "summary": summary,
@@ -108,23 +110,34 @@ def _queue_context(
 @vary_on_headers("HX-Request")
 @page_permission()
 def overview(request: HttpRequest) -> HttpResponse:
-    client = get_client()
-    summaries = counts.queue_summaries(client, all_queues(client))
+    groups = queue_groups(count_workers=_stuck_workers)
     sort = request.GET.get("sort", "name")
-    if sort == "failed":
-        summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
+    summaries = [s for group in groups for s in group.summaries]
     top = charts.spark_scale(summaries)  # one scale for every row's sparkline
-    # Workers are counted for the rows that look stuck only: one CLIENT LIST
-    # per node for all of them, none at all while no queue looks stuck.
-    workers = worker_counts(client, [s.ref for s in summaries if looks_stuck(s)])
+    shown = []
+    for group in groups:
+        if sort == "failed":
+            group.summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
+        rows = presenters.queue_rows(group.summaries, top=top, workers=group.workers)
+        shown.append((group, rows))
     context = {
-        "rows": presenters.queue_rows(summaries, top=top, workers=workers),
+        "groups": shown,
+        "several": connections.several(),
+        "queue_count": len(summaries),
         "spark_scale": charts.scale_words(top),
         "sort": sort,
         "states": states.STATES,
     }
     template = "dashboard/_overview_rows.html" if _is_htmx(request) else "dashboard/overview.html"
     return _page(request, template, context)
+
+
+def _stuck_workers(
+    client: Redis, summaries: list[counts.QueueSummary]
+) -> dict[QueueRef, int] | None:
+    """Workers are counted for the rows that look stuck only: one CLIENT LIST
+    per node for all of them, none at all while no queue looks stuck."""
+    return worker_counts(client, [s.ref for s in summaries if looks_stuck(s)])
 
 
 @require_GET
@@ -278,11 +291,11 @@ def goto_job(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     except (InvalidName, ValueError):
         messages.error(request, f"“{wanted[:100]}” is not a job id")
         return redirect(_queue_url(ref))
-    return redirect(reverse("dashboard:job", args=[ref.prefix, ref.name, job_id]))
+    return redirect(queue_url("dashboard:job", ref, job_id))
 
 
 def _queue_url(ref: QueueRef, state: str | None = None) -> str:
-    url = reverse("dashboard:queue", args=[ref.prefix, ref.name])
+    url = queue_url("dashboard:queue", ref)
     return f"{url}?state={state}" if state else url
 
 

@@ -201,14 +201,23 @@
     if (!body) return;
     var holder = document.createElement("template");
     holder.innerHTML = html;
+    // With several Redis connections a heading row (data-group) opens each
+    // connection's rows: kept in place and redrawn like a queue's row.
+    var key = function (row) {
+      return row.hasAttribute("data-queue") ? row.getAttribute("data-queue") : "\u0000" + row.getAttribute("data-group");
+    };
     var current = {};
-    body.querySelectorAll("tr[data-queue]").forEach(function (row) { current[row.getAttribute("data-queue")] = row; });
-    var rows = [], added = [];
-    holder.content.querySelectorAll("tr[data-queue]").forEach(function (fresh) {
-      var ref = fresh.getAttribute("data-queue");
+    body.querySelectorAll("tr[data-queue], tr[data-group]").forEach(function (row) { current[key(row)] = row; });
+    var rows = [], added = [], regrouped = false;
+    holder.content.querySelectorAll("tr[data-queue], tr[data-group]").forEach(function (fresh) {
+      var ref = key(fresh);
       var row = current[ref];
       delete current[ref];
-      if (!row) { added.push(ref); rows.push(fresh); return; }
+      if (!row) {
+        if (fresh.hasAttribute("data-queue")) added.push(ref); else regrouped = true;
+        rows.push(fresh);
+        return;
+      }
       rows.push(row);
       if (row.contains(document.activeElement)) return;
       var dot = row.querySelector("[data-live-dot]"), freshDot = fresh.querySelector("[data-live-dot]");
@@ -216,10 +225,12 @@
       row.className = fresh.className;
       row.replaceChildren.apply(row, Array.prototype.slice.call(fresh.childNodes));
     });
-    var gone = Object.keys(current);
-    if ((!added.length && !gone.length) || body.contains(document.activeElement)) return;
+    var gone = Object.keys(current).filter(function (ref) { return ref.charAt(0) !== "\u0000"; });
+    regrouped = regrouped || gone.length < Object.keys(current).length;
+    if ((!added.length && !gone.length && !regrouped) || body.contains(document.activeElement)) return;
     body.replaceChildren.apply(body, rows);
-    queues = rows.map(function (row) { return row.getAttribute("data-queue"); });
+    queues = rows.filter(function (row) { return row.hasAttribute("data-queue"); })
+      .map(function (row) { return row.getAttribute("data-queue"); });
     var count = document.querySelector(".toolbar h1 .muted");
     if (count) count.textContent = String(queues.length);
     var filter = document.querySelector("[data-filter-rows]");

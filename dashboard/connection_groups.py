@@ -1,0 +1,73 @@
+"""Every queue of every Redis connection, grouped by connection: what the
+overview page and ``/api/queues/`` both show (one reading for both).
+
+With several connections a server that does not answer is one group marked
+unreachable, and the others are read as usual: one production outage must
+not hide staging, nor the reverse. A dashboard of one connection answers as
+it always did (a 503 while its Redis is down: dashboard.errors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from dashboard import connections
+from dashboard.lookup import all_queues
+from dashboard.redis import get_client
+from queues.read import counts
+from queues.read.refs import QueueRef
+
+# What "the server did not answer" looks like; any other error is a 500 to fix.
+_OUTAGES = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+@dataclass(slots=True)
+class ConnectionGroup:
+    name: str
+    summaries: list[counts.QueueSummary] = field(default_factory=list)
+    # Why its Redis did not answer ("" while it does).
+    unreachable: str = ""
+    # Connected workers of the queues asked about (the overview's stuck-looking
+    # ones); None when not counted or the server would not say.
+    workers: dict[QueueRef, int] | None = None
+
+    @property
+    def reachable(self) -> bool:
+        return not self.unreachable
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "reachable": self.reachable,
+            "error": self.unreachable or None,
+            "queues": len(self.summaries),
+        }
+
+
+CountWorkers = Callable[[Redis, list[counts.QueueSummary]], dict[QueueRef, int] | None]
+
+
+def queue_groups(count_workers: CountWorkers | None = None) -> list[ConnectionGroup]:
+    """One group per configured connection, the default first; ``count_workers``
+    (when given) is asked for each reachable group's workers."""
+    several = connections.several()
+    groups = []
+    for connection in connections.configured():
+        group = ConnectionGroup(connection.name)
+        try:
+            client = get_client(connection.name)
+            group.summaries = counts.queue_summaries(client, all_queues(client, connection.name))
+            if count_workers is not None:
+                group.workers = count_workers(client, group.summaries)
+        except _OUTAGES as error:
+            if not several:
+                raise
+            group.summaries = []
+            group.unreachable = str(error) or type(error).__name__
+        groups.append(group)
+    return groups
