@@ -5,10 +5,16 @@ With several connections a server that does not answer is one group marked
 unreachable, and the others are read as usual: one production outage must
 not hide staging, nor the reverse. A dashboard of one connection answers as
 it always did (a 503 while its Redis is down: dashboard.errors).
+
+A server that did not answer is asked again after ``RETRY_UNREACHABLE_S``
+only: one that hangs costs its timeouts (dashboard.redis) once per that
+while, not on every load of the overview, which its live updates refetch
+as often as every second.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,7 +29,7 @@ from queues.read import counts
 from queues.read.refs import QueueRef
 
 # What "the server did not answer" looks like; any other error is a 500 to fix.
-_OUTAGES = (RedisConnectionError, RedisTimeoutError, OSError)
+OUTAGES = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
 @dataclass(slots=True)
@@ -52,6 +58,11 @@ class ConnectionGroup:
 CountWorkers = Callable[[Redis, list[counts.QueueSummary]], dict[QueueRef, int] | None]
 
 
+RETRY_UNREACHABLE_S = 15.0
+# (connection name, URL) → (when to ask it again, monotonic s; what it said then).
+_unreachable: dict[tuple[str, str | None], tuple[float, str]] = {}
+
+
 def queue_groups(count_workers: CountWorkers | None = None) -> list[ConnectionGroup]:
     """One group per configured connection, the default first; ``count_workers``
     (when given) is asked for each reachable group's workers."""
@@ -59,15 +70,27 @@ def queue_groups(count_workers: CountWorkers | None = None) -> list[ConnectionGr
     groups = []
     for connection in connections.configured():
         group = ConnectionGroup(connection.name)
+        server = (connection.name, connection.url)
+        retry_at, said = _unreachable.get(server, (0.0, ""))
+        if several and time.monotonic() < retry_at:
+            group.unreachable = said
+            groups.append(group)
+            continue
         try:
             client = get_client(connection.name)
             group.summaries = counts.queue_summaries(client, all_queues(client, connection.name))
             if count_workers is not None:
                 group.workers = count_workers(client, group.summaries)
-        except _OUTAGES as error:
+        except OUTAGES as error:
             if not several:
                 raise
             group.summaries = []
             group.unreachable = str(error) or type(error).__name__
+            _unreachable[server] = (
+                time.monotonic() + RETRY_UNREACHABLE_S,
+                group.unreachable,
+            )
+        else:
+            _unreachable.pop(server, None)
         groups.append(group)
     return groups

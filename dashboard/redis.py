@@ -6,6 +6,7 @@ import threading
 
 from redis import Redis
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 
 from dashboard import conf, connections
@@ -15,12 +16,13 @@ from queues.redis_server import resolve_redis
 
 # A server of another connection that does not answer must not hold a page
 # (the overview shows it as unreachable, beside the others): its clients give
-# up connecting after CONNECT_TIMEOUT_S, waiting for an answer after
-# READ_TIMEOUT_S, and try once more at once (redis-py's default is three more
-# tries, 1-4 s apart: seven seconds and more per page for a server that is
-# down). The default connection's client keeps the settings it always had.
+# up connecting after CONNECT_TIMEOUT_S and waiting for an answer after
+# READ_TIMEOUT_S, and try again once, at once, only when the connection broke
+# (a pooled connection the server closed); redis-py's default is three more
+# tries 1-4 s apart, on timeouts too: half a minute per page for a server that
+# hangs. The default connection's client keeps the settings it always had.
 CONNECT_TIMEOUT_S = 2.0
-READ_TIMEOUT_S = 5.0
+READ_TIMEOUT_S = 3.0
 
 
 _clients: dict[str, Redis] = {}
@@ -60,6 +62,6 @@ def get_client(connection: str | None = None) -> Redis:
                         url,
                         socket_connect_timeout=CONNECT_TIMEOUT_S,
                         socket_timeout=READ_TIMEOUT_S,
-                        retry=Retry(NoBackoff(), 1),
+                        retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
                     )
     return client

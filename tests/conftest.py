@@ -16,7 +16,7 @@ from redis import Redis
 
 from queues.connection import connect
 from queues.keys import QueueKeys
-from queues.redis_server import resolve_redis
+from queues.redis_server import LocalRedisServer, resolve_redis, server_binary
 
 # The app installed from its wheel into tests/hostproject (session fixtures).
 from tests.hosting import built_wheel, host_python, host_site  # noqa: F401
@@ -83,6 +83,31 @@ def dashboard_redis(redis_client: Redis, redis_url: str, settings: Any) -> Redis
     settings.ECHOMQ_PREFIXES = ["bull"]
     discovery.clear_discovery_cache()
     return redis_client
+
+
+@pytest.fixture(scope="session")
+def second_redis_url() -> Iterator[str]:
+    """Another private redis-server, for the session: a second Redis connection."""
+    server = LocalRedisServer(server_binary()[0]).start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def staging_redis(dashboard_redis: Redis, second_redis_url: str, settings: Any) -> Iterator[Redis]:
+    """The second server, flushed, served as the connection "staging" beside
+    the default one (``dashboard_redis``)."""
+    from dashboard import connection_groups
+
+    connection_groups._unreachable.clear()  # what an earlier test's servers said
+    client = connect(second_redis_url)
+    client.flushall()
+    settings.ECHOMQ_CONNECTIONS = [
+        {"name": "staging", "url": second_redis_url, "prefixes": ["bull"]}
+    ]
+    yield client
+    client.flushall()
+    client.close()
 
 
 @pytest.fixture
