@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -27,14 +28,21 @@ def redis_url() -> str:
     return resolve_redis().url
 
 
-@pytest.fixture
-def redis_client(redis_url: str) -> Iterator[Redis]:
-    """A bytes client on a flushed database."""
-    client = connect(redis_url)
+@contextmanager
+def flushed(url: str) -> Iterator[Redis]:
+    """A bytes client on the server at ``url``, flushed before and after."""
+    client = connect(url)
     client.flushall()
     yield client
     client.flushall()
     client.close()
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[Redis]:
+    """A bytes client on a flushed database."""
+    with flushed(redis_url) as client:
+        yield client
 
 
 @pytest.fixture
@@ -94,20 +102,25 @@ def second_redis_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def staging_redis(dashboard_redis: Redis, second_redis_url: str, settings: Any) -> Iterator[Redis]:
+def second_redis(second_redis_url: str) -> Iterator[Redis]:
+    """A bytes client on the second server, flushed."""
+    with flushed(second_redis_url) as client:
+        yield client
+
+
+@pytest.fixture
+def staging_redis(
+    dashboard_redis: Redis, second_redis: Redis, second_redis_url: str, settings: Any
+) -> Redis:
     """The second server, flushed, served as the connection "staging" beside
     the default one (``dashboard_redis``)."""
     from dashboard import connection_groups
 
     connection_groups._unreachable.clear()  # what an earlier test's servers said
-    client = connect(second_redis_url)
-    client.flushall()
     settings.ECHOMQ_CONNECTIONS = [
         {"name": "staging", "url": second_redis_url, "prefixes": ["bull"]}
     ]
-    yield client
-    client.flushall()
-    client.close()
+    return second_redis
 
 
 @pytest.fixture

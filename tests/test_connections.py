@@ -5,6 +5,7 @@ right one; a server that does not answer is one group marked unreachable."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +19,7 @@ from dashboard import connection_groups
 from dashboard.checks import check_connections
 from dashboard.models import AuditEntry
 from queues.connection import connect
+from queues.flow import FlowJob, FlowProducer
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from queues.redis_server import LocalRedisServer, server_binary
@@ -277,3 +279,42 @@ def test_a_name_used_twice_and_a_setting_that_is_no_list_are_check_errors(settin
     ]
     settings.ECHOMQ_CONNECTIONS = [{"name": "eu", "url": "redis://a", "queues": ["emails"]}]
     assert check_connections() == []
+
+
+def test_a_flow_on_the_second_server_links_and_follows_its_jobs_there(
+    viewer: Client, staging_redis: Redis
+) -> None:
+    pick = FlowJob("pick", "parts")
+    root = FlowProducer(staging_redis).add(
+        FlowJob("ship", "orders", children=[FlowJob("pack", "items", children=[pick])])
+    )
+    pack = root.children[0]
+    html = viewer.get(f"/c/staging/queues/bull/parts/job/{pack.children[0].id}").content.decode()
+    assert f'href="/c/staging/queues/bull/items/job/{pack.id}" data-flow-parent' in html
+    assert f'href="/c/staging/queues/bull/orders/job/{root.id}" data-flow-root' in html
+    watch = re.search(r'id="flow-watch" type="application/json">(.*?)</script>', html)
+    assert watch is not None
+    assert set(json.loads(watch.group(1))) == {
+        "staging bull:orders",
+        "staging bull:items",
+        "staging bull:parts",
+    }
+    api = viewer.get(f"/api/c/staging/queues/bull/orders/flow/{root.id}").json()
+    assert [child["id"] for child in api["flow"]["root"]["children"]] == [pack.id]
+
+
+def test_more_children_of_a_flow_on_the_second_server_load_from_there(
+    viewer: Client, staging_redis: Redis
+) -> None:
+    orders = QueueRef("bull", "orders").keys
+    seed_job(staging_redis, orders, "big", state="waiting-children")
+    for n in range(60):
+        seed_job(staging_redis, orders, f"c{n}", fields={"parentKey": orders.job("big")})
+        staging_redis.hset(orders.processed("big"), orders.job(f"c{n}"), "1")
+    html = viewer.get("/c/staging/queues/bull/orders/job/big").content.decode()
+    more = re.search(r'hx-get="([^"]+)"', html)
+    assert more is not None
+    assert more.group(1).startswith("/c/staging/queues/bull/orders/flow-children/big")
+    fragment = viewer.get(more.group(1).replace("&amp;", "&"))
+    assert fragment.status_code == 200
+    assert "/c/staging/queues/bull/orders/job/c" in fragment.content.decode()

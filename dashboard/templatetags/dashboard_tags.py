@@ -36,8 +36,9 @@ def duration(start: Any, end: Any) -> str:
 
 
 @register.simple_tag
-def queue_url(ref: QueueRef, view: str = "queue") -> str:
-    return queue_urls.queue_url(f"dashboard:{view}", ref)
+def queue_url(ref: QueueRef, view: str = "queue", *rest: str) -> str:
+    """A page of ``ref`` on its connection; ``rest``: what the page's URL takes next (a job id)."""
+    return queue_urls.queue_url(f"dashboard:{view}", ref, *rest)
 
 
 @register.simple_tag

@@ -18,7 +18,6 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from redis import Redis
 
-from queues.connection import connect
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_jobs
@@ -30,17 +29,8 @@ KEYS = QueueRef("bull", "emails").keys
 
 
 @pytest.fixture
-def staging(second_redis_url: str) -> Iterator[Redis]:
-    client = connect(second_redis_url)
-    client.flushall()
-    yield client
-    client.flushall()
-    client.close()
-
-
-@pytest.fixture
 def server(
-    redis_url: str, second_redis_url: str, redis_client: Redis, staging: Redis, tmp_path: Path
+    redis_url: str, second_redis_url: str, redis_client: Redis, second_redis: Redis, tmp_path: Path
 ) -> Iterator[DashboardServer]:
     connections = [
         {"name": "staging", "url": second_redis_url, "prefixes": ["bull"]},
@@ -61,11 +51,11 @@ def logged_in_page(browser: Browser, server: DashboardServer, **options: object)
 
 
 def test_the_overview_shows_one_group_per_server_and_follows_the_second_live(
-    browser: Browser, server: DashboardServer, redis_client: Redis, staging: Redis
+    browser: Browser, server: DashboardServer, redis_client: Redis, second_redis: Redis
 ) -> None:
     seed_jobs(redis_client, KEYS, "failed", 2)
-    seed_jobs(staging, KEYS, "failed", 3)
-    seed_jobs(staging, QueueRef("bull", "reports").keys, "wait", 4)
+    seed_jobs(second_redis, KEYS, "failed", 3)
+    seed_jobs(second_redis, QueueRef("bull", "reports").keys, "wait", 4)
     page = logged_in_page(browser, server, viewport={"width": 1280, "height": 760})
     page.goto("/")
     wait_live(page)
@@ -84,7 +74,7 @@ def test_the_overview_shows_one_group_per_server_and_follows_the_second_live(
     )
 
     # A job added on the second server: its row counts it, the other does not.
-    Queue("emails", staging).add("welcome", {"to": "a@example.com"})
+    Queue("emails", second_redis).add("welcome", {"to": "a@example.com"})
     expect(on_staging.locator('[data-count-state="wait"]')).to_have_text("1", timeout=10_000)
     expect(on_default.locator('[data-count-state="wait"]')).to_have_text("0")
 
