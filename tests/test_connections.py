@@ -318,3 +318,20 @@ def test_more_children_of_a_flow_on_the_second_server_load_from_there(
     fragment = viewer.get(more.group(1).replace("&amp;", "&"))
     assert fragment.status_code == 200
     assert "/c/staging/queues/bull/orders/job/c" in fragment.content.decode()
+
+
+@pytest.mark.parametrize("tab", ["", "events/", "workers/", "schedulers/"])
+def test_every_tab_of_a_queue_on_the_second_server_links_within_it(
+    viewer: Client, two_servers: tuple[Redis, Redis], tab: str
+) -> None:
+    page = viewer.get(STAGING_PAGE + tab)
+    assert page.status_code == 200
+    html = page.content.decode()
+    links = set(
+        re.findall(
+            r'(?:href|action|hx-get|data-[a-z-]*url)="(/[^"?]*queues/bull/emails/[^"?]*)', html
+        )
+    )
+    assert links, "the tab links to its queue's other pages"
+    elsewhere = {link for link in links if not link.startswith(("/c/staging/", "/api/c/staging/"))}
+    assert elsewhere == set()

@@ -752,3 +752,24 @@ def test_a_seeded_fuzz_finds_no_answer_outside_the_document(
             case.validate_response(response, checks=checks, headers=headers)
 
         answer_is_documented()
+
+
+def test_a_queue_on_another_redis_connection_is_answered_as_the_document_says(
+    staging_redis: Redis, document: dict[str, Any], users: dict[str, Any]
+) -> None:
+    """The queue paths at their second server (``c/{connection}/``), on a real
+    second Redis: same operations, same answers."""
+    _seed(staging_redis)
+    check = Checked(document)
+    viewer, actor = _client(users["viewer"]), _client(users["actor"])
+    on_staging = {"connection": "staging", "prefix": EMAILS.prefix, "name": EMAILS.name}
+    queue = check(viewer.get(reverse(f"{API}:queue", kwargs=on_staging)), 200)
+    assert queue["connection"] == "staging"
+    check(viewer.get(reverse(f"{API}:jobs", kwargs=on_staging) + "?state=wait"), 200)
+    check(viewer.get(reverse(f"{API}:job", kwargs={**on_staging, "job_id": "w1"})), 200)
+    retry = {"action": "retry", "ids": ["w1"], "state": "failed"}
+    check(_post(actor, "job_actions", retry, connection="staging"), 409)
+    listed = check(viewer.get(url("queues")), 200)
+    assert [c["name"] for c in listed["connections"]] == ["default", "staging"]
+    unknown = {**on_staging, "connection": "nope"}
+    check(viewer.get(reverse(f"{API}:queue", kwargs=unknown)), 404)
