@@ -26,7 +26,7 @@ from dashboard.models import AuditEntry
 from queues import errors
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, FinishedState
 from queues.queue import BulkResult, BulkStopped, Queue
-from queues.read.refs import QueueRef
+from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 from queues.read.states import TABS
 from queues.schedulers import JobSchedulers, SchedulerRefused, describe_refusal
 
@@ -197,9 +197,11 @@ def _audit(
     user still gets the answer."""
     ref = result.ref
     audit.info(
-        "user=%s action=%s queue=%s jobs=%s result=%s",
+        # The connection is named when not the default: a dashboard of one Redis logs as before.
+        "user=%s action=%s %squeue=%s jobs=%s result=%s",
         user,
         result.action,
+        "" if ref.connection == DEFAULT_CONNECTION else f"connection={ref.connection} ",
         ref.qualified,
         jobs,
         outcome,
@@ -212,6 +214,7 @@ def _audit(
                 user=user[:150],
                 action=result.action,
                 queue=ref.qualified,
+                connection=ref.connection,
                 jobs=jobs,
                 count=result.count,
                 result=result.message[:1000],

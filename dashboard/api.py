@@ -21,9 +21,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import actions
+from dashboard.connection_groups import queue_groups
 from dashboard.errors import json_error
 from dashboard.jsonresponse import JsonResponse
-from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
+from dashboard.lookup import clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import api_permission, user_label
 from dashboard.redis import get_client
 from queues.keys import InvalidName
@@ -126,9 +127,14 @@ def _milliseconds(body: dict[str, Any], name: str) -> int | None:
 @api_permission()
 @_json_errors
 def queues(request: HttpRequest) -> HttpResponse:
-    client = get_client()
-    summaries = counts.queue_summaries(client, all_queues(client))
-    return JsonResponse({"queues": [s.as_json() for s in summaries]})
+    """Every queue of every connection; ``connections`` says which answered."""
+    groups = queue_groups()
+    return JsonResponse(
+        {
+            "queues": [s.as_json() for group in groups for s in group.summaries],
+            "connections": [group.as_json() for group in groups],
+        }
+    )
 
 
 @require_GET

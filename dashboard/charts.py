@@ -373,5 +373,7 @@ def queue_chart_for(summary: QueueSummary, workers: int | None = None) -> SafeSt
         )
     start = summary.read_at_ms // MINUTE_MS * MINUTE_MS - CHART_MINUTES * MINUTE_MS
     since = dt.datetime.fromtimestamp(start / 1000, tz=dt.UTC)
-    entries = AuditEntry.on_queue_since(summary.ref.qualified, since, MAX_MARKERS)
+    entries = AuditEntry.on_queue_since(
+        summary.ref.qualified, since, MAX_MARKERS, connection=summary.ref.connection
+    )
     return queue_chart(summary, action_markers(entries), health)

@@ -2,7 +2,8 @@
 
 Each missing piece would otherwise show up later, as a 500 on the first page
 (no messages middleware, no django_htmx template tags, no ``request`` in
-templates) or as nobody being let in (a user model without permissions).
+templates), as nobody being let in (a user model without permissions), or
+as a Redis server silently missing (a wrong ``ECHOMQ_CONNECTIONS`` entry).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.checks import CheckMessage, Error, Warning
 from django.utils.module_loading import import_string
+
+from dashboard import connections
 
 REQUIRED_APPS = (
     "django.contrib.auth",
@@ -82,7 +85,22 @@ def check_project(**_: Any) -> list[CheckMessage]:
             )
         )
     problems.extend(check_user_model(get_user_model()))
+    problems.extend(check_connections())
     return problems
+
+
+def check_connections() -> list[CheckMessage]:
+    """``ECHOMQ_CONNECTIONS`` as dashboard.connections reads it: a wrong entry
+    would otherwise be left out of every page without a word."""
+    return [
+        Error(
+            problem,
+            hint='Each entry: {"name": "staging", "url": "redis://host:6379/0", '
+            '"prefixes": ["bull"], "queues": []} (README, Several Redis servers).',
+            id="dashboard.E004",
+        )
+        for problem in connections.problems()
+    ]
 
 
 def check_user_model(user_model: type) -> list[CheckMessage]:

@@ -15,8 +15,13 @@ at the time of use (so ``override_settings`` and the demo's late
     ``"name"`` under the first of ``ECHOMQ_PREFIXES``. Default ``[]``.
 ``ECHOMQ_PREFIXES``
     Key prefixes searched for more queues. Default ``["bull"]``.
+``ECHOMQ_CONNECTIONS``
+    More Redis servers, each a named connection with its own queues:
+    ``[{"name": "staging", "url": "redis://...", "prefixes": ["bull"],
+    "queues": ["emails"]}]`` (dashboard.connections). The three settings
+    above are the connection named ``default``. Default ``[]``.
 ``ECHOMQ_READ_ONLY``
-    ``True`` turns every action off, for everyone. Default ``False``.
+    ``True`` turns every action off, for everyone (every connection). Default ``False``.
 ``ECHOMQ_MAX_JOB_DATA_BYTES``
     The largest job data (JSON, in UTF-8 bytes) the dashboard writes when a
     user edits a job's data or adds a job. Default 1 MiB (1,048,576). A
@@ -69,3 +74,10 @@ def logout_url() -> str | None:
     ``ECHOMQ_LOGOUT_URL``: a URL name or a path, or None."""
     configured: str | None = getattr(settings, "ECHOMQ_LOGOUT_URL", None)
     return configured or None
+
+
+def connections() -> object:
+    """``ECHOMQ_CONNECTIONS``: the Redis servers served besides the default one
+    (dashboard.connections reads and checks it). Default ``[]``."""
+    configured: object = getattr(settings, "ECHOMQ_CONNECTIONS", [])
+    return configured

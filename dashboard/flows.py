@@ -34,7 +34,7 @@ def watched_jobs(tree: flows.FlowTree) -> dict[str, list[str]]:
     pending = [*tree.path, tree.root]
     while pending and count < MAX_WATCHED_JOBS:
         node = pending.pop(0)
-        queue = node.ref.qualified
+        queue = node.ref.address  # the live socket's name for it
         ids = watched.get(queue)
         if ids is None:
             if len(watched) >= MAX_WATCHED_QUEUES:

@@ -10,24 +10,24 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from dashboard import job_edits
 from dashboard.actions import ActionRefused
 from dashboard.lookup import clean_job_ids, queue_or_404
 from dashboard.permissions import page_permission, user_label
+from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from queues.keys import InvalidName
 from queues.read.refs import QueueRef
 
 
 def _job_url(ref: QueueRef, job_id: str) -> str:
-    return reverse("dashboard:job", args=[ref.prefix, ref.name, job_id])
+    return queue_url("dashboard:job", ref, job_id)
 
 
 def _queue_url(ref: QueueRef) -> str:
-    return reverse("dashboard:queue", args=[ref.prefix, ref.name])
+    return queue_url("dashboard:queue", ref)
 
 
 def _posted_job_id(request: HttpRequest) -> str | None:

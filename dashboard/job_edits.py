@@ -395,4 +395,6 @@ def duplicate_job(client: Redis, ref: QueueRef, job_id: str, *, user: str) -> Jo
 
 def changes_of_job(ref: QueueRef, job_id: str) -> list[AuditEntry]:
     """The edits, duplications and adds that made or changed this job, newest first."""
-    return AuditEntry.changes_of_job(ref.qualified, job_id, EDIT_ACTIONS, CHANGES_SHOWN)
+    return AuditEntry.changes_of_job(
+        ref.qualified, job_id, EDIT_ACTIONS, CHANGES_SHOWN, connection=ref.connection
+    )

@@ -2,6 +2,9 @@
 
 A name that could not be a key, a prefix we do not serve, or a queue with no
 trace in Redis is a 404; so is a malformed job id. Never a 500.
+
+Each connection (dashboard.connections) has its own prefixes and configured
+queues; a queue page's connection is the one its URL names.
 """
 
 from __future__ import annotations
@@ -12,37 +15,41 @@ from django.http import Http404
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
-from dashboard import conf
+from dashboard import connections
 from queues import discovery
 from queues.keys import InvalidName, validate_job_id
-from queues.read.refs import QueueRef
+from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 
 
-def configured_queues() -> list[QueueRef]:
-    prefixes = served_prefixes()
-    refs = []
-    for entry in conf.queues():
-        try:
-            refs.append(QueueRef.parse(entry, default_prefix=prefixes[0] if prefixes else "bull"))
-        except InvalidName:
-            continue  # a bad setting hides one queue rather than breaking every page
-    return refs
+def configured_queues(connection: str | None = None) -> list[QueueRef]:
+    """The queues always listed on ``connection`` (None: the running view's)."""
+    found = connections.named(connection or connections.current())
+    return list(found.queues) if found is not None else []
 
 
-def served_prefixes() -> list[str]:
-    return conf.prefixes()
+def served_prefixes(connection: str | None = None) -> list[str]:
+    found = connections.named(connection or connections.current())
+    return list(found.prefixes) if found is not None else []
 
 
-def all_queues(client: Redis) -> list[QueueRef]:
-    return discovery.discover_queues(client, served_prefixes(), configured_queues())
+def all_queues(client: Redis, connection: str | None = None) -> list[QueueRef]:
+    """Every queue of ``connection`` (None: the running view's), whose client is ``client``."""
+    name = connection or connections.current()
+    found = discovery.discover_queues(client, served_prefixes(name), configured_queues(name))
+    # Discovery names queues as the runtime does, on no connection in particular.
+    return found if name == DEFAULT_CONNECTION else [ref.on(name) for ref in found]
 
 
 def split_served(refs: Iterable[QueueRef]) -> tuple[set[QueueRef], list[QueueRef]]:
     """Of ``refs``: those served whatever Redis holds (the configured ones), and
-    those served if they exist in Redis (under a served prefix). The rest never are."""
-    wanted, configured, prefixes = set(refs), set(configured_queues()), set(served_prefixes())
+    those served if they exist in Redis (under a served prefix of their
+    connection). The rest never are (an unknown connection's included)."""
+    wanted = set(refs)
+    names = {ref.connection for ref in wanted}
+    configured = {ref for name in names for ref in configured_queues(name)}
+    prefixes = {name: set(served_prefixes(name)) for name in names}
     served = wanted & configured
-    return served, sorted(ref for ref in wanted - served if ref.prefix in prefixes)
+    return served, sorted(ref for ref in wanted - served if ref.prefix in prefixes[ref.connection])
 
 
 def served_queues(client: Redis, refs: Iterable[QueueRef]) -> set[QueueRef]:
@@ -61,7 +68,7 @@ async def served_queues_async(client: AsyncRedis, refs: Iterable[QueueRef]) -> s
 
 def queue_or_404(client: Redis, prefix: str, name: str) -> QueueRef:
     try:
-        ref = QueueRef(prefix, name)
+        ref = QueueRef(prefix, name, connections.current())
     except InvalidName:
         raise Http404(f"No queue named {prefix}:{name}") from None
     if ref not in served_queues(client, [ref]):

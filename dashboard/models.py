@@ -36,6 +36,9 @@ class AuditEntry(models.Model):
     user = models.CharField(max_length=150)
     action = models.CharField(max_length=32)
     queue = models.TextField()  # "<prefix>:<name>" (QueueRef.qualified)
+    # The Redis connection acted on (dashboard.connections): "default" for the
+    # rows from before there were several.
+    connection = models.CharField(max_length=40, default="default")
     jobs = models.TextField()  # the ids acted on (the first 20) or "state=failed"
     count = models.IntegerField(default=0)  # jobs moved
     result = models.TextField()  # the message the user was shown
@@ -55,19 +58,31 @@ class AuditEntry(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.user} {self.action} {self.queue}"
+        return (
+            f"{self.at:%Y-%m-%d %H:%M:%S} {self.user} {self.action} {self.connection} {self.queue}"
+        )
 
     @classmethod
-    def on_queue_since(cls, queue: str, since: dt.datetime, limit: int) -> list[AuditEntry]:
+    def on_queue_since(
+        cls, queue: str, since: dt.datetime, limit: int, connection: str = "default"
+    ) -> list[AuditEntry]:
         """A queue's entries from ``since`` on, oldest first; the newest ``limit`` of them."""
-        newest = cls.objects.filter(queue=queue, at__gte=since).order_by("-at")[:limit]
+        entries = cls.objects.filter(queue=queue, connection=connection, at__gte=since)
+        newest = entries.order_by("-at")[:limit]
         return list(reversed(newest))
 
     @classmethod
     def changes_of_job(
-        cls, queue: str, job_id: str, actions: Sequence[str], limit: int
+        cls,
+        queue: str,
+        job_id: str,
+        actions: Sequence[str],
+        limit: int,
+        connection: str = "default",
     ) -> list[AuditEntry]:
         """The newest ``limit`` entries of ``actions`` that changed one job
         (refusals left out), newest first."""
-        entries = cls.objects.filter(queue=queue, job=job_id, action__in=actions, count__gt=0)
+        entries = cls.objects.filter(
+            queue=queue, connection=connection, job=job_id, action__in=actions, count__gt=0
+        )
         return list(entries.order_by("-at")[:limit])

@@ -34,6 +34,7 @@ from queues.read import flows
 from queues.read import schedulers as read_schedulers
 from queues.read.counts import METRICS_POINTS
 from queues.read.job import DATA_DISPLAY_LIMIT
+from queues.read.refs import DEFAULT_CONNECTION
 from queues.read.states import STATES
 
 Schema = dict[str, Any]
@@ -126,6 +127,11 @@ def _schemas() -> dict[str, Schema]:
                 "queue": {**_TEXT, "description": "`prefix:name`"},
                 "prefix": _TEXT,
                 "name": _TEXT,
+                "connection": {
+                    **_TEXT,
+                    "description": "The Redis connection it is on (`default`, or a name "
+                    "from `ECHOMQ_CONNECTIONS`)",
+                },
                 "counts": _object(
                     dict.fromkeys(STATES, _COUNT),
                     description="Jobs per state; `wait` holds the paused list too",
@@ -141,7 +147,24 @@ def _schemas() -> dict[str, Schema]:
                 ),
             }
         ),
-        "QueueList": _object({"queues": _array(_schema("QueueSummary"))}),
+        "QueueList": _object(
+            {
+                "queues": _array(_schema("QueueSummary")),
+                "connections": _array(_schema("Connection")),
+            }
+        ),
+        "Connection": _object(
+            {
+                "name": _TEXT,
+                "reachable": _BOOLEAN,
+                "error": {
+                    **_or_null(_TEXT),
+                    "description": "Why its Redis did not answer (its queues are left out)",
+                },
+                "queues": {**_COUNT, "description": "How many of its queues are listed"},
+            },
+            description="One Redis connection the dashboard serves, the default first",
+        ),
         "ProgressBar": _object(
             {
                 "percent": {"type": "integer", "minimum": 0, "maximum": 100},
@@ -1265,6 +1288,13 @@ operation does not list answers `405 method_not_allowed` with `Allow`
 
 **Queues in paths.** `{prefix}/{name}`, each segment with `/` written `~s` and
 `~` written `~~`.
+
+**Several Redis servers.** Each queue path is served for the `default`
+connection (`REDIS_URL`) at the API root, and for any connection at
+`c/{connection}/` below it (the second server of those paths):
+`c/staging/queues/bull/emails/` is the queue `bull:emails` on the connection
+`staging`. `queues/` lists every connection's queues and says which connections
+answered.
 """
 
 
@@ -1303,6 +1333,24 @@ def _api_root(namespace: str, resolver: URLResolver, urlconf: str | None) -> str
     raise LookupError(f"the API namespace {namespace!r} has no endpoint without parameters")
 
 
+def _connection_servers(root: str) -> list[Schema]:
+    """A queue path's servers: the default connection's at the API root, any
+    connection's below ``c/{connection}/`` (dashboard.urls)."""
+    return [
+        {"url": root},
+        {
+            "url": root.rstrip("/") + "/c/{connection}",
+            "variables": {
+                "connection": {
+                    "default": DEFAULT_CONNECTION,
+                    "description": "The Redis connection: `default` or a name from "
+                    "`ECHOMQ_CONNECTIONS` (letters, digits, `-`, `_`)",
+                }
+            },
+        },
+    ]
+
+
 def _version() -> str:
     try:
         return metadata.version("echomq-dashboard")
@@ -1315,10 +1363,13 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
     (``"dashboard:api"``, or ``"<instance>:api"`` where a project includes the
     app under an instance namespace of its own)."""
     resolver = _api_resolver(namespace, urlconf)
+    root = _api_root(namespace, resolver, urlconf).rstrip("/") or "/"
     paths: dict[str, Schema] = {}
     for pattern, path in _endpoints(resolver):
         if pattern.name not in OPERATIONS:
             continue  # undocumented: tests/test_openapi.py fails on it
+        if "connection" in _converters(pattern):
+            continue  # the same operation at a second server (_connection_servers)
         method, operation = OPERATIONS[pattern.name]
         parameters = [_ref("parameters", name) for name in _converters(pattern)]
         paths[path] = {
@@ -1328,6 +1379,8 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
                 "responses": dict(sorted(operation["responses"].items())),
             }
         }
+        if "prefix" in _converters(pattern):
+            paths[path]["servers"] = _connection_servers(root)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -1335,7 +1388,7 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
             "version": _version(),
             "description": _DESCRIPTION,
         },
-        "servers": [{"url": _api_root(namespace, resolver, urlconf).rstrip("/") or "/"}],
+        "servers": [{"url": root}],
         "security": _READ,
         "tags": [
             {"name": name}

@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from django.urls import reverse
 from django.utils.html import conditional_escape, escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
@@ -26,6 +25,7 @@ from dashboard import charts
 from dashboard.formatting import compact as compact
 from dashboard.formatting import thousands as thousands
 from dashboard.health import Health, queue_health
+from dashboard.queue_urls import queue_url
 from queues.read.counts import METRICS_POINTS, QueueSummary
 from queues.read.failures import FailedAttempt
 from queues.read.job import JobDetail
@@ -131,7 +131,7 @@ def highlight_json(text: str) -> SafeString:
 
 def job_url_prefix(ref: QueueRef) -> str:
     """The URL of a job page minus the id: reverse() once per page, not per row."""
-    return reverse("dashboard:job", args=[ref.prefix, ref.name, "_"])[:-1]
+    return queue_url("dashboard:job", ref, "_")[:-1]
 
 
 def job_url(prefix: str, job_id: str) -> str:
@@ -171,8 +171,9 @@ class QueueRow:
         ref = self.summary.ref
         qualified = escape(ref.qualified)
         paused = '<span class="badge state-paused">paused</span>' if self.summary.paused else ""
+        # data-queue is the live subscription's name: with the connection when not the default.
         return mark_safe(  # noqa: S308 - names escaped; the rest is ours or already safe
-            f'<tr data-queue="{qualified}" class="{self.health.css}">\n'
+            f'<tr data-queue="{escape(ref.address)}" class="{self.health.css}">\n'
             f'  <th scope="row">\n'
             f'    <span class="live-dot" data-live-dot aria-hidden="true"></span>\n'
             f'    <a href="{escape(self.url)}" class="queue-name" title="{qualified}">'
@@ -231,7 +232,7 @@ def queue_rows(
     counted (dashboard.workers.stuck_worker_counts), None when unknown."""
     rows = []
     for summary in summaries:
-        url = reverse("dashboard:queue", args=[summary.ref.prefix, summary.ref.name])
+        url = queue_url("dashboard:queue", summary.ref)
         rows.append(
             QueueRow(
                 summary=summary,

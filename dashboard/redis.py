@@ -1,33 +1,67 @@
-"""The one place the dashboard gets its Redis client from."""
+"""The one place the dashboard gets its Redis clients from: one per connection."""
 
 from __future__ import annotations
 
 import threading
 
 from redis import Redis
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
 
-from dashboard import conf
+from dashboard import conf, connections
 from queues.connection import connect
+from queues.read.refs import DEFAULT_CONNECTION
 from queues.redis_server import resolve_redis
+
+# A server of another connection that does not answer must not hold a page
+# (the overview shows it as unreachable, beside the others): its clients give
+# up connecting after CONNECT_TIMEOUT_S and waiting for an answer after
+# READ_TIMEOUT_S, and try again once, at once, only when the connection broke
+# (a pooled connection the server closed); redis-py's default is three more
+# tries 1-4 s apart, on timeouts too: half a minute per page for a server that
+# hangs. The default connection's client keeps the settings it always had.
+CONNECT_TIMEOUT_S = 2.0
+READ_TIMEOUT_S = 3.0
+
 
 _clients: dict[str, Redis] = {}
 _lock = threading.Lock()
 
 
-def redis_url() -> str:
-    return conf.redis_url() or resolve_redis().url
+def redis_url(connection: str | None = None) -> str:
+    """The URL of ``connection`` (None: the one the running view serves).
+
+    Raises Http404 for a connection that is not configured."""
+    name = connection or connections.current()
+    if name == DEFAULT_CONNECTION:
+        return conf.redis_url() or resolve_redis().url
+    url = connections.connection_or_404(name).url
+    assert url is not None
+    return url
 
 
-def get_client() -> Redis:
-    """A shared (thread-safe, pooled) bytes client for ``REDIS_URL`` (dashboard.conf).
+def get_client(connection: str | None = None) -> Redis:
+    """A shared (thread-safe, pooled) bytes client for ``connection`` (None: the
+    one the running view serves, dashboard.connections).
 
     Keyed by URL so a test overriding the setting gets its own client.
     """
-    url = redis_url()
-    client = _clients.get(url)
+    name = connection or connections.current()
+    url = redis_url(name)
+    key = f"{name} {url}"
+    client = _clients.get(key)
     if client is None:
         with _lock:
-            client = _clients.get(url)
+            client = _clients.get(key)
             if client is None:
-                client = _clients[url] = connect(url)
+                if name == DEFAULT_CONNECTION:
+                    client = _clients[key] = connect(url)
+                else:
+                    client = _clients[key] = connect(
+                        url,
+                        socket_connect_timeout=CONNECT_TIMEOUT_S,
+                        socket_timeout=READ_TIMEOUT_S,
+                        retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+                    )
     return client

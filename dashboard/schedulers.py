@@ -16,7 +16,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -25,6 +24,7 @@ from dashboard.api import BadInput, _body, _json_errors, _text
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import int_param, queue_or_404
 from dashboard.permissions import api_permission, page_permission, user_label
+from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from dashboard.views import PAGE_SIZES, _back, _is_htmx, _page, _queue_context
 from queues.read import counts
@@ -97,7 +97,7 @@ def page_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 
 def _schedulers_url(ref: QueueRef) -> str:
-    return reverse("dashboard:schedulers", args=[ref.prefix, ref.name])
+    return queue_url("dashboard:schedulers", ref)
 
 
 @require_GET

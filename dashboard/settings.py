@@ -6,6 +6,9 @@ DEBUG          "1"/"true" to enable
 ALLOWED_HOSTS  comma-separated host names
 ECHOMQ_QUEUES  comma-separated "prefix:queue" or "queue" names always shown
 ECHOMQ_PREFIXES comma-separated key prefixes scanned for more queues (default "bull")
+ECHOMQ_CONNECTIONS more Redis servers, a JSON list: [{"name": "staging",
+               "url": "redis://host:6379/0", "prefixes": ["bull"], "queues": []}]
+               (the three above are the connection named "default")
 ECHOMQ_READ_ONLY "1" turns every action off
 DATABASE_URL   e.g. postgres://user:password@host/name (unset: SQLite at ECHOMQ_DB)
 LOG_LEVEL, LOG_FORMAT  INFO by default; "plain" or "json"
@@ -19,6 +22,7 @@ In production, dashboard.settings_production turns the secure ones on by default
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -49,6 +53,17 @@ def _env_int(name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+
+
+def _env_json(name: str, default: object) -> object:
+    """A JSON value; its shape is checked by the app's system checks."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return json.loads(value)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name} is not valid JSON: {error}") from None
 
 
 def _proxy_ssl_header(name: str) -> tuple[str, str] | None:
@@ -87,6 +102,7 @@ SECURE_HSTS_PRELOAD = _env_flag("SECURE_HSTS_PRELOAD")
 REDIS_URL: str | None = os.environ.get("REDIS_URL") or None
 ECHOMQ_QUEUES = _env_list("ECHOMQ_QUEUES")
 ECHOMQ_PREFIXES = _env_list("ECHOMQ_PREFIXES", "bull")
+ECHOMQ_CONNECTIONS = _env_json("ECHOMQ_CONNECTIONS", [])
 ECHOMQ_READ_ONLY = _env_flag("ECHOMQ_READ_ONLY")
 
 INSTALLED_APPS = [

@@ -4,13 +4,30 @@ Names: ``dashboard:<page>`` for the pages, ``dashboard:api:<endpoint>`` for the
 JSON API, ``dashboard:live`` for the live updates' WebSocket (its route is
 built from this name: dashboard.live.routing). Logging in and out is the
 project's (dashboard.site_urls for the stand-alone site).
+
+Every queue URL (``queues/<prefix>/<name>/...``) serves the default Redis
+connection and has a twin under ``c/<connection>/`` for the others, with the
+same name: ``reverse`` picks the pattern by the number of arguments, which
+``dashboard.queue_urls.queue_args`` gives for a queue. The default connection
+keeps its short URLs so that a dashboard of one server, its bookmarks and its
+links look as they always did.
 """
 
 from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, flows, job_edit_api, job_edit_views, openapi, schedulers, views, workers
+from dashboard import (
+    api,
+    connections,
+    flows,
+    job_edit_api,
+    job_edit_views,
+    openapi,
+    schedulers,
+    views,
+    workers,
+)
 from dashboard.converters import SegmentConverter
 
 # Converters are one registry for every app: a name of our own.
@@ -60,8 +77,23 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "job/<path:job_id>", api.job, name="job"),
 ]
 
+
+def with_connections(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:
+    """``patterns``, then each queue URL again under ``c/<connection>/`` (same name)."""
+    twins: list[URLPattern | URLResolver] = [
+        path(
+            "c/<echomq_segment:connection>/" + str(pattern.pattern),
+            connections.on_connection(pattern.callback),
+            name=pattern.name,
+        )
+        for pattern in patterns
+        if isinstance(pattern, URLPattern) and str(pattern.pattern).startswith(_queue)
+    ]
+    return [*patterns, *twins]
+
+
 urlpatterns: list[URLPattern | URLResolver] = [
     # Nested: a project's own "api" namespace stays its own.
-    path("api/", include((api_patterns, "api"))),
-    *page_patterns,
+    path("api/", include((with_connections(api_patterns), "api"))),
+    *with_connections(page_patterns),
 ]

@@ -14,16 +14,27 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
+from redis import Redis
 
-from dashboard import action_bars, actions, charts, conf, flows, job_edits, presenters
+from dashboard import (
+    action_bars,
+    actions,
+    charts,
+    conf,
+    connection_groups,
+    connections,
+    flows,
+    job_edits,
+    presenters,
+)
 from dashboard.health import looks_stuck
-from dashboard.lookup import all_queues, clean_job_ids, int_param, job_id_or_404, queue_or_404
+from dashboard.lookup import clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import can_act, can_change, page_permission, read_only, user_label
+from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from queues.keys import InvalidName
 from queues.read import counts, events, lists, states
@@ -101,7 +112,7 @@ def _queue_context(
 ) -> dict[str, Any]:
     """What every tab of a queue shows above its own part; ``workers`` (when
     counted) lets the health say "no workers" rather than "nothing active"."""
-    base_url = reverse("dashboard:queue", args=[ref.prefix, ref.name])
+    base_url = queue_url("dashboard:queue", ref)
     return {
         "ref": ref,
         "summary": summary,
@@ -152,56 +163,98 @@ class OverviewPage(lists.PagePosition):
 @vary_on_headers("HX-Request")
 @page_permission()
 def overview(request: HttpRequest) -> HttpResponse:
-    """Every queue, a page of rows at a time: a thousand queues cost a page's
-    worth of reads and HTML (counts, metrics and sparklines for the rows shown),
-    plus one count per queue when sorted by failures."""
-    client = get_client()
-    refs = all_queues(client)
-    known = len(refs)
+    """Every queue of every connection, a page of rows at a time: a thousand
+    queues cost a page's worth of reads and HTML (counts, metrics and sparklines
+    for the rows shown), plus one count per queue when sorted by failures.
+    With several connections the rows come grouped by connection, each group
+    in name (or most-failed) order, and a connection whose Redis does not
+    answer is a heading saying so."""
+    groups = connection_groups.discovered()
     needle = request.GET.get("q", "").strip()[:MAX_FILTER_CHARS]
-    if needle:
-        folded = needle.casefold()
-        refs = [ref for ref in refs if folded in ref.qualified.casefold()]
     sort = "failed" if request.GET.get("sort") == "failed" else "name"
-    if sort == "failed":
-        failed = counts.one_count_each(client, refs, "failed")
-        refs = [ref for _, ref in sorted(zip(failed, refs, strict=True), key=_most_failed_first)]
-    last_page = max(1, -(-len(refs) // OVERVIEW_PAGE_SIZE))
+    listed: list[tuple[connection_groups.ConnectionGroup, QueueRef]] = []
+    matching: dict[str, int] = {}
+    for group in groups:
+        refs = _matching(group.refs, needle)
+        if sort == "failed" and refs:
+            failed = connection_groups.ask(
+                group, functools.partial(counts.one_count_each, refs=refs, name="failed")
+            )
+            pairs = sorted(zip(failed or [0] * len(refs), refs, strict=True), key=_most_failed)
+            refs = [ref for _, ref in pairs]
+        matching[group.name] = len(refs)
+        listed.extend((group, ref) for ref in refs)
+    last_page = max(1, -(-len(listed) // OVERVIEW_PAGE_SIZE))
     number = min(int_param(request.GET.get("page"), 1, lowest=1), last_page)
     start = (number - 1) * OVERVIEW_PAGE_SIZE
-    summaries = counts.queue_summaries(client, refs[start : start + OVERVIEW_PAGE_SIZE])
-    if sort == "failed":
-        # Ordered again by the counts the rows show: a failure between the two
-        # reads must not put a row out of order against its own number.
-        summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
-    top = charts.spark_scale(summaries)  # one scale for every row's sparkline
-    # Workers are counted for the rows that look stuck only: one CLIENT LIST
-    # per node for all of them, none at all while no queue looks stuck.
-    workers = worker_counts(client, [s.ref for s in summaries if looks_stuck(s)])
+    shown = listed[start : start + OVERVIEW_PAGE_SIZE]
+    for group in groups:
+        page_refs = [ref for owner, ref in shown if owner is group]
+        connection_groups.read_summaries(group, page_refs, count_workers=_stuck_workers)
+        if sort == "failed":
+            # Ordered again by the counts the rows show: a failure between the
+            # two reads must not put a row out of order against its number.
+            group.summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
+    top = charts.spark_scale(s for group in groups for s in group.summaries)
+    several = connections.several()
+    sections = [
+        GroupSection(
+            group,
+            presenters.queue_rows(group.summaries, top=top, workers=group.workers),
+            matching.get(group.name, 0),
+        )
+        for group in groups
+        # A group shows where its rows are; one that does not answer, on every page.
+        if group.summaries or (several and (not group.reachable or number == 1))
+    ]
     page = OverviewPage(
         start=start,
         size=OVERVIEW_PAGE_SIZE,
-        total=len(refs),
-        rows=presenters.queue_rows(summaries, top=top, workers=workers),
-        known=known,
+        total=len(listed),
+        rows=[row for section in sections for row in section.rows],
+        known=sum(len(group.refs) for group in groups),
         needle=needle,
         sort=sort,
         number=number,
     )
     context = {
         "page": page,
-        "rows": page.rows,
+        "sections": sections,
+        "several": several,
         "spark_scale": charts.scale_words(top),
-        "sort": sort,
         "states": states.STATES,
     }
     template = "dashboard/_overview_list.html" if _is_htmx(request) else "dashboard/overview.html"
     return _page(request, template, context)
 
 
-def _most_failed_first(pair: tuple[int, QueueRef]) -> tuple[int, QueueRef]:
+@dataclass(slots=True)
+class GroupSection:
+    """A connection's part of the overview's page: its heading and its rows."""
+
+    group: connection_groups.ConnectionGroup
+    rows: list[presenters.QueueRow]
+    matching: int  # its queues the filter lets through, on every page
+
+
+def _matching(refs: list[QueueRef], needle: str) -> list[QueueRef]:
+    if not needle:
+        return refs
+    folded = needle.casefold()
+    return [ref for ref in refs if folded in ref.qualified.casefold()]
+
+
+def _most_failed(pair: tuple[int, QueueRef]) -> tuple[int, QueueRef]:
     failed, ref = pair
     return -failed, ref
+
+
+def _stuck_workers(
+    client: Redis, summaries: list[counts.QueueSummary]
+) -> dict[QueueRef, int] | None:
+    """Workers are counted for the rows that look stuck only: one CLIENT LIST
+    per node for all of them, none at all while no queue looks stuck."""
+    return worker_counts(client, [s.ref for s in summaries if looks_stuck(s)])
 
 
 @require_GET
@@ -355,11 +408,11 @@ def goto_job(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     except (InvalidName, ValueError):
         messages.error(request, f"“{wanted[:100]}” is not a job id")
         return redirect(_queue_url(ref))
-    return redirect(reverse("dashboard:job", args=[ref.prefix, ref.name, job_id]))
+    return redirect(queue_url("dashboard:job", ref, job_id))
 
 
 def _queue_url(ref: QueueRef, state: str | None = None) -> str:
-    url = reverse("dashboard:queue", args=[ref.prefix, ref.name])
+    url = queue_url("dashboard:queue", ref)
     return f"{url}?state={state}" if state else url
 
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from redis import Redis
@@ -26,6 +25,7 @@ from dashboard.api import BadInput, _body, _json_errors
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import queue_or_404
 from dashboard.permissions import api_permission, page_permission, user_label
+from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from dashboard.views import _back, _is_htmx, _page, _queue_context
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
@@ -173,7 +173,7 @@ def _limit_from(value: Any) -> int | None:
 def global_concurrency_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    back = reverse("dashboard:workers", args=[ref.prefix, ref.name])
+    back = queue_url("dashboard:workers", ref)
     wanted = None if request.POST.get("action") == "clear" else request.POST.get("concurrency", "")
     try:
         result = actions.set_global_concurrency(

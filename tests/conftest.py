@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from redis import Redis
 
 from queues.connection import connect
 from queues.keys import QueueKeys
-from queues.redis_server import resolve_redis
+from queues.redis_server import LocalRedisServer, resolve_redis, server_binary
 
 # The app installed from its wheel into tests/hostproject (session fixtures).
 from tests.hosting import built_wheel, host_python, host_site  # noqa: F401
@@ -27,14 +28,21 @@ def redis_url() -> str:
     return resolve_redis().url
 
 
-@pytest.fixture
-def redis_client(redis_url: str) -> Iterator[Redis]:
-    """A bytes client on a flushed database."""
-    client = connect(redis_url)
+@contextmanager
+def flushed(url: str) -> Iterator[Redis]:
+    """A bytes client on the server at ``url``, flushed before and after."""
+    client = connect(url)
     client.flushall()
     yield client
     client.flushall()
     client.close()
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[Redis]:
+    """A bytes client on a flushed database."""
+    with flushed(redis_url) as client:
+        yield client
 
 
 @pytest.fixture
@@ -83,6 +91,36 @@ def dashboard_redis(redis_client: Redis, redis_url: str, settings: Any) -> Redis
     settings.ECHOMQ_PREFIXES = ["bull"]
     discovery.clear_discovery_cache()
     return redis_client
+
+
+@pytest.fixture(scope="session")
+def second_redis_url() -> Iterator[str]:
+    """Another private redis-server, for the session: a second Redis connection."""
+    server = LocalRedisServer(server_binary()[0]).start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def second_redis(second_redis_url: str) -> Iterator[Redis]:
+    """A bytes client on the second server, flushed."""
+    with flushed(second_redis_url) as client:
+        yield client
+
+
+@pytest.fixture
+def staging_redis(
+    dashboard_redis: Redis, second_redis: Redis, second_redis_url: str, settings: Any
+) -> Redis:
+    """The second server, flushed, served as the connection "staging" beside
+    the default one (``dashboard_redis``)."""
+    from dashboard import connection_groups
+
+    connection_groups._unreachable.clear()  # what an earlier test's servers said
+    settings.ECHOMQ_CONNECTIONS = [
+        {"name": "staging", "url": second_redis_url, "prefixes": ["bull"]}
+    ]
+    return second_redis
 
 
 @pytest.fixture

@@ -133,6 +133,7 @@ class Checked:
             (path_, method, status)
             for path_, item in self.document["paths"].items()
             for method, operation in item.items()
+            if method != "servers"  # a path's second server (other Redis connections)
             for status in operation["responses"]
         }
 
@@ -589,7 +590,7 @@ def _component(document: dict[str, Any], response: str) -> Draft202012Validator:
     return Draft202012Validator({"$ref": pointer}, registry=registry)
 
 
-SAMPLE_PARAMETERS = {"prefix": "bull", "name": "emails", "job_id": "f1"}
+SAMPLE_PARAMETERS = {"prefix": "bull", "name": "emails", "job_id": "f1", "connection": "default"}
 
 
 def test_every_api_url_has_an_operation_for_exactly_the_methods_its_view_takes(
@@ -614,6 +615,11 @@ def test_every_api_url_has_an_operation_for_exactly_the_methods_its_view_takes(
         )
         assert template.startswith(root + "/")
         route = template.removeprefix(root)
+        if route.startswith("/c/{connection}/"):
+            # A queue URL on another Redis connection: the same path at its second server.
+            route = route.removeprefix("/c/{connection}")
+            servers = [s["url"] for s in document["paths"][route]["servers"]]
+            assert servers == [root, root.rstrip("/") + "/c/{connection}"], route
         routes.add(route)
         assert route in document["paths"], f"{route} ({pattern.name}) is not documented"
         target = reverse(
@@ -625,7 +631,7 @@ def test_every_api_url_has_an_operation_for_exactly_the_methods_its_view_takes(
         assert refused["Content-Type"] == "application/json"
         method_not_allowed.validate(refused.json())
         allowed = {method.strip().lower() for method in refused["Allow"].split(",")}
-        assert allowed == set(document["paths"][route]), route
+        assert allowed == set(document["paths"][route]) - {"servers"}, route
     assert routes == set(document["paths"])
 
 
@@ -746,3 +752,24 @@ def test_a_seeded_fuzz_finds_no_answer_outside_the_document(
             case.validate_response(response, checks=checks, headers=headers)
 
         answer_is_documented()
+
+
+def test_a_queue_on_another_redis_connection_is_answered_as_the_document_says(
+    staging_redis: Redis, document: dict[str, Any], users: dict[str, Any]
+) -> None:
+    """The queue paths at their second server (``c/{connection}/``), on a real
+    second Redis: same operations, same answers."""
+    _seed(staging_redis)
+    check = Checked(document)
+    viewer, actor = _client(users["viewer"]), _client(users["actor"])
+    on_staging = {"connection": "staging", "prefix": EMAILS.prefix, "name": EMAILS.name}
+    queue = check(viewer.get(reverse(f"{API}:queue", kwargs=on_staging)), 200)
+    assert queue["connection"] == "staging"
+    check(viewer.get(reverse(f"{API}:jobs", kwargs=on_staging) + "?state=wait"), 200)
+    check(viewer.get(reverse(f"{API}:job", kwargs={**on_staging, "job_id": "w1"})), 200)
+    retry = {"action": "retry", "ids": ["w1"], "state": "failed"}
+    check(_post(actor, "job_actions", retry, connection="staging"), 409)
+    listed = check(viewer.get(url("queues")), 200)
+    assert [c["name"] for c in listed["connections"]] == ["default", "staging"]
+    unknown = {**on_staging, "connection": "nope"}
+    check(viewer.get(reverse(f"{API}:queue", kwargs=unknown)), 404)

@@ -4,6 +4,9 @@ Protocol (JSON text frames):
 
 browser -> server
     {"type": "subscribe", "queues": [{"queue": "bull:emails", "last_id": "1700000000000-0"}]}
+        A queue is named by its address (``QueueRef.address``): ``prefix:name``
+        on the default Redis connection, ``<connection> prefix:name`` on
+        another (dashboard.connections); every message names it the same way.
         ``last_id`` is the newest event the page already shows (from the page's
         ``data-last-id`` or the last message it received); omit it (or null) to
         start from now. Subscribing again to a queue replaces the old position.
@@ -41,7 +44,9 @@ server -> browser
         (after "discover": at once, then on each change; see dashboard.live.discovery)
     {"type": "status", "redis": "unreachable" | "ok"}   Redis stopped answering
         this server (the page's data is stale from then on), or answers again
-        (the page subscribes again from the positions it has: nothing is lost)
+        (the page subscribes again from the positions it has: nothing is lost).
+        With several connections: "unreachable" while the default one or one
+        whose queues the socket watches does not answer.
 
 Close codes: 4401 not logged in, 4403 no permission to view, 4400 bad message
 (not JSON, a binary frame, an unknown type, more than MAX_QUEUES_PER_SOCKET
@@ -94,10 +99,11 @@ from django.conf import settings
 from django.contrib import auth
 from redis.exceptions import RedisError
 
+from dashboard import connections
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Inbox, Message
-from dashboard.live.hub import OUTAGE_ERRORS, get_hub
+from dashboard.live.hub import OUTAGE_ERRORS, StreamHub, get_hub
 from dashboard.live.outbox import STALL_CLOSE_S, Outbox
 from dashboard.live.streams import EventPayload, Replay, replay_after
 from dashboard.lookup import served_queues_async
@@ -249,6 +255,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.giving_up = False
         self.status_changed = asyncio.Event()
         self.told_reachable = True  # what the page assumes until told otherwise
+        # The hubs (one per Redis connection) whose reachability this page hears.
+        self.watched_hubs: set[StreamHub] = set()
         client = asyncio.create_task(self._take_client_frames(receive))
         try:
             while True:
@@ -300,13 +308,14 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         for task in list(self.tasks):
             if task is not asyncio.current_task():
                 task.cancel()
-        hub = get_hub()
-        hub.unwatch_reachability(self._on_reachability)
+        for watched in self.watched_hubs:
+            watched.unwatch_reachability(self._on_reachability)
+        self.watched_hubs.clear()
         for ref in list(self.subscriptions):
             self._drop(ref)
         if self.queue_watcher is not None:
             self.queue_watcher = None
-            hub.unwatch_queues(self.inbox.put)
+            get_hub().unwatch_queues(self.inbox.put)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -319,8 +328,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=CLOSE_FORBIDDEN)
         else:
             self._start(self._recheck_access())
-            hub = get_hub()
-            hub.watch_reachability(self._on_reachability)
+            self._watch_reachability(get_hub())
             self._start(self._follow_reachability())
 
     async def _recheck_access(self) -> None:
@@ -337,6 +345,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     def _on_reachability(self, reachable: bool) -> None:
         self.status_changed.set()
 
+    def _watch_reachability(self, hub: StreamHub) -> None:
+        """Hear whether ``hub``'s Redis answers, from now on (once per hub)."""
+        if hub not in self.watched_hubs:
+            self.watched_hubs.add(hub)
+            hub.watch_reachability(self._on_reachability)
+            self.status_changed.set()  # it may be down already
+
     async def _follow_reachability(self) -> None:
         self.status_changed.set()  # it may be down already
         while True:
@@ -346,7 +361,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def _tell_reachability(self) -> None:
         """Tell the page whether Redis answers, when that changed since it was last told."""
-        reachable = get_hub().reachable
+        reachable = all(hub.reachable for hub in self.watched_hubs)
         if reachable != self.told_reachable:
             self.told_reachable = reachable
             await self.send_json({"type": "status", "redis": "ok" if reachable else "unreachable"})
@@ -387,7 +402,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         for item in items:
             if isinstance(item, str):
                 with contextlib.suppress(InvalidName):
-                    await self._unsubscribe(QueueRef.parse(item).qualified)
+                    await self._unsubscribe(QueueRef.from_address(item).address)
 
     async def _error(self, queue: object, message: str) -> None:
         if message == REDIS_UNREACHABLE:
@@ -399,16 +414,18 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         """One item of a subscribe message, checked; None (and an error sent) when bad."""
         raw = item.get("queue") if isinstance(item, dict) else None
         try:
-            queue = QueueRef.parse(raw) if isinstance(raw, str) else None
+            queue = QueueRef.from_address(raw) if isinstance(raw, str) else None
         except InvalidName:
             queue = None
+        if queue is not None and connections.named(queue.connection) is None:
+            queue = None  # no such Redis connection
         if queue is None or not isinstance(item, dict):
             await self._error(raw, "unknown queue")
             return None
         job, bodies = item.get("job"), item.get("bodies", True)
         jobs = job_filter(job)
         if not isinstance(bodies, bool) or (job is not None and jobs is None):
-            await self._error(queue.qualified, "bad filter")
+            await self._error(queue.address, "bad filter")
             return None
         last_id = item.get("last_id")
         resume = last_id if parse_stream_id(last_id) is not None else None
@@ -416,19 +433,25 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def _subscribe_all(self, items: list[Any]) -> None:
         wanted = [w for w in [await self._wanted(item) for item in items] if w is not None]
-        if not wanted:
-            return
-        hub = get_hub()
+        by_connection: dict[str, list[Wanted]] = {}
+        for w in wanted:
+            by_connection.setdefault(w.queue.connection, []).append(w)
+        for name, group in by_connection.items():
+            await self._subscribe_on(get_hub(name), group)
+
+    async def _subscribe_on(self, hub: StreamHub, wanted: list[Wanted]) -> None:
+        """The wanted queues of one Redis connection (``hub``'s)."""
+        self._watch_reachability(hub)
         try:
             served = await hub.ask(served_queues_async(hub.client, [w.queue for w in wanted]))
         except (RedisError, OSError) as error:
             reason = REDIS_UNREACHABLE if isinstance(error, OUTAGE_ERRORS) else "Redis error"
             for w in wanted:
-                await self._error(w.queue.qualified, reason)
+                await self._error(w.queue.address, reason)
             return
         for w in wanted:
             raise_if_cancelled()  # a socket going away stops subscribing at once
-            ref = w.queue.qualified
+            ref = w.queue.address
             if w.queue not in served:
                 await self._error(ref, "unknown queue")
             elif ref not in self.subscriptions and len(self.subscriptions) >= MAX_QUEUES_PER_SOCKET:
@@ -437,8 +460,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 await self._subscribe(w)
 
     async def _subscribe(self, wanted: Wanted) -> None:
-        ref = wanted.queue.qualified
-        hub = get_hub()
+        ref = wanted.queue.address
+        hub = get_hub(wanted.queue.connection)
         resume, job, bodies = wanted.resume_from, wanted.job, wanted.bodies
         sub = Subscription(ref, self.inbox, resume, job=job, bodies=bodies)
         try:
@@ -472,7 +495,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         sub = self.subscriptions.pop(ref, None)
         if sub is not None:
             sub.stop_barrier()
-            get_hub().release(ref, sub)
+            _hub_of(ref).release(ref, sub)
         return sub
 
     async def _unsubscribe(self, ref: str) -> None:
@@ -499,8 +522,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         sub: Subscription = message["subscription"]
         if self.subscriptions.get(sub.ref) is not sub or not sub.replaying:
             return
-        hub = get_hub()
-        stream_key = QueueRef.parse(sub.ref).keys.events
+        hub = _hub_of(sub.ref)
+        stream_key = QueueRef.from_address(sub.ref).keys.events
         try:
             if sub.resume_from is None:
                 replay = Replay([], False, await hub.ask(newest_id(hub.client, stream_key)))
@@ -642,6 +665,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self._send_text(shared.frame((sub.bodies, sub.job), encode))
         else:
             await self._send_text(encode())
+
+
+def _hub_of(address: str) -> StreamHub:
+    """The hub of the connection a subscribed queue's address names."""
+    return get_hub(QueueRef.from_address(address).connection)
 
 
 def within_message_limit(message: dict[str, Any]) -> str:

@@ -20,9 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dashboard import connections
+from dashboard.connection_groups import OUTAGES
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.lookup import all_queues
 from dashboard.redis import get_client
+from queues.read.refs import DEFAULT_CONNECTION
 
 log = logging.getLogger("echomq.live")
 
@@ -31,8 +34,23 @@ RETRY_DELAY_S = 5.0
 
 
 def current_queues() -> list[str]:
-    """Every queue the pages list now, qualified (``prefix:name``), sorted (blocking I/O)."""
-    return [ref.qualified for ref in all_queues(get_client())]
+    """Every queue the pages list now, by address (``prefix:name``, with the
+    connection's name first on another connection), in the overview's order
+    (blocking I/O).
+
+    Another connection that does not answer is left out (its queues leave the
+    overview, whose group then says it is unreachable); the default one
+    raises as it always did, and the hub hears of the outage (on_error)."""
+    found: list[str] = []
+    for connection in connections.configured():
+        try:
+            refs = all_queues(get_client(connection.name), connection.name)
+        except OUTAGES:
+            if connection.name == DEFAULT_CONNECTION:
+                raise
+            continue
+        found.extend(ref.address for ref in refs)
+    return found
 
 
 @dataclass

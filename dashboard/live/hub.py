@@ -29,7 +29,13 @@ brought a burst big enough to have trimmed unread entries) checks whether the
 stream still holds what follows its position; when it does not, it hands out
 ``live.gap`` and continues from the newest entry, and pages reload.
 
-Whether Redis answers is one fact per process (``StreamHub.reachable``): a
+With several Redis connections (dashboard.connections) each has a hub of its
+own: its readers, its control pool, its reachability. So the bounds above
+hold per server, and a server that does not answer leaves the others' pages
+live. A stream's ``ref`` is the queue's address (``QueueRef.address``: the
+connection's name before the queue's on another connection).
+
+Whether Redis answers is one fact per process and server (``StreamHub.reachable``): a
 reader whose read fails, or any live command that cannot reach Redis, reports
 it down, and a probe then pings every ``PROBE_INTERVAL_S`` until Redis answers.
 Each change is handed to every socket of the process directly
@@ -63,7 +69,7 @@ from dashboard.redis import redis_url
 from queues import codec
 from queues.connection import connect_async, split_cluster_flag
 from queues.events import Event
-from queues.read.refs import QueueRef
+from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 from queues.read.stream import newest_id, was_trimmed
 
 log = logging.getLogger("echomq.live")
@@ -137,7 +143,7 @@ class StreamReader:
         # No silent retries: a reader must see a dropped connection, because
         # entries may be trimmed before it reads again (it then checks).
         self.client: AsyncRedis = connect_async(
-            redis_url(),
+            redis_url(hub.connection),
             client_name=READER_CLIENT_NAME,
             retry=Retry(NoBackoff(), 0),
             socket_timeout=READ_TIMEOUT_S,
@@ -266,8 +272,9 @@ class StreamReader:
 class StreamHub:
     """The streams, readers and queue-set watcher of one event loop (one server process)."""
 
-    def __init__(self) -> None:
-        self.streams: dict[str, Stream] = {}  # by queue ref
+    def __init__(self, connection: str = DEFAULT_CONNECTION) -> None:
+        self.connection = connection  # a configured one (the consumer checks)
+        self.streams: dict[str, Stream] = {}  # by queue address
         self.readers: list[StreamReader] = []
         self.queue_watcher: QueueSetWatcher | None = None
         self.reachable = True
@@ -280,7 +287,7 @@ class StreamHub:
         """Positions, replays and probes: a pool of at most CONTROL_CONNECTIONS."""
         if self._client is None:
             self._client = connect_async(
-                redis_url(),
+                redis_url(self.connection),
                 max_connections=CONTROL_CONNECTIONS,  # a busy pool makes callers wait
                 client_name=CONTROL_CLIENT_NAME,
                 socket_timeout=COMMAND_TIMEOUT_S,
@@ -296,7 +303,7 @@ class StreamHub:
         """
         stream = self.streams.get(ref)
         if stream is None:
-            key = QueueRef.parse(ref).keys.events
+            key = QueueRef.from_address(ref).keys.events
             # A concrete start id, fixed before any subscriber replays up to it.
             position = await self.ask(newest_id(self.client, key))
             stream = self.streams.get(ref)  # another socket may have started it meanwhile
@@ -323,7 +330,7 @@ class StreamHub:
                 reader.stop()
 
     def _reader_for(self, key: str) -> StreamReader:
-        plain = not split_cluster_flag(redis_url())[1]
+        plain = not split_cluster_flag(redis_url(self.connection))[1]
         shard = 0 if plain else key_slot(key.encode())
         mine = [reader for reader in self.readers if reader.shard == shard]
         roomy = [reader for reader in mine if len(reader.streams) < STREAMS_PER_READER]
@@ -349,7 +356,8 @@ class StreamHub:
         self.reachable = reachable
         log.log(
             logging.INFO if reachable else logging.WARNING,
-            "live: Redis %s",
+            "live: Redis %s%s",
+            "" if self.connection == DEFAULT_CONNECTION else f"({self.connection}) ",
             "answers again" if reachable else "unreachable",
         )
         if not reachable and self._probe is None:
@@ -418,13 +426,24 @@ class StreamHub:
             self._client = None
 
 
-_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, StreamHub] = weakref.WeakKeyDictionary()
+_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, StreamHub]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def get_hub() -> StreamHub:
-    """This event loop's hub (a server process has one loop; tests get one per test)."""
+def get_hub(connection: str = DEFAULT_CONNECTION) -> StreamHub:
+    """This event loop's hub of ``connection`` (a server process has one loop;
+    tests get one per test). ``connection`` must be a configured one."""
     loop = asyncio.get_running_loop()
-    hub = _hubs.get(loop)
+    hubs = _hubs.setdefault(loop, {})
+    hub = hubs.get(connection)
     if hub is None:
-        hub = _hubs[loop] = StreamHub()
+        hub = hubs[connection] = StreamHub(connection)
     return hub
+
+
+async def close_hubs() -> None:
+    """Close every hub of this event loop (tests, between one loop's runs)."""
+    hubs = _hubs.pop(asyncio.get_running_loop(), {})
+    for hub in hubs.values():
+        await hub.close()

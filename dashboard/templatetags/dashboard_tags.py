@@ -8,8 +8,10 @@ from django import template
 from django.conf import settings
 from django.shortcuts import resolve_url
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 
-from dashboard import conf, formatting, presenters
+from dashboard import conf, connections, formatting, presenters, queue_urls
 from queues import codec
 from queues.read.failures import first_line
 from queues.read.refs import QueueRef
@@ -34,13 +36,25 @@ def duration(start: Any, end: Any) -> str:
 
 
 @register.simple_tag
-def queue_url(ref: QueueRef, view: str = "queue") -> str:
-    return reverse(f"dashboard:{view}", args=[ref.prefix, ref.name])
+def queue_url(ref: QueueRef, view: str = "queue", *rest: str) -> str:
+    """A page of ``ref`` on its connection; ``rest``: what the page's URL takes next (a job id)."""
+    return queue_urls.queue_url(f"dashboard:{view}", ref, *rest)
+
+
+@register.simple_tag
+def connection_badge(ref: QueueRef) -> SafeString:
+    """Which Redis connection the queue is on, when the dashboard serves several
+    (a queue of the same name may be on each): "" when it serves one."""
+    if not connections.several():
+        return mark_safe("")
+    return format_html(
+        '<span class="badge connection" title="Redis connection">{}</span>', ref.connection
+    )
 
 
 @register.simple_tag
 def job_url(ref: QueueRef, job_id: str) -> str:
-    return reverse("dashboard:job", args=[ref.prefix, ref.name, job_id])
+    return queue_urls.queue_url("dashboard:job", ref, job_id)
 
 
 # The URLs the page script needs, reversed here so that it never pastes paths
@@ -50,7 +64,7 @@ def job_url(ref: QueueRef, job_id: str) -> str:
 @register.simple_tag
 def api_queue_url(ref: QueueRef) -> str:
     """The queue's counts as JSON."""
-    return reverse("dashboard:api:queue", args=[ref.prefix, ref.name])
+    return queue_urls.queue_url("dashboard:api:queue", ref)
 
 
 @register.simple_tag

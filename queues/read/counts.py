@@ -55,6 +55,7 @@ class QueueSummary:
             "queue": self.ref.qualified,
             "prefix": self.ref.prefix,
             "name": self.ref.name,
+            "connection": self.ref.connection,
             "counts": dict(self.counts),
             "paused": self.paused,
             "metrics": {

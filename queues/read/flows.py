@@ -34,7 +34,7 @@ from redis.exceptions import ResponseError
 
 from queues import codec
 from queues.keys import InvalidName, QueueKeys, validate_job_id
-from queues.read.refs import QueueRef
+from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 from queues.read.states import KEY_STATES
 
 MAX_DEPTH = 10
@@ -94,11 +94,12 @@ def _ok(reply: Any) -> bool:
     return not isinstance(reply, Exception)
 
 
-def split_job_key(key: str) -> tuple[QueueRef, str] | None:
-    """``<prefix>:<queue>:<id>`` → (queue, id); None for anything else."""
+def split_job_key(key: str, connection: str = DEFAULT_CONNECTION) -> tuple[QueueRef, str] | None:
+    """``<prefix>:<queue>:<id>`` → (queue on ``connection``, id); None for
+    anything else. A flow's jobs are all on one server: the one read."""
     queue_key, _, job_id = key.rpartition(":")
     try:
-        return QueueRef.parse(queue_key), validate_job_id(job_id)
+        return QueueRef.parse(queue_key).on(connection), validate_job_id(job_id)
     except (InvalidName, ValueError):
         return None
 
@@ -448,8 +449,8 @@ def _child_keys_page(
     return found, _page_token(kind, cursor, 0) if kind < len(_CHILD_KINDS) else None
 
 
-def _child_node(key: str, relation: str) -> TreeNode | None:
-    split = split_job_key(key)
+def _child_node(key: str, relation: str, connection: str) -> TreeNode | None:
+    split = split_job_key(key, connection)
     if split is None:
         return None
     return TreeNode(split[0], split[1], relation=relation)
@@ -461,7 +462,7 @@ def _children_of(
     pairs, next_page = _child_keys_page(client, parent, token, first)
     children, odd = [], []
     for key, relation in pairs:
-        child = _child_node(key, relation)
+        child = _child_node(key, relation, parent.ref.connection)
         if child is None:
             odd.append(key[:200])
         else:
@@ -496,7 +497,7 @@ def _walk_up(client: Redis, focus: TreeNode) -> tuple[list[TreeNode], list[str]]
     problems: list[str] = []
     parent_key = _read_nodes(client, [focus])[0]
     while parent_key is not None:
-        split = split_job_key(parent_key)
+        split = split_job_key(parent_key, focus.ref.connection)
         if split is None:
             problems.append(
                 f"{path[0].id} names a parent {parent_key[:200]!r} that is not a job key"

@@ -143,7 +143,8 @@ class JobDetail:
         if not queue_key or not job_id:
             return None
         try:
-            return QueueRef.parse(queue_key), validate_job_id(job_id)
+            # A parent is on the same server as its child (the one read).
+            return QueueRef.parse(queue_key).on(self.ref.connection), validate_job_id(job_id)
         except (InvalidName, ValueError):
             return None
 

@@ -204,14 +204,23 @@
     if (!body || !list) return;
     var holder = document.createElement("template");
     holder.innerHTML = html;
+    // With several Redis connections a heading row (data-group) opens each
+    // connection's rows: kept in place and redrawn like a queue's row.
+    var key = function (row) {
+      return row.hasAttribute("data-queue") ? row.getAttribute("data-queue") : "\u0000" + row.getAttribute("data-group");
+    };
     var current = {};
-    body.querySelectorAll("tr[data-queue]").forEach(function (row) { current[row.getAttribute("data-queue")] = row; });
-    var rows = [], added = [];
-    holder.content.querySelectorAll("tr[data-queue]").forEach(function (fresh) {
-      var ref = fresh.getAttribute("data-queue");
+    body.querySelectorAll("tr[data-queue], tr[data-group]").forEach(function (row) { current[key(row)] = row; });
+    var rows = [], added = [], regrouped = false;
+    holder.content.querySelectorAll("tr[data-queue], tr[data-group]").forEach(function (fresh) {
+      var ref = key(fresh);
       var row = current[ref];
       delete current[ref];
-      if (!row) { added.push(ref); rows.push(fresh); return; }
+      if (!row) {
+        if (fresh.hasAttribute("data-queue")) added.push(ref); else regrouped = true;
+        rows.push(fresh);
+        return;
+      }
       rows.push(row);
       if (row.contains(document.activeElement)) return;
       var dot = row.querySelector("[data-live-dot]"), freshDot = fresh.querySelector("[data-live-dot]");
@@ -219,20 +228,25 @@
       row.className = fresh.className;
       row.replaceChildren.apply(row, Array.prototype.slice.call(fresh.childNodes));
     });
-    var gone = Object.keys(current);
-    var moved = rows.some(function (row, index) { return body.children[index] !== row; });
-    if ((!added.length && !gone.length && !moved) || body.contains(document.activeElement)) return;
-    body.replaceChildren.apply(body, rows);
-    queues = rows.map(function (row) { return row.getAttribute("data-queue"); });
+    // The total, the no-match line and the pager come from the same answer,
+    // whether or not the rows moved.
     var total = holder.content.querySelector("template[data-overview-total]");
     var shown = document.querySelector("[data-queue-total]");
     if (total && shown) shown.textContent = total.content.textContent.trim();
     ["[data-filter-empty]", "#overview-pager"].forEach(function (selector) {
       var old = list.querySelector(selector), fresh = holder.content.querySelector(selector);
+      if (old && old.contains(document.activeElement)) return;
       if (old && fresh) old.replaceWith(fresh);
       else if (old) old.remove();
       else if (fresh) list.appendChild(fresh);
     });
+    var gone = Object.keys(current).filter(function (ref) { return ref.charAt(0) !== "\u0000"; });
+    regrouped = regrouped || gone.length < Object.keys(current).length;
+    var moved = rows.some(function (row, index) { return body.children[index] !== row; });
+    if ((!added.length && !gone.length && !regrouped && !moved) || body.contains(document.activeElement)) return;
+    body.replaceChildren.apply(body, rows);
+    queues = rows.filter(function (row) { return row.hasAttribute("data-queue"); })
+      .map(function (row) { return row.getAttribute("data-queue"); });
     if (added.length) send({type: "subscribe", queues: added.map(subscription)});
     if (gone.length) send({type: "unsubscribe", queues: gone});
   }

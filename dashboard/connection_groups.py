@@ -1,0 +1,130 @@
+"""Every queue of every Redis connection, grouped by connection: what the
+overview page and ``/api/queues/`` both show (one reading for both).
+
+With several connections a server that does not answer is one group marked
+unreachable, and the others are read as usual: one production outage must
+not hide staging, nor the reverse. A dashboard of one connection answers as
+it always did (a 503 while its Redis is down: dashboard.errors).
+
+A server that did not answer is asked again after ``RETRY_UNREACHABLE_S``
+only: one that hangs costs its timeouts (dashboard.redis) once per that
+while, not on every load of the overview, which its live updates refetch
+as often as every second.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from dashboard import connections
+from dashboard.lookup import all_queues
+from dashboard.redis import get_client
+from queues.read import counts
+from queues.read.refs import QueueRef
+
+# What "the server did not answer" looks like; any other error is a 500 to fix.
+OUTAGES = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+@dataclass(slots=True)
+class ConnectionGroup:
+    name: str
+    url: str | None = None  # the connection's (None: the default's private server)
+    # Every queue its Redis holds (discovery), in name order.
+    refs: list[QueueRef] = field(default_factory=list)
+    # The counts of the queues read so far: all of them for the JSON API, the
+    # page's rows for the overview.
+    summaries: list[counts.QueueSummary] = field(default_factory=list)
+    # Why its Redis did not answer ("" while it does).
+    unreachable: str = ""
+    # Connected workers of the queues asked about (the overview's stuck-looking
+    # ones); None when not counted or the server would not say.
+    workers: dict[QueueRef, int] | None = None
+
+    @property
+    def reachable(self) -> bool:
+        return not self.unreachable
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "reachable": self.reachable,
+            "error": self.unreachable or None,
+            "queues": len(self.summaries),
+        }
+
+
+CountWorkers = Callable[[Redis, list[counts.QueueSummary]], dict[QueueRef, int] | None]
+T = TypeVar("T")
+
+
+RETRY_UNREACHABLE_S = 15.0
+# (connection name, URL) → (when to ask it again, monotonic s; what it said then).
+_unreachable: dict[tuple[str, str | None], tuple[float, str]] = {}
+
+
+def discovered() -> list[ConnectionGroup]:
+    """One group per configured connection, the default first, with the queues
+    its Redis holds (no counts read yet)."""
+    groups = []
+    for connection in connections.configured():
+        group = ConnectionGroup(connection.name, connection.url)
+        group.refs = ask(group, functools.partial(all_queues, connection=connection.name)) or []
+        groups.append(group)
+    return groups
+
+
+def ask(group: ConnectionGroup, question: Callable[[Redis], T]) -> T | None:
+    """``question`` put to the group's Redis; None (and the group marked
+    unreachable) when it does not answer. With one connection an outage is
+    the page's to report (a 503: dashboard.errors), so it is raised."""
+    if group.unreachable:
+        return None
+    server = (group.name, group.url)
+    several = connections.several()
+    retry_at, said = _unreachable.get(server, (0.0, ""))
+    if several and time.monotonic() < retry_at:
+        group.unreachable = said
+        return None
+    try:
+        answer = question(get_client(group.name))
+    except OUTAGES as error:
+        if not several:
+            raise
+        group.refs, group.summaries = [], []
+        group.unreachable = str(error) or type(error).__name__
+        _unreachable[server] = (time.monotonic() + RETRY_UNREACHABLE_S, group.unreachable)
+        return None
+    _unreachable.pop(server, None)
+    return answer
+
+
+def read_summaries(
+    group: ConnectionGroup, refs: list[QueueRef], count_workers: CountWorkers | None = None
+) -> None:
+    """The counts (and, with ``count_workers``, the workers) of ``refs``, queues
+    of the group, into the group."""
+
+    def read(client: Redis) -> None:
+        group.summaries = counts.queue_summaries(client, refs)
+        if count_workers is not None:
+            group.workers = count_workers(client, group.summaries)
+
+    if refs:
+        ask(group, read)
+
+
+def queue_groups(count_workers: CountWorkers | None = None) -> list[ConnectionGroup]:
+    """Every group with the counts of all its queues (the JSON API's answer)."""
+    groups = discovered()
+    for group in groups:
+        read_summaries(group, group.refs, count_workers)
+    return groups
