@@ -135,8 +135,12 @@ class ActionResult:
                 {"id": job.job_id, "reason": job.describe(), "code": job.reason}
                 for job in self.skipped
             ],
-            "moved_meanwhile": self.moved_meanwhile,
         }
+
+    def as_set_json(self) -> dict[str, Any]:
+        """:meth:`as_json` of an :func:`act_on_ids` action, with how many jobs
+        had moved meanwhile; ``results`` lists only the refused jobs."""
+        return {**self.as_json(), "moved_meanwhile": self.moved_meanwhile}
 
 
 def _refusal_message(action: str, job_id: str, error: errors.ScriptError, state: str) -> str:
@@ -612,7 +616,9 @@ def _tally(result: ActionResult, action: str, job_id: str, answer: Any, state: s
         else:
             error = errors.error_for(code, action, job_id)
             message = _refusal_message(action, job_id, error, state)
-            result.outcomes.append(Outcome(job_id, False, code.name, message))
+            # Bounded like a job action's results; the summary counts what is kept.
+            if len(result.outcomes) < MAX_JOBS_PER_ACTION:
+                result.outcomes.append(Outcome(job_id, False, code.name, message))
     else:
         result.count += 1
 

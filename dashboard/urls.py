@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, flows, job_edit_api, job_edit_views, openapi, schedulers, views, workers
+from dashboard import (
+    api,
+    flows,
+    job_edit_api,
+    job_edit_views,
+    openapi,
+    schedulers,
+    search,
+    views,
+    workers,
+)
 from dashboard.converters import SegmentConverter
 
 # Converters are one registry for every app: a name of our own.
@@ -57,6 +67,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "edit/", job_edit_api.edit_job_data, name="edit_job_data"),
     path(_queue + "duplicate/", job_edit_api.duplicate_job, name="duplicate_job"),
     path(_queue + "add/", job_edit_api.add_job, name="add_job"),
+    path(_queue + "search/", search.api_search, name="search"),
+    path(_queue + "search/act/", search.api_act, name="search_act"),
     path(_queue + "job/<path:job_id>", api.job, name="job"),
 ]
 
