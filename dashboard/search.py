@@ -27,18 +27,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import actions
+from dashboard import actions, presenters
 from dashboard.api import BadInput, _body, _json_errors, _text
 from dashboard.errors import json_error
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import int_param, queue_or_404
-from dashboard.permissions import api_permission, user_label
+from dashboard.permissions import api_permission, page_permission, user_label
 from dashboard.redis import get_client
-from queues.read.lists import job_rows
+from queues.read.lists import JobPage, job_rows
 from queues.read.search import Cursor, QueryError, SearchError, parse_query, search_step
 from queues.read.states import TAB
 
@@ -102,13 +103,9 @@ def _state(raw: str) -> str:
     return raw
 
 
-@require_GET
-@api_permission()
-@_json_errors
-def api_search(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """``?state=failed&q=reason ~ timeout`` starts a search; then
-    ``&search=<id>&cursor=<cursor>`` goes on. ``rows`` (0-50): how many of
-    this step's hits to send with their fields."""
+def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) -> HttpResponse:
+    """One step, as JSON; with ``markup`` the rows also as the job table's
+    rows (the page shows them exactly like its table, escaped server-side)."""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
     state = _state(request.GET.get("state", "failed"))
@@ -134,21 +131,41 @@ def api_search(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         return json_error(400, "bad_query", str(error))
     except SearchError as error:
         return json_error(409, "corrupt_key", str(error))
-    shown = job_rows(client, ref.keys, state, step.hits[:rows_wanted]) if rows_wanted else []
-    return JsonResponse(
-        {
-            "search": search_id,
-            "query": query.text,
-            "state": state,
-            "hits": step.hits,
-            "rows": [row.as_json() for row in shown],
-            "searched": step.searched,
-            "total": step.total,
-            "unchecked": step.unchecked,
-            "cursor": step.cursor.encode() if step.cursor else None,
-            "done": step.done,
-        }
-    )
+    rows = job_rows(client, ref.keys, state, step.hits[:rows_wanted]) if rows_wanted else []
+    answer: dict[str, Any] = {
+        "search": search_id,
+        "query": query.text,
+        "state": state,
+        "hits": step.hits,
+        "rows": [row.as_json() for row in rows],
+        "searched": step.searched,
+        "total": step.total,
+        "unchecked": step.unchecked,
+        "cursor": step.cursor.encode() if step.cursor else None,
+        "done": step.done,
+    }
+    if markup:
+        page = JobPage(ref, state, 0, len(rows), len(rows), rows)
+        answer["rows_html"] = str(presenters.job_rows_html(page, selectable=False))
+    return JsonResponse(answer)
+
+
+@require_GET
+@api_permission()
+@_json_errors
+def api_search(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """``?state=failed&q=reason ~ timeout`` starts a search; then
+    ``&search=<id>&cursor=<cursor>`` goes on. ``rows`` (0-50): how many of
+    this step's hits to send with their fields."""
+    return _answer_step(request, prefix, name, markup=False)
+
+
+@require_GET
+@page_permission()
+@_json_errors
+def page_search(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """The queue page's search box: :func:`api_search` plus ``rows_html``."""
+    return _answer_step(request, prefix, name, markup=True)
 
 
 @require_POST
