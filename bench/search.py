@@ -173,7 +173,8 @@ def worker_rate(url: str, seconds: float, client: Redis | None = None, query: st
     if client is not None:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and child.poll() is None:
-            for step in search_all(client, QueueRef("bull", QUEUE), "failed", parse_query(query)):
+            steps = search_all(client, QueueRef("bull", QUEUE), "failed", parse_query(query))
+            for _ in steps:
                 if time.monotonic() > deadline:
                     break
     out, _ = child.communicate(timeout=seconds + 60)
