@@ -26,15 +26,15 @@
   function progress() {
     var words = found.running ? "Searching… searched " : found.cancelled ? "Cancelled after searching " : "Searched ";
     words += fmt(found.searched) + " of " + fmt(Math.max(found.total, found.searched));
-    words += " · " + fmt(found.seen.size) + " matching";
-    if (found.seen.size > found.rows) words += " (the newest " + fmt(found.rows) + " shown)";
+    var matching = found.ids.length + found.beyond;
+    words += " · " + fmt(matching) + " matching";
+    if (matching > found.rows) words += " (the newest " + fmt(found.rows) + " shown)";
     if (found.unchecked) words += " · " + fmt(found.unchecked) + " too large to look into";
     part("progress").textContent = words;
-    var limit = Number(root.getAttribute("data-limit")) || 10000;
-    var count = Math.min(found.seen.size, limit);
+    var count = found.ids.length;
     root.querySelectorAll("[data-search-act]").forEach(function (form) {
       form.querySelector("[data-count-exact]").textContent = fmt(count);
-      form.querySelector("[data-search-scope]").textContent = found.seen.size > limit ? "the first" : "all";
+      form.querySelector("[data-search-scope]").textContent = found.beyond ? "the first" : "all";
       form.querySelector("button[type=submit]").disabled = found.running || found.acted || count === 0;
     });
     part("cancel").hidden = !found.running;
@@ -54,9 +54,16 @@
   function keep(answer) {
     var limit = Number(root.getAttribute("data-limit")) || 10000;
     answer.hits.forEach(function (id) {
-      if (found.seen.has(id)) return;  // a step may look again at a few jobs: shown once
-      found.seen.add(id);
-      if (found.ids.length < limit) found.ids.push(id);
+      // A step may look again at a few jobs: each is kept once. Past the
+      // limit, matches are only counted (a search of millions must not fill
+      // the tab's memory; a rare repeat there may count twice).
+      if (found.seen.has(id)) return;
+      if (found.ids.length < limit) {
+        found.seen.add(id);
+        found.ids.push(id);
+      } else {
+        found.beyond += 1;
+      }
     });
     if (answer.rows_html && found.rows < PAGE_ROWS) {
       var body = part("rows");
@@ -107,7 +114,7 @@
 
   function start(query) {
     stop(false);
-    found = {query: query, ids: [], seen: new Set(), rows: 0, searched: 0, total: 0, unchecked: 0, running: true, cancelled: false, acted: false};
+    found = {query: query, ids: [], seen: new Set(), beyond: 0, rows: 0, searched: 0, total: 0, unchecked: 0, running: true, cancelled: false, acted: false};
     part("rows").textContent = "";
     part("table").hidden = true;
     part("results").hidden = false;
@@ -118,7 +125,7 @@
 
   function act(form, submitter) {
     var token = form.querySelector("input[name=csrfmiddlewaretoken]").value;
-    var body = {action: submitter.value, state: form.querySelector("input[name=state]").value, ids: found.ids};
+    var body = {action: submitter.getAttribute("data-search-action"), state: form.querySelector("input[name=state]").value, ids: found.ids};
     form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
     fetch(root.getAttribute("data-act-url"), {
       method: "POST", credentials: "same-origin",
