@@ -20,15 +20,18 @@ from typing import Any
 
 from django.db import DatabaseError, transaction
 from redis import Redis
-from redis.exceptions import OutOfMemoryError
+from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 
 from dashboard.models import AuditEntry
-from queues import errors
-from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, FinishedState
-from queues.queue import BulkResult, BulkStopped, Queue
+from queues import errors, scripts
+from queues.commands import admin
+from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, FinishedState, RequeueSource
+from queues.keys import InvalidName, QueueKeys, validate_job_id
+from queues.queue import BulkResult, BulkStopped, Queue, now_ms
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
-from queues.read.states import TABS
+from queues.read.states import TAB, TABS
 from queues.schedulers import JobSchedulers, SchedulerRefused, describe_refusal
+from queues.scripts import ScriptCall
 
 audit = logging.getLogger("echomq.audit")
 
@@ -104,6 +107,8 @@ class ActionResult:
     message: str = ""
     # Jobs a bulk action left where they were because their keys are broken.
     skipped: list[errors.SkippedJob] = field(default_factory=list)
+    # act_on_ids: jobs that had left the state (or were gone) when their turn came.
+    moved_meanwhile: int = 0
 
     @property
     def ok(self) -> bool:
@@ -131,6 +136,11 @@ class ActionResult:
                 for job in self.skipped
             ],
         }
+
+    def as_set_json(self) -> dict[str, Any]:
+        """:meth:`as_json` of an :func:`act_on_ids` action, with how many jobs
+        had moved meanwhile; ``results`` lists only the refused jobs."""
+        return {**self.as_json(), "moved_meanwhile": self.moved_meanwhile}
 
 
 def _refusal_message(action: str, job_id: str, error: errors.ScriptError, state: str) -> str:
@@ -481,3 +491,149 @@ def scheduler_action(
     result.message = outcome.message
     _audit(user, result, f"scheduler={scheduler_id}", "ok" if outcome.ok else outcome.code)
     return result
+
+
+# -- acting on an explicit set of ids (a search result, an error group, a cohort) --
+
+SET_ACTIONS = ("retry", "promote", "remove")
+# The most ids one call of act_on_ids takes: a search keeps this many matches
+# for acting; beyond it the person narrows the search.
+MAX_IDS_PER_SET = 10_000
+# Ids per pipelined round trip: each is one short script, so Redis serves the
+# workers between them; 100 per trip makes 10,000 jobs about 100 round trips.
+SET_BATCH = 100
+_SET_SCRIPTS = {"retry": "requeueJob", "promote": "requeueJob", "remove": "removeJob"}
+# Codes meaning "no longer where the set was taken from": skipped and counted.
+_MOVED_CODES = (errors.ErrorCode.JOB_NOT_EXIST, errors.ErrorCode.JOB_NOT_IN_STATE)
+
+
+def _set_call(keys: QueueKeys, action: str, job_id: str, state: str) -> ScriptCall:
+    if action == "remove":
+        only_from = [key.name for key in TAB[state].keys]
+        return admin.remove_job(keys, job_id, now_ms=now_ms(), only_from=only_from)
+    source: RequeueSource = "delayed" if action == "promote" else FINISHED_STATES[state]
+    return admin.requeue_job(keys, job_id, source)
+
+
+def _set_ids(action: str, job_ids: Sequence[str], state: str) -> list[str]:
+    """The ids, checked and de-duplicated in order; refusals for a bad request."""
+    if action not in SET_ACTIONS:
+        raise ActionRefused(f"Unknown action {action!r}: one of {', '.join(SET_ACTIONS)}")
+    if state not in TAB:
+        raise ActionRefused(f"Unknown state {state!r}")
+    if action == "retry" and state not in FINISHED_STATES:
+        raise ActionRefused("Only failed or completed jobs can be retried")
+    if action == "promote" and state != "delayed":
+        raise ActionRefused("Only delayed jobs can be promoted")
+    ids = list(dict.fromkeys(job_ids))
+    if not ids:
+        raise ActionRefused("No jobs to act on")
+    if len(ids) > MAX_IDS_PER_SET:
+        raise ActionRefused(f"At most {MAX_IDS_PER_SET:,} jobs at once; narrow the search")
+    for job_id in ids:
+        try:
+            validate_job_id(job_id)
+        except InvalidName:
+            raise ActionRefused(f"Not a job id: {job_id[:40]!r}") from None
+    return ids
+
+
+def _run_batch(client: Redis, calls: Sequence[ScriptCall]) -> list[Any]:
+    """One pipelined round trip of scripts; a script Redis forgot meanwhile
+    (SCRIPT FLUSH, a restart) is run again on its own, loading it."""
+    pipe: Any = client.pipeline(transaction=False)
+    for call in calls:
+        scripts.queue_in_pipeline(pipe, call)
+    answers: list[Any] = pipe.execute(raise_on_error=False)
+    return [
+        scripts.run(client, call) if isinstance(answer, NoScriptError) else answer
+        for call, answer in zip(calls, answers, strict=True)
+    ]
+
+
+def act_on_ids(
+    client: Redis,
+    ref: QueueRef,
+    action: str,
+    job_ids: Sequence[str],
+    *,
+    user: str,
+    state: str,
+) -> ActionResult:
+    """Retry, promote or remove an explicit set of up to :data:`MAX_IDS_PER_SET`
+    jobs that were in ``state`` (a tab) when the set was taken: a search
+    result, an error group, a cohort.
+
+    Each job is one run of the action's own transition script (requeueJob,
+    removeJob), which checks the job is still in ``state`` before it writes;
+    :data:`SET_BATCH` of them go in one pipelined round trip. A job that moved
+    meanwhile (a worker or a person took it elsewhere) or is gone is skipped
+    and counted in ``moved_meanwhile``; one whose keys are broken stays where
+    it was and is listed in ``skipped``; one a scheduler owns (remove) is an
+    outcome with its reason. One audit entry for the whole set. When Redis
+    refuses (out of memory, a queue key of the wrong type) it stops there and
+    raises :class:`ActionRefused` saying what was done before."""
+    ids = _set_ids(action, job_ids, state)
+    keys = ref.keys
+    scripts.ensure_loaded(client, (_SET_SCRIPTS[action],))
+    result = ActionResult(action, ref)
+    listed = ",".join(ids[:20]) + ("..." if len(ids) > 20 else "")
+    jobs = f"{len(ids)} ids from {state}: {listed}"
+    for first in range(0, len(ids), SET_BATCH):
+        batch = ids[first : first + SET_BATCH]
+        try:
+            answers = _run_batch(client, [_set_call(keys, action, i, state) for i in batch])
+            for job_id, answer in zip(batch, answers, strict=True):
+                _tally(result, action, job_id, answer, state)
+        except (OutOfMemoryError, errors.CorruptKey) as error:
+            done = f"{result.count:,} jobs were {_PAST[action]}" if result.count else ""
+            refusal = _refusal(error, done)
+            result.message = str(refusal)
+            _audit(user, result, jobs, f"moved={result.count} refused:{refusal.code}")
+            raise refusal from error
+    result.message = _set_summary(action, result, len(ids))
+    broken = ",".join(job.job_id for job in result.skipped[:20])
+    _audit(
+        user,
+        result,
+        jobs,
+        f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
+        + (f" broken={broken}" if broken else ""),
+    )
+    return result
+
+
+def _tally(result: ActionResult, action: str, job_id: str, answer: Any, state: str) -> None:
+    """Count one script's answer into ``result``; an error reply is raised."""
+    if isinstance(answer, ResponseError) and not isinstance(answer, OutOfMemoryError):
+        errors.raise_refusal(answer)  # CorruptKey, or the error itself
+    if isinstance(answer, Exception):
+        raise answer
+    reason = errors.broken_reason(answer)
+    if reason is not None:
+        result.skipped.append(errors.SkippedJob(job_id, reason))
+    elif errors.is_error_code(answer):
+        code = errors.ErrorCode(int(answer))
+        if code in _MOVED_CODES:
+            result.moved_meanwhile += 1
+        else:
+            error = errors.error_for(code, action, job_id)
+            message = _refusal_message(action, job_id, error, state)
+            # Bounded like a job action's results; the summary counts what is kept.
+            if len(result.outcomes) < MAX_JOBS_PER_ACTION:
+                result.outcomes.append(Outcome(job_id, False, code.name, message))
+    else:
+        result.count += 1
+
+
+def _set_summary(action: str, result: ActionResult, asked: int) -> str:
+    """E.g. "1,201 of 1,204 jobs retried; 3 had moved meanwhile and were skipped"."""
+    parts = [f"{result.count:,} of {asked:,} jobs {_PAST[action]}"]
+    if result.moved_meanwhile:
+        parts.append(f"{result.moved_meanwhile:,} had moved meanwhile and were skipped")
+    refused = result.outcomes
+    if refused:
+        named = "; ".join(o.message for o in refused[:NAMED_BROKEN])
+        more = f"; and {len(refused) - NAMED_BROKEN:,} more" if len(refused) > NAMED_BROKEN else ""
+        parts.append(f"{len(refused):,} refused: {named}{more}")
+    return _with_broken("; ".join(parts), result.skipped)

@@ -23,7 +23,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.views.decorators.http import require_GET
 
-from dashboard import actions, api, job_edits
+from dashboard import actions, api, job_edits, search
 from dashboard.jsonresponse import JsonResponse
 from dashboard.permissions import api_permission
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
@@ -32,6 +32,7 @@ from queues.job_options import MAX_PRIORITY
 from queues.keys import MAX_JOB_ID_LENGTH
 from queues.read import flows
 from queues.read import schedulers as read_schedulers
+from queues.read import search as read_search
 from queues.read.counts import METRICS_POINTS
 from queues.read.job import DATA_DISPLAY_LIMIT
 from queues.read.refs import DEFAULT_CONNECTION
@@ -374,10 +375,59 @@ def _schemas() -> dict[str, Schema]:
             "properties": {"openapi": {"type": "string", "pattern": "^3\\.1\\."}},
         },
         **_scheduler_schemas(),
+        **_search_schemas(action_result),
     }
 
 
 _SCHEDULER_CODES = ["SCHEDULER_NOT_EXIST", "SCHEDULER_BROKEN"]
+
+
+def _search_schemas(action_result: dict[str, Schema]) -> dict[str, Schema]:
+    """A search's steps and acting on its matches (dashboard.search)."""
+    return {
+        "SearchStep": _object(
+            {
+                "search": {**_TEXT, "description": "This search's id: send it with `cursor`"},
+                "query": {**_TEXT, "description": "The query as understood, normalised"},
+                "state": _STATE,
+                "hits": {
+                    **_array(_JOB_ID),
+                    "description": "Ids this step found, newest first (a job sharing its "
+                    "finish time with one that left meanwhile may come again: drop repeats)",
+                },
+                "rows": _array(_schema("JobRow"), maxItems=search.MAX_ROWS),
+                "searched": {**_COUNT, "description": "Jobs looked at so far"},
+                "total": {**_COUNT, "description": "Jobs in the state now"},
+                "unchecked": {
+                    **_COUNT,
+                    "description": "Jobs this step passed over: the field is over "
+                    f"{read_search.MAX_FIELD_BYTES:,} bytes",
+                },
+                "cursor": {
+                    **_or_null(_TEXT),
+                    "description": "Where the next step goes on; null when the search is done",
+                },
+                "done": _BOOLEAN,
+            }
+        ),
+        "SearchActRequest": _object(
+            {
+                "action": {"type": "string", "enum": list(actions.SET_ACTIONS)},
+                "state": {**_STATE, "description": "The state the search ran in"},
+                "ids": _array(_JOB_ID, minItems=1, maxItems=actions.MAX_IDS_PER_SET),
+            }
+        ),
+        "SearchActResult": _object(
+            {
+                **action_result,
+                "moved_meanwhile": {
+                    **_COUNT,
+                    "description": "Jobs no longer in the state (moved or gone): skipped",
+                },
+            },
+            description="`results` lists only the jobs refused for another reason",
+        ),
+    }
 
 
 def _scheduler_schemas() -> dict[str, Schema]:
@@ -843,6 +893,26 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
             refused_schema="SchedulerActionRefused",
         ),
     ),
+    "SearchBadQuery": (
+        "400",
+        _error(
+            "A query that cannot run (`bad_query`: the message says why, e.g. too long, no "
+            "operator, an unknown field, a forged cursor) or an unknown state (`bad_request`)",
+            ["bad_query", "bad_request"],
+        ),
+    ),
+    "SearchConflict": (
+        "409",
+        _error(
+            "A newer search of the same user replaced this one (`search_replaced`), or the "
+            "state's key has the wrong type (`corrupt_key`)",
+            ["search_replaced", "corrupt_key"],
+        ),
+    ),
+    "SearchBusy": (
+        "429",
+        _error("The same user's previous step is still running after a second", ["search_busy"]),
+    ),
     "CorruptKey": (
         "409",
         _error("A key of the queue has the wrong type: nothing was changed", ["corrupt_key"]),
@@ -1254,6 +1324,62 @@ OPERATIONS: dict[str, tuple[str, Schema]] = {
         "AddJobRequest",
         {"name": "send", "data": {"to": "ops@example.com"}, "opts": {"delay": 5000}},
         "201",
+    ),
+    "search": (
+        "get",
+        {
+            "operationId": "searchJobs",
+            "tags": ["jobs"],
+            "summary": "One step of a search through a state, newest first",
+            "description": "Without `cursor`, starts a search (replacing the user's previous "
+            "one); then send `search` and `cursor` from each answer until `done`. A step "
+            f"works for about {search.STEP_MS:.0f} ms or until it has "
+            f"{search.MAX_ROWS} hits. Queries: `id = 42`, `name ~ mail`, `reason ~ timeout`, "
+            "`name = exact`, `data ~ text`, `data.user.id = 42`.",
+            "parameters": [
+                _query("state", "The state to search", {**_STATE, "default": "failed"}),
+                _query(
+                    "q",
+                    "`<field> <op> <value>`",
+                    {"type": "string", "maxLength": read_search.MAX_QUERY_LENGTH},
+                ),
+                _query("search", "The search's id, with `cursor`", _STRING),
+                _query("cursor", "Where to go on (from the last answer)", _STRING),
+                _query(
+                    "rows",
+                    "How many of this step's hits to send as rows" + _GARBAGE,
+                    {**_COUNT, "maximum": search.MAX_ROWS, "default": search.MAX_ROWS},
+                ),
+            ],
+            "responses": {
+                "200": _answer("What this step found", "SearchStep"),
+                **_errors("SearchBadQuery", "SearchConflict", "SearchBusy", *_READ_ERRORS),
+            },
+        },
+    ),
+    "search_act": (
+        "post",
+        {
+            "operationId": "actOnSearch",
+            "tags": ["actions"],
+            "summary": "Retry, promote or remove the jobs a search found",
+            "description": "Each job moves by its own script, which checks it is still in "
+            "`state`: one that moved meanwhile is skipped and counted. One audit entry.",
+            "security": _ACT,
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": _schema("SearchActRequest"),
+                        "example": {"action": "retry", "state": "failed", "ids": ["41", "42"]},
+                    }
+                },
+            },
+            "responses": {
+                "200": _answer("Done", "SearchActResult"),
+                **_errors(*_ACT_ERRORS, "NotFound", "CorruptKey"),
+            },
+        },
     ),
     "schema": (
         "get",

@@ -25,6 +25,7 @@ from dashboard import (
     job_edit_views,
     openapi,
     schedulers,
+    search,
     views,
     workers,
 )
@@ -50,6 +51,7 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "edit/", job_edit_views.edit_job_data, name="edit_job_data"),
     path(_queue + "duplicate/", job_edit_views.duplicate_job, name="duplicate_job"),
     path(_queue + "add/", job_edit_views.add_job, name="add_job"),
+    path(_queue + "search/", search.page_search, name="search"),
     path("ws/live/", views.live_socket_over_http, name="live"),
     path(_queue + "flow-children/<path:job_id>", flows.flow_children, name="flow_children"),
     # Last: a job id may contain '/', so it takes the rest of the path.
@@ -74,6 +76,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "edit/", job_edit_api.edit_job_data, name="edit_job_data"),
     path(_queue + "duplicate/", job_edit_api.duplicate_job, name="duplicate_job"),
     path(_queue + "add/", job_edit_api.add_job, name="add_job"),
+    path(_queue + "search/", search.api_search, name="search"),
+    path(_queue + "search/act/", search.api_act, name="search_act"),
     path(_queue + "job/<path:job_id>", api.job, name="job"),
 ]
 

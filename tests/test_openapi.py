@@ -44,7 +44,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from dashboard import permissions
+from dashboard import permissions, search
 from dashboard.openapi import OPERATIONS
 from queues import discovery
 from queues.read.job import DATA_DISPLAY_LIMIT
@@ -441,8 +441,9 @@ def _refusals(check: Checked, users: dict[str, Any]) -> None:
     reads.append(url("schedulers"))
     reads.append(url("job", job_id="f3"))
     reads += [url("flow", job_id="f3"), url("flow_children", job_id="f3")]
-    reads += [url("workers"), url("limits")]
+    reads += [url("workers"), url("limits"), url("search")]
     posts = [
+        ("search_act", {"action": "retry", "state": "failed", "ids": ["f3"]}),
         ("job_actions", {"action": "remove", "ids": ["f3"]}),
         ("queue_actions", {"action": "pause"}),
         ("global_concurrency", {"concurrency": 2}),
@@ -465,6 +466,50 @@ def _refusals(check: Checked, users: dict[str, Any]) -> None:
         assert refused["error"]["code"] == "csrf_failed"
 
 
+def _searches(
+    check: Checked, viewer: Client, actor: Client, users: dict[str, Any], client: Redis
+) -> None:
+    """A search to its end, each way one is refused, and acting on its matches
+    (jobs of its own: the steps after it use the seeded ones)."""
+    for job_id in ("s1", "s2", "s3"):
+        seed_job(client, EMAILS.keys, job_id, state="failed")
+    client.zadd(EMAILS.keys.failed, {"s4": now_ms()})
+    client.set(EMAILS.keys.job("s4"), "not a hash")
+    first = check(viewer.get(url("search"), {"state": "failed", "q": "name ~ a", "rows": "1"}), 200)
+    step = first
+    while not step["done"]:
+        more = {"state": "failed", "q": "name ~ a", "search": step["search"]}
+        step = check(viewer.get(url("search"), {**more, "cursor": step["cursor"]}), 200)
+    for bad in ({"q": "x" * 1_000}, {"q": "name ~ a", "cursor": "forged"}):
+        assert check(viewer.get(url("search"), bad), 400)["error"]["code"] == "bad_query"
+    check(
+        viewer.get(url("search"), {"state": "nowhere", "q": "name ~ a"}), 400, valid_request=False
+    )
+    check(viewer.get(url("search", QueueRef("bull", "nowhere")), {"q": "name ~ a"}), 404)
+    started = check(viewer.get(url("search"), {"q": "name ~ a", "rows": "0"}), 200)
+    user = permissions.user_label(users["viewer"])
+    current = search.SEARCHES._by_user[user]
+    with current.running:  # a step of this user still running
+        going_on = {"q": "name ~ a", "search": started["search"], "cursor": "0||0|10|"}
+        check(viewer.get(url("search"), going_on), 429)
+    stale = {"q": "name ~ a", "search": "old", "cursor": "0||0|10|"}
+    assert check(viewer.get(url("search"), stale), 409)["error"]["code"] == "search_replaced"
+    jammed = {"state": "wait", "q": "name ~ a"}
+    assert check(viewer.get(url("search", JAMMED), jammed), 409)["error"]["code"] == "corrupt_key"
+    client.zrem(EMAILS.keys.failed, "s3")  # it moved meanwhile
+    body = {"action": "remove", "state": "failed", "ids": ["s1", "s2", "s3", "s4"]}
+    done = check(_post(actor, "search_act", body), 200)
+    assert (done["count"], done["moved_meanwhile"], len(done["skipped"])) == (2, 1, 1)
+    elsewhere = url("search_act", QueueRef("bull", "nowhere"))
+    check(actor.post(elsewhere, json.dumps(body), content_type="application/json"), 404)
+    jammed_body = json.dumps({"action": "retry", "state": "failed", "ids": ["1"]})
+    jammed_url = url("search_act", JAMMED)
+    check(actor.post(jammed_url, jammed_body, content_type="application/json"), 409)
+    check(_post(actor, "search_act", {"action": "fail", "ids": ["1"]}), 400, valid_request=False)
+    client.delete(EMAILS.keys.job("s4"))  # the broken one: later steps count the seeded ones
+    client.zrem(EMAILS.keys.failed, "s4")
+
+
 def _too_large(check: Checked, actor: Client, settings: Any) -> None:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
@@ -476,6 +521,7 @@ def _too_large(check: Checked, actor: Client, settings: Any) -> None:
     check(_post(actor, "global_concurrency", padded, form=True), 413, valid_request=False)
     body = {"action": "remove", "id": "beat", "padding": "x" * 2_000}
     check(_post(actor, "scheduler_actions", body), 413, valid_request=False)
+    check(_post(actor, "search_act", {"action": "remove", "ids": ids}), 413, valid_request=False)
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = limit
 
 
@@ -486,6 +532,9 @@ def _redis_full(check: Checked, actor: Client, client: Redis) -> None:
         check(_post(actor, "queue_actions", {"action": "retry_all"}), 507)
         check(_post(actor, "global_concurrency", {"concurrency": 2}), 507)
         check(_post(actor, "scheduler_actions", {"action": "run_now", "id": "beat"}), 507)
+        check(
+            _post(actor, "search_act", {"action": "retry", "state": "failed", "ids": ["f3"]}), 507
+        )
 
 
 def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) -> None:
@@ -502,6 +551,8 @@ def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) ->
     check(viewer.get(url("limits")), 503)
     check(_post(actor, "global_concurrency", {"concurrency": 2}), 503)
     check(_post(actor, "scheduler_actions", {"action": "remove", "id": "beat"}), 503)
+    check(viewer.get(url("search"), {"q": "name ~ x"}), 503)
+    check(_post(actor, "search_act", {"action": "remove", "state": "failed", "ids": ["f3"]}), 503)
 
 
 def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -> None:
@@ -522,6 +573,9 @@ def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -
         check(viewer.get(url("limits")), 500)
         check(_post(actor, "global_concurrency", {"concurrency": 2}), 500)
         check(_post(actor, "scheduler_actions", {"action": "remove", "id": "beat"}), 500)
+        check(viewer.get(url("search"), {"q": "name ~ x"}), 500)
+        body = {"action": "remove", "state": "failed", "ids": ["f3"]}
+        check(_post(actor, "search_act", body), 500)
 
 
 def test_every_documented_answer_is_given_and_matches_the_document(
@@ -536,6 +590,7 @@ def test_every_documented_answer_is_given_and_matches_the_document(
     viewer, actor = _client(users["viewer"]), _client(users["actor"])
     _reads(check, viewer)
     _flow_reads(check, viewer)
+    _searches(check, viewer, actor, users, dashboard_redis)
     _job_actions(check, actor)
     _queue_actions(check, actor)
     _limit_actions(check, actor)

@@ -25,6 +25,7 @@ API_READS = [
     API + "events/",
     API + "workers/",
     API + "limits/",
+    API + "search/?state=failed&q=name+~+task",
 ]
 # (url, form data, is_api)
 ACTIONS = [
@@ -32,6 +33,7 @@ ACTIONS = [
     (Q + "bulk/", {"action": "retry_all", "state": "failed"}, False),
     (API + "actions/", {"action": "retry", "ids": ["1"]}, True),
     (API + "bulk/", {"action": "retry_all"}, True),
+    (API + "search/act/", {"action": "retry", "ids": ["1"], "state": "failed"}, True),
 ]
 ROLES = [
     "anonymous",
@@ -234,3 +236,24 @@ def test_the_concurrency_form_only_for_those_who_may_act(
 ) -> None:
     html = as_role(role).get(Q + "workers/").content.decode()
     assert ('name="concurrency"' in html) is (role == "actor")
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_pages_search_steps_are_a_read(as_role: Callable[[str], Any], role: str) -> None:
+    response = as_role(role).get(Q + "search/", {"state": "failed", "q": "id = 1"})
+    if role == "anonymous":
+        assert response.status_code == 302
+    elif role in CAN_VIEW:
+        assert response.status_code == 200
+        assert response.json()["hits"] == ["1"]
+    else:
+        assert response.status_code == 403
+
+
+@pytest.mark.parametrize("role", ["viewer", "read_only", "actor", "editor"])
+def test_the_search_box_for_every_viewer_its_actions_only_for_those_who_may_act(
+    as_role: Callable[[str], Any], role: str
+) -> None:
+    html = as_role(role).get(Q + "?state=failed").content.decode()
+    assert "data-search-form" in html
+    assert ("data-search-act" in html) is (role == "actor")

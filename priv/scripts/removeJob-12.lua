@@ -20,8 +20,13 @@
   ARGV[1] key prefix "<prefix>:<queue>:"
   ARGV[2] job id
   ARGV[3] now (ms): when a flow parent this frees enters wait or delayed
+  ARGV[4..n] optional: the states the job must be in (e.g. "failed", or
+          "wait" and "paused"); when given and none holds it, -3 and nothing
+          changes. An action on a set of ids found earlier (a search result)
+          passes them, so a job that moved meanwhile is skipped, not removed.
 
   Returns: 0 done; -1 neither the job hash nor its id in any state exists;
+  -3 the job is in none of the states of ARGV[4..n];
   -8 the job is the next run of a job scheduler that still exists (remove the
   scheduler instead); {"broken", reason} the job's key is not a job hash
   (reasons: includes/keyCheck.lua): it may be another structure whose name
@@ -74,6 +79,17 @@ if problem == "missing" and #found == 0 then
 end
 if problem and problem ~= "missing" then
   return broken_reply(problem)
+end
+if #ARGV >= 4 then
+  local expected = false
+  for i = 4, #ARGV do
+    for _, state in ipairs(found) do
+      expected = expected or state.name == ARGV[i]
+    end
+  end
+  if not expected then
+    return -3
+  end
 end
 for _, state in ipairs(found) do
   if state.name == "delayed" then

@@ -14,6 +14,7 @@ from typing import Literal, get_args
 from queues import scripts
 from queues.job_options import PreparedJob
 from queues.keys import QueueKeys
+from queues.read.states import KEY_STATE
 from queues.scripts import ScriptArg, ScriptCall
 
 FinishedState = Literal["completed", "failed"]
@@ -24,6 +25,9 @@ CleanableState = Literal["completed", "failed", "delayed", "prioritized", "wait"
 # and e.g. cleaning "active" would delete running jobs.
 _REQUEUE_SOURCES = frozenset(get_args(RequeueSource))
 _CLEANABLE_STATES = frozenset(get_args(CleanableState))
+
+
+_KEY_STATE_NAMES = frozenset(KEY_STATE)
 
 
 def _check(state: str, allowed: frozenset[str]) -> None:
@@ -146,7 +150,13 @@ def fail_job(keys: QueueKeys, job_id: str, *, reason: str, now_ms: int) -> Scrip
     )
 
 
-def remove_job(keys: QueueKeys, job_id: str, *, now_ms: int) -> ScriptCall:
+def remove_job(
+    keys: QueueKeys, job_id: str, *, now_ms: int, only_from: Sequence[str] = ()
+) -> ScriptCall:
+    """Remove one job from whatever state holds it; with ``only_from`` (key
+    state names) only when one of those holds it, else -3."""
+    for state in only_from:
+        _check(state, _KEY_STATE_NAMES)
     return scripts.call(
         "removeJob",
         (
@@ -163,7 +173,7 @@ def remove_job(keys: QueueKeys, job_id: str, *, now_ms: int) -> ScriptCall:
             keys.meta,
             keys.events,
         ),
-        (keys.base, job_id, now_ms),
+        (keys.base, job_id, now_ms, *only_from),
     )
 
 

@@ -26,3 +26,37 @@ def queue_counts(
         *bases,
     )
     return scripts.call("queueCounts", (), argv)
+
+
+def search_slice(
+    keys: QueueKeys,
+    key_state: str,
+    structure: str,
+    *,
+    start: str,
+    anchor: str,
+    count: int,
+    field: str,
+    how: str,
+    wanted: str,
+    fold_case: bool,
+    max_bytes: int,
+    extra: Sequence[str] = (),
+) -> scripts.ScriptCall:
+    """One bounded slice of a search through one key state (priv/scripts/
+    searchJobs-1.lua documents every argument); ``extra``: the other texts
+    that match, or the JSON path's segments."""
+    argv: tuple[scripts.ScriptArg, ...] = (
+        keys.base,
+        structure,
+        start,
+        anchor,
+        count,
+        field,
+        how,
+        wanted,
+        int(fold_case),
+        max_bytes,
+        *extra,
+    )
+    return scripts.call("searchJobs", (keys.state(key_state),), argv)

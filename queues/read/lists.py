@@ -244,6 +244,11 @@ def _fetch_rows(client: Redis, keys: QueueKeys, state: str, members: Members) ->
     return rows
 
 
+def job_rows(client: Redis, keys: QueueKeys, state: str, job_ids: Sequence[str]) -> list[JobRow]:
+    """The list rows of jobs named by id (a search's hits): one round trip."""
+    return _fetch_rows(client, keys, state, [(job_id, None) for job_id in job_ids])
+
+
 def job_page(
     client: Redis, ref: QueueRef, state: str, *, start: int = 0, size: int = 50
 ) -> JobPage:

@@ -1,0 +1,122 @@
+"""Searching a queue in a real Chromium against daphne: live progress, cancel,
+then retry what the search found (confirmed in the page's dialog with the
+count), with screenshots of the results in every look."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page, expect
+from redis import Redis
+
+from queues.keys import QueueKeys
+from queues.queue import Queue
+from tests.dashboard_seed import seed_failed_bulk
+from tests.e2e.conftest import CONFIRM_DIALOG, Confirms, wait_live
+from tests.e2e.server import DashboardServer
+from tests.e2e.test_screenshots import LOOKS
+
+QUEUE = "e2e-search"
+SHOTS = Path("/tmp/i13-search-shots")
+# Enough failed jobs that a search which matches nothing takes a few steps.
+BULK = 120_000
+
+
+def _progress(page: Page) -> str:
+    return page.locator("[data-search-progress]").inner_text()
+
+
+def _searched(text: str) -> tuple[int, int]:
+    found = re.search(r"search(?:ed|ing) ([\d,]+) of ([\d,]+)", text, re.IGNORECASE)
+    assert found, text
+    return int(found[1].replace(",", "")), int(found[2].replace(",", ""))
+
+
+def _search(page: Page, query: str) -> None:
+    box = page.get_by_role("searchbox").or_(page.locator("#job-search"))
+    box.first.fill(query)
+    page.locator("[data-search-form] button[type=submit]").click()
+
+
+def _seed(redis_client: Redis) -> list[str]:
+    keys = QueueKeys(QUEUE)
+    seed_failed_bulk(redis_client, keys, BULK)
+    queue = Queue(QUEUE, redis_client)
+    special = queue.add_bulk([("charge", {"card": f"c-{i}"}, None) for i in range(5)])
+    for job_id in special:
+        queue.fail(job_id, "ECONNRESET from payments-gateway ✗")
+    return special
+
+
+def test_search_shows_live_progress_cancels_then_retries_what_it_found(
+    page: Page, redis_client: Redis, confirms: Confirms
+) -> None:
+    special = _seed(redis_client)
+    page.goto(f"/queues/bull/{QUEUE}/?state=failed")
+    wait_live(page)
+
+    # A search that matches nothing runs through every job: progress shows as it goes.
+    _search(page, "reason ~ nothing-like-this")
+    progress = page.locator("[data-search-progress]")
+    expect(progress).to_contain_text("Searching… searched")
+    expect(page.locator("[data-search-cancel]")).to_be_visible()
+    page.wait_for_function(
+        "() => /searched [1-9]/.test(document.querySelector('[data-search-progress]').innerText)"
+    )
+    page.locator("[data-search-cancel]").click()
+    expect(progress).to_contain_text("Cancelled after searching")
+    searched, total = _searched(_progress(page))
+    assert 0 < searched < total == BULK + 5
+    # Cancelled means stopped: the count stays where it was.
+    page.wait_for_timeout(600)
+    assert _searched(_progress(page))[0] == searched
+    expect(page.locator("[data-search-cancel]")).to_be_hidden()
+
+    # The real search: the newest jobs match, so the first page shows at once.
+    _search(page, "reason ~ econnreset")
+    rows = page.locator("[data-search-rows] tr[data-job-id]")
+    expect(rows).to_have_count(5, timeout=5_000)
+    expect(rows.first).to_contain_text("ECONNRESET from payments-gateway ✗")
+    expect(progress).to_contain_text(
+        f"Searched {BULK + 5:,} of {BULK + 5:,} · 5 matching", timeout=60_000
+    )
+
+    confirms.manual()
+    retry = page.get_by_role("button", name="Retry all 5 matching…")
+    expect(retry).to_be_enabled()
+    retry.click()
+    dialog = page.locator(CONFIRM_DIALOG)
+    expect(dialog).to_contain_text("Retry 5 jobs found by this search?")
+    dialog.locator("[data-confirm-ok]").click()
+    message = page.locator("[data-search-message]")
+    expect(message).to_contain_text("5 of 5 jobs retried")
+    expect(retry).to_be_disabled()
+    queue = Queue(QUEUE, redis_client)
+    assert sorted(job.id for job in queue.get_jobs("wait")) == sorted(special)
+    assert queue.get_counts("failed")["failed"] == BULK
+
+
+def test_search_results_read_well_in_every_look(
+    browser: Browser, redis_client: Redis, dashboard_server: DashboardServer, auth_state: str
+) -> None:
+    _seed(redis_client)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for look, options in LOOKS.items():
+        context = browser.new_context(
+            base_url=dashboard_server.url, storage_state=auth_state, **options
+        )
+        page = context.new_page()
+        try:
+            page.goto(f"/queues/bull/{QUEUE}/?state=failed")
+            wait_live(page)
+            _search(page, "reason ~ econnreset")
+            expect(page.locator("[data-search-progress]")).to_contain_text(
+                "· 5 matching", timeout=60_000
+            )
+            expect(page.locator("[data-search-progress]")).to_contain_text(
+                "Searched ", timeout=60_000
+            )
+            page.screenshot(path=SHOTS / f"search-{look}.png", full_page=look == "phone")
+        finally:
+            context.close()

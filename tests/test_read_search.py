@@ -1,0 +1,376 @@
+"""Searching a queue (queues.read.search + searchJobs-1.lua) against a real
+Redis, with jobs written by our runtime and by the bullmq 2.20.1 peer: every
+field and operator, unicode, JSON paths, hostile text; the matches are
+compared with the same rule applied in Python to every job."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import bullmq
+import pytest
+from redis import Redis
+
+from queues.queue import Queue
+from queues.read.refs import QueueRef
+from queues.read.search import (
+    MAX_BATCH,
+    MAX_FIELD_BYTES,
+    MIN_BATCH,
+    Cursor,
+    Pacing,
+    Query,
+    QueryError,
+    SearchError,
+    parse_query,
+    search_all,
+    search_step,
+)
+from queues.read.states import TAB
+
+NAME = "hunt"
+REF = QueueRef("bull", NAME)
+NO_REST = Pacing(sleep=lambda _: None)
+
+REASONS = [
+    "Timeout after 30012 ms on job 991",
+    "connection RESET by peer",
+    "Ünïcødé failure: naïve café ✉",
+    "bad input: .* [a-z]+ %d (x) 100% *star*",
+]
+
+
+def _data(i: int) -> dict[str, Any]:
+    return {
+        "user_id": i % 7,
+        "email": f"user{i}@example.com",
+        "note": "café ✉" if i % 4 == 0 else "plain",
+        "flags": {"vip": i % 5 == 0, "tier": None if i % 3 else "gold"},
+        "items": [{"sku": f"S-{i % 4}"}, {"sku": "X"}],
+        "weird": ".*%[]" if i % 6 == 0 else "",
+    }
+
+
+@pytest.fixture
+def ours(redis_client: Redis) -> Queue:
+    return Queue(NAME, redis_client)
+
+
+@pytest.fixture
+def failed_jobs(ours: Queue) -> dict[str, tuple[str, dict[str, Any], str]]:
+    """60 failed jobs of our runtime: id -> (name, data, reason)."""
+    names = ["send-mail", "Send-Mail", "resize ✂", "bill"]
+    specs = [(names[i % 4], _data(i), None) for i in range(60)]
+    ids = ours.add_bulk(specs)
+    jobs = {}
+    for i, job_id in enumerate(ids):
+        reason = REASONS[i % len(REASONS)]
+        ours.fail(job_id, reason)
+        jobs[job_id] = (names[i % 4], _data(i), reason)
+    return jobs
+
+
+def _search(client: Redis, text: str, state: str = "failed", pacing: Pacing = NO_REST) -> list[str]:
+    hits: list[str] = []
+    for step in search_all(client, REF, state, parse_query(text), pacing=pacing):
+        hits.extend(step.hits)
+    return _once(hits)
+
+
+def _once(hits: list[str]) -> list[str]:
+    """Hits without repeats, as the page keeps them (a slice may look again
+    at jobs sharing a score with one that left: repeats, never gaps)."""
+    return list(dict.fromkeys(hits))
+
+
+def _newest_first(client: Redis, state: str) -> list[str]:
+    return [job.id for job in Queue(NAME, client).get_jobs(state)]
+
+
+def _expect(
+    client: Redis, jobs: dict[str, tuple[str, dict[str, Any], str]], rule: Callable[..., bool]
+) -> list[str]:
+    return [i for i in _newest_first(client, "failed") if rule(*jobs[i])]
+
+
+def _at(data: Any, *path: str | int) -> Any:
+    for part in path:
+        data = data[part]
+    return data
+
+
+CASES: list[tuple[str, Callable[[str, dict[str, Any], str], bool]]] = [
+    ("reason ~ timeout", lambda n, d, r: "timeout" in r.lower()),
+    ("reason ~ TIMEOUT AFTER", lambda n, d, r: "timeout after" in r.lower()),
+    ("reason ~ reset by", lambda n, d, r: "reset by" in r.lower()),
+    ("reason = connection RESET by peer", lambda n, d, r: r == "connection RESET by peer"),
+    ("reason = connection reset by peer", lambda n, d, r: False),
+    ("name ~ mail", lambda n, d, r: "mail" in n.lower()),
+    ("name = Send-Mail", lambda n, d, r: n == "Send-Mail"),
+    ("name ~ ✂", lambda n, d, r: "✂" in n),
+    ("data ~ user1@", lambda n, d, r: "user1@" in d["email"]),
+    ('data ~ "user_id":3', lambda n, d, r: d["user_id"] == 3),
+    ("data ~ café ✉", lambda n, d, r: d["note"] == "café ✉"),
+    ("data.user_id = 3", lambda n, d, r: d["user_id"] == 3),
+    ('data.user_id = "3"', lambda n, d, r: False),
+    ("data.flags.vip = true", lambda n, d, r: d["flags"]["vip"] is True),
+    ("data.flags.tier = null", lambda n, d, r: d["flags"]["tier"] is None),
+    ("data.flags.tier = gold", lambda n, d, r: d["flags"]["tier"] == "gold"),
+    ("data.items.0.sku = S-2", lambda n, d, r: _at(d, "items", 0, "sku") == "S-2"),
+    ("data.items.1.sku = X", lambda n, d, r: True),
+    ("data.note = café ✉", lambda n, d, r: d["note"] == "café ✉"),
+    ("data.missing.deeper = 1", lambda n, d, r: False),
+    # Hostile text: every character is itself, no pattern, no wildcard.
+    ("reason ~ .*", lambda n, d, r: ".*" in r),
+    ("reason ~ [a-z]+", lambda n, d, r: "[a-z]+" in r),
+    ("reason ~ %d", lambda n, d, r: "%d" in r),
+    ("reason ~ 100%", lambda n, d, r: "100%" in r),
+    ("reason ~ *star*", lambda n, d, r: "*star*" in r),
+    ("reason ~ (x)", lambda n, d, r: "(x)" in r),
+    ("reason ~ %", lambda n, d, r: "%" in r),
+    ("name ~ *", lambda n, d, r: False),
+    ("data ~ .*%[]", lambda n, d, r: d["weird"] == ".*%[]"),
+    ("data.weird = .*%[]", lambda n, d, r: d["weird"] == ".*%[]"),
+]
+
+
+@pytest.mark.parametrize(("text", "rule"), CASES, ids=[text for text, _ in CASES])
+def test_each_field_and_operator_matches_exactly_the_jobs_the_rule_picks_newest_first(
+    redis_client: Redis,
+    failed_jobs: dict[str, tuple[str, dict[str, Any], str]],
+    text: str,
+    rule: Callable[[str, dict[str, Any], str], bool],
+) -> None:
+    expected = _expect(redis_client, failed_jobs, rule)
+    assert _search(redis_client, text) == expected
+
+
+def test_a_job_id_is_found_exactly_and_only_in_the_state_that_holds_it(
+    redis_client: Redis, failed_jobs: dict[str, Any], ours: Queue
+) -> None:
+    some = next(iter(failed_jobs))
+    waiting = ours.add("later", {})
+    assert _search(redis_client, f"id = {some}") == [some]
+    assert _search(redis_client, f"id = {waiting}") == []
+    assert _search(redis_client, f"id = {waiting}", state="wait") == [waiting]
+    assert _search(redis_client, "id = 99999") == []
+    assert _search(redis_client, "id = a:b") == []  # never a job id: no match, no error
+
+
+def test_small_slices_carried_by_cursor_find_the_same_jobs_as_one_pass(
+    redis_client: Redis, failed_jobs: dict[str, Any]
+) -> None:
+    slow = Pacing(target_call_ms=0.001, sleep=lambda _: None)  # the smallest slices
+    query = parse_query("reason ~ e")
+    steps = []
+    cursor: Cursor | None = Cursor(batch=10)
+    while True:
+        step = search_step(redis_client, REF, "failed", query, cursor, budget_ms=0, pacing=slow)
+        steps.append(step)
+        if step.cursor is None:
+            break
+        # The page hands the cursor back as text.
+        cursor = Cursor.decode(step.cursor.encode(), TAB["failed"])
+    assert len(steps) > 2
+    assert [hit for step in steps for hit in step.hits] == _search(redis_client, "reason ~ e")
+    assert steps[-1].searched == steps[-1].total == 60
+
+
+def test_jobs_leaving_the_state_mid_search_do_not_make_it_skip_the_rest(
+    redis_client: Redis, failed_jobs: dict[str, Any], ours: Queue
+) -> None:
+    """The cursor is a score, not a rank: retrying jobs already looked at
+    (they leave the failed set) must not shift unseen ones past it."""
+    query = parse_query("reason ~ e")
+    everything = _search(redis_client, "reason ~ e")
+    first = search_step(
+        redis_client,
+        REF,
+        "failed",
+        query,
+        Cursor(batch=10),
+        budget_ms=0,
+        pacing=Pacing(target_call_ms=1e9, sleep=lambda _: None),
+    )
+    assert first.cursor is not None
+    assert 0 < first.searched < 60
+    seen = _newest_first(redis_client, "failed")[: first.searched]
+    for job_id in seen:
+        ours.retry(job_id)
+    rest: list[str] = []
+    cursor: Cursor | None = first.cursor
+    while cursor is not None:
+        step = search_step(redis_client, REF, "failed", query, cursor, pacing=NO_REST)
+        rest.extend(step.hits)
+        cursor = step.cursor
+    assert _once(first.hits + rest) == everything
+
+
+def test_the_wait_tab_searches_the_wait_list_then_the_paused_one(
+    redis_client: Redis, ours: Queue
+) -> None:
+    before = ours.add_bulk([("early", {"k": i}, None) for i in range(5)])
+    ours.pause()  # 5.x layout: the ready jobs are in "paused" now
+    after = ours.add_bulk([("late", {"k": i}, None) for i in range(5)])
+    found = _search(redis_client, "data ~ k", state="wait")
+    assert sorted(found, key=int) == sorted(before + after, key=int)
+    assert _search(redis_client, "name = early", state="wait") == list(reversed(before))
+
+
+def test_a_field_too_large_to_look_into_is_counted_not_read(
+    redis_client: Redis, ours: Queue
+) -> None:
+    big = ours.add("big", {"blob": "needle" + "x" * MAX_FIELD_BYTES})
+    small = ours.add("small", {"blob": "needle"})
+    query = parse_query("data ~ needle")
+    steps = list(search_all(redis_client, REF, "wait", query, pacing=NO_REST))
+    assert [hit for step in steps for hit in step.hits] == [small]
+    assert sum(step.unchecked for step in steps) == 1
+    assert big not in steps[-1].hits
+
+
+def test_broken_jobs_and_a_wrong_typed_state_key_never_crash_a_search(
+    redis_client: Redis, failed_jobs: dict[str, Any]
+) -> None:
+    redis_client.zadd(f"bull:{NAME}:failed", {"ghost": 1, "stringy": 2})
+    redis_client.set(f"bull:{NAME}:stringy", "not a hash")
+    redis_client.hset(f"bull:{NAME}:bad-json", mapping={"data": "{nope", "name": "x"})
+    redis_client.zadd(f"bull:{NAME}:failed", {"bad-json": 3})
+    assert len(_search(redis_client, "data.user_id = 3")) == sum(
+        1 for _, d, _ in failed_jobs.values() if d["user_id"] == 3
+    )
+    redis_client.set(f"bull:{NAME}:delayed", "garbage")
+    with pytest.raises(SearchError, match="holds a string"):
+        _search(redis_client, "name ~ x", state="delayed")
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("r" * 10_240, "10,240 characters long; at most 1,000"),
+        ("timeout", "Write a field"),
+        ("colour ~ red", "Unknown field"),
+        ("reason ~ ", "Give a value"),
+        ("id ~ 4", "matched exactly"),
+        ("name.x = 1", "Only data has a path"),
+        ("data.x ~ 1", "compares with ="),
+        ("data.x = [1]", "one value"),
+        ("data.x = 1e400", "too large"),
+        ("data = 1", "searched with ~"),
+        ('reason ~ "unterminated\\"', "not a valid JSON string"),
+        ("data." + ".".join("a" * 17) + " = 1", "at most 16 parts"),
+        ("reason ~ \ud800", "not valid Unicode"),
+    ],
+)
+def test_a_malformed_or_hostile_query_is_refused_in_plain_words(text: str, words: str) -> None:
+    with pytest.raises(QueryError, match=words.replace("(", r"\(")):
+        parse_query(text)
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        "",
+        "x",
+        "9||0|200|",
+        "0|abc|0|200|5",
+        "0|inf|0|200|5",
+        "0|1e999|0|200|5",
+        "0|(5|0|200|5",
+        "0|5|0|200|",
+        "0||0|200|5",
+        "0|5|0|200|" + "x" * 600,
+    ],
+)
+def test_a_forged_cursor_is_refused(forged: str) -> None:
+    with pytest.raises(QueryError, match="not valid"):
+        Cursor.decode(forged, TAB["failed"])
+
+
+def test_a_list_cursor_must_be_an_index() -> None:
+    with pytest.raises(QueryError):
+        Cursor.decode("0|+inf|0|200|", TAB["wait"])
+    with pytest.raises(QueryError):
+        Cursor.decode("0|4|0|200|7", TAB["wait"])
+    assert Cursor.decode("1|40|40|99999|", TAB["wait"]).batch == 5000
+    assert Cursor.decode("0|17.5|3|10|a|b", TAB["failed"]).anchor == "a|b"
+
+
+def test_each_slice_stays_short_and_the_search_rests_between_slices(
+    redis_client: Redis, ours: Queue
+) -> None:
+    ours.add_bulk([("n", {"i": i, "pad": "p" * 150}, None) for i in range(3000)])
+    rests: list[float] = []
+    pacing = Pacing(target_call_ms=2.0, duty=0.5, sleep=rests.append)
+    steps = list(search_all(redis_client, REF, "wait", parse_query("data ~ zzz"), pacing=pacing))
+    calls = sum(step.calls for step in steps)
+    assert steps[-1].searched == 3000
+    assert calls > 3
+    # Slices grow from the first size toward the target, and each call is
+    # followed by a rest as long as it (duty 0.5), bar the last.
+    assert len(rests) == calls - 1
+    assert sum(rests) * 1000 == pytest.approx(sum(s.busy_ms for s in steps), rel=0.5)
+
+
+def test_a_slice_grows_or_shrinks_toward_the_target_call_time_within_bounds() -> None:
+    # Wall-clock call times are the bench's to measure (bench/search.py); here
+    # the rule that keeps calls short: a slice's size follows the time its
+    # last call took, at most doubling or halving, within fixed bounds.
+    pacing = Pacing(target_call_ms=3.0)
+    assert pacing.next_batch(400, 1.5) == 800  # fast: double
+    assert pacing.next_batch(400, 0.01) == 800  # far faster: still only double
+    assert pacing.next_batch(400, 6.0) == 200  # slow: halve
+    assert pacing.next_batch(400, 600.0) == 200  # far slower: still only halve
+    assert pacing.next_batch(MAX_BATCH, 0.1) == MAX_BATCH
+    assert pacing.next_batch(MIN_BATCH, 100.0) == MIN_BATCH
+
+
+def test_query_text_round_trips() -> None:
+    assert parse_query("  data.user_id   =  42 ") == Query("data", "=", 42, ("user_id",))
+    assert parse_query('reason ~ "  padded "').value == "  padded "
+    assert parse_query("FailedReason ~ x").field == "reason"
+    assert parse_query("data.a = 42").text == "data.a = 42"
+
+
+@pytest.mark.peer
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+async def test_jobs_the_peer_wrote_are_found_by_data_name_path_and_reason(
+    redis_url: str, redis_client: Redis
+) -> None:
+    """bullmq 2.20.1 (Python) writes data with json.dumps: "é" as \\u00e9."""
+    peer = bullmq.Queue(NAME, {"connection": redis_url})
+    try:
+        accented = await peer.add("Crème ✉", {"note": "café au lait", "user": {"id": 42}})
+        plain = await peer.add("plain", {"note": "tea", "user": {"id": "42"}})
+    finally:
+        await peer.close()
+    raw = redis_client.hget(f"bull:{NAME}:{accented.id}", "data")
+    assert raw is not None
+    assert b"\\u00e9" in raw  # the escaped form is what is searched
+    assert _search(redis_client, "data ~ café", "wait") == [accented.id]
+    assert _search(redis_client, "data ~ au lait", "wait") == [accented.id]
+    assert _search(redis_client, "name ~ CRÈME", "wait") == []  # only ASCII letters fold
+    assert _search(redis_client, "name ~ CRèME ✉", "wait") == [accented.id]
+    assert _search(redis_client, "data.user.id = 42", "wait") == [accented.id]
+    assert _search(redis_client, 'data.user.id = "42"', "wait") == [plain.id]
+
+    async def fails(job: Any, token: str) -> Any:
+        raise ValueError(f'gateway said: "{job.data["note"]}" ✗')
+
+    worker = bullmq.Worker(NAME, fails, {"connection": redis_url, "drainDelay": 1})
+    try:
+        ours = Queue(NAME, redis_client)
+        deadline = 200
+        while ours.get_counts("failed")["failed"] < 2 and deadline:
+            deadline -= 1
+            await asyncio.sleep(0.05)
+    finally:
+        await worker.close()
+    # The peer stores the reason JSON-encoded ("\u2717"): found as typed all the same.
+    assert sorted(_search(redis_client, "reason ~ GATEWAY SAID")) == sorted([plain.id, accented.id])
+    assert sorted(_search(redis_client, "reason ~ ✗")) == sorted([plain.id, accented.id])
+    assert _search(redis_client, "reason ~ tea") == [plain.id]
+    assert _search(redis_client, 'reason ~ "café au' + '"') == [accented.id]
+    assert _search(redis_client, 'reason ~ said: "café') == [accented.id]
