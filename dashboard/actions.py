@@ -22,10 +22,12 @@ from django.db import DatabaseError, transaction
 from redis import Redis
 from redis.exceptions import OutOfMemoryError
 
+from dashboard.cohort_record import record_cohort
 from dashboard.models import AuditEntry
 from queues import errors
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, FinishedState
-from queues.queue import BulkResult, BulkStopped, Queue
+from queues.queue import BulkResult, BulkStopped, Queue, now_ms
+from queues.read.cohorts import MAX_TRACKED, previous_reasons
 from queues.read.refs import QueueRef
 from queues.read.states import TABS
 from queues.schedulers import JobSchedulers, SchedulerRefused, describe_refusal
@@ -190,11 +192,11 @@ def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
 
 def _audit(
     user: str, result: ActionResult, jobs: str, outcome: str, *, diff: str = "", job: str = ""
-) -> None:
+) -> int | None:
     """The log line, and the row (for a change to one job, dashboard.job_edits:
     that ``job`` and the ``diff`` of its name, data or options). The action has
     happened by now: a database that cannot take the row is logged, and the
-    user still gets the answer."""
+    user still gets the answer. Returns the row's id (None when not stored)."""
     ref = result.ref
     audit.info(
         "user=%s action=%s queue=%s jobs=%s result=%s",
@@ -208,7 +210,7 @@ def _audit(
         # Its own savepoint: inside a transaction (a test's, or ATOMIC_REQUESTS)
         # a refused row must not leave the request unable to query.
         with transaction.atomic():
-            AuditEntry.objects.create(
+            entry = AuditEntry.objects.create(
                 user=user[:150],
                 action=result.action,
                 queue=ref.qualified,
@@ -220,6 +222,8 @@ def _audit(
             )
     except DatabaseError:
         audit.exception("the audit entry of %s on %s was not stored", result.action, ref.qualified)
+        return None
+    return int(entry.pk)
 
 
 def job_action(
@@ -245,6 +249,9 @@ def job_action(
     queue = Queue(ref.name, client, prefix=ref.prefix)
     admin_reason = f"{reason.strip() or 'Failed by an operator'} (failed by {user})"
     ids = ",".join(job_ids[:20]) + ("..." if len(job_ids) > 20 else "")
+    # Read before the retry deletes them: "failed again (same reason)" later.
+    reasons = previous_reasons(client, ref.keys, job_ids) if action == "retry" else {}
+    started = now_ms()
     outcomes = []
     for job_id in job_ids:
         try:
@@ -276,14 +283,47 @@ def job_action(
     result = ActionResult(action, ref, outcomes, sum(o.ok for o in outcomes))
     result.message = _summary(action, outcomes)
     broken = [o.job_id for o in outcomes if o.code == "JOB_BROKEN"]
-    _audit(
+    audit_id = _audit(
         user,
         result,
         ids,
         f"moved={result.count} refused={len(job_ids) - result.count}"
         + (f" broken={','.join(broken[:20])}" if broken else ""),
     )
+    if action in COHORT_ACTIONS:
+        moved_ids = [o.job_id for o in outcomes if o.ok]
+        source = "delayed" if action == "promote" else state
+        _record(client, result, moved_ids, user, started, source, reasons, audit_id)
     return result
+
+
+# The actions whose jobs go back to run, so "what became of them" has an answer.
+COHORT_ACTIONS = ("retry", "promote", "retry_all", "promote_all")
+
+
+def _record(
+    client: Redis,
+    result: ActionResult,
+    moved: Sequence[str],
+    user: str,
+    at_ms: int,
+    source: str,
+    reasons: dict[str, str],
+    audit_id: int | None,
+) -> None:
+    """Keep what ``result`` moved as a cohort (dashboard/cohort_record.py)."""
+    record_cohort(
+        client,
+        result.ref,
+        result.action,
+        moved,
+        user=user,
+        at_ms=at_ms,
+        source=source,
+        count=result.count,
+        previous_reasons=reasons,
+        audit_id=audit_id,
+    )
 
 
 # What a bulk action did to the jobs it moved, as its message says it.
@@ -314,12 +354,16 @@ def queue_action(
         raise ActionRefused(f"Only failed or completed jobs can be {verb}")
     if action == "clean" and grace_ms < 0:
         raise ActionRefused("Choose an age: zero or more milliseconds")
+    started = now_ms()
+    moved = BulkResult()  # the ids retry all / promote all moved, for the cohort
     try:
         if action == "retry_all":
-            done = _bulk_done(queue.retry_all(finished or "failed"), result)
+            moved = queue.retry_all(finished or "failed", track=MAX_TRACKED)
+            done = _bulk_done(moved, result)
             result.message = f"{done} {state} jobs {_BULK_PAST[action]}"
         elif action == "promote_all":
-            done = _bulk_done(queue.promote_all(), result)
+            moved = queue.promote_all(track=MAX_TRACKED)
+            done = _bulk_done(moved, result)
             result.message = f"{done} delayed jobs {_BULK_PAST[action]}"
         elif action == "clean":
             done = _bulk_done(queue.clean(finished or "failed", grace_ms, keep_ids=False), result)
@@ -334,16 +378,25 @@ def queue_action(
         refusal = _bulk_refusal(action, state, error)
         result.count = error.done.count if isinstance(error, BulkStopped) else 0
         result.message = str(refusal)
-        _audit(user, result, f"state={state}", f"count={result.count} refused:{refusal.code}")
+        audit_id = _audit(
+            user, result, f"state={state}", f"count={result.count} refused:{refusal.code}"
+        )
+        if isinstance(error, BulkStopped) and action in COHORT_ACTIONS:
+            source = "delayed" if action == "promote_all" else state
+            done_ids, reasons = error.done.ids, error.done.previous_reasons
+            _record(client, result, done_ids, user, started, source, reasons, audit_id)
         raise refusal from error
     result.message = _with_broken(result.message, result.skipped)
     skipped = ",".join(job.job_id for job in result.skipped[:20])
-    _audit(
+    audit_id = _audit(
         user,
         result,
         f"state={state}",
         f"count={result.count}" + (f" skipped={skipped}" if skipped else ""),
     )
+    if action in COHORT_ACTIONS:
+        source = "delayed" if action == "promote_all" else state
+        _record(client, result, moved.ids, user, started, source, moved.previous_reasons, audit_id)
     return result
 
 
