@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, flows, job_edit_api, job_edit_views, openapi, schedulers, views, workers
+from dashboard import (
+    api,
+    cohorts,
+    flows,
+    job_edit_api,
+    job_edit_views,
+    openapi,
+    schedulers,
+    views,
+    workers,
+)
 from dashboard.converters import SegmentConverter
 
 # Converters are one registry for every app: a name of our own.
@@ -33,6 +43,8 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "edit/", job_edit_views.edit_job_data, name="edit_job_data"),
     path(_queue + "duplicate/", job_edit_views.duplicate_job, name="duplicate_job"),
     path(_queue + "add/", job_edit_views.add_job, name="add_job"),
+    path(_queue + "cohorts/", cohorts.panel, name="cohorts"),
+    path(_queue + "cohorts/<str:cohort_id>/", cohorts.cohort_page, name="cohort"),
     path("ws/live/", views.live_socket_over_http, name="live"),
     path(_queue + "flow-children/<path:job_id>", flows.flow_children, name="flow_children"),
     # Last: a job id may contain '/', so it takes the rest of the path.
@@ -57,6 +69,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "edit/", job_edit_api.edit_job_data, name="edit_job_data"),
     path(_queue + "duplicate/", job_edit_api.duplicate_job, name="duplicate_job"),
     path(_queue + "add/", job_edit_api.add_job, name="add_job"),
+    path(_queue + "cohorts/", cohorts.api_list, name="cohorts"),
+    path(_queue + "cohorts/<str:cohort_id>/", cohorts.api_one, name="cohort"),
     path(_queue + "job/<path:job_id>", api.job, name="job"),
 ]
 

@@ -173,7 +173,7 @@ def build_cohort(
 def _field(record: dict[str, Any], name: str, kind: type) -> Any:
     value = record.get(name)
     if not isinstance(value, kind) or isinstance(value, bool):
-        raise CohortUnreadable(f"its {name} is not a {kind.__name__}")
+        raise CohortUnreadable(f"its field {name} is missing or of the wrong type")
     return value
 
 
