@@ -92,8 +92,10 @@ async def test_a_retried_cohort_is_counted_right_at_every_look_while_a_worker_ru
     result = await asyncio.to_thread(actions.job_action, client, REF, "retry", ids, user="oncall")
     assert result.count == total
     cohort = _only_cohort(client)
-    assert set(cohort.ids) == set(ids) and cohort.user == "oncall"
-    assert cohort.source == "failed" and cohort.reasons == ("timeout after # ms on job #",)
+    assert set(cohort.ids) == set(ids)
+    assert cohort.user == "oncall"
+    assert cohort.source == "failed"
+    assert cohort.reasons == ("timeout after # ms on job #",)
 
     async def second_run(job: Job) -> str:
         await asyncio.sleep(0.03)
@@ -147,10 +149,13 @@ def test_retry_all_records_exactly_the_jobs_it_moved_and_not_a_broken_one(
     client.zadd(KEYS.failed, {"broken": 0})
     client.set(KEYS.job("broken"), "not a hash")
     result = actions.queue_action(client, REF, "retry_all", user="oncall")
-    assert result.count == 30 and [job.job_id for job in result.skipped] == ["broken"]
+    assert result.count == 30
+    assert [job.job_id for job in result.skipped] == ["broken"]
     cohort = _only_cohort(client)
     assert sorted(cohort.ids, key=int) == ids
-    assert cohort.count == 30 and cohort.action == "retry_all" and cohort.source == "failed"
+    assert cohort.count == 30
+    assert cohort.action == "retry_all"
+    assert cohort.source == "failed"
     assert cohort.audit_id is not None
     assert _counts(client, cohort) == {"wait": 30}
 
@@ -162,7 +167,8 @@ def test_retry_all_of_completed_jobs_records_them_from_completed(dashboard_redis
     actions.queue_action(client, REF, "retry_all", user="oncall", state="completed")
     cohort = _only_cohort(client)
     assert sorted(cohort.ids) == [f"c{n}" for n in range(1, 6)]
-    assert cohort.source == "completed" and cohort.reasons == ()
+    assert cohort.source == "completed"
+    assert cohort.reasons == ()
 
 
 def test_promote_all_records_the_promoted_jobs(dashboard_redis: Redis) -> None:
@@ -173,7 +179,8 @@ def test_promote_all_records_the_promoted_jobs(dashboard_redis: Redis) -> None:
     actions.queue_action(client, REF, "promote_all", user="oncall")
     cohort = _only_cohort(client)
     assert sorted(cohort.ids) == [f"d{n}" for n in range(1, 8)]
-    assert cohort.source == "delayed" and cohort.action == "promote_all"
+    assert cohort.source == "delayed"
+    assert cohort.action == "promote_all"
     assert _counts(client, cohort) == {"wait": 7}
 
 
@@ -186,7 +193,8 @@ def test_selected_ids_record_only_the_ones_that_moved_with_their_reasons(
     result = actions.job_action(client, REF, "retry", ["1", "2", "w1"], user="oncall")
     assert result.count == 2
     cohort = _only_cohort(client)
-    assert cohort.ids == ("1", "2") and cohort.reasons == ("card # declined",)
+    assert cohort.ids == ("1", "2")
+    assert cohort.reasons == ("card # declined",)
     assert cohort.reason_of == (0, 0)
 
 
@@ -198,7 +206,8 @@ def test_promote_of_one_job_and_actions_that_move_nothing_back(dashboard_redis: 
     actions.job_action(client, REF, "fail", ["w1"], user="oncall")  # not a cohort action
     actions.job_action(client, REF, "promote", ["w1"], user="oncall")  # refused: nothing moved
     cohort = _only_cohort(client)
-    assert cohort.ids == ("d1",) and cohort.action == "promote"
+    assert cohort.ids == ("d1",)
+    assert cohort.action == "promote"
 
 
 # -- bounds and time ----------------------------------------------------------------------------
@@ -213,7 +222,8 @@ def test_a_cohort_tracks_at_most_its_bound_and_says_how_many_moved(
     _failed(client, 25)
     actions.queue_action(client, REF, "retry_all", user="oncall")
     cohort = _only_cohort(client)
-    assert cohort.count == 25 and cohort.tracked == 7
+    assert cohort.count == 25
+    assert cohort.tracked == 7
     assert cohort.ids == tuple(str(n) for n in range(1, 8))  # the first moved (oldest first)
 
 
@@ -222,7 +232,8 @@ def test_retry_all_reports_ids_only_until_the_tracked_ones_are_in(dashboard_redi
     _failed(client, 23)
     queue = Queue("emails", client)
     moved = queue.retry_all(batch=5, track=7)
-    assert moved.count == 23 and moved.ids == [str(n) for n in range(1, 8)]
+    assert moved.count == 23
+    assert moved.ids == [str(n) for n in range(1, 8)]
     assert moved.previous_reasons["3"] == "timeout after 300 ms on job 3"
     assert Queue("emails", client).retry_all(batch=5).ids == []  # nothing tracked unless asked
 
@@ -233,9 +244,11 @@ def test_the_script_reports_the_moved_ids_and_their_reasons_only_when_asked(
     client = dashboard_redis
     _failed(client, 3, reason="x" * 300 + "{n}")
     silent = scripts.run(client, admin.requeue_jobs(KEYS, "failed", batch=1))
-    assert silent[0] == 1 and silent[3] == []
+    assert silent[0] == 1
+    assert silent[3] == []
     told = scripts.run(client, admin.requeue_jobs(KEYS, "failed", batch=5, report_reason_bytes=4))
-    assert told[0] == 2 and told[3] == [b"2", b"xxxx", b"3", b"xxxx"]
+    assert told[0] == 2
+    assert told[3] == [b"2", b"xxxx", b"3", b"xxxx"]
 
 
 def test_cohorts_expire_after_a_day_and_a_queue_keeps_the_newest_twenty(
@@ -273,7 +286,8 @@ def test_a_cohort_of_a_hundred_thousand_is_stored_compactly(dashboard_redis: Red
     assert cohort_id is not None
     assert dashboard_redis.strlen(KEYS.cohort(cohort_id)) < 400_000
     (cohort,) = recent_cohorts(dashboard_redis, KEYS, now_ms())
-    assert isinstance(cohort, Cohort) and cohort.tracked == 100_000
+    assert isinstance(cohort, Cohort)
+    assert cohort.tracked == 100_000
     assert _counts(dashboard_redis, cohort) == {GONE: 100_000}
 
 
@@ -323,7 +337,8 @@ def test_a_corrupt_cohort_is_listed_as_unreadable(
     cohort_id = f"{now_ms():013d}-0000abcd"
     _stored(dashboard_redis, cohort_id, raw)
     (listed,) = recent_cohorts(dashboard_redis, KEYS, now_ms())
-    assert isinstance(listed, Unreadable) and problem in listed.problem
+    assert isinstance(listed, Unreadable)
+    assert problem in listed.problem
 
 
 def test_keys_of_the_wrong_type_and_odd_members_read_as_nothing(dashboard_redis: Redis) -> None:
@@ -332,7 +347,8 @@ def test_keys_of_the_wrong_type_and_odd_members_read_as_nothing(dashboard_redis:
     client.rpush(KEYS.cohort(cohort_id), "x")
     client.zadd(KEYS.cohort_index(), {cohort_id: now_ms(), "not-an-id": now_ms()})
     (listed,) = recent_cohorts(client, KEYS, now_ms())
-    assert isinstance(listed, Unreadable) and "not a string" in listed.problem
+    assert isinstance(listed, Unreadable)
+    assert "not a string" in listed.problem
     client.delete(KEYS.cohort_index())
     client.set(KEYS.cohort_index(), "a string")
     assert recent_cohorts(client, KEYS, now_ms()) == []

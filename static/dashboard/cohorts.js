@@ -3,9 +3,9 @@
 //
 // The panel's fragment comes from the server (data-poll-url, rendered by
 // dashboard/cohorts.py): once when the page opens, then again whenever
-// live.js says this queue's jobs moved (the "echomq:queue-moved" event), at
-// most every data-refresh-ms, and at once when the page becomes visible
-// again. Counting a cohort costs Redis a look at each of its jobs, so a page
+// live.js says this queue's jobs moved (the "echomq:queue-moved" event), no
+// sooner than the last answer's data-next-ms (the server spaces looks at big
+// cohorts out), and when the page becomes visible again. Counting a cohort costs Redis a look at each of its jobs, so a page
 // nobody looks at (hidden) asks nothing. Nothing moves under the pointer:
 // while the pointer or the focus is in the panel, a changed answer waits
 // (the heading says so) and goes in when they leave.
@@ -17,7 +17,7 @@
   var main = document.querySelector("main[data-queue]");
   var queue = main ? main.getAttribute("data-queue") : null;
   var url = panel.getAttribute("data-poll-url");
-  var gap = Math.max(500, Number(panel.getAttribute("data-refresh-ms")) || 2000);
+  var gap = 2000;  // until the first answer says
   var shown = "";
   var waiting = null;  // a changed answer held while the panel is in use
   var wanted = false;  // jobs moved since the last answer was asked for
@@ -38,12 +38,14 @@
 
   function take(html) {
     html = html.trim();
+    var spacing = /data-next-ms="(\d+)"/.exec(html);
+    gap = Math.max(500, spacing ? Number(spacing[1]) : 2000);
     if (shown !== "" && inUse()) {
       if (html !== shown) {
         waiting = html;
         panel.classList.add("held");
         var note = panel.querySelector("[data-hold-note]");
-        if (note) note.textContent = " · paused while pointing, new counts waiting";
+        if (note) note.textContent = " · paused while pointing: an update waits";
       }
       return;
     }
