@@ -11,6 +11,7 @@ every few seconds, held while the pointer is on it).
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import time
 from dataclasses import dataclass
@@ -77,7 +78,11 @@ def action_words(action: str) -> str:
     return _PAST.get(action, action.replace("_", " "))
 
 
-def part_label(part: str) -> str:
+def part_label(part: str, *, standalone: bool = False) -> str:
+    """Words for a part: beside the failed part's badge, the same-reason one
+    says "of them"; as a page's heading (``standalone``) it names itself."""
+    if part == FAILED_SAME and standalone:
+        return "failed again with the same reason as before"
     if part == GONE:
         return "gone (removed since)"
     if part == _FAILED_TAB:
@@ -133,10 +138,13 @@ class CohortView:
 
     @property
     def headline(self) -> str:
-        """E.g. "retried 1,204 failed jobs by oncall"."""
+        """E.g. "retried 1,204 failed jobs at 10:42 UTC by oncall"."""
         c = self.cohort
         jobs = "job" if c.count == 1 else "jobs"
-        return f"{action_words(c.action)} {c.count:,} {label(c.source)} {jobs} by {c.user}"
+        clock = dt.datetime.fromtimestamp(c.at_ms / 1000, tz=dt.UTC).strftime("%H:%M UTC")
+        return (
+            f"{action_words(c.action)} {c.count:,} {label(c.source)} {jobs} at {clock} by {c.user}"
+        )
 
     problem = ""  # an Unreadable cohort has one
 
@@ -269,7 +277,7 @@ def cohort_page(request: HttpRequest, prefix: str, name: str, cohort_id: str) ->
         "ref": ref,
         "view": view,
         "part": part,
-        "part_label": part_label(part),
+        "part_label": part_label(part, standalone=True),
         "part_note": part_note(part),
         "rows": [(job_id, jobs.get(job_id)) for job_id in shown_ids],
         "total": len(ids),

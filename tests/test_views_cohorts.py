@@ -54,7 +54,8 @@ def test_the_panel_says_what_became_of_the_retry_each_part_a_link(
     assert response.status_code == 200
     html = response.content.decode()
     text = _text(html)
-    assert "retried all 6 failed jobs by oncall" in text
+    assert re.search(r"retried all 6 failed jobs at \d\d:\d\d UTC by oncall", text)
+    assert "had failed with: timeout after # ms" in text
     for words in (
         "2 completed",
         "2 failed again",

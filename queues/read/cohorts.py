@@ -119,6 +119,12 @@ class Cohort:
     def tracked(self) -> int:
         return len(self.ids)
 
+    @property
+    def top_previous_reason(self) -> str:
+        """The commonest (folded) reason its jobs had failed with before."""
+        common = Counter(i for i in self.reason_of if i >= 0).most_common(1)
+        return self.reasons[common[0][0]] if common else ""
+
     def encode(self) -> bytes:
         record = {
             "v": 1,

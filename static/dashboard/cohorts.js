@@ -8,7 +8,9 @@
 // cohorts out), and when the page becomes visible again. Counting a cohort costs Redis a look at each of its jobs, so a page
 // nobody looks at (hidden) asks nothing. Nothing moves under the pointer:
 // while the pointer or the focus is in the panel, a changed answer waits
-// (the heading says so) and goes in when they leave.
+// (the heading says so) and goes in when they leave; an answer that would
+// change the panel's height (a cohort or a line more or less) also waits
+// while the pointer is on the jobs table below it, so no row jumps away.
 (function () {
   "use strict";
 
@@ -25,7 +27,21 @@
   var lastAsked = 0;
   var timer = null;
 
+  var table = document.getElementById("job-table");
+
   function inUse() { return panel.matches(":hover") || panel.contains(document.activeElement); }
+
+  function shape(html) {  // what decides the panel's height: its lines
+    var holder = document.createElement("template");
+    holder.innerHTML = html;
+    return Array.prototype.map.call(holder.content.querySelectorAll("li, p"), function (el) {
+      return el.tagName;
+    }).join(",");
+  }
+
+  function wouldMoveTable(html) {
+    return !!table && table.matches(":hover") && shape(html) !== shape(shown);
+  }
 
   function put(html) {
     waiting = null;
@@ -40,7 +56,7 @@
     html = html.trim();
     var spacing = /data-next-ms="(\d+)"/.exec(html);
     gap = Math.max(500, spacing ? Number(spacing[1]) : 2000);
-    if (shown !== "" && inUse()) {
+    if (shown !== "" && (inUse() || wouldMoveTable(html))) {
       if (html !== shown) {
         waiting = html;
         panel.classList.add("held");
@@ -54,7 +70,9 @@
 
   function release() {
     // focusout fires before the focus lands elsewhere.
-    setTimeout(function () { if (waiting !== null && !inUse()) put(waiting); }, 0);
+    setTimeout(function () {
+      if (waiting !== null && !inUse() && !wouldMoveTable(waiting)) put(waiting);
+    }, 0);
   }
 
   function ask() {
@@ -83,6 +101,7 @@
   });
   panel.addEventListener("mouseleave", release);
   panel.addEventListener("focusout", release);
+  if (table) table.addEventListener("mouseleave", release);
   document.addEventListener("visibilitychange", function () {
     if (document.visibilityState === "visible") schedule();
   });
