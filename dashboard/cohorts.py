@@ -256,36 +256,55 @@ def _part_ids(counted: Breakdown, part: str) -> list[str]:
     return counted.parts.get(part, [])
 
 
-@require_GET
-@page_permission()
-def cohort_page(request: HttpRequest, prefix: str, name: str, cohort_id: str) -> HttpResponse:
-    """One cohort: its breakdown and the jobs of one part, a page at a time."""
+@dataclass(frozen=True, slots=True)
+class PartLook:
+    """One cohort looked at, and the ids of one of its parts."""
+
+    client: Redis
+    view: CohortView
+    part: str
+    ids: list[str]
+
+
+def _look_at_part(prefix: str, name: str, cohort_id: str, part: str) -> PartLook:
+    """The cohort broken down and the ids of ``part`` ("" = the first it
+    has); Http404 for an unknown queue or cohort, BadInput for a bad part."""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
     cohort = _cohort_or_404(client, ref, cohort_id)
     counted = breakdown(client, ref.keys, cohort)
-    view = CohortView(cohort, ref, counted)
-    part = request.GET.get("part") or next(iter(counted.parts), GONE)
+    part = part or next(iter(counted.parts), GONE)
     if part not in PARTS:
-        raise Http404(f"A cohort has no part {part[:40]!r}")
-    ids = _part_ids(counted, part)
+        raise BadInput(f"part must be one of {', '.join(PARTS)}")
+    return PartLook(client, CohortView(cohort, ref, counted), part, _part_ids(counted, part))
+
+
+@require_GET
+@page_permission()
+def cohort_page(request: HttpRequest, prefix: str, name: str, cohort_id: str) -> HttpResponse:
+    """One cohort: its breakdown and the jobs of one part, a page at a time."""
+    try:
+        look = _look_at_part(prefix, name, cohort_id, request.GET.get("part", ""))
+    except BadInput as error:
+        raise Http404(str(error)) from None
+    ref, ids = look.view.ref, look.ids
     page_number = int_param(request.GET.get("page"), 1, lowest=1)
     start = (page_number - 1) * PAGE_SIZE
     shown_ids = ids[start : start + PAGE_SIZE]
-    jobs = {job.id: job for job in load_jobs(client, ref.keys, shown_ids)}
+    jobs = {job.id: job for job in load_jobs(look.client, ref.keys, shown_ids)}
     context = {
         "ref": ref,
-        "view": view,
-        "part": part,
-        "part_label": part_label(part, standalone=True),
-        "part_note": part_note(part),
+        "view": look.view,
+        "part": look.part,
+        "part_label": part_label(look.part, standalone=True),
+        "part_note": part_note(look.part),
         "rows": [(job_id, jobs.get(job_id)) for job_id in shown_ids],
         "total": len(ids),
         "first": start + 1 if shown_ids else 0,
         "last": start + len(shown_ids),
         "previous_page": page_number - 1 if page_number > 1 else None,
         "next_page": page_number + 1 if start + PAGE_SIZE < len(ids) else None,
-        "shows_reason": part in (_FAILED_TAB, FAILED_SAME),
+        "shows_reason": look.part in (_FAILED_TAB, FAILED_SAME),
     }
     return _page(request, "dashboard/cohort.html", context)
 
@@ -315,24 +334,16 @@ def api_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 @_json_errors
 def api_one(request: HttpRequest, prefix: str, name: str, cohort_id: str) -> HttpResponse:
     """One cohort broken down, and the ids of one part (``?part=``), paged."""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
-    cohort = _cohort_or_404(client, ref, cohort_id)
-    counted = breakdown(client, ref.keys, cohort)
-    view = CohortView(cohort, ref, counted)
-    part = request.GET.get("part") or _FAILED_TAB
-    if part not in PARTS:
-        raise BadInput(f"part must be one of {', '.join(PARTS)}")
-    ids = _part_ids(counted, part)
+    look = _look_at_part(prefix, name, cohort_id, request.GET.get("part", ""))
     start = int_param(request.GET.get("start"), 0)
     count = int_param(request.GET.get("count"), PAGE_SIZE, lowest=1, highest=MAX_PAGE_SIZE)
     return JsonResponse(
         {
-            "queue": ref.qualified,
-            "cohort": view.as_json(),
-            "part": part,
+            "queue": look.view.ref.qualified,
+            "cohort": look.view.as_json(),
+            "part": look.part,
             "start": start,
-            "total": len(ids),
-            "ids": ids[start : start + count],
+            "total": len(look.ids),
+            "ids": look.ids[start : start + count],
         }
     )

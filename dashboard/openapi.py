@@ -1255,7 +1255,11 @@ OPERATIONS: dict[str, tuple[str, Schema]] = {
             "tags": ["actions"],
             "summary": "One recent action's cohort and the ids of one part of it",
             "parameters": [
-                _query("part", "Which jobs (default failed)", {"type": "string"}),
+                _query(
+                    "part",
+                    "Which jobs: a state, `gone` or `failed-same` (default: the first it has)",
+                    {"type": "string"},
+                ),
                 _query("start", "The first id's offset" + _GARBAGE, {**_COUNT, "default": 0}),
                 _query(
                     "count",
