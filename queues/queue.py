@@ -33,12 +33,10 @@ from queues.job_options import JobOptions, PreparedJob, prepare_job, to_json
 from queues.keys import DEFAULT_PREFIX, QueueKeys, validate_job_id
 from queues.read import counts, lists
 from queues.read import job as one_job
+from queues.read.cohorts import REASON_BYTES
 from queues.scripts import ScriptCall
 
 _CLEAN_BATCH = 1000
-# How much of each moved job's previous failedReason a tracked retry-all
-# reports: enough to tell one error from another, bounded per job.
-TRACKED_REASON_BYTES = 200
 # At most this many jobs, and about this much JSON, per addJobs call of add_bulk.
 _JOBS_PER_CALL = 100
 _BYTES_PER_CALL = 4 * 1024 * 1024
@@ -253,7 +251,7 @@ class Queue:
                 batch=batch,
                 max_score=max_score,
                 pass_over=len(result.skipped),
-                report_reason_bytes=TRACKED_REASON_BYTES if len(result.ids) < track else 0,
+                report_reason_bytes=REASON_BYTES if len(result.ids) < track else 0,
             )
             moved, remaining, skipped, reported = self._bulk_step(call, result)
             result.count += int(moved)

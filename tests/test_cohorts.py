@@ -366,3 +366,17 @@ def test_state_keys_of_the_wrong_type_hold_nothing_in_a_look(dashboard_redis: Re
     client.set(KEYS.active, "garbage")
     client.set(KEYS.completed, "garbage")
     assert _counts(client, _only_cohort(client)) == {"wait": 2}
+
+
+def test_the_reasons_of_many_selected_jobs_are_read_in_bounded_batches(
+    dashboard_redis: Redis,
+) -> None:
+    client = dashboard_redis
+    ids = _failed(client, cohorts.BATCH * 2 + 50)
+    reasons = cohorts.previous_reasons(client, KEYS, [*ids, "not:an id"])
+    assert len(reasons) == len(ids)
+    assert reasons[ids[-1]] == f"timeout after {len(ids)}00 ms on job {len(ids)}"
+    actions.job_action(client, REF, "retry", ids, user="oncall")
+    cohort = _only_cohort(client)
+    assert cohort.tracked == len(ids)
+    assert all(index == 0 for index in cohort.reason_of)

@@ -46,7 +46,8 @@ BATCH = 200
 # How long a cohort is kept, and how many of one queue's (the newest).
 KEEP_MS = 24 * 3600 * 1000
 MAX_COHORTS_PER_QUEUE = 20
-# Reasons are compared on their first bytes (the scripts cut them there too).
+# Reasons are compared on their first bytes: requeueJobs reports that much
+# (Queue.retry_all) and cohortStates answers that much.
 REASON_BYTES = 200
 # Distinct previous reasons a cohort keeps; a job with a further one has none.
 MAX_REASONS = 50
@@ -287,17 +288,19 @@ def load_cohort(client: Redis, keys: QueueKeys, cohort_id: str) -> Cohort | None
 
 def previous_reasons(client: Redis, keys: QueueKeys, job_ids: Sequence[str]) -> dict[str, str]:
     """The failure reason each job holds now (its first REASON_BYTES bytes),
-    read before a retry deletes it; one round trip. A wrong-typed key reads
-    as no reason; an id that is no job id is left out."""
-    job_ids = [job_id for job_id in job_ids if _valid_job_id(job_id)]
-    pipe = client.pipeline(transaction=False)
-    for job_id in job_ids:
-        pipe.hget(keys.job(job_id), "failedReason")
-    return {
-        job_id: reason_prefix(raw)
-        for job_id, raw in zip(job_ids, replies(pipe), strict=True)
-        if raw
-    }
+    read before a retry deletes it: one round trip per BATCH ids. A
+    wrong-typed key reads as no reason; an id that is no job id is left out."""
+    valid = [job_id for job_id in job_ids[:MAX_TRACKED] if _valid_job_id(job_id)]
+    found: dict[str, str] = {}
+    for start in range(0, len(valid), BATCH):
+        chunk = valid[start : start + BATCH]
+        pipe = client.pipeline(transaction=False)
+        for job_id in chunk:
+            pipe.hget(keys.job(job_id), "failedReason")
+        for job_id, raw in zip(chunk, replies(pipe), strict=True):
+            if raw:
+                found[job_id] = reason_prefix(raw)
+    return found
 
 
 @dataclass(slots=True)
