@@ -22,12 +22,14 @@ from django.db import DatabaseError, transaction
 from redis import Redis
 from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 
+from dashboard.cohort_record import record_cohort
 from dashboard.models import AuditEntry
 from queues import errors, scripts
 from queues.commands import admin
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, FinishedState, RequeueSource
 from queues.keys import InvalidName, QueueKeys, validate_job_id
 from queues.queue import BulkResult, BulkStopped, Queue, now_ms
+from queues.read.cohorts import MAX_TRACKED, previous_reasons
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 from queues.read.states import TAB, TABS
 from queues.schedulers import JobSchedulers, SchedulerRefused, describe_refusal
@@ -200,11 +202,11 @@ def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
 
 def _audit(
     user: str, result: ActionResult, jobs: str, outcome: str, *, diff: str = "", job: str = ""
-) -> None:
+) -> int | None:
     """The log line, and the row (for a change to one job, dashboard.job_edits:
     that ``job`` and the ``diff`` of its name, data or options). The action has
     happened by now: a database that cannot take the row is logged, and the
-    user still gets the answer."""
+    user still gets the answer. Returns the row's id (None when not stored)."""
     ref = result.ref
     audit.info(
         # The connection is named when not the default: a dashboard of one Redis logs as before.
@@ -220,7 +222,7 @@ def _audit(
         # Its own savepoint: inside a transaction (a test's, or ATOMIC_REQUESTS)
         # a refused row must not leave the request unable to query.
         with transaction.atomic():
-            AuditEntry.objects.create(
+            entry = AuditEntry.objects.create(
                 user=user[:150],
                 action=result.action,
                 queue=ref.qualified,
@@ -233,6 +235,8 @@ def _audit(
             )
     except DatabaseError:
         audit.exception("the audit entry of %s on %s was not stored", result.action, ref.qualified)
+        return None
+    return int(entry.pk)
 
 
 def job_action(
@@ -258,6 +262,9 @@ def job_action(
     queue = Queue(ref.name, client, prefix=ref.prefix)
     admin_reason = f"{reason.strip() or 'Failed by an operator'} (failed by {user})"
     ids = ",".join(job_ids[:20]) + ("..." if len(job_ids) > 20 else "")
+    # Read before the retry deletes them: "failed again (same reason)" later.
+    reasons = previous_reasons(client, ref.keys, job_ids) if action == "retry" else {}
+    started = now_ms()
     outcomes = []
     for job_id in job_ids:
         try:
@@ -289,14 +296,47 @@ def job_action(
     result = ActionResult(action, ref, outcomes, sum(o.ok for o in outcomes))
     result.message = _summary(action, outcomes)
     broken = [o.job_id for o in outcomes if o.code == "JOB_BROKEN"]
-    _audit(
+    audit_id = _audit(
         user,
         result,
         ids,
         f"moved={result.count} refused={len(job_ids) - result.count}"
         + (f" broken={','.join(broken[:20])}" if broken else ""),
     )
+    if action in COHORT_ACTIONS:
+        moved_ids = [o.job_id for o in outcomes if o.ok]
+        source = "delayed" if action == "promote" else state
+        _record(client, result, moved_ids, user, started, source, reasons, audit_id)
     return result
+
+
+# The actions whose jobs go back to run, so "what became of them" has an answer.
+COHORT_ACTIONS = ("retry", "promote", "retry_all", "promote_all")
+
+
+def _record(
+    client: Redis,
+    result: ActionResult,
+    moved: Sequence[str],
+    user: str,
+    at_ms: int,
+    source: str,
+    reasons: dict[str, str],
+    audit_id: int | None,
+) -> None:
+    """Keep what ``result`` moved as a cohort (dashboard/cohort_record.py)."""
+    record_cohort(
+        client,
+        result.ref,
+        result.action,
+        moved,
+        user=user,
+        at_ms=at_ms,
+        source=source,
+        count=result.count,
+        previous_reasons=reasons,
+        audit_id=audit_id,
+    )
 
 
 # What a bulk action did to the jobs it moved, as its message says it.
@@ -327,12 +367,16 @@ def queue_action(
         raise ActionRefused(f"Only failed or completed jobs can be {verb}")
     if action == "clean" and grace_ms < 0:
         raise ActionRefused("Choose an age: zero or more milliseconds")
+    started = now_ms()
+    moved = BulkResult()  # the ids retry all / promote all moved, for the cohort
     try:
         if action == "retry_all":
-            done = _bulk_done(queue.retry_all(finished or "failed"), result)
+            moved = queue.retry_all(finished or "failed", track=MAX_TRACKED)
+            done = _bulk_done(moved, result)
             result.message = f"{done} {state} jobs {_BULK_PAST[action]}"
         elif action == "promote_all":
-            done = _bulk_done(queue.promote_all(), result)
+            moved = queue.promote_all(track=MAX_TRACKED)
+            done = _bulk_done(moved, result)
             result.message = f"{done} delayed jobs {_BULK_PAST[action]}"
         elif action == "clean":
             done = _bulk_done(queue.clean(finished or "failed", grace_ms, keep_ids=False), result)
@@ -347,16 +391,25 @@ def queue_action(
         refusal = _bulk_refusal(action, state, error)
         result.count = error.done.count if isinstance(error, BulkStopped) else 0
         result.message = str(refusal)
-        _audit(user, result, f"state={state}", f"count={result.count} refused:{refusal.code}")
+        audit_id = _audit(
+            user, result, f"state={state}", f"count={result.count} refused:{refusal.code}"
+        )
+        if isinstance(error, BulkStopped) and action in COHORT_ACTIONS:
+            source = "delayed" if action == "promote_all" else state
+            done_ids, reasons = error.done.ids, error.done.previous_reasons
+            _record(client, result, done_ids, user, started, source, reasons, audit_id)
         raise refusal from error
     result.message = _with_broken(result.message, result.skipped)
     skipped = ",".join(job.job_id for job in result.skipped[:20])
-    _audit(
+    audit_id = _audit(
         user,
         result,
         f"state={state}",
         f"count={result.count}" + (f" skipped={skipped}" if skipped else ""),
     )
+    if action in COHORT_ACTIONS:
+        source = "delayed" if action == "promote_all" else state
+        _record(client, result, moved.ids, user, started, source, moved.previous_reasons, audit_id)
     return result
 
 
@@ -579,32 +632,44 @@ def act_on_ids(
     result = ActionResult(action, ref)
     listed = ",".join(ids[:20]) + ("..." if len(ids) > 20 else "")
     jobs = f"{len(ids)} ids from {state}: {listed}"
+    # Read before the retry deletes them: "failed again (same reason)" later.
+    reasons = previous_reasons(client, keys, ids) if action == "retry" else {}
+    started = now_ms()
+    moved: list[str] = []
     for first in range(0, len(ids), SET_BATCH):
         batch = ids[first : first + SET_BATCH]
         try:
             answers = _run_batch(client, [_set_call(keys, action, i, state) for i in batch])
             for job_id, answer in zip(batch, answers, strict=True):
-                _tally(result, action, job_id, answer, state)
+                if _tally(result, action, job_id, answer, state):
+                    moved.append(job_id)
         except (OutOfMemoryError, errors.CorruptKey) as error:
             done = f"{result.count:,} jobs were {_PAST[action]}" if result.count else ""
             refusal = _refusal(error, done)
             result.message = str(refusal)
-            _audit(user, result, jobs, f"moved={result.count} refused:{refusal.code}")
+            audit_id = _audit(user, result, jobs, f"moved={result.count} refused:{refusal.code}")
+            if action in COHORT_ACTIONS:
+                _record(client, result, moved, user, started, state, reasons, audit_id)
             raise refusal from error
     result.message = _set_summary(action, result, len(ids))
     broken = ",".join(job.job_id for job in result.skipped[:20])
-    _audit(
+    audit_id = _audit(
         user,
         result,
         jobs,
         f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
         + (f" broken={broken}" if broken else ""),
     )
+    if action in COHORT_ACTIONS:
+        # A search result or an error group retried or promoted: its jobs are
+        # followed as any retry's are ("what became of them").
+        _record(client, result, moved, user, started, state, reasons, audit_id)
     return result
 
 
-def _tally(result: ActionResult, action: str, job_id: str, answer: Any, state: str) -> None:
-    """Count one script's answer into ``result``; an error reply is raised."""
+def _tally(result: ActionResult, action: str, job_id: str, answer: Any, state: str) -> bool:
+    """Count one script's answer into ``result`` (True: the job moved); an
+    error reply is raised."""
     if isinstance(answer, ResponseError) and not isinstance(answer, OutOfMemoryError):
         errors.raise_refusal(answer)  # CorruptKey, or the error itself
     if isinstance(answer, Exception):
@@ -624,6 +689,8 @@ def _tally(result: ActionResult, action: str, job_id: str, answer: Any, state: s
                 result.outcomes.append(Outcome(job_id, False, code.name, message))
     else:
         result.count += 1
+        return True
+    return False
 
 
 def _set_summary(action: str, result: ActionResult, asked: int) -> str:

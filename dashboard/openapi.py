@@ -23,7 +23,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.views.decorators.http import require_GET
 
-from dashboard import actions, api, job_edits, search
+from dashboard import actions, api, cohorts, job_edits, search
 from dashboard.jsonresponse import JsonResponse
 from dashboard.permissions import api_permission
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
@@ -368,6 +368,7 @@ def _schemas() -> dict[str, Schema]:
         },
         **_flow_schemas(),
         **_worker_schemas(),
+        **_cohort_schemas(),
         **_change_schemas(),
         "OpenAPIDocument": {
             "type": "object",
@@ -599,6 +600,79 @@ def _worker_schemas() -> dict[str, Schema]:
                         {"type": "null"},
                     ],
                 }
+            }
+        ),
+    }
+
+
+_COHORT_ID: Schema = {"type": "string", "pattern": "^[0-9]{13}-[0-9a-f]{8}$"}
+
+
+def _cohort_schemas() -> dict[str, Schema]:
+    """What became of recent actions (dashboard.cohorts, queues.read.cohorts)."""
+    parts = {"type": "string", "enum": list(cohorts.PARTS)}
+    return {
+        "Cohort": {
+            "description": "A recent retry or promote and where its jobs are now; "
+            "an unreadable record has only `id`, `at_ms` and `problem`",
+            "oneOf": [
+                _object(
+                    {
+                        "id": _COHORT_ID,
+                        "action": {**_TEXT, "description": "retry, promote, retry_all, ..."},
+                        "source": {**_STRING, "description": "The state the jobs came from"},
+                        "user": _STRING,
+                        "at_ms": _COUNT,
+                        "at": {**_STRING, "description": "The same moment in UTC, for people"},
+                        "count": {**_COUNT, "description": "Jobs the action moved"},
+                        "tracked": {
+                            **_COUNT,
+                            "description": "Of those, the ones followed (the first 100,000)",
+                        },
+                        "audit_id": _or_null(
+                            {**_INTEGER, "description": "The action's AuditEntry (its record)"}
+                        ),
+                        "breakdown": _or_null(
+                            _object(
+                                {
+                                    "parts": {
+                                        **_map(_COUNT),
+                                        "propertyNames": parts,
+                                        "description": "Tracked jobs per state now, and `gone`"
+                                        " (their hash removed since)",
+                                    },
+                                    "failed_same": _or_null(
+                                        {
+                                            **_COUNT,
+                                            "description": "Failed again with the reason they had"
+                                            " before (folded); null when none was recorded",
+                                        }
+                                    ),
+                                    "failed_reason": _or_null(
+                                        {**_STRING, "description": "The commonest reason now"}
+                                    ),
+                                },
+                                description="null when this answer's budget of jobs to look"
+                                " at was spent on newer cohorts (ask for the cohort itself)",
+                            )
+                        ),
+                        "problem": {"type": "null"},
+                    }
+                ),
+                _object({"id": _COHORT_ID, "at_ms": _COUNT, "problem": _TEXT}),
+            ],
+        },
+        "CohortList": _object(
+            {"queue": _TEXT, "cohorts": _array(_schema("Cohort"), maxItems=20)},
+        ),
+        "CohortJobs": _object(
+            {
+                "queue": _TEXT,
+                "cohort": _schema("Cohort"),
+                "part": parts,
+                "start": _COUNT,
+                "total": {**_COUNT, "description": "Tracked jobs in this part"},
+                "ids": _array(_JOB_ID, maxItems=cohorts.MAX_PAGE_SIZE),
             }
         ),
     }
@@ -973,6 +1047,7 @@ def _parameter(where: str, name: str, description: str, schema: Schema) -> Schem
 
 _SEGMENT = "a `/` in it is written `~s`, a `~` as `~~`"
 _PARAMETERS: dict[str, Schema] = {
+    "cohort_id": _parameter("path", "cohort_id", "A recent action's cohort", _COHORT_ID),
     "prefix": _parameter("path", "prefix", f"The queue's key prefix (`bull`); {_SEGMENT}", _TEXT),
     "name": _parameter("path", "name", f"The queue's name; {_SEGMENT}", _TEXT),
     "job_id": _parameter(
@@ -1246,6 +1321,49 @@ OPERATIONS: dict[str, tuple[str, Schema]] = {
             "tags": ["workers"],
             "summary": "Global concurrency, rate limit, and whether the queue is rate-limited",
             "responses": {"200": _answer("The limits", "Limits"), **_errors(*_READ_ERRORS)},
+        },
+    ),
+    "cohorts": (
+        "get",
+        {
+            "operationId": "listCohorts",
+            "tags": ["actions"],
+            "summary": "What became of the queue's recent retries and promotes (24 h)",
+            "description": "Newest first. Each breakdown looks up where every tracked job is "
+            "now (O(jobs), only when asked); one answer looks at 200,000 jobs at most.",
+            "parameters": [
+                _query(
+                    "count",
+                    "How many cohorts" + _GARBAGE,
+                    {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+                )
+            ],
+            "responses": {"200": _answer("The cohorts", "CohortList"), **_errors(*_READ_ERRORS)},
+        },
+    ),
+    "cohort": (
+        "get",
+        {
+            "operationId": "getCohort",
+            "tags": ["actions"],
+            "summary": "One recent action's cohort and the ids of one part of it",
+            "parameters": [
+                _query(
+                    "part",
+                    "Which jobs: a state, `gone` or `failed-same` (default: the first it has)",
+                    {"type": "string"},
+                ),
+                _query("start", "The first id's offset" + _GARBAGE, {**_COUNT, "default": 0}),
+                _query(
+                    "count",
+                    "Ids at most" + _GARBAGE,
+                    {**_page_size(cohorts.PAGE_SIZE), "maximum": cohorts.MAX_PAGE_SIZE},
+                ),
+            ],
+            "responses": {
+                "200": _answer("The cohort", "CohortJobs"),
+                **_errors(*_READ_ERRORS, "BadRequest"),
+            },
         },
     ),
     "global_concurrency": (

@@ -19,6 +19,7 @@ from django.urls import URLPattern, URLResolver, include, path, register_convert
 
 from dashboard import (
     api,
+    cohorts,
     connections,
     flows,
     job_edit_api,
@@ -52,6 +53,8 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "duplicate/", job_edit_views.duplicate_job, name="duplicate_job"),
     path(_queue + "add/", job_edit_views.add_job, name="add_job"),
     path(_queue + "search/", search.page_search, name="search"),
+    path(_queue + "cohorts/", cohorts.panel, name="cohorts"),
+    path(_queue + "cohorts/<str:cohort_id>/", cohorts.cohort_page, name="cohort"),
     path("ws/live/", views.live_socket_over_http, name="live"),
     path(_queue + "flow-children/<path:job_id>", flows.flow_children, name="flow_children"),
     # Last: a job id may contain '/', so it takes the rest of the path.
@@ -78,6 +81,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "add/", job_edit_api.add_job, name="add_job"),
     path(_queue + "search/", search.api_search, name="search"),
     path(_queue + "search/act/", search.api_act, name="search_act"),
+    path(_queue + "cohorts/", cohorts.api_list, name="cohorts"),
+    path(_queue + "cohorts/<str:cohort_id>/", cohorts.api_one, name="cohort"),
     path(_queue + "job/<path:job_id>", api.job, name="job"),
 ]
 

@@ -163,3 +163,16 @@ class QueueKeys:
 
     def repeat_scheduler(self, scheduler_id: str) -> str:
         return self.repeat + ":" + scheduler_id
+
+    # The dashboard's own keys, not the protocol's: the recent admin actions'
+    # cohorts (dashboard/cohort_record.py), kept 24 h. Under the queue's base,
+    # so a {hash-tag} prefix keeps them in the queue's slot; a fixed part with
+    # ':' after it, which no job id can be (ids have no ':'), nor a BullMQ key
+    # of a job (K:lock, K:logs ...); discovery looks for ':meta' and ':id'.
+    def cohort_index(self) -> str:
+        """Sorted set: cohort id -> when its action ran (ms)."""
+        return self.base + "echomq-dashboard:cohorts"
+
+    def cohort(self, cohort_id: str) -> str:
+        """String: one cohort, zlib-compressed JSON (queues/read/cohorts.py)."""
+        return self.base + "echomq-dashboard:cohort:" + cohort_id

@@ -33,6 +33,7 @@ from queues.job_options import JobOptions, PreparedJob, prepare_job, to_json
 from queues.keys import DEFAULT_PREFIX, QueueKeys, validate_job_id
 from queues.read import counts, lists
 from queues.read import job as one_job
+from queues.read.cohorts import REASON_BYTES
 from queues.scripts import ScriptCall
 
 _CLEAN_BATCH = 1000
@@ -56,12 +57,14 @@ def _text(raw: object) -> str:
 @dataclass(slots=True)
 class BulkResult:
     """What a bulk action did: how many jobs it moved or deleted (``ids``: the
-    deleted ones, when asked for), and the jobs it left where they were
-    because their keys are broken, one entry per id."""
+    moved or deleted ones, when asked for; ``previous_reasons``: the start of
+    the failedReason each moved one held, when it had one), and the jobs it
+    left where they were because their keys are broken, one entry per id."""
 
     count: int = 0
     ids: list[str] = field(default_factory=list)
     skipped: dict[str, SkippedJob] = field(default_factory=dict)
+    previous_reasons: dict[str, str] = field(default_factory=dict)
 
     def add_skipped(self, jobs: Iterable[SkippedJob]) -> None:
         # A later batch may look again at a job an earlier one reported.
@@ -213,15 +216,18 @@ class Queue:
         validate_job_id(job_id)
         self._run(admin.remove_job(self.keys, job_id, now_ms=now_ms()), "remove", job_id)
 
-    def retry_all(self, state: FinishedState = "failed", *, batch: int = 1000) -> BulkResult:
+    def retry_all(
+        self, state: FinishedState = "failed", *, batch: int = 1000, track: int = 0
+    ) -> BulkResult:
         """Retry every job that was in ``state`` when the call started. Jobs
         whose keys are broken stay in ``state`` and are listed in ``skipped``.
-        Raises :class:`BulkStopped` when Redis refuses a batch."""
-        return self._requeue_all(state, batch, max_score=now_ms())
+        ``track``: list the first that many moved jobs in ``ids`` (with their
+        previous reasons). Raises :class:`BulkStopped` when Redis refuses a batch."""
+        return self._requeue_all(state, batch, max_score=now_ms(), track=track)
 
-    def promote_all(self, *, batch: int = 1000) -> BulkResult:
+    def promote_all(self, *, batch: int = 1000, track: int = 0) -> BulkResult:
         """Run every delayed job now (as :meth:`retry_all` for delayed jobs)."""
-        return self._requeue_all("delayed", batch, max_score=None)
+        return self._requeue_all("delayed", batch, max_score=None, track=track)
 
     def _bulk_step(self, call: ScriptCall, done: BulkResult) -> Any:
         """One batch of a bulk action; a refusal stops the action with what
@@ -231,17 +237,26 @@ class Queue:
         except (CorruptKey, OutOfMemoryError) as refusal:
             raise BulkStopped(done, refusal) from refusal
 
-    def _requeue_all(self, source: RequeueSource, batch: int, max_score: int | None) -> BulkResult:
+    def _requeue_all(
+        self, source: RequeueSource, batch: int, max_score: int | None, track: int
+    ) -> BulkResult:
         result = BulkResult()
         calls_left: int | None = None
         while calls_left is None or calls_left > 0:
             # Broken jobs stay at the front of the source set: pass over them.
+            # Moved ids are reported only while the tracked ones are not all in.
             call = admin.requeue_jobs(
-                self.keys, source, batch=batch, max_score=max_score, pass_over=len(result.skipped)
+                self.keys,
+                source,
+                batch=batch,
+                max_score=max_score,
+                pass_over=len(result.skipped),
+                report_reason_bytes=REASON_BYTES if len(result.ids) < track else 0,
             )
-            moved, remaining, skipped = self._bulk_step(call, result)
+            moved, remaining, skipped, reported = self._bulk_step(call, result)
             result.count += int(moved)
             result.add_skipped(decode_skipped(skipped))
+            _add_reported(result, reported, track)
             if int(remaining) == 0:
                 break
             # Only what was there at the start: jobs that producers keep adding
@@ -348,3 +363,16 @@ class Queue:
         validate_job_id(job_id)
         call = admin.add_log(self.keys, job_id, line, keep=keep or 0)
         return int(self._run(call, "addLog", job_id))
+
+
+def _add_reported(result: BulkResult, reported: Sequence[Any], track: int) -> None:
+    """Keep the moved jobs a batch reported (id, previous reason pairs), up to
+    ``track`` ids in all."""
+    pairs = iter(reported or ())
+    for raw_id, raw_reason in zip(pairs, pairs, strict=True):
+        if len(result.ids) >= track:
+            return
+        job_id = _text(raw_id)
+        result.ids.append(job_id)
+        if raw_reason:
+            result.previous_reasons[job_id] = _text(raw_reason)

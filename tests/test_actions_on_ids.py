@@ -15,7 +15,8 @@ from dashboard import actions
 from dashboard.actions import ActionRefused, act_on_ids
 from dashboard.models import AuditEntry
 from queues.job import Job
-from queues.queue import Queue
+from queues.queue import Queue, now_ms
+from queues.read.cohorts import Cohort, fold_reason, recent_cohorts
 from queues.read.refs import QueueRef
 from queues.read.search import parse_query, search_all
 from queues.read.states import KEY_STATES
@@ -210,3 +211,24 @@ def test_removing_a_result_while_others_retry_it_removes_only_what_was_still_fai
     # What the removal did not take was retried by the other admin and ran once.
     assert after == 1500 - result.count == len(completed) == len(set(completed))
     assert _everywhere(redis_client)["completed"] == after
+
+
+def test_a_retried_result_is_kept_as_a_cohort_of_the_jobs_that_moved(
+    redis_client: Redis, queue: Queue
+) -> None:
+    """The set's retry is followed like any retry (Recent actions): exactly the
+    jobs it moved, with the reason each had failed with."""
+    ids = _failed(queue, 6, reason="Timeout after 30 s")
+    queue.retry(ids[0])  # moved meanwhile: not part of what this action moved
+    result = act_on_ids(redis_client, REF, "retry", ids, user="oncall", state="failed")
+    assert result.count == 5
+    (cohort,) = recent_cohorts(redis_client, REF.keys, now_ms())
+    assert isinstance(cohort, Cohort)
+    assert cohort.action == "retry"
+    assert cohort.source == "failed"
+    assert cohort.user == "oncall"
+    assert sorted(cohort.ids) == sorted(ids[1:])
+    assert cohort.top_previous_reason == fold_reason("Timeout after 30 s")
+    # Removing is not followed: nothing comes back to run.
+    act_on_ids(redis_client, REF, "remove", ids[1:], user="oncall", state="wait")
+    assert len(recent_cohorts(redis_client, REF.keys, now_ms())) == 1

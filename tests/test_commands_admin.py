@@ -114,8 +114,10 @@ def test_add_job_arguments() -> None:
 def test_requeue_source_selects_the_first_key() -> None:
     assert admin.requeue_job(KEYS, "7", "completed").keys[0] == KEYS.completed
     assert admin.requeue_job(KEYS, "7", "delayed").args == (KEYS.base, "7", "delayed")
-    assert admin.requeue_jobs(KEYS, "failed", batch=5, max_score=99).args[2:] == (5, "99", 0)
-    assert admin.requeue_jobs(KEYS, "delayed", batch=5, pass_over=3).args[3:] == ("+inf", 3)
+    assert admin.requeue_jobs(KEYS, "failed", batch=5, max_score=99).args[2:] == (5, "99", 0, 0)
+    assert admin.requeue_jobs(KEYS, "delayed", batch=5, pass_over=3).args[3:] == ("+inf", 3, 0)
+    reporting = admin.requeue_jobs(KEYS, "failed", batch=5, report_reason_bytes=200)
+    assert reporting.args[5:] == (200,)
     # The sorted-set states a requeued job must not also be in follow the nine.
     assert admin.requeue_job(KEYS, "7", "failed").keys[9:] == (
         KEYS.completed, KEYS.failed, KEYS.delayed, KEYS.waiting_children,

@@ -45,6 +45,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from dashboard import permissions, search
+from dashboard.cohort_record import record_cohort
 from dashboard.openapi import OPERATIONS
 from queues import discovery
 from queues.read.job import DATA_DISPLAY_LIMIT
@@ -204,6 +205,30 @@ def _seed(client: Redis) -> None:
     client.zadd(EMAILS.keys.repeat, {"sweep::::*/5 * * * *": now_ms() + 60_000})
     client.delete(JAMMED.keys.wait)
     client.sadd(JAMMED.keys.wait, "not a list")
+    _seed_cohorts(client)
+
+
+# A cohort id nobody recorded (well-formed: the request itself is valid).
+NO_COHORT = "1700000000000-0000abcd"
+
+
+def _seed_cohorts(client: Redis) -> None:
+    """A recent retry (what became of it), and a record another writer broke."""
+    reasons = {"f1": "boom", "f2": "boom"}  # what they fail with now: "same reason"
+    record_cohort(
+        client,
+        EMAILS,
+        "retry",
+        ["f1", "f2", "w1"],
+        user="u",
+        at_ms=now_ms(),
+        source="failed",
+        previous_reasons=reasons,
+    )
+    earlier = now_ms() - 60_000
+    broken = f"{earlier:013d}-0000beef"
+    client.set(EMAILS.keys.cohort(broken), b"not a record")
+    client.zadd(EMAILS.keys.cohort_index(), {broken: earlier})
 
 
 def _post(client: Client, name: str, body: dict[str, Any], *, form: bool = False, **kw: Any) -> Any:
@@ -248,6 +273,21 @@ def _reads(check: Checked, viewer: Client) -> None:
     for name in ("workers", "limits"):
         check(viewer.get(url(name)), 200)
         check(viewer.get(url(name, QueueRef("bull", "nope"))), 404)
+    _cohort_reads(check, viewer)
+
+
+def _cohort_reads(check: Checked, viewer: Client) -> None:
+    listed = check(viewer.get(url("cohorts"), {"count": 3}), 200)["cohorts"]
+    assert [bool(cohort["problem"]) for cohort in listed] == [False, True]
+    recorded = listed[0]["id"]
+    one = check(viewer.get(url("cohort", cohort_id=recorded), {"part": "failed"}), 200)
+    assert one["total"] == 2
+    assert one["cohort"]["breakdown"]["failed_same"] == 2
+    check(viewer.get(url("cohort", cohort_id=recorded), {"part": "wait", "count": 1}), 200)
+    check(viewer.get(url("cohort", cohort_id=recorded), {"part": "bogus"}), 400)
+    check(viewer.get(url("cohort", cohort_id=listed[1]["id"])), 404)
+    check(viewer.get(url("cohort", cohort_id=NO_COHORT)), 404)
+    check(viewer.get(url("cohorts", QueueRef("bull", "nope"))), 404)
 
 
 def _flow_reads(check: Checked, viewer: Client) -> None:
@@ -442,6 +482,7 @@ def _refusals(check: Checked, users: dict[str, Any]) -> None:
     reads.append(url("job", job_id="f3"))
     reads += [url("flow", job_id="f3"), url("flow_children", job_id="f3")]
     reads += [url("workers"), url("limits"), url("search")]
+    reads += [url("cohorts"), url("cohort", cohort_id=NO_COHORT)]
     posts = [
         ("search_act", {"action": "retry", "state": "failed", "ids": ["f3"]}),
         ("job_actions", {"action": "remove", "ids": ["f3"]}),
@@ -549,6 +590,8 @@ def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) ->
     check(_post(actor, "queue_actions", {"action": "pause"}), 503)
     check(viewer.get(url("workers")), 503)
     check(viewer.get(url("limits")), 503)
+    check(viewer.get(url("cohorts")), 503)
+    check(viewer.get(url("cohort", cohort_id=NO_COHORT)), 503)
     check(_post(actor, "global_concurrency", {"concurrency": 2}), 503)
     check(_post(actor, "scheduler_actions", {"action": "remove", "id": "beat"}), 503)
     check(viewer.get(url("search"), {"q": "name ~ x"}), 503)
@@ -571,6 +614,8 @@ def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -
         check(_post(actor, "queue_actions", {"action": "pause"}), 500)
         check(viewer.get(url("workers")), 500)
         check(viewer.get(url("limits")), 500)
+        check(viewer.get(url("cohorts")), 500)
+        check(viewer.get(url("cohort", cohort_id=NO_COHORT)), 500)
         check(_post(actor, "global_concurrency", {"concurrency": 2}), 500)
         check(_post(actor, "scheduler_actions", {"action": "remove", "id": "beat"}), 500)
         check(viewer.get(url("search"), {"q": "name ~ x"}), 500)
@@ -645,7 +690,13 @@ def _component(document: dict[str, Any], response: str) -> Draft202012Validator:
     return Draft202012Validator({"$ref": pointer}, registry=registry)
 
 
-SAMPLE_PARAMETERS = {"prefix": "bull", "name": "emails", "job_id": "f1", "connection": "default"}
+SAMPLE_PARAMETERS = {
+    "prefix": "bull",
+    "name": "emails",
+    "job_id": "f1",
+    "connection": "default",
+    "cohort_id": NO_COHORT,
+}
 
 
 def test_every_api_url_has_an_operation_for_exactly_the_methods_its_view_takes(

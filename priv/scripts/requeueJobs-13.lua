@@ -25,12 +25,18 @@
           started so jobs failing again meanwhile are not retried in a loop.
   ARGV[5] ids to pass over first (lowest scores): the ones earlier calls
           reported as broken, which stay at the front of the source set
+  ARGV[6] report the jobs moved (optional, default 0): 0 = no; N > 0 = yes,
+          each with the first N bytes of the failedReason it held before
+          (the retry deletes it). The dashboard records what it moved, to say
+          later what became of those jobs; callers that need no ids pass 0.
 
-  Returns: {moved, remaining, skipped}: jobs requeued by this call, how many
-  qualifying ids lie beyond the ones this call looked at, and the jobs left
-  where they were because their keys are broken or another sorted-set state
-  holds them too, as a flat list id, reason, id, reason ... (reasons:
-  includes/keyCheck.lua; an id without a hash is reported as "missing").
+  Returns: {moved, remaining, skipped, reported}: jobs requeued by this call,
+  how many qualifying ids lie beyond the ones this call looked at, the jobs
+  left where they were because their keys are broken or another sorted-set
+  state holds them too, as a flat list id, reason, id, reason ... (reasons:
+  includes/keyCheck.lua; an id without a hash is reported as "missing"), and
+  when ARGV[6] asks for it the jobs requeued, as a flat list id, previous
+  failedReason ("" when none), ... (else empty).
   Refused with a WRONGTYPE error naming the key, nothing changed, when one of
   the KEYS has the wrong type.
 
@@ -49,6 +55,14 @@ local max_score = ARGV[4]
 local passed = tonumber(ARGV[5]) or 0
 local ids = redis.call("ZRANGEBYSCORE", q.source, "-inf", max_score,
   "LIMIT", passed, tonumber(ARGV[3]))
-local moved, skipped = requeue_jobs(q, ARGV[1], ids, ARGV[2])
+local moved, skipped, movable, reasons = requeue_jobs(q, ARGV[1], ids, ARGV[2])
 local beyond = redis.call("ZCOUNT", q.source, "-inf", max_score) - passed - #skipped / 2
-return {moved, math.max(beyond, 0), skipped}
+local reported = {}
+local reason_bytes = tonumber(ARGV[6]) or 0
+if reason_bytes > 0 then
+  for index, job_id in ipairs(movable) do
+    reported[#reported + 1] = job_id
+    reported[#reported + 1] = string.sub(reasons[index] or "", 1, reason_bytes)
+  end
+end
+return {moved, math.max(beyond, 0), skipped, reported}

@@ -117,16 +117,20 @@ def requeue_jobs(
     batch: int,
     max_score: int | None = None,
     pass_over: int = 0,
+    report_reason_bytes: int = 0,
 ) -> ScriptCall:
     """One bounded batch of retry-all / promote-all; ``max_score`` None = all.
     ``pass_over``: how many broken jobs earlier batches reported (they stay at
-    the front of the source set)."""
+    the front of the source set). ``report_reason_bytes`` > 0: the answer also
+    lists the jobs moved, each with that many bytes of its previous reason."""
     _check(source, _REQUEUE_SOURCES)
-    if batch <= 0 or pass_over < 0:
-        raise ValueError("batch must be positive and pass_over not negative")
+    if batch <= 0 or pass_over < 0 or report_reason_bytes < 0:
+        raise ValueError("batch must be positive, pass_over and report_reason_bytes not negative")
     limit = "+inf" if max_score is None else str(max_score)
     return scripts.call(
-        "requeueJobs", _requeue_keys(keys, source), (keys.base, source, batch, limit, pass_over)
+        "requeueJobs",
+        _requeue_keys(keys, source),
+        (keys.base, source, batch, limit, pass_over, report_reason_bytes),
     )
 
 

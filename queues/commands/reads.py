@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from queues import scripts, throughput
 from queues.keys import QueueKeys
-from queues.read.states import COUNTED_KEYS
+from queues.read.states import COUNTED_KEYS, KeyState
 
 # Replies per queue from queueCounts: the length of every counted key and the
 # paused flag, then throughput.REPLIES if asked.
@@ -60,3 +60,21 @@ def search_slice(
         *extra,
     )
     return scripts.call("searchJobs", (keys.state(key_state),), argv)
+
+
+def cohort_states(
+    keys: QueueKeys,
+    states: Sequence[KeyState],
+    job_ids: Sequence[str],
+    *,
+    failed: KeyState,
+    reason_bytes: int,
+) -> scripts.ScriptCall:
+    """Where each of ``job_ids`` is now, looked up in ``states`` (one key
+    each, in this order); for those in ``failed``, the first ``reason_bytes``
+    of their failedReason. Read-only (priv/scripts/cohortStates-6.lua)."""
+    return scripts.call(
+        "cohortStates",
+        tuple(keys.state(state.name) for state in states),
+        (keys.base, reason_bytes, list(states).index(failed) + 1, *job_ids),
+    )

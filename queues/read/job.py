@@ -38,6 +38,9 @@ _FIRST_PROBES: tuple[KeyState, ...] = (
     *(state for state in KEY_STATES if state.is_list and state not in _LATE_PROBES),
 )
 PROBES = len(_FIRST_PROBES)
+# The states a job is looked up in directly, by an id alone (the ready lists
+# are not walked); queues/read/cohorts.py asks the same of many ids in Lua.
+DIRECT_STATES: tuple[KeyState, ...] = _FIRST_PROBES
 
 
 def _probe(pipe: Any, keys: QueueKeys, state: KeyState, job_id: str) -> None:

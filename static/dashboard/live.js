@@ -1014,6 +1014,12 @@
     noteRate(count + (message.skipped || 0));
     if (count) incoming.push([message.queue, message.events]);
     scheduleFlush();
+    announce(message.queue);
+  }
+
+  // Page parts with scripts of their own (cohorts.js) hear that a queue moved.
+  function announce(queue) {
+    document.dispatchEvent(new CustomEvent("echomq:queue-moved", {detail: {queue: queue}}));
   }
 
   function onGap(message) {
@@ -1022,6 +1028,7 @@
     if (feedLive) reloadFeed();
     if (pageKind === "job") refreshJob();
     scheduleFlush();
+    announce(message.queue);
   }
 
   // ------------------------------------------------------------ the socket

@@ -38,12 +38,14 @@ end
 -- (keyCheck.lua), or that another sorted-set state also holds, is left in
 -- its source set and reported. The others leave the source set together.
 -- The target list and whether workers may be woken are read once.
--- Returns how many jobs were requeued and the skipped ones as a flat list of
--- id, reason pairs.
+-- Returns how many jobs were requeued, the skipped ones as a flat list of
+-- id, reason pairs, the requeued ids, and the failedReason each held before
+-- (false when none; read with the checks, since a retry deletes it): the
+-- dashboard keeps them to say later what became of the jobs it moved.
 local function requeue_jobs(q, queue_base, ids, prev)
-  local check, at = job_checker({"priority"}, {})
+  local check, at = job_checker({"priority"}, {}, {"failedReason"})
   local holder = zset_holders(q.others, ids)
-  local movable, priorities, skipped = {}, {}, {}
+  local movable, priorities, skipped, reasons = {}, {}, {}, {}
   for _, job_id in ipairs(ids) do
     local problem, fields = check(queue_base .. job_id)
     if not problem and holder[job_id] then
@@ -55,10 +57,11 @@ local function requeue_jobs(q, queue_base, ids, prev)
     else
       movable[#movable + 1] = job_id
       priorities[#movable] = as_number(fields[at.priority]) or 0
+      reasons[#movable] = fields[at.failedReason]
     end
   end
   if #movable == 0 then
-    return 0, skipped
+    return 0, skipped, movable, reasons
   end
 
   call_sliced("ZREM", q.source, movable)
@@ -85,5 +88,5 @@ local function requeue_jobs(q, queue_base, ids, prev)
   if wake then
     wake_workers(q.marker)
   end
-  return #movable, skipped
+  return #movable, skipped, movable, reasons
 end

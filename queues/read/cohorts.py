@@ -1,0 +1,359 @@
+"""What became of an admin action: its cohort (the jobs it moved) and where
+each of them is now.
+
+A retry or promote records its cohort (``dashboard/cohort_record.py``): who,
+when, from which state, how many jobs moved, the ids of at most
+:data:`MAX_TRACKED` of them and the reason each had failed with. The record
+is one compressed string key per cohort, indexed by time, kept 24 hours
+(``QueueKeys.cohort`` / ``cohort_index``). Nothing is computed until someone
+looks: :func:`breakdown` then asks where every tracked job is, in batches of
+:data:`BATCH` ids per read-only script call (priv/scripts/cohortStates-6.lua),
+so a look at the largest cohort is ``MAX_TRACKED / BATCH`` short calls.
+
+What can be known, and is said: a job in a sorted-set state or active is
+found there; a job whose hash exists in none of them is in a ready list
+(waiting or paused: those lists may hold millions and are not walked, so a
+hash another writer left in no state at all reads as waiting too); a job
+whose hash is gone was removed (by removeOnComplete or removeOnFail, or by
+someone): it is counted as gone, not guessed completed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis import Redis
+
+from queues import codec, scripts
+from queues.commands import reads
+from queues.keys import InvalidName, QueueKeys, validate_job_id
+from queues.read.job import DIRECT_STATES
+from queues.read.replies import replies
+from queues.read.states import FAILED, TAB_OF_KEY, TABS, WAIT
+
+# At most this many ids of one action are tracked ("first 100,000 tracked").
+MAX_TRACKED = 100_000
+# Ids per cohortStates call: about 1.5 ms of Redis each (measured: 100,000
+# ids, half failed, half waiting, took 0.74 s of Redis in 500 calls), so a
+# look never holds the workers back for long.
+BATCH = 200
+# How long a cohort is kept, and how many of one queue's (the newest).
+KEEP_MS = 24 * 3600 * 1000
+MAX_COHORTS_PER_QUEUE = 20
+# Reasons are compared on their first bytes: requeueJobs reports that much
+# (Queue.retry_all) and cohortStates answers that much.
+REASON_BYTES = 200
+# Distinct previous reasons a cohort keeps; a job with a further one has none.
+MAX_REASONS = 50
+# A stored cohort larger than this when inflated is not read (a hostile or
+# broken writer must not make a look inflate gigabytes).
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+GONE = "gone"  # the part of the jobs whose hash is gone
+_COHORT_ID = re.compile(r"\d{13}-[0-9a-f]{8}\Z")
+
+# Folding a reason so that two failures of one cause compare equal: numbers,
+# long hex ids and quoted values vary between jobs, the words do not.
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+_HEX = re.compile(r"\b(?:0x)?[0-9a-fA-F]{8,}\b")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_SPACE = re.compile(r"\s+")
+
+
+def fold_reason(reason: str) -> str:
+    """The first line of a failure reason with its varying parts folded:
+    "timeout after 30012 ms on job 991" and "... 30401 ms on job 12" fold alike."""
+    line = reason.strip().split("\n", 1)[0]
+    line = _QUOTED.sub('"…"', line)
+    line = _HEX.sub("#", line)
+    line = _NUMBER.sub("#", line)
+    return _SPACE.sub(" ", line).strip()
+
+
+def reason_prefix(raw: bytes | str | None) -> str:
+    """A reason as the scripts report it: its first REASON_BYTES bytes."""
+    if raw is None:
+        return ""
+    data = raw.encode() if isinstance(raw, str) else raw
+    return data[:REASON_BYTES].decode("utf-8", errors="replace")
+
+
+def _valid_job_id(job_id: str) -> bool:
+    try:
+        validate_job_id(job_id)
+    except InvalidName:
+        return False
+    return True
+
+
+def is_cohort_id(text: str) -> bool:
+    return _COHORT_ID.match(text) is not None
+
+
+class CohortUnreadable(ValueError):
+    """A stored cohort that is not what the dashboard writes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cohort:
+    """One recorded action and the jobs it moved."""
+
+    id: str
+    action: str  # "retry", "promote", "retry_all", "promote_all", ...
+    source: str  # the tab the jobs came from: failed, completed, delayed
+    user: str
+    at_ms: int
+    count: int  # jobs moved (may exceed the ids tracked)
+    ids: tuple[str, ...]
+    # The distinct folded reasons the jobs had failed with, and per id the
+    # index of its reason there (-1: none, or not kept).
+    reasons: tuple[str, ...] = ()
+    reason_of: tuple[int, ...] = ()
+    audit_id: int | None = None
+
+    @property
+    def tracked(self) -> int:
+        return len(self.ids)
+
+    @property
+    def top_previous_reason(self) -> str:
+        """The commonest (folded) reason its jobs had failed with before."""
+        common = Counter(i for i in self.reason_of if i >= 0).most_common(1)
+        return self.reasons[common[0][0]] if common else ""
+
+    def encode(self) -> bytes:
+        record = {
+            "v": 1,
+            "action": self.action,
+            "source": self.source,
+            "user": self.user,
+            "at_ms": self.at_ms,
+            "count": self.count,
+            "ids": list(self.ids),
+            "reasons": list(self.reasons),
+            "reason_of": list(self.reason_of),
+            "audit_id": self.audit_id,
+        }
+        return zlib.compress(json.dumps(record, separators=(",", ":")).encode(), 6)
+
+
+def build_cohort(
+    cohort_id: str,
+    *,
+    action: str,
+    source: str,
+    user: str,
+    at_ms: int,
+    count: int,
+    ids: Sequence[str],
+    previous_reasons: dict[str, str],
+    audit_id: int | None,
+) -> Cohort:
+    """A cohort of the first MAX_TRACKED ``ids``, each with its previous
+    reason folded (distinct reasons kept up to MAX_REASONS)."""
+    tracked = tuple(ids[:MAX_TRACKED])
+    reasons: dict[str, int] = {}
+    reason_of = []
+    for job_id in tracked:
+        folded = fold_reason(previous_reasons.get(job_id, ""))
+        index = reasons.get(folded, -1) if folded else -1
+        if folded and index < 0 and len(reasons) < MAX_REASONS:
+            index = reasons[folded] = len(reasons)
+        reason_of.append(index)
+    return Cohort(
+        cohort_id,
+        action,
+        source,
+        user,
+        at_ms,
+        max(count, len(tracked)),
+        tracked,
+        tuple(reasons),
+        tuple(reason_of) if reasons else (),
+        audit_id,
+    )
+
+
+def _field(record: dict[str, Any], name: str, kind: type) -> Any:
+    value = record.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise CohortUnreadable(f"its field {name} is missing or of the wrong type")
+    return value
+
+
+def decode_cohort(cohort_id: str, raw: bytes) -> Cohort:
+    """The cohort stored as ``raw``; CohortUnreadable when it is anything else."""
+    try:
+        inflate = zlib.decompressobj()
+        text = inflate.decompress(raw, MAX_RECORD_BYTES)
+        if inflate.unconsumed_tail:
+            raise CohortUnreadable("it is too large")
+        record = json.loads(text)
+    except (zlib.error, ValueError, RecursionError) as error:
+        if isinstance(error, CohortUnreadable):
+            raise
+        raise CohortUnreadable("it is not a compressed JSON record") from None
+    if not isinstance(record, dict):
+        raise CohortUnreadable("it is not a JSON object")
+    ids = _field(record, "ids", list)
+    reasons = _field(record, "reasons", list)
+    reason_of = _field(record, "reason_of", list)
+    if not all(isinstance(job_id, str) for job_id in ids):
+        raise CohortUnreadable("its ids are not all strings")
+    if not all(_valid_job_id(job_id) for job_id in ids):
+        raise CohortUnreadable("an id in it is not a job id")
+    if not all(isinstance(reason, str) for reason in reasons) or (
+        reason_of
+        and (
+            len(reason_of) != len(ids)
+            or not all(type(i) is int and -1 <= i < len(reasons) for i in reason_of)
+        )
+    ):
+        raise CohortUnreadable("its reasons do not match its ids")
+    audit_id = record.get("audit_id")
+    return Cohort(
+        cohort_id,
+        _field(record, "action", str)[:40],
+        _field(record, "source", str)[:40],
+        _field(record, "user", str)[:150],
+        _field(record, "at_ms", int),
+        _field(record, "count", int),
+        tuple(ids),
+        tuple(reasons),
+        tuple(reason_of),
+        audit_id if type(audit_id) is int else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A cohort listed in the index whose record cannot be read."""
+
+    id: str
+    at_ms: int
+    problem: str
+
+
+def recent_cohorts(
+    client: Redis, keys: QueueKeys, now_ms: int, limit: int = MAX_COHORTS_PER_QUEUE
+) -> list[Cohort | Unreadable]:
+    """The queue's cohorts of the last 24 hours, newest first: two round
+    trips, the records only (no job is looked at). A record that expired
+    meanwhile is left out; one that cannot be read is listed as Unreadable."""
+    pipe = client.pipeline(transaction=False)
+    pipe.zrevrangebyscore(keys.cohort_index(), "+inf", now_ms - KEEP_MS, 0, limit, withscores=True)
+    (listed,) = replies(pipe)
+    wanted = [
+        (text, int(score))
+        for member, score in listed or []
+        if (text := codec.text(member) or "") and is_cohort_id(text)
+    ]
+    if not wanted:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for cohort_id, _ in wanted:
+        pipe.get(keys.cohort(cohort_id))
+    found: list[Cohort | Unreadable] = []
+    for (cohort_id, at_ms), raw in zip(wanted, pipe.execute(raise_on_error=False), strict=True):
+        if raw is None:
+            continue
+        if isinstance(raw, Exception):
+            found.append(Unreadable(cohort_id, at_ms, "its key is not a string"))
+            continue
+        try:
+            found.append(decode_cohort(cohort_id, raw))
+        except CohortUnreadable as problem:
+            found.append(Unreadable(cohort_id, at_ms, str(problem)))
+    return found
+
+
+def load_cohort(client: Redis, keys: QueueKeys, cohort_id: str) -> Cohort | None:
+    """One cohort, None when it is gone (expired); CohortUnreadable when broken."""
+    if not is_cohort_id(cohort_id):
+        return None
+    pipe = client.pipeline(transaction=False)
+    pipe.get(keys.cohort(cohort_id))
+    (raw,) = pipe.execute(raise_on_error=False)
+    if raw is None:
+        return None
+    if isinstance(raw, Exception):
+        raise CohortUnreadable("its key is not a string")
+    return decode_cohort(cohort_id, raw)
+
+
+def previous_reasons(client: Redis, keys: QueueKeys, job_ids: Sequence[str]) -> dict[str, str]:
+    """The failure reason each job holds now (its first REASON_BYTES bytes),
+    read before a retry deletes it: one round trip per BATCH ids. A
+    wrong-typed key reads as no reason; an id that is no job id is left out."""
+    valid = [job_id for job_id in job_ids[:MAX_TRACKED] if _valid_job_id(job_id)]
+    found: dict[str, str] = {}
+    for start in range(0, len(valid), BATCH):
+        chunk = valid[start : start + BATCH]
+        pipe = client.pipeline(transaction=False)
+        for job_id in chunk:
+            pipe.hget(keys.job(job_id), "failedReason")
+        for job_id, raw in zip(chunk, replies(pipe), strict=True):
+            if raw:
+                found[job_id] = reason_prefix(raw)
+    return found
+
+
+@dataclass(slots=True)
+class Breakdown:
+    """Where a cohort's tracked jobs are now. ``parts``: the ids per tab name
+    (TABS order) and :data:`GONE`, in the cohort's order; ``failed_same``:
+    the failed ones whose reason folds like the one they had before."""
+
+    parts: dict[str, list[str]] = field(default_factory=dict)
+    failed_same: list[str] = field(default_factory=list)
+    failed_reasons: Counter[str] = field(default_factory=Counter)
+
+    def count(self, part: str) -> int:
+        return len(self.parts.get(part, ()))
+
+    @property
+    def top_failed_reason(self) -> str:
+        common = self.failed_reasons.most_common(1)
+        return common[0][0] if common else ""
+
+
+_FAILED_TAB = TAB_OF_KEY[FAILED.name]
+
+
+def _where(position: int) -> str:
+    """A cohortStates answer as a part name."""
+    if position < 0:
+        return GONE
+    state = DIRECT_STATES[position - 1] if position else WAIT
+    return TAB_OF_KEY[state.name]
+
+
+def breakdown(client: Redis, keys: QueueKeys, cohort: Cohort) -> Breakdown:
+    """Where each tracked job of ``cohort`` is now: one read-only script call
+    per BATCH ids (MAX_TRACKED / BATCH calls at most)."""
+    found: dict[str, list[str]] = {}
+    result = Breakdown()
+    for start in range(0, len(cohort.ids), BATCH):
+        chunk = cohort.ids[start : start + BATCH]
+        call = reads.cohort_states(
+            keys, DIRECT_STATES, chunk, failed=FAILED, reason_bytes=REASON_BYTES
+        )
+        answer = scripts.run(client, call)
+        for offset, job_id in enumerate(chunk):
+            part = _where(int(answer[2 * offset]))
+            found.setdefault(part, []).append(job_id)
+            if part != _FAILED_TAB:
+                continue
+            now = fold_reason(reason_prefix(answer[2 * offset + 1]))
+            result.failed_reasons[now] += 1
+            index = cohort.reason_of[start + offset] if cohort.reason_of else -1
+            if now and index >= 0 and cohort.reasons[index] == now:
+                result.failed_same.append(job_id)
+    order = [tab.name for tab in TABS] + [GONE]
+    result.parts = {part: found[part] for part in order if part in found}
+    return result

@@ -1,0 +1,111 @@
+// EchoMQ "Recent actions" (queue page): what became of the jobs each recent
+// retry or promote moved, kept current while workers move them.
+//
+// The panel's fragment comes from the server (data-poll-url, rendered by
+// dashboard/cohorts.py): once when the page opens, then again whenever
+// live.js says this queue's jobs moved (the "echomq:queue-moved" event), no
+// sooner than the last answer's data-next-ms (the server spaces looks at big
+// cohorts out), and when the page becomes visible again. Counting a cohort costs Redis a look at each of its jobs, so a page
+// nobody looks at (hidden) asks nothing. Nothing moves under the pointer:
+// while the pointer or the focus is in the panel, a changed answer waits
+// (the heading says so) and goes in when they leave; an answer that would
+// change the panel's height (a cohort or a line more or less) also waits
+// while the pointer is on the jobs table below it, so no row jumps away.
+(function () {
+  "use strict";
+
+  var panel = document.getElementById("recent-actions");
+  if (!panel || !window.fetch) return;
+  var main = document.querySelector("main[data-queue]");
+  var queue = main ? main.getAttribute("data-queue") : null;
+  var url = panel.getAttribute("data-poll-url");
+  var gap = 2000;  // until the first answer says
+  var shown = "";
+  var waiting = null;  // a changed answer held while the panel is in use
+  var wanted = false;  // jobs moved since the last answer was asked for
+  var inFlight = false;
+  var lastAsked = 0;
+  var timer = null;
+
+  var table = document.getElementById("job-table");
+
+  function inUse() { return panel.matches(":hover") || panel.contains(document.activeElement); }
+
+  function shape(html) {  // what decides the panel's height: its lines
+    var holder = document.createElement("template");
+    holder.innerHTML = html;
+    return Array.prototype.map.call(holder.content.querySelectorAll("li, p"), function (el) {
+      return el.tagName;
+    }).join(",");
+  }
+
+  function wouldMoveTable(html) {
+    return !!table && table.matches(":hover") && shape(html) !== shape(shown);
+  }
+
+  function put(html) {
+    waiting = null;
+    panel.classList.remove("held");
+    if (html === shown) return;
+    shown = html;
+    panel.innerHTML = html;
+    panel.hidden = html === "";
+  }
+
+  function take(html) {
+    html = html.trim();
+    var spacing = /data-next-ms="(\d+)"/.exec(html);
+    gap = Math.max(500, spacing ? Number(spacing[1]) : 2000);
+    if (shown !== "" && (inUse() || wouldMoveTable(html))) {
+      if (html !== shown) {
+        waiting = html;
+        panel.classList.add("held");
+        var note = panel.querySelector("[data-hold-note]");
+        if (note) note.textContent = " · paused while pointing: an update waits";
+      }
+      return;
+    }
+    put(html);
+  }
+
+  function release() {
+    // focusout fires before the focus lands elsewhere.
+    setTimeout(function () {
+      if (waiting !== null && !inUse() && !wouldMoveTable(waiting)) put(waiting);
+    }, 0);
+  }
+
+  function ask() {
+    timer = null;
+    if (document.visibilityState !== "visible") return;  // asked again when visible
+    if (inFlight) { wanted = true; return; }
+    wanted = false;
+    inFlight = true;
+    lastAsked = Date.now();
+    fetch(url, {headers: {"HX-Request": "true"}, credentials: "same-origin"})
+      .then(function (r) { if (!r.ok) throw new Error(url + ": " + r.status); return r.text(); })
+      .then(take)
+      .catch(function () { /* the next movement asks again */ })
+      .then(function () { inFlight = false; if (wanted) schedule(); });
+  }
+
+  function schedule() {
+    if (timer !== null) return;
+    timer = setTimeout(ask, Math.max(0, lastAsked + gap - Date.now()));
+  }
+
+  document.addEventListener("echomq:queue-moved", function (event) {
+    if (queue && event.detail && event.detail.queue !== queue) return;
+    wanted = true;
+    schedule();
+  });
+  panel.addEventListener("mouseleave", release);
+  panel.addEventListener("focusout", release);
+  if (table) table.addEventListener("mouseleave", release);
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") schedule();
+  });
+  window.addEventListener("pagehide", function () { if (timer !== null) clearTimeout(timer); timer = null; });
+  window.addEventListener("pageshow", function (event) { if (event.persisted) schedule(); });
+  ask();
+})();

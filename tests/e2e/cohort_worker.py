@@ -1,0 +1,50 @@
+"""A worker of our runtime for the "what became of an action" browser test,
+run as its own process.
+
+    python tests/e2e/cohort_worker.py QUEUE [--sleep S]
+
+Each job takes ``--sleep`` seconds, then by its data's ``n``: every fourth
+fails again with a timeout worded like the one it had before ("same
+reason", folded), the next one fails with another reason, the other half
+completes. Prints "ready" once running, then runs until terminated. The
+Redis URL comes from REDIS_URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+from typing import Any
+
+from queues.job import Job
+from queues.worker import Worker
+
+
+async def main(queue: str, sleep: float) -> None:
+    async def process(job: Job) -> Any:
+        await asyncio.sleep(sleep)
+        n = int(job.data["n"])
+        if n % 4 == 0:
+            raise RuntimeError(f"timeout after {n * 7} ms on job {job.id}")
+        if n % 4 == 1:
+            raise RuntimeError("card declined")
+        return {"sent": n}
+
+    worker = Worker(queue, process, connection_url=os.environ["REDIS_URL"], drain_delay_s=0.2)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    running = asyncio.create_task(worker.run())
+    print("ready", flush=True)
+    await stop.wait()
+    await worker.close(timeout=5)
+    await running
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("queue")
+    parser.add_argument("--sleep", type=float, default=0.2)
+    args = parser.parse_args()
+    asyncio.run(main(args.queue, args.sleep))
