@@ -21,10 +21,12 @@ from redis import Redis
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_jobs
+from tests.e2e import test_accessibility as a11y
 from tests.e2e.conftest import log_in, start, wait_live
 from tests.e2e.server import DashboardServer, free_port, prepare
 
 SHOTS = Path("/tmp/i12-connections-shots")
+axe_source = a11y.axe_source  # the pinned axe-core, as the accessibility tests load it
 KEYS = QueueRef("bull", "emails").keys
 
 
@@ -51,7 +53,11 @@ def logged_in_page(browser: Browser, server: DashboardServer, **options: object)
 
 
 def test_the_overview_shows_one_group_per_server_and_follows_the_second_live(
-    browser: Browser, server: DashboardServer, redis_client: Redis, second_redis: Redis
+    browser: Browser,
+    server: DashboardServer,
+    redis_client: Redis,
+    second_redis: Redis,
+    axe_source: str,
 ) -> None:
     seed_jobs(redis_client, KEYS, "failed", 2)
     seed_jobs(second_redis, KEYS, "failed", 3)
@@ -80,6 +86,8 @@ def test_the_overview_shows_one_group_per_server_and_follows_the_second_live(
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "overview-light.png"), full_page=True)
+    blocking = [v for v in a11y.audit(page, axe_source) if v["impact"] in a11y.BLOCKING]
+    assert not blocking, a11y.describe(blocking)
     on_staging.locator("a.queue-name").click()
     page.wait_for_url("**/c/staging/queues/bull/emails/")
     expect(page.locator(".queue-head h1 .badge.connection")).to_have_text("staging")
@@ -93,6 +101,8 @@ def test_the_overview_shows_one_group_per_server_and_follows_the_second_live(
     dark.goto("/")
     expect(dark.locator("tr.connection-head")).to_have_count(3)
     dark.screenshot(path=str(SHOTS / "overview-dark.png"), full_page=True)
+    blocking = [v for v in a11y.audit(dark, axe_source) if v["impact"] in a11y.BLOCKING]
+    assert not blocking, a11y.describe(blocking)
     dark.context.close()
 
     phone = logged_in_page(
