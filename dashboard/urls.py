@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, flows, job_edit_api, job_edit_views, openapi, schedulers, views, workers
+from dashboard import (
+    api,
+    error_groups,
+    flows,
+    job_edit_api,
+    job_edit_views,
+    openapi,
+    schedulers,
+    views,
+    workers,
+)
 from dashboard.converters import SegmentConverter
 
 # Converters are one registry for every app: a name of our own.
@@ -30,6 +40,8 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "concurrency/", workers.global_concurrency_action, name="global_concurrency"),
     path(_queue + "schedulers/", schedulers.page, name="schedulers"),
     path(_queue + "schedulers/actions/", schedulers.page_action, name="scheduler_actions"),
+    path(_queue + "errors/", error_groups.groups_page, name="error_groups"),
+    path(_queue + "errors/actions/", error_groups.group_action_page, name="error_group_actions"),
     path(_queue + "edit/", job_edit_views.edit_job_data, name="edit_job_data"),
     path(_queue + "duplicate/", job_edit_views.duplicate_job, name="duplicate_job"),
     path(_queue + "add/", job_edit_views.add_job, name="add_job"),
@@ -54,6 +66,9 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "concurrency/", workers.global_concurrency_json, name="global_concurrency"),
     path(_queue + "schedulers/", schedulers.api_list, name="schedulers"),
     path(_queue + "schedulers/actions/", schedulers.api_action, name="scheduler_actions"),
+    path(_queue + "errors/", error_groups.api_groups, name="error_groups"),
+    path(_queue + "errors/actions/", error_groups.api_group_action, name="error_group_actions"),
+    path(_queue + "errors/<str:group>/jobs/", error_groups.api_group_jobs, name="error_group_jobs"),
     path(_queue + "edit/", job_edit_api.edit_job_data, name="edit_job_data"),
     path(_queue + "duplicate/", job_edit_api.duplicate_job, name="duplicate_job"),
     path(_queue + "add/", job_edit_api.add_job, name="add_job"),

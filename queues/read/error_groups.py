@@ -42,14 +42,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis import Redis
-from redis.exceptions import LockError, ResponseError
+from redis.exceptions import LockError, OutOfMemoryError, ResponseError
 
 from queues import codec, errors, scripts
 from queues.keys import QueueKeys
 from queues.read.decode import job_from_values
 from queues.read.error_folding import fold, group_key
 from queues.read.refs import QueueRef
-from queues.read.replies import replies
+from queues.read.replies import read, replies
 
 MAX_GROUPS = 200
 OTHER = "other"
@@ -206,7 +206,10 @@ def error_groups(client: Redis, ref: QueueRef) -> ErrorGroups:
     look). Raises :class:`queues.errors.CorruptKey` when ``failed`` itself has
     the wrong type; a broken key of the index is rebuilt."""
     index = _Index(ref.keys)
-    complete = _refresh_or_repair(client, index)
+    try:
+        complete = _refresh_or_repair(client, index)
+    except OutOfMemoryError:
+        complete = False  # Redis is full: show the groups as they were counted last
     return _read(client, ref, index, complete)
 
 
@@ -215,6 +218,8 @@ def _refresh_or_repair(client: Redis, index: _Index) -> bool:
     of the index of the wrong type is only a broken cache: reset, once."""
     try:
         return _refresh(client, index)
+    except OutOfMemoryError:
+        raise
     except (errors.CorruptKey, ResponseError) as error:
         if isinstance(error, errors.CorruptKey) and error.key != index.failed:
             scripts.run(client, index.reset())
@@ -529,14 +534,19 @@ def _repair_oldest(client: Redis, index: _Index, generation: str, drift: int) ->
 
 
 def group_job_ids(client: Redis, ref: QueueRef, key: str, *, start: int, size: int) -> list[str]:
-    """Ids of a group's jobs, newest failure first, ``size`` from ``start``."""
-    index = _Index(ref.keys)
-    raw: Any = client.zrevrange(index.group(key), start, start + size - 1)
-    return [codec.text(job_id) or "" for job_id in raw]
+    """Ids of a group's jobs, newest failure first, ``size`` from ``start``
+    (none when the group's key is broken: the next look rebuilds it)."""
+    if size <= 0:
+        return []
+    found = read(client.zrevrange, _Index(ref.keys).group(key), start, start + size - 1)
+    return [codec.text(job_id) or "" for job_id in found]
 
 
 def group_count(client: Redis, ref: QueueRef, key: str) -> int:
-    count: Any = client.hget(_Index(ref.keys).counts, key)
+    try:
+        count: Any = client.hget(_Index(ref.keys).counts, key)
+    except ResponseError:  # a broken index: the next look rebuilds it
+        return 0
     return codec.integer(count, 0) or 0
 
 
@@ -545,5 +555,8 @@ def forget_jobs(client: Redis, ref: QueueRef, job_ids: Sequence[str]) -> None:
     than at the next look (the drop script checks each one)."""
     index = _Index(ref.keys)
     state = _read_state(client, index)
-    for start in range(0, len(job_ids), BATCH):
-        scripts.run(client, index.drop(state.generation, job_ids[start : start + BATCH]))
+    try:
+        for start in range(0, len(job_ids), BATCH):
+            scripts.run(client, index.drop(state.generation, job_ids[start : start + BATCH]))
+    except ResponseError:  # a broken index (CorruptKey included): the next look rebuilds it
+        return

@@ -244,6 +244,12 @@ def _fetch_rows(client: Redis, keys: QueueKeys, state: str, members: Members) ->
     return rows
 
 
+def rows_of(client: Redis, ref: QueueRef, state: str, job_ids: Sequence[str]) -> list[JobRow]:
+    """Rows for ids chosen elsewhere (an error group's jobs), read as a tab
+    reads its page: one pipelined HMGET per job."""
+    return _fetch_rows(client, ref.keys, state, [(job_id, None) for job_id in job_ids])
+
+
 def job_page(
     client: Redis, ref: QueueRef, state: str, *, start: int = 0, size: int = 50
 ) -> JobPage:
