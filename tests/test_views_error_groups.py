@@ -104,6 +104,8 @@ def test_a_group_lists_its_jobs_newest_failure_first(failed: Redis, actor: Any) 
     ids = re.findall(r'<tr data-job-id="([^"]+)"', html)
     assert ids == [f"t{n}" for n in range(7, 0, -1)]
     assert "1\u20137 of 7, newest failure first" in html  # an en dash, as the pager writes it
+    assert "7 failed jobs with" in html
+    assert f'form="group-retry" name="group" value="{TIMEOUT}"' in html
     assert actor.get(PAGE, {"group": "not-a-key"}).status_code == 404
     empty = actor.get(PAGE, {"group": "0" * 16}).content.decode()
     assert "No failed jobs in this group any more" in empty

@@ -49,20 +49,12 @@ local OTHER = "other"
 local expected = index_structure(index, {failed_key, "zset"})
 local seen = {}
 for i = 7, #ARGV, 4 do
-  local groups = {ARGV[i + 2], OTHER, redis.call("HGET", index.jobs, ARGV[i])}
-  for _, group in ipairs(groups) do
-    if group and not seen[group] then
-      seen[group] = true
-      expect(expected, group_base .. group, "zset")
-    end
-  end
+  expect_groups(expected, seen, group_base,
+    {ARGV[i + 2], OTHER, redis.call("HGET", index.jobs, ARGV[i])})
 end
-local refused = structure_refusal(expected)
+local refused = index_refusal(index, expected, ARGV[2])
 if refused then
   return refused
-end
-if is_stale(index, ARGV[2]) then
-  return "stale"
 end
 
 local added, skipped = 0, 0

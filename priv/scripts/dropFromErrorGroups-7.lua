@@ -36,18 +36,11 @@ local group_base = ARGV[1]
 local expected = index_structure(index, {failed_key, "zset"})
 local seen = {}
 for i = 4, #ARGV do
-  local group = redis.call("HGET", index.jobs, ARGV[i])
-  if group and not seen[group] then
-    seen[group] = true
-    expect(expected, group_base .. group, "zset")
-  end
+  expect_groups(expected, seen, group_base, {redis.call("HGET", index.jobs, ARGV[i])})
 end
-local refused = structure_refusal(expected)
+local refused = index_refusal(index, expected, ARGV[2])
 if refused then
   return refused
-end
-if is_stale(index, ARGV[2]) then
-  return "stale"
 end
 
 local dropped = 0

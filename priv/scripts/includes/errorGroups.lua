@@ -21,10 +21,30 @@ local function index_structure(index, expected)
   return expected
 end
 
--- A caller that read the index before a reset (a newer generation) must not
--- write what it read into the new one: it would count jobs twice.
-local function is_stale(index, generation)
-  return (redis.call("HGET", index.state, "gen") or "0") ~= generation
+-- Adds each group's zset (once) to a structure_refusal list: a group key of
+-- the wrong type would make ZADD / ZREM fail after earlier writes.
+local function expect_groups(expected, seen, group_base, groups)
+  for _, group in ipairs(groups) do
+    if group and not seen[group] then
+      seen[group] = true
+      expect(expected, group_base .. group, "zset")
+    end
+  end
+end
+
+-- The whole check before the first write: the index's keys, the groups'
+-- zsets, then the generation. Answers the reply to return at once, or nil.
+local function index_refusal(index, expected, generation)
+  local refused = structure_refusal(expected)
+  if refused then
+    return refused
+  end
+  if (redis.call("HGET", index.state, "gen") or "0") ~= generation then
+    -- A caller that read the index before a reset (a newer generation) must
+    -- not write what it read into the new one: it would count jobs twice.
+    return "stale"
+  end
+  return nil
 end
 
 -- Takes a job out of its group; a group left empty goes entirely.
