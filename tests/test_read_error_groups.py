@@ -114,19 +114,21 @@ def test_catching_up_reads_only_what_changed(redis_client: Redis) -> None:
     """After the first build, a look with one new failure and one retry reads
     a handful of job hashes, not the whole failed set."""
     seed_failed_bulk(redis_client, KEYS, 5_000)
-    before_build = _calls(redis_client, "hmget")
+    before_build = _hash_reads(redis_client)
     shown(redis_client)
-    assert _calls(redis_client, "hmget") - before_build >= 5_000  # one per job, once
+    assert _hash_reads(redis_client) - before_build >= 5_000  # one per job, once
     fail_job(redis_client, "fresh", "boom 1")
     Queue("q", redis_client).retry("17")
-    before = _calls(redis_client, "hmget")
+    before = _hash_reads(redis_client)
     assert shown(redis_client) == brute_force(redis_client)
-    assert _calls(redis_client, "hmget") - before < 20  # a constant number of round trips
+    # brute_force reads each job's reason (HGET): counted apart.
+    assert _hash_reads(redis_client) - before - redis_client.zcard(KEYS.failed) < 40
 
 
-def _calls(client: Redis, command: str) -> int:
+def _hash_reads(client: Redis) -> int:
+    """HGET and HMGET calls so far (scripts' included)."""
     stats: Any = client.info("commandstats")
-    return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
+    return sum(int(stats.get(f"cmdstat_{c}", {}).get("calls", 0)) for c in ("hget", "hmget"))
 
 
 def test_clean_and_trims_without_events_are_repaired(redis_client: Redis) -> None:

@@ -57,41 +57,67 @@ if refused then
   return refused
 end
 
+-- Per job: its checks, the count, the job's group; per group, once at the
+-- end: first and last seen (a call of 1,000 jobs of few kinds does a few
+-- Redis calls per job, not a dozen).
 local added, skipped = 0, 0
+local kept = redis.call("HLEN", index.counts) - redis.call("HEXISTS", index.counts, OTHER)
+local target_of, seen_span = {}, {}
 for i = 7, #ARGV, 4 do
-  local job_id, finished, group, sample = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
+  local job_id, finished, group = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
   local score = tonumber(redis.call("ZSCORE", failed_key, job_id))
   local old = redis.call("HGET", index.jobs, job_id)
   local counted = old and tonumber(redis.call("ZSCORE", group_base .. old, job_id)) == score
   if score == nil or score ~= finished or counted then
     skipped = skipped + 1
   else
-    if old then
-      unindex_job(index, group_base, old, job_id)
-    end
-    if redis.call("HEXISTS", index.counts, group) == 0 then
-      local kept = redis.call("HLEN", index.counts) - redis.call("HEXISTS", index.counts, OTHER)
-      if kept >= max_groups then
-        group = OTHER
+    if old and unindex_job(index, group_base, old, job_id) then
+      target_of[old] = nil
+      if old ~= OTHER then
+        kept = kept - 1
       end
     end
-    if redis.call("HINCRBY", index.counts, group, 1) == 1 then
-      redis.call("HSET", index.samples, group, sample)
-      redis.call("HSET", index.first, group, ARGV[i + 1])
-      redis.call("HSET", index.last, group, ARGV[i + 1])
+    -- Where this call counts the group's jobs. A group it has counted into
+    -- cannot be emptied by a later unindex of the same call (its count holds
+    -- those jobs), so the answer holds for the whole call.
+    local target = target_of[group]
+    if not target then
+      target = group
+      if redis.call("HEXISTS", index.counts, group) == 0 then
+        if kept >= max_groups then
+          target = OTHER
+        else
+          kept = kept + 1
+        end
+      end
+      target_of[group] = target
+    end
+    if redis.call("HINCRBY", index.counts, target, 1) == 1 then
+      redis.call("HSET", index.samples, target, ARGV[i + 3])
+    end
+    redis.call("ZADD", group_base .. target, finished, job_id)
+    redis.call("HSET", index.jobs, job_id, target)
+    local span = seen_span[target]
+    if span then
+      span[1], span[2] = math.min(span[1], finished), math.max(span[2], finished)
     else
-      if finished < (tonumber(redis.call("HGET", index.first, group)) or math.huge) then
-        redis.call("HSET", index.first, group, ARGV[i + 1])
-      end
-      if finished > (tonumber(redis.call("HGET", index.last, group)) or 0) then
-        redis.call("HSET", index.last, group, ARGV[i + 1])
-      end
+      seen_span[target] = {finished, finished}
     end
-    redis.call("ZADD", group_base .. group, finished, job_id)
-    redis.call("HSET", index.jobs, job_id, group)
-    redis.call("HINCRBY", index.state, "total", 1)
     added = added + 1
   end
+end
+for target, span in pairs(seen_span) do
+  local first = tonumber(redis.call("HGET", index.first, target))
+  if first == nil or span[1] < first then
+    redis.call("HSET", index.first, target, string.format("%d", span[1]))
+  end
+  local last = tonumber(redis.call("HGET", index.last, target))
+  if last == nil or span[2] > last then
+    redis.call("HSET", index.last, target, string.format("%d", span[2]))
+  end
+end
+if added > 0 then
+  redis.call("HINCRBY", index.state, "total", added)
 end
 
 local watermark = tonumber(ARGV[4])

@@ -19,15 +19,25 @@ from queues.read.failures import first_line
 MAX_FOLDED = 500
 NO_REASON = "(no reason given)"
 
-# Order matters: a rule must run before another that would eat part of its
-# match (a uuid is hex and digits; a URL holds a path; a path may hold numbers).
-_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+# Applied in order: a rule comes before another that would eat part of its
+# match (a uuid is hex and digits; a URL holds a path; a path may hold
+# numbers). Each rule names the characters its matches must contain, and is
+# skipped (a substring test in C) when the text has none of them: folding is
+# most of the first grouping's time, and most reasons hold no quote, URL,
+# uuid or path (bench/search.py: 3x faster than every rule on every text).
+_Rule = tuple[re.Pattern[str], str, tuple[str, ...]]
+_RULES: tuple[_Rule, ...] = (
     # Quoted values: 'user 42', "a.b", `x` -- whatever is quoted is data.
-    (re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`"), "<str>"),
-    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE), "<url>"),
+    (
+        re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`"),
+        "<str>",
+        ('"', "'", "`"),
+    ),
+    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE), "<url>", ("://",)),
     (
         re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),
         "<uuid>",
+        ("-",),
     ),
     # Unix paths (two segments or more, or one with a dot: /tmp/x, /app.py)
     # and Windows paths (C:\x\y).
@@ -39,25 +49,29 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             re.IGNORECASE,
         ),
         "<path>",
+        ("/", "\\"),
     ),
-    (re.compile(r"\b0x[0-9a-f]+\b", re.IGNORECASE), "<hex>"),
+    (re.compile(r"\b0x[0-9a-f]+\b", re.IGNORECASE), "<hex>", ("0x", "0X")),
     # Bare hex ids (object ids, hashes): eight or more hex digits holding at
     # least one digit and one letter, so plain words ("deadbeef" aside) stay.
-    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.IGNORECASE), "<hex>"),
+    (
+        re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.IGNORECASE),
+        "<hex>",
+        (),
+    ),
     # Numbers, also inside words (job991, worker3) and with decimals or
     # thousands separators (30,012 and 30.5 are one number each).
-    (re.compile(r"\d+(?:[.,]\d+)*"), "<n>"),
-    (re.compile(r"\s+"), " "),
+    (re.compile(r"\d+(?:[.,]\d+)*"), "<n>", ()),
 )
 
 
 def fold(reason: str | None) -> str:
     """The folded first line of ``reason`` (NO_REASON when it has none)."""
     text = first_line(reason, limit=4 * MAX_FOLDED)
-    for pattern, placeholder in _RULES:
-        text = pattern.sub(placeholder, text)
-    text = text.strip()[:MAX_FOLDED]
-    return text or NO_REASON
+    for pattern, placeholder, needs in _RULES:
+        if not needs or any(part in text for part in needs):
+            text = pattern.sub(placeholder, text)
+    return " ".join(text.split())[:MAX_FOLDED] or NO_REASON
 
 
 def group_key(folded: str) -> str:

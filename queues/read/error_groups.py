@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections import deque
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,9 +58,11 @@ OTHER = "other"
 OTHER_TEXT = f"Other errors (beyond the {MAX_GROUPS} kinds kept)"
 MAX_SAMPLE_REASON = 2_000
 MAX_SAMPLE_TRACE = 8_000
-# Ids per range read and per script call: each Redis call stays short (a
-# script call of 1,000 jobs runs in about a millisecond; bench/search.py).
+# Ids per range read (one ZRANGE, one pipeline of HGETs), and jobs per
+# script call: each Redis call stays short (an add call does about five
+# commands per job; 250 jobs take about a millisecond, bench/search.py).
 BATCH = 1_000
+SCRIPT_BATCH = 250
 # Workers on other hosts stamp finishedOn with their own clocks: failures
 # that land this much below the watermark are still found.
 CLOCK_SKEW_MS = 2_000
@@ -71,7 +75,6 @@ BUILD_LOCK_MS = 120_000
 _NOT_LEAVING = frozenset(
     {"failed", "progress", "added", "retries-exhausted", "duplicated", "deduplicated"}
 )
-_REASON_FIELDS = (b"failedReason",)
 _SAMPLE_FIELDS = (b"failedReason", b"stacktrace")
 
 
@@ -310,25 +313,65 @@ def _build(client: Redis, index: _Index) -> bool:
         tied = 0  # jobs already read at score == high (ties across batches)
         watermark: int | None = None
         sampled: set[str] = set()
-        while True:
-            batch: Any = client.zrevrangebyscore(
-                index.failed, high, "-inf", start=tied, num=BATCH, withscores=True
-            )
-            if not batch:
-                break
-            members = [(codec.text(raw) or "", int(score)) for raw, score in batch]
-            if watermark is None:
-                watermark = members[0][1]
-            _add_members(client, index, generation, members, sampled)
-            last = members[-1][1]
-            tied = tied + len(members) if last == high else sum(1 for m in members if m[1] == last)
-            high = last
-            lock.extend(BUILD_LOCK_MS / 1000, replace_ttl=True)
-        done = index.add(generation, [], watermark=watermark or 0, built=True, cursor=cursor)
-        return _ran(client, done)
+        with _Writer(client, background=True) as writer:
+            while True:
+                batch: Any = client.zrevrangebyscore(
+                    index.failed, high, "-inf", start=tied, num=BATCH, withscores=True
+                )
+                if not batch:
+                    break
+                members = [(codec.text(raw) or "", int(score)) for raw, score in batch]
+                if watermark is None:
+                    watermark = members[0][1]
+                _add_members(client, index, generation, members, sampled, writer)
+                last = members[-1][1]
+                tied = tied + len(members) if last == high else sum(m[1] == last for m in members)
+                high = last
+                lock.extend(BUILD_LOCK_MS / 1000, replace_ttl=True)
+            done = index.add(generation, [], watermark=watermark or 0, built=True, cursor=cursor)
+            writer.add(done)
+        return writer.ok
     finally:
         with contextlib.suppress(LockError):  # expired meanwhile: nothing to release
             lock.release()
+
+
+class _Writer:
+    """Runs the add script calls, in order: inline, or (``background``) on
+    one thread of its own, so that Redis runs a batch's calls while this
+    thread reads and folds the next batch (the first grouping takes about
+    the longer of the two instead of their sum; bench/search.py). At most
+    ``_IN_FLIGHT`` calls wait, so a slow Redis holds back the reading."""
+
+    _IN_FLIGHT = 8
+
+    def __init__(self, client: Redis, *, background: bool = False) -> None:
+        self.client = client
+        self.ok = True
+        self._pool = ThreadPoolExecutor(1, "error-groups") if background else None
+        self._pending: deque[Future[bool]] = deque()
+
+    def __enter__(self) -> _Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        while self._pending:
+            self._settle()
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def add(self, call: scripts.ScriptCall) -> bool:
+        """Run (or queue) ``call``; False once a call was stale."""
+        if self._pool is None:
+            self.ok = self.ok and _ran(self.client, call)
+            return self.ok
+        self._pending.append(self._pool.submit(_ran, self.client, call))
+        while len(self._pending) > self._IN_FLIGHT:
+            self._settle()
+        return self.ok
+
+    def _settle(self) -> None:
+        self.ok = self._pending.popleft().result() and self.ok
 
 
 def _ran(client: Redis, call: scripts.ScriptCall) -> bool:
@@ -354,17 +397,19 @@ def _add_members(
     generation: str,
     members: Sequence[tuple[str, int]],
     sampled: set[str],
+    writer: _Writer,
 ) -> bool:
     """Fold the reasons of failed jobs and add them; the first job of a group
     not sampled yet (by this caller) is read again with its stack trace."""
     pipe = client.pipeline(transaction=False)
     for job_id, _ in members:
-        pipe.hmget(index.keys.job(job_id), list(_REASON_FIELDS))
+        pipe.hget(index.keys.job(job_id), "failedReason")
     keyed = []
     new: dict[str, str] = {}
-    for (job_id, score), values in zip(members, replies(pipe), strict=True):
-        job = job_from_values(job_id, _REASON_FIELDS, values or [None])
-        folded = fold(job.failed_reason)
+    for (job_id, score), value in zip(members, replies(pipe), strict=True):
+        # The one field read: decoded as the job decoder decodes it, without
+        # building a Job per failed job (a third of the first grouping's time).
+        folded = fold(codec.failure_reason(value))
         key = group_key(folded)
         keyed.append((job_id, score, key, folded))
         if key not in sampled and key not in new:
@@ -372,7 +417,10 @@ def _add_members(
     samples = _samples(client, index.keys, new, {k: f for _, _, k, f in keyed})
     sampled.update(new)
     entries = [(job_id, score, key, samples.get(key, "")) for job_id, score, key, _ in keyed]
-    return _ran(client, index.add(generation, entries))
+    for start in range(0, len(entries), SCRIPT_BATCH):
+        if not writer.add(index.add(generation, entries[start : start + SCRIPT_BATCH])):
+            return False
+    return True
 
 
 def _samples(
@@ -422,7 +470,8 @@ def _add_new_failures(client: Redis, index: _Index, state: _State) -> bool:
             for member, group in zip(members, indexed, strict=True)
             if group is None or member[1] > state.watermark
         ]
-        if fresh and not _add_members(client, index, state.generation, fresh, sampled):
+        writer = _Writer(client)
+        if fresh and not _add_members(client, index, state.generation, fresh, sampled, writer):
             return False  # reset meanwhile: the next look starts over
         top = members[-1][1]
         if not _ran(client, index.add(state.generation, [], watermark=top)):

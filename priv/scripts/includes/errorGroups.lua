@@ -47,7 +47,8 @@ local function index_refusal(index, expected, generation)
   return nil
 end
 
--- Takes a job out of its group; a group left empty goes entirely.
+-- Takes a job out of its group; a group left empty goes entirely (answers
+-- true then).
 local function unindex_job(index, group_base, group, job_id)
   redis.call("ZREM", group_base .. group, job_id)
   redis.call("HDEL", index.jobs, job_id)
@@ -58,7 +59,9 @@ local function unindex_job(index, group_base, group, job_id)
     redis.call("HDEL", index.first, group)
     redis.call("HDEL", index.last, group)
     redis.call("DEL", group_base .. group)
+    return true
   end
+  return false
 end
 
 -- Stream ids "ms-seq" compared as numbers (string order would put 9 after 10).
