@@ -355,10 +355,12 @@ class _Writer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        while self._pending:
-            self._settle()
-        if self._pool is not None:
-            self._pool.shutdown()
+        try:
+            while self._pending:
+                self._settle()
+        finally:  # a call that raised (a broken key) does not leave the thread behind
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
 
     def add(self, call: scripts.ScriptCall) -> bool:
         """Run (or queue) ``call``; False once a call was stale."""
