@@ -29,8 +29,8 @@ count a job twice and a reset refuses writers still holding the old one.
 
 Bounds: at most ``MAX_GROUPS`` groups (later kinds count in ``other``), a
 sample of ``MAX_SAMPLE_REASON`` / ``MAX_SAMPLE_TRACE`` characters per group;
-the index holds one hash field and one zset member per failed job (about 100
-bytes each, measured in bench/search.py).
+the index holds one hash field and one zset member per failed job (100 to
+180 bytes each, measured in bench/search.py).
 """
 
 from __future__ import annotations
