@@ -15,9 +15,14 @@ measured). Then, with the search's real pacing (slices of ~3 ms, 40% duty):
   the same Redis, in a child process) with a search running beside it,
   against the same worker alone (target >= 80%).
 
-Error grouping (capability 2) has its own section below, for its owner to fill.
+Error grouping (capability 2; bench/grouping.py, which also runs alone):
+``--groups-jobs`` failed jobs of ``--groups-kinds`` kinds of reason on a Redis
+of their own: the first grouping's time (target <= 3 s at 100,000), its
+longest Redis command, and a look after one change at N and at N / 10 (O(1)
+per change: a ratio near 1).
 
-``--jobs 20000 --worker-seconds 2`` is a smoke run of a few seconds.
+``--jobs 20000 --worker-seconds 2 --groups-jobs 5000 --changes 20`` is a
+smoke run of a few seconds.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import grouping
 from redis import Redis
 
 from queues.connection import connect
@@ -181,15 +187,6 @@ def worker_rate(url: str, seconds: float, client: Redis | None = None, query: st
     return int(out.strip().splitlines()[-1]) / seconds
 
 
-# -- error grouping (capability 2): its owner fills this in ---------------------------
-
-
-def grouping_figures(client: Redis, args: argparse.Namespace) -> list[str]:
-    """Lines to print for grouping 100,000 failed jobs (first time <= 3 s,
-    then O(1) per change). Left to the error-grouping work; returns none yet."""
-    return []
-
-
 # -- main ----------------------------------------------------------------------------
 
 
@@ -198,6 +195,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--worker-seconds", type=float, default=10.0)
     parser.add_argument("--worker-child", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--groups-jobs", type=int, default=100_000, help="0: no grouping")
+    parser.add_argument("--groups-kinds", type=int, default=40)
+    parser.add_argument("--changes", type=int, default=200)
     args = parser.parse_args()
     if args.worker_child:
         worker_child(args.worker_child, args.worker_seconds)
@@ -237,10 +237,10 @@ def main() -> None:
             f"worker alone {alone:,.0f} jobs/s, beside a search {beside:,.0f} jobs/s: "
             f"{beside / alone:.0%} (target >= 80%)"
         )
-        for line in grouping_figures(client, args):
-            print(line)
     finally:
         redis.stop()
+    if args.groups_jobs:
+        grouping.grouping_section(args.groups_jobs, args.groups_kinds, args.changes)
 
 
 if __name__ == "__main__":

@@ -111,6 +111,8 @@ class ActionResult:
     skipped: list[errors.SkippedJob] = field(default_factory=list)
     # act_on_ids: jobs that had left the state (or were gone) when their turn came.
     moved_meanwhile: int = 0
+    # act_on_ids: the ids it moved (its callers keep their own indexes right).
+    moved_ids: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -635,7 +637,7 @@ def act_on_ids(
     # Read before the retry deletes them: "failed again (same reason)" later.
     reasons = previous_reasons(client, keys, ids) if action == "retry" else {}
     started = now_ms()
-    moved: list[str] = []
+    moved = result.moved_ids
     for first in range(0, len(ids), SET_BATCH):
         batch = ids[first : first + SET_BATCH]
         try:

@@ -30,6 +30,7 @@ from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.errors import ErrorCode
 from queues.job_options import MAX_PRIORITY
 from queues.keys import MAX_JOB_ID_LENGTH
+from queues.read import error_groups as read_error_groups
 from queues.read import flows
 from queues.read import schedulers as read_schedulers
 from queues.read import search as read_search
@@ -377,6 +378,108 @@ def _schemas() -> dict[str, Schema]:
         },
         **_scheduler_schemas(),
         **_search_schemas(action_result),
+        **_error_group_schemas(),
+    }
+
+
+_GROUP_KEY: Schema = {
+    "type": "string",
+    "pattern": f"^([0-9a-f]{{16}}|{read_error_groups.OTHER})$",
+    "description": "16 hex digits of the folded text's SHA-1, or `other` for the kinds "
+    f"beyond the {read_error_groups.MAX_GROUPS} kept",
+}
+
+
+def _error_group_schemas() -> dict[str, Schema]:
+    """The failed tab grouped by error (queues.read.error_groups, dashboard.error_groups)."""
+    outcome = _object(
+        {
+            "id": _JOB_ID,
+            "ok": _BOOLEAN,
+            "code": {"type": "string", "enum": ["ok", *_refusal_codes(upper=True)]},
+            "message": _TEXT,
+        }
+    )
+    return {
+        "ErrorGroup": _object(
+            {
+                "key": _GROUP_KEY,
+                "text": {
+                    **_TEXT,
+                    "description": "The folded reason: numbers, ids, hex, quoted values, paths "
+                    "and URLs replaced by `<n>`, `<uuid>`, `<hex>`, `<str>`, `<path>`, `<url>`",
+                },
+                "count": {**_COUNT, "description": "Failed jobs in the group"},
+                "first_seen": {**_MOMENT, "description": "The oldest failure counted (ms)"},
+                "last_seen": {**_MOMENT, "description": "The newest failure counted (ms)"},
+                "sample": _object(
+                    {
+                        "job": _or_null(_JOB_ID),
+                        "reason": {
+                            **_STRING,
+                            "maxLength": read_error_groups.MAX_SAMPLE_REASON,
+                        },
+                        "stacktrace": {
+                            **_STRING,
+                            "maxLength": read_error_groups.MAX_SAMPLE_TRACE,
+                            "description": 'Its latest attempt\'s stack trace ("" when none)',
+                        },
+                    },
+                    description="One job of the group, as it was when the group was first seen",
+                ),
+            }
+        ),
+        "ErrorGroups": _object(
+            {
+                "queue": _TEXT,
+                "failed": {**_COUNT, "description": "Failed jobs in the queue"},
+                "indexed": {**_COUNT, "description": "Failed jobs the groups count"},
+                "complete": {
+                    **_BOOLEAN,
+                    "description": "False while the index is being built or catching up "
+                    "(ask again)",
+                },
+                "groups": _array(_schema("ErrorGroup"), maxItems=read_error_groups.MAX_GROUPS + 1),
+            },
+            description="Most jobs first",
+        ),
+        "ErrorGroupJobs": _object(
+            {
+                "queue": _TEXT,
+                "group": _GROUP_KEY,
+                "start": _COUNT,
+                "total": {**_COUNT, "description": "Jobs in the group"},
+                "jobs": _array(_schema("JobRow"), maxItems=api.MAX_RANGE),
+            },
+            description="Newest failure first",
+        ),
+        "ErrorGroupActionRequest": _object(
+            {"action": {"type": "string", "enum": ["retry", "remove"]}, "group": _GROUP_KEY}
+        ),
+        "ErrorGroupActionResult": _object(
+            {
+                "action": {"type": "string", "enum": ["retry", "remove"]},
+                "queue": _TEXT,
+                "group": _GROUP_KEY,
+                "count": {**_COUNT, "description": "Jobs moved"},
+                "asked": {**_COUNT, "description": "Jobs of the group this call tried"},
+                "moved_meanwhile": {
+                    **_COUNT,
+                    "description": "Jobs no longer failed when their turn came: left alone",
+                },
+                "broken": {
+                    **_array(_JOB_ID, maxItems=20),
+                    "description": "Jobs whose keys are broken, left in failed (the first 20)",
+                },
+                "left": {**_COUNT, "description": "Jobs of the group beyond this call's share"},
+                "message": _STRING,
+                "results": {
+                    **_array(outcome, maxItems=20),
+                    "description": "The first 20 jobs that were not moved, and why",
+                },
+                "skipped": _array(_schema("SkippedJob"), maxItems=0),
+            }
+        ),
     }
 
 
@@ -1050,6 +1153,7 @@ _PARAMETERS: dict[str, Schema] = {
     "cohort_id": _parameter("path", "cohort_id", "A recent action's cohort", _COHORT_ID),
     "prefix": _parameter("path", "prefix", f"The queue's key prefix (`bull`); {_SEGMENT}", _TEXT),
     "name": _parameter("path", "name", f"The queue's name; {_SEGMENT}", _TEXT),
+    "group": _parameter("path", "group", "An error group's `key`", _GROUP_KEY),
     "job_id": _parameter(
         "path",
         "job_id",
@@ -1419,6 +1523,54 @@ OPERATIONS: dict[str, tuple[str, Schema]] = {
             "responses": {
                 "200": _answer("Done", "SchedulerActionResult"),
                 **_errors(*_ACT_ERRORS, "SchedulerNotFound", "SchedulerRefused"),
+            },
+        },
+    ),
+    "error_groups": (
+        "get",
+        {
+            "operationId": "listErrorGroups",
+            "tags": ["jobs"],
+            "summary": "The queue's failed jobs grouped by their folded reason, most first",
+            "description": "Kept in Redis by the dashboard and caught up on each call (the "
+            "first call counts every failed job, in bounded batches).",
+            "responses": {
+                "200": _answer("The groups", "ErrorGroups"),
+                **_errors(*_READ_ERRORS, "CorruptKey"),
+            },
+        },
+    ),
+    "error_group_jobs": (
+        "get",
+        {
+            "operationId": "listErrorGroupJobs",
+            "tags": ["jobs"],
+            "summary": "One page of an error group's jobs, newest failure first",
+            "parameters": [
+                _query("start", "Position of the first one" + _GARBAGE, {**_COUNT, "default": 0}),
+                _query("size", "How many" + _GARBAGE, _page_size(50)),
+            ],
+            "responses": {
+                "200": _answer("The page", "ErrorGroupJobs"),
+                **_errors(*_READ_ERRORS),
+            },
+        },
+    ),
+    "error_group_actions": (
+        "post",
+        {
+            "operationId": "actOnErrorGroup",
+            "tags": ["actions"],
+            "summary": "Retry or remove every failed job of an error group",
+            "description": "Each job through its own script, re-checked there: one that "
+            "moved meanwhile is left alone and counted, a broken one is reported.",
+            "security": _ACT,
+            "requestBody": _body(
+                "ErrorGroupActionRequest", {"action": "retry", "group": "0123456789abcdef"}
+            ),
+            "responses": {
+                "200": _answer("Done", "ErrorGroupActionResult"),
+                **_errors(*_ACT_ERRORS, "NotFound", "CorruptKey"),
             },
         },
     ),

@@ -12,6 +12,8 @@ import re
 from queues.read.states import KEY_STATE
 
 DEFAULT_PREFIX = "bull"
+# The dashboard's own keys of a queue start <prefix>:<queue>:<this>:.
+ERROR_GROUPS_SEGMENT = "dashboard-error-groups"
 
 # Queue names end up inside key names and Channels group names, so they are
 # limited to printable characters without ':' (the key separator) or spaces.
@@ -176,3 +178,11 @@ class QueueKeys:
     def cohort(self, cohort_id: str) -> str:
         """String: one cohort, zlib-compressed JSON (queues/read/cohorts.py)."""
         return self.base + "echomq-dashboard:cohort:" + cohort_id
+
+    def error_groups(self, part: str) -> str:
+        """A key of the dashboard's error groups index (docs/protocol.md, "The
+        dashboard's error groups index"): ``<base>dashboard-error-groups:<part>``.
+        Under the queue's base so it shares the queue's hash tag; no BullMQ key
+        ends in a second segment after a job id other than its own suffixes
+        (lock, logs, ...), so a job named ``dashboard-error-groups`` keeps its keys."""
+        return f"{self.base}{ERROR_GROUPS_SEGMENT}:{part}"

@@ -48,6 +48,7 @@ from dashboard import permissions, search
 from dashboard.cohort_record import record_cohort
 from dashboard.openapi import OPERATIONS
 from queues import discovery
+from queues.read.error_folding import NO_REASON, group_key
 from queues.read.job import DATA_DISPLAY_LIMIT
 from queues.read.refs import QueueRef
 from queues.read.states import STATES
@@ -61,6 +62,8 @@ EMAILS = QueueRef("bull", "emails")
 ODD = QueueRef("bull", "team/a~b")
 # A queue whose wait key another writer turned into a set: moves into it are refused.
 JAMMED = QueueRef("bull", "jammed")
+# A queue whose failed set another writer turned into a string: no groups to read.
+CROOKED = QueueRef("bull", "crooked")
 CSRF_TOKEN = "k" * 32  # a CSRF secret as Django's cookie holds it
 
 
@@ -206,6 +209,9 @@ def _seed(client: Redis) -> None:
     client.delete(JAMMED.keys.wait)
     client.sadd(JAMMED.keys.wait, "not a list")
     _seed_cohorts(client)
+    # A queue whose failed set another writer replaced: its error groups are a 409.
+    seed_job(client, CROOKED.keys, "1")
+    client.set(CROOKED.keys.failed, "not a zset")
 
 
 # A cohort id nobody recorded (well-formed: the request itself is valid).
@@ -288,6 +294,22 @@ def _cohort_reads(check: Checked, viewer: Client) -> None:
     check(viewer.get(url("cohort", cohort_id=listed[1]["id"])), 404)
     check(viewer.get(url("cohort", cohort_id=NO_COHORT)), 404)
     check(viewer.get(url("cohorts", QueueRef("bull", "nope"))), 404)
+    _error_group_reads(check, viewer)
+
+
+def _error_group_reads(check: Checked, viewer: Client) -> None:
+    grouped = check(viewer.get(url("error_groups")), 200)
+    assert grouped["complete"]
+    assert grouped["indexed"] == grouped["failed"] == 5
+    key = grouped["groups"][0]["key"]
+    page = check(viewer.get(url("error_group_jobs", group=key), {"start": 1, "size": 2}), 200)
+    assert len(page["jobs"]) == 2
+    check(viewer.get(url("error_group_jobs", group="0" * 16)), 200)
+    check(viewer.get(url("error_group_jobs", group="nope")), 404, valid_request=False)
+    check(viewer.get(url("error_group_jobs", QueueRef("bull", "nope"), group=key)), 404)
+    check(viewer.get(url("error_groups", QueueRef("bull", "nope"))), 404)
+    crooked = check(viewer.get(url("error_groups", CROOKED)), 409)
+    assert crooked["error"]["code"] == "corrupt_key"
 
 
 def _flow_reads(check: Checked, viewer: Client) -> None:
@@ -339,6 +361,24 @@ def _job_actions(check: Checked, actor: Client) -> None:
     )
     jammed = check(_post(actor, "job_actions", {"action": "retry", "ids": ["1"]}, ref=JAMMED), 409)
     assert jammed["error"]["code"] == "corrupt_key"
+
+
+def _error_group_actions(check: Checked, actor: Client) -> None:
+    """After the job actions: f3 and f4 are still failed ("boom"), with "broken" beside them."""
+    groups = check(actor.get(url("error_groups")), 200)["groups"]
+    (group,) = [g for g in groups if g["text"] == "boom"]
+    body = {"action": "retry", "group": group["key"]}
+    done = check(_post(actor, "error_group_actions", body), 200)
+    assert (done["count"], done["moved_meanwhile"], done["left"]) == (2, 0, 0)
+    check(_post(actor, "error_group_actions", body), 400)  # nothing left in it
+    check(_post(actor, "error_group_actions", {"action": "x", **body}), 400, valid_request=False)
+    check(_post(actor, "error_group_actions", {"action": "retry"}), 400, valid_request=False)
+    nope = QueueRef("bull", "nope")
+    check(_post(actor, "error_group_actions", body, ref=nope), 404)
+    jammed_key = check(actor.get(url("error_groups", JAMMED)), 200)["groups"][0]["key"]
+    jammed = {"action": "retry", "group": jammed_key}
+    refused = check(_post(actor, "error_group_actions", jammed, ref=JAMMED), 409)
+    assert refused["error"]["code"] == "corrupt_key"
 
 
 def _queue_actions(check: Checked, actor: Client) -> None:
@@ -483,12 +523,14 @@ def _refusals(check: Checked, users: dict[str, Any]) -> None:
     reads += [url("flow", job_id="f3"), url("flow_children", job_id="f3")]
     reads += [url("workers"), url("limits"), url("search")]
     reads += [url("cohorts"), url("cohort", cohort_id=NO_COHORT)]
+    reads += [url("error_groups"), url("error_group_jobs", group="0" * 16)]
     posts = [
         ("search_act", {"action": "retry", "state": "failed", "ids": ["f3"]}),
         ("job_actions", {"action": "remove", "ids": ["f3"]}),
         ("queue_actions", {"action": "pause"}),
         ("global_concurrency", {"concurrency": 2}),
         ("scheduler_actions", {"action": "run_now", "id": "beat"}),
+        ("error_group_actions", {"action": "retry", "group": "0" * 16}),
         *_CHANGE_POSTS,
     ]
     for who, status in ((None, 401), (users["nonstaff"], 403)):
@@ -563,7 +605,13 @@ def _too_large(check: Checked, actor: Client, settings: Any) -> None:
     body = {"action": "remove", "id": "beat", "padding": "x" * 2_000}
     check(_post(actor, "scheduler_actions", body), 413, valid_request=False)
     check(_post(actor, "search_act", {"action": "remove", "ids": ids}), 413, valid_request=False)
+    body = {"action": "retry", "group": "0" * 16, "padding": "x" * 2_000}
+    check(_post(actor, "error_group_actions", body), 413, valid_request=False)
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = limit
+
+
+# The group of "broken" (its key is no hash: no reason), the one failed job left by then.
+_FULL_GROUP = {"action": "retry", "group": group_key(NO_REASON)}
 
 
 def _redis_full(check: Checked, actor: Client, client: Redis) -> None:
@@ -576,6 +624,8 @@ def _redis_full(check: Checked, actor: Client, client: Redis) -> None:
         check(
             _post(actor, "search_act", {"action": "retry", "state": "failed", "ids": ["f3"]}), 507
         )
+        full = check(_post(actor, "error_group_actions", _FULL_GROUP), 507)
+        assert full["error"]["code"] == "redis_out_of_memory"
 
 
 def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) -> None:
@@ -596,6 +646,9 @@ def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) ->
     check(_post(actor, "scheduler_actions", {"action": "remove", "id": "beat"}), 503)
     check(viewer.get(url("search"), {"q": "name ~ x"}), 503)
     check(_post(actor, "search_act", {"action": "remove", "state": "failed", "ids": ["f3"]}), 503)
+    check(viewer.get(url("error_groups")), 503)
+    check(viewer.get(url("error_group_jobs", group="0" * 16)), 503)
+    check(_post(actor, "error_group_actions", {"action": "retry", "group": "0" * 16}), 503)
 
 
 def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -> None:
@@ -621,6 +674,9 @@ def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -
         check(viewer.get(url("search"), {"q": "name ~ x"}), 500)
         body = {"action": "remove", "state": "failed", "ids": ["f3"]}
         check(_post(actor, "search_act", body), 500)
+        check(viewer.get(url("error_groups")), 500)
+        check(viewer.get(url("error_group_jobs", group="0" * 16)), 500)
+        check(_post(actor, "error_group_actions", {"action": "retry", "group": "0" * 16}), 500)
 
 
 def test_every_documented_answer_is_given_and_matches_the_document(
@@ -637,6 +693,7 @@ def test_every_documented_answer_is_given_and_matches_the_document(
     _flow_reads(check, viewer)
     _searches(check, viewer, actor, users, dashboard_redis)
     _job_actions(check, actor)
+    _error_group_actions(check, actor)
     _queue_actions(check, actor)
     _limit_actions(check, actor)
     _scheduler_actions(check, actor)
@@ -696,6 +753,7 @@ SAMPLE_PARAMETERS = {
     "job_id": "f1",
     "connection": "default",
     "cohort_id": NO_COHORT,
+    "group": "0" * 16,
 }
 
 

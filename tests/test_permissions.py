@@ -9,6 +9,7 @@ import pytest
 from redis import Redis
 
 from queues.queue import Queue
+from queues.read.error_folding import fold, group_key
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
 
@@ -16,7 +17,19 @@ KEYS = QueueRef("bull", "emails").keys
 Q = "/queues/bull/emails/"
 API = "/api/queues/bull/emails/"
 
-PAGES = ["/", Q, Q + "?state=failed", Q + "events/", Q + "job/1", Q + "goto/?job=1", Q + "workers/"]
+# The error group of the seeded failed job (reason "boom").
+GROUP = group_key(fold("boom"))
+PAGES = [
+    "/",
+    Q,
+    Q + "?state=failed",
+    Q + "events/",
+    Q + "job/1",
+    Q + "goto/?job=1",
+    Q + "workers/",
+    Q + "errors/",
+    Q + f"errors/?group={GROUP}",
+]
 API_READS = [
     "/api/queues/",
     API,
@@ -26,6 +39,8 @@ API_READS = [
     API + "workers/",
     API + "limits/",
     API + "search/?state=failed&q=name+~+task",
+    API + "errors/",
+    API + f"errors/{GROUP}/jobs/",
 ]
 # (url, form data, is_api)
 ACTIONS = [
@@ -34,6 +49,8 @@ ACTIONS = [
     (API + "actions/", {"action": "retry", "ids": ["1"]}, True),
     (API + "bulk/", {"action": "retry_all"}, True),
     (API + "search/act/", {"action": "retry", "ids": ["1"], "state": "failed"}, True),
+    (Q + "errors/actions/", {"action": "retry", "group": GROUP}, False),
+    (API + "errors/actions/", {"action": "retry", "group": GROUP}, True),
 ]
 ROLES = [
     "anonymous",
@@ -138,6 +155,10 @@ def test_action_buttons_only_for_those_who_may_act(
         has_buttons = 'name="action"' in html
         assert has_buttons is (role == "actor")
         assert ('name="ids"' in html) is (role == "actor")
+    groups = client.get(Q + "errors/").content.decode()
+    assert "boom" in groups
+    assert ('form="group-retry"' in groups) is (role == "actor")
+    assert ('form="group-remove"' in groups) is (role == "actor")
 
 
 @pytest.mark.parametrize("role", ROLES)

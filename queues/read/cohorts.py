@@ -33,6 +33,7 @@ from redis import Redis
 from queues import codec, scripts
 from queues.commands import reads
 from queues.keys import InvalidName, QueueKeys, validate_job_id
+from queues.read.error_folding import fold
 from queues.read.job import DIRECT_STATES
 from queues.read.replies import replies
 from queues.read.states import FAILED, TAB_OF_KEY, TABS, WAIT
@@ -57,22 +58,12 @@ MAX_RECORD_BYTES = 16 * 1024 * 1024
 GONE = "gone"  # the part of the jobs whose hash is gone
 _COHORT_ID = re.compile(r"\d{13}-[0-9a-f]{8}\Z")
 
-# Folding a reason so that two failures of one cause compare equal: numbers,
-# long hex ids and quoted values vary between jobs, the words do not.
-_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
-_HEX = re.compile(r"\b(?:0x)?[0-9a-fA-F]{8,}\b")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_SPACE = re.compile(r"\s+")
-
 
 def fold_reason(reason: str) -> str:
-    """The first line of a failure reason with its varying parts folded:
-    "timeout after 30012 ms on job 991" and "... 30401 ms on job 12" fold alike."""
-    line = reason.strip().split("\n", 1)[0]
-    line = _QUOTED.sub('"…"', line)
-    line = _HEX.sub("#", line)
-    line = _NUMBER.sub("#", line)
-    return _SPACE.sub(" ", line).strip()
+    """A failure reason folded as the error groups fold it (numbers, ids,
+    quoted values, paths replaced: queues.read.error_folding), so "failed
+    again with the same reason" and a group agree; "" when there is none."""
+    return fold(reason) if reason.strip() else ""
 
 
 def reason_prefix(raw: bytes | str | None) -> str:

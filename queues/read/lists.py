@@ -245,7 +245,8 @@ def _fetch_rows(client: Redis, keys: QueueKeys, state: str, members: Members) ->
 
 
 def job_rows(client: Redis, keys: QueueKeys, state: str, job_ids: Sequence[str]) -> list[JobRow]:
-    """The list rows of jobs named by id (a search's hits): one round trip."""
+    """The list rows of jobs chosen elsewhere (a search's hits, an error
+    group's jobs), read as a tab reads its page: one round trip."""
     return _fetch_rows(client, keys, state, [(job_id, None) for job_id in job_ids])
 
 

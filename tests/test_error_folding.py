@@ -1,0 +1,90 @@
+"""The folding rules of error groups, as a table: what two reasons must share
+a group, and what must stay apart."""
+
+from __future__ import annotations
+
+import pytest
+
+from queues.read.error_folding import MAX_FOLDED, NO_REASON, fold, group_key
+
+FOLDED = [
+    ("timeout after 30012 ms on job 991", "timeout after <n> ms on job <n>"),
+    ("timeout after 30,401 ms on job 12", "timeout after <n> ms on job <n>"),
+    ("took 1.5s", "took <n>s"),
+    ("worker3 lost its lock", "worker<n> lost its lock"),
+    ("user 'alice' not found", "user <str> not found"),
+    ('key "orders:42" missing', "key <str> missing"),
+    ("column `email` is null", "column <str> is null"),
+    ('quoted "with \\" escape" done', "quoted <str> done"),
+    ("order 3f2b8c1e-0c4d-4e8a-9b1f-2a3b4c5d6e7f gone", "order <uuid> gone"),
+    ("order 3F2B8C1E-0C4D-4E8A-9B1F-2A3B4C5D6E7F gone", "order <uuid> gone"),
+    ("segfault at 0x7ffd5e8c", "segfault at <hex>"),
+    ("object 5f2b8c1e9a0d4e8a9b1f2a3b not found", "object <hex> not found"),
+    ("commit a94a8fe5ccb19ba61c4c0873d391e987982fbbd3", "commit <hex>"),
+    ("ENOENT: no such file, open '/tmp/x'", "ENOENT: no such file, open <str>"),
+    ("ENOENT: open /var/data/2026/12/01/report.csv", "ENOENT: open <path>"),
+    ("cannot read ./config/app.yml", "cannot read <path>"),
+    ("bad module /app.py", "bad module <path>"),
+    ("C:\\Users\\bob\\file.txt is locked", "<path> is locked"),
+    ("GET https://api.example.com/v1/users/42?x=1 failed", "GET <url> failed"),
+    ("connect ECONNREFUSED 10.0.0.12:6379", "connect ECONNREFUSED <n>:<n>"),
+    ("  spaces   and\ttabs  ", "spaces and tabs"),
+    ("first line 1\nsecond line 2", "first line <n>"),
+    ("\n\nreason on the third line 7", "reason on the third line <n>"),
+    ("", NO_REASON),
+    (None, NO_REASON),
+    ("   \n  ", NO_REASON),
+    ("plain words stay as they are", "plain words stay as they are"),
+    ("Ünïcödé 42 ☃", "Ünïcödé <n> ☃"),
+    ("rate 30/s then 40/s", "rate <n>/s then <n>/s"),
+]
+
+
+@pytest.mark.parametrize(("reason", "folded"), FOLDED)
+def test_fold_replaces_what_varies_per_job(reason: str | None, folded: str) -> None:
+    assert fold(reason) == folded
+
+
+SAME_GROUP = [
+    ("timeout after 30012 ms on job 991", "timeout after 30401 ms on job 12"),
+    ("user 'alice' not found", "user 'bob' not found"),
+    ("open /srv/a/b.txt failed", "open /home/x/y/z.json failed"),
+    ("id 0x1f bad", "id 0xdeadbeef bad"),
+]
+OTHER_GROUP = [
+    ("timeout after 30012 ms", "connection refused after 30012 ms"),
+    ("user 'alice' not found", "user 'alice' was found"),
+    ("deadline exceeded", "Deadline exceeded!"),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), SAME_GROUP)
+def test_reasons_that_differ_only_in_data_share_a_group(a: str, b: str) -> None:
+    assert group_key(fold(a)) == group_key(fold(b))
+
+
+@pytest.mark.parametrize(("a", "b"), OTHER_GROUP)
+def test_different_errors_stay_apart(a: str, b: str) -> None:
+    assert group_key(fold(a)) != group_key(fold(b))
+
+
+def test_a_huge_reason_folds_to_a_bounded_text() -> None:
+    folded = fold("x" * 1_000_000)
+    assert len(folded) == MAX_FOLDED
+
+
+def test_the_group_key_is_short_hex_and_stable() -> None:
+    key = group_key("timeout after <n> ms")
+    assert len(key) == 16
+    assert int(key, 16) >= 0
+    assert key == group_key("timeout after <n> ms")
+
+
+def test_folding_a_hostile_reason_is_fast() -> None:
+    """No catastrophic backtracking: quotes never closed, long runs of hex."""
+    import time
+
+    hostile = "'" + "\\'" * 20_000 + " " + "a1" * 20_000 + " /" + "a/" * 20_000
+    started = time.perf_counter()
+    fold(hostile)
+    assert time.perf_counter() - started < 0.5

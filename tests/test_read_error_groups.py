@@ -1,0 +1,352 @@
+"""The error groups index against a real Redis: counts exact against a
+brute-force count, kept current as jobs fail, are retried, removed, cleaned
+and trimmed without events, safe with two updaters, never broken by bad keys."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+from bullmq import Job as BullJob
+from bullmq import Queue as BullQueue
+from bullmq import Worker as BullWorker
+from redis import Redis
+
+from queues import errors
+from queues.job import Job
+from queues.keys import QueueKeys
+from queues.queue import Queue
+from queues.read import error_groups as eg
+from queues.read.error_folding import NO_REASON, fold, group_key
+from queues.read.refs import QueueRef
+from tests.dashboard_seed import now_ms, seed_failed_bulk, seed_job
+from tests.worker_helpers import running, until
+
+REF = QueueRef("bull", "q")
+KEYS = QueueKeys("q")
+REASONS = [
+    "timeout after {n} ms on job {n}",
+    "connection refused to 10.0.0.{n}:6379",
+    "user '{n}' not found",
+    "ENOENT: open /var/data/{n}/report.csv",
+    "",
+]
+
+
+def fail_job(client: Redis, job_id: str, reason: str, finished: int | None = None) -> None:
+    when = finished if finished is not None else now_ms()
+    seed_job(
+        client,
+        KEYS,
+        job_id,
+        state="failed",
+        fields={"failedReason": reason, "finishedOn": when},
+        score=when,
+    )
+
+
+def seed_mixed(client: Redis, count: int, *, first: int = 1) -> None:
+    base = now_ms() - 100_000
+    for n in range(first, first + count):
+        fail_job(client, str(n), REASONS[n % len(REASONS)].format(n=n * 7), base + n)
+
+
+def brute_force(client: Redis, keys: QueueKeys = KEYS) -> Counter[str]:
+    """Every failed job's reason read and folded: what the index must say."""
+    counted: Counter[str] = Counter()
+    for raw in client.zrange(keys.failed, 0, -1):
+        reason = client.hget(keys.job(raw.decode()), "failedReason")
+        counted[fold(reason.decode() if reason else None)] += 1
+    return counted
+
+
+def shown(client: Redis, ref: QueueRef = REF) -> Counter[str]:
+    groups = eg.error_groups(client, ref)
+    assert groups.complete
+    assert groups.indexed == groups.failed
+    return Counter({g.text: g.count for g in groups.groups})
+
+
+def test_groups_match_a_brute_force_count(redis_client: Redis) -> None:
+    seed_mixed(redis_client, 2_345)
+    assert shown(redis_client) == brute_force(redis_client)
+    assert len(brute_force(redis_client)) == len(REASONS)
+
+
+def test_a_group_shows_count_first_and_last_seen_and_a_sample(redis_client: Redis) -> None:
+    fail_job(redis_client, "1", "timeout after 30012 ms on job 991", 1_000)
+    fail_job(redis_client, "2", "timeout after 30401 ms on job 12", 3_000)
+    redis_client.hset(KEYS.job("2"), "stacktrace", '["Error: timeout\\n    at run (w.js:1:1)"]')
+    (group,) = eg.error_groups(redis_client, REF).groups
+    assert group.text == "timeout after <n> ms on job <n>"
+    assert group.key == group_key(group.text)
+    assert (group.count, group.first_seen, group.last_seen) == (2, 1_000, 3_000)
+    # Read newest first: the newest job is the sample, with its stack.
+    assert group.sample_job == "2"
+    assert group.sample_reason == "timeout after 30401 ms on job 12"
+    assert "at run (w.js:1:1)" in group.sample_trace
+
+
+def test_new_failures_retries_and_removals_are_followed(redis_client: Redis) -> None:
+    seed_mixed(redis_client, 50)
+    shown(redis_client)
+    queue = Queue("q", redis_client)
+    fail_job(redis_client, "new-1", "timeout after 1 ms on job 2")
+    fail_job(redis_client, "new-2", "a brand new error 5")
+    queue.retry("5")
+    queue.retry("10")
+    queue.remove("11")
+    assert shown(redis_client) == brute_force(redis_client)
+    assert shown(redis_client)["a brand new error <n>"] == 1
+
+
+def test_a_job_that_fails_again_moves_to_its_new_group(redis_client: Redis) -> None:
+    fail_job(redis_client, "7", "first kind 1", now_ms() - 10_000)
+    shown(redis_client)
+    Queue("q", redis_client).retry("7")
+    fail_job(redis_client, "7", "second kind 2")
+    assert shown(redis_client) == Counter({"second kind <n>": 1})
+
+
+def test_catching_up_reads_only_what_changed(redis_client: Redis) -> None:
+    """After the first build, a look with one new failure and one retry reads
+    a handful of job hashes, not the whole failed set."""
+    seed_failed_bulk(redis_client, KEYS, 5_000)
+    before_build = _hash_reads(redis_client)
+    shown(redis_client)
+    assert _hash_reads(redis_client) - before_build >= 5_000  # one per job, once
+    fail_job(redis_client, "fresh", "boom 1")
+    Queue("q", redis_client).retry("17")
+    before = _hash_reads(redis_client)
+    assert shown(redis_client) == brute_force(redis_client)
+    # brute_force reads each job's reason (HGET): counted apart.
+    assert _hash_reads(redis_client) - before - redis_client.zcard(KEYS.failed) < 40
+
+
+def _hash_reads(client: Redis) -> int:
+    """HGET and HMGET calls so far (scripts' included)."""
+    stats: Any = client.info("commandstats")
+    return sum(int(stats.get(f"cmdstat_{c}", {}).get("calls", 0)) for c in ("hget", "hmget"))
+
+
+def test_clean_and_trims_without_events_are_repaired(redis_client: Redis) -> None:
+    seed_mixed(redis_client, 300)
+    shown(redis_client)
+    # clean emits one "cleaned" event with a count and no ids.
+    result = Queue("q", redis_client).clean("failed", 0, limit=40)
+    assert result.count == 40
+    # removeOnFail trims the oldest without any event.
+    for raw in redis_client.zrange(KEYS.failed, 0, 24):
+        redis_client.zrem(KEYS.failed, raw)
+        redis_client.delete(KEYS.job(raw.decode()))
+    assert shown(redis_client) == brute_force(redis_client)
+    assert sum(shown(redis_client).values()) == 235
+
+
+def test_a_lost_events_stream_still_ends_exact(redis_client: Redis) -> None:
+    seed_mixed(redis_client, 100)
+    shown(redis_client)
+    queue = Queue("q", redis_client)
+    for job_id in ("40", "41", "77"):
+        queue.retry(job_id)
+    redis_client.delete(KEYS.events)  # trimmed past the cursor: the ids are gone
+    assert shown(redis_client) == brute_force(redis_client)
+
+
+def test_kinds_beyond_the_kept_groups_count_as_other(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(eg, "MAX_GROUPS", 3)
+    for n, word in enumerate(["alpha", "beta", "gamma", "delta", "epsilon"]):
+        fail_job(redis_client, f"j{n}", f"{word} failed", 1_000 + n)
+    groups = eg.error_groups(redis_client, REF)
+    # The newest kinds are read first and kept; the two oldest share "other".
+    assert {g.text for g in groups.groups if g.key != eg.OTHER} == {
+        "epsilon failed",
+        "delta failed",
+        "gamma failed",
+    }
+    other = next(g for g in groups.groups if g.key == eg.OTHER)
+    assert other.count == 2
+    assert other.text == eg.OTHER_TEXT
+    assert sum(g.count for g in groups.groups) == 5
+
+
+def test_two_updaters_at_once_count_each_job_once(redis_client: Redis, redis_url: str) -> None:
+    from queues.connection import connect
+
+    seed_mixed(redis_client, 3_000)
+    shown(redis_client)
+    seed_mixed(redis_client, 3_000, first=10_001)
+    Queue("q", redis_client).retry("3")
+    clients = [connect(redis_url) for _ in range(3)]
+    failures: list[BaseException] = []
+
+    def look(client: Redis) -> None:
+        try:
+            eg.error_groups(client, REF)
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    threads = [threading.Thread(target=look, args=(c,)) for c in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
+    assert shown(redis_client) == brute_force(redis_client)
+
+
+def test_two_first_builds_at_once_leave_one_exact_index(
+    redis_client: Redis, redis_url: str
+) -> None:
+    from queues.connection import connect
+
+    seed_mixed(redis_client, 4_000)
+    results: list[eg.ErrorGroups] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(eg.error_groups(connect(redis_url), REF)))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # One built; the other either waited its turn or said it was not complete.
+    assert any(r.complete for r in results)
+    assert shown(redis_client) == brute_force(redis_client)
+
+
+def test_a_writer_from_before_a_reset_is_refused(redis_client: Redis) -> None:
+    fail_job(redis_client, "1", "boom 1")
+    shown(redis_client)
+    index = eg._Index(KEYS)
+    old = redis_client.hget(index.state, "gen").decode()
+    eg.scripts.run(redis_client, index.reset())
+    added = eg.scripts.run(redis_client, index.add(old, [("1", 1, "k", "{}")]))
+    assert added == b"stale"
+    assert redis_client.hlen(index.counts) == 0
+
+
+def test_a_failed_key_of_the_wrong_type_is_a_clear_error(redis_client: Redis) -> None:
+    redis_client.set(KEYS.failed, "not a zset")
+    with pytest.raises(errors.CorruptKey) as raised:
+        eg.error_groups(redis_client, REF)
+    assert raised.value.key == KEYS.failed
+
+
+@pytest.mark.parametrize("part", ["state", "counts", "samples", "jobs", "group:other"])
+def test_a_broken_index_key_is_rebuilt(redis_client: Redis, part: str) -> None:
+    seed_mixed(redis_client, 30)
+    shown(redis_client)
+    redis_client.delete(KEYS.error_groups(part))
+    redis_client.set(KEYS.error_groups(part), "garbage")
+    seed_mixed(redis_client, 5, first=500)
+    assert shown(redis_client) == brute_force(redis_client)
+
+
+def test_missing_hashes_and_binary_reasons_are_grouped(redis_client: Redis) -> None:
+    fail_job(redis_client, "1", "boom 1")
+    redis_client.zadd(KEYS.failed, {"gone": now_ms()})  # listed, hash gone
+    seed_job(redis_client, KEYS, "bin", state="failed", fields={"failedReason": b"\xff\xfe bad 9"})
+    redis_client.hset(KEYS.job("1"), "stacktrace", "not json")
+    texts = shown(redis_client)
+    assert texts[NO_REASON] == 1
+    assert texts["\ufffd\ufffd bad <n>"] == 1
+    assert texts["boom <n>"] == 1
+
+
+def test_a_group_lists_its_jobs_newest_first(redis_client: Redis) -> None:
+    for n in range(1, 6):
+        fail_job(redis_client, str(n), f"boom {n}", 1_000 + n)
+    key = group_key("boom <n>")
+    eg.error_groups(redis_client, REF)
+    assert eg.group_job_ids(redis_client, REF, key, start=0, size=3) == ["5", "4", "3"]
+    assert eg.group_count(redis_client, REF, key) == 5
+
+
+async def test_failures_of_our_worker_and_retries_are_followed(
+    redis_client: Redis, redis_url: str
+) -> None:
+    queue = Queue("q", redis_client)
+    ids = [queue.add("task", {"n": n}) for n in range(6)]
+
+    async def process(job: Job) -> None:
+        raise RuntimeError(f"timeout after {job.data['n'] * 1000 + 7} ms on job {job.id}")
+
+    async with running("q", process, url=redis_url):
+        await until(lambda: redis_client.zcard(KEYS.failed) == 6)
+    assert shown(redis_client) == Counter({"timeout after <n> ms on job <n>": 6})
+    queue.retry(ids[0])
+    queue.retry(ids[1])
+    assert shown(redis_client) == Counter({"timeout after <n> ms on job <n>": 4})
+
+
+@pytest.mark.peer
+async def test_failures_of_a_bullmq_worker_are_grouped_and_followed(
+    redis_client: Redis, redis_url: str
+) -> None:
+    peer = BullQueue("q", {"connection": redis_url})
+    try:
+        for n in range(5):
+            await peer.add("task", {"n": n}, {"attempts": 1})
+        shown(redis_client)  # built before the failures: they are caught up
+
+        async def process(job: Any, token: str) -> None:
+            raise ValueError(f"user '{job.data['n']}' not found in shard {job.data['n'] % 2}")
+
+        worker = BullWorker("q", process, {"connection": redis_url, "drainDelay": 1})
+        try:
+            await until(lambda: redis_client.zcard(KEYS.failed) == 5)
+        finally:
+            await worker.close()
+        assert shown(redis_client) == Counter({"user <str> not found in shard <n>": 5})
+        # Retried by BullMQ itself ("waiting" event with prev "failed").
+        oldest = redis_client.zrange(KEYS.failed, 0, 0)[0].decode()
+        job = await BullJob.fromId(peer, oldest)
+        await job.retry("failed")
+        assert shown(redis_client) == Counter({"user <str> not found in shard <n>": 4})
+    finally:
+        await peer.close()
+
+
+def test_a_retry_under_a_look_is_not_lost(redis_client: Redis) -> None:
+    """Jobs retried while a look is catching up are dropped by that look or
+    the next: the totals settle without a rebuild."""
+    seed_mixed(redis_client, 500)
+    shown(redis_client)
+    queue = Queue("q", redis_client)
+    done = threading.Event()
+
+    def retry_some() -> None:
+        for n in range(100, 140):
+            queue.retry(str(n))
+        done.set()
+
+    worker = threading.Thread(target=retry_some)
+    worker.start()
+    while not done.is_set():
+        eg.error_groups(redis_client, REF)
+    worker.join()
+    assert shown(redis_client) == brute_force(redis_client)
+
+
+def test_a_job_read_before_it_was_retried_is_not_counted(redis_client: Redis) -> None:
+    """The add script checks each job is still failed with the finishedOn it
+    was read with: a look that read a job just before a retry counts nothing,
+    and the same job added twice (two looks) counts once."""
+    fail_job(redis_client, "1", "boom 1", 5_000)
+    fail_job(redis_client, "2", "boom 2", 6_000)
+    shown(redis_client)
+    index = eg._Index(KEYS)
+    gen = redis_client.hget(index.state, "gen").decode()
+    Queue("q", redis_client).retry("1")
+    key = group_key("boom <n>")
+    answer = eg.scripts.run(
+        redis_client, index.add(gen, [("1", 5_000, key, "{}"), ("2", 6_000, key, "{}")])
+    )
+    assert answer == [0, 2]
+    assert redis_client.hget(index.counts, key) == b"2"  # job 1 not dropped yet, 2 once
+    assert shown(redis_client) == Counter({"boom <n>": 1})
