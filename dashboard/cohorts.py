@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.urls import reverse
 from django.views.decorators.http import require_GET
 from redis import Redis
 
@@ -27,6 +26,7 @@ from dashboard.api import BadInput, _json_errors
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import int_param, queue_or_404
 from dashboard.permissions import api_permission, page_permission
+from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from dashboard.views import _page
 from queues.read.cohorts import (
@@ -134,7 +134,7 @@ class CohortView:
 
     @property
     def url(self) -> str:
-        return reverse("dashboard:cohort", args=[self.ref.prefix, self.ref.name, self.cohort.id])
+        return queue_url("dashboard:cohort", self.ref, self.cohort.id)
 
     @property
     def headline(self) -> str:

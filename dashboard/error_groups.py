@@ -22,7 +22,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from redis import Redis
@@ -32,6 +31,7 @@ from dashboard.api import BadInput, _body, _json_errors, _text
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import int_param, queue_or_404
 from dashboard.permissions import api_permission, can_act, page_permission, user_label
+from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from dashboard.views import PAGE_SIZES, _back, _is_htmx, _page, _queue_context
 from queues import errors
@@ -135,7 +135,7 @@ def _message(action: str, outcome: GroupActionResult) -> str:
 
 
 def _groups_url(ref: QueueRef) -> str:
-    return reverse("dashboard:error_groups", args=[ref.prefix, ref.name])
+    return queue_url("dashboard:error_groups", ref)
 
 
 @require_GET
