@@ -315,16 +315,23 @@
   }
   var refreshList = throttled(REFRESH_MS, function () {
     if (!jobTable) return;
-    return getText(location.href, true).then(function (html) {
+    var url = location.href;
+    return getText(url, true).then(function (html) {
+      // The user paged (htmx pushed another address) while this was asked:
+      // its answer is the old page's, and must not be drawn over the new one.
+      if (url !== location.href) return;
       var fresh = document.createElement("template");
       fresh.innerHTML = html;
+      heldUrl = url;
       if (tableInUse()) holdSnapshot(fresh.content);
       else applySnapshot(fresh.content);
     });
   });
+  var heldUrl = null;  // the address the held snapshot was read for
   function releaseTable() {
     // After focus moves on (focusout fires before it lands) or the dialog closes.
     setTimeout(function () {
+      if (heldSnapshot && heldUrl !== location.href) heldSnapshot = null;
       if (heldSnapshot && !tableInUse()) applySnapshot(heldSnapshot);
     }, 0);
   }
