@@ -180,6 +180,8 @@ def overview(request: HttpRequest) -> HttpResponse:
             failed = connection_groups.ask(
                 group, functools.partial(counts.one_count_each, refs=refs, name="failed")
             )
+            # Most failed first; a stable sort keeps discovery's name order
+            # among equal counts (no QueueRef comparisons: see discovery._BY_NAME).
             pairs = sorted(zip(failed or [0] * len(refs), refs, strict=True), key=_most_failed)
             refs = [ref for _, ref in pairs]
         matching[group.name] = len(refs)
@@ -244,9 +246,8 @@ def _matching(refs: list[QueueRef], needle: str) -> list[QueueRef]:
     return [ref for ref in refs if folded in ref.qualified.casefold()]
 
 
-def _most_failed(pair: tuple[int, QueueRef]) -> tuple[int, QueueRef]:
-    failed, ref = pair
-    return -failed, ref
+def _most_failed(pair: tuple[int, QueueRef]) -> int:
+    return -pair[0]
 
 
 def _stuck_workers(
