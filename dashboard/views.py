@@ -182,7 +182,8 @@ def overview(request: HttpRequest) -> HttpResponse:
             )
             # Most failed first; a stable sort keeps discovery's name order
             # among equal counts (no QueueRef comparisons: see discovery._BY_NAME).
-            pairs = sorted(zip(failed or [0] * len(refs), refs, strict=True), key=_most_failed)
+            # None: the server stopped answering (the group now says unreachable).
+            pairs = sorted(zip(failed, refs, strict=True), key=_most_failed) if failed else []
             refs = [ref for _, ref in pairs]
         matching[group.name] = len(refs)
         listed.extend((group, ref) for ref in refs)
