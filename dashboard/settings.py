@@ -7,6 +7,8 @@ ALLOWED_HOSTS  comma-separated host names
 ECHOMQ_QUEUES  comma-separated "prefix:queue" or "queue" names always shown
 ECHOMQ_PREFIXES comma-separated key prefixes scanned for more queues (default "bull")
 ECHOMQ_READ_ONLY "1" turns every action off
+ECHOMQ_HISTORY_COLLECTOR "0" keeps this process from collecting the metrics history
+ECHOMQ_METRICS_TOKEN bearer token for Prometheus at /metrics/ (unset: off)
 DATABASE_URL   e.g. postgres://user:password@host/name (unset: SQLite at ECHOMQ_DB)
 LOG_LEVEL, LOG_FORMAT  INFO by default; "plain" or "json"
 
@@ -88,6 +90,8 @@ REDIS_URL: str | None = os.environ.get("REDIS_URL") or None
 ECHOMQ_QUEUES = _env_list("ECHOMQ_QUEUES")
 ECHOMQ_PREFIXES = _env_list("ECHOMQ_PREFIXES", "bull")
 ECHOMQ_READ_ONLY = _env_flag("ECHOMQ_READ_ONLY")
+ECHOMQ_HISTORY_COLLECTOR = _env_flag("ECHOMQ_HISTORY_COLLECTOR", default=True)
+ECHOMQ_METRICS_TOKEN = os.environ.get("ECHOMQ_METRICS_TOKEN", "").strip() or None
 
 INSTALLED_APPS = [
     "daphne",
