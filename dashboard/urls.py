@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import api, flows, job_edit_api, job_edit_views, openapi, schedulers, views, workers
+from dashboard import (
+    api,
+    flows,
+    job_edit_api,
+    job_edit_views,
+    openapi,
+    prometheus,
+    schedulers,
+    views,
+    workers,
+)
 from dashboard.converters import SegmentConverter
 
 # Converters are one registry for every app: a name of our own.
@@ -34,6 +44,8 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "duplicate/", job_edit_views.duplicate_job, name="duplicate_job"),
     path(_queue + "add/", job_edit_views.add_job, name="add_job"),
     path("ws/live/", views.live_socket_over_http, name="live"),
+    # Prometheus' customary path, without a slash; a bearer token, no login.
+    path("metrics", prometheus.metrics, name="metrics"),
     path(_queue + "flow-children/<path:job_id>", flows.flow_children, name="flow_children"),
     # Last: a job id may contain '/', so it takes the rest of the path.
     path(_queue + "job/<path:job_id>", views.job_page, name="job"),
