@@ -13,6 +13,7 @@ from django.urls import URLPattern, URLResolver, include, path, register_convert
 from dashboard import (
     api,
     flows,
+    history,
     job_edit_api,
     job_edit_views,
     openapi,
@@ -37,6 +38,7 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "actions/", views.job_actions, name="job_actions"),
     path(_queue + "bulk/", views.queue_actions, name="queue_actions"),
     path(_queue + "workers/", workers.workers_page, name="workers"),
+    path(_queue + "history/", history.history_fragment, name="history"),
     path(_queue + "concurrency/", workers.global_concurrency_action, name="global_concurrency"),
     path(_queue + "schedulers/", schedulers.page, name="schedulers"),
     path(_queue + "schedulers/actions/", schedulers.page_action, name="scheduler_actions"),
