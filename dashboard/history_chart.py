@@ -82,7 +82,8 @@ def _when(start_ms: int, chosen: HistoryRange, merge: int) -> str:
     return f"{start:%b %d %H:%M}{_DASH}{end:%b %d %H:%M} UTC"
 
 
-def _ms(value: float | None) -> str:
+def format_ms(value: float | None) -> str:
+    """812 -> "812 ms", 4300 -> "4.3 s", 300000 -> "5.0 min"; a dash for none."""
     if value is None:
         return _DASH
     if value < 1000:
@@ -96,16 +97,12 @@ def _readout(slot: Slot, when: str) -> str:
     f = slot.figures
     parts = [f"{when}{' (so far)' if slot.current else ''}:"]
     parts.append(f"{thousands(f.completed)} completed, {thousands(f.failed)} failed")
-    if f.wait.count:
-        parts.append(
-            f"· wait p50 {_ms(f.wait.percentile(0.5))}, p95 {_ms(f.wait.percentile(0.95))},"
-            f" max {_ms(f.wait.max_ms)}"
-        )
-    if f.run.count:
-        parts.append(
-            f"· run p50 {_ms(f.run.percentile(0.5))}, p95 {_ms(f.run.percentile(0.95))},"
-            f" max {_ms(f.run.max_ms)}"
-        )
+    for name, durations in (("wait", f.wait), ("run", f.run)):
+        if durations.count:
+            parts.append(
+                f"· {name} p50 {format_ms(durations.percentile(0.5))},"
+                f" p95 {format_ms(durations.percentile(0.95))}, max {format_ms(durations.max_ms)}"
+            )
     if f.backlog is not None:
         parts.append(f"· backlog {thousands(f.backlog)}")
     return " ".join(parts)
@@ -161,7 +158,7 @@ def _scale(top_done: int, top_failed: int, top_ms: float, top_backlog: int) -> s
         (_C_TOP, compact(top_done)),
         (_C_AXIS, "0"),
         (_C_BOTTOM, compact(top_failed)),
-        (_D_TOP, _ms(top_ms)),
+        (_D_TOP, format_ms(top_ms)),
         (_D_BOTTOM, "0"),
         (_B_TOP, compact(top_backlog)),
         (_B_BOTTOM, "0"),
@@ -282,9 +279,9 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         f" {chosen.label}"
     )
     if total.wait.count:
-        summary += f"; wait p95 {_ms(total.wait.percentile(0.95))}"
+        summary += f"; wait p95 {format_ms(total.wait.percentile(0.95))}"
     if total.run.count:
-        summary += f", run p95 {_ms(total.run.percentile(0.95))}"
+        summary += f", run p95 {format_ms(total.run.percentile(0.95))}"
     readout = escape(summary)
     label = escape(f"Queue history, last {chosen.label}: {summary}")
     svg = (

@@ -33,6 +33,7 @@ _queue = "queues/<echomq_segment:prefix>/<echomq_segment:name>/"
 page_patterns: list[URLPattern | URLResolver] = [
     path("", views.overview, name="overview"),
     path(_queue, views.queue_page, name="queue"),
+    path("history/last-hour/", history.history_summary, name="history_summary"),
     path(_queue + "events/", views.events_page, name="events"),
     path(_queue + "goto/", views.goto_job, name="goto"),
     path(_queue + "actions/", views.job_actions, name="job_actions"),

@@ -92,3 +92,27 @@ def test_admin_actions_are_marked_on_the_chart(
     html = client_as("viewer").get(URL, {"range": "1h"}).content.decode()
     assert "retry all by oncall: Retried 3 &lt;b&gt;jobs&lt;/b&gt;" in html
     assert "<b>jobs" not in html
+
+
+def test_the_overview_sums_up_the_last_hour_most_failing_first(
+    dashboard_redis: Redis, redis_url: str, client_as: Callable[[str | None], Any], settings: Any
+) -> None:
+    # Listed, so that discovery (which rescans on its own schedule) need not find them.
+    settings.ECHOMQ_QUEUES = ["bull:quiet", REF.qualified]
+    Queue("quiet", dashboard_redis).add("n")
+    viewer = client_as("viewer")
+    before = viewer.get("/history/last-hour/").content.decode()
+    assert "No metrics history yet" in before
+    seed(dashboard_redis, redis_url)
+    assert 'hx-get="/history/last-hour/"' in viewer.get("/").content.decode()
+    html = viewer.get("/history/last-hour/").content.decode()
+    row = re.search(r'<tr data-summary-queue="bull:charted">(.*?)</tr>', html, re.S)
+    assert row is not None
+    cells = re.findall(r'<td class="num">(.*?)</td>', row.group(1), re.S)
+    assert cells[:2] == ["9", "3"]
+    assert "25%" in cells[2]
+    assert "state-failed" in cells[2]
+    assert cells[3].endswith(" ms")
+    assert cells[4].endswith(" ms")
+    assert "bull:quiet" not in html  # nothing happened there
+    assert client_as(None).get("/history/last-hour/").status_code == 302

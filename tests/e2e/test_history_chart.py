@@ -29,6 +29,7 @@ REF = QueueRef("bull", QUEUE)
 PAGE = f"/queues/bull/{QUEUE}/?state=completed"
 SHOTS = Path(os.environ.get("ECHOMQ_HISTORY_SHOTS") or "/tmp/i13-history-shots")
 CHART = "[data-history-chart]"
+SUMMARY_ROW = f'.history-summary tr[data-summary-queue="bull:{QUEUE}"]'
 
 
 def seed_a_day(url: str) -> None:
@@ -108,6 +109,19 @@ def test_the_24_hour_chart_shows_a_workload_reads_out_slots_and_marks_actions(
     expect(page.locator(f"{CHART} g.minute")).to_have_count(168)
     page.locator(CHART).screenshot(path=SHOTS / "history-7d-light.png")
 
+    # The overview's last hour: our worker's 40 jobs (and the seeded ones of the hour).
+    # The server's discovery finds a new queue on its own schedule: reload until it has.
+    deadline = time.monotonic() + 30
+    while True:
+        page.goto("/")
+        page.locator(".history-summary").wait_for()
+        if page.locator(SUMMARY_ROW).is_visible():
+            break
+        assert time.monotonic() < deadline, "the queue never showed in the last hour"
+        page.wait_for_timeout(500)
+    expect(page.locator(SUMMARY_ROW).locator("td").nth(1)).to_have_text("0")
+    page.screenshot(path=SHOTS / "overview-last-hour-light.png", full_page=True)
+
     for look in ("dark", "phone"):
         context = browser.new_context(
             base_url=dashboard_server.url, storage_state=auth_state, **LOOKS[look]
@@ -118,6 +132,9 @@ def test_the_24_hour_chart_shows_a_workload_reads_out_slots_and_marks_actions(
             expect(other.locator(f"{CHART} g.minute")).to_have_count(288)
             other.locator(CHART).scroll_into_view_if_needed()
             other.screenshot(path=SHOTS / f"history-24h-{look}.png", full_page=True)
+            other.goto("/")
+            expect(other.locator(SUMMARY_ROW)).to_be_visible()
+            other.screenshot(path=SHOTS / f"overview-last-hour-{look}.png", full_page=True)
         finally:
             context.close()
     client.close()
