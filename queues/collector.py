@@ -56,7 +56,7 @@ from redis.exceptions import LockError, RedisError
 
 from queues import codec, scripts
 from queues.keys import COLLECTOR_LEASE, COLLECTOR_STATUS, HistoryKeys, QueueKeys
-from queues.latency import bucket_of
+from queues.latency import LAST_BUCKET, bucket_of
 from queues.read.refs import QueueRef
 from queues.read.states import TABS
 
@@ -72,11 +72,12 @@ LEASE_S = 15.0
 RENEW_EVERY_S = 5.0
 STANDBY_POLL_S = 2.0
 # Events read per queue per command; a full batch means "more to read now".
-BATCH = 2000
-# Nothing read: wait this long before looking again (a stream capped at
-# 10,000 events holds about 0.3 s of a 10,000 jobs/s queue, read it faster
-# than that when busy: a full batch is followed by the next read at once).
-IDLE_S = 0.25
+BATCH = 5000
+# A stream capped at 10,000 events holds about 0.3 s of a 10,000 jobs/s
+# queue, so the collector reads again at once after a full batch, after
+# BUSY_S when it read anything, and after IDLE_S when it read nothing.
+IDLE_S = 0.2
+BUSY_S = 0.05
 BACKLOG_EVERY_S = 10.0
 QUEUES_EVERY_S = 10.0
 TRACKED_JOBS = 20_000
@@ -90,16 +91,18 @@ SAME_ATTEMPT_MS = 1000
 BACKLOG_TABS = tuple(tab for tab in TABS if tab.ready)
 
 
+# The field names of the latency buckets, built once (the hot path adds to them).
+_BUCKET_FIELDS = {
+    kind: tuple(f"{kind}{bucket}" for bucket in range(LAST_BUCKET + 1)) for kind in ("w", "r")
+}
+
+
 def minute_of(ms: int) -> int:
     return ms // MINUTE_MS
 
 
 def hour_of(ms: int) -> int:
     return ms // HOUR_MS
-
-
-def _stream_ms(stream_id: str) -> int:
-    return codec.integer(stream_id.split("-", 1)[0], 0) or 0
 
 
 @dataclass
@@ -115,10 +118,11 @@ class MinuteBatch:
     def duration(self, kind: str, ms: int) -> None:
         """One wait ("w") or run ("r") duration of ``ms`` milliseconds."""
         ms = max(0, ms)
-        self.add[f"{kind}{bucket_of(ms)}"] += 1
-        self.add[f"{kind}s"] += ms
-        key = f"{kind}x"
-        self.max[key] = max(self.max.get(key, 0), ms)
+        self.add[_BUCKET_FIELDS[kind][bucket_of(ms)]] += 1
+        self.add[kind + "s"] += ms
+        key = kind + "x"
+        if ms > self.max.get(key, -1):
+            self.max[key] = ms
 
     def as_json(self) -> str:
         def strings(values: dict[str, int]) -> dict[str, str]:
@@ -133,10 +137,10 @@ class MinuteBatch:
         )
 
 
-class _Bounded(dict[str, int]):
+class _Bounded(dict[bytes, int]):
     """Job id → time (ms), forgetting the oldest entry past ``TRACKED_JOBS``."""
 
-    def remember(self, job_id: str, ms: int) -> None:
+    def remember(self, job_id: bytes, ms: int) -> None:
         self.pop(job_id, None)
         self[job_id] = ms
         if len(self) > TRACKED_JOBS:
@@ -149,7 +153,7 @@ class _Lookup:
 
     batch: MinuteBatch
     kind: str  # "w" or "r"
-    job_id: str
+    job_id: bytes
     at_ms: int  # the event that ended the duration
 
 
@@ -164,42 +168,52 @@ class QueueFolder:
     backlog_at: float = 0.0  # time.monotonic() of the last backlog sample
 
     def fold(self, entries: Sequence[Any]) -> tuple[list[MinuteBatch], list[_Lookup]]:
-        """The minute batches of ``entries`` (XRANGE order), and the durations
-        still to look up in job hashes."""
+        """The minute batches of ``entries`` (XRANGE order, as a bytes client
+        returns them), and the durations still to look up in job hashes.
+
+        The hot loop of the collector (10,000 jobs/s are 30,000 entries/s):
+        fields are compared as bytes and job ids kept as bytes, nothing is
+        decoded but a batch's last stream id."""
         batches: list[MinuteBatch] = []
         lookups: list[_Lookup] = []
+        batch: MinuteBatch | None = None
+        last_raw: bytes = b""
+        ready_at, active_at = self.ready_at, self.active_at
         for raw_id, raw_fields in entries:
-            stream_id = codec.text(raw_id) or ""
-            ms = _stream_ms(stream_id)
-            minute = minute_of(ms)
-            if not batches or batches[-1].minute != minute:
-                batches.append(MinuteBatch(minute, stream_id))
-            batch = batches[-1]
-            batch.last_id = stream_id
-            fields = {codec.text(k): codec.text(v) for k, v in raw_fields.items()}
-            event, job_id = fields.get("event"), fields.get("jobId")
+            ms = int(raw_id[: raw_id.index(b"-")])
+            minute = ms // MINUTE_MS
+            if batch is None or batch.minute != minute:
+                if batch is not None:
+                    batch.last_id = last_raw.decode()
+                batch = MinuteBatch(minute, "")
+                batches.append(batch)
+            last_raw = raw_id
+            job_id = raw_fields.get(b"jobId")
             if not job_id:
                 continue
-            if event == "waiting":
-                self.ready_at.remember(job_id, ms)
-            elif event == "active":
-                self.active_at.remember(job_id, ms)
-                ready = self.ready_at.pop(job_id, None)
+            event = raw_fields.get(b"event")
+            if event == b"waiting":
+                ready_at.remember(job_id, ms)
+            elif event == b"active":
+                active_at.remember(job_id, ms)
+                ready = ready_at.pop(job_id, None)
                 if ready is None:
                     lookups.append(_Lookup(batch, "w", job_id, ms))
                 else:
                     batch.duration("w", ms - ready)
-            elif event in ("completed", "failed"):
-                batch.add["c" if event == "completed" else "f"] += 1
+            elif event == b"completed" or event == b"failed":
+                batch.add["c" if event == b"completed" else "f"] += 1
                 # A job failed from another state (an admin's fail of a
                 # waiting job) never ran: no run time.
-                if event == "failed" and fields.get("prev", "active") != "active":
+                if event == b"failed" and raw_fields.get(b"prev", b"active") != b"active":
                     continue
-                started = self.active_at.pop(job_id, None)
+                started = active_at.pop(job_id, None)
                 if started is None:
                     lookups.append(_Lookup(batch, "r", job_id, ms))
                 else:
                     batch.duration("r", ms - started)
+        if batch is not None:
+            batch.last_id = last_raw.decode()
         return batches, lookups
 
 
@@ -209,7 +223,8 @@ def _durations_from_hashes(client: Redis, keys: QueueKeys, lookups: list[_Lookup
         return
     pipe = client.pipeline(transaction=False)
     for lookup in lookups:
-        pipe.hmget(keys.job(lookup.job_id), ["processedOn", "finishedOn", "timestamp", "delay"])
+        job_key = keys.job(lookup.job_id.decode(errors="replace"))
+        pipe.hmget(job_key, ["processedOn", "finishedOn", "timestamp", "delay"])
     for lookup, reply in zip(lookups, pipe.execute(raise_on_error=False), strict=True):
         if not isinstance(reply, list):
             continue  # not a hash (a writer's garbage): no duration
@@ -280,6 +295,7 @@ class HistoryCollector:
         self.holding = False
         self.terms = 0  # how many times this collector took the lease
         self.folders: dict[QueueRef, QueueFolder] = {}
+        self.read_last_pass = 0  # events read by the last pass
         self._renewed = 0.0
         self._queues: list[QueueRef] = []
         self._queues_at = -QUEUES_EVERY_S
@@ -308,7 +324,11 @@ class HistoryCollector:
                     self._stop.wait(1.0)
                     continue
                 if not busy:
-                    self._stop.wait(self.idle_s if self.holding else self.standby_poll_s)
+                    if not self.holding:
+                        pause = self.standby_poll_s
+                    else:
+                        pause = min(BUSY_S, self.idle_s) if self.read_last_pass else self.idle_s
+                    self._stop.wait(pause)
         finally:
             self._hand_back()
 
@@ -377,10 +397,12 @@ class HistoryCollector:
             start = f"({folder.cursor}" if folder.cursor else "-"
             pipe.xrange(folder.ref.keys.events, start, "+", count=self.batch)
         busy = False
+        self.read_last_pass = 0
         for folder, entries in zip(folders, pipe.execute(raise_on_error=False), strict=True):
             if isinstance(entries, Exception):
                 continue  # not a stream (a writer's garbage): nothing to fold
             busy |= len(entries) >= self.batch
+            self.read_last_pass += len(entries)
             if entries:
                 self._fold_and_record(folder, entries)
         self._sample_backlogs(folders)
