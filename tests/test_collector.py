@@ -244,3 +244,46 @@ async def test_figures_of_a_real_workload_run_by_our_worker(
     assert held_waits >= 40
     assert summed.wait.max_ms is not None
     assert summed.wait.max_ms >= 1500
+
+
+def test_after_a_takeover_durations_come_from_the_job_hash(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """The first collector saw the job become ready and start, the next one
+    only its end: the run time is the hash's finishedOn - processedOn. A job
+    the next one sees start without having seen it ready waits processedOn -
+    timestamp; a job whose hash is gone is counted with no duration."""
+    start = HOUR_START + 20 * MINUTE_MS
+    gone = job_events("gone", start + 200, 10, 1790)
+    write_events(redis_client, REF, job_events("h1", start, 100, 777)[:2] + gone[:2])
+    first = collector(redis_url, "first")
+    collect_until_read(first)
+    first.stop()
+    first.run()  # hands the lease back
+    redis_client.hset(
+        REF.keys.job("h1"),
+        mapping={"timestamp": start - 5, "processedOn": start + 100, "finishedOn": start + 877},
+    )
+    redis_client.hset(
+        REF.keys.job("h2"),
+        mapping={
+            "timestamp": start + 1000,
+            "processedOn": start + 1450,
+            "finishedOn": start + 1500,
+        },
+    )
+    write_events(
+        redis_client,
+        REF,
+        [
+            *job_events("h1", start, 100, 777)[2:],
+            *job_events("h2", start + 1000, 450, 50)[1:],  # its waiting event unseen
+            gone[2],  # no hash: no run time
+        ],
+    )
+    collect_until_read(collector(redis_url, "second"))
+    figures = totals(redis_client, [REF])[REF].figures
+    assert figures.completed == 3
+    assert figures.run.buckets == {bucket_of(777): 1, bucket_of(50): 1}
+    assert figures.run.sum_ms == 777 + 50
+    assert figures.wait.buckets == {bucket_of(100): 1, bucket_of(10): 1, bucket_of(450): 1}
