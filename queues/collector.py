@@ -78,6 +78,8 @@ BATCH = 5000
 # BUSY_S when it read anything, and after IDLE_S when it read nothing.
 IDLE_S = 0.2
 BUSY_S = 0.05
+# Streams read per round trip: bounds what one pass holds (10 x 5,000 events).
+QUEUES_PER_READ = 10
 BACKLOG_EVERY_S = 10.0
 QUEUES_EVERY_S = 10.0
 TRACKED_JOBS = 20_000
@@ -239,7 +241,8 @@ def _durations_from_hashes(client: Redis, keys: QueueKeys, lookups: list[_Lookup
 
 
 class LeaseLost(Exception):
-    """Another collector wrote this queue's history since this one read it."""
+    """This collector no longer holds the lease: it lapsed, or another collector
+    wrote a queue's history since this one read it."""
 
 
 def record(client: Redis, ref: QueueRef, cursor: str, batch: MinuteBatch) -> None:
@@ -261,7 +264,7 @@ def record(client: Redis, ref: QueueRef, cursor: str, batch: MinuteBatch) -> Non
         ),
     )
     if answer == 0:
-        raise LeaseLost(ref.qualified)
+        raise LeaseLost(f"another collector recorded {ref.qualified}")
     if answer == 2:
         raise RedisError(f"history of {ref.qualified}: a key is not a hash; not recorded")
 
@@ -323,6 +326,16 @@ class HistoryCollector:
                     log.warning("history collector %s: %r; trying again", self.name, error)
                     self._stop.wait(1.0)
                     continue
+                except Exception:
+                    # Whatever a queue's data held, the collector of every
+                    # other queue must go on: start over from the stored
+                    # cursors (nothing half-written: each batch is one script).
+                    log.exception(
+                        "history collector %s: unexpected error; starting over", self.name
+                    )
+                    self.folders = {}
+                    self._stop.wait(1.0)
+                    continue
                 if not busy:
                     if not self.holding:
                         pause = self.standby_poll_s
@@ -339,18 +352,22 @@ class HistoryCollector:
             if not self.lease.acquire(blocking=False):
                 return False
             self._take_over()
-        elif time.monotonic() - self._renewed >= self.renew_every_s:
-            try:
-                self.lease.reacquire()
-            except LockError:
-                self._lose("the lease lapsed")
-                return False
-            self._renewed = time.monotonic()
         try:
+            self._renew_if_due()
             return self.collect_pass()
         except LeaseLost as lost:
-            self._lose(f"another collector recorded {lost}")
+            self._lose(str(lost))
             return False
+
+    def _renew_if_due(self) -> None:
+        """Renew the lease every ``renew_every_s``; LeaseLost when it lapsed."""
+        if time.monotonic() - self._renewed < self.renew_every_s:
+            return
+        try:
+            self.lease.reacquire()
+        except LockError:
+            raise LeaseLost("the lease lapsed") from None
+        self._renewed = time.monotonic()
 
     def _take_over(self) -> None:
         self.holding = True
@@ -391,20 +408,27 @@ class HistoryCollector:
         return [self.folders[ref] for ref in refs]
 
     def collect_pass(self) -> bool:
+        """Read every queue's stream once (at most ``batch`` events each);
+        True when some stream had more. Queues are read ``QUEUES_PER_READ`` at
+        a time, so a pass holds at most that many batches in memory, and the
+        lease is renewed between them, however long the pass."""
         folders = self._folders(self._refs())
-        pipe = self.client.pipeline(transaction=False)
-        for folder in folders:
-            start = f"({folder.cursor}" if folder.cursor else "-"
-            pipe.xrange(folder.ref.keys.events, start, "+", count=self.batch)
         busy = False
         self.read_last_pass = 0
-        for folder, entries in zip(folders, pipe.execute(raise_on_error=False), strict=True):
-            if isinstance(entries, Exception):
-                continue  # not a stream (a writer's garbage): nothing to fold
-            busy |= len(entries) >= self.batch
-            self.read_last_pass += len(entries)
-            if entries:
-                self._fold_and_record(folder, entries)
+        for offset in range(0, len(folders), QUEUES_PER_READ):
+            group = folders[offset : offset + QUEUES_PER_READ]
+            pipe = self.client.pipeline(transaction=False)
+            for folder in group:
+                start = f"({folder.cursor}" if folder.cursor else "-"
+                pipe.xrange(folder.ref.keys.events, start, "+", count=self.batch)
+            for folder, entries in zip(group, pipe.execute(raise_on_error=False), strict=True):
+                if isinstance(entries, Exception):
+                    continue  # not a stream (a writer's garbage): nothing to fold
+                busy |= len(entries) >= self.batch
+                self.read_last_pass += len(entries)
+                if entries:
+                    self._fold_and_record(folder, entries)
+            self._renew_if_due()
         self._sample_backlogs(folders)
         if not busy:
             self.client.hset(
