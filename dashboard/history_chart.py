@@ -105,6 +105,8 @@ def _readout(slot: Slot, when: str) -> str:
             )
     if f.backlog is not None:
         parts.append(f"· backlog {thousands(f.backlog)}")
+    if f.gaps:
+        parts.append("· some events were trimmed before they were read: counts may be low")
     return " ".join(parts)
 
 

@@ -139,7 +139,14 @@ class QueueCollector(Collector):
                 backlog.add_metric(_labels(ref), figures.backlog)
             _histogram(wait, ref, figures.wait)
             _histogram(run, ref, figures.run)
-        yield from (completed, failed, backlog, wait, run)
+        gaps = CounterMetricFamily(
+            "echomq_history_gaps",
+            "Reads that found events trimmed before the collector read them",
+            labels=LABELS,
+        )
+        for ref, total in recorded.items():
+            gaps.add_metric(_labels(ref), total.figures.gaps)
+        yield from (completed, failed, backlog, wait, run, gaps)
 
         lag = status.lag_s(int(time.time() * 1000))
         if lag is not None:

@@ -33,6 +33,9 @@ What is approximate, and why:
   too long for a retried one (the hash keeps the creation time, not when the
   retry became ready). A job whose hash is gone (removeOnComplete) adds no
   duration then; it is still counted.
+- A gap (``g``) is counted in a minute when the first event read after the
+  cursor is the oldest the stream still holds: events in between were
+  probably trimmed unread.
 - The backlog is a sample taken every ``BACKLOG_EVERY_S`` seconds; a minute
   keeps its last and its largest sample.
 """
@@ -58,6 +61,7 @@ from queues import codec, scripts
 from queues.keys import COLLECTOR_LEASE, COLLECTOR_STATUS, HistoryKeys, QueueKeys
 from queues.latency import LAST_BUCKET, bucket_of
 from queues.read.refs import QueueRef
+from queues.read.replies import read
 from queues.read.states import TABS
 
 log = logging.getLogger(__name__)
@@ -440,9 +444,21 @@ class HistoryCollector:
     def _fold_and_record(self, folder: QueueFolder, entries: Sequence[Any]) -> None:
         batches, lookups = folder.fold(entries)
         _durations_from_hashes(self.client, folder.ref.keys, lookups)
+        if self._trimmed_before_read(folder, entries[0][0]):
+            batches[0].add["g"] += 1
         for batch in batches:
             record(self.client, folder.ref, folder.cursor, batch)
             folder.cursor = batch.last_id
+
+    def _trimmed_before_read(self, folder: QueueFolder, first_read: bytes) -> bool:
+        """Whether events after the cursor may have been trimmed unread: the
+        first event read is the oldest the stream holds. (It may also be that
+        no event was lost: the trimming stopped right at the cursor, or the
+        stream was deleted and began again; a gap is said, not assumed away.)"""
+        if not folder.cursor:
+            return False
+        oldest = read(self.client.xrange, folder.ref.keys.events, "-", "+", count=1)
+        return bool(oldest) and oldest[0][0] == first_read
 
     def _sample_backlogs(self, folders: list[QueueFolder]) -> None:
         now = time.monotonic()

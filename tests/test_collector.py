@@ -334,3 +334,25 @@ def test_an_unexpected_error_does_not_end_the_collector(
     finally:
         c.stop()
     assert len(calls) >= 2
+
+
+def test_events_trimmed_before_they_were_read_are_reported_as_a_gap(
+    redis_client: Redis, redis_url: str
+) -> None:
+    c = collector(redis_url, "one")
+    write_events(redis_client, REF, job_events("1", HOUR_START, 1, 1))
+    write_events(redis_client, REF, job_events("2", HOUR_START + 10, 1, 1))
+    collect_until_read(c)
+    # More events than a stream keeps arrive while no collector reads...
+    later = [e for n in range(40) for e in job_events(f"x{n}", HOUR_START + 100 + n, 1, 1)]
+    write_events(redis_client, REF, later)
+    redis_client.xtrim(REF.keys.events, maxlen=30, approximate=False)
+    kept = [f[b"event"] for _, f in redis_client.xrange(REF.keys.events)].count(b"completed")
+    collect_until_read(c)
+    figures = totals(redis_client, [REF])[REF].figures
+    assert figures.gaps == 1
+    assert figures.completed == 2 + kept < 42
+    # Events that arrive within what the stream keeps are no gap.
+    write_events(redis_client, REF, job_events("y", HOUR_START + 500, 1, 1))
+    collect_until_read(c)
+    assert totals(redis_client, [REF])[REF].figures.gaps == 1

@@ -74,6 +74,7 @@ def test_the_scrape_matches_a_known_keyspace(metrics_on: Redis, redis_url: str) 
     assert found[("echomq_queue_completed_total", queue_labels(REF))] == 20
     assert found[("echomq_queue_failed_total", queue_labels(REF))] == 10
     assert found[("echomq_queue_backlog", queue_labels(REF))] == 4
+    assert found[("echomq_history_gaps_total", queue_labels(REF))] == 0
     run = "echomq_queue_run_seconds"
     assert found[(f"{run}_count", queue_labels(REF))] == 30
     assert found[(f"{run}_sum", queue_labels(REF))] == pytest.approx(30 * 0.020)

@@ -87,6 +87,7 @@ class Figures:
     run: Durations = field(default_factory=Durations)
     backlog: int | None = None  # the last sample (None: none taken)
     backlog_max: int | None = None
+    gaps: int = 0  # reads that found events trimmed before they were read
 
     @classmethod
     def from_hash(cls, raw: Mapping[Any, Any]) -> Figures:
@@ -107,6 +108,8 @@ class Figures:
             self.backlog = value
         elif name == "bx":
             self.backlog_max = value
+        elif name == "g":
+            self.gaps = value
         elif name[0] in "wr":
             durations = self.wait if name[0] == "w" else self.run
             rest = name[1:]
@@ -120,6 +123,7 @@ class Figures:
     def merge(self, other: Figures) -> None:
         self.completed += other.completed
         self.failed += other.failed
+        self.gaps += other.gaps
         self.wait.merge(other.wait)
         self.run.merge(other.run)
         if other.backlog is not None:
@@ -147,6 +151,7 @@ class Point:
             "wait": f.wait.as_json(),
             "run": f.run.as_json(),
             "backlog": f.backlog,
+            "gaps": f.gaps,
         }
 
 
