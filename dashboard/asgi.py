@@ -24,6 +24,7 @@ get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from dashboard import collector  # noqa: E402
 from dashboard.http import ThreadedDjangoHTTP  # noqa: E402
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
 
@@ -36,3 +37,6 @@ application = ProtocolTypeRouter(
         "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns())),
     }
 )
+
+# The metrics history: one collector among all server processes (dashboard.collector).
+collector.start()

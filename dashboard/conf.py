@@ -27,6 +27,13 @@ at the time of use (so ``override_settings`` and the demo's late
     user edits a job's data or adds a job. Default 1 MiB (1,048,576). A
     request body is refused even earlier over Django's
     ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (2.5 MB by default).
+``ECHOMQ_HISTORY_COLLECTOR``
+    ``True``: each server process (daphne, uvicorn, ``manage.py demo``)
+    offers to collect the metrics history; exactly one of all the processes
+    sharing the Redis does at a time (queues.collector). Default ``True``.
+``ECHOMQ_METRICS_TOKEN``
+    The bearer token Prometheus sends to scrape ``metrics/``. Default
+    ``None``: the endpoint is off (404).
 ``ECHOMQ_LOGOUT_URL``
     Where the pages' "Log out" button posts: a URL name (``"logout"``) or a
     path. Default ``None``: no button (the project's own pages have one).
@@ -81,3 +88,12 @@ def connections() -> object:
     (dashboard.connections reads and checks it). Default ``[]``."""
     configured: object = getattr(settings, "ECHOMQ_CONNECTIONS", [])
     return configured
+
+
+def history_collector() -> bool:
+    return bool(getattr(settings, "ECHOMQ_HISTORY_COLLECTOR", True))
+
+
+def metrics_token() -> str | None:
+    configured: str | None = getattr(settings, "ECHOMQ_METRICS_TOKEN", None)
+    return configured or None

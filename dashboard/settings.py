@@ -10,6 +10,8 @@ ECHOMQ_CONNECTIONS more Redis servers, a JSON list: [{"name": "staging",
                "url": "redis://host:6379/0", "prefixes": ["bull"], "queues": []}]
                (the three above are the connection named "default")
 ECHOMQ_READ_ONLY "1" turns every action off
+ECHOMQ_HISTORY_COLLECTOR "0" keeps this process from collecting the metrics history
+ECHOMQ_METRICS_TOKEN bearer token for Prometheus at /metrics/ (unset: off)
 DATABASE_URL   e.g. postgres://user:password@host/name (unset: SQLite at ECHOMQ_DB)
 LOG_LEVEL, LOG_FORMAT  INFO by default; "plain" or "json"
 
@@ -104,6 +106,8 @@ ECHOMQ_QUEUES = _env_list("ECHOMQ_QUEUES")
 ECHOMQ_PREFIXES = _env_list("ECHOMQ_PREFIXES", "bull")
 ECHOMQ_CONNECTIONS = _env_json("ECHOMQ_CONNECTIONS", [])
 ECHOMQ_READ_ONLY = _env_flag("ECHOMQ_READ_ONLY")
+ECHOMQ_HISTORY_COLLECTOR = _env_flag("ECHOMQ_HISTORY_COLLECTOR", default=True)
+ECHOMQ_METRICS_TOKEN = os.environ.get("ECHOMQ_METRICS_TOKEN", "").strip() or None
 
 INSTALLED_APPS = [
     "daphne",

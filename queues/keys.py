@@ -186,3 +186,42 @@ class QueueKeys:
         ends in a second segment after a job id other than its own suffixes
         (lock, logs, ...), so a job named ``dashboard-error-groups`` keeps its keys."""
         return f"{self.base}{ERROR_GROUPS_SEGMENT}:{part}"
+
+
+# The dashboard's own keys, beside the queues' (never under a queue's prefix,
+# so no BullMQ tool counts or deletes them): the metrics history
+# (queues.collector writes, queues.read.history reads). docs/protocol.md
+# lists them.
+HISTORY_ROOT = "echomq:history"
+
+
+class HistoryKeys:
+    """The metrics history of one queue.
+
+    One hash tag per queue (``{<prefix>:<queue>}``) puts its state and its
+    minute and hour hashes in one cluster slot, so the script that records a
+    batch may write all of them atomically.
+    """
+
+    __slots__ = ("base", "state")
+
+    def __init__(self, name: str, prefix: str = DEFAULT_PREFIX) -> None:
+        validate_queue_name(name)
+        validate_prefix(prefix)
+        self.base = f"{HISTORY_ROOT}:{{{prefix}:{name}}}:"
+        # Hash: the events stream cursor, running totals, the last backlog sample.
+        self.state = self.base + "state"
+
+    def minute(self, minute: int) -> str:
+        """Hash of one minute (``minute`` = ms since the epoch // 60,000)."""
+        return f"{self.base}m:{minute}"
+
+    def hour(self, hour: int) -> str:
+        """Hash of one hour (``hour`` = ms since the epoch // 3,600,000)."""
+        return f"{self.base}h:{hour}"
+
+
+# String: the token of the dashboard process that collects (a lease, PX).
+COLLECTOR_LEASE = f"{HISTORY_ROOT}:collector"
+# Hash: what the collector says of itself (holder, when it last caught up).
+COLLECTOR_STATUS = f"{HISTORY_ROOT}:status"

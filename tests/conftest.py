@@ -22,6 +22,17 @@ from queues.redis_server import LocalRedisServer, resolve_redis, server_binary
 # The app installed from its wheel into tests/hostproject (session fixtures).
 from tests.hosting import built_wheel, host_python, host_site  # noqa: F401
 
+# No metrics history collector runs unless a test starts one: not in this
+# process (tests import dashboard.asgi), nor in the servers tests start (they
+# inherit the environment; a test wanting one passes ECHOMQ_HISTORY_COLLECTOR=1).
+os.environ["ECHOMQ_HISTORY_COLLECTOR"] = "0"
+
+
+def pytest_configure() -> None:
+    from django.conf import settings
+
+    settings.ECHOMQ_HISTORY_COLLECTOR = False
+
 
 @pytest.fixture(scope="session")
 def redis_url() -> str:

@@ -3,6 +3,8 @@
 //   read out in words below it ([data-chart-readout]), and the chart is redrawn
 //   from the server every 20 s while the page is visible, so the newest minutes
 //   come in (never while the pointer is on it)
+// - the queue page's history chart ([data-history-chart], dashboard/history_chart.py):
+//   the same readout; each slot carries its words in data-readout
 // - the overview: the column header says the scale the rows' sparklines share,
 //   kept in step when live.js swaps the rows in
 (function () {
@@ -25,20 +27,23 @@
     } else if (minute) {
       minute.classList.add("hover");
       var completed = minute.getAttribute("data-completed");
-      text = minute.getAttribute("data-when") + ": " + (completed === null ? "no data" :
+      var words = minute.getAttribute("data-readout");
+      text = words !== null ? words : minute.getAttribute("data-when") + ": " + (completed === null ? "no data" :
         Number(completed).toLocaleString("en-US") + " completed, " +
         Number(minute.getAttribute("data-failed")).toLocaleString("en-US") + " failed");
     }
     if (out.textContent !== text) out.textContent = text;
   }
 
+  var CHARTS = "[data-queue-chart], [data-history-chart]";
+
   function onPointer(event) {
-    var figure = event.target.closest && event.target.closest("[data-queue-chart]");
+    var figure = event.target.closest && event.target.closest(CHARTS);
     if (figure) show(figure, event.target);
   }
 
   function onLeave(event) {
-    var figure = event.target.closest && event.target.closest("[data-queue-chart]");
+    var figure = event.target.closest && event.target.closest(CHARTS);
     if (!figure || figure.contains(event.relatedTarget)) return;
     show(figure, figure);
   }

@@ -1,0 +1,121 @@
+"""The metrics history on the pages, as fragments each page loads after itself.
+
+``history_fragment``: the queue page's chart. The page holds a placeholder
+(templates/dashboard/_history_slot.html) that htmx replaces with the figure
+once the page is up, so the page itself reads nothing more; the range links
+swap the figure for another range the same way. One pipeline of at most
+1,440 small hashes (queues.read.history), whatever the queue's size.
+
+``history_summary``: the overview's last hour per queue (failure rate, p95
+wait and run, backlog), the busiest and most failing first. One pipeline of
+60 small hashes per queue, for at most ``SUMMARY_QUEUES`` queues.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_GET
+
+from dashboard.formatting import thousands
+from dashboard.health import percent
+from dashboard.history_chart import format_ms, history_chart, markers_for
+from dashboard.lookup import all_queues, queue_or_404
+from dashboard.permissions import page_permission
+from dashboard.redis import get_client
+from dashboard.templatetags.dashboard_tags import queue_url
+from queues.read.history import DEFAULT_RANGE, RANGES, collector_status, history, recent
+from queues.read.refs import QueueRef
+
+
+def range_links(ref: QueueRef, chosen: str) -> SafeString:
+    base = queue_url(ref, "history")
+    links = format_html_join(
+        "",
+        '<a class="btn btn-small{}" href="{}?range={}" hx-get="{}?range={}"'
+        ' hx-target="closest [data-history-chart]" hx-swap="outerHTML"{}>{}</a>',
+        (
+            (
+                " active" if name == chosen else "",
+                base,
+                name,
+                base,
+                name,
+                SafeString(' aria-current="true"') if name == chosen else "",
+                name,
+            )
+            for name in RANGES
+        ),
+    )
+    return format_html(
+        '<span class="history-ranges" role="group" aria-label="Range">{}</span>', links
+    )
+
+
+@require_GET
+@page_permission()
+def history_fragment(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    chosen = request.GET.get("range", DEFAULT_RANGE)
+    if chosen not in RANGES:
+        chosen = DEFAULT_RANGE
+    read = history(client, ref, chosen)
+    return HttpResponse(history_chart(read, markers_for(read), range_links(ref, chosen)))
+
+
+SUMMARY_QUEUES = 200
+SUMMARY_ROWS = 15
+# The collector reads every stream at least this often when it runs at all.
+LAGGING_S = 120
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    ref: QueueRef
+    completed: str
+    failed: str
+    failure_rate: str
+    failing: bool
+    wait_p95: str
+    run_p95: str
+    backlog: str
+
+
+@require_GET
+@page_permission()
+def history_summary(request: HttpRequest) -> HttpResponse:
+    client = get_client()
+    refs = all_queues(client)[:SUMMARY_QUEUES]
+    figures = recent(client, refs)
+    active = [(ref, f) for ref, f in figures.items() if f.completed + f.failed or f.backlog]
+    # Most failing first, then the busiest: the rows an on-call engineer looks for.
+    active.sort(
+        key=lambda item: (-(item[1].failure_rate or 0), -(item[1].completed + item[1].failed))
+    )
+    rows = [
+        SummaryRow(
+            ref,
+            thousands(f.completed),
+            thousands(f.failed),
+            "" if f.failure_rate is None else percent(f.failure_rate),
+            (f.failure_rate or 0) >= 0.05,
+            format_ms(f.wait.percentile(0.95)),
+            format_ms(f.run.percentile(0.95)),
+            "" if f.backlog is None else thousands(f.backlog),
+        )
+        for ref, f in active[:SUMMARY_ROWS]
+    ]
+    lag = collector_status(client).lag_s()
+    context = {
+        "rows": rows,
+        "more": max(0, len(active) - SUMMARY_ROWS),
+        "queues": len(refs),
+        "lagging": None if lag is None else (round(lag) if lag > LAGGING_S else None),
+        "never": lag is None,
+    }
+    return render(request, "dashboard/_history_summary.html", context)

@@ -1,0 +1,70 @@
+#!lua
+--[[
+  recordHistory: the history collector records what it folded from one
+  queue's events stream (one minute of them at most), together with how far it
+  read, so that a collector taking over resumes exactly where this write ended.
+
+  KEYS[1] the queue's history state "echomq:history:{<prefix>:<queue>}:state"
+          (hash: cursor, running totals, last backlog sample)
+  KEYS[2] the minute's hash "...:m:<minute>"
+  KEYS[3] the hour's hash "...:h:<hour>" (the hour holding that minute)
+
+  ARGV[1] the cursor this write starts from: the stream id the collector
+          read after ("" when the queue was never collected)
+  ARGV[2] the new cursor: the id of the last event folded in
+  ARGV[3] when the minute's hash expires (ms since the epoch, PEXPIREAT)
+  ARGV[4] when the hour's hash expires (ms since the epoch, PEXPIREAT)
+  ARGV[5] JSON {"add": {field: "n"}, "max": {field: "n"}, "set": {field: "n"}}
+          (values are decimal strings): "add" is added to the minute, the
+          hour and the totals; "max" raises the minute's and the hour's
+          field to n when it is larger; "set" overwrites the field in the
+          minute, the hour and the state (a gauge such as the backlog)
+
+  Returns: 1 recorded; 0 the state's cursor is not ARGV[1] (another collector
+  recorded since this one read: nothing is written, the caller has lost its
+  lease); 2 one of the three keys is not a hash (nothing is written).
+
+  Memory: refused when Redis is over maxmemory (no allow-oom flag): history is
+  worth less than the workers' own writes.
+
+  Events: none.
+]]
+
+for i = 1, 3 do
+  local kind = redis.call("TYPE", KEYS[i])["ok"]
+  if kind ~= "hash" and kind ~= "none" then
+    return 2
+  end
+end
+local cursor = redis.call("HGET", KEYS[1], "cursor") or ""
+if cursor ~= ARGV[1] then
+  return 0
+end
+local batch = cjson.decode(ARGV[5])
+
+for field, amount in pairs(batch["add"] or {}) do
+  redis.call("HINCRBY", KEYS[2], field, amount)
+  redis.call("HINCRBY", KEYS[3], field, amount)
+  redis.call("HINCRBY", KEYS[1], field, amount)
+end
+for field, value in pairs(batch["max"] or {}) do
+  for i = 2, 3 do
+    local held = tonumber(redis.call("HGET", KEYS[i], field))
+    if held == nil or held < tonumber(value) then
+      redis.call("HSET", KEYS[i], field, value)
+    end
+  end
+end
+for field, value in pairs(batch["set"] or {}) do
+  for i = 1, 3 do
+    redis.call("HSET", KEYS[i], field, value)
+  end
+end
+redis.call("HSET", KEYS[1], "cursor", ARGV[2])
+if redis.call("EXISTS", KEYS[2]) == 1 then
+  redis.call("PEXPIREAT", KEYS[2], ARGV[3])
+end
+if redis.call("EXISTS", KEYS[3]) == 1 then
+  redis.call("PEXPIREAT", KEYS[3], ARGV[4])
+end
+return 1

@@ -1,0 +1,258 @@
+"""The metrics history of a queue, as queues.collector recorded it.
+
+``history`` gives the points of one range (1 h and 24 h: one per minute;
+7 d and 30 d: one per hour), ``totals`` the running totals Prometheus
+exports, ``recent`` the last hour of many queues for the overview, and
+``collector_status`` who collects and how far behind it is. Every read is one
+pipelined round trip over keys whose number is fixed by the range (at most
+1,440 small hashes for 24 h), never by how many jobs ran.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis import Redis
+
+from queues import codec
+from queues.collector import HOUR_MS, MINUTE_MS
+from queues.keys import COLLECTOR_STATUS, HistoryKeys
+from queues.latency import LAST_BUCKET, percentile_ms
+from queues.read.refs import QueueRef
+from queues.read.replies import read
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRange:
+    name: str  # in URLs (?range=) and the JSON API
+    label: str
+    points: int
+    step_ms: int  # MINUTE_MS or HOUR_MS: which hashes it reads
+
+
+RANGES: dict[str, HistoryRange] = {
+    r.name: r
+    for r in (
+        HistoryRange("1h", "1 hour", 60, MINUTE_MS),
+        HistoryRange("24h", "24 hours", 1440, MINUTE_MS),
+        HistoryRange("7d", "7 days", 168, HOUR_MS),
+        HistoryRange("30d", "30 days", 720, HOUR_MS),
+    )
+}
+DEFAULT_RANGE = "24h"
+
+
+@dataclass(slots=True)
+class Durations:
+    """Durations (ms) counted per latency bucket, with their sum and exact maximum."""
+
+    buckets: dict[int, int] = field(default_factory=dict)
+    sum_ms: int = 0
+    max_ms: int | None = None
+
+    @property
+    def count(self) -> int:
+        return sum(self.buckets.values())
+
+    def percentile(self, fraction: float) -> float | None:
+        return percentile_ms(self.buckets, fraction, self.max_ms)
+
+    def merge(self, other: Durations) -> None:
+        for bucket, count in other.buckets.items():
+            self.buckets[bucket] = self.buckets.get(bucket, 0) + count
+        self.sum_ms += other.sum_ms
+        if other.max_ms is not None:
+            self.max_ms = other.max_ms if self.max_ms is None else max(self.max_ms, other.max_ms)
+
+    def as_json(self) -> dict[str, Any]:
+        p50, p95 = self.percentile(0.5), self.percentile(0.95)
+        return {
+            "count": self.count,
+            "p50_ms": None if p50 is None else round(p50, 1),
+            "p95_ms": None if p95 is None else round(p95, 1),
+            "max_ms": self.max_ms,
+        }
+
+
+@dataclass(slots=True)
+class Figures:
+    """One minute's or hour's figures (or their sum), as the collector wrote them."""
+
+    completed: int = 0
+    failed: int = 0
+    wait: Durations = field(default_factory=Durations)
+    run: Durations = field(default_factory=Durations)
+    backlog: int | None = None  # the last sample (None: none taken)
+    backlog_max: int | None = None
+    gaps: int = 0  # reads that found events trimmed before they were read
+
+    @classmethod
+    def from_hash(cls, raw: Mapping[Any, Any]) -> Figures:
+        figures = cls()
+        for raw_name, raw_value in raw.items():
+            name, value = codec.text(raw_name) or "", codec.integer(raw_value)
+            if value is None or not name:
+                continue  # a hand edit or a foreign writer: skip what is not ours
+            figures._apply(name, value)
+        return figures
+
+    def _apply(self, name: str, value: int) -> None:
+        if name == "c":
+            self.completed = value
+        elif name == "f":
+            self.failed = value
+        elif name == "b":
+            self.backlog = value
+        elif name == "bx":
+            self.backlog_max = value
+        elif name == "g":
+            self.gaps = value
+        elif name[0] in "wr":
+            durations = self.wait if name[0] == "w" else self.run
+            rest = name[1:]
+            if rest == "s":
+                durations.sum_ms = value
+            elif rest == "x":
+                durations.max_ms = value
+            elif rest.isdigit() and int(rest) <= LAST_BUCKET:
+                durations.buckets[int(rest)] = value
+
+    def merge(self, other: Figures) -> None:
+        self.completed += other.completed
+        self.failed += other.failed
+        self.gaps += other.gaps
+        self.wait.merge(other.wait)
+        self.run.merge(other.run)
+        if other.backlog is not None:
+            self.backlog = other.backlog
+        if other.backlog_max is not None:
+            self.backlog_max = max(self.backlog_max or 0, other.backlog_max)
+
+    @property
+    def failure_rate(self) -> float | None:
+        finished = self.completed + self.failed
+        return self.failed / finished if finished else None
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    start_ms: int
+    figures: Figures
+
+    def as_json(self) -> dict[str, Any]:
+        f = self.figures
+        return {
+            "t": self.start_ms,
+            "completed": f.completed,
+            "failed": f.failed,
+            "wait": f.wait.as_json(),
+            "run": f.run.as_json(),
+            "backlog": f.backlog,
+            "gaps": f.gaps,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    ref: QueueRef
+    range: HistoryRange
+    points: list[Point]  # oldest first, one per step, the last one the current step
+    read_at_ms: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.ref.qualified,
+            "range": self.range.name,
+            "step_ms": self.range.step_ms,
+            "read_at_ms": self.read_at_ms,
+            "points": [point.as_json() for point in self.points],
+        }
+
+
+def _key(keys: HistoryKeys, step_ms: int, index: int) -> str:
+    return keys.minute(index) if step_ms == MINUTE_MS else keys.hour(index)
+
+
+def _read(client: Redis, wanted: Sequence[str]) -> list[Figures]:
+    pipe = client.pipeline(transaction=False)
+    for key in wanted:
+        pipe.hgetall(key)
+    return [
+        Figures.from_hash(reply) if isinstance(reply, dict) else Figures()
+        for reply in pipe.execute(raise_on_error=False)
+    ]
+
+
+def history(client: Redis, ref: QueueRef, range_name: str, now_ms: int | None = None) -> History:
+    """The points of ``range_name`` (a key of RANGES) ending with the current minute or hour."""
+    chosen = RANGES[range_name]
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    last = now // chosen.step_ms
+    indexes = range(last - chosen.points + 1, last + 1)
+    keys = HistoryKeys(ref.name, ref.prefix)
+    figures = _read(client, [_key(keys, chosen.step_ms, index) for index in indexes])
+    points = [Point(index * chosen.step_ms, f) for index, f in zip(indexes, figures, strict=True)]
+    return History(ref, chosen, points, now)
+
+
+def recent(
+    client: Redis, refs: Sequence[QueueRef], minutes: int = 60, now_ms: int | None = None
+) -> dict[QueueRef, Figures]:
+    """Each queue's last ``minutes`` minutes (the current one included) added up:
+    one pipeline of ``minutes`` small hashes per queue."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    last = now // MINUTE_MS
+    indexes = range(last - minutes + 1, last + 1)
+    wanted = [HistoryKeys(ref.name, ref.prefix).minute(i) for ref in refs for i in indexes]
+    read = _read(client, wanted)
+    summed: dict[QueueRef, Figures] = {}
+    for n, ref in enumerate(refs):
+        total = Figures()
+        for figures in read[n * minutes : (n + 1) * minutes]:
+            total.merge(figures)
+        summed[ref] = total
+    return summed
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Everything the collector counted for a queue since its history began."""
+
+    figures: Figures
+    cursor: str  # the last event read ("" when never collected)
+
+
+def totals(client: Redis, refs: Sequence[QueueRef]) -> dict[QueueRef, Totals]:
+    pipe = client.pipeline(transaction=False)
+    for ref in refs:
+        pipe.hgetall(HistoryKeys(ref.name, ref.prefix).state)
+    found: dict[QueueRef, Totals] = {}
+    for ref, reply in zip(refs, pipe.execute(raise_on_error=False), strict=True):
+        raw = reply if isinstance(reply, dict) else {}
+        cursor = codec.text(raw.get(b"cursor")) or ""
+        found[ref] = Totals(Figures.from_hash(raw), cursor)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorStatus:
+    holder: str | None
+    caught_up_ms: int | None  # when it last read every stream to its end
+
+    def lag_s(self, now_ms: int | None = None) -> float | None:
+        """Seconds since the collector last caught up; None when it never did."""
+        if self.caught_up_ms is None:
+            return None
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        return max(0.0, (now - self.caught_up_ms) / 1000)
+
+
+def collector_status(client: Redis) -> CollectorStatus:
+    holder, caught_up = read(client.hmget, COLLECTOR_STATUS, ["holder", "caught_up_ms"]) or [
+        None,
+        None,
+    ]
+    return CollectorStatus(codec.text(holder), codec.integer(caught_up))

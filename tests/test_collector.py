@@ -1,0 +1,358 @@
+"""The metrics history collector against a real Redis: exact figures from known
+events, one collector at a time, takeover without gap or double count,
+hours equal to their minutes, restarts resuming from the stored cursor."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+
+import pytest
+from redis import Redis
+
+from queues.collector import HOUR_MS, MINUTE_MS, HistoryCollector, LeaseLost
+from queues.connection import connect
+from queues.job import Job
+from queues.keys import COLLECTOR_LEASE, HistoryKeys
+from queues.latency import bucket_of, percentile_ms, upper_bound_ms
+from queues.queue import Queue
+from queues.read.history import Figures, collector_status, history, recent, totals
+from queues.read.refs import QueueRef
+from tests.history_helpers import collect_until_read, job_events, write_events
+from tests.worker_helpers import running, until
+
+REF = QueueRef("bull", "hist")
+# The start of this hour: a workload may straddle two hours on purpose, and
+# hashes of a time more than two days (minutes) or 30 days (hours) ago expire
+# at once.
+HOUR_START = int(time.time() * 1000) // HOUR_MS * HOUR_MS
+
+
+def collector(url: str, name: str, **options: float) -> HistoryCollector:
+    return HistoryCollector(connect(url), lambda: [REF], name=name, **options)  # type: ignore[arg-type]
+
+
+def test_a_bucket_holds_its_duration_and_percentiles_land_within_nine_percent() -> None:
+    for ms in (0, 1, 2, 3, 50, 999, 1000, 123_456, 2**40):
+        bucket = bucket_of(ms)
+        assert ms <= upper_bound_ms(bucket)
+        assert bucket == 0 or ms > upper_bound_ms(bucket - 1)
+    counts = Counter(bucket_of(ms) for ms in range(1, 1001))
+    p50 = percentile_ms(counts, 0.5)
+    assert p50 is not None
+    assert 500 / 1.1 <= p50 <= 500 * 1.1
+    assert percentile_ms({}, 0.5) is None
+    assert percentile_ms(counts, 1.0, maximum=1000) == 1000
+
+
+def test_known_events_give_exact_counts_durations_and_minutes(
+    redis_client: Redis, redis_url: str
+) -> None:
+    start = HOUR_START + 5 * MINUTE_MS
+    events = []
+    for n in range(30):
+        events += job_events(f"a{n}", start + n * 100, 200, 50)
+    for n in range(10):
+        events += job_events(f"b{n}", start + MINUTE_MS + n * 100, 1000, 400, ok=False)
+    write_events(redis_client, REF, events)
+    c = collector(redis_url, "one")
+    collect_until_read(c)
+
+    points = {
+        p.start_ms: p.figures
+        for p in history(redis_client, REF, "1h", now_ms=start + 30 * MINUTE_MS).points
+    }
+    first, second = points[start], points[start + MINUTE_MS]
+    assert (first.completed, first.failed) == (30, 0)
+    assert (second.completed, second.failed) == (0, 10)
+    assert first.run.buckets == {bucket_of(50): 30}
+    assert first.run.max_ms == 50
+    assert first.wait.buckets == {bucket_of(200): 30}
+    assert first.wait.sum_ms == 30 * 200
+    assert second.run.max_ms == 400
+    assert second.wait.max_ms == 1000
+    p50 = second.run.percentile(0.5)
+    assert p50 is not None
+    assert 400 / 1.1 <= p50 <= 400
+    assert sum(f.completed + f.failed for f in points.values()) == 40
+    assert totals(redis_client, [REF])[REF].figures.completed == 30
+
+
+def test_an_hour_is_exactly_the_sum_of_its_minutes(redis_client: Redis, redis_url: str) -> None:
+    # Jobs across three minutes, the last ones in the next hour.
+    events = []
+    for n in range(90):
+        ready = HOUR_START - 2 * MINUTE_MS + n * 1500
+        events += job_events(f"j{n}", ready, 7 * n, 3 * n + 1, ok=n % 4 != 0)
+    write_events(redis_client, REF, events)
+    collect_until_read(collector(redis_url, "one"))
+    keys = HistoryKeys(REF.name, REF.prefix)
+    for hour in (HOUR_START // HOUR_MS - 1, HOUR_START // HOUR_MS):
+        summed = Figures()
+        for minute in range(hour * 60, hour * 60 + 60):
+            summed.merge(Figures.from_hash(redis_client.hgetall(keys.minute(minute))))
+        held = Figures.from_hash(redis_client.hgetall(keys.hour(hour)))
+        assert held.completed + held.failed > 0
+        assert (held.completed, held.failed) == (summed.completed, summed.failed)
+        assert held.wait == summed.wait
+        assert held.run == summed.run
+    minute_ttl = redis_client.pttl(keys.minute(HOUR_START // MINUTE_MS))
+    assert minute_ttl > 0  # the history is kept bounded: every hash expires
+    assert redis_client.pttl(keys.hour(HOUR_START // HOUR_MS)) > minute_ttl
+
+
+def test_only_the_lease_holder_collects_and_a_stale_holder_cannot_count_twice(
+    redis_client: Redis, redis_url: str
+) -> None:
+    first, second = collector(redis_url, "first"), collector(redis_url, "second")
+    write_events(redis_client, REF, job_events("1", HOUR_START, 10, 10))
+    first.step()
+    second.step()
+    assert first.holding
+    assert not second.holding
+    assert totals(redis_client, [REF])[REF].figures.completed == 1
+
+    # The first holder stalls past its lease (a long GC pause, a frozen VM):
+    # the second takes over and records the next job.
+    redis_client.delete(COLLECTOR_LEASE)
+    write_events(redis_client, REF, job_events("2", HOUR_START + 100, 10, 10))
+    collect_until_read(second)
+    assert second.holding
+    # The first wakes up, still believing it holds the lease, and reads job 2 too:
+    # its write is refused, and it stands by.
+    with pytest.raises(LeaseLost):
+        first.collect_pass()
+    assert not first.step()
+    assert not first.holding
+    assert totals(redis_client, [REF])[REF].figures.completed == 2
+
+
+def test_a_restarted_collector_resumes_after_the_last_event_recorded(
+    redis_client: Redis, redis_url: str
+) -> None:
+    before = collector(redis_url, "before")
+    write_events(
+        redis_client, REF, [e for n in range(50) for e in job_events(f"x{n}", HOUR_START + n, 5, 5)]
+    )
+    collect_until_read(before)
+    before.stop()
+    before.run()  # returns at once (stopped), handing the lease back
+    assert redis_client.exists(COLLECTOR_LEASE) == 0
+    later = [e for n in range(50, 80) for e in job_events(f"x{n}", HOUR_START + 10_000 + n, 5, 5)]
+    write_events(redis_client, REF, later)
+    after = collector(redis_url, "after")
+    collect_until_read(after)
+    assert totals(redis_client, [REF])[REF].figures.completed == 80
+    cursor = totals(redis_client, [REF])[REF].cursor
+    newest = redis_client.xrevrange(REF.keys.events, count=1)[0][0].decode()
+    assert cursor == newest
+
+
+def test_backlog_is_sampled_from_the_ready_states(redis_client: Redis, redis_url: str) -> None:
+    queue = Queue(REF.name, redis_client)
+    queue.add_bulk([("n", None, None) for _ in range(7)] + [("p", None, {"priority": 3})] * 2)
+    queue.add("d", None, {"delay": 60_000})
+    c = collector(redis_url, "one")
+    collect_until_read(c)
+    now = int(time.time() * 1000)
+    last = history(redis_client, REF, "1h", now_ms=now).points[-1].figures
+    assert last.backlog == 9
+    assert last.backlog_max == 9
+    assert recent(redis_client, [REF], now_ms=now)[REF].backlog == 9
+
+
+def test_a_collector_that_dies_is_replaced_by_the_other_with_nothing_lost_or_counted_twice(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """Two collectors in two threads with their own clients; the holder dies
+    without handing the lease back (its thread stops, the lease lapses): the
+    other takes over within the lease time and the totals equal the workload."""
+    first = collector(redis_url, "first", lease_s=3.0, renew_every_s=1.0, standby_poll_s=0.5)
+    second = collector(redis_url, "second", lease_s=3.0, renew_every_s=1.0, standby_poll_s=0.5)
+    first.start()
+    deadline = time.monotonic() + 10
+    while not first.holding:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    second.start()
+    written = 0
+    base = int(time.time() * 1000)
+    for n in range(100):
+        write_events(redis_client, REF, job_events(f"k{n}", base + 10 * n, 3, 4))
+        written += 1
+    time.sleep(1.0)
+    assert first.holding
+    assert not second.holding
+    # Die: the thread ends without releasing the lease, as a killed process would.
+    first.holding = False
+    first.stop()
+    died = time.monotonic()
+    for n in range(100, 200):
+        write_events(redis_client, REF, job_events(f"k{n}", base + 10 * n, 3, 4))
+        written += 1
+    while not second.holding:
+        assert time.monotonic() - died < 30, "no takeover within 30 s"
+        time.sleep(0.05)
+    took = time.monotonic() - died
+    deadline = time.monotonic() + 10
+    while totals(redis_client, [REF])[REF].figures.completed < written:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    second.stop()
+    assert took < 5  # lease 3 s + poll 0.5 s
+    figures = totals(redis_client, [REF])[REF].figures
+    assert figures.completed == written
+    assert figures.run.count == written
+    assert collector_status(redis_client).holder == "second"
+
+
+async def test_figures_of_a_real_workload_run_by_our_worker(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """1,000 jobs of 50 ms each → run p50 about 50 ms; 40 jobs held back 1.5 s
+    before any worker starts → their waits are at least 1.5 s."""
+    queue = Queue(REF.name, redis_client)
+    queue.add_bulk([("held", None, None) for _ in range(40)])
+    await asyncio.sleep(1.5)
+
+    async def fifty_ms(job: Job) -> None:
+        await asyncio.sleep(0.05)
+
+    async with running(REF.name, fifty_ms, url=redis_url, concurrency=50):
+        await until(lambda: redis_client.zcard(REF.keys.completed) == 40, timeout=30)
+        queue.add_bulk([("n", None, None) for _ in range(1000)])
+        await until(lambda: redis_client.zcard(REF.keys.completed) == 1040, timeout=60)
+    c = collector(redis_url, "one")
+    await asyncio.to_thread(collect_until_read, c)
+    now = int(time.time() * 1000)
+    summed = Figures()
+    for point in history(redis_client, REF, "1h", now_ms=now).points:
+        summed.merge(point.figures)
+    assert summed.completed == 1040
+    assert summed.failed == 0
+    assert summed.run.count == 1040
+    assert summed.wait.count == 1040
+    # The truth to compare with: each job's own finishedOn - processedOn. On
+    # a quiet machine it is about 50 ms; under load the worker's event loop
+    # stretches it, and the collector must report what really happened. The
+    # hash's times are the worker's clock when it sent each script, the
+    # events' Redis's when it ran them: under load they differ by a few ms
+    # a job, hence 25% and not the buckets' 9%.
+    pipe = redis_client.pipeline(transaction=False)
+    for job_id in redis_client.zrange(REF.keys.completed, 0, -1):
+        pipe.hmget(REF.keys.job(job_id.decode()), ["processedOn", "finishedOn"])
+    runs = sorted(int(done) - int(began) for began, done in pipe.execute())
+    true_p50 = runs[len(runs) // 2]
+    assert true_p50 >= 50
+    p50 = summed.run.percentile(0.5)
+    assert p50 is not None
+    assert true_p50 / 1.25 <= p50 <= true_p50 * 1.25, (p50, true_p50)
+    assert summed.run.max_ms is not None
+    assert summed.run.max_ms >= 50
+    held_waits = sum(
+        count for bucket, count in summed.wait.buckets.items() if upper_bound_ms(bucket) >= 1500
+    )
+    assert held_waits >= 40
+    assert summed.wait.max_ms is not None
+    assert summed.wait.max_ms >= 1500
+
+
+def test_after_a_takeover_durations_come_from_the_job_hash(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """The first collector saw the job become ready and start, the next one
+    only its end: the run time is the hash's finishedOn - processedOn. A job
+    the next one sees start without having seen it ready waits processedOn -
+    timestamp; a job whose hash is gone is counted with no duration."""
+    start = HOUR_START + 20 * MINUTE_MS
+    gone = job_events("gone", start + 200, 10, 1790)
+    write_events(redis_client, REF, job_events("h1", start, 100, 777)[:2] + gone[:2])
+    first = collector(redis_url, "first")
+    collect_until_read(first)
+    first.stop()
+    first.run()  # hands the lease back
+    redis_client.hset(
+        REF.keys.job("h1"),
+        mapping={"timestamp": start - 5, "processedOn": start + 100, "finishedOn": start + 877},
+    )
+    redis_client.hset(
+        REF.keys.job("h2"),
+        mapping={
+            "timestamp": start + 1000,
+            "processedOn": start + 1450,
+            "finishedOn": start + 1500,
+        },
+    )
+    write_events(
+        redis_client,
+        REF,
+        [
+            *job_events("h1", start, 100, 777)[2:],
+            *job_events("h2", start + 1000, 450, 50)[1:],  # its waiting event unseen
+            gone[2],  # no hash: no run time
+        ],
+    )
+    collect_until_read(collector(redis_url, "second"))
+    figures = totals(redis_client, [REF])[REF].figures
+    assert figures.completed == 3
+    assert figures.run.buckets == {bucket_of(777): 1, bucket_of(50): 1}
+    assert figures.run.sum_ms == 777 + 50
+    assert figures.wait.buckets == {bucket_of(100): 1, bucket_of(10): 1, bucket_of(450): 1}
+
+
+def test_many_queues_are_read_a_few_at_a_time_and_all_counted(
+    redis_client: Redis, redis_url: str
+) -> None:
+    refs = [QueueRef("bull", f"many-{n}") for n in range(23)]  # more than QUEUES_PER_READ
+    for n, ref in enumerate(refs):
+        write_events(redis_client, ref, job_events("1", HOUR_START + n, 1, 1))
+    c = HistoryCollector(connect(redis_url), lambda: refs, name="many")
+    collect_until_read(c)
+    assert all(t.figures.completed == 1 for t in totals(redis_client, refs).values())
+
+
+def test_an_unexpected_error_does_not_end_the_collector(
+    redis_client: Redis, redis_url: str
+) -> None:
+    calls: list[int] = []
+
+    def queues_failing_once() -> list[QueueRef]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("a bad setting")
+        return [REF]
+
+    write_events(redis_client, REF, job_events("1", HOUR_START, 1, 1))
+    c = HistoryCollector(connect(redis_url), queues_failing_once, name="sturdy")
+    c.start()
+    try:
+        deadline = time.monotonic() + 10
+        while totals(redis_client, [REF])[REF].figures.completed != 1:
+            assert time.monotonic() < deadline, "the collector gave up"
+            time.sleep(0.05)
+    finally:
+        c.stop()
+    assert len(calls) >= 2
+
+
+def test_events_trimmed_before_they_were_read_are_reported_as_a_gap(
+    redis_client: Redis, redis_url: str
+) -> None:
+    c = collector(redis_url, "one")
+    write_events(redis_client, REF, job_events("1", HOUR_START, 1, 1))
+    write_events(redis_client, REF, job_events("2", HOUR_START + 10, 1, 1))
+    collect_until_read(c)
+    # More events than a stream keeps arrive while no collector reads...
+    later = [e for n in range(40) for e in job_events(f"x{n}", HOUR_START + 100 + n, 1, 1)]
+    write_events(redis_client, REF, later)
+    redis_client.xtrim(REF.keys.events, maxlen=30, approximate=False)
+    kept = [f[b"event"] for _, f in redis_client.xrange(REF.keys.events)].count(b"completed")
+    collect_until_read(c)
+    figures = totals(redis_client, [REF])[REF].figures
+    assert figures.gaps == 1
+    assert figures.completed == 2 + kept < 42
+    # Events that arrive within what the stream keeps are no gap.
+    write_events(redis_client, REF, job_events("y", HOUR_START + 500, 1, 1))
+    collect_until_read(c)
+    assert totals(redis_client, [REF])[REF].figures.gaps == 1

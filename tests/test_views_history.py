@@ -1,0 +1,118 @@
+"""The queue page's history chart: loaded after the page, one slot per point
+(or merged points), exact figures in each slot's readout, admin actions marked."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from redis import Redis
+
+from dashboard.models import AuditEntry
+from queues.collector import HistoryCollector
+from queues.connection import connect
+from queues.queue import Queue
+from queues.read.refs import QueueRef
+from tests.history_helpers import collect_until_read, job_events, write_events
+
+REF = QueueRef("bull", "charted")
+URL = "/queues/bull/charted/history/"
+
+
+def seed(client: Redis, url: str) -> int:
+    """12 jobs finished a few minutes ago (3 failed); returns their start (ms)."""
+    base = int(time.time() * 1000) - 5 * 60_000
+    events = [e for n in range(12) for e in job_events(f"j{n}", base + n, 250, 40, ok=n >= 3)]
+    write_events(client, REF, events)
+    Queue(REF.name, client).add("waiting")  # the backlog: 1
+    collect_until_read(HistoryCollector(connect(url), lambda: [REF], name="t"))
+    return base
+
+
+def slots(html: str) -> list[str]:
+    return re.findall(r'data-readout="([^"]*)"', html)
+
+
+def test_the_queue_page_loads_its_history_after_itself(
+    dashboard_redis: Redis, client_as: Callable[[str | None], Any]
+) -> None:
+    Queue(REF.name, dashboard_redis).add("n")
+    page = client_as("viewer").get("/queues/bull/charted/").content.decode()
+    assert f'hx-get="{URL}?range=24h"' in page
+    assert "data-history-chart" not in page  # the page itself reads no history
+
+
+def test_each_range_draws_its_slots_with_exact_readouts(
+    dashboard_redis: Redis, redis_url: str, client_as: Callable[[str | None], Any]
+) -> None:
+    seed(dashboard_redis, redis_url)
+    client = client_as("viewer")
+    expected = {"1h": 60, "24h": 288, "7d": 168, "30d": 180}
+    for name, count in expected.items():
+        answer = client.get(URL, {"range": name})
+        assert answer.status_code == 200
+        html = answer.content.decode()
+        assert f'data-range="{name}"' in html
+        assert len(slots(html)) == count, name
+        busy = [words for words in slots(html) if "9 completed, 3 failed" in words]
+        assert len(busy) == 1, name
+        assert "wait p50 2" in busy[0]  # 250 ms, within a bucket
+        assert "run p50 4" in busy[0]  # 40 ms
+        assert "backlog 1" in html
+    assert 'aria-current="true">7d<' in client.get(URL, {"range": "7d"}).content.decode()
+
+
+def test_a_bad_range_falls_back_to_24_hours_and_strangers_are_kept_out(
+    dashboard_redis: Redis, client_as: Callable[[str | None], Any]
+) -> None:
+    Queue(REF.name, dashboard_redis).add("n")
+    viewer = client_as("viewer")
+    answer = viewer.get(URL, {"range": "<script>"})
+    assert answer.status_code == 200
+    assert 'data-range="24h"' in answer.content.decode()
+    assert viewer.get("/queues/bull/nowhere/history/").status_code == 404
+    assert client_as(None).get(URL).status_code == 302
+    assert client_as("staff_noperm").get(URL).status_code == 403
+
+
+def test_admin_actions_are_marked_on_the_chart(
+    dashboard_redis: Redis, redis_url: str, client_as: Callable[[str | None], Any]
+) -> None:
+    seed(dashboard_redis, redis_url)
+    AuditEntry.objects.create(
+        user="oncall",
+        action="retry_all",
+        queue=REF.qualified,
+        jobs="state=failed",
+        count=3,
+        result="Retried 3 <b>jobs</b>",
+    )
+    html = client_as("viewer").get(URL, {"range": "1h"}).content.decode()
+    assert "retry all by oncall: Retried 3 &lt;b&gt;jobs&lt;/b&gt;" in html
+    assert "<b>jobs" not in html
+
+
+def test_the_overview_sums_up_the_last_hour_most_failing_first(
+    dashboard_redis: Redis, redis_url: str, client_as: Callable[[str | None], Any], settings: Any
+) -> None:
+    # Listed, so that discovery (which rescans on its own schedule) need not find them.
+    settings.ECHOMQ_QUEUES = ["bull:quiet", REF.qualified]
+    Queue("quiet", dashboard_redis).add("n")
+    viewer = client_as("viewer")
+    before = viewer.get("/history/last-hour/").content.decode()
+    assert "No metrics history yet" in before
+    seed(dashboard_redis, redis_url)
+    assert 'hx-get="/history/last-hour/"' in viewer.get("/").content.decode()
+    html = viewer.get("/history/last-hour/").content.decode()
+    row = re.search(r'<tr data-summary-queue="bull:charted">(.*?)</tr>', html, re.S)
+    assert row is not None
+    cells = re.findall(r'<td class="num">(.*?)</td>', row.group(1), re.S)
+    assert cells[:2] == ["9", "3"]
+    assert "25%" in cells[2]
+    assert "state-failed" in cells[2]
+    assert cells[3].endswith(" ms")
+    assert cells[4].endswith(" ms")
+    assert "bull:quiet" not in html  # nothing happened there
+    assert client_as(None).get("/history/last-hour/").status_code == 302
