@@ -7,6 +7,12 @@ daemon thread, on its own Redis client, and stops at exit, handing its lease
 back so another process takes over at once rather than when the lease
 lapses. Off with ``ECHOMQ_HISTORY_COLLECTOR = False`` (the test suite sets it
 off: a test that wants a collector starts one).
+
+With several Redis connections (``ECHOMQ_CONNECTIONS``) a process offers one
+collector per connection: each server keeps its own queues' history, lease
+and status, so a server the dashboard cannot reach stops only its own
+history (its collector keeps trying, queues.collector) and each election is
+among the processes that serve that server.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 import atexit
 import threading
 
-from dashboard import conf
+from dashboard import conf, connections
 from dashboard.lookup import all_queues
 from dashboard.redis import get_client, redis_url
 from queues.collector import HistoryCollector
@@ -25,21 +31,25 @@ _lock = threading.Lock()
 _running: list[HistoryCollector] = []
 
 
-def start() -> HistoryCollector | None:
-    """Start this process's collector (once); None when the setting turns it off."""
+def _collector(connection: str) -> HistoryCollector:
+    def queues() -> list[QueueRef]:
+        # Discovery shares the dashboard's client; the collector's own
+        # client keeps its reads out of the pages' connection pool.
+        return all_queues(get_client(connection), connection=connection)
+
+    return HistoryCollector(connect(redis_url(connection)), queues)
+
+
+def start() -> list[HistoryCollector]:
+    """Start this process's collectors, one per connection (once); none when
+    the setting turns them off."""
     if not conf.history_collector():
-        return None
+        return []
     with _lock:
-        if _running:
-            return _running[0]
-
-        def queues() -> list[QueueRef]:
-            # Discovery shares the dashboard's client; the collector's own
-            # client keeps its reads out of the pages' connection pool.
-            return all_queues(get_client())
-
-        collector = HistoryCollector(connect(redis_url()), queues)
-        collector.start()
-        atexit.register(collector.stop)
-        _running.append(collector)
-        return collector
+        if not _running:
+            for connection in connections.configured():
+                collector = _collector(connection.name)
+                collector.start()
+                atexit.register(collector.stop)
+                _running.append(collector)
+        return list(_running)

@@ -20,16 +20,26 @@ from django.shortcuts import render
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
+from redis import Redis
 
+from dashboard import connection_groups, connections
 from dashboard.formatting import thousands
 from dashboard.health import percent
 from dashboard.history_chart import format_ms, history_chart, markers_for
-from dashboard.lookup import all_queues, queue_or_404
+from dashboard.lookup import queue_or_404
 from dashboard.permissions import page_permission
 from dashboard.redis import get_client
 from dashboard.templatetags.dashboard_tags import queue_url
-from queues.read.history import DEFAULT_RANGE, RANGES, collector_status, history, recent
+from queues.read.history import (
+    DEFAULT_RANGE,
+    RANGES,
+    Figures,
+    collector_status,
+    history,
+    recent,
+)
 from queues.read.refs import QueueRef
+from queues.read.states import FAILED
 
 
 def range_links(ref: QueueRef, chosen: str) -> SafeString:
@@ -79,20 +89,65 @@ class SummaryRow:
     ref: QueueRef
     completed: str
     failed: str
+    # The rate, as a failed-coloured badge when it is at least FAILING_RATE.
     failure_rate: str
-    failing: bool
     wait_p95: str
     run_p95: str
     backlog: str
 
 
+# A failure rate from this on is marked, in the failed state's colour.
+FAILING_RATE = 0.05
+
+
+def _failure_rate(rate: float | None) -> str:
+    if rate is None:
+        return ""
+    if rate < FAILING_RATE:
+        return percent(rate)
+    return format_html('<span class="badge state-{}">{}</span>', FAILED.name, percent(rate))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerHour:
+    """One Redis server's last hour: its queues' figures and its collector's lag."""
+
+    figures: dict[QueueRef, Figures]
+    lag_s: float | None  # None: no collector ever caught up there
+
+
+def _last_hours() -> tuple[list[ServerHour], int, list[str]]:
+    """Every reachable server's last hour, for at most ``SUMMARY_QUEUES`` queues
+    in all (the overview's order: connection, then name); the total number of
+    queues read and the names of the servers that did not answer."""
+    hours: list[ServerHour] = []
+    unreachable: list[str] = []
+    read = 0
+    for group in connection_groups.discovered():
+        refs = group.refs[: SUMMARY_QUEUES - read]
+
+        def last_hour(client: Redis, refs: list[QueueRef] = refs) -> ServerHour:
+            return ServerHour(recent(client, refs), collector_status(client).lag_s())
+
+        answer = connection_groups.ask(group, last_hour) if group.reachable else None
+        if answer is None:
+            unreachable.append(group.name)
+            continue
+        hours.append(answer)
+        read += len(refs)
+    return hours, read, unreachable
+
+
 @require_GET
 @page_permission()
 def history_summary(request: HttpRequest) -> HttpResponse:
-    client = get_client()
-    refs = all_queues(client)[:SUMMARY_QUEUES]
-    figures = recent(client, refs)
-    active = [(ref, f) for ref, f in figures.items() if f.completed + f.failed or f.backlog]
+    hours, queues, unreachable = _last_hours()
+    active = [
+        (ref, f)
+        for hour in hours
+        for ref, f in hour.figures.items()
+        if f.completed + f.failed or f.backlog
+    ]
     # Most failing first, then the busiest: the rows an on-call engineer looks for.
     active.sort(
         key=lambda item: (-(item[1].failure_rate or 0), -(item[1].completed + item[1].failed))
@@ -102,20 +157,23 @@ def history_summary(request: HttpRequest) -> HttpResponse:
             ref,
             thousands(f.completed),
             thousands(f.failed),
-            "" if f.failure_rate is None else percent(f.failure_rate),
-            (f.failure_rate or 0) >= 0.05,
+            _failure_rate(f.failure_rate),
             format_ms(f.wait.percentile(0.95)),
             format_ms(f.run.percentile(0.95)),
             "" if f.backlog is None else thousands(f.backlog),
         )
         for ref, f in active[:SUMMARY_ROWS]
     ]
-    lag = collector_status(client).lag_s()
+    lags = [hour.lag_s for hour in hours if hour.lag_s is not None]
+    # The furthest behind of the servers' collectors is the one to warn of.
+    lag = max(lags, default=None)
     context = {
         "rows": rows,
         "more": max(0, len(active) - SUMMARY_ROWS),
-        "queues": len(refs),
+        "queues": queues,
         "lagging": None if lag is None else (round(lag) if lag > LAGGING_S else None),
-        "never": lag is None,
+        "never": bool(hours) and lag is None,
+        "several": connections.several(),
+        "unreachable": unreachable,
     }
     return render(request, "dashboard/_history_summary.html", context)

@@ -9,8 +9,11 @@ between scrapes and no global metric is changed by a request.
 What a scrape costs, bounded: for at most ``MAX_QUEUES`` queues (the first by
 name; ``echomq_queues_omitted`` says how many were left out), one pipelined
 count of each state (queues.read.counts), one small hash per queue (the
-history's running totals, at most ~270 fields), one CLIENT LIST (one line per
-connection) and one status hash: never anything per job.
+history's running totals, at most ~270 fields), and per Redis connection one
+CLIENT LIST (one line per client) and one status hash: never anything per job.
+Every queue sample is labelled with its connection, prefix and name; a
+server that does not answer reports ``echomq_redis_up{connection=...} 0``
+and the others are exported as usual.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import hmac
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
@@ -32,12 +36,12 @@ from prometheus_client.registry import Collector
 from redis import Redis
 from redis.exceptions import RedisError
 
-from dashboard import conf
+from dashboard import conf, connections
 from dashboard.lookup import all_queues
 from dashboard.redis import get_client
 from queues.latency import STEPS_PER_DOUBLING
-from queues.read.counts import queue_summaries
-from queues.read.history import Durations, collector_status, totals
+from queues.read.counts import QueueSummary, queue_summaries
+from queues.read.history import Durations, Totals, collector_status, totals
 from queues.read.refs import QueueRef
 from queues.read.workers import worker_counts
 
@@ -45,11 +49,14 @@ MAX_QUEUES = 500
 # Histogram bounds for Prometheus: every fourth latency bucket bound, 1 ms to
 # 2^24 ms (4.7 h), so each cumulative count is exact (no bucket is split).
 LE_POWERS = range(25)
-LABELS = ["prefix", "queue"]
+# The connection (``default`` unless ECHOMQ_CONNECTIONS names others): the same
+# queue name may live on two servers.
+SERVER_LABELS = ["connection"]
+LABELS = [*SERVER_LABELS, "prefix", "queue"]
 
 
 def _labels(ref: QueueRef) -> list[str]:
-    return [ref.prefix, ref.name]
+    return [ref.connection, ref.prefix, ref.name]
 
 
 def _histogram(family: HistogramMetricFamily, ref: QueueRef, durations: Durations) -> None:
@@ -62,104 +69,167 @@ def _histogram(family: HistogramMetricFamily, ref: QueueRef, durations: Duration
     family.add_metric(_labels(ref), buckets, durations.sum_ms / 1000)
 
 
-class QueueCollector(Collector):
-    """Reads the queues on each ``collect`` (each scrape)."""
+@dataclass(frozen=True, slots=True)
+class Server:
+    """One Redis connection to export: its queues (at most what is left of
+    ``MAX_QUEUES``), or None when discovery found it unreachable."""
 
-    def __init__(self, client: Redis, refs: Sequence[QueueRef], omitted: int) -> None:
-        self.client = client
-        self.refs = list(refs)
-        self.omitted = omitted
+    connection: str
+    client: Redis
+    refs: list[QueueRef] | None
 
-    def collect(self) -> Iterator[Metric]:
-        up = GaugeMetricFamily(
-            "echomq_redis_up", "1 when the dashboard reached Redis for this scrape"
+
+@dataclass(frozen=True, slots=True)
+class ServerReading:
+    """Everything one scrape reads from one server, read before any is exported:
+    a server that fails halfway adds no sample, rather than half of them."""
+
+    summaries: list[QueueSummary]
+    workers: dict[QueueRef, int] | None  # None: the server would not list its clients
+    recorded: dict[QueueRef, Totals]
+    lag_s: float | None
+
+    @classmethod
+    def read(cls, client: Redis, refs: list[QueueRef]) -> ServerReading:
+        return cls(
+            queue_summaries(client, refs, metrics_points=0),
+            worker_counts(client, refs),
+            totals(client, refs),
+            collector_status(client).lag_s(int(time.time() * 1000)),
         )
-        try:
-            families = list(self._queues())
-        except RedisError:
-            up.add_metric([], 0)
-            yield up
-            return
-        up.add_metric([], 1)
-        yield up
-        yield from families
 
-    def _queues(self) -> Iterator[Metric]:
-        summaries = queue_summaries(self.client, self.refs, metrics_points=0)
-        workers = worker_counts(self.client, self.refs)
-        recorded = totals(self.client, self.refs)
-        status = collector_status(self.client)
 
-        jobs = GaugeMetricFamily(
+class Families:
+    """The metric families of one scrape; every server adds its samples to the
+    same families (the text format lists each family once)."""
+
+    def __init__(self) -> None:
+        self.up = GaugeMetricFamily(
+            "echomq_redis_up",
+            "1 when the dashboard reached Redis for this scrape",
+            labels=SERVER_LABELS,
+        )
+        self.jobs = GaugeMetricFamily(
             "echomq_queue_jobs", "Jobs in each state", labels=[*LABELS, "state"]
         )
-        paused = GaugeMetricFamily(
+        self.paused = GaugeMetricFamily(
             "echomq_queue_paused", "1 when the queue is paused", labels=LABELS
         )
-        for summary in summaries:
-            for state, count in summary.counts.items():
-                jobs.add_metric([*_labels(summary.ref), state], count)
-            paused.add_metric(_labels(summary.ref), 1 if summary.paused else 0)
-        yield jobs
-        yield paused
-        if workers is not None:  # None: the server would not list its clients
-            connected = GaugeMetricFamily(
-                "echomq_queue_workers", "Workers connected to the queue", labels=LABELS
-            )
-            for ref, count in workers.items():
-                connected.add_metric(_labels(ref), count)
-            yield connected
-
-        completed = CounterMetricFamily(
+        self.workers = GaugeMetricFamily(
+            "echomq_queue_workers", "Workers connected to the queue", labels=LABELS
+        )
+        self.completed = CounterMetricFamily(
             "echomq_queue_completed",
             "Jobs completed, as the history collector counted them",
             labels=LABELS,
         )
-        failed = CounterMetricFamily(
+        self.failed = CounterMetricFamily(
             "echomq_queue_failed",
             "Jobs failed, as the history collector counted them",
             labels=LABELS,
         )
-        backlog = GaugeMetricFamily(
+        self.backlog = GaugeMetricFamily(
             "echomq_queue_backlog",
             "Jobs ready to run (waiting + prioritized), last sample",
             labels=LABELS,
         )
-        wait = HistogramMetricFamily(
+        self.wait = HistogramMetricFamily(
             "echomq_queue_wait_seconds", "Time from ready to active", labels=LABELS
         )
-        run = HistogramMetricFamily(
+        self.run = HistogramMetricFamily(
             "echomq_queue_run_seconds", "Time from active to completed or failed", labels=LABELS
         )
-        for ref, total in recorded.items():
-            figures = total.figures
-            completed.add_metric(_labels(ref), figures.completed)
-            failed.add_metric(_labels(ref), figures.failed)
-            if figures.backlog is not None:
-                backlog.add_metric(_labels(ref), figures.backlog)
-            _histogram(wait, ref, figures.wait)
-            _histogram(run, ref, figures.run)
-        gaps = CounterMetricFamily(
+        self.gaps = CounterMetricFamily(
             "echomq_history_gaps",
             "Reads that found events trimmed before the collector read them",
             labels=LABELS,
         )
-        for ref, total in recorded.items():
-            gaps.add_metric(_labels(ref), total.figures.gaps)
-        yield from (completed, failed, backlog, wait, run, gaps)
+        self.lag = GaugeMetricFamily(
+            "echomq_collector_lag_seconds",
+            "Seconds since the history collector last read every events stream to its end",
+            labels=SERVER_LABELS,
+        )
 
-        lag = status.lag_s(int(time.time() * 1000))
-        if lag is not None:
-            yield GaugeMetricFamily(
-                "echomq_collector_lag_seconds",
-                "Seconds since the history collector last read every events stream to its end",
-                value=lag,
-            )
+    def add(self, reading: ServerReading) -> None:
+        for summary in reading.summaries:
+            for state, count in summary.counts.items():
+                self.jobs.add_metric([*_labels(summary.ref), state], count)
+            self.paused.add_metric(_labels(summary.ref), 1 if summary.paused else 0)
+        for ref, count in (reading.workers or {}).items():
+            self.workers.add_metric(_labels(ref), count)
+        for ref, total in reading.recorded.items():
+            figures = total.figures
+            self.completed.add_metric(_labels(ref), figures.completed)
+            self.failed.add_metric(_labels(ref), figures.failed)
+            if figures.backlog is not None:
+                self.backlog.add_metric(_labels(ref), figures.backlog)
+            _histogram(self.wait, ref, figures.wait)
+            _histogram(self.run, ref, figures.run)
+            self.gaps.add_metric(_labels(ref), figures.gaps)
+
+    def all(self) -> list[Metric]:
+        return [
+            self.up,
+            self.jobs,
+            self.paused,
+            self.workers,
+            self.completed,
+            self.failed,
+            self.backlog,
+            self.wait,
+            self.run,
+            self.gaps,
+            self.lag,
+        ]
+
+
+class QueueCollector(Collector):
+    """Reads the servers' queues on each ``collect`` (each scrape)."""
+
+    def __init__(self, servers: Sequence[Server], omitted: int) -> None:
+        self.servers = list(servers)
+        self.omitted = omitted
+
+    def collect(self) -> Iterator[Metric]:
+        families = Families()
+        for server in self.servers:
+            reading = None
+            if server.refs is not None:
+                try:
+                    reading = ServerReading.read(server.client, server.refs)
+                except RedisError:
+                    reading = None
+            families.up.add_metric([server.connection], 0 if reading is None else 1)
+            if reading is None:
+                continue
+            families.add(reading)
+            if reading.lag_s is not None:
+                families.lag.add_metric([server.connection], reading.lag_s)
+        yield from families.all()
         yield GaugeMetricFamily(
             "echomq_queues_omitted",
             f"Queues left out of this scrape (at most {MAX_QUEUES} are exported)",
             value=self.omitted,
         )
+
+
+def _servers() -> tuple[list[Server], int]:
+    """Every connection with its queues, at most ``MAX_QUEUES`` in all (the
+    overview's order); how many were left out."""
+    servers: list[Server] = []
+    kept = omitted = 0
+    for connection in connections.configured():
+        client = get_client(connection.name)
+        try:
+            refs = all_queues(client, connection=connection.name)
+        except RedisError:
+            servers.append(Server(connection.name, client, None))
+            continue
+        room = max(0, MAX_QUEUES - kept)
+        servers.append(Server(connection.name, client, refs[:room]))
+        kept += min(room, len(refs))
+        omitted += max(0, len(refs) - room)
+    return servers, omitted
 
 
 def _authorised(request: HttpRequest, token: str) -> bool | None:
@@ -185,11 +255,6 @@ def metrics(request: HttpRequest) -> HttpResponse:
         return response
     if not authorised:
         return HttpResponse("wrong token\n", status=403, content_type="text/plain")
-    client = get_client()
-    try:
-        refs = all_queues(client)
-    except RedisError:
-        refs = []
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QueueCollector(client, refs[:MAX_QUEUES], max(0, len(refs) - MAX_QUEUES)))
+    registry.register(QueueCollector(*_servers()))
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

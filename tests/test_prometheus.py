@@ -20,6 +20,7 @@ from tests.history_helpers import collect_until_read, job_events, write_events
 TOKEN = "scrape-me-0123456789"
 REF = QueueRef("bull", "prom")
 OTHER = QueueRef("bull", "prom-other")
+DEFAULT = (("connection", "default"),)
 
 
 @pytest.fixture
@@ -42,7 +43,11 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def queue_labels(ref: QueueRef, **more: str) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted({"prefix": ref.prefix, "queue": ref.name, **more}.items()))
+    return tuple(
+        sorted(
+            {"connection": ref.connection, "prefix": ref.prefix, "queue": ref.name, **more}.items()
+        )
+    )
 
 
 def test_the_scrape_matches_a_known_keyspace(metrics_on: Redis, redis_url: str) -> None:
@@ -61,7 +66,7 @@ def test_the_scrape_matches_a_known_keyspace(metrics_on: Redis, redis_url: str) 
     assert answer.status_code == 200
     assert answer["Content-Type"].startswith("text/plain; version=")
     found = samples(answer.content.decode())
-    assert found[("echomq_redis_up", ())] == 1
+    assert found[("echomq_redis_up", DEFAULT)] == 1
     assert found[("echomq_queue_jobs", queue_labels(REF, state="wait"))] == 4
     assert found[("echomq_queue_jobs", queue_labels(REF, state="delayed"))] == 1
     # Every state is exported, named as queues.read.states names them.
@@ -84,7 +89,7 @@ def test_the_scrape_matches_a_known_keyspace(metrics_on: Redis, redis_url: str) 
     assert found[(f"{wait}_bucket", queue_labels(REF, le="0.256"))] == 0
     assert found[(f"{wait}_bucket", queue_labels(REF, le="0.512"))] == 30
     assert found[(f"{wait}_bucket", queue_labels(REF, le="+Inf"))] == 30
-    assert 0 <= found[("echomq_collector_lag_seconds", ())] < 30
+    assert 0 <= found[("echomq_collector_lag_seconds", DEFAULT)] < 30
     assert found[("echomq_queues_omitted", ())] == 0
 
 
@@ -113,4 +118,4 @@ def test_redis_down_is_a_metric_not_an_error(metrics_on: Redis, settings: Any) -
     finally:
         dashboard_redis._clients.pop("redis://127.0.0.1:1/0", None)
     assert answer.status_code == 200
-    assert samples(answer.content.decode())[("echomq_redis_up", ())] == 0
+    assert samples(answer.content.decode())[("echomq_redis_up", DEFAULT)] == 0

@@ -72,7 +72,9 @@ def chart_is_readable(page: Page, marker: str | None = None) -> None:
     assert len(counts) == 4
     assert all(re.fullmatch(r"[\d.]+k?(/min)?", t) for t in counts), counts
     assert chart.locator("rect.bar-completed").count() >= 50  # an hour of traffic
-    expect(page.locator("[data-chart-readout]")).to_contain_text("Last full minute")
+    expect(page.locator("[data-queue-chart] [data-chart-readout]")).to_contain_text(
+        "Last full minute"
+    )
     if marker:
         assert any(marker in m for m in chart.locator(".marker").evaluate_all(
             "els => els.map(e => e.dataset.marker)"
@@ -228,7 +230,7 @@ def test_the_chart_reads_out_the_minute_and_the_admin_action_under_the_pointer(
 ) -> None:
     page.goto(scene_server.url + page_path("queue-failed", fresh_scene))
     wait_live(page)
-    readout = page.locator("[data-chart-readout]")
+    readout = page.locator("[data-queue-chart] [data-chart-readout]")
     resting = readout.inner_text()
     assert resting.startswith("Last full minute, ")
 
