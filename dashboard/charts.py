@@ -10,6 +10,7 @@ comes from elsewhere (a user name, an action's message) is escaped.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,9 @@ from django.utils.safestring import SafeString, mark_safe
 from dashboard.formatting import compact, thousands
 from dashboard.health import Health, queue_health
 from dashboard.models import AuditEntry
+from dashboard.redis import get_client
 from queues.read.counts import QueueSummary
+from queues.read.history import collector_status, minute_series
 from queues.throughput import MINUTE_MS, padded
 
 # The overview's sparkline: 90 px for 30 minutes, completed above the middle
@@ -264,7 +267,10 @@ def _marker(marker: Marker, window_start_ms: int) -> str:
 
 
 def queue_chart(
-    summary: QueueSummary, markers: Sequence[Marker], health: SafeString | None = None
+    summary: QueueSummary,
+    markers: Sequence[Marker],
+    health: SafeString | None = None,
+    source: str = "",
 ) -> SafeString:
     """The queue page's chart of the last hour, so "did my fix work" shows as
     the red bars stopping after a marker; "" when the queue keeps no metrics."""
@@ -330,7 +336,8 @@ def queue_chart(
         )
     return mark_safe(  # noqa: S308 - numbers, fixed words and escaped labels only
         '<figure class="queue-chart" data-queue-chart><figcaption>'
-        f'<span class="chart-title">Jobs finished per minute, last hour</span>{health or ""}'
+        f'<span class="chart-title">Jobs finished per minute, last hour</span>{source}'
+        f"{health or ''}"
         '<span class="chart-key"><span class="key key-completed"></span>completed'
         ' (above the line)</span><span class="chart-key"><span class="key key-failed">'
         f"</span>failed (below, own scale)</span>{marker_key}</figcaption>"
@@ -363,17 +370,47 @@ def queue_chart_for(summary: QueueSummary, workers: int | None = None) -> SafeSt
     if summary.recent is None:
         return mark_safe("")
     health = health_note(queue_health(summary, workers))
+    source = ""
     if not summary.completed_per_minute and not summary.failed_per_minute:
-        return format_html(
-            '<figure class="queue-chart no-series"><figcaption>{}</figcaption><p class="muted">'
-            "No per-minute chart: the workers of this queue keep no metrics (BullMQ's"
-            " <code>metrics</code> worker option). Recent figures come from the jobs kept."
-            "</p></figure>",
-            health,
-        )
+        counted = _counted_by_the_collector(summary)
+        if counted is None:
+            return format_html(
+                '<figure class="queue-chart no-series"><figcaption>{}</figcaption><p class="muted">'
+                "No per-minute chart: the workers of this queue keep no metrics (BullMQ's"
+                " <code>metrics</code> worker option) and no dashboard process collects the"
+                " history (<code>ECHOMQ_HISTORY_COLLECTOR</code>). Recent figures come from the"
+                " jobs kept.</p></figure>",
+                health,
+            )
+        summary, source = counted, HISTORY_SOURCE
     start = summary.read_at_ms // MINUTE_MS * MINUTE_MS - CHART_MINUTES * MINUTE_MS
     since = dt.datetime.fromtimestamp(start / 1000, tz=dt.UTC)
     entries = AuditEntry.on_queue_since(
         summary.ref.qualified, since, MAX_MARKERS, connection=summary.ref.connection
     )
-    return queue_chart(summary, action_markers(entries), health)
+    return queue_chart(summary, action_markers(entries), health, source)
+
+
+# The chart's source when the workers keep no metrics: said, with why on hover.
+HISTORY_SOURCE = (
+    '<span class="health-detail" title="The workers keep no metrics: these are'
+    ' counted from the queue&#x27;s events by the dashboard">counted from the events</span>'
+)
+
+
+def _counted_by_the_collector(summary: QueueSummary) -> QueueSummary | None:
+    """``summary`` with the hour's series from the metrics history, for a queue
+    whose workers keep no BullMQ metrics; None when no collector keeps that
+    history current (an empty minute would then not mean an idle one)."""
+    client = get_client(summary.ref.connection)
+    if not collector_status(client).is_current(summary.read_at_ms):
+        return None
+    completed, failed, this_minute = minute_series(
+        client, summary.ref, CHART_MINUTES, summary.read_at_ms
+    )
+    return dataclasses.replace(
+        summary,
+        completed_per_minute=completed,
+        failed_per_minute=failed,
+        this_minute=this_minute,
+    )

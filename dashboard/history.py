@@ -32,6 +32,7 @@ from dashboard.redis import get_client
 from dashboard.templatetags.dashboard_tags import queue_url
 from queues.read.history import (
     DEFAULT_RANGE,
+    LAGGING_S,
     RANGES,
     Figures,
     collector_status,
@@ -80,8 +81,6 @@ def history_fragment(request: HttpRequest, prefix: str, name: str) -> HttpRespon
 
 SUMMARY_QUEUES = 200
 SUMMARY_ROWS = 15
-# The collector reads every stream at least this often when it runs at all.
-LAGGING_S = 120
 
 
 @dataclass(frozen=True, slots=True)

@@ -203,6 +203,44 @@ def test_a_queue_without_metrics_says_why_it_has_no_chart_and_how_it_is_doing(
     assert "25% failed, last" in html
 
 
+def test_without_metrics_the_chart_is_drawn_from_a_current_history(
+    dashboard_redis: Redis, redis_url: str, viewer: Any, settings: Any
+) -> None:
+    """BullMQ's metrics are a worker option most teams leave off: the collector's
+    history draws the hour instead, and says so; a history no collector keeps
+    current is not drawn (its empty minutes would claim an idle queue)."""
+    from queues.collector import HistoryCollector
+    from queues.connection import connect
+    from queues.keys import COLLECTOR_STATUS
+    from tests.history_helpers import collect_until_read, job_events, write_events
+
+    settings.ECHOMQ_QUEUES = ["bull:emails"]
+    ref = QueueRef("bull", "emails")
+    seed_job(dashboard_redis, keys("emails"), "w", state="wait")
+    three_minutes_ago = now_ms() - 3 * MINUTE_MS
+    write_events(
+        dashboard_redis,
+        ref,
+        [
+            e
+            for n in range(7)
+            for e in job_events(f"j{n}", three_minutes_ago + n, 10, 10, ok=n >= 2)
+        ],
+    )
+    collect_until_read(HistoryCollector(connect(redis_url), lambda: [ref], name="t"))
+    html = page(viewer, "/queues/bull/emails/")
+    assert "no-series" not in html
+    assert "counted from the events" in html
+    assert "5 completed, 2 failed this hour" in html
+    minute = minute_label(three_minutes_ago // MINUTE_MS * MINUTE_MS)
+    assert f'data-when="{minute}" data-completed="5" data-failed="2"' in html
+
+    dashboard_redis.hset(COLLECTOR_STATUS, "caught_up_ms", now_ms() - 10 * MINUTE_MS)
+    html = page(viewer, "/queues/bull/emails/")
+    assert 'class="queue-chart no-series"' in html
+    assert "no dashboard process collects the history" in html
+
+
 def test_only_the_full_queue_page_reads_the_audit_trail(
     dashboard_redis: Redis, viewer: Any
 ) -> None:

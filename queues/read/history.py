@@ -198,6 +198,24 @@ def history(client: Redis, ref: QueueRef, range_name: str, now_ms: int | None = 
     return History(ref, chosen, points, now)
 
 
+def minute_series(
+    client: Redis, ref: QueueRef, minutes: int, now_ms: int
+) -> tuple[list[int], list[int], tuple[int, int]]:
+    """Completed and failed per full minute, oldest first, the last being the
+    minute before ``now_ms``'s, and the current minute so far: the shape of the
+    per-minute series BullMQ's metrics give (queues.read.counts.QueueSummary),
+    for a queue whose workers keep none. One pipeline of ``minutes + 1`` hashes."""
+    last = now_ms // MINUTE_MS
+    keys = HistoryKeys(ref.name, ref.prefix)
+    figures = _read(client, [keys.minute(index) for index in range(last - minutes, last + 1)])
+    full, current = figures[:-1], figures[-1]
+    return (
+        [f.completed for f in full],
+        [f.failed for f in full],
+        (current.completed, current.failed),
+    )
+
+
 def recent(
     client: Redis, refs: Sequence[QueueRef], minutes: int = 60, now_ms: int | None = None
 ) -> dict[QueueRef, Figures]:
@@ -237,6 +255,11 @@ def totals(client: Redis, refs: Sequence[QueueRef]) -> dict[QueueRef, Totals]:
     return found
 
 
+# The collector reads every stream at least this often while it runs at all:
+# a history last caught up longer ago than this may be missing what happened since.
+LAGGING_S = 120
+
+
 @dataclass(frozen=True, slots=True)
 class CollectorStatus:
     holder: str | None
@@ -248,6 +271,12 @@ class CollectorStatus:
             return None
         now = int(time.time() * 1000) if now_ms is None else now_ms
         return max(0.0, (now - self.caught_up_ms) / 1000)
+
+    def is_current(self, now_ms: int | None = None) -> bool:
+        """Whether the history holds everything up to about now (so a minute
+        with nothing in it means nothing happened)."""
+        lag = self.lag_s(now_ms)
+        return lag is not None and lag <= LAGGING_S
 
 
 def collector_status(client: Redis) -> CollectorStatus:
