@@ -10,7 +10,6 @@ comes from elsewhere (a user name, an action's message) is escaped.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from dashboard.health import Health, queue_health
 from dashboard.models import AuditEntry
 from dashboard.redis import get_client
 from queues.read.counts import QueueSummary
-from queues.read.history import collector_status, minute_series
+from queues.read.history import with_history_series
 from queues.throughput import MINUTE_MS, padded
 
 # The overview's sparkline: 90 px for 30 minutes, completed above the middle
@@ -370,10 +369,11 @@ def queue_chart_for(summary: QueueSummary, workers: int | None = None) -> SafeSt
     if summary.recent is None:
         return mark_safe("")
     health = health_note(queue_health(summary, workers))
-    source = ""
     if not summary.completed_per_minute and not summary.failed_per_minute:
-        counted = _counted_by_the_collector(summary)
-        if counted is None:
+        (summary,) = with_history_series(
+            get_client(summary.ref.connection), [summary], CHART_MINUTES
+        )
+        if not summary.counted_from_events:
             return format_html(
                 '<figure class="queue-chart no-series"><figcaption>{}</figcaption><p class="muted">'
                 "No per-minute chart: the workers of this queue keep no metrics (BullMQ's"
@@ -382,12 +382,12 @@ def queue_chart_for(summary: QueueSummary, workers: int | None = None) -> SafeSt
                 " jobs kept.</p></figure>",
                 health,
             )
-        summary, source = counted, HISTORY_SOURCE
     start = summary.read_at_ms // MINUTE_MS * MINUTE_MS - CHART_MINUTES * MINUTE_MS
     since = dt.datetime.fromtimestamp(start / 1000, tz=dt.UTC)
     entries = AuditEntry.on_queue_since(
         summary.ref.qualified, since, MAX_MARKERS, connection=summary.ref.connection
     )
+    source = HISTORY_SOURCE if summary.counted_from_events else ""
     return queue_chart(summary, action_markers(entries), health, source)
 
 
@@ -396,21 +396,3 @@ HISTORY_SOURCE = (
     '<span class="health-detail" title="The workers keep no metrics: these are'
     ' counted from the queue&#x27;s events by the dashboard">counted from the events</span>'
 )
-
-
-def _counted_by_the_collector(summary: QueueSummary) -> QueueSummary | None:
-    """``summary`` with the hour's series from the metrics history, for a queue
-    whose workers keep no BullMQ metrics; None when no collector keeps that
-    history current (an empty minute would then not mean an idle one)."""
-    client = get_client(summary.ref.connection)
-    if not collector_status(client).is_current(summary.read_at_ms):
-        return None
-    completed, failed, this_minute = minute_series(
-        client, summary.ref, CHART_MINUTES, summary.read_at_ms
-    )
-    return dataclasses.replace(
-        summary,
-        completed_per_minute=completed,
-        failed_per_minute=failed,
-        this_minute=this_minute,
-    )

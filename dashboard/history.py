@@ -40,7 +40,7 @@ from queues.read.history import (
     recent,
 )
 from queues.read.refs import QueueRef
-from queues.read.states import FAILED
+from queues.read.states import COMPLETED, FAILED
 
 
 def range_links(ref: QueueRef, chosen: str) -> SafeString:
@@ -173,6 +173,9 @@ def history_summary(request: HttpRequest) -> HttpResponse:
         "lagging": None if lag is None else (round(lag) if lag > LAGGING_S else None),
         "never": bool(hours) and lag is None,
         "several": connections.several(),
+        # The phone's words beside the figures, from the one definition of the states.
+        "completed": COMPLETED.name,
+        "failed": FAILED.name,
         "unreachable": unreachable,
     }
     return render(request, "dashboard/_history_summary.html", context)

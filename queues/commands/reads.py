@@ -78,3 +78,9 @@ def cohort_states(
         tuple(keys.state(state.name) for state in states),
         (keys.base, reason_bytes, list(states).index(failed) + 1, *job_ids),
     )
+
+
+def history_minutes(bases: Sequence[str], *, first_minute: int, minutes: int) -> scripts.ScriptCall:
+    """Completed and failed per minute of many queues' metrics history (single-node
+    Redis only); ``bases``: their ``HistoryKeys.base``."""
+    return scripts.call("historyMinutes", (), (first_minute, minutes, *bases))

@@ -45,6 +45,9 @@ class QueueSummary:
     recent: RecentFinishes | None = None
     # The moment the series are aligned to (ms), for charts that label minutes.
     read_at_ms: int = 0
+    # The series come from the dashboard's metrics history, not BullMQ's metrics
+    # (the workers keep none): queues.read.history.with_history_series.
+    counted_from_events: bool = False
 
     @property
     def total(self) -> int:

@@ -10,6 +10,7 @@ pipelined round trip over keys whose number is fixed by the range (at most
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,10 +18,13 @@ from typing import Any
 
 from redis import Redis
 
-from queues import codec
+from queues import codec, scripts
 from queues.collector import HOUR_MS, MINUTE_MS
+from queues.commands import reads
+from queues.connection import is_cluster
 from queues.keys import COLLECTOR_STATUS, HistoryKeys
 from queues.latency import LAST_BUCKET, percentile_ms
+from queues.read.counts import QueueSummary
 from queues.read.refs import QueueRef
 from queues.read.replies import read
 
@@ -198,22 +202,61 @@ def history(client: Redis, ref: QueueRef, range_name: str, now_ms: int | None = 
     return History(ref, chosen, points, now)
 
 
-def minute_series(
-    client: Redis, ref: QueueRef, minutes: int, now_ms: int
-) -> tuple[list[int], list[int], tuple[int, int]]:
-    """Completed and failed per full minute, oldest first, the last being the
-    minute before ``now_ms``'s, and the current minute so far: the shape of the
-    per-minute series BullMQ's metrics give (queues.read.counts.QueueSummary),
-    for a queue whose workers keep none. One pipeline of ``minutes + 1`` hashes."""
-    last = now_ms // MINUTE_MS
-    keys = HistoryKeys(ref.name, ref.prefix)
-    figures = _read(client, [keys.minute(index) for index in range(last - minutes, last + 1)])
-    full, current = figures[:-1], figures[-1]
-    return (
-        [f.completed for f in full],
-        [f.failed for f in full],
-        (current.completed, current.failed),
-    )
+def with_history_series(
+    client: Redis, summaries: Sequence[QueueSummary], minutes: int
+) -> list[QueueSummary]:
+    """``summaries``, each whose workers keep no BullMQ metrics given its last
+    ``minutes`` full minutes and the current one from the history instead (the
+    shape of the metrics' series: oldest first, ``counted_from_events`` set);
+    all unchanged while no collector keeps the history current, since an empty
+    minute would then claim an idle queue. One pipeline of ``minutes + 1``
+    small HMGETs per such queue."""
+    missing = [s for s in summaries if not s.completed_per_minute and not s.failed_per_minute]
+    if not missing:
+        return list(summaries)
+    now = max(s.read_at_ms for s in missing) or int(time.time() * 1000)
+    if not collector_status(client).is_current(now):
+        return list(summaries)
+    last = now // MINUTE_MS
+    first = last - minutes
+    flat = _finished_per_minute(client, [s.ref for s in missing], first, minutes + 1)
+    filled: dict[QueueRef, QueueSummary] = {}
+    for n, summary in enumerate(missing):
+        row = flat[n * 2 * (minutes + 1) : (n + 1) * 2 * (minutes + 1)]
+        completed, failed = row[0::2], row[1::2]
+        filled[summary.ref] = dataclasses.replace(
+            summary,
+            completed_per_minute=completed[:-1],
+            failed_per_minute=failed[:-1],
+            this_minute=(completed[-1], failed[-1]),
+            counted_from_events=True,
+        )
+    return [filled.get(s.ref, s) for s in summaries]
+
+
+def _finished_per_minute(
+    client: Redis, refs: Sequence[QueueRef], first: int, minutes: int
+) -> list[int]:
+    """Per queue, per minute from ``first`` on: completed, failed (flat). One
+    script call on a single Redis (the pipeline's per-command cost was 65 ms
+    for 100 queues of 31 minutes); on a cluster, where the queues' hashes sit
+    on several nodes, the same reads as one pipeline."""
+    keys = [HistoryKeys(ref.name, ref.prefix) for ref in refs]
+    if not is_cluster(client):
+        call = reads.history_minutes([k.base for k in keys], first_minute=first, minutes=minutes)
+        return [int(value) for value in scripts.run(client, call)]
+    pipe = client.pipeline(transaction=False)
+    for k in keys:
+        for index in range(first, first + minutes):
+            pipe.hmget(k.minute(index), ["c", "f"])
+    return [count for reply in pipe.execute(raise_on_error=False) for count in _finished(reply)]
+
+
+def _finished(reply: Any) -> tuple[int, int]:
+    """(completed, failed) of a minute's HMGET c f (0, 0 for a missing or foreign key)."""
+    if not isinstance(reply, list):
+        return 0, 0
+    return codec.integer(reply[0]) or 0, codec.integer(reply[1]) or 0
 
 
 def recent(
