@@ -4,13 +4,16 @@ in Python the way the job table and the overview build their rows
 
 A template included once per node was most of the flow page's time: 68% of
 it at 50 children (cProfile, docs/benchmarks.md "Runs of 2026-12-01,
-evening"), about 0.3 ms a node. Here a node is one f-string whose every
-value read from Redis goes through ``escape``; the job URLs are one
-reverse() per queue (presenters.job_url_prefix), not one per node.
+evening"), about 0.3 ms a node. Here a node is a few f-strings; every value
+read from Redis goes through ``escape``, and only those (as in
+presenters.QueueRow.cells_html: states, relations, numbers and durations are
+our own words and digits). A queue's names and job URL prefix are escaped and
+reversed once per tree (presenters.job_url_prefix), not once per node.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
 from urllib.parse import quote
 
 from django.utils.html import escape
@@ -35,46 +38,59 @@ def _cut(text: str, limit: int) -> str:
     return str(Truncator(text).chars(limit))
 
 
+class _Queue(NamedTuple):
+    """What every node of one queue shows alike, escaped once."""
+
+    address: str  # the live updates' name for it
+    qualified: str
+    job_url_prefix: str  # not escaped: a job's id is added first
+
+
 class _TreeWriter:
-    """Writes nodes into one list of strings; remembers each queue's job URL prefix."""
+    """Writes nodes into one list of strings; remembers what each queue shows."""
 
     def __init__(self, focus: tuple[QueueRef, str] | None) -> None:
         self.focus = focus
         self.parts: list[str] = []
-        self._job_urls: dict[QueueRef, str] = {}
+        self._queues: dict[QueueRef, _Queue] = {}
 
-    def job_url(self, node: TreeNode) -> str:
-        prefix = self._job_urls.get(node.ref)
-        if prefix is None:
-            prefix = self._job_urls[node.ref] = presenters.job_url_prefix(node.ref)
-        return presenters.job_url(prefix, node.id)
+    def queue(self, ref: QueueRef) -> _Queue:
+        queue = self._queues.get(ref)
+        if queue is None:
+            queue = self._queues[ref] = _Queue(
+                escape(ref.address), escape(ref.qualified), presenters.job_url_prefix(ref)
+            )
+        return queue
 
     def node(self, node: TreeNode) -> None:
         is_focus = self.focus is not None and (node.ref, node.id) == self.focus
         classes = (
             "flow-node" + (" on-path" if node.on_path else "") + (" focus" if is_focus else "")
         )
+        queue = self.queue(node.ref)
         if node.missing or node.not_a_job:
             badge = (
                 f'<span class="badge badge-muted">{"gone" if node.missing else "not a job"}</span>'
             )
             title = f"<span>#{escape(_cut(node.id, 60))}</span>"
         else:
+            # A state is one of queues.read.states' names: our own word, like its label.
             state = node.state or "unknown"
             label = presenters.STATE_LABELS.get(state, state)
-            badge = f'<span class="badge state-{escape(state)}">{escape(label)}</span>'
+            badge = f'<span class="badge state-{state}">{label}</span>'
             current = ' aria-current="page"' if is_focus else ""
+            url = presenters.job_url(queue.job_url_prefix, node.id)
             title = (
-                f'<a href="{escape(self.job_url(node))}"{current}>'
+                f'<a href="{escape(url)}"{current}>'
                 f"{escape(_cut(node.name or '(no name)', 60))}"
                 f' <span class="muted">#{escape(_cut(node.id, 40))}</span></a>'
             )
         add = self.parts.append
         add(
-            f'<li class="{classes}" data-flow-node="{escape(node.ref.address)}"'
+            f'<li class="{classes}" data-flow-node="{queue.address}"'
             f' data-flow-job="{escape(node.id)}">\n'
             f'  <div class="flow-line">\n    {badge}\n    {title}\n'
-            f'    <span class="muted flow-queue">{escape(node.ref.qualified)}</span>\n'
+            f'    <span class="muted flow-queue">{queue.qualified}</span>\n'
         )
         took = node.duration_ms
         if took is not None:
@@ -82,8 +98,8 @@ class _TreeWriter:
                 f'    <span class="muted" title="{thousands(took)} ms">'
                 f"took {presenters.span(took)}</span>\n"
             )
-        if node.relation:
-            add(f'    <span class="flow-relation">{escape(node.relation)}</span>\n')
+        if node.relation:  # one of queues.read.flows' words for a kind of child
+            add(f'    <span class="flow-relation">{node.relation}</span>\n')
         deps = node.dependencies
         if deps.total:
             ignored = f" · {thousands(deps.ignored)} failed, ignored" if deps.ignored else ""
