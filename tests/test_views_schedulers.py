@@ -161,7 +161,7 @@ def test_a_scheduler_s_runs_show_in_the_delayed_list_and_open_as_jobs(
     assert "report" in page.content.decode()
 
 
-def test_the_tab_costs_the_template_engine_the_same_at_3_rows_and_at_50(
+def test_the_tab_costs_the_template_engine_the_same_at_20_rows_and_at_50(
     schedulers: JobSchedulers, actor: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The template's row loop was most of the tab's time (docs/benchmarks.md):
