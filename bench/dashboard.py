@@ -3,6 +3,7 @@
     python bench/dashboard.py [--sizes 1000,100000,1000000] [--requests 300]
                               [--many-queues 1000] [--no-peer]
                               [--app dashboard.asgi:application]
+                              [--only flow,schedulers]
 
 20 queues (a few jobs each) plus one queue ``big`` whose failed set holds N
 jobs, seeded straight into Redis. Each N gets its own private redis-server and
@@ -23,6 +24,9 @@ its size) and JSON at that many queues, next to bull-board's overview JSON.
 application instead (bench/http_bridges.py has the HTTP bridges
 dashboard.http was measured against). Finally it times retry-all of 100k
 failed jobs through the JSON API and the server process's RSS growth.
+``--only`` (words of the endpoints' labels, comma-separated) times those
+endpoints alone, beside the server floor, and skips retry-all: a small run
+for one page on a shared machine.
 
 Targets: every page flat in N (1M/1k p50 ratio <= 1.3); JSON overview <= 5 ms
 and failed-page JSON <= 8 ms p50; HTML pages <= 20 ms p50 (the flow page and
@@ -305,11 +309,13 @@ PEER_ENDPOINTS = [
 ]
 
 
-def measure(stacks: list[Stack], requests: int) -> dict[tuple[int, str], tuple[float, float]]:
-    """Every endpoint on every N, in interleaved rounds of 10 requests, so a
-    machine shared with other work slows every N alike and ratios stay fair."""
+def measure(
+    stacks: list[Stack], requests: int, chosen: list[tuple[str, str]]
+) -> dict[tuple[int, str], tuple[float, float]]:
+    """Every chosen endpoint on every N, in interleaved rounds of 10 requests,
+    so a machine shared with other work slows every N alike and ratios stay fair."""
     endpoints = [("(server floor)", "/api/queues/", 401)]
-    endpoints += [(label, path, 200) for label, path in ENDPOINTS]
+    endpoints += [(label, path, 200) for label, path in chosen]
     samples: dict[tuple[int, str], list[float]] = {}
     anonymous = {stack.size: Session(stack.port) for stack in stacks}
     for label, path, expect in endpoints:
@@ -398,8 +404,24 @@ def retry_all(workdir: Path, app: str) -> None:
         stop_stack(stack)
 
 
+def chosen_endpoints(only: str) -> list[tuple[str, str]]:
+    """The endpoints whose label holds one of ``only``'s words (all when "")."""
+    words = [word.strip() for word in only.split(",") if word.strip()]
+    chosen = [
+        (label, path) for label, path in ENDPOINTS if not words or any(w in label for w in words)
+    ]
+    if not chosen:
+        raise SystemExit(f"--only {only!r} names no endpoint: {[label for label, _ in ENDPOINTS]}")
+    return chosen
+
+
 def by_size(
-    sizes: list[int], workdir: Path, app: str, peer_folder: Path | None, requests: int
+    sizes: list[int],
+    workdir: Path,
+    app: str,
+    peer_folder: Path | None,
+    requests: int,
+    chosen: list[tuple[str, str]],
 ) -> None:
     """The endpoints at each N (and bull-board's answers beside ours): the table."""
     stacks: list[Stack] = []
@@ -409,7 +431,7 @@ def by_size(
             print(f"seeded N = {size:,} in {stacks[-1].seconds_to_seed:.1f} s")
         # Let each server's queue discovery settle before timing.
         time.sleep(2)
-        results = measure(stacks, requests)
+        results = measure(stacks, requests, chosen)
         pairs = {}
         for stack in stacks if peer_folder is not None else []:
             for label, ours, theirs in PEER_ENDPOINTS:
@@ -419,7 +441,7 @@ def by_size(
         for stack in stacks:
             stop_stack(stack)
     print("\nserver floor = an anonymous API call (401: no Redis, no database)")
-    labels = ["(server floor)", *(label for label, _ in ENDPOINTS)]
+    labels = ["(server floor)", *(label for label, _ in chosen)]
     header = "".join(f"{f'N={size:,}':>22}" for size in sizes)
     print(f"\n{'p50 / p95 ms':<24}{header}{'p50 ratio':>12}")
     for label in labels:
@@ -442,17 +464,22 @@ def main() -> None:
     parser.add_argument("--app", default="dashboard.asgi:application")
     parser.add_argument("--many-queues", type=int, default=MANY_QUEUES, help="0: skip")
     parser.add_argument("--no-peer", action="store_true", help="do not run bull-board")
+    parser.add_argument(
+        "--only", default="", help="label words, e.g. flow,schedulers: those pages, no retry-all"
+    )
     args = parser.parse_args()
+    chosen = chosen_endpoints(args.only)
     print(f"{args.app}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     sizes = [int(s) for s in args.sizes.split(",") if s]  # "": the many-queue part alone
     workdir = Path(tempfile.mkdtemp(prefix="echomq-bench-"))
     peer_folder, why_not = (None, "--no-peer") if args.no_peer else bullboard_peer.prepare()
     print(f"peer: {'bull-board 9.10.1 (npm) on BullMQ 5' if peer_folder else why_not}")
     if sizes:
-        by_size(sizes, workdir, args.app, peer_folder, args.requests)
+        by_size(sizes, workdir, args.app, peer_folder, args.requests, chosen)
     if args.many_queues:
         many_queues(workdir, args.app, peer_folder, args.many_queues, args.requests)
-    retry_all(workdir, args.app)
+    if not args.only:
+        retry_all(workdir, args.app)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from redis import Redis
 
+from dashboard import flow_html
 from dashboard.api import _json_errors
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import job_id_or_404, queue_or_404
@@ -55,6 +55,7 @@ def flow_context(client: Redis, ref: QueueRef, job_id: str) -> dict[str, Any]:
         tree = None  # removed since the page read it: the page says so
     return {
         "flow": tree,
+        "flow_tree_html": flow_html.tree_html(tree) if tree else "",
         "flow_watch": watched_jobs(tree) if tree else {},
         "flow_max_depth": flows.MAX_DEPTH,
     }
@@ -82,8 +83,7 @@ def flow_children(request: HttpRequest, prefix: str, name: str, job_id: str) -> 
         page = flows.children_page(client, ref, job_id, _page_token(request))
     except InvalidName as error:
         return HttpResponseBadRequest(str(error))
-    context = {"page": page, "focus_key": request.GET.get("focus", "")}
-    return render(request, "dashboard/_flow_children.html", context)
+    return HttpResponse(flow_html.children_page_html(page))
 
 
 @require_GET

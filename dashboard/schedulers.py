@@ -19,11 +19,11 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from dashboard import actions
+from dashboard import actions, scheduler_rows
 from dashboard.api import BadInput, _body, _json_errors, _text
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import int_param, queue_or_404
-from dashboard.permissions import api_permission, page_permission, user_label
+from dashboard.permissions import api_permission, can_act, page_permission, user_label
 from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from dashboard.views import PAGE_SIZES, _back, _is_htmx, _page, _queue_context
@@ -50,10 +50,10 @@ def page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     listed = read.scheduler_page(client, ref, start=(page_number - 1) * size, size=size)
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
     context: dict[str, Any] = _queue_context(ref, summary, TAB)
+    now_ms = int(time.time() * 1000)
     context.update(
         listed=listed,
-        rows=[_row_view(row) for row in listed.rows],
-        now_ms=int(time.time() * 1000),
+        rows_html=scheduler_rows.rows_html(listed, can_act=can_act(request.user), now_ms=now_ms),
         page_number=page_number,
         page_sizes=PAGE_SIZES,
         size=size,
@@ -63,15 +63,6 @@ def page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     if _is_htmx(request):
         return _page(request, "dashboard/_scheduler_table.html", context)
     return _page(request, "dashboard/schedulers.html", context)
-
-
-def _row_view(row: read.SchedulerRow) -> dict[str, Any]:
-    """What a table row shows of a scheduler, the previews cut to fit a cell."""
-    return {
-        "row": row,
-        "data_preview": read.template_preview(row.data),
-        "opts_preview": read.template_preview(row.opts),
-    }
 
 
 @require_POST

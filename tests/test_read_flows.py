@@ -15,6 +15,7 @@ from queues.read import flows
 from queues.read.flows import JobNotInKeyspace, children_page, read_flow
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
+from tests.round_trips import counted_sends
 
 ORDERS, ITEMS = QueueRef("bull", "orders"), QueueRef("bull", "items")
 
@@ -233,3 +234,64 @@ def test_corrupt_dependency_keys_are_problems_on_their_node(redis_client: Redis)
     assert [child.id for child in tree.root.children] == ["c"]
     body = tree.as_json()
     assert body["root"]["problems"] == problems
+
+
+def test_a_level_of_children_costs_three_commands_a_node_in_one_round_trip(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # redis-py packs and parses every command in Python: at twelve commands a
+    # node they were most of a 50-child tree's read. Now a leaf costs HMGET,
+    # LPOS and one EXISTS over its keys of children; each state set one
+    # ZMSCORE per queue of the level.
+    orders, items = ORDERS.keys, ITEMS.keys
+    seed_job(redis_client, orders, "p", state="waiting-children")
+    for n in range(flows.PAGE_SIZE):
+        seed_job(redis_client, items, f"c{n}", state="completed" if n % 2 else "wait")
+        redis_client.sadd(orders.dependencies("p"), items.job(f"c{n}"))
+    redis_client.lpush(items.active, "c1")  # in two states: said, as before
+    redis_client.config_resetstat()
+    with counted_sends(monkeypatch) as sends:
+        tree = read_flow(redis_client, ORDERS, "p")
+    stats = redis_client.info("commandstats")
+    assert tree is not None
+    children = tree.root.children
+    assert len(children) == flows.PAGE_SIZE
+    by_id = {child.id: child for child in children}
+    assert (by_id["c2"].state, by_id["c2"].problems) == ("wait", [])
+    assert by_id["c3"].state == "completed"
+    assert by_id["c1"].state == "completed"
+    assert by_id["c1"].problems == ["it is in more than one state (completed and active)"]
+    # The root (read alone, its counts at once), its first page of children,
+    # the children: three round trips.
+    assert len(sends) == 3
+    calls = sum(
+        entry["calls"]
+        for name, entry in stats.items()
+        if not name.startswith(("cmdstat_config", "cmdstat_info"))
+    )
+    assert calls <= 3 * flows.PAGE_SIZE + 30, stats
+
+
+def test_a_hash_without_job_fields_is_told_from_a_gone_job_and_other_types(
+    redis_client: Redis,
+) -> None:
+    orders = ORDERS.keys
+    seed_job(redis_client, orders, "p", state="waiting-children")
+    redis_client.hset(orders.job("fieldless"), "paused", "1")
+    redis_client.rpush(orders.job("listed"), "x")
+    for child in ("fieldless", "listed", "gone"):
+        redis_client.sadd(orders.dependencies("p"), orders.job(child))
+    tree = read_flow(redis_client, ORDERS, "p")
+    assert tree is not None
+    said = {
+        child.id: (child.missing, child.not_a_job, child.problems) for child in tree.root.children
+    }
+    assert said == {
+        "fieldless": (
+            False,
+            True,
+            ["its hash has no job fields (neither name nor timestamp)"],
+        ),
+        "listed": (False, True, ["its key is a list, not a job"]),
+        "gone": (True, False, ["its hash is gone"]),
+    }

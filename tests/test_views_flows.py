@@ -16,8 +16,11 @@ from redis import Redis
 from queues.flow import FlowJob, FlowProducer
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
+from tests.template_work import counted_lookups
 
 ORDERS, ITEMS = QueueRef("bull", "orders"), QueueRef("bull", "items")
+XSS = "<script>alert(1)</script>"
+XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 
 
 @pytest.fixture
@@ -135,3 +138,61 @@ def test_bad_links_are_said_in_words_on_the_page_and_in_the_api(
     answer = viewer.get(reverse("dashboard:api:flow", args=["bull", "orders", "j"]))
     assert answer.status_code == 200
     assert words in json.dumps(answer.json())
+
+
+def _parent_with_children(client: Redis, parent_id: str, children: int) -> None:
+    """``parent_id`` in orders waiting for ``children`` jobs of items."""
+    seed_job(client, ORDERS.keys, parent_id, state="waiting-children", name="fan-out")
+    for n in range(children):
+        child = f"{parent_id}-{n}"
+        seed_job(client, ITEMS.keys, child, fields={"parentKey": ORDERS.keys.job(parent_id)})
+        client.sadd(ORDERS.keys.dependencies(parent_id), ITEMS.keys.job(child))
+
+
+def test_the_tree_costs_the_template_engine_the_same_at_3_nodes_and_at_50(
+    dashboard_redis: Redis, viewer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A template included once per node was most of a 50-child page's time
+    # (docs/benchmarks.md): the nodes are built in Python (dashboard.flow_html).
+    _parent_with_children(dashboard_redis, "small", 3)
+    _parent_with_children(dashboard_redis, "large", 49)
+    lookups = {}
+    for parent_id in ("small", "large"):
+        _page(viewer, ORDERS, parent_id)  # warm: the first render loads templates
+        with counted_lookups(monkeypatch) as count:
+            section = _flow_section(_page(viewer, ORDERS, parent_id))
+        lookups[parent_id] = count[0]
+        assert section.count('class="flow-node"') == (3 if parent_id == "small" else 49)
+    assert lookups["large"] == lookups["small"]
+
+
+def test_markup_in_a_flow_is_escaped_in_the_tree_and_in_its_next_pages(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    odd = QueueRef("bull", "<i>q</i>")
+    seed_job(dashboard_redis, ORDERS.keys, "p", state="waiting-children", name=XSS)
+    for n in range(55):
+        child = f"<b>\"c{n}'"
+        seed_job(
+            dashboard_redis,
+            odd.keys,
+            child,
+            state="failed",
+            name=XSS,
+            fields={"parentKey": ORDERS.keys.job("p"), "failedReason": XSS},
+        )
+        dashboard_redis.hset(ORDERS.keys.processed("p"), odd.keys.job(child), "1")
+    dashboard_redis.hset(ORDERS.keys.processed("p"), f"bull:orders:{XSS}x", "1")
+    section = _flow_section(_page(viewer, ORDERS, "p"))
+    more = re.search(r'hx-get="([^"]+)"', section)
+    assert more is not None
+    fragment = viewer.get(more.group(1).replace("&amp;", "&")).content.decode()
+    for html in (section, fragment):
+        assert "<script>" not in html
+        assert "<b>" not in html
+        assert "<i>" not in html
+    assert section.count(XSS_ESCAPED) >= 50 * 2  # each child's name and reason
+    assert "&lt;i&gt;q&lt;/i&gt;" in section
+    assert 'data-flow-job="&lt;b&gt;&quot;c' in section
+    # A child key naming no job is a problem on the parent, said on the page where it falls.
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;x" in section + fragment

@@ -15,6 +15,7 @@ from dashboard.models import AuditEntry
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from queues.schedulers import JobSchedulers, Repeat
+from tests.template_work import counted_lookups
 
 REF = QueueRef("bull", "emails")
 PAGE_URL = "/queues/bull/emails/schedulers/"
@@ -158,3 +159,40 @@ def test_a_scheduler_s_runs_show_in_the_delayed_list_and_open_as_jobs(
     page = actor.get(f"/queues/bull/emails/job/{pending}")
     assert page.status_code == 200
     assert "report" in page.content.decode()
+
+
+def test_the_tab_costs_the_template_engine_the_same_at_20_rows_and_at_50(
+    schedulers: JobSchedulers, actor: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The template's row loop was most of the tab's time (docs/benchmarks.md):
+    # the rows are built in Python (dashboard.scheduler_rows).
+    for n in range(51):  # a next page at both sizes: the pagers match
+        schedulers.upsert(f"s{n:02d}", Repeat(every_ms=60_000 * (n + 1)), name="n", data={"n": n})
+    lookups = {}
+    for size in (20, 50):
+        url = f"{PAGE_URL}?size={size}"
+        actor.get(url)  # warm: the first render loads templates
+        with counted_lookups(monkeypatch) as count:
+            html = actor.get(url).content.decode()
+        lookups[size] = count[0]
+        assert html.count("<tr data-job-id=") == size
+    assert lookups[50] == lookups[20]
+
+
+def test_markup_in_a_scheduler_is_escaped_in_its_row(
+    schedulers: JobSchedulers, actor: Any, dashboard_redis: Redis
+) -> None:
+    xss = "<script>alert(1)</script>"
+    schedulers.upsert(
+        "x<b>'\"", Repeat(every_ms=60_000), name=xss, data={"html": xss}, opts={"attempts": 2}
+    )
+    dashboard_redis.hset(REF.keys.repeat_scheduler("x<b>'\""), mapping={"tz": xss, "every": xss})
+    html = actor.get(PAGE_URL).content.decode()
+    assert "<script>" not in html
+    assert "<b>" not in html
+    row = re.search(r'<tr data-job-id="x&lt;b&gt;&#x27;&quot;".*?</tr>', html, re.DOTALL)
+    assert row is not None
+    # name, data, time zone, the note quoting the bad every, and both buttons' questions
+    assert row.group(0).count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 3
+    assert "&lt;script&gt;alert(1)&lt;/scr" in row.group(0)
+    assert "Run x&lt;b&gt;&#x27;&quot; now? A &lt;script&gt;" in row.group(0)

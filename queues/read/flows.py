@@ -11,7 +11,8 @@ Bounded whatever the keyspace holds:
 - up the tree at most MAX_DEPTH parents (one round trip each); a parent that
   is gone, is not a job, or closes a loop ends the walk, and the tree is shown
   from the highest job reached with a problem saying why;
-- down the tree at most MAX_DEPTH levels (three round trips per level) and
+- down the tree at most MAX_DEPTH levels (at most three round trips per level,
+  about three commands per node: see "reading nodes" below) and
   NODE_BUDGET nodes in all; each parent shows at most PAGE_SIZE children
   (failed ones first), read with ZSCAN / HSCAN / SSCAN, so a parent of a
   100,000 children costs one page; :func:`children_page` reads the next page
@@ -241,57 +242,55 @@ class ChildrenPage:
 
 
 # -- reading nodes ---------------------------------------------------------------
+#
+# A level of the tree is read in one round trip whatever its size, and with few
+# commands per node (redis-py packs and parses each command in Python: at 12
+# commands a node they were most of the read's time): each node's fields
+# (HMGET), its place in the active list (LPOS) and whether it has children
+# (one EXISTS over its four keys of children); per queue of the level, one
+# ZMSCORE per state set for all its nodes. A second round trip asks only what
+# the first left open: the children counts of the nodes that have children,
+# and the type of a key that gave no job fields (gone, or not a job).
 
 
-def _queue_node_reads(pipe: Any, node: TreeNode) -> None:
-    keys = _keys_of(node.ref)
-    key = keys.job(node.id)
-    pipe.type(key)
-    pipe.hmget(key, list(_NODE_FIELDS))
-    for state in _ZSET_STATES:
-        pipe.zscore(keys.state(state), node.id)
-    pipe.lpos(keys.active, node.id)
-    for suffix, kind, _scan, _label in _CHILD_KINDS:
-        getattr(pipe, _COUNT_COMMANDS[kind])(f"{key}:{suffix}")
+def _child_count_keys(node: TreeNode) -> list[str]:
+    key = node.key
+    return [f"{key}:{suffix}" for suffix, _kind, _scan, _label in _CHILD_KINDS]
 
 
-_NODE_REPLIES = 3 + len(_ZSET_STATES) + len(_CHILD_KINDS)
+def _ask_counts(pipe: Any, node: TreeNode) -> None:
+    for (_suffix, kind, _scan, _label), key in zip(
+        _CHILD_KINDS, _child_count_keys(node), strict=True
+    ):
+        getattr(pipe, _COUNT_COMMANDS[kind])(key)
 
 
-def _apply_node_replies(node: TreeNode, replies: list[Any]) -> str | None:
-    """Fill ``node`` from its replies; returns its parent's key (or None)."""
-    key_type = codec.text(replies[0]) if _ok(replies[0]) else "none"
-    if key_type == "none":
-        node.missing = True
-        node.problems.append("its hash is gone")
-        return None
-    if key_type != "hash" or not _ok(replies[1]):
-        node.not_a_job = True
-        node.problems.append(f"its key is a {key_type}, not a job")
-        return None
-    name, timestamp, processed_on, finished_on, reason, parent_key, parent = replies[1]
-    if name is None and timestamp is None:
-        node.not_a_job = True
-        node.problems.append("its hash has no job fields (neither name nor timestamp)")
-        return None
+def _apply_fields(node: TreeNode, fields: list[Any]) -> str | None:
+    """Fill ``node`` from its HMGET reply; returns its parent's key (or None)."""
+    name, timestamp, processed_on, finished_on, reason, parent_key, parent = fields
     node.name = codec.text(name) or ""
     node.timestamp = codec.integer(timestamp)
     node.processed_on = codec.integer(processed_on)
     node.finished_on = codec.integer(finished_on)
     node.failed_reason = codec.failure_reason(reason)
-    scores = replies[2 : 2 + len(_ZSET_STATES)]
+    return parent_key_of(parent_key, parent)
+
+
+def _apply_state(node: TreeNode, scores: list[Any], active: Any) -> None:
+    """The node's state from its score in each state set and its place in active."""
     found = [
         s for s, score in zip(_ZSET_STATES, scores, strict=True) if _ok(score) and score is not None
     ]
-    active = replies[2 + len(_ZSET_STATES)]
     if _ok(active) and active is not None:
         found.append("active")
     node.state = found[0] if found else "wait"
     if len(found) > 1:
         node.problems.append(f"it is in more than one state ({' and '.join(found)})")
-    counts = replies[3 + len(_ZSET_STATES) :]
+
+
+def _apply_counts(node: TreeNode, replies: list[Any]) -> None:
     values = []
-    for (suffix, kind, _scan, _label), reply in zip(_CHILD_KINDS, counts, strict=True):
+    for (suffix, kind, _scan, _label), reply in zip(_CHILD_KINDS, replies, strict=True):
         if _ok(reply):
             values.append(int(reply or 0))
         else:
@@ -301,21 +300,105 @@ def _apply_node_replies(node: TreeNode, replies: list[Any]) -> str | None:
     node.dependencies = Dependencies(
         failed=values[0], ignored=values[1], pending=values[2], processed=values[3]
     )
-    return parent_key_of(parent_key, parent)
 
 
-def _read_nodes(client: Redis, nodes: list[TreeNode]) -> list[str | None]:
-    """One round trip for all ``nodes``; returns each one's parent key."""
+def _apply_not_a_job(node: TreeNode, key_type: Any, read_as_hash: bool) -> None:
+    """A key that gave no job fields: gone, another type (its HMGET failed:
+    ``read_as_hash`` False), or a hash without them."""
+    kind = codec.text(key_type) if _ok(key_type) else "none"
+    if kind == "none":
+        node.missing = True
+        node.problems.append("its hash is gone")
+    elif kind != "hash" or not read_as_hash:
+        node.not_a_job = True
+        node.problems.append(f"its key is a {kind}, not a job")
+    else:
+        node.not_a_job = True
+        node.problems.append("its hash has no job fields (neither name nor timestamp)")
+
+
+def _ask_states(pipe: Any, nodes: list[TreeNode]) -> list[list[int]]:
+    """One ZMSCORE per state set per queue, for all of its ``nodes``; returns
+    the nodes' indexes by queue, in the order asked."""
+    by_queue: dict[QueueRef, list[int]] = {}
+    for index, node in enumerate(nodes):
+        by_queue.setdefault(node.ref, []).append(index)
+    for ref, indexes in by_queue.items():
+        ids = [nodes[index].id for index in indexes]
+        for state in _ZSET_STATES:
+            pipe.zmscore(_keys_of(ref).state(state), ids)
+    return list(by_queue.values())
+
+
+def _scores_per_node(replies: list[Any], groups: list[list[int]], count: int) -> list[list[Any]]:
+    """Each node's score in each state set (an error where its set is another type)."""
+    scores: list[list[Any]] = [[] for _ in range(count)]
+    position = 0
+    for indexes in groups:
+        for _state in _ZSET_STATES:
+            reply = replies[position]
+            position += 1
+            for offset, index in enumerate(indexes):
+                scores[index].append(reply[offset] if _ok(reply) else reply)
+    return scores
+
+
+def _read_nodes(client: Redis, nodes: list[TreeNode], *, parents: bool = False) -> list[str | None]:
+    """Fill ``nodes`` (one round trip, a second only when the first leaves
+    something open); returns each one's parent key. ``parents``: the nodes are
+    named as parents by a child, so their children counts are asked at once."""
     if not nodes:
         return []
     pipe = client.pipeline(transaction=False)
     for node in nodes:
-        _queue_node_reads(pipe, node)
+        pipe.hmget(node.key, list(_NODE_FIELDS))
+        pipe.lpos(_keys_of(node.ref).active, node.id)
+        if parents:
+            _ask_counts(pipe, node)
+        else:
+            pipe.exists(*_child_count_keys(node))
+    groups = _ask_states(pipe, nodes)
     replies = _replies(pipe)
-    return [
-        _apply_node_replies(node, replies[index * _NODE_REPLIES : (index + 1) * _NODE_REPLIES])
-        for index, node in enumerate(nodes)
-    ]
+    per_node = 2 + (len(_CHILD_KINDS) if parents else 1)
+    scores = _scores_per_node(replies[len(nodes) * per_node :], groups, len(nodes))
+    parent_keys: list[str | None] = [None] * len(nodes)
+    # Gave no job fields, with whether HMGET could read the key: gone, or what is it?
+    odd: list[tuple[TreeNode, bool]] = []
+    to_count: list[TreeNode] = []
+    for index, node in enumerate(nodes):
+        fields, active, *children = replies[index * per_node : (index + 1) * per_node]
+        # Neither name nor timestamp (the first two fields): no job here.
+        if not _ok(fields) or (fields[0] is None and fields[1] is None):
+            odd.append((node, _ok(fields)))
+            continue
+        parent_keys[index] = _apply_fields(node, fields)
+        _apply_state(node, scores[index], active)
+        if parents:
+            _apply_counts(node, children)
+        elif not _ok(children[0]) or children[0]:
+            to_count.append(node)
+    if odd or to_count:
+        _read_what_is_open(client, odd, to_count)
+    return parent_keys
+
+
+def _read_what_is_open(
+    client: Redis, odd: list[tuple[TreeNode, bool]], to_count: list[TreeNode]
+) -> None:
+    """The second round trip: the type of each key that gave no job fields,
+    the children counts of the nodes that have children."""
+    pipe = client.pipeline(transaction=False)
+    for node, _ in odd:
+        pipe.type(node.key)
+    for node in to_count:
+        _ask_counts(pipe, node)
+    replies = _replies(pipe)
+    for (node, read_as_hash), key_type in zip(odd, replies[: len(odd)], strict=True):
+        _apply_not_a_job(node, key_type, read_as_hash)
+    width = len(_CHILD_KINDS)
+    for index, node in enumerate(to_count):
+        start = len(odd) + index * width
+        _apply_counts(node, replies[start : start + width])
 
 
 # -- pages of children -------------------------------------------------------------
@@ -477,7 +560,7 @@ def children_page(client: Redis, ref: QueueRef, job_id: str, token: str | None) 
     if token is not None:
         parse_page_token(token)
     parent = TreeNode(ref, validate_job_id(job_id))
-    _read_nodes(client, [parent])
+    _read_nodes(client, [parent], parents=True)
     children, next_page, problems = _children_of(client, parent, token)
     parent.problems.extend(problems)
     _read_nodes(client, children)
@@ -495,7 +578,7 @@ def _walk_up(client: Redis, focus: TreeNode) -> tuple[list[TreeNode], list[str]]
     path = [focus]
     seen = {focus.key}
     problems: list[str] = []
-    parent_key = _read_nodes(client, [focus])[0]
+    parent_key = _read_nodes(client, [focus], parents=True)[0]
     while parent_key is not None:
         split = split_job_key(parent_key, focus.ref.connection)
         if split is None:
@@ -515,7 +598,7 @@ def _walk_up(client: Redis, focus: TreeNode) -> tuple[list[TreeNode], list[str]]
                 f"more than {MAX_DEPTH} levels of parents: shown from the {MAX_DEPTH}th"
             )
             break
-        grand_key = _read_nodes(client, [parent])[0]
+        grand_key = _read_nodes(client, [parent], parents=True)[0]
         if parent.missing or parent.not_a_job:
             what = "is gone" if parent.missing else "is not a job"
             problems.append(
@@ -535,7 +618,8 @@ def read_flow(client: Redis, ref: QueueRef, job_id: str) -> FlowTree | None:
     """The tree ``job_id`` belongs to, or None when it is in no flow (no
     parent, no children); JobNotInKeyspace when it is gone. A bounded
     number of round trips: at most MAX_DEPTH up, three per level down (more
-    only for a parent whose first scans came back short of a page)."""
+    only for a parent whose first scans came back short of a page, or a
+    parent up the tree that is gone or not a job)."""
     focus = TreeNode(ref, validate_job_id(job_id))
     path, problems = _walk_up(client, focus)
     if focus.missing or focus.not_a_job:
