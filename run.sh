@@ -115,7 +115,11 @@ case "${1:-}" in
         "$python" -m ruff check .
         "$python" -m ruff format --check .
         "$python" -m mypy queues dashboard
-        exec "$python" -m pytest "$@"
+        # Two test processes (pytest-xdist): the suite mostly waits on browsers,
+        # servers and live feeds, so two of them fill CI's 2 cores. Each has its
+        # own Redis, daphne and Chromium; a test file stays in one process, so its
+        # module fixtures are built once. `./run.sh test -n 0` runs in one process.
+        exec "$python" -m pytest -n 2 --dist loadfile "$@"
         ;;
     *)
         echo "usage: $0 dashboard|test [args...]" >&2
