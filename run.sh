@@ -115,7 +115,13 @@ case "${1:-}" in
         "$python" -m ruff check .
         "$python" -m ruff format --check .
         "$python" -m mypy queues dashboard
-        exec "$python" -m pytest "$@"
+        # Two test processes (pytest-xdist): the suite mostly waits on browsers,
+        # servers and live feeds, so two of them fill CI's 2 cores. Each has its
+        # own Redis, daphne and Chromium; a test file stays in one process, so its
+        # module fixtures are built once. Files go out in collection order (not
+        # largest first, xdist's default): the browser tests must come last in
+        # each process (tests/conftest.py). `./run.sh test -n 0`: one process.
+        exec "$python" -m pytest -n 2 --dist loadfile --no-loadscope-reorder "$@"
         ;;
     *)
         echo "usage: $0 dashboard|test [args...]" >&2

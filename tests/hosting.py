@@ -1,7 +1,9 @@
 """The app as another Django project gets it: the built wheel, installed with pip
 into a fresh virtual environment, mounted by tests/hostproject at /ops/queues/.
 
-Session fixtures (tests/conftest.py imports them), each built once:
+Session fixtures (tests/conftest.py imports them); the wheel and the
+environment are built once per test run, even when pytest-xdist runs it in
+several processes (each then serves its own host site):
 
 ``built_wheel``  ``pip wheel`` of a copy of the checkout's tracked files, so
                  nothing untracked, and no stale ``build/`` folder, gets in.
@@ -14,6 +16,7 @@ Session fixtures (tests/conftest.py imports them), each built once:
 
 from __future__ import annotations
 
+import fcntl
 import http.cookiejar
 import json
 import os
@@ -25,6 +28,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,12 +81,44 @@ def run(*args: str | Path, **options: Any) -> subprocess.CompletedProcess[str]:
     return done
 
 
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder of the whole test run: under pytest-xdist each
+    worker's own folder is inside it."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Path | None]:
+    """A folder ``name`` the test run builds once, however many processes it
+    runs in (pytest-xdist): yields the new folder in ``run_folder`` to build
+    into, or None when it is built already; the others wait on a lock for the
+    build and then get None. A failed build is removed, and the next process
+    to ask builds again (and fails with its own message)."""
+    shared = run_folder(tmp_path_factory)
+    folder, done = shared / name, shared / f"{name}.built"
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if done.exists():
+            yield None
+            return
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        try:
+            yield folder
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        done.touch()
+
+
 @pytest.fixture(scope="session")
 def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tracked_copy(tmp_path_factory.mktemp("wheel-source"))
-    out = tmp_path_factory.mktemp("wheel")
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, source)
-    (wheel,) = out.glob("echomq_dashboard-*.whl")
+    with built_once(tmp_path_factory, "wheel") as build:
+        if build is not None:
+            source = tracked_copy(build / "source")
+            run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", build, source)
+    (wheel,) = (run_folder(tmp_path_factory) / "wheel").glob("echomq_dashboard-*.whl")
     return wheel
 
 
@@ -95,11 +131,13 @@ def host_env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def host_python(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    venv = tmp_path_factory.mktemp("host") / "venv"
-    run(sys.executable, "-m", "venv", venv)
-    python = venv / "bin" / "python"
-    run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", built_wheel)
-    return python
+    """Made once per run: each test process mounting it runs its own host site."""
+    with built_once(tmp_path_factory, "host") as build:
+        if build is not None:
+            run(sys.executable, "-m", "venv", build / "venv")
+            python = build / "venv" / "bin" / "python"
+            run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", built_wheel)
+    return run_folder(tmp_path_factory) / "host" / "venv" / "bin" / "python"
 
 
 @pytest.fixture(scope="session")

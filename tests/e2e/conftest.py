@@ -36,7 +36,7 @@ from tests.e2e.server import (
     free_port,
     manage,
     prepare,
-    terminate,
+    terminate_all,
 )
 
 if TYPE_CHECKING:
@@ -58,6 +58,11 @@ E2E_QUEUES = (
 )
 
 pytestmark = pytest.mark.browser
+# After a test, its helper processes get this long to stop on SIGTERM before
+# SIGKILL: the test is decided and its Redis is flushed next, so nothing waits
+# on a BullMQ worker's drain delay (up to 5 s) or on a job it holds (the
+# scene's thumbnails worker sleeps 600 s in one).
+TEARDOWN_GRACE_S = 1.0
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -243,9 +248,9 @@ class Processes:
         )  # fmt: skip
         return done.stdout.split()
 
-    def stop_all(self) -> None:
-        for started in self.started:
-            terminate(started.process)
+    def stop_all(self, grace: float = 10.0) -> None:
+        """SIGTERM to all at once; SIGKILL to those still running ``grace`` s later."""
+        terminate_all((started.process for started in self.started), grace)
 
 
 @pytest.fixture
@@ -253,7 +258,7 @@ def processes(server_env: dict[str, str], redis_client: Any, tmp_path: Path) -> 
     """Other processes acting on the queues; a flushed Redis; all stopped at the end."""
     running = Processes(server_env, tmp_path)
     yield running
-    running.stop_all()
+    running.stop_all(TEARDOWN_GRACE_S)
 
 
 def start(server: DashboardServer) -> None:
@@ -309,7 +314,7 @@ def scene(
     try:
         yield build_scene(client, running, browser, scene_server.url, auth_state)
     finally:
-        running.stop_all()
+        running.stop_all(TEARDOWN_GRACE_S)
         client.flushall()
         client.close()
 

@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,12 +55,24 @@ def free_port() -> int:
         return port
 
 
-def terminate(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL after 10 s; returns once the process is gone."""
-    if process.poll() is None:
+def terminate(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds; returns once the process is gone."""
+    terminate_all([process], grace)
+
+
+def terminate_all(processes: Iterable[subprocess.Popen[bytes]], grace: float = 10.0) -> None:
+    """SIGTERM to all of them at once, then SIGKILL to those still running
+    ``grace`` seconds later; returns once all are gone. At once, because a
+    BullMQ worker takes up to its drain delay (5 s) to close and one that
+    holds a long job waits for it: one after the other, a test's workers
+    cost their sum."""
+    running = [process for process in processes if process.poll() is None]
+    for process in running:
         process.terminate()
+    deadline = time.monotonic() + grace
+    for process in running:
         try:
-            process.wait(10)
+            process.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()

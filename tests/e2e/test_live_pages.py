@@ -281,11 +281,16 @@ def test_c_promote_a_delayed_job_makes_our_worker_run_it(
     assert redis_client.zscore(QueueKeys(queue).completed, job_id) is not None
 
 
+JOB_HELD_S = 10
+
+
 def test_d_fail_an_active_job_its_worker_gets_minus_2_and_the_reason_stays(
     page: Page, processes: Processes, redis_client: Redis
 ) -> None:
     queue = "e2e-fail"
-    worker = processes.bullmq_worker(queue, "--sleep", "3")
+    # Long enough that the engineer's Fail lands while the job runs on a busy
+    # machine too (at 3 s the job sometimes completed first: a flaky failure).
+    worker = processes.bullmq_worker(queue, "--sleep", str(JOB_HELD_S))
     (job_id,) = processes.peer_add(queue, "slow")
     open_job(page, queue, job_id)
     mark_page(page)
@@ -299,7 +304,7 @@ def test_d_fail_an_active_job_its_worker_gets_minus_2_and_the_reason_stays(
     expect(job_badge(page)).to_have_attribute("data-job-state", "failed")
     expect(page.locator(".failure")).to_contain_text("stuck on a dead host")
     # The worker's finish finds its lock gone: BullMQ reports the -2 as "Missing lock".
-    worker.wait_for(rf"error Missing lock for job {job_id}\b", timeout=10)
+    worker.wait_for(rf"error Missing lock for job {job_id}\b", timeout=JOB_HELD_S + 10)
     job = redis_client.hgetall(QueueKeys(queue).job(job_id))
     assert b"stuck on a dead host" in job[b"failedReason"]
     assert redis_client.zscore(QueueKeys(queue).failed, job_id) is not None
