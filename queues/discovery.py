@@ -39,7 +39,7 @@ from typing import Any
 
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from queues import codec
 from queues.connection import is_cluster
@@ -64,6 +64,10 @@ SCAN_DUTY = 0.005
 FIRST_WALK_DUTY = 0.01
 SCAN_COUNT = 1_000  # keys looked at per SCAN call: each call blocks Redis briefly
 SMALL_KEYSPACE = 50_000  # up to this many keys, the first pass runs at once
+# What the background walk survives (and tries again after): every Redis
+# error, and a cluster's own ("no node reachable", a slot map it cannot build),
+# which redis-py does not derive from RedisError.
+OUTAGES = (RedisError, RedisClusterException)
 MIN_PASS_S = 10.0  # a pass of a small keyspace starts at most this often
 CONNECTIONS_INTERVAL_S = 5.0
 _QUEUE_SUFFIXES = (":meta", ":id")
@@ -281,7 +285,7 @@ class Discovery:
             try:
                 self._poll_connections()
                 self.scan_pass(duty=SCAN_DUTY if self.last_pass_s is not None else FIRST_WALK_DUTY)
-            except RedisError as error:
+            except OUTAGES as error:
                 log.warning("discovery: %r; retrying in %.0f s", error, MIN_PASS_S)
             self._stop.wait(max(0.0, began + MIN_PASS_S - time.monotonic()))
 

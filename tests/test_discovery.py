@@ -127,3 +127,34 @@ def test_unreachable_redis_at_first_use_raises_and_the_next_call_tries_again() -
         discovery.discover_queues(dead, ["bull"])
     # Nothing half-started is kept for that client: the next call starts over.
     assert (id(dead), ("bull",)) not in discovery._registry
+
+
+def test_the_background_walk_survives_a_cluster_error_and_walks_again(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """redis-py's cluster errors are no RedisError: one ended the thread, and the
+    queues it would have found next were never found (a test's teardown caught
+    the thread's death)."""
+    from redis.exceptions import RedisClusterException
+
+    monkeypatch.setattr(discovery, "MIN_PASS_S", 0.05)
+    # The first pass runs in start() itself; the thread's first one fails.
+    failures = iter([None, RedisClusterException("no node reachable")])
+    walker = discovery.Discovery(redis_client, ["bull"])
+    real_pass = walker.scan_pass
+
+    def failing_once(*, duty: float | None = None) -> None:
+        error = next(failures, None)
+        if error is not None:
+            raise error
+        real_pass(duty=duty)
+
+    monkeypatch.setattr(walker, "scan_pass", failing_once)
+    try:
+        walker.start()
+        redis_client.set("bull:late:id", 1)
+        eventually(lambda: QueueRef("bull", "late") in walker.queues())
+        assert walker._thread is not None
+        assert walker._thread.is_alive()
+    finally:
+        walker.stop()
