@@ -501,20 +501,34 @@
     if (was.length !== now.length) return;
     for (var i = 0; i < was.length; i++) now[i].open = was[i].open;
   }
-  // Where the user scrolled inside a block's boxes (traces, JSON, logs).
+  // Where the user scrolled inside a block's boxes (traces, JSON, logs), by
+  // box: its tag and class and its place among the block's boxes of that kind,
+  // so a box appearing or going elsewhere in the block (a new attempt's trace)
+  // does not lose the logs' place.
+  function scrollBoxes(el) {
+    var seen = {}, keyed = {};
+    Array.prototype.forEach.call(el.querySelectorAll("pre, ol"), function (box) {
+      var kind = box.tagName + "." + box.className;
+      seen[kind] = (seen[kind] || 0) + 1;
+      keyed[kind + "#" + seen[kind]] = box;
+    });
+    return keyed;
+  }
   function scrollState(el) {
     if (!el) return null;
-    return Array.prototype.map.call(el.querySelectorAll("pre, ol"), function (box) {
-      return [box.scrollTop, box.scrollLeft];
+    var state = {}, boxes = scrollBoxes(el);
+    Object.keys(boxes).forEach(function (key) {
+      var box = boxes[key];
+      if (box.scrollTop || box.scrollLeft) state[key] = [box.scrollTop, box.scrollLeft];
     });
+    return state;
   }
   function restoreScroll(el, state) {
-    if (!state || !state.length) return;
-    var boxes = el.querySelectorAll("pre, ol");
-    if (boxes.length !== state.length) return;
-    for (var i = 0; i < boxes.length; i++) {
-      if (state[i][0] || state[i][1]) { boxes[i].scrollTop = state[i][0]; boxes[i].scrollLeft = state[i][1]; }
-    }
+    if (!state) return;
+    var boxes = scrollBoxes(el);
+    Object.keys(state).forEach(function (key) {
+      if (boxes[key]) { boxes[key].scrollTop = state[key][0]; boxes[key].scrollLeft = state[key][1]; }
+    });
   }
 
   // An active job's "running 42 s" (dashboard/presenters.py, running_label)
