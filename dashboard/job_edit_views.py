@@ -5,12 +5,14 @@ happened, or why nothing did. They need ``dashboard.change_jobs``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
+from redis import Redis
 
 from dashboard import job_edits
 from dashboard.actions import ActionRefused
@@ -38,41 +40,50 @@ def _posted_job_id(request: HttpRequest) -> str | None:
     return job_id
 
 
-@require_POST
-@page_permission(change=True)
-def edit_job_data(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+def _change_posted_job(
+    request: HttpRequest,
+    prefix: str,
+    name: str,
+    undone: str,
+    change: Callable[[Redis, QueueRef, str, str], job_edits.JobChange],
+) -> HttpResponse:
+    """A form on the job page that changes the posted job: ``change(client,
+    ref, job id, user)`` makes the change (or raises why not), a message says
+    what happened, and the page shown next is the changed job's (the copy,
+    for a duplicate), or the job's own when nothing was done. ``undone``
+    words what did not happen when the id is no job id."""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
     job_id = _posted_job_id(request)
     if job_id is None:
-        messages.error(request, "That is not a job id: nothing was changed")
+        messages.error(request, f"That is not a job id: nothing was {undone}")
         return redirect(_queue_url(ref))
     try:
-        data = job_edits.parse_data(request.POST.get("data", ""))
-        change = job_edits.edit_data(client, ref, job_id, data, user=user_label(request.user))
+        done = change(client, ref, job_id, user_label(request.user))
     except ActionRefused as error:
         messages.error(request, str(error))
-    else:
-        messages.success(request, change.message)
-    return redirect(_job_url(ref, job_id))
+        return redirect(_job_url(ref, job_id))
+    messages.success(request, done.message)
+    return redirect(_job_url(ref, done.job_id))
+
+
+@require_POST
+@page_permission(change=True)
+def edit_job_data(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    def edit(client: Redis, ref: QueueRef, job_id: str, user: str) -> job_edits.JobChange:
+        data = job_edits.parse_data(request.POST.get("data", ""))
+        return job_edits.edit_data(client, ref, job_id, data, user=user)
+
+    return _change_posted_job(request, prefix, name, "changed", edit)
 
 
 @require_POST
 @page_permission(change=True)
 def duplicate_job(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
-    job_id = _posted_job_id(request)
-    if job_id is None:
-        messages.error(request, "That is not a job id: nothing was duplicated")
-        return redirect(_queue_url(ref))
-    try:
-        change = job_edits.duplicate_job(client, ref, job_id, user=user_label(request.user))
-    except ActionRefused as error:
-        messages.error(request, str(error))
-        return redirect(_job_url(ref, job_id))
-    messages.success(request, change.message)
-    return redirect(_job_url(ref, change.job_id))
+    def duplicate(client: Redis, ref: QueueRef, job_id: str, user: str) -> job_edits.JobChange:
+        return job_edits.duplicate_job(client, ref, job_id, user=user)
+
+    return _change_posted_job(request, prefix, name, "duplicated", duplicate)
 
 
 def _whole_number(form: QueryDict, name: str) -> int | None:

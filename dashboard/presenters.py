@@ -375,6 +375,30 @@ def progress_html(progress: Progress, *, text_limit: int = 40) -> SafeString:
     return format_html('<span class="muted" title="{}">{}</span>', text, text)
 
 
+_SELECT_ALL = mark_safe(
+    '<th scope="col" class="check"><input type="checkbox" data-select-all'
+    ' aria-label="Select all jobs on this page"></th>'
+)
+_REASON_HEADING = mark_safe('<th scope="col">Reason</th>')
+
+
+def job_table_head_html(
+    state: str, *, selectable: bool = False, time_heading: str = ""
+) -> SafeString:
+    """The <thead> over :func:`job_rows_html`'s rows: the same columns in the
+    same order, decided here beside them (the queue's tab, its search results
+    and an error group's jobs all draw it). ``time_heading`` replaces the
+    state's own word for the time column."""
+    tab = TAB[state]
+    return format_html(
+        '<thead><tr>{}<th scope="col">Id</th><th scope="col">Name</th><th scope="col">{}</th>'
+        '<th scope="col" class="num">Attempts</th><th scope="col">Progress</th>{}</tr></thead>',
+        _SELECT_ALL if selectable else "",
+        time_heading or tab.time_heading,
+        _REASON_HEADING if tab.shows_reason else "",
+    )
+
+
 def job_rows_html(page: JobPage, *, selectable: bool) -> SafeString:
     """All rows of a job page as one block of escaped markup."""
     show_reason = TAB[page.state].shows_reason

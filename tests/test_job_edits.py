@@ -300,6 +300,21 @@ def test_duplicating_a_missing_or_broken_job_is_a_clear_error(
     assert snapshot(dashboard_redis) == before
 
 
+@pytest.mark.parametrize(("form", "undone"), [("edit/", "changed"), ("duplicate/", "duplicated")])
+def test_a_form_posting_no_job_id_goes_back_to_the_queue_and_says_nothing_was_done(
+    editor: Client, dashboard_redis: Redis, form: str, undone: str
+) -> None:
+    seed_job(dashboard_redis, KEYS, "5", state="failed", data={"old": 1})
+    before = snapshot(dashboard_redis)
+    for bad in ("", "a:b"):
+        response = editor.post(PAGE + form, {"id": bad, "data": "{}"})
+        assert response.status_code == 302
+        assert response["Location"] == PAGE
+        page = editor.get(response["Location"])
+        assert messages_of(page) == [f"That is not a job id: nothing was {undone}"]
+    assert snapshot(dashboard_redis) == before
+
+
 # --------------------------------------------------------------------------- add
 
 

@@ -62,6 +62,12 @@ def job_url(ref: QueueRef, job_id: str) -> str:
 
 
 @register.simple_tag
+def job_table_head(state: str, selectable: bool = False, time_heading: str = "") -> SafeString:
+    """The head of a table of job rows (presenters.job_table_head_html)."""
+    return presenters.job_table_head_html(state, selectable=selectable, time_heading=time_heading)
+
+
+@register.simple_tag
 def api_queue_url(ref: QueueRef) -> str:
     """The queue's counts as JSON."""
     return queue_urls.queue_url("dashboard:api:queue", ref)

@@ -40,6 +40,7 @@
 --- @include "locateJob"
 --- @include "dedupRelease"
 --- @include "keyCheck"
+--- @include "jobInState"
 
 local queue_base = ARGV[1]
 local job_id = ARGV[2]
@@ -54,27 +55,13 @@ local refused = structure_refusal({
 if refused then
   return refused
 end
-local job_refused = job_refusal(job_key, {})
+-- A job that finished, or waits for its children, is not failed by hand.
+local job_refused, state = job_in_state(job_key, job_id, job_states({
+  "prioritized", KEYS[4], "delayed", KEYS[5], "completed", KEYS[10], "failed", KEYS[6],
+  "waiting-children", KEYS[11], "active", KEYS[3], "wait", KEYS[1], "paused", KEYS[2],
+}), {"wait", "paused", "prioritized", "delayed", "active"})
 if job_refused then
   return job_refused
-end
-local found = states_holding({
-  {name = "prioritized", key = KEYS[4]},
-  {name = "delayed", key = KEYS[5]},
-  {name = "completed", key = KEYS[10]},
-  {name = "failed", key = KEYS[6]},
-  {name = "waiting-children", key = KEYS[11]},
-  {name = "active", key = KEYS[3], list = true},
-  {name = "wait", key = KEYS[1], list = true},
-  {name = "paused", key = KEYS[2], list = true},
-}, job_id)
-if #found > 1 then
-  return broken_reply(two_states_reason(found))
-end
-local state = found[1]
-if not state or state.name == "completed" or state.name == "failed"
-    or state.name == "waiting-children" then
-  return -3
 end
 
 -- Readers tolerate anything in these fields, so a malformed one is replaced

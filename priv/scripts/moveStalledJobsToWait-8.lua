@@ -82,11 +82,8 @@ local function recover(job_id, job_key, fields)
   if count > max_stalled and not is_repeat_job(fields[at.opts]) then
     redis.call("HSET", job_key, "defa", "job stalled more than allowable limit")
   end
-  local list, wake = ready_list(queue)
-  redis.call("RPUSH", list, job_id)
-  if wake then
-    wake_workers(queue.marker)
-  end
+  -- Onto the tail of the ready list, as a lifo job: it runs next.
+  push_ready(queue, job_id, 0, true)
   emit_event(events_key, cap, "waiting", "jobId", job_id, "prev", "active")
   emit_event(events_key, cap, "stalled", "jobId", job_id)
   recovered[#recovered + 1] = job_id

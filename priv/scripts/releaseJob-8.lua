@@ -49,12 +49,8 @@ local refused = leave_active(queue.active, stalled_key, job_key, job_id, token)
 if refused ~= 0 then
   return refused
 end
--- The tail of the ready list is taken first: a released job keeps its turn,
--- as a recovered stalled job does.
-local list, wake = ready_list(queue)
-redis.call("RPUSH", list, job_id)
-if wake then
-  wake_workers(queue.marker)
-end
+-- The tail of the ready list is taken first: a released job keeps its turn
+-- (pushed as a lifo job is), as a recovered stalled job does.
+push_ready(queue, job_id, 0, true)
 emit_event(events_key, events_cap(queue.meta), "waiting", "jobId", job_id, "prev", "active")
 return 0

@@ -63,16 +63,10 @@ local refused = structure_refusal({
 if refused then
   return refused
 end
-local found = states_holding({
-  {name = "completed", key = KEYS[6]},
-  {name = "failed", key = KEYS[7]},
-  {name = "delayed", key = KEYS[5]},
-  {name = "prioritized", key = KEYS[4]},
-  {name = "waiting-children", key = KEYS[8]},
-  {name = "active", key = KEYS[3], list = true},
-  {name = "wait", key = KEYS[1], list = true},
-  {name = "paused", key = KEYS[2], list = true},
-}, job_id)
+local found = states_holding(job_states({
+  "completed", KEYS[6], "failed", KEYS[7], "delayed", KEYS[5], "prioritized", KEYS[4],
+  "waiting-children", KEYS[8], "active", KEYS[3], "wait", KEYS[1], "paused", KEYS[2],
+}), job_id)
 local problem = job_checker({}, {})(job_key)
 if problem == "missing" and #found == 0 then
   return -1

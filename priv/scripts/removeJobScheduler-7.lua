@@ -47,15 +47,10 @@ local next_run = as_number(redis.call("ZSCORE", KEYS[1], scheduler_id))
 if not next_run and redis.call("EXISTS", definition_key) == 0 then
   return {"missing", ""}
 end
-local pending_id = ""
-local found = {}
-if next_run then
-  local problem
-  pending_id, found, problem = find_pending_run(queue_base, scheduler_id, next_run,
-    pending_states(KEYS[2], KEYS[3], KEYS[4], KEYS[5]))
-  if problem then
-    return broken_reply(problem)
-  end
+local pending_id, found, problem = find_pending_run(queue_base, scheduler_id, next_run,
+  pending_states(KEYS[2], KEYS[3], KEYS[4], KEYS[5]))
+if problem then
+  return broken_reply(problem)
 end
 
 if not discard_pending_run(queue_base, pending_id, found, tonumber(ARGV[3]), KEYS[7],

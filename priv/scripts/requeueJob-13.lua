@@ -49,11 +49,8 @@ if not redis.call("ZSCORE", q.source, job_id) then
   return -3
 end
 -- One job may afford what a batch may not: walking the lists for a copy.
-local listed = states_holding({
-  {name = "active", key = q.active, list = true},
-  {name = "wait", key = q.wait, list = true},
-  {name = "paused", key = q.paused, list = true},
-}, job_id)
+local listed = states_holding(job_states({"active", q.active, "wait", q.wait, "paused", q.paused}),
+  job_id)
 if #listed > 0 then
   return broken_reply("states:" .. ARGV[3] .. "," .. listed[1].name)
 end

@@ -40,9 +40,8 @@
 local queue_base = ARGV[1]
 local scheduler_id = ARGV[2]
 local now = ARGV[3]
-local definition_key = scheduler_key(KEYS[11], scheduler_id)
 
-local refused = add_refusal(KEYS) or structure_refusal({KEYS[11], "zset", definition_key, "hash"})
+local definition_key, refused = definition_for_adding(KEYS, scheduler_id)
 if refused then
   return refused
 end

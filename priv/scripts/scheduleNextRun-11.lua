@@ -47,9 +47,8 @@ local queue_base = ARGV[1]
 local scheduler_id = ARGV[2]
 local now = tonumber(ARGV[5])
 local repeat_key = KEYS[11]
-local definition_key = scheduler_key(repeat_key, scheduler_id)
 
-local refused = add_refusal(KEYS) or structure_refusal({repeat_key, "zset", definition_key, "hash"})
+local definition_key, refused = definition_for_adding(KEYS, scheduler_id)
 if refused then
   return refused
 end

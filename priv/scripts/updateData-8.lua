@@ -38,6 +38,7 @@
 ]]
 --- @include "locateJob"
 --- @include "keyCheck"
+--- @include "jobInState"
 
 local job_id = ARGV[2]
 local job_key = ARGV[1] .. job_id
@@ -49,28 +50,14 @@ local refused = structure_refusal({
 if refused then
   return refused
 end
-local job_refused = job_refusal(job_key, {})
+-- Sorted sets first (ZSCORE is O(1)); the lists are walked only after them.
+-- An active job is refused: a worker holds it and reads its data.
+local job_refused, state = job_in_state(job_key, job_id, job_states({
+  "prioritized", KEYS[4], "delayed", KEYS[5], "failed", KEYS[6], "completed", KEYS[7],
+  "waiting-children", KEYS[8], "active", KEYS[3], "wait", KEYS[1], "paused", KEYS[2],
+}), {"wait", "paused", "prioritized", "delayed", "failed"})
 if job_refused then
   return job_refused
-end
--- Sorted sets first (ZSCORE is O(1)); the lists are walked only after them.
-local found = states_holding({
-  {name = "prioritized", key = KEYS[4]},
-  {name = "delayed", key = KEYS[5]},
-  {name = "failed", key = KEYS[6]},
-  {name = "completed", key = KEYS[7]},
-  {name = "waiting-children", key = KEYS[8]},
-  {name = "active", key = KEYS[3], list = true},
-  {name = "wait", key = KEYS[1], list = true},
-  {name = "paused", key = KEYS[2], list = true},
-}, job_id)
-if #found > 1 then
-  return broken_reply(two_states_reason(found))
-end
-local state = found[1]
-if not state or state.name == "active" or state.name == "completed"
-    or state.name == "waiting-children" then
-  return -3
 end
 
 local previous = redis.call("HGET", job_key, "data")

@@ -52,9 +52,8 @@ local scheduler_id = ARGV[2]
 local every = as_number(ARGV[4])
 local now = tonumber(ARGV[14])
 local repeat_key = KEYS[11]
-local definition_key = scheduler_key(repeat_key, scheduler_id)
 
-local refused = add_refusal(KEYS) or structure_refusal({repeat_key, "zset", definition_key, "hash"})
+local definition_key, refused = definition_for_adding(KEYS, scheduler_id)
 if refused then
   return refused
 end
@@ -77,15 +76,10 @@ if every then
 end
 
 -- The pending run of the definition being replaced, unless a worker has it.
-local found = {}
-local pending_id = nil
-if prev then
-  local problem
-  pending_id, found, problem = find_pending_run(queue_base, scheduler_id, prev,
-    pending_states(KEYS[5], KEYS[6], KEYS[1], KEYS[2]))
-  if problem then
-    return broken_reply(problem)
-  end
+local pending_id, found, problem = find_pending_run(queue_base, scheduler_id, prev,
+  pending_states(KEYS[5], KEYS[6], KEYS[1], KEYS[2]))
+if problem then
+  return broken_reply(problem)
 end
 local replacing = #found > 0
 if replacing and every and not every_changed then

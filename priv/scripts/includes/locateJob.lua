@@ -1,7 +1,22 @@
 -- Finding which states hold a job. `states` is an array of {name = <state
--- name>, key = <key>, list = <bool>}; sorted sets come first in callers'
--- arrays because ZSCORE is O(1) while LPOS walks the list. The callers have
--- checked every key's type (keyCheck.lua), so none of these calls can fail.
+-- name>, key = <key>, list = <bool>} (built by job_states); sorted sets come
+-- first in callers' arrays because ZSCORE is O(1) while LPOS walks the list.
+-- The callers have checked every key's type (keyCheck.lua), so none of these
+-- calls can fail.
+
+-- The states kept in lists; every other state is a sorted set.
+local LIST_STATES = {wait = true, paused = true, active = true}
+
+-- The `states` array of a script from a flat array name, key, name, key ...
+-- in the order they are to be searched.
+local function job_states(named_keys)
+  local states = {}
+  for index = 1, #named_keys, 2 do
+    local name = named_keys[index]
+    states[#states + 1] = {name = name, key = named_keys[index + 1], list = LIST_STATES[name]}
+  end
+  return states
+end
 
 local function holds(state, job_id)
   if state.list then

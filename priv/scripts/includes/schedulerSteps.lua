@@ -12,6 +12,18 @@ local function scheduler_key(repeat_key, scheduler_id)
   return repeat_key .. ":" .. scheduler_id
 end
 
+-- The scripts that add a scheduler's run (upsertJobScheduler,
+-- scheduleNextRun, runJobScheduler) take the ten keys of an add
+-- (addJobSteps.lua) and then `repeat`, the eleventh. Answers the scheduler's
+-- definition key and the refusal when any of those or the definition has
+-- the wrong type (nil when none): everything the script may write, checked
+-- before its first write.
+local function definition_for_adding(keys, scheduler_id)
+  local definition_key = scheduler_key(keys[11], scheduler_id)
+  return definition_key,
+    add_refusal(keys) or structure_refusal({keys[11], "zset", definition_key, "hash"})
+end
+
 -- Run times are whole milliseconds; "%d" keeps 13 digits whole where
 -- tostring would switch to an exponent on bigger numbers.
 local function iteration_id(scheduler_id, run_ms)
@@ -84,19 +96,19 @@ end
 
 -- The states a scheduler's pending run can wait in before a worker takes it.
 local function pending_states(delayed, prioritized, wait, paused)
-  return {
-    {name = "delayed", key = delayed},
-    {name = "prioritized", key = prioritized},
-    {name = "wait", key = wait, list = true},
-    {name = "paused", key = paused, list = true},
-  }
+  return job_states({"delayed", delayed, "prioritized", prioritized, "wait", wait,
+    "paused", paused})
 end
 
 -- The pending run of a scheduler whose next run is `run_ms`: its job id, the
 -- states holding it (none when a worker has taken it or it is gone), and why
 -- it cannot be deleted (its key is no job hash, or it sits in two states), or
--- nil. Asked before the caller's first write.
+-- nil. A scheduler with no next run (`run_ms` nil) has none: "", {}, nil.
+-- Asked before the caller's first write.
 local function find_pending_run(queue_base, scheduler_id, run_ms, states)
+  if not run_ms then
+    return "", {}, nil
+  end
   local job_id = iteration_id(scheduler_id, run_ms)
   local found = states_holding(states, job_id)
   local problem = job_checker({}, {})(queue_base .. job_id)
