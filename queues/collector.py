@@ -55,9 +55,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redis import Redis
-from redis.exceptions import LockError, RedisError
+from redis.exceptions import LockError, RedisError, ResponseError
 
 from queues import codec, scripts
+from queues.connection import is_cluster
 from queues.keys import COLLECTOR_LEASE, COLLECTOR_STATUS, HistoryKeys, QueueKeys
 from queues.latency import LAST_BUCKET, bucket_of
 from queues.read.refs import QueueRef
@@ -84,6 +85,11 @@ IDLE_S = 0.2
 BUSY_S = 0.05
 # Streams read per round trip: bounds what one pass holds (10 x 5,000 events).
 QUEUES_PER_READ = 10
+# Streams asked "anything after the cursor?" per XREAD COUNT 1 (single node):
+# a pass reads only the streams with news, so a thousand idle queues cost a
+# few commands a pass, not a thousand XRANGEs (measured: the idle collector of
+# 1,000 queues raised the pages' server floor from 2.0 to 3.4 ms).
+NEWS_PER_READ = 200
 BACKLOG_EVERY_S = 10.0
 QUEUES_EVERY_S = 10.0
 TRACKED_JOBS = 20_000
@@ -243,8 +249,9 @@ def _field(flat: Sequence[bytes], name: bytes, default: bytes | None = None) -> 
 
 
 def _raw_stream_client(client: Redis) -> Redis:
-    """A client on ``client``'s connections whose XRANGE answers Redis' reply
-    as it came (``[id, [field, value, ...]]``).
+    """A client on ``client``'s connections whose XRANGE and XREAD answer
+    Redis' reply as it came (``[id, [field, value, ...]]``; XREAD: ``[[stream,
+    entries], ...]`` or None).
 
     Measured reason (a stream of 30,000 BullMQ events, one process): redis-py's
     own XRANGE reply callback builds a dict per entry and took about 60% of the
@@ -252,7 +259,8 @@ def _raw_stream_client(client: Redis) -> Redis:
     the parsed reply and the fold took 0.19-0.24 s. The callback is set on a
     client of the collector's own, so nothing else sees raw replies."""
     raw = Redis(connection_pool=client.connection_pool)
-    raw.set_response_callback("XRANGE", lambda reply, **_options: reply)
+    for command in ("XRANGE", "XREAD"):
+        raw.set_response_callback(command, lambda reply, **_options: reply)
     return raw
 
 
@@ -453,8 +461,9 @@ class HistoryCollector:
         folders = self._folders(self._refs())
         busy = False
         self.read_last_pass = 0
-        for offset in range(0, len(folders), QUEUES_PER_READ):
-            group = folders[offset : offset + QUEUES_PER_READ]
+        with_news = self._with_news(folders)
+        for offset in range(0, len(with_news), QUEUES_PER_READ):
+            group = with_news[offset : offset + QUEUES_PER_READ]
             pipe = self._streams.pipeline(transaction=False)
             for folder in group:
                 start = f"({folder.cursor}" if folder.cursor else "-"
@@ -474,6 +483,28 @@ class HistoryCollector:
                 mapping={"holder": self.name, "caught_up_ms": int(time.time() * 1000)},
             )
         return busy
+
+    def _with_news(self, folders: list[QueueFolder]) -> list[QueueFolder]:
+        """The folders whose stream holds events after their cursor: one XREAD
+        COUNT 1 per ``NEWS_PER_READ`` streams on a single node (it names only
+        the streams with news). On a cluster, whose streams sit on several
+        nodes, and for a group holding a key that is no stream (XREAD refuses
+        the whole group), every folder is read."""
+        if is_cluster(self.client):
+            return folders
+        found: list[QueueFolder] = []
+        for offset in range(0, len(folders), NEWS_PER_READ):
+            group = folders[offset : offset + NEWS_PER_READ]
+            keys = [folder.ref.keys.events for folder in group]
+            after = {key: folder.cursor or "0-0" for key, folder in zip(keys, group, strict=True)}
+            try:
+                reply: Any = self._streams.xread(after, count=1)  # type: ignore[arg-type]
+            except ResponseError:
+                found.extend(group)
+                continue
+            named = {codec.text(stream) for stream, _ in reply or ()}
+            found.extend(folder for folder, key in zip(group, keys, strict=True) if key in named)
+        return found
 
     def _fold_and_record(self, folder: QueueFolder, entries: Sequence[Any]) -> None:
         batches, lookups = folder.fold(entries)
