@@ -208,10 +208,12 @@ def start_server(env: dict[str, str], port: int, app: str) -> subprocess.Popen[b
 
 
 def prepare_django(env: dict[str, str]) -> None:
-    """Tables and a user who may view and act, in the server's database."""
+    """Tables and a user who may view and act, in the server's database (the
+    parts of one run share it: the user is made once)."""
     script = (
         "from django.contrib.auth.models import User, Permission;"
-        "u = User.objects.create_user('bench', password='bench-pass', is_staff=True);"
+        "u = User.objects.filter(username='bench').first()"
+        " or User.objects.create_user('bench', password='bench-pass', is_staff=True);"
         "u.user_permissions.add(*Permission.objects.filter(content_type__app_label='dashboard'))"
     )
     for command in (["migrate", "--verbosity", "0"], ["shell", "-c", script]):
