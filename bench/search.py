@@ -5,7 +5,7 @@
 Search (issue 13, capability 1; queues/read/search.py): ``--jobs`` failed
 jobs of about 200 bytes of data each are written in BullMQ's layout
 (pipelined HSET + ZADD, not through the scripts: only the search is
-measured). Then, with the search's real pacing (slices of ~3 ms, 40% duty):
+measured). Then, with the search's real pacing (slices of ~3 ms, 60% duty):
 
 - a full scan by failed reason and one by data substring (target <= 20 s each),
 - the time to the first page (50 hits) of each (target <= 1 s),
