@@ -37,7 +37,7 @@ from dashboard.permissions import can_act, can_change, page_permission, read_onl
 from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from queues.keys import InvalidName
-from queues.read import counts, events, history, lists, states
+from queues.read import counts, events, lists, states
 from queues.read.job import job_detail
 from queues.read.refs import QueueRef
 from queues.read.workers import worker_counts
@@ -194,12 +194,6 @@ def overview(request: HttpRequest) -> HttpResponse:
     for group in groups:
         page_refs = [ref for owner, ref in shown if owner is group]
         connection_groups.read_summaries(group, page_refs, count_workers=_stuck_workers)
-        # Rows whose workers keep no BullMQ metrics: their sparklines from the history.
-        with_series = functools.partial(
-            history.with_history_series, summaries=group.summaries, minutes=counts.METRICS_POINTS
-        )
-        if group.summaries:
-            group.summaries = connection_groups.ask(group, with_series) or group.summaries
         if sort == "failed":
             # Ordered again by the counts the rows show: a failure between the
             # two reads must not put a row out of order against its number.
