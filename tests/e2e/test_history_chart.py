@@ -21,7 +21,7 @@ from queues.queue import Queue
 from queues.read.refs import QueueRef
 from tests.e2e.conftest import Processes
 from tests.e2e.server import DashboardServer
-from tests.e2e.test_screenshots import LOOKS
+from tests.e2e.test_screenshots import page_in_look
 from tests.history_helpers import collect_until_read, job_events, write_events
 
 QUEUE = "e2e-history"
@@ -123,11 +123,7 @@ def test_the_24_hour_chart_shows_a_workload_reads_out_slots_and_marks_actions(
     page.screenshot(path=SHOTS / "overview-last-hour-light.png", full_page=True)
 
     for look in ("dark", "phone"):
-        context = browser.new_context(
-            base_url=dashboard_server.url, storage_state=auth_state, **LOOKS[look]
-        )
-        try:
-            other = context.new_page()
+        with page_in_look(browser, dashboard_server, auth_state, look) as other:
             other.goto(PAGE)
             expect(other.locator(f"{CHART} g.minute")).to_have_count(288)
             other.locator(CHART).scroll_into_view_if_needed()
@@ -135,6 +131,4 @@ def test_the_24_hour_chart_shows_a_workload_reads_out_slots_and_marks_actions(
             other.goto("/")
             expect(other.locator(SUMMARY_ROW)).to_be_visible()
             other.screenshot(path=SHOTS / f"overview-last-hour-{look}.png", full_page=True)
-        finally:
-            context.close()
     client.close()

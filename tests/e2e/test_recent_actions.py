@@ -20,7 +20,7 @@ from queues.keys import QueueKeys
 from tests.dashboard_seed import seed_job
 from tests.e2e.conftest import ROOT, Processes, wait_live
 from tests.e2e.server import DashboardServer
-from tests.e2e.test_screenshots import LOOKS
+from tests.e2e.test_screenshots import page_in_look
 
 QUEUE = "e2e-cohorts"
 JOBS = 24
@@ -114,19 +114,13 @@ def test_a_retried_cohort_is_counted_live_while_a_worker_completes_and_fails_it(
     page.screenshot(path=SHOTS / "cohort-failed-same-light.png", full_page=True)
 
     for look in ("dark", "phone"):
-        context = browser.new_context(
-            base_url=dashboard_server.url, storage_state=auth_state, **LOOKS[look]
-        )
-        try:
-            other = context.new_page()
+        with page_in_look(browser, dashboard_server, auth_state, look) as other:
             other.goto(f"/queues/bull/{QUEUE}/?state=failed")
             expect(other.locator('#recent-actions [data-part="completed"]')).to_be_visible()
             other.screenshot(path=SHOTS / f"recent-actions-{look}.png", full_page=True)
             other.locator('#recent-actions [data-part="failed"]').first.click()
             expect(other.locator("table.cohort-jobs tbody tr")).to_have_count(JOBS // 2)
             other.screenshot(path=SHOTS / f"cohort-failed-{look}.png", full_page=True)
-        finally:
-            context.close()
 
 
 def test_the_panel_holds_still_under_the_pointer_and_catches_up_when_left(

@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,20 @@ LOOKS = {
         "has_touch": True,
     },
 }
+
+
+@contextmanager
+def page_in_look(
+    browser: Browser, server: DashboardServer, auth_state: str, look: str
+) -> Iterator[Page]:
+    """A signed-in page of its own in ``look`` (a key of LOOKS), closed after."""
+    context = browser.new_context(base_url=server.url, storage_state=auth_state, **LOOKS[look])
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
 # Words a page must never show: a value the server or the page script lost.
 LOST_VALUE = re.compile(r"\b(undefined|NaN|null)\b|\[object Object\]")
 

@@ -17,7 +17,7 @@ from queues.connection import connect
 from queues.read.refs import QueueRef
 from tests.e2e.conftest import Processes, wait_live
 from tests.e2e.server import DashboardServer, terminate
-from tests.e2e.test_screenshots import LOOKS
+from tests.e2e.test_screenshots import page_in_look
 
 QUEUE = "e2e-workers"
 TAB = f"/queues/bull/{QUEUE}/workers/"
@@ -69,17 +69,10 @@ def test_workers_appear_as_they_connect_and_go_as_they_leave(
     page.screenshot(path=SHOTS / "workers-light.png", full_page=True)
 
     for look in ("dark", "phone"):
-        options = LOOKS[look]
-        context = browser.new_context(
-            base_url=dashboard_server.url, storage_state=auth_state, **options
-        )
-        try:
-            other = context.new_page()
+        with page_in_look(browser, dashboard_server, auth_state, look) as other:
             other.goto(TAB)
             expect(row(other, "echo-resizer")).to_have_count(1)
             other.screenshot(path=SHOTS / f"workers-{look}.png", full_page=True)
-        finally:
-            context.close()
 
     # BullMQ's worker stops: its row goes, ours stays, without a reload.
     page.mouse.move(0, 0)
