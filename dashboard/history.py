@@ -128,7 +128,8 @@ def _last_hours() -> tuple[list[ServerHour], int, list[str]]:
         def last_hour(client: Redis, refs: list[QueueRef] = refs) -> ServerHour:
             return ServerHour(recent(client, refs), collector_status(client).lag_s())
 
-        answer = connection_groups.ask(group, last_hour) if group.reachable else None
+        # None: the server did not answer now or lately (ask remembers which).
+        answer = connection_groups.ask(group, last_hour)
         if answer is None:
             unreachable.append(group.name)
             continue
