@@ -115,6 +115,12 @@
         if (opener && opener.focus) opener.focus();
         return;
       }
+      // A live refresh may have swapped the form out of the page while the
+      // dialog was open; a form out of the document does not submit, and the
+      // confirmed action would be lost without a word. It goes back in
+      // (hidden) and is sent as the user saw it: the server checks the state
+      // it names and says so if the job has moved meanwhile.
+      if (!form.isConnected) { form.hidden = true; document.body.appendChild(form); }
       form.setAttribute("data-confirmed", "");
       if (submitter && form.requestSubmit) form.requestSubmit(submitter);
       else if (form.requestSubmit) form.requestSubmit();

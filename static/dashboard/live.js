@@ -406,13 +406,18 @@
 
   // The job page: refetched whole, then merged block by block (mergeBlocks).
   // A block that holds the focus stays while the user works in it and the page
-  // is refetched again when the focus leaves it.
+  // is refetched again when the focus leaves it. While a confirmation is open
+  // nothing is merged: the focus is in the dialog, so the head would be swapped
+  // whole (its title changes every second on a running job) and the form the
+  // dialog is about to submit would be gone with it; the page catches up when
+  // the dialog closes.
   var jobFocusWaiting = false;
   var refreshJob = throttled(300, function () {
     // A removed job answers 404 with a page that says so: show that too.
     return getText(location.href, false, true).then(function (html) {
       var next = new DOMParser().parseFromString(html, "text/html").querySelector("main");
       if (!next) return;
+      if (document.querySelector("dialog[open]")) { jobFocusWaiting = true; return; }
       jobFocusWaiting = false;
       if (mergeBlocks(main, next)) { rearm(main); followFlow(); }
     });
@@ -431,6 +436,7 @@
   }
   if (pageKind === "job") {
     main.addEventListener("focusout", function () { if (jobFocusWaiting) refreshJob(); });
+    document.addEventListener("close", function () { if (jobFocusWaiting) refreshJob(); }, true);
   }
 
   // Puts the children of `fresh` (a block as the server renders it now) into

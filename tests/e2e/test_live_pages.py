@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, Locator, Page, expect
 from redis import Redis
 
 from queues.keys import QueueKeys
-from tests.e2e.conftest import Processes, start, wait_live
+from tests.e2e.conftest import Confirms, Processes, start, wait_live
 from tests.e2e.server import DashboardServer, free_port
 
 
@@ -311,6 +311,34 @@ def test_d_fail_an_active_job_its_worker_gets_minus_2_and_the_reason_stays(
     assert redis_client.zscore(QueueKeys(queue).completed, job_id) is None
     page.reload()
     expect(job_badge(page)).to_have_attribute("data-job-state", "failed")
+
+
+def test_a_confirmation_open_while_the_job_page_refreshes_still_acts(
+    page: Page, processes: Processes, redis_client: Redis, confirms: Confirms
+) -> None:
+    """The confirm dialog submits the form it was opened from. A live refresh
+    that arrived while it was open used to swap the page's head (title and
+    actions) for a fresh copy, so the confirmed form was no longer in the page
+    and nothing happened (CI saw it as a Fail that never landed)."""
+    queue = "e2e-confirm-refresh"
+    (job_id,) = processes.peer_add(queue, "before")
+    open_job(page, queue, job_id)
+    confirms.manual()
+    page.get_by_role("button", name="Remove").click()
+    dialog = page.locator("dialog.confirm-dialog[open]")
+    expect(dialog).to_be_visible()
+
+    # Another process changes what the head shows, and its event makes the page refetch.
+    redis_client.hset(QueueKeys(queue).job(job_id), "name", "after")
+    with page.expect_event("requestfinished", lambda r: r.url == page.url):
+        processes.our_queue(queue, f"update_progress({job_id!r}, 40)")
+    page.evaluate("new Promise(done => setTimeout(done, 100))")  # its merge would run now
+    expect(page.locator("main h1")).to_contain_text("before")  # held while the dialog is open
+
+    dialog.locator("[data-confirm-ok]").click()
+
+    expect(page.locator("#messages")).to_contain_text(job_id)
+    assert not redis_client.exists(QueueKeys(queue).job(job_id))
 
 
 def test_the_job_page_says_so_when_another_process_removes_the_job(
