@@ -34,11 +34,11 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 from redis import Redis
-from redis.exceptions import RedisError
 
 from dashboard import conf, connections
 from dashboard.lookup import all_queues
 from dashboard.redis import get_client
+from queues.connection import REDIS_FAILURES
 from queues.latency import STEPS_PER_DOUBLING
 from queues.read.counts import QueueSummary, queue_summaries
 from queues.read.history import Durations, Totals, collector_status, totals
@@ -71,11 +71,11 @@ def _histogram(family: HistogramMetricFamily, ref: QueueRef, durations: Duration
 
 @dataclass(frozen=True, slots=True)
 class Server:
-    """One Redis connection to export: its queues (at most what is left of
-    ``MAX_QUEUES``), or None when discovery found it unreachable."""
+    """One Redis connection to export: its client and queues (at most what is
+    left of ``MAX_QUEUES``), both None when it could not be reached."""
 
     connection: str
-    client: Redis
+    client: Redis | None
     refs: list[QueueRef] | None
 
 
@@ -194,10 +194,10 @@ class QueueCollector(Collector):
         families = Families()
         for server in self.servers:
             reading = None
-            if server.refs is not None:
+            if server.client is not None and server.refs is not None:
                 try:
                     reading = ServerReading.read(server.client, server.refs)
-                except RedisError:
+                except REDIS_FAILURES:  # this server is down: echomq_redis_up 0
                     reading = None
             families.up.add_metric([server.connection], 0 if reading is None else 1)
             if reading is None:
@@ -219,11 +219,12 @@ def _servers() -> tuple[list[Server], int]:
     servers: list[Server] = []
     kept = omitted = 0
     for connection in connections.configured():
-        client = get_client(connection.name)
         try:
+            # A cluster client already fails here when it reaches no node.
+            client = get_client(connection.name)
             refs = all_queues(client, connection=connection.name)
-        except RedisError:
-            servers.append(Server(connection.name, client, None))
+        except REDIS_FAILURES:
+            servers.append(Server(connection.name, None, None))
             continue
         room = max(0, MAX_QUEUES - kept)
         servers.append(Server(connection.name, client, refs[:room]))

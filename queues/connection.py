@@ -17,6 +17,7 @@ from redis.asyncio import BlockingConnectionPool as AsyncBlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, RedisError
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -73,6 +74,13 @@ def connect_async(url: str, *, max_connections: int | None = None, **options: An
         return AsyncRedis.from_pool(pool)  # the client closes the pool
     client: AsyncRedis = AsyncRedis.from_url(plain, **options)
     return client
+
+
+# Every way a read of Redis can fail for a reason outside the dashboard: any
+# Redis error, and a cluster client's own ("no node reachable", a slot map it
+# cannot build), which redis-py does not derive from RedisError. Background
+# work survives these and tries again; a health figure reads them as "down".
+REDIS_FAILURES = (RedisError, RedisClusterException)
 
 
 def is_cluster(client: object) -> bool:

@@ -42,7 +42,7 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import RedisClusterException, RedisError
 
 from queues import codec
-from queues.connection import is_cluster
+from queues.connection import REDIS_FAILURES, is_cluster
 from queues.connection_names import queue_names_of
 from queues.keys import InvalidName, validate_prefix
 from queues.read.refs import QueueRef
@@ -64,10 +64,8 @@ SCAN_DUTY = 0.005
 FIRST_WALK_DUTY = 0.01
 SCAN_COUNT = 1_000  # keys looked at per SCAN call: each call blocks Redis briefly
 SMALL_KEYSPACE = 50_000  # up to this many keys, the first pass runs at once
-# What the background walk survives (and tries again after): every Redis
-# error, and a cluster's own ("no node reachable", a slot map it cannot build),
-# which redis-py does not derive from RedisError.
-OUTAGES = (RedisError, RedisClusterException)
+# What the background walk survives (and tries again after).
+OUTAGES = REDIS_FAILURES
 MIN_PASS_S = 10.0  # a pass of a small keyspace starts at most this often
 CONNECTIONS_INTERVAL_S = 5.0
 _QUEUE_SUFFIXES = (":meta", ":id")
@@ -236,6 +234,11 @@ class Discovery:
     def scan_pass(self, *, duty: float | None = None) -> None:
         """One whole pass; with a duty, it sleeps between calls to keep to it."""
         nodes = _nodes(self.client)
+        if not nodes:
+            # A cluster client that lost every node knows no primary: a pass over
+            # nothing would "find" no queues and empty the list shown until the
+            # next pass, so it is an outage, and the last pass's queues stay.
+            raise RedisClusterException("no primary node known: the cluster is unreachable")
         walk = _Walk([(node, _scan_pattern(p)) for p in self.prefixes for node in nodes])
         with self._lock:
             self._walk = walk
@@ -287,6 +290,8 @@ class Discovery:
                 self.scan_pass(duty=SCAN_DUTY if self.last_pass_s is not None else FIRST_WALK_DUTY)
             except OUTAGES as error:
                 log.warning("discovery: %r; retrying in %.0f s", error, MIN_PASS_S)
+            except Exception:  # a defect must not end the walk for the life of the process
+                log.exception("discovery: the pass failed; retrying in %.0f s", MIN_PASS_S)
             self._stop.wait(max(0.0, began + MIN_PASS_S - time.monotonic()))
 
 

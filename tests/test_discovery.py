@@ -158,3 +158,34 @@ def test_the_background_walk_survives_a_cluster_error_and_walks_again(
         assert walker._thread.is_alive()
     finally:
         walker.stop()
+
+
+def test_a_cluster_that_knows_no_node_keeps_the_queues_found_and_walks_again(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cluster client that lost every node lists no primary: the pass used to
+    index an empty list of targets (IndexError, outside the outage errors), and
+    the walk's thread died for the life of the process (seen in CI's log)."""
+    monkeypatch.setattr(discovery, "MIN_PASS_S", 0.05)
+    redis_client.set("bull:early:id", 1)
+    walker = discovery.Discovery(redis_client, ["bull"])
+    real_nodes = discovery._nodes
+    outage = {"on": False}
+    monkeypatch.setattr(
+        discovery, "_nodes", lambda client: [] if outage["on"] else real_nodes(client)
+    )
+    try:
+        walker.start()  # the first pass runs here, on a reachable server
+        assert QueueRef("bull", "early") in walker.queues()
+        outage["on"] = True
+        passes = walker.last_pass_calls, walker.last_pass_s
+        time.sleep(0.3)  # several passes' worth of the outage
+        assert walker._thread is not None
+        assert walker._thread.is_alive()
+        assert QueueRef("bull", "early") in walker.queues()  # not emptied by the outage
+        assert (walker.last_pass_calls, walker.last_pass_s) == passes  # no pass completed
+        outage["on"] = False
+        redis_client.set("bull:late:id", 1)
+        eventually(lambda: QueueRef("bull", "late") in walker.queues())
+    finally:
+        walker.stop()

@@ -119,3 +119,18 @@ def test_redis_down_is_a_metric_not_an_error(metrics_on: Redis, settings: Any) -
         dashboard_redis._clients.pop("redis://127.0.0.1:1/0", None)
     assert answer.status_code == 200
     assert samples(answer.content.decode())[("echomq_redis_up", DEFAULT)] == 0
+
+
+def test_an_unreachable_cluster_is_a_metric_not_an_error(metrics_on: Redis, settings: Any) -> None:
+    """A cluster client that reaches no node raises redis-py's cluster error,
+    which is no RedisError: the scrape answered 500 instead of "down"."""
+    from dashboard import redis as dashboard_redis
+
+    url = "redis://127.0.0.1:1/0?cluster=1"  # nothing listens on port 1
+    settings.REDIS_URL = url
+    try:
+        answer = scrape()
+    finally:
+        dashboard_redis._clients.pop(url, None)
+    assert answer.status_code == 200
+    assert samples(answer.content.decode())[("echomq_redis_up", DEFAULT)] == 0
