@@ -742,3 +742,15 @@ def test_an_exactly_full_page_has_no_older_link(dashboard_redis: Redis, viewer: 
     assert last.count("data-job-id=") == 20
     assert "Older →" not in last
     assert "← Newer" in last
+
+
+def test_the_tick_hint_shows_only_where_there_are_rows_to_tick(
+    dashboard_redis: Redis, actor: Any
+) -> None:
+    """An empty tab said "Tick jobs to promote or remove them." over no rows."""
+    seed_jobs(dashboard_redis, KEYS, "completed", 1)  # the queue exists
+    empty = _html(actor.get(QUEUE_URL + "?state=wait"))
+    assert "No waiting jobs." in empty
+    assert "Tick jobs" not in empty
+    seed_jobs(dashboard_redis, KEYS, "wait", 2)
+    assert "Tick jobs to " in _html(actor.get(QUEUE_URL + "?state=wait"))
