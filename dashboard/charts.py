@@ -265,6 +265,22 @@ def _marker(marker: Marker, window_start_ms: int) -> str:
     )
 
 
+def hour_totals(summary: QueueSummary) -> tuple[int, int] | None:
+    """(completed, failed) over the hour the queue page's chart shows, this
+    minute so far included: the one figure of "the last hour" every part of
+    the page says; None when the queue keeps no per-minute figures."""
+    if not summary.completed_per_minute and not summary.failed_per_minute:
+        return None
+    counted = [
+        slot
+        for slot in _minutes(
+            summary.completed_per_minute, summary.failed_per_minute, summary.this_minute
+        )
+        if slot is not None
+    ]
+    return sum(c for c, _ in counted), sum(f for _, f in counted)
+
+
 def queue_chart(
     summary: QueueSummary,
     markers: Sequence[Marker],
@@ -304,8 +320,7 @@ def queue_chart(
             f'<g class="minute{" partial" if current else ""}" {data}><title>{words}</title>'
             f"{_SLOT_HIT[index]}{drawn}</g>"
         )
-    total_completed = sum(c for c, _ in counted)
-    total_failed = sum(f for _, f in counted)
+    total_completed, total_failed = hour_totals(summary) or (0, 0)
     last = slots[-2]
     latest = (
         f"{minute_label(this_minute_start - MINUTE_MS)}: {thousands(last[0])} completed,"
@@ -313,8 +328,8 @@ def queue_chart(
         if last is not None
         else "no data for the last full minute"
     )
-    hour = f"{thousands(total_completed)} completed, {thousands(total_failed)} failed this hour"
-    readout = escape(f"Last full minute, {latest} · {hour}")
+    hour = f"{thousands(total_completed)} completed, {thousands(total_failed)} failed"
+    readout = escape(f"Last full minute, {latest} · {hour} in the last hour")
     actions = f"{len(markers)} admin action{'s' if len(markers) != 1 else ''}"
     label = f"Jobs finished per minute over the last hour: {hour}"
     if markers:
@@ -330,7 +345,7 @@ def queue_chart(
         marker_key = '<span class="chart-key"><span class="key-marker">▼</span>admin action</span>'
         items = "".join(f"<li>{escape(m.label)}</li>" for m in reversed(markers))
         marker_list = (
-            f'<details class="chart-markers"><summary>{actions} this hour</summary>'
+            f'<details class="chart-markers"><summary>{actions} in the last hour</summary>'
             f"<ol>{items}</ol></details>"
         )
     return mark_safe(  # noqa: S308 - numbers, fixed words and escaped labels only

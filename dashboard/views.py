@@ -280,9 +280,8 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     summary.counts[state] = jobs.total
     counted = worker_counts(client, [ref]) if looks_stuck(summary) else None
     context = _queue_context(ref, summary, state, counted.get(ref) if counted else None)
-    completed_last_hour = (
-        sum(summary.completed_per_minute) if summary.completed_per_minute else None
-    )
+    hour = charts.hour_totals(summary)
+    completed_last_hour = hour[0] if hour is not None else None
     acting = can_act(request.user)
     row_actions = actions.ACTIONS_BY_STATE[state]
     selectable = acting and bool(row_actions)

@@ -178,7 +178,7 @@ def test_queue_page_charts_the_hour_with_axes_exact_values_and_the_admins_action
     for label in ("50/min", "25", "0", "5/min", "&#8722;50 min", "&#8722;10 min", "now"):
         assert f">{label}</text>" in chart, label
     # The readout under the chart says the last minute and the hour until hovered.
-    assert f"Last full minute, {last} · 2,410 completed, 285 failed this hour</p>" in chart
+    assert f"Last full minute, {last} · 2,410 completed, 285 failed in the last hour</p>" in chart
     # The retry-all the admin just did is marked, with its words on hover.
     marker = re.search(r'<g class="marker" data-marker="([^"]*)"><title>', chart)
     assert marker
@@ -186,7 +186,7 @@ def test_queue_page_charts_the_hour_with_axes_exact_values_and_the_admins_action
         r"\d\d:\d\d:\d\d UTC · retry all by actor: 1 failed jobs moved back to waiting",
         marker.group(1),
     )
-    assert "<summary>1 admin action this hour</summary>" in chart
+    assert "<summary>1 admin action in the last hour</summary>" in chart
     assert 'aria-label="Jobs finished per minute over the last hour: 2,410 completed, 285' in chart
 
 
@@ -231,7 +231,7 @@ def test_without_metrics_the_chart_is_drawn_from_a_current_history(
     html = page(viewer, "/queues/bull/emails/")
     assert "no-series" not in html
     assert "counted from the events" in html
-    assert "5 completed, 2 failed this hour" in html
+    assert "5 completed, 2 failed in the last hour" in html
     minute = minute_label(three_minutes_ago // MINUTE_MS * MINUTE_MS)
     assert f'data-when="{minute}" data-completed="5" data-failed="2"' in html
 

@@ -754,3 +754,21 @@ def test_the_tick_hint_shows_only_where_there_are_rows_to_tick(
     assert "Tick jobs" not in empty
     seed_jobs(dashboard_redis, KEYS, "wait", 2)
     assert "Tick jobs to " in _html(actor.get(QUEUE_URL + "?state=wait"))
+
+
+def test_the_chart_and_an_empty_tab_give_the_same_last_hour(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    """The header's chart counted this minute so far and the empty tab did not:
+    "606 completed in the last hour" above "563 completed in the last hour"."""
+    seed_jobs(dashboard_redis, KEYS, "completed", 1)
+    dashboard_redis.lpush(KEYS.metrics_data("completed"), *([10] * 70))
+    now_ms = int(dashboard_redis.time()[0]) * 1000
+    # BullMQ's metrics: the count so far, and the minute the list last closed.
+    dashboard_redis.hset(
+        KEYS.metrics("completed"), mapping={"count": 1000, "prevTS": now_ms, "prevCount": 993}
+    )
+    html = _html(viewer.get(QUEUE_URL + "?state=failed"))
+    said = re.findall(r"([\d,]+) completed(?:, \d+ failed)? in the last hour", html)
+    assert len(said) >= 2, said  # the chart's readout and the empty tab, at least
+    assert set(said) == {"607"}  # 60 full minutes of 10, and 7 so far this minute
