@@ -43,6 +43,13 @@ if TYPE_CHECKING:
     from tests.e2e.scene import Scene
 
 PEER = Path(__file__).with_name("peer.py")
+# Screenshots a person reads after changing a page (docs/ holds only the
+# README's): under the checkout's build/ (ignored by git), one folder per topic,
+# so clones tested at once never write over each other's. ECHOMQ_SHOTS_DIR moves them.
+SHOTS_ROOT = Path(
+    os.environ.get("ECHOMQ_SHOTS_DIR")
+    or Path(__file__).resolve().parents[2] / "build" / "screenshots"
+)
 # Configured, so pages and the overview show them before they hold any key.
 E2E_QUEUES = (
     "e2e-added",

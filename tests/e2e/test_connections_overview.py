@@ -22,10 +22,10 @@ from queues.queue import Queue
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_jobs
 from tests.e2e import test_accessibility as a11y
-from tests.e2e.conftest import log_in, start, wait_live
+from tests.e2e.conftest import SHOTS_ROOT, log_in, start, wait_live
 from tests.e2e.server import DashboardServer, free_port, prepare
 
-SHOTS = Path("/tmp/i12-connections-shots")
+SHOTS = SHOTS_ROOT / "connections"
 axe_source = a11y.axe_source  # the pinned axe-core, as the accessibility tests load it
 KEYS = QueueRef("bull", "emails").keys
 

@@ -2,17 +2,13 @@
 appear as a BullMQ worker (another process) fails jobs, a group's count falls
 live when our runtime retries one of its jobs elsewhere, and "Retry N…"
 through the page's own confirmation empties a group. Screenshots of the
-grouped tab in light, dark and phone go to ``$ECHOMQ_SHOTS_DIR`` (else
-``<tmp>/echomq-screenshots``)."""
+grouped tab in light, dark and phone go to build/screenshots/error-groups/."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Browser, Page, expect
@@ -21,14 +17,12 @@ from redis import Redis
 from queues.keys import QueueKeys
 from queues.read.error_folding import group_key
 from tests.dashboard_seed import seed_job
-from tests.e2e.conftest import CONFIRM_DIALOG, Confirms, Processes, wait_live
+from tests.e2e.conftest import CONFIRM_DIALOG, SHOTS_ROOT, Confirms, Processes, wait_live
 from tests.e2e.test_screenshots import LOOKS, LOST_VALUE
 
 QUEUE = "e2e-errors"
 KEYS = QueueKeys(QUEUE)
-SHOTS = Path(
-    os.environ.get("ECHOMQ_SHOTS_DIR") or Path(tempfile.gettempdir()) / "echomq-screenshots"
-)
+SHOTS = SHOTS_ROOT / "error-groups"
 TIMEOUT = group_key("timeout after <n> ms calling <url>")
 FIRST_ATTEMPT = group_key("first attempt of <n> fails on purpose")
 TRACE = [

@@ -1,20 +1,18 @@
 """The job page's flow tree in a real Chromium against daphne: from a child one
 click to its parent and to its root, more children on demand, the tree
 following a node that finishes in another process, and how it looks (light,
-dark, phone: screenshots in /tmp/i12-flows-shots/)."""
+dark, phone: screenshots in build/screenshots/flows/)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
 from redis import Redis
 
 from queues.flow import FlowJob, FlowNode, FlowProducer
-from tests.e2e.conftest import Processes, wait_live
+from tests.e2e.conftest import SHOTS_ROOT, Processes, wait_live
 from tests.e2e.server import DashboardServer
 
-SHOTS = Path("/tmp/i12-flows-shots")
+SHOTS = SHOTS_ROOT / "flows"
 ORDERS, ITEMS, PARTS = "e2e-flow-orders", "e2e-flow-items", "e2e-flow-parts"
 
 

@@ -2,16 +2,13 @@
 chart shows the points of a workload (20 hours of events, then jobs run by our
 worker in its own process), reads out a slot's exact figures under the
 pointer, marks an admin action done on the page, and switches range. The
-page is screenshot in light, dark and phone into ``$ECHOMQ_HISTORY_SHOTS``
-(default /tmp/i13-history-shots)."""
+page is screenshot in light, dark and phone into build/screenshots/history/."""
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
-from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
 
@@ -19,7 +16,7 @@ from queues.collector import HistoryCollector
 from queues.connection import connect
 from queues.queue import Queue
 from queues.read.refs import QueueRef
-from tests.e2e.conftest import Processes
+from tests.e2e.conftest import SHOTS_ROOT, Processes
 from tests.e2e.server import DashboardServer
 from tests.e2e.test_screenshots import page_in_look
 from tests.history_helpers import collect_until_read, job_events, write_events
@@ -27,7 +24,7 @@ from tests.history_helpers import collect_until_read, job_events, write_events
 QUEUE = "e2e-history"
 REF = QueueRef("bull", QUEUE)
 PAGE = f"/queues/bull/{QUEUE}/?state=completed"
-SHOTS = Path(os.environ.get("ECHOMQ_HISTORY_SHOTS") or "/tmp/i13-history-shots")
+SHOTS = SHOTS_ROOT / "history"
 CHART = "[data-history-chart]"
 SUMMARY_ROW = f'.history-summary tr[data-summary-queue="bull:{QUEUE}"]'
 

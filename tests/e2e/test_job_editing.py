@@ -2,30 +2,25 @@
 the data of a job that failed, retries it, and BullMQ 2.20.1's worker (its own
 process) runs it with the new data; a job is added from the queue page. The
 pages are photographed light, dark and on a phone into
-``$ECHOMQ_EDIT_SHOTS_DIR`` (default ``<tmp>/i12-editing-shots``)."""
+build/screenshots/editing/."""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
 from redis import Redis
 
 from queues.keys import QueueKeys
 from tests.dashboard_seed import now_ms
-from tests.e2e.conftest import Processes, wait_live
+from tests.e2e.conftest import SHOTS_ROOT, Processes, wait_live
 from tests.e2e.server import DashboardServer
 from tests.e2e.test_screenshots import LOOKS
 from tests.transition_helpers import fetch
 
 QUEUE = "e2e-edit"
 KEYS = QueueKeys(QUEUE)
-SHOTS = Path(
-    os.environ.get("ECHOMQ_EDIT_SHOTS_DIR") or Path(tempfile.gettempdir()) / "i12-editing-shots"
-)
+SHOTS = SHOTS_ROOT / "editing"
 FIXED = {"n": 0, "to": "fixed@example.com"}
 
 

@@ -3,28 +3,26 @@ engineer retries the failed jobs from the queue page, a worker of our runtime
 (its own process) completes half of them and fails the other half again, and
 the "Recent actions" panel counts them as it goes, without a reload, every
 look adding up to the jobs retried. Screenshots (light, dark, phone) go into
-``$ECHOMQ_COHORTS_SHOTS`` (default /tmp/i13-cohorts-shots)."""
+build/screenshots/recent-actions/."""
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
-from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
 from redis import Redis
 
 from queues.keys import QueueKeys
 from tests.dashboard_seed import seed_job
-from tests.e2e.conftest import ROOT, Processes, wait_live
+from tests.e2e.conftest import ROOT, SHOTS_ROOT, Processes, wait_live
 from tests.e2e.server import DashboardServer
 from tests.e2e.test_screenshots import page_in_look
 
 QUEUE = "e2e-cohorts"
 JOBS = 24
-SHOTS = Path(os.environ.get("ECHOMQ_COHORTS_SHOTS") or "/tmp/i13-cohorts-shots")
+SHOTS = SHOTS_ROOT / "recent-actions"
 WORKER = ROOT / "tests" / "e2e" / "cohort_worker.py"
 
 

@@ -2,14 +2,11 @@
 schedulers, a legacy repeatable job, a broken definition), its counts moving
 while our worker (another process) runs a schedule, and "run now" through the
 page's own confirmation. Screenshots of the tab in light, dark and phone go to
-``$ECHOMQ_SHOTS_DIR`` (else ``<tmp>/echomq-screenshots``)."""
+build/screenshots/schedulers/."""
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Browser, Page, expect
@@ -17,14 +14,12 @@ from redis import Redis
 
 from queues.keys import QueueKeys
 from queues.schedulers import JobSchedulers, Repeat
-from tests.e2e.conftest import CONFIRM_DIALOG, Confirms, Processes, wait_live
+from tests.e2e.conftest import CONFIRM_DIALOG, SHOTS_ROOT, Confirms, Processes, wait_live
 from tests.e2e.test_screenshots import LOOKS, LOST_VALUE
 
 QUEUE = "e2e-schedulers"
 KEYS = QueueKeys(QUEUE)
-SHOTS = Path(
-    os.environ.get("ECHOMQ_SHOTS_DIR") or Path(tempfile.gettempdir()) / "echomq-screenshots"
-)
+SHOTS = SHOTS_ROOT / "schedulers"
 
 
 def seed(client: Redis) -> JobSchedulers:

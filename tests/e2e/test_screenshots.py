@@ -5,7 +5,7 @@ The pages are the scene of tests/e2e/scene.py (real BullMQ workers, an admin's
 retry-all, an hour of per-minute history). Each test opens one page kind in one
 look, asserts the facts an on-call engineer reads there (counts, badges, rows,
 the chart and its axes, no "undefined" anywhere), and saves a full-page PNG to
-a scratch folder: ``$ECHOMQ_SHOTS_DIR``, else ``<tmp>/echomq-screenshots``.
+build/screenshots/pages/ (tests/e2e/conftest.py's SHOTS_ROOT).
 
 The README's pictures (docs/overview.png, queue.png, job.png) are rewritten
 only when asked: ``ECHOMQ_UPDATE_DOCS=1 ./run.sh test tests/e2e/test_screenshots.py``.
@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -26,13 +24,11 @@ from playwright.sync_api import Browser, Page, expect
 from queues.connection import connect
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import now_ms, seed_metrics
-from tests.e2e.conftest import wait_live
+from tests.e2e.conftest import SHOTS_ROOT, wait_live
 from tests.e2e.scene import PAGE_KINDS, Scene, page_path, visit
 from tests.e2e.server import ROOT, DashboardServer
 
-SHOTS = Path(
-    os.environ.get("ECHOMQ_SHOTS_DIR") or Path(tempfile.gettempdir()) / "echomq-screenshots"
-)
+SHOTS = SHOTS_ROOT / "pages"
 UPDATE_DOCS = os.environ.get("ECHOMQ_UPDATE_DOCS") == "1"
 # The README's pictures: which page, taken in the light desktop look.
 README_SHOTS = {"overview": "overview.png", "queue-failed": "queue.png", "job-failed": "job.png"}

@@ -5,7 +5,6 @@ count), with screenshots of the results in every look."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
 from redis import Redis
@@ -13,12 +12,12 @@ from redis import Redis
 from queues.keys import QueueKeys
 from queues.queue import Queue
 from tests.dashboard_seed import seed_failed_bulk
-from tests.e2e.conftest import CONFIRM_DIALOG, Confirms, wait_live
+from tests.e2e.conftest import CONFIRM_DIALOG, SHOTS_ROOT, Confirms, wait_live
 from tests.e2e.server import DashboardServer
 from tests.e2e.test_screenshots import LOOKS
 
 QUEUE = "e2e-search"
-SHOTS = Path("/tmp/i13-search-shots")
+SHOTS = SHOTS_ROOT / "search"
 # Enough failed jobs that a search which matches nothing takes a few steps.
 BULK = 120_000
 

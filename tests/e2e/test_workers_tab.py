@@ -2,26 +2,24 @@
 each in its own process, appear as they connect and go as they leave (no
 reload: the tab polls its live part), the global concurrency is set through
 the page's confirmation, and the tab is screenshot in light, dark and phone
-into ``$ECHOMQ_WORKERS_SHOTS`` (default /tmp/i12-workers-shots)."""
+into build/screenshots/workers/."""
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Browser, Page, expect
 
 from queues.connection import connect
 from queues.read.refs import QueueRef
-from tests.e2e.conftest import Processes, wait_live
+from tests.e2e.conftest import SHOTS_ROOT, Processes, wait_live
 from tests.e2e.server import DashboardServer, terminate
 from tests.e2e.test_screenshots import page_in_look
 
 QUEUE = "e2e-workers"
 TAB = f"/queues/bull/{QUEUE}/workers/"
-SHOTS = Path(os.environ.get("ECHOMQ_WORKERS_SHOTS") or "/tmp/i12-workers-shots")
+SHOTS = SHOTS_ROOT / "workers"
 # The tab polls every 3 s: a worker shows within two polls.
 SEEN_MS = 10_000
 
