@@ -81,10 +81,14 @@ def pytest_report_header() -> str:
 @pytest.fixture(scope="session")
 def cluster_url() -> Iterator[str]:
     """A seed URL (``...?cluster=1``) of a local 3-node Redis Cluster, for the session."""
+    from queues import discovery
     from tests.cluster import LocalCluster
 
     cluster = LocalCluster().start()
     yield cluster.url
+    # Discovery walks the cluster in threads that outlive the tests: stopped
+    # first, they do not log the cluster's absence into closed capture streams.
+    discovery.clear_discovery_cache()
     cluster.stop()
 
 
