@@ -98,6 +98,8 @@ def cluster_url() -> Iterator[str]:
 @pytest.fixture
 def dashboard_redis(redis_client: Redis, redis_url: str, settings: Any) -> Redis:
     """The flushed test Redis, with the dashboard configured to read it."""
+    from django.core.cache import cache
+
     from queues import discovery
 
     settings.REDIS_URL = redis_url
@@ -105,6 +107,7 @@ def dashboard_redis(redis_client: Redis, redis_url: str, settings: Any) -> Redis
     settings.ECHOMQ_QUEUES = []
     settings.ECHOMQ_PREFIXES = ["bull"]
     discovery.clear_discovery_cache()
+    cache.clear()  # what an earlier test's pages kept for a few seconds (the last hour)
     return redis_client
 
 

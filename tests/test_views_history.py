@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from django.core.cache import cache
 from redis import Redis
 
 from dashboard.models import AuditEntry
@@ -105,6 +106,7 @@ def test_the_overview_sums_up_the_last_hour_most_failing_first(
     assert "No metrics history yet" in before
     seed(dashboard_redis, redis_url)
     assert 'hx-get="/history/last-hour/"' in viewer.get("/").content.decode()
+    cache.clear()  # the reading above is kept SUMMARY_CACHE_S: as if that had passed
     html = viewer.get("/history/last-hour/").content.decode()
     row = re.search(r'<tr data-summary-queue="bull:charted">(.*?)</tr>', html, re.S)
     assert row is not None
@@ -116,3 +118,27 @@ def test_the_overview_sums_up_the_last_hour_most_failing_first(
     assert cells[4].endswith(" ms")
     assert "bull:quiet" not in html  # nothing happened there
     assert client_as(None).get("/history/last-hour/").status_code == 302
+
+
+def test_the_last_hour_is_read_once_for_every_viewer_within_its_cache_time(
+    dashboard_redis: Redis, redis_url: str, client_as: Callable[[str | None], Any], settings: Any
+) -> None:
+    """12,000 small hashes for 200 queues: every overview load read them, so a
+    few viewers reloading kept a core busy. One reading now serves them all."""
+    settings.ECHOMQ_QUEUES = [REF.qualified]
+    seed(dashboard_redis, redis_url)
+    viewer = client_as("viewer")
+
+    def minute_reads() -> int:
+        stats = dashboard_redis.info("commandstats").get("cmdstat_hgetall", {})
+        return int(stats.get("calls", 0))
+
+    first = viewer.get("/history/last-hour/").content.decode()
+    read = minute_reads()
+    assert 'data-summary-queue="bull:charted"' in first
+    for _ in range(5):
+        assert viewer.get("/history/last-hour/").content.decode() == first
+    assert minute_reads() == read
+    cache.clear()  # its time is up
+    viewer.get("/history/last-hour/")
+    assert minute_reads() > read
