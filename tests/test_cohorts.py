@@ -380,3 +380,22 @@ def test_the_reasons_of_many_selected_jobs_are_read_in_bounded_batches(
     cohort = _only_cohort(client)
     assert cohort.tracked == len(ids)
     assert all(index == 0 for index in cohort.reason_of)
+
+
+def test_reasons_bullmqs_python_port_quoted_fold_as_the_job_page_shows_them(
+    dashboard_redis: Redis,
+) -> None:
+    """bullmq 2.20.1 stores failedReason JSON-quoted: the whole reason folded
+    to one quoted value, and the queue page said "had failed with: <str>"."""
+    client = dashboard_redis
+    _failed(client, 2, reason="first attempt of {n} fails on purpose")
+    long_reason = "timeout after 30012 ms calling " + "x" * 300
+    for job_id, reason in (("1", "first attempt of 1 fails on purpose"), ("2", long_reason)):
+        client.hset(KEYS.job(job_id), "failedReason", json.dumps(reason))
+    actions.job_action(client, REF, "retry", ["1", "2"], user="oncall")
+    cohort = _only_cohort(client)
+    assert len(cohort.reasons) == 2
+    assert cohort.reasons[0] == "first attempt of <n> fails on purpose"
+    # Cut to its first 200 bytes before its closing quote, and still unquoted.
+    assert cohort.reasons[1].startswith("timeout after <n> ms calling x")
+    assert "<str>" not in " ".join(cohort.reasons)

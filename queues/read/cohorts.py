@@ -63,7 +63,19 @@ def fold_reason(reason: str) -> str:
     """A failure reason folded as the error groups fold it (numbers, ids,
     quoted values, paths replaced: queues.read.error_folding), so "failed
     again with the same reason" and a group agree; "" when there is none."""
-    return fold(reason) if reason.strip() else ""
+    return fold(_unquoted(reason)) if reason.strip() else ""
+
+
+def _unquoted(reason: str) -> str:
+    """bullmq's Python port stores a reason JSON-quoted, which the fold would
+    take whole for one quoted value ("<str>"): decoded as the job page
+    decodes it (codec.failure_reason), also when the reason was cut to its
+    first REASON_BYTES bytes before its closing quote."""
+    whole = codec.failure_reason(reason) or ""
+    cut = len(reason.encode()) >= REASON_BYTES - 3  # "replace" may shorten a cut character
+    if whole == reason and reason.startswith('"') and not reason.endswith('"') and cut:
+        return codec.failure_reason(reason + '"') or reason
+    return whole
 
 
 def reason_prefix(raw: bytes | str | None) -> str:
