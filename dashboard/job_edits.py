@@ -22,6 +22,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from redis import Redis
@@ -66,6 +67,7 @@ DIFF_LIMIT = 20_000
 DIFF_INPUT_LIMIT = 64 * 1024
 # How many changes of one job its page lists.
 CHANGES_SHOWN = 10
+CLOCK_MARGIN_MS = 1_000
 _MISSING = object()
 
 
@@ -393,8 +395,16 @@ def duplicate_job(client: Redis, ref: QueueRef, job_id: str, *, user: str) -> Jo
     return change
 
 
-def changes_of_job(ref: QueueRef, job_id: str) -> list[AuditEntry]:
-    """The edits, duplications and adds that made or changed this job, newest first."""
+def changes_of_job(ref: QueueRef, job_id: str, created_ms: int | None) -> list[AuditEntry]:
+    """The edits, duplications and adds that made or changed this job, newest
+    first: none from before it was created (``created_ms``, its timestamp),
+    which were made to an earlier job of the same id (a queue whose id counter
+    started over, or a custom id used again)."""
+    since = None
+    if created_ms is not None:
+        # The producer's clock wrote the timestamp, ours the entries: a second's
+        # margin keeps the entry of the add that made the job.
+        since = datetime.fromtimestamp((created_ms - CLOCK_MARGIN_MS) / 1000, tz=UTC)
     return AuditEntry.changes_of_job(
-        ref.qualified, job_id, EDIT_ACTIONS, CHANGES_SHOWN, connection=ref.connection
+        ref.qualified, job_id, EDIT_ACTIONS, CHANGES_SHOWN, connection=ref.connection, since=since
     )

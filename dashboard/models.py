@@ -79,10 +79,14 @@ class AuditEntry(models.Model):
         actions: Sequence[str],
         limit: int,
         connection: str = "default",
+        since: dt.datetime | None = None,
     ) -> list[AuditEntry]:
         """The newest ``limit`` entries of ``actions`` that changed one job
-        (refusals left out), newest first."""
+        (refusals left out), newest first; with ``since``, only those made from
+        then on (a job id used again belongs to another job before)."""
         entries = cls.objects.filter(
             queue=queue, connection=connection, job=job_id, action__in=actions, count__gt=0
         )
+        if since is not None:
+            entries = entries.filter(at__gte=since)
         return list(entries.order_by("-at")[:limit])

@@ -383,7 +383,7 @@ def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
         **flows.flow_context(client, ref, job_id),
         "editable": detail.state in job_edits.EDITABLE_STATES,
         # Read when the template shows them: the page's fragments read no audit rows.
-        "changes": functools.partial(job_edits.changes_of_job, ref, job_id),
+        "changes": functools.partial(job_edits.changes_of_job, ref, job_id, detail.job.timestamp),
     }
     fragment = request.GET.get("fragment")
     if _is_htmx(request) and fragment in ("data", "logs"):

@@ -77,6 +77,24 @@ def test_the_job_page_offers_the_editor_and_saving_changes_the_data(
     assert "wrong@example.com" in html.split("Changes by hand")[1]
 
 
+def test_changes_made_to_an_earlier_job_of_the_same_id_are_not_shown(
+    editor: Client, dashboard_redis: Redis
+) -> None:
+    """A queue whose id counter started over gives a new job an old id: its
+    page listed the old job's edits under "Changes by hand"."""
+    seed_job(dashboard_redis, KEYS, "5", state="failed", data={"to": "old@example.com"})
+    editor.post(PAGE + "edit/", {"id": "5", "data": '{"to": "older-fix@example.com"}'})
+    assert "Changes by hand" in editor.get(PAGE + "job/5").content.decode()
+    dashboard_redis.delete(KEYS.job("5"))
+    dashboard_redis.zrem(KEYS.failed, "5")
+    seed_job(dashboard_redis, KEYS, "5", state="wait", data={"n": 0})
+    # Created after the edit by more than the clocks' margin.
+    dashboard_redis.hset(KEYS.job("5"), "timestamp", now_ms() + 5_000)
+    page = editor.get(PAGE + "job/5").content.decode()
+    assert "older-fix@example.com" not in page
+    assert "Changes by hand" not in page
+
+
 def test_an_edit_is_audited_with_a_diff_of_the_data(editor: Client, dashboard_redis: Redis) -> None:
     seed_job(dashboard_redis, KEYS, "5", state="delayed", data={"to": "a", "keep": 1})
     answer = post_json(editor, API + "edit/", {"id": "5", "data": {"to": "b", "keep": 1}})
