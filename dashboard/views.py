@@ -199,6 +199,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             # two reads must not put a row out of order against its number.
             group.summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
     top = charts.spark_scale(s for group in groups for s in group.summaries)
+    drawn = any(s.completed_per_minute or s.failed_per_minute for g in groups for s in g.summaries)
     several = connections.several()
     sections = [
         GroupSection(
@@ -224,7 +225,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         "page": page,
         "sections": sections,
         "several": several,
-        "spark_scale": charts.scale_words(top),
+        # No scale to state when no row on the page has a per-minute series.
+        "spark_scale": charts.scale_words(top) if drawn else "",
         "states": states.STATES,
     }
     template = "dashboard/_overview_list.html" if _is_htmx(request) else "dashboard/overview.html"

@@ -111,6 +111,15 @@ def test_overview_marks_queues_by_failure_rate_and_trend_not_by_any_failure(
     assert "no workers" not in row(html, "paused")
 
 
+def test_no_scale_is_stated_when_no_row_has_a_series(dashboard_redis: Redis, viewer: Any) -> None:
+    """Every row said "no metrics" under a header saying "full height = 1/min"."""
+    seed_job(dashboard_redis, QueueRef("bull", "plain").keys, "1")
+    html = page(viewer, "/")
+    assert "no metrics" in row(html, "plain")
+    assert "full height" not in html
+    assert '<p class="spark-scale-note muted" hidden>' in html
+
+
 def test_overview_sparklines_share_one_scale_said_in_the_header(
     dashboard_redis: Redis, viewer: Any
 ) -> None:

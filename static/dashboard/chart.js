@@ -78,7 +78,12 @@
     new MutationObserver(function () {
       var spark = rows.querySelector("svg[data-scale]");
       var text = spark ? spark.getAttribute("data-scale") : "";
-      scaleLabels.forEach(function (label) { if (label.textContent !== text) label.textContent = text; });
+      scaleLabels.forEach(function (label) {
+        if (label.textContent !== text) label.textContent = text;
+        // No row with a series: no scale to state, and no dangling "Per minute, 30 min:".
+        var note = label.closest(".spark-scale-note");
+        if (note) note.hidden = !text;
+      });
     }).observe(rows, {childList: true, subtree: true});
   }
 })();
