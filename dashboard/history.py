@@ -28,7 +28,7 @@ from redis import Redis
 from dashboard import connection_groups, connections
 from dashboard.formatting import thousands
 from dashboard.health import percent
-from dashboard.history_chart import format_ms, history_chart, markers_for
+from dashboard.history_chart import format_ms, history_chart, history_missing, markers_for
 from dashboard.lookup import queue_or_404
 from dashboard.permissions import page_permission
 from dashboard.redis import get_client
@@ -79,7 +79,11 @@ def history_fragment(request: HttpRequest, prefix: str, name: str) -> HttpRespon
     if chosen not in RANGES:
         chosen = DEFAULT_RANGE
     read = history(client, ref, chosen)
-    return HttpResponse(history_chart(read, markers_for(read), range_links(ref, chosen)))
+    links = range_links(ref, chosen)
+    status = collector_status(client)
+    if not read.recorded_anything and not status.is_current(read.read_at_ms):
+        return HttpResponse(history_missing(read, links, status.caught_up_ms))
+    return HttpResponse(history_chart(read, markers_for(read), links))
 
 
 SUMMARY_QUEUES = 200

@@ -26,6 +26,7 @@ from django.utils.safestring import SafeString, mark_safe
 from dashboard.charts import MAX_MARKERS, Marker, action_markers, nice_ceiling
 from dashboard.formatting import compact, thousands
 from dashboard.models import AuditEntry
+from dashboard.presenters import span
 from queues.read.history import RANGES, Figures, History, HistoryRange
 
 
@@ -317,6 +318,29 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
     )
 
 
+def history_missing(history: History, range_links: str, caught_up_ms: int | None) -> SafeString:
+    """What the history slot says instead of a flat chart of zeros when the
+    range holds nothing and no collector is current: an empty chart would claim
+    an idle queue ("0 completed, 0 failed") beside counts that say otherwise."""
+    if caught_up_ms is None:
+        why = (
+            "No history yet: no dashboard process has collected it (see"
+            " <code>ECHOMQ_HISTORY_COLLECTOR</code>). The counts above come from the jobs kept."
+        )
+    else:
+        why = escape(
+            f"Nothing recorded in the last {history.range.label}, and the collector last caught"
+            f" up {span(history.read_at_ms - caught_up_ms)} ago: what happened since is not in"
+            " the history yet."
+        )
+    return mark_safe(  # noqa: S308 - fixed words, numbers and escaped text only
+        f'<figure class="queue-chart history-chart no-series" data-history-chart'
+        f' data-range="{history.range.name}">'
+        f'<figcaption><span class="chart-title">History</span>{range_links}</figcaption>'
+        f'<p class="muted" data-history-missing>{why}</p></figure>'
+    )
+
+
 def markers_for(history: History) -> list[Marker]:
     """The queue's admin actions in the chart's window, from the audit trail
     (at most MAX_MARKERS)."""
@@ -326,4 +350,4 @@ def markers_for(history: History) -> list[Marker]:
     return action_markers(AuditEntry.on_queue_since(history.ref.qualified, since, MAX_MARKERS))
 
 
-__all__ = ["LAYOUTS", "RANGES", "history_chart", "markers_for", "slots_of"]
+__all__ = ["LAYOUTS", "RANGES", "history_chart", "history_missing", "markers_for", "slots_of"]

@@ -14,6 +14,7 @@ from redis import Redis
 from dashboard.models import AuditEntry
 from queues.collector import HistoryCollector
 from queues.connection import connect
+from queues.keys import COLLECTOR_STATUS
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from tests.history_helpers import collect_until_read, job_events, write_events
@@ -43,6 +44,29 @@ def test_the_queue_page_loads_its_history_after_itself(
     page = client_as("viewer").get("/queues/bull/charted/").content.decode()
     assert f'hx-get="{URL}?range=24h"' in page
     assert "data-history-chart" not in page  # the page itself reads no history
+
+
+def test_a_history_never_collected_says_so_instead_of_a_flat_chart_of_zeros(
+    dashboard_redis: Redis, redis_url: str, client_as: Callable[[str | None], Any]
+) -> None:
+    """The slot drew "0 completed, 0 failed in the last 24 hours" beside a
+    header counting thousands, when no process had ever collected a history."""
+    Queue(REF.name, dashboard_redis).add("n")
+    client = client_as("viewer")
+    never = client.get(URL, {"range": "24h"}).content.decode()
+    assert "No history yet: no dashboard process has collected it" in never
+    assert "<svg" not in never
+    assert 'aria-current="true">24h<' in never  # another range is a click away
+    # A collector that caught up a day ago: said, with how long ago.
+    a_day_ago = int(time.time() * 1000) - 86_400_000 - 60_000
+    dashboard_redis.hset(COLLECTOR_STATUS, mapping={"holder": "t", "caught_up_ms": a_day_ago})
+    stale = client.get(URL, {"range": "1h"}).content.decode()
+    assert "Nothing recorded in the last 1 hour, and the collector last caught up 1 d ago" in stale
+    # A current collector with nothing in the range: an idle queue, drawn.
+    collect_until_read(HistoryCollector(connect(redis_url), lambda: [REF], name="t"))
+    idle = client.get(URL, {"range": "1h"}).content.decode()
+    assert "<svg" in idle
+    assert "data-history-missing" not in idle
 
 
 def test_each_range_draws_its_slots_with_exact_readouts(

@@ -166,6 +166,14 @@ class History:
     points: list[Point]  # oldest first, one per step, the last one the current step
     read_at_ms: int
 
+    @property
+    def recorded_anything(self) -> bool:
+        """Whether any step holds a figure (a finished job, a time, a backlog sample)."""
+        return any(
+            f.completed or f.failed or f.wait.count or f.run.count or f.backlog is not None
+            for f in (point.figures for point in self.points)
+        )
+
     def as_json(self) -> dict[str, Any]:
         return {
             "queue": self.ref.qualified,
