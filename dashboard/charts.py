@@ -390,7 +390,8 @@ def queue_chart_for(summary: QueueSummary, workers: int | None = None) -> SafeSt
         )
         if not summary.counted_from_events:
             return format_html(
-                '<figure class="queue-chart no-series"><figcaption>{}</figcaption><p class="muted">'
+                '<figure class="queue-chart no-series" data-queue-chart><figcaption>{}</figcaption>'
+                '<p class="muted">'
                 "No per-minute chart: the workers of this queue keep no metrics (BullMQ's"
                 " <code>metrics</code> worker option) and no dashboard process collects the"
                 " history (<code>ECHOMQ_HISTORY_COLLECTOR</code>). Recent figures come from the"

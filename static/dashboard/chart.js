@@ -70,7 +70,8 @@
       })
       .catch(function () { /* the next round tries again */ });
   }
-  if (document.querySelector("[data-queue-chart] svg")) setInterval(redraw, REDRAW_MS);
+  // Also without a chart: the figure's caption is the queue's health in words.
+  if (document.querySelector("[data-queue-chart]")) setInterval(redraw, REDRAW_MS);
 
   var rows = document.getElementById("queue-rows");
   var scaleLabels = document.querySelectorAll("[data-spark-scale]");

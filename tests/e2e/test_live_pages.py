@@ -522,3 +522,22 @@ def test_runserver_serves_the_live_pages_too(
     finally:
         context.close()
         server.stop()
+
+
+def test_the_health_line_of_a_queue_without_a_chart_keeps_current(
+    page: Page, processes: Processes, redis_client: Redis
+) -> None:
+    """A queue whose workers keep no metrics has no chart, only its health in
+    words; the chart's 20 s refresh started only under a drawn chart, so "no
+    workers · 1 waiting" stayed after the job was gone."""
+    queue = "e2e-health-words"
+    (job_id,) = processes.peer_add(queue, "stuck")
+    page.clock.install()  # the refresh's 20 s go by at the test's word
+    page.goto(f"/queues/bull/{queue}/?state=wait")
+    caption = page.locator("figure.queue-chart:not(.history-chart) > figcaption")
+    expect(caption).to_contain_text("no worker connected")
+
+    processes.our_queue(queue, f"remove({job_id!r})")
+    page.clock.run_for(21_000)
+
+    expect(caption).not_to_contain_text("no worker connected")
