@@ -25,7 +25,7 @@ from dashboard import charts
 from dashboard.formatting import compact as compact
 from dashboard.formatting import thousands as thousands
 from dashboard.health import Health, queue_health
-from dashboard.queue_urls import queue_url
+from dashboard.queue_urls import PATH_SAFE, queue_url, queue_url_maker
 from queues.read.counts import METRICS_POINTS, QueueSummary
 from queues.read.failures import FailedAttempt
 from queues.read.job import JobDetail
@@ -33,9 +33,6 @@ from queues.read.lists import JobPage
 from queues.read.progress import Progress
 from queues.read.refs import QueueRef
 from queues.read.states import LABELS, TAB, TABS
-
-# What Django's reverse() leaves unescaped in a path (RFC 3986 sub-delims + "/~:@").
-_PATH_SAFE = "!$&'()*+,;=/~:@"
 
 # Words for every state a page names, and the events tab.
 STATE_LABELS = {**LABELS, "events": "events"}
@@ -135,7 +132,7 @@ def job_url_prefix(ref: QueueRef) -> str:
 
 
 def job_url(prefix: str, job_id: str) -> str:
-    return prefix + quote(job_id, safe=_PATH_SAFE)
+    return prefix + quote(job_id, safe=PATH_SAFE)
 
 
 @dataclass(slots=True)
@@ -231,8 +228,9 @@ def queue_rows(
     (charts.spark_scale). ``workers``: the queues' connected workers where
     counted (dashboard.workers.stuck_worker_counts), None when unknown."""
     rows = []
+    queue_page_url = queue_url_maker("dashboard:queue")
     for summary in summaries:
-        url = queue_url("dashboard:queue", summary.ref)
+        url = queue_page_url(summary.ref)
         rows.append(
             QueueRow(
                 summary=summary,
