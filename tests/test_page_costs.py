@@ -15,7 +15,10 @@ from redis import Redis
 
 from dashboard import charts, queue_urls, user_cache
 from queues import discovery
+from queues.read.lists import job_page
 from queues.read.refs import QueueRef
+from tests.dashboard_seed import seed_job
+from tests.round_trips import counted_sends
 
 API_QUEUES = "/api/queues/"
 
@@ -149,3 +152,58 @@ def test_sparkline_points_are_where_they_were(
     points: list[int], slots: int, direction: int, top: int, expected: str
 ) -> None:
     assert charts.sparkline_points(points, slots=slots, direction=direction, top=top) == expected
+
+
+FAILED_JSON = "/api/queues/bull/{}/jobs/?state=failed&start=0&end=49"
+
+
+def test_the_failed_list_json_asks_whether_the_queue_exists_in_its_first_round_trip(
+    dashboard_redis: Redis, viewer_user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = QueueRef("bull", "mail").keys
+    for n in range(60):
+        seed_job(dashboard_redis, keys, f"f{n}", state="failed")
+    client = _signed_in(viewer_user)
+    assert client.get(FAILED_JSON.format("mail")).status_code == 200  # warm: user, scripts
+    with counted_sends(monkeypatch) as sent:
+        answer = client.get(FAILED_JSON.format("mail"))
+    assert answer.status_code == 200
+    assert len(answer.json()["jobs"]) == 50
+    assert answer.json()["total"] == 60
+    assert len(sent) == 2  # the window (and the queue's traces), then the rows
+
+
+def test_the_failed_list_json_still_tells_a_missing_queue_from_bad_input(
+    dashboard_redis: Redis, viewer_user: User, settings: Any
+) -> None:
+    seed_job(dashboard_redis, QueueRef("bull", "mail").keys, "f1", state="failed")
+    client = _signed_in(viewer_user)
+    for url, status in [
+        (FAILED_JSON.format("nowhere"), 404),
+        ("/api/queues/elsewhere/mail/jobs/?state=failed", 404),  # a prefix not served
+        ("/api/queues/bull/nowhere/jobs/?state=nonsense", 404),
+        ("/api/queues/bull/nowhere/jobs/?state=failed&start=9&end=2", 404),
+        ("/api/queues/bull/mail/jobs/?state=nonsense", 400),
+        ("/api/queues/bull/mail/jobs/?state=failed&start=9&end=2", 400),
+    ]:
+        answer = client.get(url)
+        assert answer.status_code == status, url
+        assert answer["Content-Type"] == "application/json"
+    # A configured queue is served whatever Redis holds: an empty page.
+    settings.ECHOMQ_QUEUES = ["bull:configured"]
+    answer = client.get(FAILED_JSON.format("configured"))
+    assert answer.status_code == 200
+    assert answer.json()["jobs"] == [] and answer.json()["total"] == 0
+
+
+@pytest.mark.parametrize("state", ["failed", "wait"])
+def test_a_page_read_if_the_queue_exists(redis_client: Redis, state: str) -> None:
+    ref = QueueRef("bull", "here")
+    seed_job(redis_client, ref.keys, "1", state=state)
+    redis_client.set(ref.keys.id, 1)
+    page = job_page(redis_client, ref, state, if_exists=True)
+    assert page is not None and [row.job.id for row in page.rows] == ["1"]
+    # Jobs left in a state's key do not make a queue: its meta and id keys do.
+    redis_client.delete(ref.keys.id, ref.keys.meta)
+    assert job_page(redis_client, ref, state, if_exists=True) is None
+    assert job_page(redis_client, ref, state).total == 1
