@@ -15,6 +15,7 @@ from redis import Redis
 
 from dashboard import charts, queue_urls, user_cache
 from queues import discovery
+from queues.connection import connect
 from queues.read.lists import job_page
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
@@ -193,7 +194,8 @@ def test_the_failed_list_json_still_tells_a_missing_queue_from_bad_input(
     settings.ECHOMQ_QUEUES = ["bull:configured"]
     answer = client.get(FAILED_JSON.format("configured"))
     assert answer.status_code == 200
-    assert answer.json()["jobs"] == [] and answer.json()["total"] == 0
+    assert answer.json()["jobs"] == []
+    assert answer.json()["total"] == 0
 
 
 @pytest.mark.parametrize("state", ["failed", "wait"])
@@ -202,8 +204,48 @@ def test_a_page_read_if_the_queue_exists(redis_client: Redis, state: str) -> Non
     seed_job(redis_client, ref.keys, "1", state=state)
     redis_client.set(ref.keys.id, 1)
     page = job_page(redis_client, ref, state, if_exists=True)
-    assert page is not None and [row.job.id for row in page.rows] == ["1"]
+    assert page is not None
+    assert [row.job.id for row in page.rows] == ["1"]
     # Jobs left in a state's key do not make a queue: its meta and id keys do.
     redis_client.delete(ref.keys.id, ref.keys.meta)
     assert job_page(redis_client, ref, state, if_exists=True) is None
     assert job_page(redis_client, ref, state).total == 1
+
+
+def _evalsha_calls(client: Redis) -> int:
+    return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+def test_a_pages_rows_are_one_script_call_and_a_garbage_key_a_missing_row(
+    redis_client: Redis,
+) -> None:
+    ref = QueueRef("bull", "rows")
+    for n in range(50):
+        seed_job(redis_client, ref.keys, f"j{n}", state="failed", fields={"failedReason": "x"})
+    redis_client.zadd(ref.keys.failed, {"garbage": 10**15})
+    redis_client.set(ref.keys.job("garbage"), "not a hash")  # WRONGTYPE for HMGET
+    job_page(redis_client, ref, "failed")  # loads the scripts
+    before = _evalsha_calls(redis_client)
+    page = job_page(redis_client, ref, "failed", size=51)
+    assert _evalsha_calls(redis_client) == before + 1
+    by_id = {row.job.id: row for row in page.rows}
+    assert len(by_id) == 51
+    assert by_id["garbage"].missing
+    assert by_id["j7"].job.failed_reason == "x"
+    assert not by_id["j7"].missing
+
+
+@pytest.mark.cluster
+def test_a_page_on_a_cluster_reads_rows_spread_over_its_nodes(cluster_url: str) -> None:
+    cluster = connect(cluster_url)
+    try:
+        cluster.flushall()
+        ref = QueueRef("bull", "spread")  # no hash tag: the job hashes sit on every node
+        for n in range(30):
+            seed_job(cluster, ref.keys, f"j{n}", state="failed", fields={"failedReason": "x"})
+        page = job_page(cluster, ref, "failed")
+        assert sorted(row.job.id for row in page.rows) == sorted(f"j{n}" for n in range(30))
+        assert all(row.job.failed_reason == "x" for row in page.rows)
+    finally:
+        cluster.flushall()
+        cluster.close()
