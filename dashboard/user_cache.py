@@ -58,8 +58,10 @@ def cached_user(request: HttpRequest) -> AbstractBaseUser | AnonymousUser:
     user = auth.get_user(request)
     if user.is_authenticated:
         if len(_users) >= MAX_USERS:
-            for stale in [k for k, (until, _) in _users.items() if until <= now]:
-                del _users[stale]
+            # A copy to walk: other threads of the server may add meanwhile.
+            for stale, (until, _) in list(_users.items()):
+                if until <= now:
+                    _users.pop(stale, None)
             if len(_users) >= MAX_USERS:
                 _users.clear()
         _users[key] = (now + USER_CACHE_TTL_S, user)
