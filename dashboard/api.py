@@ -38,7 +38,7 @@ from queues.keys import InvalidName
 from queues.read import counts
 from queues.read.events import event_json, events_page, job_events
 from queues.read.job import job_detail
-from queues.read.lists import job_page
+from queues.read.lists import job_page, job_page_if_exists
 from queues.read.states import STATES
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
@@ -181,7 +181,8 @@ def jobs(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     except BadInput:
         queue_or_404(client, prefix, name)  # an unknown queue is a 404 before bad input
         raise
-    page = job_page(client, ref, state, start=start, size=size, if_exists=if_it_exists)
+    read = job_page_if_exists if if_it_exists else job_page
+    page = read(client, ref, state, start=start, size=size)
     if page is None:
         raise no_queue(ref)
     return JsonResponse(page.as_json())

@@ -16,7 +16,7 @@ from redis import Redis
 from dashboard import charts, queue_urls, user_cache
 from queues import discovery
 from queues.connection import connect
-from queues.read.lists import job_page
+from queues.read.lists import job_page, job_page_if_exists
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
 from tests.round_trips import counted_sends
@@ -203,12 +203,12 @@ def test_a_page_read_if_the_queue_exists(redis_client: Redis, state: str) -> Non
     ref = QueueRef("bull", "here")
     seed_job(redis_client, ref.keys, "1", state=state)
     redis_client.set(ref.keys.id, 1)
-    page = job_page(redis_client, ref, state, if_exists=True)
+    page = job_page_if_exists(redis_client, ref, state)
     assert page is not None
     assert [row.job.id for row in page.rows] == ["1"]
     # Jobs left in a state's key do not make a queue: its meta and id keys do.
     redis_client.delete(ref.keys.id, ref.keys.meta)
-    assert job_page(redis_client, ref, state, if_exists=True) is None
+    assert job_page_if_exists(redis_client, ref, state) is None
     assert job_page(redis_client, ref, state).total == 1
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Any
 
 from redis import Redis
 
@@ -288,48 +288,34 @@ def job_rows(client: Redis, keys: QueueKeys, state: str, job_ids: Sequence[str])
     return _fetch_rows(client, keys, state, [(job_id, None) for job_id in job_ids])
 
 
-@overload
 def job_page(
-    client: Redis,
-    ref: QueueRef,
-    state: str,
-    *,
-    start: int = 0,
-    size: int = 50,
-    if_exists: Literal[False] = False,
-) -> JobPage: ...
-
-
-@overload
-def job_page(
-    client: Redis, ref: QueueRef, state: str, *, start: int = 0, size: int = 50, if_exists: bool
-) -> JobPage | None: ...
-
-
-def job_page(
-    client: Redis,
-    ref: QueueRef,
-    state: str,
-    *,
-    start: int = 0,
-    size: int = 50,
-    if_exists: bool = False,
-) -> JobPage | None:
+    client: Redis, ref: QueueRef, state: str, *, start: int = 0, size: int = 50
+) -> JobPage:
     """One page of a tab, newest first, with the total: two round trips (three
-    when a page of wait runs into the paused list).
+    when a page of wait runs into the paused list)."""
+    _, page = _read_page(client, ref, state, start, size, traces=[])
+    return page
 
-    ``if_exists``: None when the queue has left no trace in Redis (what
-    discovery.queue_exists asks), asked in the page's first round trip
+
+def job_page_if_exists(
+    client: Redis, ref: QueueRef, state: str, *, start: int = 0, size: int = 50
+) -> JobPage | None:
+    """:func:`job_page`, or None when the queue has left no trace in Redis
+    (what discovery.queue_exists asks), asked in the page's first round trip
     rather than one of its own before it: the JSON list's lookup
-    (dashboard.lookup.queue_to_read) was a third of its Redis time."""
+    (dashboard.lookup.queue_to_read) was a third of its round trips."""
+    found, page = _read_page(client, ref, state, start, size, traces=discovery.trace_keys([ref]))
+    return page if discovery.any_per_queue(found)[0] else None
+
+
+def _read_page(
+    client: Redis, ref: QueueRef, state: str, start: int, size: int, *, traces: list[str]
+) -> tuple[list[int], JobPage]:
     if state not in TAB:
         raise InvalidName(f"unknown state {state!r}")
     start = max(0, start)
     size = max(1, min(size, MAX_PAGE_SIZE))
     keys = ref.keys
-    traces = discovery.trace_keys([ref]) if if_exists else []
     found, total, members = _window(client, keys, state, start, start + size - 1, traces=traces)
-    if if_exists and not discovery.any_per_queue(found)[0]:
-        return None
     rows = _fetch_rows(client, keys, state, members)
-    return JobPage(ref, state, start, size, total, rows)
+    return found, JobPage(ref, state, start, size, total, rows)
