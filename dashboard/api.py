@@ -24,14 +24,21 @@ from dashboard import actions
 from dashboard.connection_groups import queue_groups
 from dashboard.errors import json_error
 from dashboard.jsonresponse import JsonResponse
-from dashboard.lookup import clean_job_ids, int_param, job_id_or_404, queue_or_404
+from dashboard.lookup import (
+    clean_job_ids,
+    int_param,
+    job_id_or_404,
+    no_queue,
+    queue_or_404,
+    queue_to_read,
+)
 from dashboard.permissions import api_permission, user_label
 from dashboard.redis import get_client
 from queues.keys import InvalidName
 from queues.read import counts
 from queues.read.events import event_json, events_page, job_events
 from queues.read.job import job_detail
-from queues.read.lists import job_page
+from queues.read.lists import job_page, job_page_if_exists
 from queues.read.states import STATES
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
@@ -147,13 +154,8 @@ def queue(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     return JsonResponse(summary.as_json())
 
 
-@require_GET
-@api_permission()
-@_json_errors
-def jobs(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """``?state=failed&start=0&end=49`` (inclusive end, like LRANGE)."""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+def _page_window(request: HttpRequest) -> tuple[str, int, int]:
+    """The state, first row and size a job list asks for."""
     state = request.GET.get("state", "wait")
     if state not in STATES:
         raise BadInput(f"state must be one of {', '.join(STATES)}")
@@ -161,8 +163,28 @@ def jobs(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     end = int_param(request.GET.get("end"), start + 49)
     if end < start:
         raise BadInput("end must not be before start")
-    size = min(end - start + 1, MAX_RANGE)
-    page = job_page(client, ref, state, start=start, size=size)
+    return state, start, min(end - start + 1, MAX_RANGE)
+
+
+@require_GET
+@api_permission()
+@_json_errors
+def jobs(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """``?state=failed&start=0&end=49`` (inclusive end, like LRANGE).
+
+    Whether the queue exists is asked with the page's first read, not before
+    it (queue_to_read): the bench's most asked answer, one round trip less."""
+    client = get_client()
+    ref, if_it_exists = queue_to_read(prefix, name)
+    try:
+        state, start, size = _page_window(request)
+    except BadInput:
+        queue_or_404(client, prefix, name)  # an unknown queue is a 404 before bad input
+        raise
+    read = job_page_if_exists if if_it_exists else job_page
+    page = read(client, ref, state, start=start, size=size)
+    if page is None:
+        raise no_queue(ref)
     return JsonResponse(page.as_json())
 
 

@@ -17,14 +17,18 @@ class DashboardConfig(AppConfig):
 
         from dashboard.checks import check_project
         from dashboard.permissions import clear_permission_cache
+        from dashboard.user_cache import clear_user_cache
 
         checks.register(check_project)
 
-        # Any change to who holds which permission invalidates cached answers.
+        # Any change to who holds which permission invalidates cached answers,
+        # and so does any change to a user (active flag, password) their
+        # cached user objects.
         user_model = get_user_model()
-        user_logged_in.connect(clear_permission_cache)
-        user_logged_out.connect(clear_permission_cache)
-        for model in (user_model, Group):
-            post_save.connect(clear_permission_cache, sender=model)
-            post_delete.connect(clear_permission_cache, sender=model)
-        m2m_changed.connect(clear_permission_cache)
+        for clear in (clear_permission_cache, clear_user_cache):
+            user_logged_in.connect(clear)
+            user_logged_out.connect(clear)
+            for model in (user_model, Group):
+                post_save.connect(clear, sender=model)
+                post_delete.connect(clear, sender=model)
+            m2m_changed.connect(clear)

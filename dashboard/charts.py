@@ -11,6 +11,8 @@ comes from elsewhere (a user name, an action's message) is escaped.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -79,23 +81,33 @@ def sparkline_points(points: Sequence[int], *, slots: int, direction: int, top: 
     """
     if not any(points):
         return ""  # nothing to draw: an empty polygon, not 30 points on the line
-    step = SPARK_WIDTH / max(slots - 1, 1)
     scale = direction * SPARK_HALF / max(top, 1)
     lift = direction * 2
-    first = SPARK_WIDTH - (len(points) - 1) * step
+    # |value * scale| below the 2 px lift draws the lift instead (the same
+    # choice as max(value * scale, lift, key=abs), at a third of its cost: the
+    # overview draws 200 of these a page).
+    least = 2 / abs(scale)
+    xs = _spark_xs(len(points), slots)
     coords = [
-        "%.1f,%.1f"  # noqa: UP031 - %-formatting is the fastest here (30 points a queue)
-        % (
-            max(first + index * step, 0),
-            SPARK_HALF + (max(value * scale, lift, key=abs) if value > 0 else 0),
-        )
-        for index, value in enumerate(points)
+        "%s,%.1f"  # noqa: UP031 - %-formatting is the fastest here (30 points a queue)
+        % (x, SPARK_HALF + ((value * scale if value >= least else lift) if value > 0 else 0))
+        for x, value in zip(xs, points, strict=True)
     ]
     if len(coords) == 1:
         # One minute of data: a bar one minute wide instead of a hairline.
+        step = SPARK_WIDTH / max(slots - 1, 1)
         coords.insert(0, f"{SPARK_WIDTH - step:.1f},{coords[0].split(',')[1]}")
     first_x = coords[0].split(",")[0]
     return f"{first_x},{SPARK_HALF} {' '.join(coords)} {SPARK_WIDTH:.1f},{SPARK_HALF}"
+
+
+@functools.lru_cache(maxsize=64)
+def _spark_xs(count: int, slots: int) -> tuple[str, ...]:
+    """The x of each of ``count`` minutes, the newest at the right edge: the
+    same for every row of a page, so worked out and formatted once."""
+    step = SPARK_WIDTH / max(slots - 1, 1)
+    first = SPARK_WIDTH - (count - 1) * step
+    return tuple("%.1f" % max(first + index * step, 0) for index in range(count))  # noqa: UP031
 
 
 def scale_words(top: int) -> str:
@@ -138,11 +150,11 @@ def latest_rate(summary: QueueSummary) -> SafeString:
         return mark_safe("")
     done = summary.completed_per_minute[-1]
     lost = summary.failed_per_minute[-1] if summary.failed_per_minute else 0
-    return format_html(
-        '<span class="rate" title="latest full minute: {} completed, {} failed">{}/min</span>',
-        thousands(done),
-        thousands(lost),
-        compact(done),
+    # Digits, commas and unit letters only: nothing to escape (format_html's
+    # escaping was most of this on a 100-row overview).
+    return SafeString(
+        f'<span class="rate" title="latest full minute: {thousands(done)} completed,'
+        f' {thousands(lost)} failed">{compact(done)}/min</span>'
     )
 
 
@@ -363,16 +375,17 @@ def queue_chart(
 def health_note(health: Health) -> SafeString:
     """The health badge and its figures in words ("failing 23% failed, last 5
     min"); a fine queue that lost a few jobs gets the figures alone, muted."""
-    detail = format_html('<span class="health-detail">{}</span>', health.detail)
+    # Plain string building with html.escape (what format_html escapes with):
+    # every overview row has one, most of them fine and empty.
+    detail = (
+        f'<span class="health-detail">{html.escape(health.detail)}</span>' if health.detail else ""
+    )
     if not health.kind:
-        return detail if health.detail else mark_safe("")
+        return SafeString(detail)
     state = "state-delayed" if health.kind == "stuck" else "state-failed"
-    return format_html(
-        '<span class="health health-{}"><span class="badge {}">{}</span> {}</span>',
-        health.kind,
-        state,
-        health.label,
-        detail if health.detail else "",
+    return SafeString(
+        f'<span class="health health-{html.escape(health.kind)}"><span class="badge {state}">'
+        f"{html.escape(health.label)}</span> {detail}</span>"
     )
 
 

@@ -67,13 +67,29 @@ async def served_queues_async(client: AsyncRedis, refs: Iterable[QueueRef]) -> s
 
 
 def queue_or_404(client: Redis, prefix: str, name: str) -> QueueRef:
+    ref, if_it_exists = queue_to_read(prefix, name)
+    if if_it_exists and not discovery.queue_exists(client, ref):
+        raise no_queue(ref)
+    return ref
+
+
+def queue_to_read(prefix: str, name: str) -> tuple[QueueRef, bool]:
+    """:func:`queue_or_404` without its Redis read: the queue, and whether it
+    is served only if it exists in Redis (for a reader that asks that in its
+    own first round trip, then 404s with :func:`no_queue`). A name that could
+    not be a queue, or a prefix not served, is a 404 here."""
     try:
         ref = QueueRef(prefix, name, connections.current())
     except InvalidName:
         raise Http404(f"No queue named {prefix}:{name}") from None
-    if ref not in served_queues(client, [ref]):
-        raise Http404(f"No queue named {ref.qualified}")
-    return ref
+    served, if_they_exist = split_served([ref])
+    if not served and not if_they_exist:
+        raise no_queue(ref)
+    return ref, not served
+
+
+def no_queue(ref: QueueRef) -> Http404:
+    return Http404(f"No queue named {ref.qualified}")
 
 
 def job_id_or_404(job_id: str) -> str:

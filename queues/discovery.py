@@ -110,29 +110,30 @@ def queue_exists(client: Redis, ref: QueueRef) -> bool:
     return queues_exist(client, [ref])[0]
 
 
-def _trace_keys(refs: Sequence[QueueRef]) -> list[str]:
-    """The keys whose existence says a queue exists: meta and id, two per queue."""
+def trace_keys(refs: Sequence[QueueRef]) -> list[str]:
+    """The keys whose existence says a queue exists: meta and id, two per queue
+    (EXISTS each; :func:`any_per_queue` reads the answers)."""
     return [key for ref in refs for key in (ref.keys.meta, ref.keys.id)]
 
 
-def _any_per_queue(found: list[int]) -> list[bool]:
+def any_per_queue(found: list[int]) -> list[bool]:
     return [bool(meta or id_) for meta, id_ in zip(found[::2], found[1::2], strict=True)]
 
 
 def queues_exist(client: Redis, refs: Sequence[QueueRef]) -> list[bool]:
     """:func:`queue_exists` for each of ``refs``, in one round trip."""
     with client.pipeline(transaction=False) as pipe:
-        for key in _trace_keys(refs):
+        for key in trace_keys(refs):
             pipe.exists(key)  # one key per EXISTS: a queue's keys need not share a cluster slot
-        return _any_per_queue(pipe.execute())
+        return any_per_queue(pipe.execute())
 
 
 async def queues_exist_async(client: AsyncRedis, refs: Sequence[QueueRef]) -> list[bool]:
     """:func:`queues_exist` on an asyncio client (the live socket's)."""
     async with client.pipeline(transaction=False) as pipe:
-        for key in _trace_keys(refs):
+        for key in trace_keys(refs):
             pipe.exists(key)
-        return _any_per_queue(await pipe.execute())
+        return any_per_queue(await pipe.execute())
 
 
 def _nodes(client: Redis) -> list[Any]:

@@ -28,6 +28,13 @@ def queue_counts(
     return scripts.call("queueCounts", (), argv)
 
 
+def job_rows(
+    keys: QueueKeys, fields: Sequence[bytes], job_ids: Sequence[str]
+) -> scripts.ScriptCall:
+    """The ``fields`` of each of ``job_ids``' hashes (single-node Redis only)."""
+    return scripts.call("jobRows", (), (keys.base, len(fields), *fields, *job_ids))
+
+
 def search_slice(
     keys: QueueKeys,
     key_state: str,

@@ -14,7 +14,9 @@ from typing import Any
 
 from redis import Redis
 
-from queues import codec
+from queues import codec, discovery, scripts
+from queues.commands import reads
+from queues.connection import is_cluster
 from queues.job import Job
 from queues.keys import InvalidName, QueueKeys, validate_job_id
 from queues.read.decode import job_from_values
@@ -167,13 +169,21 @@ def _ids(raw_ids: Sequence[Any] | None) -> Members:
 
 
 def _lists_window(
-    client: Redis, keys: QueueKeys, lists: Sequence[KeyState], start: int, stop: int
-) -> tuple[int, Members]:
+    client: Redis,
+    keys: QueueKeys,
+    lists: Sequence[KeyState],
+    start: int,
+    stop: int,
+    traces: Sequence[str],
+) -> tuple[list[int], int, Members]:
     """Lists read one after the other as one list: their total length and the
     ids in [start, stop]. One round trip when the window is in the first list
-    (a page of wait), two when it runs into the next ones (paused)."""
+    (a page of wait), two when it runs into the next ones (paused). The
+    EXISTS answers of ``traces`` come first (asked in the first round trip)."""
     names = [keys.state(state.name) for state in lists]
     pipe = client.pipeline(transaction=False)
+    for trace in traces:
+        pipe.exists(trace)
     for name in names:
         pipe.llen(name)
     # With a window from the head, the first list's part of it is known before
@@ -182,6 +192,7 @@ def _lists_window(
     if from_head:
         pipe.lrange(names[0], start, stop)
     answered = replies(pipe)
+    found_traces, answered = answered[: len(traces)], answered[len(traces) :]
     lengths = [int(length or 0) for length in answered[: len(names)]]
     windows = list_windows(lengths, start, stop)
     found: list[Any] = list(answered[-1] or []) if from_head else []
@@ -193,23 +204,30 @@ def _lists_window(
             asked = True
     if asked:
         found += [job_id for chunk in replies(rest) for job_id in chunk or []]
-    return sum(lengths), _ids(found)
+    return found_traces, sum(lengths), _ids(found)
 
 
 def _zset_window(
-    client: Redis, keys: QueueKeys, state: KeyState, start: int, stop: int
-) -> tuple[int, Members]:
+    client: Redis,
+    keys: QueueKeys,
+    state: KeyState,
+    start: int,
+    stop: int,
+    traces: Sequence[str],
+) -> tuple[list[int], int, Members]:
     key = keys.state(state.name)
     pipe = client.pipeline(transaction=False)
+    for trace in traces:
+        pipe.exists(trace)
     pipe.zcard(key)
     pipe.zrevrange(key, start, stop, withscores=True)
-    total, scored = replies(pipe)
+    *found_traces, total, scored = replies(pipe)
     members: Members = []
     for raw, score in scored or []:
         job_id = _member_id(raw)
         if job_id is not None:
             members.append((job_id, int(score)))
-    return int(total or 0), members
+    return found_traces, int(total or 0), members
 
 
 def state_window(
@@ -218,6 +236,15 @@ def state_window(
     """How many jobs a state holds, and the ids (with zset scores) of its
     window [start, stop] (LRANGE rules), newest first. ``name`` is a tab or
     a key state ("paused" alone)."""
+    _, total, members = _window(client, keys, name, start, stop, traces=())
+    return total, members
+
+
+def _window(
+    client: Redis, keys: QueueKeys, name: str, start: int, stop: int, *, traces: Sequence[str]
+) -> tuple[list[int], int, Members]:
+    """:func:`state_window`, with the EXISTS answers of ``traces`` (keys
+    asked in the same first round trip) before it."""
     if name in TAB:
         states = TAB[name].keys
     elif name in KEY_STATE:
@@ -225,16 +252,27 @@ def state_window(
     else:
         raise InvalidName(f"unknown state {name!r}")
     if states[0].is_list:
-        return _lists_window(client, keys, states, start, stop)
+        return _lists_window(client, keys, states, start, stop, traces)
     (state,) = states
-    return _zset_window(client, keys, state, start, stop)
+    return _zset_window(client, keys, state, start, stop, traces)
+
+
+def _row_fields(client: Redis, keys: QueueKeys, job_ids: Sequence[str]) -> list[Any]:
+    """Each job's ROW_FIELDS values (a falsy reply for a wrong-typed key): one
+    script call on a single Redis (a third of the client CPU of 50 pipelined
+    HMGETs), the pipeline on a cluster, where the hashes may sit on any node."""
+    if not job_ids:
+        return []
+    if not is_cluster(client):
+        return list(scripts.run(client, reads.job_rows(keys, ROW_FIELDS, job_ids)))
+    pipe = client.pipeline(transaction=False)
+    for job_id in job_ids:
+        pipe.hmget(keys.job(job_id), list(ROW_FIELDS))
+    return replies(pipe)
 
 
 def _fetch_rows(client: Redis, keys: QueueKeys, state: str, members: Members) -> list[JobRow]:
-    pipe = client.pipeline(transaction=False)
-    for job_id, _ in members:
-        pipe.hmget(keys.job(job_id), list(ROW_FIELDS))
-    answered = replies(pipe) if members else []
+    answered = _row_fields(client, keys, [job_id for job_id, _ in members])
     rows = []
     for (job_id, score), values in zip(members, answered, strict=True):
         fields = values or [None] * len(ROW_FIELDS)
@@ -255,11 +293,29 @@ def job_page(
 ) -> JobPage:
     """One page of a tab, newest first, with the total: two round trips (three
     when a page of wait runs into the paused list)."""
+    _, page = _read_page(client, ref, state, start, size, traces=[])
+    return page
+
+
+def job_page_if_exists(
+    client: Redis, ref: QueueRef, state: str, *, start: int = 0, size: int = 50
+) -> JobPage | None:
+    """:func:`job_page`, or None when the queue has left no trace in Redis
+    (what discovery.queue_exists asks), asked in the page's first round trip
+    rather than one of its own before it: the JSON list's lookup
+    (dashboard.lookup.queue_to_read) was a third of its round trips."""
+    found, page = _read_page(client, ref, state, start, size, traces=discovery.trace_keys([ref]))
+    return page if discovery.any_per_queue(found)[0] else None
+
+
+def _read_page(
+    client: Redis, ref: QueueRef, state: str, start: int, size: int, *, traces: list[str]
+) -> tuple[list[int], JobPage]:
     if state not in TAB:
         raise InvalidName(f"unknown state {state!r}")
     start = max(0, start)
     size = max(1, min(size, MAX_PAGE_SIZE))
     keys = ref.keys
-    total, members = state_window(client, keys, state, start, start + size - 1)
+    found, total, members = _window(client, keys, state, start, start + size - 1, traces=traces)
     rows = _fetch_rows(client, keys, state, members)
-    return JobPage(ref, state, start, size, total, rows)
+    return found, JobPage(ref, state, start, size, total, rows)
