@@ -104,7 +104,7 @@ from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Inbox, Message
 from dashboard.live.hub import OUTAGE_ERRORS, StreamHub, get_hub
-from dashboard.live.outbox import STALL_CLOSE_S, Outbox
+from dashboard.live.outbox import STALL_CLOSE_S, Outbox, SharedText
 from dashboard.live.streams import EventPayload, Replay, replay_after
 from dashboard.lookup import served_queues_async
 from queues.keys import InvalidName, validate_job_id
@@ -576,10 +576,15 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def send_json(self, content: dict[str, Any], close: bool = False) -> None:
         await self._send_text(await self.encode_json(content), close)
 
-    async def _send_text(self, text: str, close: bool = False) -> None:
+    async def _send_text(self, text: str | SharedText, close: bool = False) -> None:
+        """Send ``text``; a ``SharedText`` (the same for many sockets) goes as the
+        frame prepared once for all of them where the server allows it."""
         if self.giving_up:
             return  # closed for not reading: nothing more for this client
-        await self.send(text_data=text, close=close)
+        if isinstance(text, str):
+            await self.send(text_data=text, close=close)
+        elif close or not self.outbox.send_shared(text):
+            await self.send(text_data=text.text, close=close)
         if self.outbox.full and self.stall_watch is None:
             self.stall_watch = self._start(self._wait_for_reader())
 

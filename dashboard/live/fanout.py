@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dashboard.live.outbox import SharedText
 from dashboard.live.streams import EventPayload
 from queues.read.stream import parse_stream_id
 
@@ -70,7 +71,7 @@ class Batch:
     first: tuple[int, int] = field(init=False)
     last: tuple[int, int] = field(init=False)
     # Encoded frames by kind of subscription (see ``frame``); counted for the tests.
-    frames: dict[object, str] = field(default_factory=dict)
+    frames: dict[object, SharedText] = field(default_factory=dict)
     encodings: int = 0
 
     def __post_init__(self) -> None:
@@ -84,16 +85,17 @@ class Batch:
     def message(self) -> Message:
         return {"type": "live.events", "queue": self.queue, "tip": self.tip, "batch": self}
 
-    def frame(self, kind: object, encode: Callable[[], str]) -> str:
-        """The frame for sockets of this ``kind``: encoded by the first of them, reused by the rest.
+    def frame(self, kind: object, encode: Callable[[], str]) -> SharedText:
+        """The frame for sockets of this ``kind``: encoded by the first of them, reused
+        by the rest (under daphne, framed once too: dashboard.live.outbox).
 
         ``kind`` must hold everything besides the batch that the frame depends on.
         """
-        text = self.frames.get(kind)
-        if text is None:
-            text = self.frames[kind] = encode()
+        shared = self.frames.get(kind)
+        if shared is None:
+            shared = self.frames[kind] = SharedText(encode())
             self.encodings += 1
-        return text
+        return shared
 
 
 class Inbox:
