@@ -23,7 +23,7 @@ HANDSHAKE = (
 )
 
 
-def open_socket() -> tuple[WebSocketServerProtocol, StringTransport]:
+def open_websocket() -> tuple[WebSocketServerProtocol, StringTransport]:
     """A server-side WebSocket past its handshake, its transport emptied."""
     factory = WebSocketServerFactory()
     factory.protocol = WebSocketServerProtocol
@@ -43,10 +43,10 @@ def test_sockets_write_the_same_frame_as_sendmessage_framed_once() -> None:
     for size in (10, 300, 70_000):
         text = '{"type": "events", "pad": "' + "é" * size + '"}'
         shared = SharedText(text)
-        sockets = [open_socket() for _ in range(3)]
+        sockets = [open_websocket() for _ in range(3)]
         for protocol, _ in sockets:
             assert Outbox(protocol).send_shared(shared)
-        reference, reference_transport = open_socket()
+        reference, reference_transport = open_websocket()
         reference.sendMessage(text.encode(), False)
         expected = reference_transport.value()
         assert [transport.value() for _, transport in sockets] == [expected] * 3
@@ -54,7 +54,7 @@ def test_sockets_write_the_same_frame_as_sendmessage_framed_once() -> None:
 
 
 def test_a_socket_that_is_not_open_sends_through_asgi() -> None:
-    protocol, transport = open_socket()
+    protocol, transport = open_websocket()
     outbox = Outbox(protocol)
     protocol.sendClose(1000)
     transport.clear()

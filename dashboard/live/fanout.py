@@ -111,11 +111,18 @@ class Inbox:
         self.limit = INBOX_MESSAGES
         self._messages: deque[Message] = deque()
         self._ready = asyncio.Event()
+        self._waiting = False  # the socket's task waits in ``get``
         # A queue whose batches are dropped: the gap marker waiting in the inbox for it.
         self._lagging: dict[str, Message] = {}
 
     def __len__(self) -> int:
         return len(self._messages)
+
+    @property
+    def idle(self) -> bool:
+        """The socket's task waits for a message and none is queued: what comes now
+        is the next thing it would handle (so the hub may hand it over directly)."""
+        return self._waiting and not self._messages
 
     def put(self, message: Message) -> None:
         self._messages.append(message)
@@ -136,7 +143,11 @@ class Inbox:
     async def get(self) -> Message:
         while not self._messages:
             self._ready.clear()
-            await self._ready.wait()
+            self._waiting = True
+            try:
+                await self._ready.wait()
+            finally:
+                self._waiting = False
         message = self._messages.popleft()
         if message["type"] == "live.gap" and self._lagging.get(message["queue"]) is message:
             del self._lagging[message["queue"]]  # later batches of the queue are kept again

@@ -118,14 +118,18 @@ class Outbox:
         self.full = False
         self.drained.set()
 
+    def can_send_shared(self) -> bool:
+        """Whether ``send_shared`` writes now: under daphne, on an open socket."""
+        protocol = self._protocol
+        return protocol is not None and bool(protocol.state == protocol.STATE_OPEN)
+
     def send_shared(self, message: SharedText) -> bool:
         """Write ``message`` as its prepared frame; False when the socket must send it
         through ASGI instead (not under daphne, or not open: daphne's ``send``
         then does what it does for a closing socket)."""
-        protocol = self._protocol
-        if protocol is None or protocol.state != protocol.STATE_OPEN:
+        if not self.can_send_shared():
             return False
-        protocol.sendPreparedMessage(message.prepared())
+        self._protocol.sendPreparedMessage(message.prepared())
         return True
 
     async def wait_drained(self, timeout: float) -> bool:
