@@ -222,6 +222,8 @@ class Viewer(WebSocketClientProtocol):  # type: ignore[misc]
     def onClose(self, was_clean: bool, code: int | None, reason: str | None) -> None:
         if not self.closed.done():
             self.closed.set_result(code)
+        if not self.opened.done():  # closed before it opened: counted as dropped, no hang
+            self.opened.set_result(None)
 
 
 async def open_viewers(
