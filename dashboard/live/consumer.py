@@ -75,7 +75,9 @@ inbox behind the barrier. Events seen by both are dropped by stream id.
 
 The socket's messages, the client's frames and what the readers hand it, go
 through one inbox that the socket's task takes in order (``__call__``): no
-channel layer, no task per message.
+channel layer, no task per message. Under daphne a batch that finds the task
+waiting on an empty inbox is sent by the reader's hand-out directly
+(``_send_now``, the same steps as ``live_events``): it would have been next.
 """
 
 from __future__ import annotations

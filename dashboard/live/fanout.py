@@ -5,10 +5,15 @@ live in the same server process, so a reader hands each batch to its
 stream's subscribers itself: it calls ``deliver`` on each, which puts the
 message in that socket's ``Inbox`` and returns, never waiting for the socket.
 Each socket's own task takes its inbox in order and sends (so a socket whose
-``send`` waits, under a server with backpressure, delays only itself). A
+``send`` waits, under a server with backpressure, delays only itself). Under
+daphne, whose sockets write without waiting, a socket whose task waits with
+an empty inbox (``Inbox.idle``) sends the batch within ``deliver`` instead
+(dashboard.live.consumer, ``LiveConsumer._send_now``): nothing is queued
+before it, so the order is the same, and no task wakes per socket and batch. A
 ``Batch`` is shared read-only by every socket it reaches, and the frame a
 socket sends for it is encoded once per kind of subscription (``frame``): a
-hundred sockets that want every event of a queue send the same text.
+hundred sockets that want every event of a queue send the same text, framed
+once under daphne (dashboard.live.outbox, ``SharedText``).
 
 This replaces Channels' channel layer for these messages (a PUBLISH per batch
 through Redis pub/sub, channels-redis's receive loop pushing the message onto
