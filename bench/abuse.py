@@ -3,7 +3,7 @@
     python bench/abuse.py [--seconds 60] [--settle 30] [--phases abc]
                           [--stalled 10] [--stalled-rate 1000] [--size 2048]
                           [--names 10000] [--sockets 100] [--rate 1000]
-                          [--trace-memory]
+                          [--trace-memory] [--profile N]
 
 A private redis-server and the dashboard under daphne (a real subprocess on
 that Redis). Every socket logs in as a viewer, as a page does.
@@ -26,6 +26,11 @@ c. ``--sockets`` sockets (100) that read, on one queue getting ``--rate``
 
 ``--trace-memory`` runs daphne under tracemalloc and prints, at phase a's peak,
 where the memory sits (the top files by bytes allocated); it slows the server.
+``--profile N`` runs daphne under cProfile and prints, for phase c's load, its
+top N functions by own and by cumulative time; it slows the server too.
+Phase c also prints CPU seconds per event: daphne's, and this client's own
+(its 100 sockets share the machine with daphne, so when the client is short
+of CPU the milliseconds measure it rather than the server).
 The machine's load average is printed first: the figures only mean something
 on a quiet machine.
 """
@@ -36,6 +41,8 @@ import argparse
 import asyncio
 import json
 import os
+import pstats
+import re
 import signal
 import socket
 import statistics
@@ -82,6 +89,21 @@ def dump(signum, frame):
         for stat in stats[:12]:
             out.write(f"{stat.size / 1048576:8.1f} MB {stat.count:9d} blocks  {stat.traceback}\\n")
 signal.signal(signal.SIGUSR1, dump)
+"""
+# Under --profile daphne imports this as its sitecustomize: cProfile runs from
+# the start (the event loop's thread is the main one), and on SIGUSR2 the
+# profile so far is written to ECHOMQ_PROFILE_FILE and profiling starts afresh.
+PROFILE_ON_SIGNAL = """
+import cProfile, os, signal
+profile = cProfile.Profile()
+profile.enable()
+def dump(signum, frame):
+    global profile
+    profile.disable()
+    profile.dump_stats(os.environ["ECHOMQ_PROFILE_FILE"])
+    profile = cProfile.Profile()
+    profile.enable()
+signal.signal(signal.SIGUSR2, dump)
 """
 
 
@@ -137,6 +159,19 @@ def produce(client: Any, rate: int, seconds: float, size: int) -> int:
     return live.produce(client, rate, seconds, queue=QUEUE, data=lambda n: padding)
 
 
+# What a socket reads from an events message, without decoding the rest: with a
+# hundred sockets in this one process, decoding every event (json.loads, then a
+# loop over the events in Python) took more CPU than the server spent sending
+# them, and the client's own delay counted as the server's latency. A message
+# is a JSON object whose first key is "type"; an event's stream id is its "id"
+# key (inside strings, JSON escapes the quotes, so only keys match; the
+# producer's fields hold no "id").
+MESSAGE_TYPE = re.compile(rb'\{"type": ?"(\w+)"')
+EVENT_ID = re.compile(rb'"id": ?"(\d+-\d+)"')
+# "skipped" comes after the events: looked for from the end.
+SKIPPED = re.compile(rb'"skipped": ?(\d+)')
+
+
 class Viewer(WebSocketClientProtocol):  # type: ignore[misc]
     """A socket like a page's; what it does with what it gets depends on the phase."""
 
@@ -146,13 +181,14 @@ class Viewer(WebSocketClientProtocol):  # type: ignore[misc]
     received_bytes: int
     subscribe: list[dict[str, Any]] = []
     stall_after_subscribed = False
-    ids: set[str]
-    latencies: list[float]
+    # (time.time() in ms when it came, the stream ids of its events) per events message;
+    # the ids and latencies are worked out after the load (``ids``, ``latencies``).
+    arrivals: list[tuple[float, list[bytes]]]
     skipped: int  # events the server left out and said so (refresh, gap): the page reloads
 
     def onConnect(self, response: Any) -> None:
         self.kinds, self.received_bytes = Counter(), 0
-        self.ids, self.latencies, self.skipped = set(), [], 0
+        self.arrivals, self.skipped = [], 0
 
     def onOpen(self) -> None:
         for start in range(0, len(self.subscribe), NAMES_PER_MESSAGE):
@@ -163,18 +199,31 @@ class Viewer(WebSocketClientProtocol):  # type: ignore[misc]
     def onMessage(self, payload: bytes, is_binary: bool) -> None:
         now = time.time() * 1000
         self.received_bytes += len(payload)
+        head = MESSAGE_TYPE.match(payload)
+        if head is not None and head[1] == b"events":
+            self.kinds["events"] += 1
+            skipped = SKIPPED.match(payload, max(0, payload.rfind(b'"skipped":')))
+            self.skipped += int(skipped[1]) if skipped else 0
+            self.arrivals.append((now, EVENT_ID.findall(payload)))
+            return
         message = json.loads(payload)
         self.kinds[message["type"]] += 1
         if message["type"] == "subscribed" and self.stall_after_subscribed:
             self.transport.pause_reading()
         self.skipped += message.get("skipped", 0)
-        for event in message.get("events", ()):
-            self.ids.add(event["id"])
-            self.latencies.append(now - int(event["id"].split("-")[0]))
+
+    def ids(self) -> set[str]:
+        return {i.decode() for _, ids in self.arrivals for i in ids}
+
+    def latencies(self) -> list[float]:
+        """XADD-to-socket per event: its arrival against the stream id's milliseconds."""
+        return [now - int(i.split(b"-")[0]) for now, ids in self.arrivals for i in ids]
 
     def onClose(self, was_clean: bool, code: int | None, reason: str | None) -> None:
         if not self.closed.done():
             self.closed.set_result(code)
+        if not self.opened.done():  # closed before it opened: counted as dropped, no hang
+            self.opened.set_result(None)
 
 
 async def open_viewers(
@@ -196,6 +245,10 @@ async def open_viewers(
         f"ws://127.0.0.1:{server.port}/ws/live/", origin=server.url, headers={"Cookie": cookie}
     )
     factory.protocol = PhaseViewer
+    # Checking each frame's UTF-8 here is CPU taken from the server under
+    # measurement (it cost the client a fifth of its time); the browser tests
+    # read the same frames in Chromium, which does check.
+    factory.setProtocolOptions(utf8validateIncoming=False)
     viewers = []
     for _ in range(count):
         sock = socket.socket()
@@ -316,16 +369,26 @@ async def readers_phase(
     first = redis.xrevrange(QueueKeys(QUEUE).events, count=1)
     after = first[0][0] if first else b"0-0"
     pid = server.process.pid  # type: ignore[union-attr]
+    if args.profile:
+        os.kill(pid, signal.SIGUSR2)  # the profile starts afresh here
     cpu_before, wall_before = cpu_seconds(pid), time.monotonic()
+    own_before = time.process_time()
     sent = await asyncio.to_thread(produce, redis, args.rate, args.seconds, 50)
     await asyncio.sleep(2)
-    cpu = (cpu_seconds(pid) - cpu_before) / (time.monotonic() - wall_before)
+    server_cpu = cpu_seconds(pid) - cpu_before
+    own_cpu = time.process_time() - own_before
+    wall = time.monotonic() - wall_before
+    cpu = server_cpu / wall
+    if args.profile:
+        os.kill(pid, signal.SIGUSR2)
+        await asyncio.sleep(2)
+        print_profile(Path(os.environ["ECHOMQ_PROFILE_FILE"]), args.profile)
     produced = {i.decode() for i, _ in redis.xrange(QueueKeys(QUEUE).events, min=b"(" + after)}
     dropped = sum(1 for v in viewers if v.closed.done())
-    missing = [len(produced - v.ids) for v in viewers]
+    missing = [len(produced - v.ids()) for v in viewers]
     skipped = sum(v.skipped for v in viewers)
     gaps = sum(v.kinds["gap"] for v in viewers)
-    latencies = [value for v in viewers for value in v.latencies]
+    latencies = [value for v in viewers for value in v.latencies()]
     kinds = sum((v.kinds for v in viewers), Counter())
     for viewer in viewers:
         if viewer.transport is not None:
@@ -342,15 +405,39 @@ async def readers_phase(
         f"{mb(sampler.peak_rss(started))}, Redis clients peak "
         f"{sampler.peak_clients(started)}; target: {'met' if met else 'NOT met'}"
     )
+    # CPU per event does not depend on the machine's load the way milliseconds do.
+    messages = kinds["events"]
+    print(
+        f"   CPU: daphne {server_cpu:.2f} s = {server_cpu / max(sent, 1) * 1e6:.0f} us per event "
+        f"produced, {server_cpu / max(len(latencies), 1) * 1e6:.1f} us per event delivered "
+        f"({len(latencies)}), {server_cpu / max(messages, 1) * 1e6:.0f} us per message "
+        f"sent ({messages}); this client (sockets and producer) {own_cpu:.2f} s "
+        f"({own_cpu / wall:.0%} of a core)"
+    )
 
 
-def start_server(redis_url: str, workdir: Path, trace: bool) -> DashboardServer:
+def print_profile(path: Path, top: int) -> None:
+    """daphne's profile over the load: the functions that took most CPU themselves."""
+    stats = pstats.Stats(str(path))
+    print(f"daphne's profile over the load, top {top} by own time (cProfile):")
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+
+
+def start_server(redis_url: str, workdir: Path, trace: bool, profile: bool) -> DashboardServer:
     env = prepare(redis_url, workdir)
+    if trace and profile:
+        raise SystemExit("--trace-memory and --profile: one at a time")
     if trace:
         os.environ["ECHOMQ_TRACE_FILE"] = str(workdir / "tracemalloc.txt")
         (workdir / "sitecustomize.py").write_text(TRACE_ON_SIGNAL)
         env["ECHOMQ_TRACE_FILE"] = os.environ["ECHOMQ_TRACE_FILE"]
         env["PYTHONTRACEMALLOC"] = "1"
+    if profile:
+        os.environ["ECHOMQ_PROFILE_FILE"] = str(workdir / "daphne.prof")
+        (workdir / "sitecustomize.py").write_text(PROFILE_ON_SIGNAL)
+        env["ECHOMQ_PROFILE_FILE"] = os.environ["ECHOMQ_PROFILE_FILE"]
+    if trace or profile:
         env["PYTHONPATH"] = f"{workdir}{os.pathsep}{env['PYTHONPATH']}"
     server = DashboardServer(env, free_port(), workdir / "daphne.log")
     server.start()
@@ -371,6 +458,9 @@ def main() -> None:
     parser.add_argument("--sockets", type=int, default=100)
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--trace-memory", action="store_true")
+    parser.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="phase c: daphne's top N functions"
+    )
     args = parser.parse_args()
 
     print(f"load average before: {load_average()} on {os.cpu_count()} CPUs")
@@ -378,7 +468,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="echomq-bench-abuse-"))
     redis = connect(redis_server.url)
     Queue(QUEUE, redis).add("seed")  # the queue exists
-    server = start_server(redis_server.url, workdir, args.trace_memory)
+    server = start_server(redis_server.url, workdir, args.trace_memory, bool(args.profile))
     assert server.process is not None
     sampler = Sampler(server.process.pid, redis)
     phases = {"a": stalled_phase, "b": names_phase, "c": readers_phase}

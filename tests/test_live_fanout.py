@@ -21,8 +21,10 @@ from dashboard.live import consumer as consumer_module
 from dashboard.live import fanout
 from dashboard.live.consumer import LiveConsumer
 from dashboard.live.hub import get_hub
+from dashboard.live.outbox import Outbox
 from queues.keys import QueueKeys
 from tests.test_live_consumer import received_ids
+from tests.test_live_shared_frames import open_websocket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -241,3 +243,60 @@ async def test_a_batch_is_encoded_once_for_all_sockets_that_want_the_same_frame(
     assert encoded == ["events", "events"], "one encoding per kind of subscription"
     for communicator in (*everything, *counts):
         await communicator.disconnect()
+
+
+def frames_in(data: bytes) -> list[dict[str, Any]]:
+    """The messages of the unmasked text frames a server wrote, in order."""
+    messages, at = [], 0
+    while at < len(data):
+        assert data[at] == 0x81, "one whole text frame"
+        length, at = data[at + 1] & 0x7F, at + 2
+        if length >= 126:
+            width = 2 if length == 126 else 8
+            length, at = int.from_bytes(data[at : at + width], "big"), at + width
+        messages.append(json.loads(data[at : at + length]))
+        at += length
+    return messages
+
+
+@pytest.mark.usefixtures("hub")
+async def test_under_daphne_the_hand_out_writes_batches_straight_to_an_idle_socket(
+    redis_client: Redis, viewer: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A socket on autobahn's protocol (daphne's) whose task waits with nothing
+    queued gets each batch written by the reader's hand-out itself, without a
+    wake-up of its task: every event, in order, and the position moves with them."""
+    handled: list[str] = []
+    live_events = LiveConsumer.live_events
+
+    async def counted(self: LiveConsumer, message: dict[str, Any]) -> None:
+        handled.append(message["tip"])
+        await live_events(self, message)
+
+    monkeypatch.setattr(LiveConsumer, "live_events", counted)
+    protocol, transport = open_websocket()
+    communicator = WebsocketCommunicator(LiveConsumer.as_asgi(), "/ws/live/")
+    communicator.scope["user"] = viewer
+    communicator.scope["outbox"] = Outbox(protocol)
+    connected, _ = await communicator.connect()
+    assert connected
+    await communicator.send_json_to(
+        {"type": "subscribe", "queues": [{"queue": QUEUE, "last_id": None}]}
+    )
+    assert (await communicator.receive_json_from(timeout=5))["type"] == "subscribed"
+    sent = []
+    for n in range(20):
+        sent.append(add_event(redis_client, str(n)))
+        if n % 5 == 4:
+            await asyncio.sleep(0.05)  # several batches
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        messages = frames_in(transport.value())
+        if [e["id"] for m in messages for e in m["events"]] == sent:
+            break
+        await asyncio.sleep(0.02)
+    assert [e["id"] for m in messages for e in m["events"]] == sent
+    assert messages[-1]["last_id"] == sent[-1]
+    assert len(messages) > 1
+    assert handled == [], "no batch went through the socket's task"
+    await communicator.disconnect()

@@ -75,7 +75,9 @@ inbox behind the barrier. Events seen by both are dropped by stream id.
 
 The socket's messages, the client's frames and what the readers hand it, go
 through one inbox that the socket's task takes in order (``__call__``): no
-channel layer, no task per message.
+channel layer, no task per message. Under daphne a batch that finds the task
+waiting on an empty inbox is sent by the reader's hand-out directly
+(``_send_now``, the same steps as ``live_events``): it would have been next.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
@@ -104,7 +106,7 @@ from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Inbox, Message
 from dashboard.live.hub import OUTAGE_ERRORS, StreamHub, get_hub
-from dashboard.live.outbox import STALL_CLOSE_S, Outbox
+from dashboard.live.outbox import STALL_CLOSE_S, Outbox, SharedText
 from dashboard.live.streams import EventPayload, Replay, replay_after
 from dashboard.lookup import served_queues_async
 from queues.keys import InvalidName, validate_job_id
@@ -117,6 +119,7 @@ CLOSE_NOT_LOGGED_IN = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_BAD_MESSAGE = 4400
 CLOSE_TOO_SLOW = 4408
+CLOSE_SERVER_ERROR = 1011
 REDIS_UNREACHABLE = "Redis unreachable"
 # The overview subscribes to every queue it lists: this is also how many of
 # them update live on it.
@@ -212,8 +215,12 @@ class Subscription:
     barrier: asyncio.Task[None] | None = None
     # Events went unsent while the outbox was full: a gap is owed.
     missed: bool = False
+    # The socket's way to send a batch at once (LiveConsumer._send_now); False: queue it.
+    send_now: Callable[[Subscription, Message], bool] | None = None
 
     def deliver(self, message: Message) -> None:
+        if self.send_now is not None and self.inbox.idle and self.send_now(self, message):
+            return
         self.inbox.deliver(message)
 
     def stop_barrier(self) -> None:
@@ -463,7 +470,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         ref = wanted.queue.address
         hub = get_hub(wanted.queue.connection)
         resume, job, bodies = wanted.resume_from, wanted.job, wanted.bodies
-        sub = Subscription(ref, self.inbox, resume, job=job, bodies=bodies)
+        sub = Subscription(ref, self.inbox, resume, job=job, bodies=bodies, send_now=self._send_now)
         try:
             await hub.acquire(ref, sub)  # before the old one goes: the stream stays up
         except OUTAGE_ERRORS:
@@ -562,6 +569,37 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         else:
             await self._send_events(sub, events, batch if whole else None)
 
+    def _send_now(self, sub: Subscription, message: Message) -> bool:
+        """Send a batch from the reader's hand-out itself, when this socket's task
+        waits for its next message with none queued (``Inbox.idle``) and the batch
+        goes whole as the frame shared by its kind, which the outbox writes without
+        waiting (under daphne). It does what ``live_events`` would do next, minus a
+        wake-up of the socket's task per batch, which with a hundred sockets was a
+        good part of the server's CPU per event (docs/benchmarks.md, "Runs of
+        2026-12-02 (perf-live)"). False, with nothing changed: the inbox takes it.
+        """
+        if message["type"] != "live.events" or self.giving_up:
+            return False
+        batch: Batch = message["batch"]
+        if (
+            self.subscriptions.get(sub.ref) is not sub
+            or sub.replaying
+            or sub.skipped  # a frame of its own
+            or not batch.first > sub.last_sent
+            or not self.outbox.can_send_shared()
+        ):
+            return False
+        try:
+            frame = self._events_frame(sub, batch.events, batch)
+            if frame is not None:
+                self._send_shared_now(frame)
+        except Exception:
+            # In the reader's hand-out: end this socket, as a failure in its own
+            # task would, and let the reader go on to the others.
+            log.exception("live socket: sending a batch failed")
+            self._start(self.close(code=CLOSE_SERVER_ERROR))
+        return True
+
     async def live_gap(self, message: dict[str, Any]) -> None:
         sub = self.subscriptions.get(message["queue"])
         if sub is None or sub.replaying:
@@ -576,10 +614,24 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def send_json(self, content: dict[str, Any], close: bool = False) -> None:
         await self._send_text(await self.encode_json(content), close)
 
-    async def _send_text(self, text: str, close: bool = False) -> None:
+    async def _send_text(self, text: str | SharedText, close: bool = False) -> None:
+        """Send ``text``; a ``SharedText`` (the same for many sockets) goes as the
+        frame prepared once for all of them where the server allows it."""
         if self.giving_up:
             return  # closed for not reading: nothing more for this client
-        await self.send(text_data=text, close=close)
+        if isinstance(text, str):
+            await self.send(text_data=text, close=close)
+        elif close or not self.outbox.send_shared(text):
+            await self.send(text_data=text.text, close=close)
+        self._watch_outbox()
+
+    def _send_shared_now(self, frame: str | SharedText) -> None:
+        """``frame`` written at once (the caller checked ``Outbox.can_send_shared``)."""
+        if not isinstance(frame, SharedText) or not self.outbox.send_shared(frame):
+            raise RuntimeError("a frame that cannot be written at once")
+        self._watch_outbox()
+
+    def _watch_outbox(self) -> None:
         if self.outbox.full and self.stall_watch is None:
             self.stall_watch = self._start(self._wait_for_reader())
 
@@ -618,8 +670,17 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def _send_events(
         self, sub: Subscription, events: list[EventPayload], batch: Batch | None = None
     ) -> None:
-        """Oldest first; a batch too big for the page becomes its newest part plus a hint.
+        frame = self._events_frame(sub, events, batch)
+        if frame is not None:
+            await self._send_text(frame)
 
+    def _events_frame(
+        self, sub: Subscription, events: list[EventPayload], batch: Batch | None = None
+    ) -> str | SharedText | None:
+        """The events message to send now (None: nothing), with ``sub``'s positions
+        and counts moved as if it was sent.
+
+        Oldest first; a batch too big for the page becomes its newest part plus a hint.
         ``batch``: ``events`` are all of it, so the frame is the same for every
         socket with the same filter and nothing skipped before: encoded once.
         """
@@ -632,7 +693,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             # The client has not taken what it was sent: no more until it has,
             # then a gap (_wait_for_reader), and the page reloads.
             sub.missed = sub.missed or bool(events) or sub.skipped > 0
-            return
+            return None
         skipped = sub.skipped + max(0, len(events) - FEED_KEEP)
         sent = events[-FEED_KEEP:]
         if sub.job is not None:
@@ -642,7 +703,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         # message says so now and then (POSITION_EVERY_S).
         quiet = sub.last_sent == sub.told or now - sub.told_at < POSITION_EVERY_S
         if not sent and not skipped and quiet:
-            return
+            return None
         sub.skipped = 0
         sub.told, sub.told_at = sub.last_sent, now
 
@@ -662,9 +723,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             return within_message_limit(message)
 
         if shared is not None:
-            await self._send_text(shared.frame((sub.bodies, sub.job), encode))
-        else:
-            await self._send_text(encode())
+            return shared.frame((sub.bodies, sub.job), encode)
+        return encode()
 
 
 def _hub_of(address: str) -> StreamHub:

@@ -5,10 +5,15 @@ live in the same server process, so a reader hands each batch to its
 stream's subscribers itself: it calls ``deliver`` on each, which puts the
 message in that socket's ``Inbox`` and returns, never waiting for the socket.
 Each socket's own task takes its inbox in order and sends (so a socket whose
-``send`` waits, under a server with backpressure, delays only itself). A
+``send`` waits, under a server with backpressure, delays only itself). Under
+daphne, whose sockets write without waiting, a socket whose task waits with
+an empty inbox (``Inbox.idle``) sends the batch within ``deliver`` instead
+(dashboard.live.consumer, ``LiveConsumer._send_now``): nothing is queued
+before it, so the order is the same, and no task wakes per socket and batch. A
 ``Batch`` is shared read-only by every socket it reaches, and the frame a
 socket sends for it is encoded once per kind of subscription (``frame``): a
-hundred sockets that want every event of a queue send the same text.
+hundred sockets that want every event of a queue send the same text, framed
+once under daphne (dashboard.live.outbox, ``SharedText``).
 
 This replaces Channels' channel layer for these messages (a PUBLISH per batch
 through Redis pub/sub, channels-redis's receive loop pushing the message onto
@@ -40,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dashboard.live.outbox import SharedText
 from dashboard.live.streams import EventPayload
 from queues.read.stream import parse_stream_id
 
@@ -70,7 +76,7 @@ class Batch:
     first: tuple[int, int] = field(init=False)
     last: tuple[int, int] = field(init=False)
     # Encoded frames by kind of subscription (see ``frame``); counted for the tests.
-    frames: dict[object, str] = field(default_factory=dict)
+    frames: dict[object, SharedText] = field(default_factory=dict)
     encodings: int = 0
 
     def __post_init__(self) -> None:
@@ -84,16 +90,17 @@ class Batch:
     def message(self) -> Message:
         return {"type": "live.events", "queue": self.queue, "tip": self.tip, "batch": self}
 
-    def frame(self, kind: object, encode: Callable[[], str]) -> str:
-        """The frame for sockets of this ``kind``: encoded by the first of them, reused by the rest.
+    def frame(self, kind: object, encode: Callable[[], str]) -> SharedText:
+        """The frame for sockets of this ``kind``: encoded by the first of them, reused
+        by the rest (under daphne, framed once too: dashboard.live.outbox).
 
         ``kind`` must hold everything besides the batch that the frame depends on.
         """
-        text = self.frames.get(kind)
-        if text is None:
-            text = self.frames[kind] = encode()
+        shared = self.frames.get(kind)
+        if shared is None:
+            shared = self.frames[kind] = SharedText(encode())
             self.encodings += 1
-        return text
+        return shared
 
 
 class Inbox:
@@ -109,11 +116,18 @@ class Inbox:
         self.limit = INBOX_MESSAGES
         self._messages: deque[Message] = deque()
         self._ready = asyncio.Event()
+        self._waiting = False  # the socket's task waits in ``get``
         # A queue whose batches are dropped: the gap marker waiting in the inbox for it.
         self._lagging: dict[str, Message] = {}
 
     def __len__(self) -> int:
         return len(self._messages)
+
+    @property
+    def idle(self) -> bool:
+        """The socket's task waits for a message and none is queued: what comes now
+        is the next thing it would handle (so the hub may hand it over directly)."""
+        return self._waiting and not self._messages
 
     def put(self, message: Message) -> None:
         self._messages.append(message)
@@ -134,7 +148,11 @@ class Inbox:
     async def get(self) -> Message:
         while not self._messages:
             self._ready.clear()
-            await self._ready.wait()
+            self._waiting = True
+            try:
+                await self._ready.wait()
+            finally:
+                self._waiting = False
         message = self._messages.popleft()
         if message["type"] == "live.gap" and self._lagging.get(message["queue"]) is message:
             del self._lagging[message["queue"]]  # later batches of the queue are kept again

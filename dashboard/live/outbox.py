@@ -27,6 +27,19 @@ it as is or wrapped by Channels' ``SessionMiddleware`` (part of
 keeps the server's ``send`` as ``real_send``). Under any other server (or a
 test's communicator) the outbox watches nothing and is never full: a server
 that applies backpressure itself (uvicorn) makes ``send`` wait instead.
+
+The outbox also sends what many sockets send unchanged (``SharedText``: a
+batch's frame, dashboard.live.fanout) the cheap way under daphne: the text is
+encoded and framed once, as autobahn's ``PreparedMessage``, and each socket
+hands those bytes to its autobahn protocol (``sendPreparedMessage``, which
+compresses per socket instead where compression was negotiated). Through ASGI
+every socket encoded and framed the text itself, behind Channels' session
+wrapper and daphne's reply dispatch: measured with ``bench/abuse.py --phases
+c --profile`` (100 sockets, 1,000 events/s), that path was about two thirds of
+daphne's CPU per message sent (docs/benchmarks.md, "Runs of 2026-12-02
+(perf-live)"). Written bytes go to the same transport in the same order as
+the ASGI path's (daphne's ``send`` writes before it returns), so the outbox
+bounds them alike.
 """
 
 from __future__ import annotations
@@ -35,6 +48,8 @@ import asyncio
 import functools
 import inspect
 from typing import Any
+
+from autobahn.websocket.protocol import PreparedMessage
 
 # What a socket's transport may hold before the socket counts as behind. One
 # message more may follow it (the one that crossed the line: at most
@@ -47,13 +62,34 @@ OUTBOX_BYTES = 256 * 1024
 STALL_CLOSE_S = 15.0
 
 
+class SharedText:
+    """A text message that many sockets send unchanged, framed once when first sent."""
+
+    __slots__ = ("_prepared", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._prepared: PreparedMessage | None = None
+
+    def prepared(self) -> PreparedMessage:
+        if self._prepared is None:
+            # A server's frames are not masked.
+            self._prepared = PreparedMessage(
+                self.text.encode(), isBinary=False, applyMask=False, doNotCompress=False
+            )
+        return self._prepared
+
+
 class Outbox:
     """Twisted's streaming-producer interface on one socket's transport (or none)."""
 
-    def __init__(self, transport: Any = None) -> None:
+    def __init__(self, protocol: Any = None) -> None:
+        """``protocol``: daphne's WebSocket protocol of the socket (autobahn's), or None."""
         self.full = False
         self.drained = asyncio.Event()
         self.drained.set()
+        self._protocol = protocol
+        transport: Any = getattr(protocol, "transport", None)
         self._transport = transport
         if transport is not None:
             # The HTTP channel that carried the upgrade is still registered as
@@ -82,6 +118,20 @@ class Outbox:
         self.full = False
         self.drained.set()
 
+    def can_send_shared(self) -> bool:
+        """Whether ``send_shared`` writes now: under daphne, on an open socket."""
+        protocol = self._protocol
+        return protocol is not None and bool(protocol.state == protocol.STATE_OPEN)
+
+    def send_shared(self, message: SharedText) -> bool:
+        """Write ``message`` as its prepared frame; False when the socket must send it
+        through ASGI instead (not under daphne, or not open: daphne's ``send``
+        then does what it does for a closing socket)."""
+        if not self.can_send_shared():
+            return False
+        self._protocol.sendPreparedMessage(message.prepared())
+        return True
+
     async def wait_drained(self, timeout: float) -> bool:
         """True once the client has taken what it was sent, False after ``timeout`` s."""
         try:
@@ -91,15 +141,19 @@ class Outbox:
         return True
 
 
-def daphne_transport(send: Any) -> Any:
-    """The Twisted transport under daphne's ``send``; None under other servers."""
+def daphne_protocol(send: Any) -> Any:
+    """Daphne's WebSocket protocol (autobahn's, on a Twisted transport) under its
+    ``send``; None under other servers."""
     while inspect.ismethod(send) and hasattr(send.__self__, "real_send"):
         send = send.__self__.real_send  # Channels' session wrapper (see above)
     if not isinstance(send, functools.partial) or not send.args:
         return None
-    transport = getattr(send.args[0], "transport", None)
+    protocol = send.args[0]
+    transport = getattr(protocol, "transport", None)
     needed = ("registerProducer", "unregisterProducer", "pauseProducing", "resumeProducing")
-    return transport if all(hasattr(transport, name) for name in needed) else None
+    if not all(hasattr(transport, name) for name in needed):
+        return None
+    return protocol if hasattr(protocol, "sendPreparedMessage") else None
 
 
 class SocketOutbox:
@@ -109,5 +163,5 @@ class SocketOutbox:
         self.inner = inner
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
-        outbox = Outbox(daphne_transport(send))
+        outbox = Outbox(daphne_protocol(send))
         return await self.inner(dict(scope, outbox=outbox), receive, send)
