@@ -350,3 +350,38 @@ def test_a_job_read_before_it_was_retried_is_not_counted(redis_client: Redis) ->
     assert answer == [0, 2]
     assert redis_client.hget(index.counts, key) == b"2"  # job 1 not dropped yet, 2 once
     assert shown(redis_client) == Counter({"boom <n>": 1})
+
+
+def test_a_job_given_twice_in_one_add_call_counts_once(redis_client: Redis) -> None:
+    """The add script reads each job's group once, before the call: a job
+    that comes again later in the same call must find what the call wrote."""
+    fail_job(redis_client, "1", "boom 1", 5_000)
+    shown(redis_client)
+    fail_job(redis_client, "2", "boom 2", 6_000)
+    index = eg._Index(KEYS)
+    gen = redis_client.hget(index.state, "gen").decode()
+    boom, other = group_key("boom <n>"), group_key("something else")
+    answer = eg.scripts.run(
+        redis_client,
+        index.add(
+            gen, [("2", 6_000, boom, "{}"), ("2", 6_000, other, "{}"), ("2", 6_000, boom, "{}")]
+        ),
+    )
+    assert answer == [1, 2]
+    assert redis_client.hget(index.jobs, "2") == boom.encode()
+    assert redis_client.hgetall(index.counts) == {boom.encode(): b"2"}
+    assert shown(redis_client) == Counter({"boom <n>": 2})
+
+
+def test_the_first_count_reads_past_ties_between_batches(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches are read newest first by score; jobs that failed in the same
+    millisecond may straddle two batches and are each counted once."""
+    monkeypatch.setattr(eg, "BATCH", 3)
+    for n in range(10):
+        fail_job(redis_client, f"t{n}", f"tie {n}", 7_000 if n < 7 else 7_000 - n)
+    fail_job(redis_client, "gone", "never read", 8_000)
+    redis_client.delete(KEYS.job("gone"))  # listed in failed, its hash gone
+    assert shown(redis_client) == Counter({"tie <n>": 10, NO_REASON: 1})
+    assert redis_client.hlen(eg._Index(KEYS).jobs) == 11
