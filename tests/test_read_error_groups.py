@@ -385,3 +385,26 @@ def test_the_first_count_reads_past_ties_between_batches(
     redis_client.delete(KEYS.job("gone"))  # listed in failed, its hash gone
     assert shown(redis_client) == Counter({"tie <n>": 10, NO_REASON: 1})
     assert redis_client.hlen(eg._Index(KEYS).jobs) == 11
+
+
+def test_one_add_call_of_thousands_of_jobs_counts_each(redis_client: Redis) -> None:
+    """The add script sends its writes per group; a call larger than one
+    Lua unpack takes (a few thousand values) sends them in parts."""
+    shown(redis_client)  # an empty index, built
+    seed_failed_bulk(redis_client, KEYS, 5_000)
+    index = eg._Index(KEYS)
+    gen = redis_client.hget(index.state, "gen").decode()
+    failed = redis_client.zrange(KEYS.failed, 0, -1, withscores=True)
+    keys = [group_key(f"kind {n % 3}") for n in range(3)]
+    entries = [
+        (raw.decode(), int(score), keys[n % 3], "{}") for n, (raw, score) in enumerate(failed)
+    ]
+    assert eg.scripts.run(redis_client, index.add(gen, entries)) == [5_000, 0]
+    assert {k.decode(): int(v) for k, v in redis_client.hgetall(index.counts).items()} == {
+        keys[0]: 1_667,
+        keys[1]: 1_667,
+        keys[2]: 1_666,
+    }
+    assert redis_client.hlen(index.jobs) == 5_000
+    assert redis_client.zcard(index.group(keys[0])) == 1_667
+    assert redis_client.hget(index.state, "total") == b"5000"

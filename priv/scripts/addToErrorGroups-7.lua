@@ -63,30 +63,51 @@ if refused then
   return refused
 end
 
--- Per job: its checks, the count, the job's group; per group, once at the
--- end: first and last seen (a call of 1,000 jobs of few kinds does a few
--- Redis calls per job, not a dozen).
+-- Per job: its checks; per group, once per call: the count, the group's
+-- zset, first and last seen; one HSET for the jobs' groups (a call of 250
+-- jobs of few kinds makes about two Redis calls per job, not five).
 local added, skipped = 0, 0
 local kept = redis.call("HLEN", index.counts) - redis.call("HEXISTS", index.counts, OTHER)
 local target_of, seen_span = {}, {}
 -- The group this call put a job in: a job given twice in one call finds
 -- itself counted (its held_before is what it was before the call).
 local written = {}
+-- The writes of the jobs counted so far, not sent yet: per group its count,
+-- the sample of its first job and its zset's score-member pairs; the jobs'
+-- groups as field-value pairs. Sent before a job is taken out of its old
+-- group (that may empty a group this call counts into) and at the end.
+local pending, pending_jobs, pending_size = {}, {}, 0
+local function write_pending()
+  for target, batch in pairs(pending) do
+    if redis.call("HINCRBY", index.counts, target, batch.count) == batch.count then
+      redis.call("HSET", index.samples, target, batch.sample)
+    end
+    redis.call("ZADD", group_base .. target, unpack(batch.members))
+  end
+  if pending_size > 0 then
+    redis.call("HSET", index.jobs, unpack(pending_jobs))
+  end
+  pending, pending_jobs, pending_size = {}, {}, 0
+end
 for i = 7, #ARGV, 4 do
   local job_id, finished, group = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
   local score = tonumber(redis.call("ZSCORE", failed_key, job_id))
   local old = written[job_id]
+  local counted = old ~= nil -- counted by this call, at this same score
   if old == nil then
     old = held_before[i]
+    counted = old and tonumber(redis.call("ZSCORE", group_base .. old, job_id)) == score
   end
-  local counted = old and tonumber(redis.call("ZSCORE", group_base .. old, job_id)) == score
   if score == nil or score ~= finished or counted then
     skipped = skipped + 1
   else
-    if old and unindex_job(index, group_base, old, job_id) then
-      target_of[old] = nil
-      if old ~= OTHER then
-        kept = kept - 1
+    if old then
+      write_pending()
+      if unindex_job(index, group_base, old, job_id) then
+        target_of[old] = nil
+        if old ~= OTHER then
+          kept = kept - 1
+        end
       end
     end
     -- Where this call counts the group's jobs. A group it has counted into
@@ -104,11 +125,18 @@ for i = 7, #ARGV, 4 do
       end
       target_of[group] = target
     end
-    if redis.call("HINCRBY", index.counts, target, 1) == 1 then
-      redis.call("HSET", index.samples, target, ARGV[i + 3])
+    local batch = pending[target]
+    if not batch then
+      -- The first job counted into a group that had none gives its sample.
+      batch = {count = 0, sample = ARGV[i + 3], members = {}}
+      pending[target] = batch
     end
-    redis.call("ZADD", group_base .. target, finished, job_id)
-    redis.call("HSET", index.jobs, job_id, target)
+    batch.count = batch.count + 1
+    batch.members[#batch.members + 1] = finished
+    batch.members[#batch.members + 1] = job_id
+    pending_jobs[pending_size + 1] = job_id
+    pending_jobs[pending_size + 2] = target
+    pending_size = pending_size + 2
     written[job_id] = target
     local span = seen_span[target]
     if span then
@@ -117,8 +145,12 @@ for i = 7, #ARGV, 4 do
       seen_span[target] = {finished, finished}
     end
     added = added + 1
+    if pending_size >= 2000 then
+      write_pending() -- unpack takes a few thousand values at most
+    end
   end
 end
+write_pending()
 for target, span in pairs(seen_span) do
   local first = tonumber(redis.call("HGET", index.first, target))
   if first == nil or span[1] < first then
