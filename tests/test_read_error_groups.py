@@ -408,3 +408,11 @@ def test_one_add_call_of_thousands_of_jobs_counts_each(redis_client: Redis) -> N
     assert redis_client.hlen(index.jobs) == 5_000
     assert redis_client.zcard(index.group(keys[0])) == 1_667
     assert redis_client.hget(index.state, "total") == b"5000"
+    # The same jobs again, each now under another group: all counted
+    # already at that finishedOn (each job's group is read in parts too).
+    again = [
+        (job_id, score, keys[(n + 1) % 3], "{}") for n, (job_id, score, _, _) in enumerate(entries)
+    ]
+    assert eg.scripts.run(redis_client, index.add(gen, again)) == [0, 5_000]
+    assert redis_client.hget(index.state, "total") == b"5000"
+    assert redis_client.zcard(index.group(keys[0])) == 1_667
