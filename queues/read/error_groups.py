@@ -6,8 +6,9 @@ O(failed) per look; instead the dashboard keeps an index in Redis under
 dashboard's error groups index"), built once and then caught up on each look:
 
 - **build**: a reset, then the failed zset read newest first in batches of
-  ``BATCH`` (one short ZREVRANGEBYSCORE, one pipelined HMGET and one script
-  call each), by one dashboard at a time (a lock; the others show what is
+  ``BATCH`` (one short read script answering ids, scores and reasons, and
+  add script calls run on a thread of their own while the next batch is
+  folded), by one dashboard at a time (a lock; the others show what is
   there, marked as building);
 - **new failures**: the failed zset's score is finishedOn, so the jobs with a
   score at or above the watermark (less ``CLOCK_SKEW_MS``) are the new ones;
@@ -58,9 +59,10 @@ OTHER = "other"
 OTHER_TEXT = f"Other errors (beyond the {MAX_GROUPS} kinds kept)"
 MAX_SAMPLE_REASON = 2_000
 MAX_SAMPLE_TRACE = 8_000
-# Ids per range read (one ZRANGE, one pipeline of HGETs), and jobs per
-# script call: each Redis call stays short (an add call does about five
-# commands per job; 250 jobs take about a millisecond, bench/search.py).
+# Jobs per read (the build: one failedReasons call, its ids and reasons; a
+# catch-up: one ZRANGE and a pipeline of HGETs), and jobs per add call: each
+# Redis call stays short (an add call does about two commands per job and a
+# few per group; 250 jobs take a few milliseconds, bench/grouping.py).
 BATCH = 1_000
 SCRIPT_BATCH = 250
 # Workers on other hosts stamp finishedOn with their own clocks: failures
