@@ -61,9 +61,11 @@ MAX_SAMPLE_REASON = 2_000
 MAX_SAMPLE_TRACE = 8_000
 # Jobs per read (the build: one failedReasons call, its ids and reasons; a
 # catch-up: one ZRANGE and a pipeline of HGETs), and jobs per add call: each
-# Redis call stays short (an add call does about two commands per job and a
-# few per group; 250 jobs take a few milliseconds, bench/grouping.py).
-BATCH = 1_000
+# Redis call stays under 10 ms (bench/grouping.py at 100,000, load 2.5: a
+# read of 1,000 took 10-13 ms, of 500 about 5; an add call of 250 jobs 5-9
+# ms; add calls of 125 cost Redis 10-20% more CPU, each call checking and
+# writing once per group).
+BATCH = 500
 SCRIPT_BATCH = 250
 # Workers on other hosts stamp finishedOn with their own clocks: failures
 # that land this much below the watermark are still found.
