@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from queues.read import error_folding
 from queues.read.error_folding import MAX_FOLDED, NO_REASON, fold, group_key
 
 FOLDED = [
@@ -88,3 +89,14 @@ def test_folding_a_hostile_reason_is_fast() -> None:
     started = time.perf_counter()
     fold(hostile)
     assert time.perf_counter() - started < 0.5
+
+
+def test_a_repeated_reason_is_folded_once_and_the_cache_is_bounded() -> None:
+    reason = "a reason seen 100,000 times at 10:42"
+    first = fold(reason)
+    hits = error_folding._fold_line.cache_info().hits
+    assert fold(reason) == first == "a reason seen <n> times at <n>:<n>"
+    assert error_folding._fold_line.cache_info().hits == hits + 1
+    assert error_folding._fold_line.cache_info().maxsize == error_folding._CACHED_LINES
+    long = "x" * 10 * MAX_FOLDED + " 1"
+    assert fold(long) == "x" * MAX_FOLDED  # only the first 4 * MAX_FOLDED characters are kept

@@ -350,3 +350,69 @@ def test_a_job_read_before_it_was_retried_is_not_counted(redis_client: Redis) ->
     assert answer == [0, 2]
     assert redis_client.hget(index.counts, key) == b"2"  # job 1 not dropped yet, 2 once
     assert shown(redis_client) == Counter({"boom <n>": 1})
+
+
+def test_a_job_given_twice_in_one_add_call_counts_once(redis_client: Redis) -> None:
+    """The add script reads each job's group once, before the call: a job
+    that comes again later in the same call must find what the call wrote."""
+    fail_job(redis_client, "1", "boom 1", 5_000)
+    shown(redis_client)
+    fail_job(redis_client, "2", "boom 2", 6_000)
+    index = eg._Index(KEYS)
+    gen = redis_client.hget(index.state, "gen").decode()
+    boom, other = group_key("boom <n>"), group_key("something else")
+    answer = eg.scripts.run(
+        redis_client,
+        index.add(
+            gen, [("2", 6_000, boom, "{}"), ("2", 6_000, other, "{}"), ("2", 6_000, boom, "{}")]
+        ),
+    )
+    assert answer == [1, 2]
+    assert redis_client.hget(index.jobs, "2") == boom.encode()
+    assert redis_client.hgetall(index.counts) == {boom.encode(): b"2"}
+    assert shown(redis_client) == Counter({"boom <n>": 2})
+
+
+def test_the_first_count_reads_past_ties_between_batches(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches are read newest first by score; jobs that failed in the same
+    millisecond may straddle two batches and are each counted once."""
+    monkeypatch.setattr(eg, "BATCH", 3)
+    for n in range(10):
+        fail_job(redis_client, f"t{n}", f"tie {n}", 7_000 if n < 7 else 7_000 - n)
+    fail_job(redis_client, "gone", "never read", 8_000)
+    redis_client.delete(KEYS.job("gone"))  # listed in failed, its hash gone
+    assert shown(redis_client) == Counter({"tie <n>": 10, NO_REASON: 1})
+    assert redis_client.hlen(eg._Index(KEYS).jobs) == 11
+
+
+def test_one_add_call_of_thousands_of_jobs_counts_each(redis_client: Redis) -> None:
+    """The add script sends its writes per group; a call larger than one
+    Lua unpack takes (a few thousand values) sends them in parts."""
+    shown(redis_client)  # an empty index, built
+    seed_failed_bulk(redis_client, KEYS, 5_000)
+    index = eg._Index(KEYS)
+    gen = redis_client.hget(index.state, "gen").decode()
+    failed = redis_client.zrange(KEYS.failed, 0, -1, withscores=True)
+    keys = [group_key(f"kind {n % 3}") for n in range(3)]
+    entries = [
+        (raw.decode(), int(score), keys[n % 3], "{}") for n, (raw, score) in enumerate(failed)
+    ]
+    assert eg.scripts.run(redis_client, index.add(gen, entries)) == [5_000, 0]
+    assert {k.decode(): int(v) for k, v in redis_client.hgetall(index.counts).items()} == {
+        keys[0]: 1_667,
+        keys[1]: 1_667,
+        keys[2]: 1_666,
+    }
+    assert redis_client.hlen(index.jobs) == 5_000
+    assert redis_client.zcard(index.group(keys[0])) == 1_667
+    assert redis_client.hget(index.state, "total") == b"5000"
+    # The same jobs again, each now under another group: all counted
+    # already at that finishedOn (each job's group is read in parts too).
+    again = [
+        (job_id, score, keys[(n + 1) % 3], "{}") for n, (job_id, score, _, _) in enumerate(entries)
+    ]
+    assert eg.scripts.run(redis_client, index.add(gen, again)) == [0, 5_000]
+    assert redis_client.hget(index.state, "total") == b"5000"
+    assert redis_client.zcard(index.group(keys[0])) == 1_667

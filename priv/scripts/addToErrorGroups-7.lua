@@ -48,33 +48,75 @@ local OTHER = "other"
 
 local expected = index_structure(index, {failed_key, "zset"})
 local seen = {}
-for i = 7, #ARGV, 4 do
-  expect_groups(expected, seen, group_base,
-    {ARGV[i + 2], OTHER, redis.call("HGET", index.jobs, ARGV[i])})
+-- Each job's group before this call, read once for the checks and the
+-- counting both: one HMGET per thousand jobs (unpack takes a few thousand
+-- values at most), held_before[i] for the job at ARGV[i].
+local held_before = {}
+local PART = 1000
+for from = 7, #ARGV, 4 * PART do
+  local ids = {}
+  for i = from, math.min(from + 4 * PART - 1, #ARGV), 4 do
+    ids[#ids + 1] = ARGV[i]
+  end
+  local held = redis.call("HMGET", index.jobs, unpack(ids))
+  for n = 1, #ids do
+    local i = from + 4 * (n - 1)
+    held_before[i] = held[n]
+    expect_group(expected, seen, group_base, ARGV[i + 2])
+    expect_group(expected, seen, group_base, OTHER)
+    expect_group(expected, seen, group_base, held[n])
+  end
 end
 local refused = index_refusal(index, expected, ARGV[2])
 if refused then
   return refused
 end
 
--- Per job: its checks, the count, the job's group; per group, once at the
--- end: first and last seen (a call of 1,000 jobs of few kinds does a few
--- Redis calls per job, not a dozen).
+-- Per job: its checks; per group, once per call: the count, the group's
+-- zset, first and last seen; one HSET for the jobs' groups (a call of 250
+-- jobs of few kinds makes about two Redis calls per job, not five).
 local added, skipped = 0, 0
 local kept = redis.call("HLEN", index.counts) - redis.call("HEXISTS", index.counts, OTHER)
 local target_of, seen_span = {}, {}
+-- The group this call put a job in: a job given twice in one call finds
+-- itself counted (its held_before is what it was before the call).
+local written = {}
+-- The writes of the jobs counted so far, not sent yet: per group its count,
+-- the sample of its first job and its zset's score-member pairs; the jobs'
+-- groups as field-value pairs. Sent before a job is taken out of its old
+-- group (that may empty a group this call counts into) and at the end.
+local pending, pending_jobs, pending_size = {}, {}, 0
+local function write_pending()
+  for target, batch in pairs(pending) do
+    if redis.call("HINCRBY", index.counts, target, batch.count) == batch.count then
+      redis.call("HSET", index.samples, target, batch.sample)
+    end
+    redis.call("ZADD", group_base .. target, unpack(batch.members))
+  end
+  if pending_size > 0 then
+    redis.call("HSET", index.jobs, unpack(pending_jobs))
+  end
+  pending, pending_jobs, pending_size = {}, {}, 0
+end
 for i = 7, #ARGV, 4 do
   local job_id, finished, group = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
   local score = tonumber(redis.call("ZSCORE", failed_key, job_id))
-  local old = redis.call("HGET", index.jobs, job_id)
-  local counted = old and tonumber(redis.call("ZSCORE", group_base .. old, job_id)) == score
+  local old = written[job_id]
+  local counted = old ~= nil -- counted by this call, at this same score
+  if old == nil then
+    old = held_before[i]
+    counted = old and tonumber(redis.call("ZSCORE", group_base .. old, job_id)) == score
+  end
   if score == nil or score ~= finished or counted then
     skipped = skipped + 1
   else
-    if old and unindex_job(index, group_base, old, job_id) then
-      target_of[old] = nil
-      if old ~= OTHER then
-        kept = kept - 1
+    if old then
+      write_pending()
+      if unindex_job(index, group_base, old, job_id) then
+        target_of[old] = nil
+        if old ~= OTHER then
+          kept = kept - 1
+        end
       end
     end
     -- Where this call counts the group's jobs. A group it has counted into
@@ -92,11 +134,19 @@ for i = 7, #ARGV, 4 do
       end
       target_of[group] = target
     end
-    if redis.call("HINCRBY", index.counts, target, 1) == 1 then
-      redis.call("HSET", index.samples, target, ARGV[i + 3])
+    local batch = pending[target]
+    if not batch then
+      -- The first job counted into a group that had none gives its sample.
+      batch = {count = 0, sample = ARGV[i + 3], members = {}}
+      pending[target] = batch
     end
-    redis.call("ZADD", group_base .. target, finished, job_id)
-    redis.call("HSET", index.jobs, job_id, target)
+    batch.count = batch.count + 1
+    batch.members[#batch.members + 1] = finished
+    batch.members[#batch.members + 1] = job_id
+    pending_jobs[pending_size + 1] = job_id
+    pending_jobs[pending_size + 2] = target
+    pending_size = pending_size + 2
+    written[job_id] = target
     local span = seen_span[target]
     if span then
       span[1], span[2] = math.min(span[1], finished), math.max(span[2], finished)
@@ -104,8 +154,12 @@ for i = 7, #ARGV, 4 do
       seen_span[target] = {finished, finished}
     end
     added = added + 1
+    if pending_size >= 2000 then
+      write_pending() -- unpack takes a few thousand values at most
+    end
   end
 end
+write_pending()
 for target, span in pairs(seen_span) do
   local first = tonumber(redis.call("HGET", index.first, target))
   if first == nil or span[1] < first then

@@ -6,8 +6,9 @@ O(failed) per look; instead the dashboard keeps an index in Redis under
 dashboard's error groups index"), built once and then caught up on each look:
 
 - **build**: a reset, then the failed zset read newest first in batches of
-  ``BATCH`` (one short ZREVRANGEBYSCORE, one pipelined HMGET and one script
-  call each), by one dashboard at a time (a lock; the others show what is
+  ``BATCH`` (one short read script answering ids, scores and reasons, and
+  add script calls run on a thread of their own while the next batch is
+  folded), by one dashboard at a time (a lock; the others show what is
   there, marked as building);
 - **new failures**: the failed zset's score is finishedOn, so the jobs with a
   score at or above the watermark (less ``CLOCK_SKEW_MS``) are the new ones;
@@ -58,10 +59,13 @@ OTHER = "other"
 OTHER_TEXT = f"Other errors (beyond the {MAX_GROUPS} kinds kept)"
 MAX_SAMPLE_REASON = 2_000
 MAX_SAMPLE_TRACE = 8_000
-# Ids per range read (one ZRANGE, one pipeline of HGETs), and jobs per
-# script call: each Redis call stays short (an add call does about five
-# commands per job; 250 jobs take about a millisecond, bench/search.py).
-BATCH = 1_000
+# Jobs per read (the build: one failedReasons call, its ids and reasons; a
+# catch-up: one ZRANGE and a pipeline of HGETs), and jobs per add call: each
+# Redis call stays under 10 ms (bench/grouping.py at 100,000, load 2.5: a
+# read of 1,000 took 10-13 ms, of 500 about 5; an add call of 250 jobs 5-9
+# ms; add calls of 125 cost Redis 10-20% more CPU, each call checking and
+# writing once per group).
+BATCH = 500
 SCRIPT_BATCH = 250
 # Workers on other hosts stamp finishedOn with their own clocks: failures
 # that land this much below the watermark are still found.
@@ -315,17 +319,14 @@ def _build(client: Redis, index: _Index) -> bool:
         sampled: set[str] = set()
         with _Writer(client, background=True) as writer:
             while True:
-                batch: Any = client.zrevrangebyscore(
-                    index.failed, high, "-inf", start=tied, num=BATCH, withscores=True
-                )
-                if not batch:
+                failures = _newest_failures(client, index, high, tied)
+                if not failures:
                     break
-                members = [(codec.text(raw) or "", int(score)) for raw, score in batch]
                 if watermark is None:
-                    watermark = members[0][1]
-                _add_members(client, index, generation, members, sampled, writer)
-                last = members[-1][1]
-                tied = tied + len(members) if last == high else sum(m[1] == last for m in members)
+                    watermark = failures[0][1]
+                _add_failures(client, index, generation, failures, sampled, writer)
+                last = failures[-1][1]
+                tied = tied + len(failures) if last == high else sum(f[1] == last for f in failures)
                 high = last
                 lock.extend(BUILD_LOCK_MS / 1000, replace_ttl=True)
             done = index.add(generation, [], watermark=watermark or 0, built=True, cursor=cursor)
@@ -393,6 +394,28 @@ def _last_event_id(client: Redis, keys: QueueKeys) -> str:
     return codec.text(newest[0][0]) or "" if newest else "0-0"
 
 
+def _newest_failures(
+    client: Redis, index: _Index, high: float, tied: int
+) -> list[tuple[str, int, Any]]:
+    """The next ``BATCH`` failed jobs at or below score ``high`` (skipping the
+    ``tied`` read at ``high`` already), newest first: (id, finishedOn, raw
+    failedReason) each, from one script call (priv/scripts/failedReasons-1.lua)."""
+    answer: Any = scripts.run(
+        client,
+        scripts.call(
+            "failedReasons",
+            (index.failed,),
+            (index.keys.base, "+inf" if high == float("inf") else int(high), tied, BATCH),
+        ),
+    )
+    if len(answer) == 2 and codec.text(answer[0]) == "wrongtype":
+        raise errors.CorruptKey(index.failed, codec.text(answer[1]) or "", "zset")
+    return [
+        (codec.text(answer[at]) or "", int(float(answer[at + 1])), answer[at + 2])
+        for at in range(0, len(answer) - 2, 3)
+    ]
+
+
 def _add_members(
     client: Redis,
     index: _Index,
@@ -401,14 +424,29 @@ def _add_members(
     sampled: set[str],
     writer: _Writer,
 ) -> bool:
-    """Fold the reasons of failed jobs and add them; the first job of a group
-    not sampled yet (by this caller) is read again with its stack trace."""
+    """Read the reasons of failed jobs (one pipelined HGET each) and add them."""
     pipe = client.pipeline(transaction=False)
     for job_id, _ in members:
         pipe.hget(index.keys.job(job_id), "failedReason")
+    reasons = replies(pipe)
+    failures = [(job_id, score, reasons[at]) for at, (job_id, score) in enumerate(members)]
+    return _add_failures(client, index, generation, failures, sampled, writer)
+
+
+def _add_failures(
+    client: Redis,
+    index: _Index,
+    generation: str,
+    failures: Sequence[tuple[str, int, Any]],
+    sampled: set[str],
+    writer: _Writer,
+) -> bool:
+    """Fold the reasons of failed jobs (id, finishedOn, raw failedReason) and
+    add them; the first job of a group not sampled yet (by this caller) is
+    read again with its stack trace."""
     keyed = []
     new: dict[str, str] = {}
-    for (job_id, score), value in zip(members, replies(pipe), strict=True):
+    for job_id, score, value in failures:
         # The one field read: decoded as the job decoder decodes it, without
         # building a Job per failed job (a third of the first grouping's time).
         folded = fold(codec.failure_reason(value))

@@ -21,14 +21,19 @@ local function index_structure(index, expected)
   return expected
 end
 
--- Adds each group's zset (once) to a structure_refusal list: a group key of
--- the wrong type would make ZADD / ZREM fail after earlier writes.
+-- Adds a group's zset (once; nothing for a nil group) to a
+-- structure_refusal list: a group key of the wrong type would make ZADD /
+-- ZREM fail after earlier writes.
+local function expect_group(expected, seen, group_base, group)
+  if group and not seen[group] then
+    seen[group] = true
+    expect(expected, group_base .. group, "zset")
+  end
+end
+
 local function expect_groups(expected, seen, group_base, groups)
   for _, group in ipairs(groups) do
-    if group and not seen[group] then
-      seen[group] = true
-      expect(expected, group_base .. group, "zset")
-    end
+    expect_group(expected, seen, group_base, group)
   end
 end
 
