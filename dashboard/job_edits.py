@@ -321,7 +321,9 @@ def edit_data(client: Redis, ref: QueueRef, job_id: str, data: Any, *, user: str
         _record_refusal(user, "edit_data", ref, job_id, refusal)
         raise refusal from error
     state = "waiting" if done.state in ("wait", "paused") else done.state
-    message = f"Job {job_id}'s data was changed ({state}); its next run reads the new data"
+    message = (
+        f"Job {job_id}'s data was changed (the job is {state}); its next run reads the new data"
+    )
     change = JobChange(
         "edit_data", ref, job_id, message, diff({"data": done.previous}, {"data": data_json})
     )

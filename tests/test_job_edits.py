@@ -68,7 +68,7 @@ def test_the_job_page_offers_the_editor_and_saving_changes_the_data(
     )
     assert response.redirect_chain[-1][0] == PAGE + "job/5"
     assert messages_of(response) == [
-        "Job 5's data was changed (failed); its next run reads the new data"
+        "Job 5's data was changed (the job is failed); its next run reads the new data"
     ]
     assert data_of(dashboard_redis, "5") == {"to": "right@example.com"}
     # The change and its diff on the job's page, from the audit trail.
@@ -420,7 +420,7 @@ def test_each_change_is_a_marker_on_the_queue_chart_with_its_words(
     chart = html[html.index("<figure") : html.index("</figure>")]
     markers = re.findall(r'<g class="marker" data-marker="([^"]*)">', chart)
     assert [marker.split(" · ", 1)[1] for marker in markers] == [
-        "edit data by editor: Job 5&#x27;s data was changed (failed); "
+        "edit data by editor: Job 5&#x27;s data was changed (the job is failed); "
         "its next run reads the new data",
         "duplicate by editor: Job 5 duplicated as job 2",
     ]

@@ -77,7 +77,9 @@ def test_a_failed_jobs_data_is_fixed_then_retried_and_the_worker_sees_the_new_da
     editor.fill(json.dumps(FIXED, indent=2))
     expect(status).to_contain_text("Valid JSON")
     page.get_by_role("button", name="Save data").click()
-    expect(page.locator("#messages")).to_contain_text(f"Job {job_id}'s data was changed (failed)")
+    expect(page.locator("#messages")).to_contain_text(
+        f"Job {job_id}'s data was changed (the job is failed)"
+    )
     assert json.loads(redis_client.hget(KEYS.job(job_id), "data") or b"") == FIXED
     changes = page.locator('[data-block="changes"]')
     expect(changes).to_contain_text("oncall")
