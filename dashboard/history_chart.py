@@ -174,12 +174,14 @@ def _scale(top_done: int, top_failed: int, top_ms: float, top_backlog: int) -> s
     return f'<svg class="chart-scale" width="52" height="300" aria-hidden="true">{texts}</svg>'
 
 
-def _band_titles() -> str:
+def _band_titles(slot: str) -> str:
+    """Each band's title; the counts' with how long a bar is (the scale's numbers
+    are jobs per bar, and a bar is 1 min to 4 h depending on the range)."""
     return "".join(
         f'<text class="tick band-title" x="0.3%" y="{y}%" dominant-baseline="hanging">'
         f"{words}</text>"
         for y, words in (
-            (_C_TOP - 3.5, "jobs finished (failed below the line)"),
+            (_C_TOP - 3.5, f"jobs finished per {slot} (failed below the line)"),
             (_D_TOP - 3.5, "wait and run time (p95 solid, p50 dashed)"),
             (_B_TOP - 3.5, "backlog (waiting + prioritized)"),
         )
@@ -287,10 +289,11 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         summary += f", run p95 {format_ms(total.run.percentile(0.95))}"
     readout = escape(summary)
     label = escape(f"Queue history, last {chosen.label}: {summary}")
+    bar_span = span(chosen.step_ms * layout.merge)  # "5 min": what one bar counts
     svg = (
         f'<div class="chart-area">{_scale(top_done, top_failed, top_ms, top_backlog)}'
         f'<svg class="chart" width="100%" height="300" role="img" aria-label="{label}">'
-        f'{_grid()}{_band_titles()}<g class="minutes">{"".join(groups)}</g>'
+        f'{_grid()}{_band_titles(bar_span)}<g class="minutes">{"".join(groups)}</g>'
         f'<g class="lines">{lines}</g>{_time_ticks(layout, len(slots), width, chosen)}'
         f'<g class="markers">{"".join(_marker(m, start_ms, span_ms) for m in markers)}</g>'
         "</svg></div>"

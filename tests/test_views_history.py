@@ -75,10 +75,13 @@ def test_each_range_draws_its_slots_with_exact_readouts(
     seed(dashboard_redis, redis_url)
     client = client_as("viewer")
     expected = {"1h": 60, "24h": 288, "7d": 168, "30d": 180}
+    bars = {"1h": "1 min", "24h": "5 min", "7d": "1 h", "30d": "4 h"}
     for name, count in expected.items():
         answer = client.get(URL, {"range": name})
         assert answer.status_code == 200
         html = answer.content.decode()
+        # The count scale's numbers are jobs per bar: how long a bar is, said.
+        assert f"jobs finished per {bars[name]} (failed below the line)" in html
         assert f'data-range="{name}"' in html
         assert len(slots(html)) == count, name
         busy = [words for words in slots(html) if "9 completed, 3 failed" in words]
