@@ -102,7 +102,12 @@ def _rising(recent: RecentFinishes) -> str | None:
     pace_before = recent.previous_failed / (2 * RECENT_MINUTES)
     if pace < pace_before * RISING_FACTOR:
         return None
-    return f"was {pace_before:.1f}/min".replace(".0/", "/")
+    # Both as paces: "12 failed … (was 0.2/min)" set a count against a rate.
+    return f"{_pace(pace)} now, was {_pace(pace_before)}"
+
+
+def _pace(per_minute: float) -> str:
+    return f"{per_minute:,.1f}/min".replace(".0/", "/")
 
 
 def looks_stuck(summary: QueueSummary) -> bool:

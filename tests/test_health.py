@@ -114,7 +114,7 @@ CASES = [
     # Completed jobs not kept and no metrics: only the failures' pace can rise.
     pytest.param(
         summary(finishes(None, 12, (None, 2), 5.0, "finished jobs"), active=1),
-        ("rising", "failures rising", "12 failed, last 5 min (was 0.2/min)"),
+        ("rising", "failures rising", "12 failed, last 5 min (2.4/min now, was 0.2/min)"),
         id="pace rising, rate unknown",
     ),
     pytest.param(
