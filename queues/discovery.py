@@ -67,6 +67,7 @@ SMALL_KEYSPACE = 50_000  # up to this many keys, the first pass runs at once
 # What the background walk survives (and tries again after).
 OUTAGES = REDIS_FAILURES
 MIN_PASS_S = 10.0  # a pass of a small keyspace starts at most this often
+MAX_PAUSE_S = 2.0  # the longest pause after one SCAN call
 CONNECTIONS_INTERVAL_S = 5.0
 _QUEUE_SUFFIXES = (":meta", ":id")
 
@@ -253,8 +254,13 @@ class Discovery:
             done = walk.step(self.client, self.prefixes)
             calls += 1
             if duty is not None:
-                # Idle (1 - duty) / duty times as long as the call took.
-                self._stop.wait((time.monotonic() - began) * (1 - duty) / duty)
+                # Idle (1 - duty) / duty times as long as the call took, at most
+                # MAX_PAUSE_S: the time is the wall clock's, which in a busy
+                # server holds GIL waits too, and one call that waited 0.2 s
+                # for it paused the walk 40 s (a new queue took that long to
+                # show on the overview).
+                pause = (time.monotonic() - began) * (1 - duty) / duty
+                self._stop.wait(min(pause, MAX_PAUSE_S))
                 if time.monotonic() >= next_poll:
                     self._poll_connections()
                     next_poll = time.monotonic() + CONNECTIONS_INTERVAL_S

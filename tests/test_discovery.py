@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from redis import Redis
@@ -187,5 +188,30 @@ def test_a_cluster_that_knows_no_node_keeps_the_queues_found_and_walks_again(
         outage["on"] = False
         redis_client.set("bull:late:id", 1)
         eventually(lambda: QueueRef("bull", "late") in walker.queues())
+    finally:
+        walker.stop()
+
+
+def test_a_scan_call_that_looked_slow_pauses_the_walk_at_most_max_pause_s(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pause after a call is a multiple of the call's wall time, which in a
+    busy server holds GIL waits: one slow-looking call paused the walk for tens
+    of seconds, and a new queue was not shown for that long."""
+    monkeypatch.setattr(discovery, "MIN_PASS_S", 0.05)
+    monkeypatch.setattr(discovery, "SCAN_DUTY", 0.001)  # a 0.1 s call: 100 s of pause
+    monkeypatch.setattr(discovery, "MAX_PAUSE_S", 0.2)
+    real_step = discovery._Walk.step
+
+    def slow_step(self: Any, client: Redis, prefixes: Any) -> bool:
+        time.sleep(0.1)
+        return real_step(self, client, prefixes)
+
+    monkeypatch.setattr(discovery._Walk, "step", slow_step)
+    walker = discovery.Discovery(redis_client, ["bull"])
+    try:
+        walker.start()
+        redis_client.set("bull:late:id", 1)
+        eventually(lambda: QueueRef("bull", "late") in walker.queues(), timeout=3.0)
     finally:
         walker.stop()
