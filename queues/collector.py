@@ -34,9 +34,9 @@ What is approximate, and why:
   too long for a retried one (the hash keeps the creation time, not when the
   retry became ready). A job whose hash is gone (removeOnComplete) adds no
   duration then; it is still counted.
-- A gap (``g``) is counted in a minute when the first event read after the
-  cursor is the oldest the stream still holds: events in between were
-  probably trimmed unread.
+- A gap (``g``) is counted in a minute when the cursor's own event is no
+  longer in the stream and no older one is either: the stream was trimmed
+  past the cursor, and events after it were probably trimmed unread.
 - The backlog is a sample taken every ``BACKLOG_EVERY_S`` seconds; a minute
   keeps its last and its largest sample.
 """
@@ -44,6 +44,7 @@ What is approximate, and why:
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import socket
@@ -51,7 +52,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -93,6 +94,9 @@ QUEUES_PER_READ = 10
 # 1,000 queues raised the pages' server floor from 2.0 to 3.4 ms).
 NEWS_PER_READ = 200
 BACKLOG_EVERY_S = 10.0
+# How often, at most, the status says when the collector last caught up: the
+# lag it shows is this much coarser (the alert in the README fires at 120 s).
+STATUS_EVERY_S = 1.0
 QUEUES_EVERY_S = 10.0
 TRACKED_JOBS = 20_000
 # A job hash's processedOn / finishedOn belongs to the attempt an event
@@ -199,6 +203,9 @@ class QueueFolder:
     ready_at: _Bounded = field(default_factory=_Bounded)
     active_at: _Bounded = field(default_factory=_Bounded)
     backlog_at: float = 0.0  # time.monotonic() of the last backlog sample
+    # Whether the last pass read events from this stream: a busy stream is
+    # read again without first asking whether it has news (see _with_news).
+    had_news: bool = False
     # The queue's keys, built once: building them (names validated) for each of
     # a thousand idle queues on every pass cost 6 ms of a 0.2 s idle cycle.
     keys: QueueKeys = field(init=False)
@@ -338,6 +345,43 @@ def _durations_from_hashes(client: Redis, keys: QueueKeys, lookups: list[_Lookup
             lookup.batch.duration("w", processed - created - (delay or 0))
 
 
+@dataclass
+class _Folded:
+    """What one read of one stream folded into, still to be recorded."""
+
+    folder: QueueFolder
+    batches: list[MinuteBatch]
+    lookups: list[_Lookup]
+    # The read did not find the cursor's own event: events after it may have
+    # been trimmed unread (see _trimmed_past_cursor).
+    cursor_missing: bool
+    events: int
+    full: bool  # a whole batch was read: the stream has more now
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection in this process while the block runs.
+
+    Measured reason (bench/collector.py at 10,000 jobs/s): an XRANGE reply
+    is two lists per event, built by hiredis in one go, and they outlived
+    the collections their own allocations set off, so they were traversed,
+    promoted to the oldest generation and set off full collections: 1.5% of
+    a core in the bench's small process, 20 ms a full collection, and a full
+    collection of a server process costs more. Paused, a reply's lists are
+    freed (by reference counting: they form no cycle) before any collection
+    counts them. Other threads allocate meanwhile (a few ms) and the next
+    collection simply comes after. GC is turned back on only if it was on:
+    a host that switched it off keeps it off."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class LeaseLost(Exception):
     """This collector no longer holds the lease: it lapsed, or another collector
     wrote a queue's history since this one read it."""
@@ -402,6 +446,7 @@ class HistoryCollector:
         self._renewed = 0.0
         self._queues: list[QueueRef] = []
         self._queues_at = -QUEUES_EVERY_S
+        self._status_at = -STATUS_EVERY_S
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -473,6 +518,7 @@ class HistoryCollector:
         self.holding = True
         self.terms += 1
         self._renewed = time.monotonic()
+        self._status_at = -STATUS_EVERY_S
         # Cursors are read again from Redis: whatever this process remembered
         # may be behind what another holder wrote meanwhile.
         self.folders = {}
@@ -523,40 +569,49 @@ class HistoryCollector:
         folders = self._folders(self._refs())
         busy = False
         self.read_last_pass = 0
-        with_news = self._with_news(folders)
-        for offset in range(0, len(with_news), QUEUES_PER_READ):
-            group = with_news[offset : offset + QUEUES_PER_READ]
-            pipe = self._streams.pipeline(transaction=False)
-            for folder in group:
-                start = f"({folder.cursor}" if folder.cursor else "-"
-                pipe.xrange(folder.keys.events, start, "+", count=self.batch)
-            for folder, entries in zip(group, pipe.execute(raise_on_error=False), strict=True):
-                if isinstance(entries, Exception):
-                    continue  # not a stream (a writer's garbage): nothing to fold
-                busy |= len(entries) >= self.batch
-                self.read_last_pass += len(entries)
-                if entries:
-                    self._fold_and_record(folder, entries)
+        to_read = self._with_news(folders)
+        for offset in range(0, len(to_read), QUEUES_PER_READ):
+            group = to_read[offset : offset + QUEUES_PER_READ]
+            with _cyclic_gc_paused():
+                folded = self._read_and_fold(group)
+            for read_ in folded:
+                busy |= read_.full
+                self.read_last_pass += read_.events
+                self._record(read_)
             self._renew_if_due()
         self._sample_backlogs(folders)
         if not busy:
-            self.client.hset(
-                COLLECTOR_STATUS,
-                mapping={"holder": self.name, "caught_up_ms": int(time.time() * 1000)},
-            )
+            self._say_caught_up()
         return busy
 
+    def _say_caught_up(self) -> None:
+        """Write when this collector last read every stream to its end, at most
+        every ``STATUS_EVERY_S`` (at 10,000 jobs/s it was one round trip in
+        five of a pass), and at once in a new term (the holder changed)."""
+        now = time.monotonic()
+        if now - self._status_at < STATUS_EVERY_S:
+            return
+        self.client.hset(
+            COLLECTOR_STATUS,
+            mapping={"holder": self.name, "caught_up_ms": int(time.time() * 1000)},
+        )
+        self._status_at = now
+
     def _with_news(self, folders: list[QueueFolder]) -> list[QueueFolder]:
-        """The folders whose stream holds events after their cursor: one XREAD
-        COUNT 1 per ``NEWS_PER_READ`` streams on a single node (it names only
-        the streams with news). On a cluster, whose streams sit on several
-        nodes, and for a group holding a key that is no stream (XREAD refuses
-        the whole group), every folder is read."""
+        """The folders to read this pass: those that read events the last pass
+        (a busy stream most likely has more: asking first was one round trip
+        in five of a pass at 10,000 jobs/s), and those of the others whose
+        stream holds events after their cursor: one XREAD COUNT 1 per
+        ``NEWS_PER_READ`` streams on a single node (it names only the streams
+        with news). On a cluster, whose streams sit on several nodes, and for
+        a group holding a key that is no stream (XREAD refuses the whole
+        group), every folder is read."""
         if is_cluster(self.client):
             return folders
-        found: list[QueueFolder] = []
-        for offset in range(0, len(folders), NEWS_PER_READ):
-            group = folders[offset : offset + NEWS_PER_READ]
+        found = [folder for folder in folders if folder.had_news]
+        quiet = [folder for folder in folders if not folder.had_news]
+        for offset in range(0, len(quiet), NEWS_PER_READ):
+            group = quiet[offset : offset + NEWS_PER_READ]
             keys = [folder.keys.events for folder in group]
             after = {key: folder.cursor or "0-0" for key, folder in zip(keys, group, strict=True)}
             try:
@@ -568,24 +623,63 @@ class HistoryCollector:
             found.extend(folder for folder, key in zip(group, keys, strict=True) if key in named)
         return found
 
-    def _fold_and_record(self, folder: QueueFolder, entries: Sequence[Any]) -> None:
-        batches, lookups = folder.fold(entries)
-        _durations_from_hashes(self.client, folder.keys, lookups)
-        if self._trimmed_before_read(folder, entries[0][0]):
+    def _read_and_fold(self, group: list[QueueFolder]) -> list[_Folded]:
+        """Read the streams of ``group`` in one round trip and fold each: the
+        replies (tens of thousands of objects) are gone when this returns."""
+        pipe = self._streams.pipeline(transaction=False)
+        for folder in group:
+            # From the cursor itself, one more: finding its event proves that
+            # nothing after it was trimmed, without a command of its own.
+            if folder.cursor:
+                pipe.xrange(folder.keys.events, folder.cursor, "+", count=self.batch + 1)
+            else:
+                pipe.xrange(folder.keys.events, "-", "+", count=self.batch)
+        folded: list[_Folded] = []
+        for folder, entries in zip(group, pipe.execute(raise_on_error=False), strict=True):
+            folder.had_news = False
+            if isinstance(entries, Exception):
+                continue  # not a stream (a writer's garbage): nothing to fold
+            cursor_found = bool(entries) and entries[0][0] == folder.cursor.encode()
+            if cursor_found:
+                del entries[0]
+            else:
+                del entries[self.batch :]
+            if not entries:
+                continue
+            folder.had_news = True
+            batches, lookups = folder.fold(entries)
+            cursor_missing = bool(folder.cursor) and not cursor_found
+            full = len(entries) >= self.batch
+            folded.append(_Folded(folder, batches, lookups, cursor_missing, len(entries), full))
+        return folded
+
+    def _record(self, folded: _Folded) -> None:
+        """Write what one stream's read added, one minute batch at a time."""
+        folder, batches = folded.folder, folded.batches
+        _durations_from_hashes(self.client, folder.keys, folded.lookups)
+        if folded.cursor_missing and self._trimmed_past_cursor(folder):
             batches[0].add["g"] += 1
         for batch in batches:
             record(self.client, folder.ref, folder.cursor, batch)
             folder.cursor = batch.last_id
 
-    def _trimmed_before_read(self, folder: QueueFolder, first_read: bytes) -> bool:
-        """Whether events after the cursor may have been trimmed unread: the
-        first event read is the oldest the stream holds. (It may also be that
-        no event was lost: the trimming stopped right at the cursor, or the
-        stream was deleted and began again; a gap is said, not assumed away.)"""
+    def _trimmed_past_cursor(self, folder: QueueFolder) -> bool:
+        """Whether events after the cursor may have been trimmed unread; asked
+        when the read did not find the cursor's own event. Trimming takes the
+        oldest events first, so when one older than the cursor is still there
+        the cursor's event was deleted on its own (XDEL) and nothing after it
+        is missing. When none is, the stream was trimmed past the cursor (or
+        deleted and begun again): a gap is said, not assumed away.
+
+        Asked this way, a later trim cannot hide the gap: the rule before ("is
+        the first event read the oldest one left?", asked after the read)
+        missed every gap whose stream was trimmed again in between, as a
+        stream written at 10,000 jobs/s always is (bench/collector.py on a
+        busy machine: 1,158 jobs of 87,700 lost, no gap said)."""
         if not folder.cursor:
             return False
-        oldest = read(self.client.xrange, folder.keys.events, "-", "+", count=1)
-        return bool(oldest) and oldest[0][0] == first_read
+        older = read(self.client.xrevrange, folder.keys.events, f"({folder.cursor}", "-", count=1)
+        return not older
 
     def _sample_backlogs(self, folders: list[QueueFolder]) -> None:
         now = time.monotonic()
