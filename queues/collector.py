@@ -52,7 +52,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -94,9 +94,15 @@ QUEUES_PER_READ = 10
 # 1,000 queues raised the pages' server floor from 2.0 to 3.4 ms).
 NEWS_PER_READ = 200
 BACKLOG_EVERY_S = 10.0
-# How often, at most, the status says when the collector last caught up: the
-# lag it shows is this much coarser (the alert in the README fires at 120 s).
-STATUS_EVERY_S = 1.0
+# What a pass folds is recorded (with the status saying the collector caught
+# up) this often, and as soon as a pass reads nothing: at 10,000 jobs/s a
+# pass every 0.05 s recorded each time, a script call and its batch's JSON,
+# a third of a pass's fixed cost (bench/collector.py). A collector that dies
+# loses only what it had not recorded, which the next one reads again from
+# the recorded cursor: no gap, no double count (if the stream still holds
+# it). The history and its lag are this much later (the README's alert fires
+# at 120 s).
+RECORD_EVERY_S = 1.0
 QUEUES_EVERY_S = 10.0
 TRACKED_JOBS = 20_000
 # A job hash's processedOn / finishedOn belongs to the attempt an event
@@ -199,7 +205,12 @@ class QueueFolder:
     """One queue's position in its stream and the job times it remembers."""
 
     ref: QueueRef
-    cursor: str  # "" = never collected
+    cursor: str  # the stream id recorded last ("" = never collected)
+    # Folded but not recorded yet (see RECORD_EVERY_S): minute batches in
+    # order, and the id of the last event folded into them (reads go on
+    # from there; "" when nothing is pending).
+    pending: list[MinuteBatch] = field(default_factory=list)
+    folded_to: str = ""
     ready_at: _Bounded = field(default_factory=_Bounded)
     active_at: _Bounded = field(default_factory=_Bounded)
     backlog_at: float = 0.0  # time.monotonic() of the last backlog sample
@@ -213,10 +224,17 @@ class QueueFolder:
     def __post_init__(self) -> None:
         self.keys = self.ref.keys
 
+    @property
+    def position(self) -> str:
+        """The id of the last event folded: the next read starts after it."""
+        return self.folded_to or self.cursor
+
     def fold(self, entries: Sequence[Any]) -> tuple[list[MinuteBatch], list[_Lookup]]:
-        """The minute batches of ``entries`` (XRANGE's raw reply: ``[id, [field,
-        value, ...]]`` each, bytes; see ``_raw_stream_client``), and the
-        durations still to look up in job hashes.
+        """Fold ``entries`` (XRANGE's raw reply: ``[id, [field, value, ...]]``
+        each, bytes; see ``_raw_stream_client``) into the pending minute
+        batches; answers the batches it added to (the last pending one goes
+        on when its minute does) and the durations still to look up in job
+        hashes.
 
         The hot loop of the collector (10,000 jobs/s are 30,000 entries/s):
         fields are compared as bytes and job ids kept as bytes, nothing is
@@ -229,8 +247,11 @@ class QueueFolder:
         # The current minute's batch, its bounds (ms), its duration lists and
         # its counts, all in locals: the loop does one dict or list operation
         # per event and no call.
-        batch = MinuteBatch(0, "")
-        first_ms = end_ms = 0
+        batch = self.pending[-1] if self.pending else MinuteBatch(0, "")
+        first_ms = batch.minute * MINUTE_MS if self.pending else 0
+        end_ms = first_ms + MINUTE_MS if self.pending else 0
+        if self.pending:
+            batches.append(batch)
         waits, runs = batch.waits, batch.runs
         completed = failed = 0
         last_raw: bytes = b""
@@ -244,10 +265,13 @@ class QueueFolder:
                 head = raw_id[:cut]
                 ms = int(head[:-1])
                 if ms >= end_ms or ms < first_ms:
-                    if batches:
+                    if last_raw:
                         _close(batch, last_raw, completed, failed)
+                    elif batches:
+                        batches.pop()  # the pending batch this fold added nothing to
                     batch = MinuteBatch(ms // MINUTE_MS, "")
                     batches.append(batch)
+                    self.pending.append(batch)
                     first_ms = batch.minute * MINUTE_MS
                     end_ms = first_ms + MINUTE_MS
                     waits, runs = batch.waits, batch.runs
@@ -284,11 +308,20 @@ class QueueFolder:
                     lookups.append(_Lookup(batch, "r", job_id, ms))
                 else:
                     runs.append(ms - started)
-        if batches:
+        if last_raw:
             _close(batch, last_raw, completed, failed)
+            self.folded_to = batch.last_id
         ready_at.forget_oldest()
         active_at.forget_oldest()
         return batches, lookups
+
+    def record_pending(self, client: Redis) -> None:
+        """Record the pending minute batches, oldest first, each with the
+        stream id it reaches (see ``record``)."""
+        while self.pending:
+            record(client, self.ref, self.cursor, self.pending[0])
+            self.cursor = self.pending.pop(0).last_id
+        self.folded_to = ""
 
 
 def _close(batch: MinuteBatch, last_raw: bytes, completed: int, failed: int) -> None:
@@ -352,9 +385,9 @@ class _Folded:
     folder: QueueFolder
     batches: list[MinuteBatch]
     lookups: list[_Lookup]
-    # The read did not find the cursor's own event: events after it may have
-    # been trimmed unread (see _trimmed_past_cursor).
-    cursor_missing: bool
+    # The id the read started from when it did not find that event: events
+    # after it may have been trimmed unread (see _trimmed_past); "" otherwise.
+    read_from: str
     events: int
     full: bool  # a whole batch was read: the stream has more now
 
@@ -426,6 +459,7 @@ class HistoryCollector:
         standby_poll_s: float = STANDBY_POLL_S,
         idle_s: float = IDLE_S,
         batch: int = BATCH,
+        record_every_s: float = RECORD_EVERY_S,
     ) -> None:
         self.client = client
         self._streams = _raw_stream_client(client)
@@ -446,7 +480,8 @@ class HistoryCollector:
         self._renewed = 0.0
         self._queues: list[QueueRef] = []
         self._queues_at = -QUEUES_EVERY_S
-        self._status_at = -STATUS_EVERY_S
+        self.record_every_s = record_every_s
+        self._recorded_at = time.monotonic()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -469,6 +504,10 @@ class HistoryCollector:
                     busy = self.step()
                 except RedisError as error:
                     log.warning("history collector %s: %r; trying again", self.name, error)
+                    # Whatever was folded and not recorded is read again from
+                    # the recorded cursors (a half-done pass may have missed
+                    # a duration or a gap).
+                    self.folders = {}
                     self._stop.wait(1.0)
                     continue
                 except Exception:
@@ -518,7 +557,7 @@ class HistoryCollector:
         self.holding = True
         self.terms += 1
         self._renewed = time.monotonic()
-        self._status_at = -STATUS_EVERY_S
+        self._recorded_at = -self.record_every_s  # the status says who collects at once
         # Cursors are read again from Redis: whatever this process remembered
         # may be behind what another holder wrote meanwhile.
         self.folders = {}
@@ -532,6 +571,10 @@ class HistoryCollector:
     def _hand_back(self) -> None:
         if self.holding:
             self.holding = False
+            # What was folded is recorded first: the next collector may start
+            # at once, and reads only what comes after the recorded cursors.
+            with contextlib.suppress(LeaseLost, RedisError):
+                self._record_all(self.folders.values())
             with contextlib.suppress(LockError, RedisError):
                 self.lease.release()
 
@@ -577,25 +620,30 @@ class HistoryCollector:
             for read_ in folded:
                 busy |= read_.full
                 self.read_last_pass += read_.events
-                self._record(read_)
+                self._complete(read_)
             self._renew_if_due()
         self._sample_backlogs(folders)
-        if not busy:
+        due = time.monotonic() - self._recorded_at >= self.record_every_s
+        if due or self.read_last_pass == 0:
+            self._record_all(folders)
+        if due and not busy:
             self._say_caught_up()
         return busy
 
+    def _record_all(self, folders: Iterable[QueueFolder]) -> None:
+        for folder in folders:
+            if folder.pending:
+                folder.record_pending(self.client)
+        self._recorded_at = time.monotonic()
+
     def _say_caught_up(self) -> None:
-        """Write when this collector last read every stream to its end, at most
-        every ``STATUS_EVERY_S`` (at 10,000 jobs/s it was one round trip in
-        five of a pass), and at once in a new term (the holder changed)."""
-        now = time.monotonic()
-        if now - self._status_at < STATUS_EVERY_S:
-            return
+        """Write when this collector last read and recorded every stream to
+        its end: as often as it records (at 10,000 jobs/s it was one round
+        trip in five of a pass)."""
         self.client.hset(
             COLLECTOR_STATUS,
             mapping={"holder": self.name, "caught_up_ms": int(time.time() * 1000)},
         )
-        self._status_at = now
 
     def _with_news(self, folders: list[QueueFolder]) -> list[QueueFolder]:
         """The folders to read this pass: those that read events the last pass
@@ -613,7 +661,7 @@ class HistoryCollector:
         for offset in range(0, len(quiet), NEWS_PER_READ):
             group = quiet[offset : offset + NEWS_PER_READ]
             keys = [folder.keys.events for folder in group]
-            after = {key: folder.cursor or "0-0" for key, folder in zip(keys, group, strict=True)}
+            after = {key: folder.position or "0-0" for key, folder in zip(keys, group, strict=True)}
             try:
                 reply: Any = self._streams.xread(after, count=1)  # type: ignore[arg-type]
             except ResponseError:
@@ -628,10 +676,10 @@ class HistoryCollector:
         replies (tens of thousands of objects) are gone when this returns."""
         pipe = self._streams.pipeline(transaction=False)
         for folder in group:
-            # From the cursor itself, one more: finding its event proves that
-            # nothing after it was trimmed, without a command of its own.
-            if folder.cursor:
-                pipe.xrange(folder.keys.events, folder.cursor, "+", count=self.batch + 1)
+            # From the position itself, one more: finding its event proves
+            # that nothing after it was trimmed, without a command of its own.
+            if folder.position:
+                pipe.xrange(folder.keys.events, folder.position, "+", count=self.batch + 1)
             else:
                 pipe.xrange(folder.keys.events, "-", "+", count=self.batch)
         folded: list[_Folded] = []
@@ -639,7 +687,8 @@ class HistoryCollector:
             folder.had_news = False
             if isinstance(entries, Exception):
                 continue  # not a stream (a writer's garbage): nothing to fold
-            cursor_found = bool(entries) and entries[0][0] == folder.cursor.encode()
+            start = folder.position
+            cursor_found = bool(entries) and entries[0][0] == start.encode()
             if cursor_found:
                 del entries[0]
             else:
@@ -648,37 +697,32 @@ class HistoryCollector:
                 continue
             folder.had_news = True
             batches, lookups = folder.fold(entries)
-            cursor_missing = bool(folder.cursor) and not cursor_found
+            read_from = start if start and not cursor_found else ""
             full = len(entries) >= self.batch
-            folded.append(_Folded(folder, batches, lookups, cursor_missing, len(entries), full))
+            folded.append(_Folded(folder, batches, lookups, read_from, len(entries), full))
         return folded
 
-    def _record(self, folded: _Folded) -> None:
-        """Write what one stream's read added, one minute batch at a time."""
-        folder, batches = folded.folder, folded.batches
-        _durations_from_hashes(self.client, folder.keys, folded.lookups)
-        if folded.cursor_missing and self._trimmed_past_cursor(folder):
-            batches[0].add["g"] += 1
-        for batch in batches:
-            record(self.client, folder.ref, folder.cursor, batch)
-            folder.cursor = batch.last_id
+    def _complete(self, folded: _Folded) -> None:
+        """Add to one stream's folded batches what the fold could not know:
+        durations from job hashes, and whether events were trimmed unread."""
+        _durations_from_hashes(self.client, folded.folder.keys, folded.lookups)
+        if folded.read_from and self._trimmed_past(folded.folder, folded.read_from):
+            folded.batches[0].add["g"] += 1
 
-    def _trimmed_past_cursor(self, folder: QueueFolder) -> bool:
-        """Whether events after the cursor may have been trimmed unread; asked
-        when the read did not find the cursor's own event. Trimming takes the
-        oldest events first, so when one older than the cursor is still there
-        the cursor's event was deleted on its own (XDEL) and nothing after it
-        is missing. When none is, the stream was trimmed past the cursor (or
-        deleted and begun again): a gap is said, not assumed away.
+    def _trimmed_past(self, folder: QueueFolder, read_from: str) -> bool:
+        """Whether events after ``read_from`` may have been trimmed unread;
+        asked when the read did not find that id's own event. Trimming takes
+        the oldest events first, so when one older than it is still there its
+        event was deleted on its own (XDEL) and nothing after it is missing.
+        When none is, the stream was trimmed past it (or deleted and begun
+        again): a gap is said, not assumed away.
 
         Asked this way, a later trim cannot hide the gap: the rule before ("is
         the first event read the oldest one left?", asked after the read)
         missed every gap whose stream was trimmed again in between, as a
         stream written at 10,000 jobs/s always is (bench/collector.py on a
         busy machine: 1,158 jobs of 87,700 lost, no gap said)."""
-        if not folder.cursor:
-            return False
-        older = read(self.client.xrevrange, folder.keys.events, f"({folder.cursor}", "-", count=1)
+        older = read(self.client.xrevrange, folder.keys.events, f"({read_from}", "-", count=1)
         return not older
 
     def _sample_backlogs(self, folders: list[QueueFolder]) -> None:

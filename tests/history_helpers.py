@@ -47,9 +47,10 @@ def write_events(client: Redis, ref: QueueRef, events: list[Event]) -> None:
 
 
 def collect_until_read(collector: HistoryCollector, timeout: float = 20.0) -> None:
-    """Step the collector (which must get the lease) until a pass reads nothing more."""
+    """Step the collector (which must get the lease) until a pass reads
+    nothing: it records then whatever it folded."""
     deadline = time.monotonic() + timeout
-    while collector.step() or not collector.holding:
+    while collector.step() or not collector.holding or collector.read_last_pass:
         if time.monotonic() > deadline:
             raise AssertionError(f"{collector.name} did not catch up (holding={collector.holding})")
         time.sleep(0.01)

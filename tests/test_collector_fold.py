@@ -96,3 +96,25 @@ def test_the_remembered_job_times_keep_only_the_newest(
     # Job 2 was forgotten: its wait is looked up in its hash; job 1's is known.
     assert [(lookup.kind, lookup.job_id) for lookup in lookups] == [("w", b"2")]
     assert batches[0].waits == [5]
+
+
+def test_a_fold_goes_on_with_the_pending_minute_and_answers_what_it_added_to(
+    redis_client: Redis,
+) -> None:
+    """Folds are recorded about once a second: until then each goes on with
+    the last pending minute batch instead of starting one per pass."""
+    folder = QueueFolder(REF, "")
+    first, _ = folder.fold(raw_entries(redis_client, [("1000-0", "waiting", "a")]))
+    redis_client.delete(REF.keys.events)
+    second, _ = folder.fold(
+        raw_entries(redis_client, [("1001-0", "active", "a"), ("2000-0", "completed", "a")])
+    )
+    assert second == first == folder.pending
+    assert (first[0].waits, first[0].runs, first[0].last_id) == ([1], [999], "2000-0")
+    assert fields(first[0])["add"]["c"] == "1"
+    redis_client.delete(REF.keys.events)
+    third, _ = folder.fold(raw_entries(redis_client, [("60000-0", "waiting", "b")]))
+    # A new minute: a batch of its own; the pending one, untouched, is not answered.
+    assert [batch.minute for batch in third] == [1]
+    assert [batch.minute for batch in folder.pending] == [0, 1]
+    assert folder.position == "60000-0"
