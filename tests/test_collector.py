@@ -565,16 +565,25 @@ def test_what_a_pass_folds_is_recorded_once_a_second_or_when_a_pass_reads_nothin
     assert later >= said + 1000
 
 
+def _one_recorded_then_more_folded(
+    client: Redis, url: str, name: str, jobs: int
+) -> HistoryCollector:
+    """A collector that recorded one job, then folded ``jobs`` more without
+    recording them (it records once a minute)."""
+    c = collector(url, name, record_every_s=60.0)
+    write_events(client, REF, job_events("1", HOUR_START, 1, 1))
+    c.step()
+    for n in range(2, 2 + jobs):
+        write_events(client, REF, job_events(f"{n}", HOUR_START + 10 * n, 1, 1))
+        c.collect_pass()
+    assert totals(client, [REF])[REF].figures.completed == 1
+    return c
+
+
 def test_what_a_dead_collector_folded_unrecorded_is_counted_once_by_the_next(
     redis_client: Redis, redis_url: str
 ) -> None:
-    first = collector(redis_url, "first", record_every_s=60.0)
-    write_events(redis_client, REF, job_events("1", HOUR_START, 1, 1))
-    first.step()
-    for n in range(2, 5):
-        write_events(redis_client, REF, job_events(f"{n}", HOUR_START + 10 * n, 1, 1))
-        first.collect_pass()
-    assert totals(redis_client, [REF])[REF].figures.completed == 1
+    first = _one_recorded_then_more_folded(redis_client, redis_url, "first", 3)
     # It dies (no hand back) and its lease lapses: the next reads from the
     # recorded cursor.
     redis_client.delete(COLLECTOR_LEASE)
@@ -591,12 +600,7 @@ def test_what_a_dead_collector_folded_unrecorded_is_counted_once_by_the_next(
 def test_a_collector_that_stops_records_what_it_folded_before_handing_back(
     redis_client: Redis, redis_url: str
 ) -> None:
-    c = collector(redis_url, "one", record_every_s=60.0)
-    write_events(redis_client, REF, job_events("1", HOUR_START, 1, 1))
-    c.step()
-    write_events(redis_client, REF, job_events("2", HOUR_START + 10, 1, 1))
-    c.collect_pass()
-    assert totals(redis_client, [REF])[REF].figures.completed == 1
+    c = _one_recorded_then_more_folded(redis_client, redis_url, "one", 1)
     c.stop()  # not started: run() below is its thread's body, stopped at once
     c.run()
     assert totals(redis_client, [REF])[REF].figures.completed == 2
