@@ -14,11 +14,14 @@ renewed by the holder). Each batch is written by one script
 (priv/scripts/recordHistory-3.lua) together with the stream id it read up to,
 and only if the stored id is still the one this collector read after: a
 collector that lost its lease without noticing cannot write twice, and the
-one taking over resumes exactly after the last batch written. No gap, no
-double count — as long as the events themselves are still in the stream (a
-stream is capped at ``opts.maxLenEvents``, 10,000 by default: events trimmed
-before any collector read them are not counted; a dashboard down for long
-loses what the stream no longer holds).
+one taking over resumes exactly after the last batch written. What the
+passes fold is written about once a second (``RECORD_EVERY_S``); a collector
+that dies loses only the folding of what it had not written, which the next
+one reads again. No gap, no double count — as long as the events themselves
+are still in the stream (a stream is capped at ``opts.maxLenEvents``, 10,000
+by default: events trimmed before any collector read them are not counted,
+and a gap is said; a dashboard down for long loses what the stream no longer
+holds).
 
 What is approximate, and why:
 
