@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from redis import Redis
+from redis.exceptions import RedisError
 
 from queues.collector import HOUR_MS, MINUTE_MS, HistoryCollector, LeaseLost, QueueFolder
 from queues.connection import connect
@@ -609,3 +610,37 @@ def test_a_collector_that_stops_records_what_it_folded_before_handing_back(
     c.run()
     assert totals(redis_client, [REF])[REF].figures.completed == 2
     assert redis_client.exists(COLLECTOR_LEASE) == 0
+
+
+def test_after_a_redis_error_mid_pass_what_was_folded_is_read_again(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A pass that folded events, then failed on Redis before it looked for a
+    gap, must not go on from what it folded: the next pass reads again from
+    the recorded cursor, and says the gap."""
+    c = collector(redis_url, "one", record_every_s=60.0)
+    write_events(redis_client, REF, job_events("1", HOUR_START, 1, 1))
+    collect_until_read(c)
+    later = [e for n in range(40) for e in job_events(f"x{n}", HOUR_START + 100 + n, 1, 1)]
+    write_events(redis_client, REF, later)
+    redis_client.xtrim(REF.keys.events, maxlen=30, approximate=False)
+    kept = [f[b"event"] for _, f in redis_client.xrange(REF.keys.events)].count(b"completed")
+    complete = c._complete
+    failures = [RedisError("the connection dropped")]
+
+    def fails_once(folded: Any) -> None:
+        if failures:
+            raise failures.pop()
+        complete(folded)
+
+    c._complete = fails_once  # type: ignore[method-assign]
+    c.start()
+    try:
+        deadline = time.monotonic() + 10
+        while totals(redis_client, [REF])[REF].figures.completed < 1 + kept:
+            assert time.monotonic() < deadline, "the collector did not go on"
+            time.sleep(0.05)
+    finally:
+        c.stop()
+    figures = totals(redis_client, [REF])[REF].figures
+    assert (figures.completed, figures.gaps) == (1 + kept, 1)
