@@ -51,7 +51,7 @@ from redis.exceptions import LockError, OutOfMemoryError, ResponseError
 from queues import codec, errors, scripts
 from queues.keys import QueueKeys
 from queues.read.decode import job_from_values
-from queues.read.error_folding import fold, group_key
+from queues.read.error_folding import fold_field
 from queues.read.refs import QueueRef
 from queues.read.replies import read, replies
 
@@ -458,7 +458,7 @@ def _add_failures(
     add them; the first job of a group not sampled yet (by this caller) is
     read again with its stack trace."""
     keyed = []
-    new: dict[str, str] = {}
+    new: dict[str, tuple[str, str]] = {}  # group key -> (its first job, its folded text)
     for at, (job_id, score, value) in enumerate(failures):
         if at % 100 == 99:
             # Lets the reading and writing threads take the GIL: without it a
@@ -466,37 +466,36 @@ def _add_failures(
             # switch (every 5 ms) before it parses it and sends the next call,
             # and Redis idles meanwhile (first grouping 4.15 -> 3.6 s).
             time.sleep(0)
-        # The one field read: decoded as the job decoder decodes it, without
-        # building a Job per failed job (a third of the first grouping's time).
-        folded = fold(codec.failure_reason(value))
-        key = group_key(folded)
-        keyed.append((job_id, score, key, folded))
+        # The one field read, folded without building a Job per failed job
+        # (a third of the first grouping's time).
+        key, folded = fold_field(value)
+        keyed.append((job_id, score, key))
         if key not in sampled and key not in new:
-            new[key] = job_id
-    samples = _samples(client, index.keys, new, {k: f for _, _, k, f in keyed})
+            new[key] = (job_id, folded)
+    samples = _samples(client, index.keys, new)
     sampled.update(new)
-    entries = [(job_id, score, key, samples.get(key, "")) for job_id, score, key, _ in keyed]
+    entries = [(job_id, score, key, samples.get(key, "")) for job_id, score, key in keyed]
     for start in range(0, len(entries), SCRIPT_BATCH):
         if not writer.add(index.add(generation, entries[start : start + SCRIPT_BATCH])):
             return False
     return True
 
 
-def _samples(
-    client: Redis, keys: QueueKeys, jobs: dict[str, str], texts: dict[str, str]
-) -> dict[str, str]:
-    """Sample JSON per group key: its folded text, and one job's reason and
-    latest stack trace (truncated)."""
+def _samples(client: Redis, keys: QueueKeys, new: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """Sample JSON per group key (``new``: its first job and folded text): the
+    folded text, and the job's reason and latest stack trace (truncated)."""
     pipe = client.pipeline(transaction=False)
-    for job_id in jobs.values():
+    for job_id, _ in new.values():
         pipe.hmget(keys.job(job_id), list(_SAMPLE_FIELDS))
     samples = {}
-    for (key, job_id), values in zip(jobs.items(), replies(pipe) if jobs else [], strict=True):
+    for (key, (job_id, text)), values in zip(
+        new.items(), replies(pipe) if new else [], strict=True
+    ):
         job = job_from_values(job_id, _SAMPLE_FIELDS, values or [None, None])
         trace = job.stacktrace[-1] if job.stacktrace else ""
         samples[key] = codec.dumps(
             {
-                "text": texts[key],
+                "text": text,
                 "job": job_id,
                 "reason": (job.failed_reason or "")[:MAX_SAMPLE_REASON],
                 "trace": trace[:MAX_SAMPLE_TRACE],
