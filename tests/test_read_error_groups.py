@@ -110,6 +110,73 @@ def test_a_job_that_fails_again_moves_to_its_new_group(redis_client: Redis) -> N
     assert shown(redis_client) == Counter({"second kind <n>": 1})
 
 
+def test_jobs_moving_between_groups_in_one_add_call_are_counted_right(
+    redis_client: Redis,
+) -> None:
+    """One catch-up call (ascending finishedOn): a job counted into a group
+    another job then leaves; a group emptied by a job that moves out, then
+    started again by a newer one (its sample and first seen are the newer
+    job's); a job moving into a group the call counted into already."""
+    fail_job(redis_client, "1", "boom 1", 1_000)
+    fail_job(redis_client, "2", "alone", 2_000)
+    fail_job(redis_client, "9", "solo", 2_500)
+    shown(redis_client)
+    fail_job(redis_client, "3", "alone", 3_000)  # counted into "alone"
+    fail_job(redis_client, "2", "boom 2", 4_000)  # leaves "alone" (3 holds it)
+    fail_job(redis_client, "9", "boom 9", 4_500)  # empties "solo"
+    fail_job(redis_client, "1", "alone", 5_000)  # leaves "boom" (2 holds it)
+    fail_job(redis_client, "8", "solo", 6_000)  # starts "solo" again
+    assert shown(redis_client) == brute_force(redis_client)
+    groups = {g.text: g for g in eg.error_groups(redis_client, REF).groups}
+    assert {text: g.count for text, g in groups.items()} == {
+        "alone": 2,
+        "boom <n>": 2,
+        "solo": 1,
+    }
+    assert (groups["solo"].sample_job, groups["solo"].first_seen) == ("8", 6_000)
+    assert groups["alone"].last_seen == groups["solo"].last_seen - 1_000
+    index = eg._Index(KEYS)
+    members = {
+        text: {raw.decode() for raw in redis_client.zrange(index.group(g.key), 0, -1)}
+        for text, g in groups.items()
+    }
+    assert members == {"alone": {"3", "1"}, "boom <n>": {"2", "9"}, "solo": {"8"}}
+    assert redis_client.hget(index.state, "total") == b"5"
+
+
+def test_an_add_call_sends_its_commands_per_group_not_per_job(redis_client: Redis) -> None:
+    """Each job's score in failed is read by one ZMSCORE per call, and the
+    counts, samples, first and last seen are read and written once per call:
+    a call of 250 jobs of 3 kinds makes a few dozen Redis commands, where a
+    command per job cost more Redis CPU than the work it did."""
+    shown(redis_client)  # an empty index, built
+    seed_failed_bulk(redis_client, KEYS, 250)
+    index = eg._Index(KEYS)
+    gen = redis_client.hget(index.state, "gen").decode()
+    failed = redis_client.zrange(KEYS.failed, 0, -1, withscores=True)
+    keys = [group_key(f"kind {n % 3}") for n in range(3)]
+    entries = [
+        (raw.decode(), int(score), keys[n % 3], "{}") for n, (raw, score) in enumerate(failed)
+    ]
+    before = _command_calls(redis_client)
+    assert eg.scripts.run(redis_client, index.add(gen, entries)) == [250, 0]
+    made = _command_calls(redis_client) - before
+    assert sum(made.values()) < 40, made
+    assert made["zscore"] == made["hexists"] == made["hincrby"] - 1 == 0
+
+
+def _command_calls(client: Redis) -> Counter[str]:
+    """Calls so far per command (scripts' included), evalsha aside."""
+    stats: Any = client.info("commandstats")
+    return Counter(
+        {
+            name.removeprefix("cmdstat_"): int(value["calls"])
+            for name, value in stats.items()
+            if name not in ("cmdstat_evalsha", "cmdstat_info")
+        }
+    )
+
+
 def test_catching_up_reads_only_what_changed(redis_client: Redis) -> None:
     """After the first build, a look with one new failure and one retry reads
     a handful of job hashes, not the whole failed set."""
