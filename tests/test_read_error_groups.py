@@ -144,20 +144,29 @@ def test_jobs_moving_between_groups_in_one_add_call_are_counted_right(
     assert redis_client.hget(index.state, "total") == b"5"
 
 
+def three_kinds_to_add(
+    client: Redis, count: int
+) -> tuple[eg._Index, str, list[str], list[tuple[str, int, str, str]]]:
+    """An empty index, built, and ``count`` failed jobs not in it yet: the
+    entries of one add call of them, of three kinds in turn."""
+    shown(client)
+    seed_failed_bulk(client, KEYS, count)
+    index = eg._Index(KEYS)
+    gen = client.hget(index.state, "gen").decode()
+    failed = client.zrange(KEYS.failed, 0, -1, withscores=True)
+    keys = [group_key(f"kind {n % 3}") for n in range(3)]
+    entries = [
+        (raw.decode(), int(score), keys[n % 3], "{}") for n, (raw, score) in enumerate(failed)
+    ]
+    return index, gen, keys, entries
+
+
 def test_an_add_call_sends_its_commands_per_group_not_per_job(redis_client: Redis) -> None:
     """Each job's score in failed is read by one ZMSCORE per call, and the
     counts, samples, first and last seen are read and written once per call:
     a call of 250 jobs of 3 kinds makes a few dozen Redis commands, where a
     command per job cost more Redis CPU than the work it did."""
-    shown(redis_client)  # an empty index, built
-    seed_failed_bulk(redis_client, KEYS, 250)
-    index = eg._Index(KEYS)
-    gen = redis_client.hget(index.state, "gen").decode()
-    failed = redis_client.zrange(KEYS.failed, 0, -1, withscores=True)
-    keys = [group_key(f"kind {n % 3}") for n in range(3)]
-    entries = [
-        (raw.decode(), int(score), keys[n % 3], "{}") for n, (raw, score) in enumerate(failed)
-    ]
+    index, gen, _, entries = three_kinds_to_add(redis_client, 250)
     before = _command_calls(redis_client)
     assert eg.scripts.run(redis_client, index.add(gen, entries)) == [250, 0]
     made = _command_calls(redis_client) - before
@@ -457,15 +466,7 @@ def test_the_first_count_reads_past_ties_between_batches(
 def test_one_add_call_of_thousands_of_jobs_counts_each(redis_client: Redis) -> None:
     """The add script sends its writes per group; a call larger than one
     Lua unpack takes (a few thousand values) sends them in parts."""
-    shown(redis_client)  # an empty index, built
-    seed_failed_bulk(redis_client, KEYS, 5_000)
-    index = eg._Index(KEYS)
-    gen = redis_client.hget(index.state, "gen").decode()
-    failed = redis_client.zrange(KEYS.failed, 0, -1, withscores=True)
-    keys = [group_key(f"kind {n % 3}") for n in range(3)]
-    entries = [
-        (raw.decode(), int(score), keys[n % 3], "{}") for n, (raw, score) in enumerate(failed)
-    ]
+    index, gen, keys, entries = three_kinds_to_add(redis_client, 5_000)
     assert eg.scripts.run(redis_client, index.add(gen, entries)) == [5_000, 0]
     assert {k.decode(): int(v) for k, v in redis_client.hgetall(index.counts).items()} == {
         keys[0]: 1_667,
