@@ -180,7 +180,8 @@ for n = 1, #ids do
       pending[target] = batch
     end
     batch.count = batch.count + 1
-    batch.members[#batch.members + 1] = finished
+    -- The score as the caller sent it: a Lua number would be formatted again.
+    batch.members[#batch.members + 1] = ARGV[i + 1]
     batch.members[#batch.members + 1] = job_id
     pending_jobs[#pending_jobs + 1] = job_id
     pending_jobs[#pending_jobs + 1] = target
