@@ -62,12 +62,12 @@ MAX_SAMPLE_REASON = 2_000
 MAX_SAMPLE_TRACE = 8_000
 # Jobs per read (the build: one failedReasons call, its ids and reasons; a
 # catch-up: one ZRANGE and a pipeline of HGETs), and jobs per add call: each
-# Redis call stays under 10 ms (bench/grouping.py at 100,000, load 2.5: a
-# read of 1,000 took 10-13 ms, of 500 about 5; an add call of 250 jobs 5-9
-# ms; add calls of 125 cost Redis 10-20% more CPU, each call checking and
-# writing once per group).
+# Redis call stays well under 10 ms (bench/grouping.py at 100,000, load 2.5:
+# a read of 1,000 took 10-13 ms, of 500 about 5). An add call checks and
+# writes once per group: of 500 jobs it costs Redis 8-13% less CPU than two
+# of 250, and takes 3-6 ms (load 10-12, docs/benchmarks.md, stop 20).
 BATCH = 500
-SCRIPT_BATCH = 250
+SCRIPT_BATCH = 500
 # Workers on other hosts stamp finishedOn with their own clocks: failures
 # that land this much below the watermark are still found.
 CLOCK_SKEW_MS = 2_000
