@@ -117,9 +117,10 @@ def fold_field(raw: bytes | str | None) -> tuple[str, str]:
     if (
         isinstance(raw, bytes)
         and len(raw) <= _CACHED_FIELD_BYTES
-        # JSON-quoted (bullmq's Python port): its escapes ("\u0031") hold
-        # digits that are not digits of the text.
-        and not raw.startswith(b'"')
+        # JSON-quoted (bullmq's Python port), an escape ("\u0031") holds
+        # digits that are not digits of the text; without a backslash the
+        # quoted text is its own bytes, digits and all.
+        and not (raw.startswith(b'"') and b"\\" in raw)
         and b"0x" not in raw
         and b"0X" not in raw
     ):
