@@ -5,6 +5,7 @@ and trimmed without events, safe with two updaters, never broken by bad keys."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -461,6 +462,30 @@ def test_the_first_count_reads_past_ties_between_batches(
     redis_client.delete(KEYS.job("gone"))  # listed in failed, its hash gone
     assert shown(redis_client) == Counter({"tie <n>": 10, NO_REASON: 1})
     assert redis_client.hlen(eg._Index(KEYS).jobs) == 11
+
+
+def test_the_build_lock_is_held_through_a_build_longer_than_it(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock is renewed (when a quarter of it is gone, not per batch):
+    another dashboard never finds it free while one build runs."""
+    monkeypatch.setattr(eg, "BUILD_LOCK_MS", 400)
+    monkeypatch.setattr(eg, "BATCH", 10)
+    seed_mixed(redis_client, 200)
+    lock_key = eg._Index(KEYS).lock
+    held: list[bool] = []
+    add = eg._add_failures
+
+    def slow_add(*args: Any) -> bool:
+        time.sleep(0.05)  # 20 batches: the build takes about 1 s
+        held.append(bool(redis_client.exists(lock_key)))
+        return add(*args)
+
+    monkeypatch.setattr(eg, "_add_failures", slow_add)
+    assert shown(redis_client) == brute_force(redis_client)
+    assert len(held) == 20
+    assert all(held)
+    assert not redis_client.exists(lock_key)  # released at the end
 
 
 def test_one_add_call_of_thousands_of_jobs_counts_each(redis_client: Redis) -> None:

@@ -318,6 +318,7 @@ def _build(client: Redis, index: _Index) -> bool:
         tied = 0  # jobs already read at score == high (ties across batches)
         watermark: int | None = None
         sampled: set[str] = set()
+        renewed = time.monotonic()
         # The next batch is asked for (on a thread of its own) as soon as this
         # one's last score is known, before this one is folded: Redis reads it
         # while this thread folds, and the fold of the next batch then runs
@@ -341,7 +342,12 @@ def _build(client: Redis, index: _Index) -> bool:
                 coming = reader.submit(_newest_failures, client, index, high, tied)
                 if not _add_failures(client, index, generation, failures, sampled, writer):
                     break
-                lock.extend(BUILD_LOCK_MS / 1000, replace_ttl=True)
+                if time.monotonic() - renewed > BUILD_LOCK_MS / 4000:
+                    # Renewed when a quarter of it is gone, not per batch: a
+                    # renewal waits behind the batches Redis is running, and
+                    # the next read is asked for only after it.
+                    lock.extend(BUILD_LOCK_MS / 1000, replace_ttl=True)
+                    renewed = time.monotonic()
             done = index.add(generation, [], watermark=watermark or 0, built=True, cursor=cursor)
             writer.add(done)
         return writer.ok
