@@ -63,11 +63,12 @@ MAX_SAMPLE_TRACE = 8_000
 # Jobs per read (the build: one failedReasons call, its ids and reasons; a
 # catch-up: one ZRANGE and a pipeline of HGETs), and jobs per add call: each
 # Redis call stays well under 10 ms (bench/grouping.py at 100,000, load 2.5:
-# a read of 1,000 took 10-13 ms, of 500 about 5). An add call checks and
-# writes once per group: of 500 jobs it costs Redis 8-13% less CPU than two
-# of 250, and takes 3-6 ms (load 10-12, docs/benchmarks.md, stop 20).
+# a read of 1,000 took 10-13 ms, of 500 about 5). An add call of 250 jobs
+# costs Redis 3.2-3.9 ms of CPU (4.6 before it wrote once per group); one of
+# 500 costs 6.2-6.6 ms and saves less than the spread between runs
+# (docs/benchmarks.md, "stop 20 (grouping-first)").
 BATCH = 500
-SCRIPT_BATCH = 500
+SCRIPT_BATCH = 250
 # Workers on other hosts stamp finishedOn with their own clocks: failures
 # that land this much below the watermark are still found.
 CLOCK_SKEW_MS = 2_000
