@@ -103,7 +103,7 @@ end
 
 -- Per job: its checks; per group, once per call: the zset's ZADD; once per
 -- call: the counts, samples, the jobs' groups, first and last seen (a call
--- of 250 jobs of 40 kinds makes about 50 Redis calls, not 600).
+-- of 250 jobs of 40 kinds makes about 140 Redis calls, not 600).
 local added, skipped = 0, 0
 local kept = redis.call("HLEN", index.counts) - (count_of[OTHER] and 1 or 0)
 local target_of, seen_span = {}, {}
