@@ -64,7 +64,7 @@ MAX_SAMPLE_TRACE = 8_000
 # catch-up: one ZRANGE and a pipeline of HGETs), and jobs per add call: each
 # Redis call stays well under 10 ms (bench/grouping.py at 100,000, load 2.5:
 # a read of 1,000 took 10-13 ms, of 500 about 5). An add call of 250 jobs
-# costs Redis 3.2-3.9 ms of CPU (4.6 before it wrote once per group); one of
+# costs Redis 3.2-3.9 ms of CPU (3.9-4.6 before it wrote once per group); one of
 # 500 costs 6.2-6.6 ms and saves less than the spread between runs
 # (docs/benchmarks.md, "stop 20 (grouping-first)").
 BATCH = 500
