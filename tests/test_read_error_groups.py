@@ -324,6 +324,17 @@ def test_a_broken_index_key_is_rebuilt(redis_client: Redis, part: str) -> None:
     assert shown(redis_client) == brute_force(redis_client)
 
 
+def test_a_count_that_is_not_an_integer_is_a_broken_index_rebuilt(redis_client: Redis) -> None:
+    """The add script reads the groups' counts once and writes them whole: a
+    count no one can add to is refused before any write, and rebuilt."""
+    seed_mixed(redis_client, 30)
+    shown(redis_client)
+    key = group_key(fold(REASONS[0].format(n=7)))
+    redis_client.hset(eg._Index(KEYS).counts, key, "garbage")
+    seed_mixed(redis_client, 5, first=500)  # job 500 is of that kind
+    assert shown(redis_client) == brute_force(redis_client)
+
+
 def test_missing_hashes_and_binary_reasons_are_grouped(redis_client: Redis) -> None:
     fail_job(redis_client, "1", "boom 1")
     redis_client.zadd(KEYS.failed, {"gone": now_ms()})  # listed, hash gone

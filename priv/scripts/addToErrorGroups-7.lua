@@ -32,7 +32,7 @@
   since (another call adds them with their new finishedOn) or counted
   already; or "stale" and nothing changed. Refused with a WRONGTYPE error
   naming the key, nothing changed, when a key (a group's zset included) has
-  the wrong type.
+  the wrong type or a group's count in KEYS[3] is not an integer.
 
   Memory: refused when Redis is over maxmemory (no allow-oom flag).
 
@@ -97,7 +97,13 @@ end
 local count_of = {}
 for n, count in ipairs(call_in_parts("HMGET", index.counts, groups)) do
   if count then
-    count_of[groups[n]] = tonumber(count) or 0
+    if not is_integer_text(count) then
+      -- A count no one can add to (a hand edit): the index is broken, and the
+      -- caller rebuilds it. Still before the first write.
+      return redis.error_reply("WRONGTYPE key " .. index.counts .. " holds a hash whose count of "
+        .. groups[n] .. " is not an integer, expected a hash; nothing was changed")
+    end
+    count_of[groups[n]] = tonumber(count)
   end
 end
 
