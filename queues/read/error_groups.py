@@ -43,6 +43,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from redis import Redis
@@ -174,8 +175,7 @@ class _Index:
             "1" if built else "",
             cursor,
         ]
-        for job_id, score, key, sample in entries:
-            args += [job_id, score, key, sample]
+        args.extend(chain.from_iterable(entries))  # job id, finishedOn, group, sample each
         return scripts.call("addToErrorGroups", (self.failed, *self.own), tuple(args))
 
     def drop(self, generation: str, job_ids: Iterable[str], cursor: str = "") -> scripts.ScriptCall:
@@ -430,10 +430,11 @@ def _newest_failures(
     )
     if len(answer) == 2 and codec.text(answer[0]) == "wrongtype":
         raise errors.CorruptKey(index.failed, codec.text(answer[1]) or "", "zset")
-    return [
-        (codec.text(answer[at]) or "", int(float(answer[at + 1])), answer[at + 2])
-        for at in range(0, len(answer) - 2, 3)
-    ]
+    # Sliced and zipped rather than a tuple built per job in Python: this
+    # thread holds the GIL meanwhile, and the thread whose add call has come
+    # back waits for it while Redis idles.
+    ids = [codec.text(raw) or "" for raw in answer[0::3]]
+    return list(zip(ids, map(int, map(float, answer[1::3])), answer[2::3], strict=False))
 
 
 def _add_members(
