@@ -21,8 +21,10 @@ from queues.connection_names import queue_name_forms
 from queues.events import QueueEvents
 from queues.job import Job
 from queues.queue import Queue
+from queues.read.error_groups import error_groups
 from queues.read.refs import QueueRef
 from queues.read.workers import queue_workers, read_client_list
+from tests.dashboard_seed import seed_job
 from tests.test_crash import LOCK_MS, attempts, started_by, wait_for, worker_processes
 from tests.worker_helpers import running, until
 
@@ -224,3 +226,23 @@ async def test_workers_connected_to_any_node_are_listed_with_their_node(
     assert {node for (name, node) in shown if name == "peer"} == {n.name for n in others}
     assert read_client_list(cluster).nodes
     assert set(read_client_list(cluster).nodes) >= {n.name for n in nodes}
+
+
+def test_failures_are_grouped_and_followed_on_the_cluster(cluster: Redis, queue: Queue) -> None:
+    """The error groups index (its read, add and drop scripts, the build
+    lock, the catch-up) on the node owning the queue's slot: counts exact
+    across several add calls, a retry followed."""
+    keys, ref = queue.keys, QueueRef(PREFIX, "orders")
+    for n in range(600):  # more than one read batch and several add calls
+        reason = f"timeout after {30_000 + n} ms on job {n}" if n % 3 else f"user '{n}' gone"
+        seed_job(cluster, keys, str(n), state="failed", fields={"failedReason": reason})
+    grouped = error_groups(cluster, ref)
+    assert grouped.complete
+    assert {g.text: g.count for g in grouped.groups} == {
+        "timeout after <n> ms on job <n>": 400,
+        "user <str> gone": 200,
+    }
+    queue.retry("1")
+    after = error_groups(cluster, ref)
+    assert (after.indexed, after.failed) == (599, 599)
+    assert {g.text: g.count for g in after.groups}["timeout after <n> ms on job <n>"] == 399

@@ -3,10 +3,15 @@ a group, and what must stay apart."""
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from queues import codec
 from queues.read import error_folding
-from queues.read.error_folding import MAX_FOLDED, NO_REASON, fold, group_key
+from queues.read.error_folding import MAX_FOLDED, NO_REASON, fold, fold_field, group_key
 
 FOLDED = [
     ("timeout after 30012 ms on job 991", "timeout after <n> ms on job <n>"),
@@ -100,3 +105,74 @@ def test_a_repeated_reason_is_folded_once_and_the_cache_is_bounded() -> None:
     assert error_folding._fold_line.cache_info().maxsize == error_folding._CACHED_LINES
     long = "x" * 10 * MAX_FOLDED + " 1"
     assert fold(long) == "x" * MAX_FOLDED  # only the first 4 * MAX_FOLDED characters are kept
+
+
+def unshortcut(raw: bytes | str | None) -> tuple[str, str]:
+    """What fold_field must answer: the field decoded, folded, keyed."""
+    folded = fold(codec.failure_reason(raw))
+    return group_key(folded), folded
+
+
+# Reasons built from the characters the rules look at: digits next to hex
+# letters, "0x", dashes (uuids), slashes and backslashes (paths), "://",
+# quotes and escapes, separators inside numbers, line breaks, non-ASCII
+# digits and letters, and bytes that are not UTF-8.
+REASON_PARTS = st.sampled_from(
+    [*"0123456789", *"abcdefxXgz", "0x", "0X", "-", "/", "\\", "://", "'", '"', "`", "\\'", "\\u00"]
+)
+REASON_PARTS |= st.sampled_from(
+    [".", ",", ":", " ", "\n", "\t", "٣", "é", "☃", "C:\\", "~/", "./", "deadbeef", "12345678"]
+)
+REASON_BYTES = st.lists(REASON_PARTS, max_size=40).map(lambda parts: "".join(parts).encode()) | (
+    st.binary(max_size=60)
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(REASON_BYTES, st.data())
+def test_a_field_folds_as_its_decoded_reason_whatever_its_digits(
+    raw: bytes, data: st.DataObject
+) -> None:
+    """fold_field folds a field with its digits read as "1" (a cache of the
+    forms reasons share): the answer is the decoded reason's, and a field
+    that differs only in its digits gets its own right answer."""
+    assert fold_field(raw) == unshortcut(raw)
+    other = bytes(
+        data.draw(st.sampled_from(b"0123456789")) if byte in b"0123456789" else byte for byte in raw
+    )
+    assert fold_field(other) == unshortcut(other)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"segfault at 0x7ffd5e8c",  # "0x" is the one digit the rules tell apart
+        b"1x5 and 0X1F",
+        b'"quoted by bullmq\'s Python port: \\u0031 is a 1, 2"',
+        json.dumps("caf\u00e9 42", ensure_ascii=True).encode(),
+        b"x" * 5 * MAX_FOLDED + b" 1",  # too long to cache as a field
+        b"\xff\xfe 12 not utf-8",
+        "already text 42",
+        None,
+    ],
+)
+def test_fields_the_digit_form_cannot_stand_for_are_folded_as_they_are(
+    raw: bytes | str | None,
+) -> None:
+    assert fold_field(raw) == unshortcut(raw)
+
+
+def test_reasons_differing_in_their_numbers_are_folded_once() -> None:
+    error_folding._fold_field.cache_clear()
+    for n in range(10_000, 10_500):
+        key, folded = fold_field(f"timeout after {n} ms on job {n * 7}".encode())
+        assert folded == "timeout after <n> ms on job <n>"
+        assert key == group_key(folded)
+    # bullmq's Python port stores the reason JSON-quoted: one form more.
+    for n in range(10_000, 10_500):
+        assert fold_field(json.dumps(f"timeout after {n} ms on job {n * 7}").encode()) == (
+            group_key("timeout after <n> ms on job <n>"),
+            "timeout after <n> ms on job <n>",
+        )
+    assert error_folding._fold_field.cache_info().misses == 2
+    assert error_folding._fold_field.cache_info().maxsize == error_folding._CACHED_LINES

@@ -5,6 +5,7 @@ and trimmed without events, safe with two updaters, never broken by bad keys."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -108,6 +109,82 @@ def test_a_job_that_fails_again_moves_to_its_new_group(redis_client: Redis) -> N
     Queue("q", redis_client).retry("7")
     fail_job(redis_client, "7", "second kind 2")
     assert shown(redis_client) == Counter({"second kind <n>": 1})
+
+
+def test_jobs_moving_between_groups_in_one_add_call_are_counted_right(
+    redis_client: Redis,
+) -> None:
+    """One catch-up call (ascending finishedOn): a job counted into a group
+    another job then leaves; a group emptied by a job that moves out, then
+    started again by a newer one (its sample and first seen are the newer
+    job's); a job moving into a group the call counted into already."""
+    fail_job(redis_client, "1", "boom 1", 1_000)
+    fail_job(redis_client, "2", "alone", 2_000)
+    fail_job(redis_client, "9", "solo", 2_500)
+    shown(redis_client)
+    fail_job(redis_client, "3", "alone", 3_000)  # counted into "alone"
+    fail_job(redis_client, "2", "boom 2", 4_000)  # leaves "alone" (3 holds it)
+    fail_job(redis_client, "9", "boom 9", 4_500)  # empties "solo"
+    fail_job(redis_client, "1", "alone", 5_000)  # leaves "boom" (2 holds it)
+    fail_job(redis_client, "8", "solo", 6_000)  # starts "solo" again
+    assert shown(redis_client) == brute_force(redis_client)
+    groups = {g.text: g for g in eg.error_groups(redis_client, REF).groups}
+    assert {text: g.count for text, g in groups.items()} == {
+        "alone": 2,
+        "boom <n>": 2,
+        "solo": 1,
+    }
+    assert (groups["solo"].sample_job, groups["solo"].first_seen) == ("8", 6_000)
+    assert groups["alone"].last_seen == groups["solo"].last_seen - 1_000
+    index = eg._Index(KEYS)
+    members = {
+        text: {raw.decode() for raw in redis_client.zrange(index.group(g.key), 0, -1)}
+        for text, g in groups.items()
+    }
+    assert members == {"alone": {"3", "1"}, "boom <n>": {"2", "9"}, "solo": {"8"}}
+    assert redis_client.hget(index.state, "total") == b"5"
+
+
+def three_kinds_to_add(
+    client: Redis, count: int
+) -> tuple[eg._Index, str, list[str], list[tuple[str, int, str, str]]]:
+    """An empty index, built, and ``count`` failed jobs not in it yet: the
+    entries of one add call of them, of three kinds in turn."""
+    shown(client)
+    seed_failed_bulk(client, KEYS, count)
+    index = eg._Index(KEYS)
+    gen = client.hget(index.state, "gen").decode()
+    failed = client.zrange(KEYS.failed, 0, -1, withscores=True)
+    keys = [group_key(f"kind {n % 3}") for n in range(3)]
+    entries = [
+        (raw.decode(), int(score), keys[n % 3], "{}") for n, (raw, score) in enumerate(failed)
+    ]
+    return index, gen, keys, entries
+
+
+def test_an_add_call_sends_its_commands_per_group_not_per_job(redis_client: Redis) -> None:
+    """Each job's score in failed is read by one ZMSCORE per call, and the
+    counts, samples, first and last seen are read and written once per call:
+    a call of 250 jobs of 3 kinds makes a few dozen Redis commands, where a
+    command per job cost more Redis CPU than the work it did."""
+    index, gen, _, entries = three_kinds_to_add(redis_client, 250)
+    before = _command_calls(redis_client)
+    assert eg.scripts.run(redis_client, index.add(gen, entries)) == [250, 0]
+    made = _command_calls(redis_client) - before
+    assert sum(made.values()) < 40, made
+    assert made["zscore"] == made["hexists"] == made["hincrby"] - 1 == 0
+
+
+def _command_calls(client: Redis) -> Counter[str]:
+    """Calls so far per command (scripts' included), evalsha aside."""
+    stats: Any = client.info("commandstats")
+    return Counter(
+        {
+            name.removeprefix("cmdstat_"): int(value["calls"])
+            for name, value in stats.items()
+            if name not in ("cmdstat_evalsha", "cmdstat_info")
+        }
+    )
 
 
 def test_catching_up_reads_only_what_changed(redis_client: Redis) -> None:
@@ -244,6 +321,17 @@ def test_a_broken_index_key_is_rebuilt(redis_client: Redis, part: str) -> None:
     redis_client.delete(KEYS.error_groups(part))
     redis_client.set(KEYS.error_groups(part), "garbage")
     seed_mixed(redis_client, 5, first=500)
+    assert shown(redis_client) == brute_force(redis_client)
+
+
+def test_a_count_that_is_not_an_integer_is_a_broken_index_rebuilt(redis_client: Redis) -> None:
+    """The add script reads the groups' counts once and writes them whole: a
+    count no one can add to is refused before any write, and rebuilt."""
+    seed_mixed(redis_client, 30)
+    shown(redis_client)
+    key = group_key(fold(REASONS[0].format(n=7)))
+    redis_client.hset(eg._Index(KEYS).counts, key, "garbage")
+    seed_mixed(redis_client, 5, first=500)  # job 500 is of that kind
     assert shown(redis_client) == brute_force(redis_client)
 
 
@@ -387,18 +475,34 @@ def test_the_first_count_reads_past_ties_between_batches(
     assert redis_client.hlen(eg._Index(KEYS).jobs) == 11
 
 
+def test_the_build_lock_is_held_through_a_build_longer_than_it(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock is renewed (when a quarter of it is gone, not per batch):
+    another dashboard never finds it free while one build runs."""
+    monkeypatch.setattr(eg, "BUILD_LOCK_MS", 400)
+    monkeypatch.setattr(eg, "BATCH", 10)
+    seed_mixed(redis_client, 200)
+    lock_key = eg._Index(KEYS).lock
+    held: list[bool] = []
+    add = eg._add_failures
+
+    def slow_add(*args: Any) -> bool:
+        time.sleep(0.05)  # 20 batches: the build takes about 1 s
+        held.append(bool(redis_client.exists(lock_key)))
+        return add(*args)
+
+    monkeypatch.setattr(eg, "_add_failures", slow_add)
+    assert shown(redis_client) == brute_force(redis_client)
+    assert len(held) == 20
+    assert all(held)
+    assert not redis_client.exists(lock_key)  # released at the end
+
+
 def test_one_add_call_of_thousands_of_jobs_counts_each(redis_client: Redis) -> None:
     """The add script sends its writes per group; a call larger than one
     Lua unpack takes (a few thousand values) sends them in parts."""
-    shown(redis_client)  # an empty index, built
-    seed_failed_bulk(redis_client, KEYS, 5_000)
-    index = eg._Index(KEYS)
-    gen = redis_client.hget(index.state, "gen").decode()
-    failed = redis_client.zrange(KEYS.failed, 0, -1, withscores=True)
-    keys = [group_key(f"kind {n % 3}") for n in range(3)]
-    entries = [
-        (raw.decode(), int(score), keys[n % 3], "{}") for n, (raw, score) in enumerate(failed)
-    ]
+    index, gen, keys, entries = three_kinds_to_add(redis_client, 5_000)
     assert eg.scripts.run(redis_client, index.add(gen, entries)) == [5_000, 0]
     assert {k.decode(): int(v) for k, v in redis_client.hgetall(index.counts).items()} == {
         keys[0]: 1_667,

@@ -32,7 +32,7 @@
   since (another call adds them with their new finishedOn) or counted
   already; or "stale" and nothing changed. Refused with a WRONGTYPE error
   naming the key, nothing changed, when a key (a group's zset included) has
-  the wrong type.
+  the wrong type or a group's count in KEYS[3] is not an integer.
 
   Memory: refused when Redis is over maxmemory (no allow-oom flag).
 
@@ -45,38 +45,73 @@ local index = index_keys(2)
 local group_base = ARGV[1]
 local max_groups = tonumber(ARGV[3]) or 0
 local OTHER = "other"
+local FIRST_JOB = 7
+-- unpack takes a few thousand values at most: variadic commands are sent
+-- this many values at a time.
+local PART = 1000
 
+-- `command` on `key` with `values`, PART at a time; the replies joined.
+local function call_in_parts(command, key, values)
+  local joined = {}
+  for from = 1, #values, PART do
+    local reply = redis.call(command, key, unpack(values, from, math.min(from + PART - 1, #values)))
+    if type(reply) == "table" then
+      for n = 1, #reply do
+        joined[#joined + 1] = reply[n]
+      end
+    end
+  end
+  return joined
+end
+
+local ids = {}
+for i = FIRST_JOB, #ARGV, 4 do
+  ids[#ids + 1] = ARGV[i]
+end
 local expected = index_structure(index, {failed_key, "zset"})
 local seen = {}
 -- Each job's group before this call, read once for the checks and the
--- counting both: one HMGET per thousand jobs (unpack takes a few thousand
--- values at most), held_before[i] for the job at ARGV[i].
-local held_before = {}
-local PART = 1000
-for from = 7, #ARGV, 4 * PART do
-  local ids = {}
-  for i = from, math.min(from + 4 * PART - 1, #ARGV), 4 do
-    ids[#ids + 1] = ARGV[i]
-  end
-  local held = redis.call("HMGET", index.jobs, unpack(ids))
-  for n = 1, #ids do
-    local i = from + 4 * (n - 1)
-    held_before[i] = held[n]
-    expect_group(expected, seen, group_base, ARGV[i + 2])
-    expect_group(expected, seen, group_base, OTHER)
-    expect_group(expected, seen, group_base, held[n])
-  end
+-- counting both (held_before[n] for the n-th job).
+local held_before = call_in_parts("HMGET", index.jobs, ids)
+expect_group(expected, seen, group_base, OTHER)
+for n = 1, #ids do
+  expect_group(expected, seen, group_base, ARGV[FIRST_JOB + 4 * (n - 1) + 2])
+  expect_group(expected, seen, group_base, held_before[n])
 end
 local refused = index_refusal(index, expected, ARGV[2])
 if refused then
   return refused
 end
 
--- Per job: its checks; per group, once per call: the count, the group's
--- zset, first and last seen; one HSET for the jobs' groups (a call of 250
--- jobs of few kinds makes about two Redis calls per job, not five).
+-- Read once per call, variadic, what used to be a command per job (each
+-- job's score in failed) and per group (whether it exists, its count): a
+-- command from Lua costs Redis more than the work it does, and these were
+-- most of the first grouping's Redis CPU (bench/grouping.py).
+local score_now = call_in_parts("ZMSCORE", failed_key, ids)
+local groups = {}
+for group in pairs(seen) do
+  groups[#groups + 1] = group
+end
+-- count_of[group]: the group's count as it stands in Redis (nil: no such
+-- field), kept in step with every write below.
+local count_of = {}
+for n, count in ipairs(call_in_parts("HMGET", index.counts, groups)) do
+  if count then
+    if not is_integer_text(count) then
+      -- A count no one can add to (a hand edit): the index is broken, and the
+      -- caller rebuilds it. Still before the first write.
+      return redis.error_reply("WRONGTYPE key " .. index.counts .. " holds a hash whose count of "
+        .. groups[n] .. " is not an integer, expected a hash; nothing was changed")
+    end
+    count_of[groups[n]] = tonumber(count)
+  end
+end
+
+-- Per job: its checks; per group, once per call: the zset's ZADD; once per
+-- call: the counts, samples, the jobs' groups, first and last seen (a call
+-- of 250 jobs of 40 kinds makes about 140 Redis calls, not 600).
 local added, skipped = 0, 0
-local kept = redis.call("HLEN", index.counts) - redis.call("HEXISTS", index.counts, OTHER)
+local kept = redis.call("HLEN", index.counts) - (count_of[OTHER] and 1 or 0)
 local target_of, seen_span = {}, {}
 -- The group this call put a job in: a job given twice in one call finds
 -- itself counted (its held_before is what it was before the call).
@@ -85,26 +120,34 @@ local written = {}
 -- the sample of its first job and its zset's score-member pairs; the jobs'
 -- groups as field-value pairs. Sent before a job is taken out of its old
 -- group (that may empty a group this call counts into) and at the end.
-local pending, pending_jobs, pending_size = {}, {}, 0
+local pending, pending_jobs = {}, {}
 local function write_pending()
+  local counts, samples = {}, {}
   for target, batch in pairs(pending) do
-    if redis.call("HINCRBY", index.counts, target, batch.count) == batch.count then
-      redis.call("HSET", index.samples, target, batch.sample)
+    local before = count_of[target] or 0
+    count_of[target] = before + batch.count
+    counts[#counts + 1] = target
+    counts[#counts + 1] = string.format("%d", count_of[target])
+    if before == 0 then
+      -- The first job counted into a group that had none gives its sample.
+      samples[#samples + 1] = target
+      samples[#samples + 1] = batch.sample
     end
-    redis.call("ZADD", group_base .. target, unpack(batch.members))
+    call_in_parts("ZADD", group_base .. target, batch.members)
   end
-  if pending_size > 0 then
-    redis.call("HSET", index.jobs, unpack(pending_jobs))
-  end
-  pending, pending_jobs, pending_size = {}, {}, 0
+  call_in_parts("HSET", index.counts, counts)
+  call_in_parts("HSET", index.samples, samples)
+  call_in_parts("HSET", index.jobs, pending_jobs)
+  pending, pending_jobs = {}, {}
 end
-for i = 7, #ARGV, 4 do
-  local job_id, finished, group = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  local score = tonumber(redis.call("ZSCORE", failed_key, job_id))
+for n = 1, #ids do
+  local i = FIRST_JOB + 4 * (n - 1)
+  local job_id, finished, group = ids[n], tonumber(ARGV[i + 1]), ARGV[i + 2]
+  local score = tonumber(score_now[n])
   local old = written[job_id]
   local counted = old ~= nil -- counted by this call, at this same score
   if old == nil then
-    old = held_before[i]
+    old = held_before[n]
     counted = old and tonumber(redis.call("ZSCORE", group_base .. old, job_id)) == score
   end
   if score == nil or score ~= finished or counted then
@@ -113,10 +156,13 @@ for i = 7, #ARGV, 4 do
     if old then
       write_pending()
       if unindex_job(index, group_base, old, job_id) then
+        count_of[old] = nil
         target_of[old] = nil
         if old ~= OTHER then
           kept = kept - 1
         end
+      else
+        count_of[old] = (count_of[old] or 0) - 1
       end
     end
     -- Where this call counts the group's jobs. A group it has counted into
@@ -125,7 +171,7 @@ for i = 7, #ARGV, 4 do
     local target = target_of[group]
     if not target then
       target = group
-      if redis.call("HEXISTS", index.counts, group) == 0 then
+      if count_of[group] == nil then
         if kept >= max_groups then
           target = OTHER
         else
@@ -136,16 +182,15 @@ for i = 7, #ARGV, 4 do
     end
     local batch = pending[target]
     if not batch then
-      -- The first job counted into a group that had none gives its sample.
       batch = {count = 0, sample = ARGV[i + 3], members = {}}
       pending[target] = batch
     end
     batch.count = batch.count + 1
-    batch.members[#batch.members + 1] = finished
+    -- The score as the caller sent it: a Lua number would be formatted again.
+    batch.members[#batch.members + 1] = ARGV[i + 1]
     batch.members[#batch.members + 1] = job_id
-    pending_jobs[pending_size + 1] = job_id
-    pending_jobs[pending_size + 2] = target
-    pending_size = pending_size + 2
+    pending_jobs[#pending_jobs + 1] = job_id
+    pending_jobs[#pending_jobs + 1] = target
     written[job_id] = target
     local span = seen_span[target]
     if span then
@@ -154,22 +199,32 @@ for i = 7, #ARGV, 4 do
       seen_span[target] = {finished, finished}
     end
     added = added + 1
-    if pending_size >= 2000 then
-      write_pending() -- unpack takes a few thousand values at most
-    end
   end
 end
 write_pending()
-for target, span in pairs(seen_span) do
-  local first = tonumber(redis.call("HGET", index.first, target))
+
+-- First and last seen of the groups counted into: one read and one write
+-- each for all of them.
+local targets = {}
+for target in pairs(seen_span) do
+  targets[#targets + 1] = target
+end
+local firsts = call_in_parts("HMGET", index.first, targets)
+local lasts = call_in_parts("HMGET", index.last, targets)
+local new_firsts, new_lasts = {}, {}
+for n, target in ipairs(targets) do
+  local span, first, last = seen_span[target], tonumber(firsts[n]), tonumber(lasts[n])
   if first == nil or span[1] < first then
-    redis.call("HSET", index.first, target, string.format("%d", span[1]))
+    new_firsts[#new_firsts + 1] = target
+    new_firsts[#new_firsts + 1] = string.format("%d", span[1])
   end
-  local last = tonumber(redis.call("HGET", index.last, target))
   if last == nil or span[2] > last then
-    redis.call("HSET", index.last, target, string.format("%d", span[2]))
+    new_lasts[#new_lasts + 1] = target
+    new_lasts[#new_lasts + 1] = string.format("%d", span[2])
   end
 end
+call_in_parts("HSET", index.first, new_firsts)
+call_in_parts("HSET", index.last, new_lasts)
 if added > 0 then
   redis.call("HINCRBY", index.state, "total", added)
 end

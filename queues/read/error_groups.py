@@ -43,6 +43,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from redis import Redis
@@ -51,7 +52,7 @@ from redis.exceptions import LockError, OutOfMemoryError, ResponseError
 from queues import codec, errors, scripts
 from queues.keys import QueueKeys
 from queues.read.decode import job_from_values
-from queues.read.error_folding import fold, group_key
+from queues.read.error_folding import fold_field
 from queues.read.refs import QueueRef
 from queues.read.replies import read, replies
 
@@ -62,10 +63,11 @@ MAX_SAMPLE_REASON = 2_000
 MAX_SAMPLE_TRACE = 8_000
 # Jobs per read (the build: one failedReasons call, its ids and reasons; a
 # catch-up: one ZRANGE and a pipeline of HGETs), and jobs per add call: each
-# Redis call stays under 10 ms (bench/grouping.py at 100,000, load 2.5: a
-# read of 1,000 took 10-13 ms, of 500 about 5; an add call of 250 jobs 5-9
-# ms; add calls of 125 cost Redis 10-20% more CPU, each call checking and
-# writing once per group).
+# Redis call stays well under 10 ms (bench/grouping.py at 100,000, load 2.5:
+# a read of 1,000 took 10-13 ms, of 500 about 5). An add call of 250 jobs
+# costs Redis 3.2-3.9 ms of CPU (3.9-4.6 before it wrote once per group); one of
+# 500 costs 6.2-6.6 ms and saves less than the spread between runs
+# (docs/benchmarks.md, "stop 20 (grouping-first)").
 BATCH = 500
 SCRIPT_BATCH = 250
 # Workers on other hosts stamp finishedOn with their own clocks: failures
@@ -173,8 +175,7 @@ class _Index:
             "1" if built else "",
             cursor,
         ]
-        for job_id, score, key, sample in entries:
-            args += [job_id, score, key, sample]
+        args.extend(chain.from_iterable(entries))  # job id, finishedOn, group, sample each
         return scripts.call("addToErrorGroups", (self.failed, *self.own), tuple(args))
 
     def drop(self, generation: str, job_ids: Iterable[str], cursor: str = "") -> scripts.ScriptCall:
@@ -318,6 +319,7 @@ def _build(client: Redis, index: _Index) -> bool:
         tied = 0  # jobs already read at score == high (ties across batches)
         watermark: int | None = None
         sampled: set[str] = set()
+        renewed = time.monotonic()
         # The next batch is asked for (on a thread of its own) as soon as this
         # one's last score is known, before this one is folded: Redis reads it
         # while this thread folds, and the fold of the next batch then runs
@@ -341,7 +343,12 @@ def _build(client: Redis, index: _Index) -> bool:
                 coming = reader.submit(_newest_failures, client, index, high, tied)
                 if not _add_failures(client, index, generation, failures, sampled, writer):
                     break
-                lock.extend(BUILD_LOCK_MS / 1000, replace_ttl=True)
+                if time.monotonic() - renewed > BUILD_LOCK_MS / 4000:
+                    # Renewed when a quarter of it is gone, not per batch: a
+                    # renewal waits behind the batches Redis is running, and
+                    # the next read is asked for only after it.
+                    lock.extend(BUILD_LOCK_MS / 1000, replace_ttl=True)
+                    renewed = time.monotonic()
             done = index.add(generation, [], watermark=watermark or 0, built=True, cursor=cursor)
             writer.add(done)
         return writer.ok
@@ -423,10 +430,11 @@ def _newest_failures(
     )
     if len(answer) == 2 and codec.text(answer[0]) == "wrongtype":
         raise errors.CorruptKey(index.failed, codec.text(answer[1]) or "", "zset")
-    return [
-        (codec.text(answer[at]) or "", int(float(answer[at + 1])), answer[at + 2])
-        for at in range(0, len(answer) - 2, 3)
-    ]
+    # Sliced and zipped rather than a tuple built per job in Python: this
+    # thread holds the GIL meanwhile, and the thread whose add call has come
+    # back waits for it while Redis idles.
+    ids = [codec.text(raw) or "" for raw in answer[0::3]]
+    return list(zip(ids, map(int, map(float, answer[1::3])), answer[2::3], strict=False))
 
 
 def _add_members(
@@ -458,7 +466,7 @@ def _add_failures(
     add them; the first job of a group not sampled yet (by this caller) is
     read again with its stack trace."""
     keyed = []
-    new: dict[str, str] = {}
+    new: dict[str, tuple[str, str]] = {}  # group key -> (its first job, its folded text)
     for at, (job_id, score, value) in enumerate(failures):
         if at % 100 == 99:
             # Lets the reading and writing threads take the GIL: without it a
@@ -466,37 +474,36 @@ def _add_failures(
             # switch (every 5 ms) before it parses it and sends the next call,
             # and Redis idles meanwhile (first grouping 4.15 -> 3.6 s).
             time.sleep(0)
-        # The one field read: decoded as the job decoder decodes it, without
-        # building a Job per failed job (a third of the first grouping's time).
-        folded = fold(codec.failure_reason(value))
-        key = group_key(folded)
-        keyed.append((job_id, score, key, folded))
+        # The one field read, folded without building a Job per failed job
+        # (a third of the first grouping's time).
+        key, folded = fold_field(value)
+        keyed.append((job_id, score, key))
         if key not in sampled and key not in new:
-            new[key] = job_id
-    samples = _samples(client, index.keys, new, {k: f for _, _, k, f in keyed})
+            new[key] = (job_id, folded)
+    samples = _samples(client, index.keys, new)
     sampled.update(new)
-    entries = [(job_id, score, key, samples.get(key, "")) for job_id, score, key, _ in keyed]
+    entries = [(job_id, score, key, samples.get(key, "")) for job_id, score, key in keyed]
     for start in range(0, len(entries), SCRIPT_BATCH):
         if not writer.add(index.add(generation, entries[start : start + SCRIPT_BATCH])):
             return False
     return True
 
 
-def _samples(
-    client: Redis, keys: QueueKeys, jobs: dict[str, str], texts: dict[str, str]
-) -> dict[str, str]:
-    """Sample JSON per group key: its folded text, and one job's reason and
-    latest stack trace (truncated)."""
+def _samples(client: Redis, keys: QueueKeys, new: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """Sample JSON per group key (``new``: its first job and folded text): the
+    folded text, and the job's reason and latest stack trace (truncated)."""
     pipe = client.pipeline(transaction=False)
-    for job_id in jobs.values():
+    for job_id, _ in new.values():
         pipe.hmget(keys.job(job_id), list(_SAMPLE_FIELDS))
     samples = {}
-    for (key, job_id), values in zip(jobs.items(), replies(pipe) if jobs else [], strict=True):
+    for (key, (job_id, text)), values in zip(
+        new.items(), replies(pipe) if new else [], strict=True
+    ):
         job = job_from_values(job_id, _SAMPLE_FIELDS, values or [None, None])
         trace = job.stacktrace[-1] if job.stacktrace else ""
         samples[key] = codec.dumps(
             {
-                "text": texts[key],
+                "text": text,
                 "job": job_id,
                 "reason": (job.failed_reason or "")[:MAX_SAMPLE_REASON],
                 "trace": trace[:MAX_SAMPLE_TRACE],
