@@ -163,8 +163,8 @@ TEMPLATES = [
     },
 ]
 
-# Users, login lockouts (django-axes) and the audit trail live in the database
-# (sessions do not: signed cookies). SQLite serves the processes of one host;
+# Users, sessions, login lockouts (django-axes) and the audit trail live in the
+# database. SQLite serves the processes of one host;
 # processes on several hosts need one database they share, given as
 # DATABASE_URL (e.g. postgres://user:password@host:5432/name, docs/deploy.md).
 if os.environ.get("DATABASE_URL", "").strip():
@@ -215,8 +215,11 @@ AXES_DISABLE_ACCESS_LOG = True
 # user agent; and no banner at the start of every process and manage.py command.
 AXES_VERBOSE = False
 
-# Signed-cookie sessions: no database read per request.
-SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
+# Sessions in the database: logging out deletes the session, so a copy of the
+# cookie (another tab, another machine, a stolen one) stops working at once.
+# Signed-cookie sessions saved a database read per request but could not be
+# revoked: a copied cookie stayed valid until it expired, logout or not.
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"

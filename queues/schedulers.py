@@ -27,6 +27,7 @@ ours or BullMQ's, never add it twice).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -95,6 +96,30 @@ def is_legacy_repeat_key(scheduler_id: str) -> bool:
     """A legacy repeatable job's key (``name:id:endDate:tz:pattern``), as
     BullMQ's worker tells it from a job scheduler's id."""
     return scheduler_id.count(":") >= _LEGACY_KEY_COLONS
+
+
+def legacy_run_ids(legacy_key: str, run_ms: int) -> list[str]:
+    """The ids a legacy repeatable job's run at ``run_ms`` may have (BullMQ
+    before 5.0, whose zset member is the key ``name:id:endDate:tz:pattern``).
+
+    Such a run's id is not the key: it is ``repeat:<checksum>:<ms>`` with the
+    checksum the MD5 hex of the job name, a job id and the MD5 hex of the
+    key, concatenated (BullMQ's default ``repeatKeyHashAlgorithm``). Which
+    job id depends on the BullMQ version that added the run: the one in the
+    key, or none. Both are given, the key's first; a reader checks which
+    exists.
+    """
+    name, job_id = legacy_key.split(":", 2)[:2]
+    namespace = _md5(legacy_key)
+    ids = [f"repeat:{_md5(name + job_id + namespace)}:{run_ms}"]
+    if job_id:
+        ids.append(f"repeat:{_md5(name + namespace)}:{run_ms}")
+    return ids
+
+
+def _md5(text: str) -> str:
+    # A checksum of ids, as BullMQ computes it, not a use of MD5 for security.
+    return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
 
 
 def validate_scheduler_id(scheduler_id: str) -> str:
@@ -330,7 +355,17 @@ class JobSchedulers:
 
     def remove(self, scheduler_id: str) -> Removed:
         """Delete a scheduler (5.x or legacy) and its pending run."""
-        call = cmd.remove_job_scheduler(self.keys, scheduler_id, now_ms=_now_ms())
+        candidates: list[str] = []
+        if is_legacy_repeat_key(scheduler_id):
+            # Its run's id is a checksum of the key and its next run time:
+            # read the time first (a run a worker adds meanwhile is not
+            # among these ids, and stays, as a taken run does).
+            score: Any = self.connection.zscore(self.keys.repeat, scheduler_id)
+            if score is not None and math.isfinite(float(score)):
+                candidates = legacy_run_ids(scheduler_id, int(float(score)))
+        call = cmd.remove_job_scheduler(
+            self.keys, scheduler_id, now_ms=_now_ms(), legacy_run_ids=candidates
+        )
         outcome, pending = self._run(call, scheduler_id, "removeJobScheduler")
         return Removed(_text(outcome) == "removed", _text(pending))
 

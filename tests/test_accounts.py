@@ -41,6 +41,25 @@ def test_logging_out_lands_on_the_login_page_saying_so(ann: Any) -> None:
     assert client.get("/api/queues/").status_code == 401
 
 
+def test_a_copied_session_cookie_stops_working_when_its_session_logs_out(ann: Any) -> None:
+    """Another tab, another machine or a thief holding the same cookie: the
+    logout ends the session itself, not only the cookie of the browser that
+    asked (signed-cookie sessions could not do this)."""
+    from django.conf import settings
+
+    client = Client()
+    assert _login(client, "ann", PASSWORD).status_code == 302
+    copy = Client()
+    copy.cookies[settings.SESSION_COOKIE_NAME] = client.cookies[settings.SESSION_COOKIE_NAME].value
+    assert copy.get("/api/queues/").status_code != 401
+    assert copy.get("/").status_code == 200
+    assert client.post("/logout/").status_code == 302
+    assert copy.get("/api/queues/").status_code == 401
+    page = copy.get("/")
+    assert page.status_code == 302
+    assert page["Location"].startswith("/login/")
+
+
 def test_five_wrong_passwords_lock_the_username_until_a_stated_time(
     ann: Any, settings: Any
 ) -> None:

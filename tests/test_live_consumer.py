@@ -7,6 +7,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -394,15 +395,44 @@ async def test_a_password_change_elsewhere_closes_an_open_socket_with_4401(
 
 @pytest.mark.usefixtures("hub")
 async def test_an_expired_session_closes_an_open_socket_with_4401(
-    monkeypatch: pytest.MonkeyPatch, settings: Any
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The session is read again at each recheck: the copy the socket loaded
     when it connected would stay valid for as long as the socket is open."""
-    communicator, _ = await subscribed_with_quick_rechecks(monkeypatch)
+    from django.contrib.sessions.models import Session
+    from django.utils import timezone
+
+    monkeypatch.setattr(consumer_module, "RECHECK_S", 0.05)
+    communicator, key = await logged_in_socket(await asyncio.to_thread(make_user))
+    await subscribe(communicator)
     await asyncio.sleep(0.3)
     assert await communicator.receive_nothing(timeout=0.1), "open while the session holds"
-    settings.SESSION_COOKIE_AGE = 1  # the cookie was signed over a second ago by now
-    await asyncio.sleep(1.0)
+    expired = timezone.now() - timedelta(seconds=1)
+    await asyncio.to_thread(Session.objects.filter(session_key=key).update, expire_date=expired)
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+
+
+@pytest.mark.usefixtures("hub")
+async def test_logging_out_in_another_tab_closes_an_open_socket_with_4401(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The other tab sends the same session cookie: its logout ends the
+    session this socket was opened with."""
+    from django.conf import settings
+    from django.test import Client
+
+    monkeypatch.setattr(consumer_module, "RECHECK_S", 0.05)
+    communicator, key = await logged_in_socket(await asyncio.to_thread(make_user))
+    await subscribe(communicator)
+    await asyncio.sleep(0.3)
+    assert await communicator.receive_nothing(timeout=0.1), "open while the session holds"
+
+    def log_out_in_another_tab() -> int:
+        tab = Client()
+        tab.cookies[settings.SESSION_COOKIE_NAME] = key
+        return int(tab.post("/logout/").status_code)
+
+    assert await asyncio.to_thread(log_out_in_another_tab) == 302
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
 
 

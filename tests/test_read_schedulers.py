@@ -111,6 +111,26 @@ def test_the_oldest_legacy_repeatable_job_is_read_from_its_member(redis_client: 
     assert rows["poll:::: 60000"].notes
 
 
+def test_the_pending_run_of_a_legacy_key_is_found_by_its_checksum_id(redis_client: Redis) -> None:
+    """BullMQ before 5.0 named a legacy key's runs repeat:<md5 of name, job id
+    and md5 of the key>:<ms>. The figures below are the MD5s of those texts,
+    worked out by hand (md5sum), so that this test does not repeat the code."""
+    key = "cleanup:job-1:1767222000000:UTC:0 * * * *"
+    # printf '%s' "$key" | md5sum                   -> 77b43458f86f1a0a2c30d369c6491989
+    # printf '%s' "cleanupjob-1<that>" | md5sum     -> 9aa8072704ff0741b32deeba5df2814d
+    run_ms = 1_767_000_000_000
+    run_id = f"repeat:9aa8072704ff0741b32deeba5df2814d:{run_ms}"
+    redis_client.zadd(KEYS.repeat, {key: run_ms})
+    redis_client.zadd(KEYS.repeat, {"poll::::60000": run_ms + 1})  # no run anywhere
+    assert rows_by_id(redis_client)[key].pending_job_id is None  # the run is not there yet
+    redis_client.hset(KEYS.job(run_id), mapping={"name": "cleanup", "data": "{}", "rjk": key})
+    redis_client.zadd(KEYS.delayed, {run_id: run_ms * 0x1000})
+    rows = rows_by_id(redis_client)
+    assert rows[key].pending_job_id == run_id
+    assert rows["poll::::60000"].pending_job_id is None
+    assert scheduler_page(redis_client, REF).as_json()["schedulers"][0]["pending_job_id"] == run_id
+
+
 @pytest.mark.parametrize(
     ("change", "note"),
     [

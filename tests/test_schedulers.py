@@ -195,6 +195,51 @@ def test_removing_a_scheduler_deletes_its_definition_and_its_pending_run(
     assert not again.existed
 
 
+def test_removing_a_legacy_key_deletes_its_pending_run_found_by_its_checksum_id(
+    redis_client: Redis, schedulers: JobSchedulers, queue: Queue
+) -> None:
+    """A legacy repeatable job as BullMQ before 5.0 left it: the zset member is
+    the key, the pending run's id a checksum (md5sum by hand, as in
+    test_read_schedulers), its hash naming the key in rjk. A job that has one
+    of the possible ids but names another key is not taken for it."""
+    key = "cleanup:job-1:1767222000000:UTC:0 * * * *"
+    run_ms = 1_767_000_000_000
+    run_id = f"repeat:9aa8072704ff0741b32deeba5df2814d:{run_ms}"
+    other_key = "cleanup:job-2:1767222000000:UTC:0 * * * *"
+    redis_client.zadd(f"bull:{QUEUE}:repeat", {key: run_ms, other_key: run_ms})
+    redis_client.hset(
+        f"bull:{QUEUE}:{run_id}", mapping={"name": "cleanup", "data": "{}", "rjk": key}
+    )
+    redis_client.zadd(f"bull:{QUEUE}:delayed", {run_id: run_ms * 0x1000})
+
+    # The other key's possible ids do not include run_id: nothing of it is touched.
+    kept = schedulers.remove(other_key)
+    assert (kept.existed, kept.pending_job_id) == (True, "")
+    assert queue.get_job(run_id) is not None
+
+    removed = schedulers.remove(key)
+    assert (removed.existed, removed.pending_job_id) == (True, run_id)
+    assert queue.get_job(run_id) is None
+    assert redis_client.zcard(f"bull:{QUEUE}:delayed") == 0
+    assert redis_client.zcard(f"bull:{QUEUE}:repeat") == 0
+    assert ("removed", run_id) in stream_events(redis_client)
+
+
+def test_a_job_with_a_legacy_run_id_that_names_another_key_is_not_removed_with_it(
+    redis_client: Redis, schedulers: JobSchedulers, queue: Queue
+) -> None:
+    key = "cleanup:job-1:1767222000000:UTC:0 * * * *"
+    run_ms = 1_767_000_000_000
+    run_id = f"repeat:9aa8072704ff0741b32deeba5df2814d:{run_ms}"
+    redis_client.zadd(f"bull:{QUEUE}:repeat", {key: run_ms})
+    redis_client.hset(f"bull:{QUEUE}:{run_id}", mapping={"name": "x", "rjk": "someone-else"})
+    redis_client.zadd(f"bull:{QUEUE}:delayed", {run_id: run_ms * 0x1000})
+    removed = schedulers.remove(key)
+    assert (removed.existed, removed.pending_job_id) == (True, "")
+    assert queue.get_job(run_id) is not None
+    assert redis_client.zcard(f"bull:{QUEUE}:delayed") == 1
+
+
 def test_run_now_adds_a_plain_job_from_the_template_and_leaves_the_schedule_alone(
     redis_client: Redis, schedulers: JobSchedulers, queue: Queue
 ) -> None:

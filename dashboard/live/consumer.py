@@ -55,9 +55,8 @@ for STALL_CLOSE_S (it reconnects later and resumes from its position).
 Access is checked at connect and again every ``RECHECK_S`` seconds: a socket
 whose session no longer holds (expired, the password changed, the user
 deactivated) is closed with 4401, one whose user lost the view permission or
-staff status with 4403. Sessions are signed cookies (settings), so logging out
-in another tab leaves this socket's cookie valid until it expires, as it does
-for the pages.
+staff status with 4403. Sessions are kept in the database (settings), so
+logging out in another tab closes this socket at its next check.
 
 What the server holds for a socket is bounded: its subscriptions (above), and
 what it has sent that the client did not take yet (dashboard.live.outbox).

@@ -16,6 +16,10 @@
   ARGV[1]  key prefix "<prefix>:<queue>:"
   ARGV[2]  scheduler id
   ARGV[3]  now (ms): when a flow parent the deletion frees enters wait or delayed
+  ARGV[4..] for a legacy repeatable job's key (`name:id:endDate:tz:pattern`):
+           the ids its pending run may have (they are checksums, worked out by
+           the runtime); the run removed is one of them that waits in a state
+           and names the key in `rjk`
 
   Returns: {"removed", pending run's job id or ""}; {"missing", ""} when there
   is no such scheduler (neither a member of `repeat` nor a hash). {"broken", reason} when the
@@ -47,8 +51,14 @@ local next_run = as_number(redis.call("ZSCORE", KEYS[1], scheduler_id))
 if not next_run and redis.call("EXISTS", definition_key) == 0 then
   return {"missing", ""}
 end
-local pending_id, found, problem = find_pending_run(queue_base, scheduler_id, next_run,
-  pending_states(KEYS[2], KEYS[3], KEYS[4], KEYS[5]))
+local states = pending_states(KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+local pending_id, found, problem
+if #ARGV > 3 then
+  pending_id, found, problem = find_legacy_pending_run(queue_base, scheduler_id,
+    {unpack(ARGV, 4)}, states)
+else
+  pending_id, found, problem = find_pending_run(queue_base, scheduler_id, next_run, states)
+end
 if problem then
   return broken_reply(problem)
 end

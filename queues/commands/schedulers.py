@@ -7,6 +7,7 @@ computed values in the order each script reads them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from queues import scripts
@@ -92,7 +93,10 @@ def run_job_scheduler(keys: QueueKeys, scheduler_id: str, *, now_ms: int) -> Scr
     )
 
 
-def remove_job_scheduler(keys: QueueKeys, scheduler_id: str, *, now_ms: int) -> ScriptCall:
+def remove_job_scheduler(
+    keys: QueueKeys, scheduler_id: str, *, now_ms: int, legacy_run_ids: Sequence[str] = ()
+) -> ScriptCall:
+    """``legacy_run_ids``: for a legacy key, the ids its pending run may have."""
     return scripts.call(
         "removeJobScheduler",
         (
@@ -104,5 +108,5 @@ def remove_job_scheduler(keys: QueueKeys, scheduler_id: str, *, now_ms: int) -> 
             keys.meta,
             keys.events,
         ),
-        (keys.base, scheduler_id, now_ms),
+        (keys.base, scheduler_id, now_ms, *legacy_run_ids),
     )

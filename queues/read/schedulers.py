@@ -30,7 +30,7 @@ from queues import codec
 from queues.keys import is_scheduler_run_id
 from queues.read.lists import PagePosition
 from queues.read.refs import QueueRef
-from queues.schedulers import is_legacy_repeat_key
+from queues.schedulers import is_legacy_repeat_key, legacy_run_ids
 
 MAX_PAGE_SIZE = 500
 # Templates bigger than this are not read for a list: its size is said instead.
@@ -74,6 +74,9 @@ class SchedulerRow:
     opts: Template = field(default_factory=lambda: Template(None, 0))
     # What is wrong with the definition, in plain words (empty when sound).
     notes: list[str] = field(default_factory=list)
+    # A legacy key's pending run, found among the ids it may have (its id is
+    # a checksum, not the key: queues.schedulers.legacy_run_ids).
+    legacy_run_id: str | None = None
 
     @property
     def pending_job_id(self) -> str | None:
@@ -81,6 +84,8 @@ class SchedulerRow:
         by a worker already, or be gone)."""
         if self.next_run_ms is None:
             return None
+        if is_legacy_repeat_key(self.scheduler_id):
+            return self.legacy_run_id
         run_id = f"repeat:{self.scheduler_id}:{self.next_run_ms}"
         return run_id if is_scheduler_run_id(run_id) else None
 
@@ -330,15 +335,26 @@ def _read_templates_and_empty_keys(
             showable.append((row, names))
     for _index, scheduler_id, _score, _values in empty:
         pipe.exists(keys.repeat_scheduler(scheduler_id))
-    if not showable and not empty:
+    # Where the legacy keys' pending runs may be (each key with or without a hash).
+    legacy = _legacy_candidates(rows, empty)
+    for _, candidates in legacy:
+        for job_id in candidates:
+            pipe.exists(keys.job(job_id))
+    if not showable and not empty and not legacy:
         return
     replies = _replies(pipe)
     for (row, names), reply in zip(showable, replies[: len(showable)], strict=True):
         texts = [reply] if len(names) == 1 else (reply or [None] * len(names))
         for name, raw in zip(names, texts, strict=True):
             getattr(row, name).text = codec.text(raw)
+    found_runs = iter(replies[len(showable) + len(empty) :])
+    run_of: dict[str, str] = {}
+    for scheduler_id, candidates in legacy:
+        present = [job_id for job_id in candidates if next(found_runs)]
+        if present:
+            run_of[scheduler_id] = present[0]
     for (index, scheduler_id, score, values), exists in zip(
-        empty, replies[len(showable) :], strict=True
+        empty, replies[len(showable) : len(showable) + len(empty)], strict=True
     ):
         if exists:
             rows[index] = _from_hash(scheduler_id, score, values, (0, 0))
@@ -346,6 +362,23 @@ def _read_templates_and_empty_keys(
             rows[index] = _from_legacy_key(scheduler_id, score)
         else:
             rows[index] = _missing_definition(scheduler_id, score, wrong_type=False)
+    for row in rows:
+        if row is not None and row.scheduler_id in run_of:
+            row.legacy_run_id = run_of[row.scheduler_id]
+
+
+def _legacy_candidates(
+    rows: list[SchedulerRow | None], empty: list[tuple[int, str, int | None, Sequence[Any]]]
+) -> list[tuple[str, list[str]]]:
+    """(legacy key, the ids its pending run may have) for each legacy key of
+    the page with a next run: read from a hash or only a member alike."""
+    members = [(row.scheduler_id, row.next_run_ms) for row in rows if row is not None]
+    members += [(scheduler_id, score) for _, scheduler_id, score, _ in empty]
+    return [
+        (scheduler_id, legacy_run_ids(scheduler_id, score))
+        for scheduler_id, score in members
+        if score is not None and is_legacy_repeat_key(scheduler_id)
+    ]
 
 
 def template_preview(template: Template, limit: int = 200) -> str:

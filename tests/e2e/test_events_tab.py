@@ -3,6 +3,8 @@ feed that holds still under the pointer. Every event comes from another process.
 
 from __future__ import annotations
 
+import time
+
 from playwright.sync_api import Page, expect
 from redis import Redis
 
@@ -132,3 +134,51 @@ def test_keyboard_focus_in_the_feed_holds_it_too(page: Page, processes: Processe
     expect(page.locator(f'#event-feed tr[data-job-id="{later}"]')).to_have_count(0)
     page.get_by_label("Job id", exact=True).focus()
     expect(page.locator(f'#event-feed tr[data-job-id="{later}"]')).to_have_count(1)
+
+
+def test_a_feed_that_falls_behind_updates_less_often_and_recovers_when_on_time(
+    page: Page, redis_client: Redis
+) -> None:
+    """How late events reach the page, above the least lateness it saw lately
+    (the server's share, the clocks' difference), is the page's own backlog:
+    it then spaces its updates out, so as not to fall further behind; the
+    newest event is drawn all the same."""
+    queue = "e2e-pacing"
+    keys = QueueKeys(queue)
+    redis_client.set(keys.id, 0)  # the queue exists; its stream is empty
+    open_feed(page, queue, "?type=all")
+    page.mouse.move(0, 0)
+    gap = "window.echomqLive.drawGapMs"
+
+    def add(count: int, *, behind_ms: int = 0, frozen_ms: int | None = None) -> str:
+        """``count`` events 20 ms apart; their ids' time is now minus
+        ``behind_ms``, or ``frozen_ms`` for all of them (each later than the last)."""
+        last = ""
+        for n in range(count):
+            ms = int(time.time() * 1000) - behind_ms if frozen_ms is None else frozen_ms
+            last = redis_client.xadd(
+                keys.events, {"event": "progress", "jobId": "1"}, id=f"{ms}-{n}"
+            )
+            time.sleep(0.02)
+        return last.decode() if isinstance(last, bytes) else last
+
+    newest = page.locator("#event-feed tr[data-event-id]").first
+    # A steady lateness (a browser whose clock is a second ahead of Redis's) is
+    # not a backlog (taken for one, updates would be 250 ms apart at once; a
+    # busy test machine's own jitter may space them a little).
+    last = add(20, behind_ms=1000)
+    expect(newest).to_have_attribute("data-event-id", last)
+    assert page.evaluate(gap) < 100
+    # Events that come ever later than that: this page is falling behind.
+    time.sleep(1.5)
+    last = add(20, frozen_ms=int(last.split("-")[0]) + 1)
+    deadline = time.monotonic() + 10
+    while page.evaluate(gap) < 200 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert page.evaluate(gap) >= 200
+    expect(newest).to_have_attribute("data-event-id", last)  # the last one is drawn all the same
+    # On time again: updates come closer together again.
+    spaced = page.evaluate(gap)
+    last = add(100)
+    assert page.evaluate(gap) < spaced - 100
+    expect(newest).to_have_attribute("data-event-id", last)

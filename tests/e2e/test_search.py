@@ -117,5 +117,13 @@ def test_search_results_read_well_in_every_look(
                 "Searched ", timeout=60_000
             )
             page.screenshot(path=SHOTS / f"search-{look}.png", full_page=look == "phone")
+            if look == "phone":
+                page.screenshot(path=SHOTS / "search-phone-top.png")
+            # The result set's actions and Close share one row, even on a phone:
+            # one button per line pushed the first result below the screen.
+            buttons = page.locator(".search-bar .btn").all()
+            assert len(buttons) == 3, [b.inner_text() for b in buttons]
+            tops = {round(box["y"]) for b in buttons if (box := b.bounding_box())}
+            assert len(tops) == 1, f"{look}: the search bar's buttons take {len(tops)} rows"
         finally:
             context.close()

@@ -42,6 +42,8 @@ class Command(BaseCommand):
         settings.REDIS_URL = redis.url
         os.environ["REDIS_URL"] = redis.url
         call_command("migrate", interactive=False, verbosity=0)
+        # Sessions that expired without a logout are rows nothing else removes.
+        call_command("clearsessions", verbosity=0)
         password = self._demo_user()
         stop = threading.Event()
         traffic, producer = "off", None

@@ -121,6 +121,25 @@ local function find_pending_run(queue_base, scheduler_id, run_ms, states)
   return job_id, found, problem
 end
 
+-- A legacy key's pending run: the first of `candidates` (the ids it may have,
+-- worked out by the runtime: its id is a checksum Lua cannot compute) that
+-- sits in one of `states` and whose hash names this key in `rjk`, so that no
+-- other job is ever taken for it. Same answers as find_pending_run.
+local function find_legacy_pending_run(queue_base, legacy_key, candidates, states)
+  for _, job_id in ipairs(candidates) do
+    local found = states_holding(states, job_id)
+    if #found > 0 and redis.call("TYPE", queue_base .. job_id)["ok"] == "hash"
+        and redis.call("HGET", queue_base .. job_id, "rjk") == legacy_key then
+      local problem = job_checker({}, {})(queue_base .. job_id)
+      if not problem and #found > 1 then
+        problem = two_states_reason(found)
+      end
+      return job_id, found, problem
+    end
+  end
+  return "", {}, nil
+end
+
 -- Deletes a pending run found by states_holding (checked with
 -- pending_run_problem): out of its state, its keys gone, a `removed` event.
 local function discard_pending_run(queue_base, job_id, found, now, events_key, cap)
