@@ -577,20 +577,18 @@
   // server-rendered body (by then far down the page).
 
   var DRAW_PER_S = 250;
-  // A page that cannot keep up updates its feed less often. How late events
-  // reach the feed (now minus their stream id's time) above the least
-  // lateness seen in the last LATE_WINDOW_MS (the server's share, and any
-  // clock difference between the browser and Redis) is this page's own
-  // backlog: its main thread was busy, or its process got no CPU. While that
-  // backlog, smoothed over a few updates (one late update is jitter), is
-  // above LATE_SHED_MS, the least time between two updates grows by a third,
-  // up to MAX_DRAW_GAP_MS; on time, it shrinks by 100 ms a second. Each
-  // update costs the page a layout and a layer whatever its rows, so fewer
-  // updates is what frees its CPU; the rows an update draws are the newest,
-  // as fresh as before. What is not drawn is counted ("fast feed"), and
-  // pausing shows every one of the last FEED_KEEP events.
-  var LATE_SHED_MS = 50, LATE_WINDOW_MS = 10000, MAX_DRAW_GAP_MS = 250;
-  var drawGapMs = 0, backlog = 0, lastDrawAt = 0, pacedAt = 0;
+  // A page that cannot keep up draws fewer rows. How late events reach the
+  // feed (now minus their stream id's time) above the least lateness seen in
+  // the last LATE_WINDOW_MS (the server's share, and any clock difference
+  // between the browser and Redis) is this page's own backlog: its main
+  // thread was busy, or its process got no CPU. While that backlog, smoothed
+  // over a few updates (one late update is jitter, not a backlog), is above
+  // LATE_SHED_MS the page draws fewer rows a second, down to MIN_DRAW_PER_S;
+  // on time, the rate climbs back by a tenth of DRAW_PER_S a second. What is
+  // not drawn is counted ("fast feed"), and pausing shows every one of the
+  // last FEED_KEEP events.
+  var MIN_DRAW_PER_S = 25, LATE_SHED_MS = 50, LATE_WINDOW_MS = 10000;
+  var drawRate = DRAW_PER_S, backlog = 0;
   var leastLate = Infinity, leastLateAt = 0, nextLeastLate = Infinity;
   function paceDrawing(newest, now) {
     var late = now - parseId(newest.id)[0];
@@ -602,24 +600,9 @@
     leastLate = Math.min(leastLate, late);
     nextLeastLate = Math.min(nextLeastLate, late);
     backlog = 0.75 * backlog + 0.25 * (late - leastLate);
-    if (backlog > LATE_SHED_MS) drawGapMs = Math.min(MAX_DRAW_GAP_MS, Math.max(25, drawGapMs * 4 / 3));
-    else drawGapMs = Math.max(0, drawGapMs - (now - pacedAt) / 10);
-    pacedAt = now;
-    measured.drawGapMs = drawGapMs;
-  }
-  // Events of the updates a paced page skipped; the newest of them are drawn
-  // by the next update, or by a timer when no event comes to make one.
-  var undrawn = 0, trailingDraw = null;
-  function drawSkipped(queue) {
-    trailingDraw = null;
-    if (!undrawn || paused || held) return;
-    var drawn = Math.min(undrawn, Math.max(1, Math.floor(drawBudget)));
-    drawBudget -= drawn;
-    sampled += undrawn - drawn;
-    undrawn = 0;
-    lastDrawAt = Date.now();
-    drawRows(queue, recent.slice(-drawn), liveRows);
-    showStatus();
+    if (backlog > LATE_SHED_MS) drawRate = Math.max(MIN_DRAW_PER_S, drawRate * 0.85);
+    else drawRate = Math.min(DRAW_PER_S, drawRate + (now - budgetAt) * DRAW_PER_S / 10000);
+    measured.drawRate = drawRate;
   }
   // As many rows as the window shows below the feed's top, plus a few to spare
   // (a row is about 32 px), and no more. Every live row is laid out again when
@@ -661,7 +644,7 @@
   }
   if (feed) readFilter(feed);
   // Read by bench/live.py: XADD-to-DOM latencies (ms), rows drawn, time spent applying batches.
-  var measured = window.echomqLive = {rendered: 0, latencies: [], flushes: 0, flushMs: 0, arrivals: [], drawGapMs: 0};
+  var measured = window.echomqLive = {rendered: 0, latencies: [], flushes: 0, flushMs: 0, arrivals: [], drawRate: DRAW_PER_S};
   function record(list, value) {  // the newest 10,000 to 20,000 measurements
     list.push(value);
     if (list.length > 20000) list.splice(0, 10000);
@@ -723,19 +706,12 @@
     // further behind). Otherwise up to the whole list, so that what a reconnect
     // replays after a quiet spell is drawn in full.
     var most = rate < FAST_FEED_PER_S ? liveRows : rowsPerUpdate;
-    drawBudget = Math.min(most, drawBudget + (now - budgetAt) * DRAW_PER_S / 1000);
-    budgetAt = now;
     paceDrawing(events[events.length - 1], now);
-    if (now - lastDrawAt < drawGapMs) {
-      undrawn += events.length;
-      if (trailingDraw === null) trailingDraw = setTimeout(drawSkipped, lastDrawAt + drawGapMs - now + 20, queue);
-      return;
-    }
+    drawBudget = Math.min(most, drawBudget + (now - budgetAt) * drawRate / 1000);
+    budgetAt = now;
     var drawn = events.slice(-Math.max(1, Math.floor(drawBudget)));
     drawBudget -= drawn.length;
-    sampled += events.length - drawn.length + undrawn;
-    undrawn = 0;
-    lastDrawAt = now;
+    sampled += events.length - drawn.length;
     drawRows(queue, drawn, liveRows);
     showStatus();
   }
@@ -794,7 +770,6 @@
 
   // Pausing shows exactly the last FEED_KEEP events; resuming goes back to the live tail.
   function redraw(queue) {
-    undrawn = 0;
     feed.querySelectorAll("tbody.live-chunk, tr.live-new").forEach(function (el) { el.remove(); });
     drawRows(queue, paused ? recent : recent.slice(-liveRows), paused ? FEED_KEEP : liveRows, true);
     sampled = 0;
@@ -837,8 +812,8 @@
   // feed says it skipped some, as a fast feed does.
   function catchUp() {
     if (paused) return;
-    var missed = Math.min(newWhilePaused + undrawn, recent.length);
-    newWhilePaused = undrawn = 0;
+    var missed = Math.min(newWhilePaused, recent.length);
+    newWhilePaused = 0;
     if (missed) {
       var drawn = Math.min(missed, liveRows);
       sampled += missed - drawn;
