@@ -577,33 +577,6 @@
   // server-rendered body (by then far down the page).
 
   var DRAW_PER_S = 250;
-  // A page that cannot keep up draws fewer rows. How late events reach the
-  // feed (now minus their stream id's time) above the least lateness seen in
-  // the last LATE_WINDOW_MS (the server's share, and any clock difference
-  // between the browser and Redis) is this page's own backlog: its main
-  // thread was busy, or its process got no CPU. While that backlog, smoothed
-  // over a few updates (one late update is jitter, not a backlog), is above
-  // LATE_SHED_MS the page draws fewer rows a second, down to MIN_DRAW_PER_S;
-  // on time, the rate climbs back by a tenth of DRAW_PER_S a second. What is
-  // not drawn is counted ("fast feed"), and pausing shows every one of the
-  // last FEED_KEEP events.
-  var MIN_DRAW_PER_S = 25, LATE_SHED_MS = 50, LATE_WINDOW_MS = 10000;
-  var drawRate = DRAW_PER_S, backlog = 0;
-  var leastLate = Infinity, leastLateAt = 0, nextLeastLate = Infinity;
-  function paceDrawing(newest, now) {
-    var late = now - parseId(newest.id)[0];
-    if (now - leastLateAt > LATE_WINDOW_MS) {  // let an old minimum go (the clocks may have moved)
-      leastLate = nextLeastLate;
-      nextLeastLate = Infinity;
-      leastLateAt = now;
-    }
-    leastLate = Math.min(leastLate, late);
-    nextLeastLate = Math.min(nextLeastLate, late);
-    backlog = 0.75 * backlog + 0.25 * (late - leastLate);
-    if (backlog > LATE_SHED_MS) drawRate = Math.max(MIN_DRAW_PER_S, drawRate * 0.85);
-    else drawRate = Math.min(DRAW_PER_S, drawRate + (now - budgetAt) * DRAW_PER_S / 10000);
-    measured.drawRate = drawRate;
-  }
   // As many rows as the window shows below the feed's top, plus a few to spare
   // (a row is about 32 px), and no more. Every live row is laid out again when
   // the page is drawn, and a page the browser draws only now and then (a
@@ -644,7 +617,7 @@
   }
   if (feed) readFilter(feed);
   // Read by bench/live.py: XADD-to-DOM latencies (ms), rows drawn, time spent applying batches.
-  var measured = window.echomqLive = {rendered: 0, latencies: [], flushes: 0, flushMs: 0, arrivals: [], drawRate: DRAW_PER_S};
+  var measured = window.echomqLive = {rendered: 0, latencies: [], flushes: 0, flushMs: 0, arrivals: []};
   function record(list, value) {  // the newest 10,000 to 20,000 measurements
     list.push(value);
     if (list.length > 20000) list.splice(0, 10000);
@@ -706,8 +679,7 @@
     // further behind). Otherwise up to the whole list, so that what a reconnect
     // replays after a quiet spell is drawn in full.
     var most = rate < FAST_FEED_PER_S ? liveRows : rowsPerUpdate;
-    paceDrawing(events[events.length - 1], now);
-    drawBudget = Math.min(most, drawBudget + (now - budgetAt) * drawRate / 1000);
+    drawBudget = Math.min(most, drawBudget + (now - budgetAt) * DRAW_PER_S / 1000);
     budgetAt = now;
     var drawn = events.slice(-Math.max(1, Math.floor(drawBudget)));
     drawBudget -= drawn.length;
