@@ -4,8 +4,8 @@ loads the user from the database on every request.
 Measured (2026-12-02, in-process CPU, Django test client, the failed list's
 JSON of 50 rows): the user's SELECT was about a fifth of the request's CPU,
 the largest part after the Redis reads (docs/benchmarks.md, "Runs of
-2026-12-02 (perf-pages)"). With the session read (one SELECT by primary
-key) it was the only database work of a page or API answer.
+2026-12-02 (perf-pages)"). The session is kept the same way
+(dashboard.session_cache), so a page or API answer does no database work.
 
 What is cached is the answer of ``django.contrib.auth.get_user`` for one
 session's (user id, backend, session hash) triple, for ``USER_CACHE_TTL_S``

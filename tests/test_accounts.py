@@ -60,6 +60,27 @@ def test_a_copied_session_cookie_stops_working_when_its_session_logs_out(ann: An
     assert page["Location"].startswith("/login/")
 
 
+def test_a_logout_through_another_process_applies_within_the_session_cache_ttl(
+    ann: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each process keeps the sessions it read for a few seconds
+    (dashboard.session_cache). Another process's logout deletes the row, not
+    this process's copy: the copy goes when its time is up."""
+    from django.conf import settings
+    from django.contrib.sessions.models import Session
+
+    from dashboard import session_cache
+
+    monkeypatch.setattr(session_cache, "SESSION_CACHE_TTL_S", 0.5)
+    client = Client()
+    assert _login(client, "ann", PASSWORD).status_code == 302
+    key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    assert client.get("/api/queues/").status_code == 200  # this process has it now
+    Session.objects.filter(session_key=key).delete()  # what another process's logout does here
+    time.sleep(0.6)
+    assert client.get("/api/queues/").status_code == 401
+
+
 def test_five_wrong_passwords_lock_the_username_until_a_stated_time(
     ann: Any, settings: Any
 ) -> None:

@@ -7,7 +7,6 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -395,20 +394,16 @@ async def test_a_password_change_elsewhere_closes_an_open_socket_with_4401(
 
 @pytest.mark.usefixtures("hub")
 async def test_an_expired_session_closes_an_open_socket_with_4401(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     """The session is read again at each recheck: the copy the socket loaded
     when it connected would stay valid for as long as the socket is open."""
-    from django.contrib.sessions.models import Session
-    from django.utils import timezone
-
     monkeypatch.setattr(consumer_module, "RECHECK_S", 0.05)
-    communicator, key = await logged_in_socket(await asyncio.to_thread(make_user))
+    settings.SESSION_COOKIE_AGE = 2  # the session this socket logs in with lasts 2 s
+    communicator, _ = await logged_in_socket(await asyncio.to_thread(make_user))
     await subscribe(communicator)
     await asyncio.sleep(0.3)
     assert await communicator.receive_nothing(timeout=0.1), "open while the session holds"
-    expired = timezone.now() - timedelta(seconds=1)
-    await asyncio.to_thread(Session.objects.filter(session_key=key).update, expire_date=expired)
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
 
 

@@ -56,7 +56,8 @@ Access is checked at connect and again every ``RECHECK_S`` seconds: a socket
 whose session no longer holds (expired, the password changed, the user
 deactivated) is closed with 4401, one whose user lost the view permission or
 staff status with 4403. Sessions are kept in the database (settings), so
-logging out in another tab closes this socket at its next check.
+logging out in another tab closes this socket at its next check (within the
+session cache's 10 s when the logout went through another process).
 
 What the server holds for a socket is bounded: its subscriptions (above), and
 what it has sent that the client did not take yet (dashboard.live.outbox).
