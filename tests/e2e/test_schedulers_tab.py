@@ -34,8 +34,20 @@ def seed(client: Redis) -> JobSchedulers:
     owner.upsert("heartbeat", Repeat(every_ms=1500), name="ping", data={"n": 1})
     owner.upsert("broken", Repeat(every_ms=3_600_000), name="sync", data={"a": 1})
     client.hset(KEYS.repeat_scheduler("broken"), "data", "{oops")
-    client.zadd(KEYS.repeat, {"sweep::::*/5 * * * *": 4_102_444_800_000})
+    client.zadd(KEYS.repeat, {LEGACY_KEY: LEGACY_NEXT_MS})
+    # Its pending run as BullMQ before 5.0 named it: a checksum of the name, no
+    # job id and the key's own checksum (both worked out with md5sum).
+    client.hset(
+        KEYS.job(LEGACY_RUN),
+        mapping={"name": "sweep", "data": "{}", "opts": "{}", "timestamp": 1, "rjk": LEGACY_KEY},
+    )
+    client.zadd(KEYS.delayed, {LEGACY_RUN: LEGACY_NEXT_MS * 0x1000})
     return owner
+
+
+LEGACY_KEY = "sweep::::*/5 * * * *"
+LEGACY_NEXT_MS = 4_102_444_800_000
+LEGACY_RUN = f"repeat:af09d5835199f59f5eca630d5cc53e18:{LEGACY_NEXT_MS}"
 
 
 def test_the_schedulers_tab_shows_each_kind_follows_the_runs_and_runs_one_now(
@@ -52,6 +64,9 @@ def test_the_schedulers_tab_shows_each_kind_follows_the_runs_and_runs_one_now(
     legacy = page.locator('#job-table tr[data-job-id="sweep::::*/5 * * * *"]')
     expect(legacy).to_contain_text("legacy repeatable")
     expect(legacy.get_by_role("button", name="Run now…")).to_be_disabled()
+    expect(legacy.get_by_role("link", name="pending run")).to_have_attribute(
+        "href", re.compile(re.escape(LEGACY_RUN.replace(":", "%3A")) + "|" + re.escape(LEGACY_RUN))
+    )
     broken = page.locator('#job-table tr[data-job-id="broken"]')
     expect(broken).to_contain_text("template data is not valid JSON")
     expect(broken.get_by_role("button", name="Run now…")).to_be_disabled()
