@@ -50,13 +50,19 @@ def exact_time(ms: object) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
+_YEAR_S = 365 * 86_400
+
+
 def span(ms: int) -> str:
-    """A duration for humans: "340 ms", "4.2 s", "3 min", "2 h", "5 d"."""
+    """A duration for humans: "340 ms", "4.2 s", "3 min", "2 h", "5 d", "73 years"
+    (not "26692 d": a year is 365 days here)."""
     seconds = abs(ms) / 1000
     if seconds < 1:
         return f"{abs(ms)} ms"
     if seconds < 60:
         return f"{seconds:.1f} s".replace(".0 s", " s")
+    if seconds >= 2 * _YEAR_S:
+        return f"{int(seconds // _YEAR_S)} years"
     for size, unit in ((86_400, "d"), (3_600, "h"), (60, "min")):
         if seconds >= size:
             return f"{int(seconds // size)} {unit}"

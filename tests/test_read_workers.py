@@ -19,6 +19,7 @@ from queues.connection_names import queue_name_forms
 from queues.job import Job
 from queues.read.refs import QueueRef
 from queues.read.workers import (
+    UNIX_SOCKET_HOST,
     parse_client_list,
     queue_workers,
     read_client_list,
@@ -97,8 +98,9 @@ async def test_bullmq_workers_connected_while_reading_are_listed_as_bullmq_lists
     assert [by_name[name].connections for name in ("mailer-1", "")] == [2, 2]
     ours = {address for worker in workers for address in worker.addresses}
     assert ours == {client["addr"] for client in theirs}
-    # One host (the test's, here a unix socket's path), no cluster node.
-    assert len({worker.host for worker in workers}) == 1
+    # One host (the test's), no cluster node. The tests reach Redis by a unix
+    # socket: its clients run on Redis's machine, said so, not the socket's path.
+    assert {worker.host for worker in workers} == {UNIX_SOCKET_HOST}
     assert all(worker.node is None for worker in workers)
     assert all(worker.connected_s >= 0 and worker.idle_s >= 0 for worker in workers)
 
@@ -209,6 +211,7 @@ def test_a_server_refusing_client_list_says_so_and_claims_no_count(
         b"id=1 addr=1.2.3.4:5 name=bull:emails age=x idle=-3 extra\n",
         b"id=1 name=bull:emails age=12 idle=3 addr=[::1]:5555\r\n",
         b"id=1 addr=1.2.3.4:5 name=\xff\xfe age=1 idle=1\n",
+        b"id=3 addr=/run/redis/redis.sock:0 name=bull:emails age=1 idle=1\n",
         b"id=2 addr=1.2.3.4:6 name= age=1 idle=1\n",
         # As a client library may hand it over, already split into fields.
         [{"name": "bull:emails", "addr": "1.2.3.4:5", "age": "3", "idle": "1"}, "junk", {}],
@@ -222,7 +225,7 @@ def test_any_client_list_answer_parses_without_an_error(reply: Any) -> None:
         assert connection.idle_s >= 0
     by_name = {c.name: c for c in found}
     if "bull:emails" in by_name:
-        assert by_name["bull:emails"].host in ("1.2.3.4", "[::1]")
+        assert by_name["bull:emails"].host in ("1.2.3.4", "[::1]", UNIX_SOCKET_HOST)
 
 
 def test_reading_the_client_list_of_a_plain_server_names_no_node(redis_client: Redis) -> None:

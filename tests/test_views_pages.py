@@ -224,6 +224,23 @@ def test_job_page_shows_state_reason_traces_logs_lock_and_timeline(
     assert "data-job-events" in html
 
 
+def test_the_job_page_s_events_leave_out_the_job_column_the_events_tab_keeps(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    """On the job page every event is this job's: a Job column repeated its id
+    on every line."""
+    seed_job(dashboard_redis, KEYS, "42", state="failed")
+    dashboard_redis.xadd(KEYS.events, {"event": "failed", "jobId": "42", "failedReason": "x"})
+    page = _html(viewer.get(QUEUE_URL + "job/42"))
+    events = page[page.index('data-block="events"') :]
+    events = events[: events.index("</section>")]
+    assert 'data-event="failed"' in events
+    assert 'class="id"' not in events
+    assert ">Job<" not in events
+    feed = _html(viewer.get(QUEUE_URL + "events/"))
+    assert '<td class="id"><a href="/queues/bull/emails/job/42">42</a></td>' in feed
+
+
 def test_active_job_shows_lock_holder_and_ttl(dashboard_redis: Redis, viewer: Any) -> None:
     seed_job(dashboard_redis, KEYS, "7", state="active", fields={"pb": "w1"})
     dashboard_redis.set(KEYS.lock("7"), "tok-123", px=25_000)
@@ -709,6 +726,17 @@ def test_running_time_reads_in_whole_seconds_then_coarser_units() -> None:
     assert running_label(125_000) == "running 2 min"
     assert running_label(2 * 3_600_000 + 5) == "running 2 h"
     assert running_label(-5_000) == "running 0 s"  # a worker's clock ahead of ours
+
+
+def test_a_span_of_years_reads_in_years_not_thousands_of_days() -> None:
+    from dashboard.presenters import span
+
+    day = 86_400_000
+    assert span(5 * day) == "5 d"
+    assert span(400 * day) == "400 d"
+    assert span(730 * day) == "2 years"
+    # A schedule's next run on 2100-01-01, seen from 2026-12-02: once "in 26692 d".
+    assert span(26_692 * day) == "73 years"
 
 
 def test_load_all_and_log_pages_put_what_they_show_in_the_address(

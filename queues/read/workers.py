@@ -30,6 +30,8 @@ from queues.connection import is_cluster
 from queues.connection_names import match_worker, queue_name_forms
 from queues.read.refs import QueueRef
 
+UNIX_SOCKET_HOST = "Redis's machine (unix socket)"
+
 
 @dataclass(frozen=True, slots=True)
 class Connection:
@@ -43,6 +45,11 @@ class Connection:
 
     @property
     def host(self) -> str:
+        """Where the client runs. Redis gives a unix socket's client the
+        socket's path as its address ("/run/redis.sock:0"): that client runs
+        on the Redis server's own machine, which is what is worth saying."""
+        if self.address.startswith("/"):
+            return UNIX_SOCKET_HOST
         return self.address.rpartition(":")[0] or self.address
 
 

@@ -552,6 +552,7 @@
     });
   }
   function wholeUnits(seconds) {  // presenters.span from a minute up
+    if (seconds >= 2 * 365 * 86400) return Math.floor(seconds / (365 * 86400)) + " years";
     var units = [[86400, "d"], [3600, "h"], [60, "min"]];
     for (var i = 0; i < units.length; i++) {
       if (seconds >= units[i][0]) return Math.floor(seconds / units[i][0]) + " " + units[i][1];
