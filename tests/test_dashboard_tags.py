@@ -12,6 +12,10 @@ from dashboard.templatetags.dashboard_tags import event_detail
         ({"failedReason": '"upstream 503"'}, "upstream 503"),
         ({"failedReason": "Error: boom\n    at handler (x.js:1)"}, "Error: boom"),
         ({"data": "40"}, "progress 40"),
+        # retries-exhausted: once a row with no detail at all
+        ({"attemptsMade": "3"}, "after 3 attempts"),
+        ({"attemptsMade": "1"}, "after 1 attempt"),
+        ({"attemptsMade": "many"}, "many"),
     ],
 )
 def test_event_detail_shows_the_short_readable_line(fields: dict[str, str], shown: str) -> None:

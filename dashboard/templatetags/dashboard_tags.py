@@ -126,4 +126,7 @@ def event_detail(fields: dict[str, str]) -> str:
         return f"from {state_label(fields['prev'])}"
     if "count" in fields:
         return f"{fields['count']} jobs"
+    if "attemptsMade" in fields:  # retries-exhausted: how many tries it had
+        made = fields["attemptsMade"]
+        return f"after {made} attempt{'' if made == '1' else 's'}" if made.isdigit() else made[:100]
     return fields.get("name", "")[:100]
