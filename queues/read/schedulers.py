@@ -299,7 +299,7 @@ def scheduler_page(
             empty.append((index, scheduler_id, score, values))
         else:
             rows.append(_from_hash(scheduler_id, score, values, (data_size, opts_size)))
-    _read_templates_and_empty_keys(client, ref, rows, empty)
+    _read_templates_and_empty_keys(client, ref, rows, empty, _legacy_candidates(members))
     shown = [row for row in rows if row is not None]
     for row in shown:
         _check_template(row, row.notes)
@@ -311,10 +311,12 @@ def _read_templates_and_empty_keys(
     ref: QueueRef,
     rows: list[SchedulerRow | None],
     empty: list[tuple[int, str, int | None, Sequence[Any]]],
+    legacy: list[tuple[str, list[str]]],
 ) -> None:
     """The third round trip: each row's templates small enough to show (one
-    command for both), and for each key that gave nothing whether it exists
-    (the rows of those are filled in here)."""
+    command for both), for each key that gave nothing whether it exists (the
+    rows of those are filled in here), and which of the ids each legacy key's
+    pending run may have (``legacy``) is a job."""
     keys = ref.keys
     pipe = client.pipeline(transaction=False)
     showable: list[tuple[SchedulerRow, list[str]]] = []
@@ -335,8 +337,6 @@ def _read_templates_and_empty_keys(
             showable.append((row, names))
     for _index, scheduler_id, _score, _values in empty:
         pipe.exists(keys.repeat_scheduler(scheduler_id))
-    # Where the legacy keys' pending runs may be (each key with or without a hash).
-    legacy = _legacy_candidates(rows, empty)
     for _, candidates in legacy:
         for job_id in candidates:
             pipe.exists(keys.job(job_id))
@@ -367,13 +367,9 @@ def _read_templates_and_empty_keys(
             row.legacy_run_id = run_of[row.scheduler_id]
 
 
-def _legacy_candidates(
-    rows: list[SchedulerRow | None], empty: list[tuple[int, str, int | None, Sequence[Any]]]
-) -> list[tuple[str, list[str]]]:
+def _legacy_candidates(members: list[tuple[str, int | None]]) -> list[tuple[str, list[str]]]:
     """(legacy key, the ids its pending run may have) for each legacy key of
-    the page with a next run: read from a hash or only a member alike."""
-    members = [(row.scheduler_id, row.next_run_ms) for row in rows if row is not None]
-    members += [(scheduler_id, score) for _, scheduler_id, score, _ in empty]
+    the page with a next run, whether it has a hash or only its member."""
     return [
         (scheduler_id, legacy_run_ids(scheduler_id, score))
         for scheduler_id, score in members
