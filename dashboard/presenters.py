@@ -289,7 +289,7 @@ class JobRowView:
     missing: bool
     time_relative: str
     time_exact: str
-    attempts: str
+    attempts: SafeString
     progress: Progress
     running: SafeString
     reason: str
@@ -341,6 +341,41 @@ class JobRowView:
             progress,
             reason,
         )
+
+
+# A manual retry keeps the attempt counters (docs/protocol.md: "attempt counters
+# and the stacktrace are kept"), so a job retried after its attempts ran out
+# has made more than it was allowed: "2/1" read as a broken counter. Nothing
+# but a retry from outside the worker (this dashboard, the API, another tool)
+# runs a job past its allowed attempts, hence the words.
+_BY_HAND = "retried by hand"
+_OVER_ALLOWED_TITLE = (
+    "More attempts than allowed: after its attempts ran out the job was retried"
+    " by hand, and a manual retry keeps counting them."
+)
+
+
+def attempts_html(made: int, allowed: int) -> SafeString:
+    """Attempts made against allowed, for every place that shows both: "2/5",
+    or past the allowed number "2 (1 allowed; retried by hand)", never a
+    fraction above one."""
+    if made <= allowed:
+        return format_html("{}/{}", made, allowed)
+    return format_html(
+        '<span title="{}">{} <span class="muted">({} allowed; {})</span></span>',
+        _OVER_ALLOWED_TITLE,
+        made,
+        allowed,
+        _BY_HAND,
+    )
+
+
+def attempt_of_html(number: int, allowed: int) -> SafeString:
+    """One attempt among the allowed ones, for the job's status line: "attempt
+    2 of 5", or "attempt 2 (1 allowed; retried by hand)" past the allowed."""
+    if number <= allowed:
+        return format_html("attempt {} of {}", number, allowed)
+    return format_html("attempt {} ({} allowed; {})", number, allowed, _BY_HAND)
 
 
 def _truncate(text: str, limit: int) -> str:
@@ -437,7 +472,7 @@ def job_rows(page: JobPage) -> list[JobRowView]:
                 missing=row.missing,
                 time_relative=relative_time(moment, now),
                 time_exact=exact_time(moment),
-                attempts=f"{job.attempts_made}/{job.attempts}",
+                attempts=attempts_html(job.attempts_made, job.attempts),
                 progress=row.progress,
                 running=running_html(job.processed_on, now)
                 if page.state == "active"
@@ -464,16 +499,14 @@ def job_status_html(detail: JobDetail, now_ms: int) -> SafeString:
         made = max(job.attempts_made, job.attempts_started)
         return format_html("completed on attempt {}", made) if made > 1 else mark_safe("")
     if state == "failed":
-        if latest is None or latest.number is None or allowed <= 1:
+        # "failed on attempt 1 of 1" would only repeat the badge.
+        if latest is None or latest.number is None or latest.number == allowed == 1:
             return mark_safe("")
-        return format_html("failed on attempt {} of {}", latest.number, allowed)
+        return format_html("failed on {}", attempt_of_html(latest.number, allowed))
     earlier = failure_label(latest) if latest is not None else mark_safe("")
     if state == "active":
-        attempt = (
-            format_html("attempt {} of {}", max(job.attempts_started, 1), allowed)
-            if allowed > 1
-            else mark_safe("")
-        )
+        started = max(job.attempts_started, 1)
+        attempt = attempt_of_html(started, allowed) if started > 1 or allowed > 1 else mark_safe("")
         facts = format_html_join(", ", "{}", ((part,) for part in (attempt, earlier) if part))
         running = running_html(job.processed_on, now_ms)
         if running and facts:
@@ -483,7 +516,7 @@ def job_status_html(detail: JobDetail, now_ms: int) -> SafeString:
         return mark_safe("")
     if latest.number is None:
         return format_html("retrying, {}", earlier)
-    return format_html("retrying: attempt {} of {}, {}", latest.number + 1, allowed, earlier)
+    return format_html("retrying: {}, {}", attempt_of_html(latest.number + 1, allowed), earlier)
 
 
 def failure_label(attempt: FailedAttempt) -> SafeString:

@@ -10,6 +10,8 @@ import pytest
 from redis import Redis
 
 from queues import discovery
+from queues.queue import now_ms
+from queues.read.cohorts import recent_cohorts
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_events, seed_job, seed_jobs
 
@@ -639,6 +641,45 @@ def test_an_active_job_says_how_long_it_has_run_and_what_failed_before(
     assert re.search(
         r'data-job-status><span class="running" [^>]+>running [34] s</span></p>', title
     )
+
+
+def test_a_job_retried_by_hand_past_its_attempts_says_so_and_never_shows_2_of_1(
+    dashboard_redis: Redis, actor: Any
+) -> None:
+    """One attempt allowed, it failed, the on-call retried it from the page and
+    it failed again: two made, one allowed. A manual retry keeps the counters,
+    so every place that shows made/allowed read "2/1"."""
+    seed_job(
+        dashboard_redis,
+        KEYS,
+        "h",
+        state="failed",
+        opts={"attempts": 1},
+        fields={"failedReason": "card declined", "stacktrace": json.dumps([JS_TRACE])},
+    )
+    assert actor.post(QUEUE_URL + "actions/", {"action": "retry", "ids": ["h"]}).status_code == 302
+    waiting = _job_html(actor, "h")
+    assert (
+        "retrying: attempt 2 (1 allowed; retried by hand), attempt 1 failed: Error: card declined"
+    ) in _block(waiting, "title")
+    # Its second run fails too (what the worker's moveToFinished leaves behind).
+    pipe = dashboard_redis.pipeline()
+    pipe.lrem(KEYS.wait, 0, "h").zadd(KEYS.failed, {"h": now_ms()})
+    pipe.hset(KEYS.job("h"), mapping={"atm": 2, "ats": 2, "failedReason": "card declined"})
+    pipe.hset(KEYS.job("h"), "stacktrace", json.dumps([JS_TRACE, JS_TRACE]))
+    pipe.execute()
+    page = _job_html(actor, "h")
+    over = '2 <span class="muted">(1 allowed; retried by hand)</span>'
+    assert over in _block(page, "facts")
+    assert "failed on attempt 2 (1 allowed; retried by hand)" in _block(page, "title")
+    row = _html(actor.get(QUEUE_URL + "?state=failed"))
+    row = row[row.index('data-job-id="h"') :]
+    assert over in row[: row.index("</tr>")]
+    (cohort,) = recent_cohorts(dashboard_redis, KEYS, now_ms())
+    listed = _html(actor.get(f"{QUEUE_URL}cohorts/{cohort.id}/?part=failed"))
+    assert over in listed
+    for html in (page, row, listed):
+        assert "2/1" not in html
 
 
 def test_a_completed_job_offers_run_again_as_a_secondary_action_that_asks_first(

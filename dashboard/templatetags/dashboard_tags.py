@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from dashboard import conf, connections, formatting, presenters, queue_urls
 from queues import codec
+from queues.job import Job
 from queues.read.failures import first_line
 from queues.read.refs import QueueRef
 from queues.read.states import EVENT_TONES
@@ -105,6 +106,12 @@ def get(mapping: dict[str, Any], key: str) -> Any:
 @register.filter
 def state_label(state: str | None) -> str:
     return presenters.STATE_LABELS.get(state or "", state or "unknown")
+
+
+@register.filter
+def attempts(job: Job) -> SafeString:
+    """ "2/5", or "2 (1 allowed; retried by hand)" once a manual retry ran it past."""
+    return presenters.attempts_html(job.attempts_made, job.attempts)
 
 
 @register.filter
