@@ -27,11 +27,16 @@ _NO_NAME = '<span class="muted">no name</span>'
 def rows_html(page: SchedulerPage, *, can_act: bool, now_ms: int) -> SafeString:
     """The page's ``<tr>``s; ``can_act`` adds each row's run-now and remove buttons."""
     job_prefix = presenters.job_url_prefix(page.ref)
-    rows = [_row_html(row, job_prefix, can_act=can_act, now_ms=now_ms) for row in page.rows]
+    rows = [
+        _row_html(row, job_prefix, can_act=can_act, now_ms=now_ms, number=number)
+        for number, row in enumerate(page.rows)
+    ]
     return mark_safe("".join(rows))  # noqa: S308 - every value read is escaped in _row_html
 
 
-def _row_html(row: SchedulerRow, job_prefix: str, *, can_act: bool, now_ms: int) -> str:
+def _row_html(
+    row: SchedulerRow, job_prefix: str, *, can_act: bool, now_ms: int, number: int
+) -> str:
     scheduler_id = escape(row.scheduler_id)
     name = escape(row.name) if row.name else ""
     pending = row.pending_job_id
@@ -56,7 +61,7 @@ def _row_html(row: SchedulerRow, job_prefix: str, *, can_act: bool, now_ms: int)
         "</td>\n"
         f'  <td class="runs" data-label="iterations">{_runs_html(row)}</td>\n'
         f'  <td class="template">{_template_html(row, name)}</td>\n'
-        f"{_actions_html(row, scheduler_id, name, pending) if can_act else ''}"
+        f"{_actions_html(row, scheduler_id, name, pending, number) if can_act else ''}"
         f"</tr>\n"
     )
 
@@ -113,19 +118,26 @@ def _template_html(row: SchedulerRow, name: str) -> str:
     return html
 
 
-def _actions_html(row: SchedulerRow, scheduler_id: str, name: str, pending: str | None) -> str:
+def _actions_html(
+    row: SchedulerRow, scheduler_id: str, name: str, pending: str | None, number: int
+) -> str:
     """Run now and remove: each submits the form above the table named by its
     ``form`` attribute, with the scheduler's id as its value (the id and the
-    name come escaped)."""
+    name come escaped). A run now that cannot run says why under the buttons,
+    where the operator looks, and the button is described by those words (a
+    tooltip alone reaches neither a phone nor a keyboard). The row's number
+    makes the words' id: a scheduler id may hold spaces, which an id may not."""
     job = name or "job"
-    refused = ""
+    refused = why = ""
     if not row.can_run_now:
-        why = (
-            "A legacy repeatable job keeps no template to run"
+        reason = (
+            "Cannot run now: a legacy repeatable keeps no template"
             if row.is_legacy
-            else "Its definition is broken: see the note"
+            else "Cannot run now: its definition is broken (see the note)"
         )
-        refused = f' disabled title="{why}"'
+        why_id = f"run-now-why-{number}"
+        refused = f' disabled aria-describedby="{why_id}"'
+        why = f'    <div class="muted why-disabled" id="{why_id}">{reason}</div>\n'
     run = f" {escape(pending)}" if pending else ""
     return (
         '  <td class="row-actions">\n'
@@ -137,5 +149,6 @@ def _actions_html(row: SchedulerRow, scheduler_id: str, name: str, pending: str 
         f' class="btn btn-danger" data-confirm="Remove job scheduler {scheduler_id}? It stops'
         f" for good, and its pending run{run} is deleted unless a worker has taken it."
         ' Cannot be undone.">Remove…</button>\n'
+        f"{why}"
         "  </td>\n"
     )

@@ -682,6 +682,31 @@ def test_a_job_retried_by_hand_past_its_attempts_says_so_and_never_shows_2_of_1(
         assert "2/1" not in html
 
 
+def test_every_greyed_out_button_of_the_queue_page_says_why_where_it_stands(
+    dashboard_redis: Redis, actor: Any
+) -> None:
+    """A disabled button either names its zero count in its own words ("Retry
+    0 failed") or is described (aria-describedby) by words on the page: the
+    clean menu's note, the search's progress line and message."""
+    seed_job(dashboard_redis, KEYS, "w1", state="wait")
+    html = _html(actor.get(QUEUE_URL + "?state=failed"))
+    buttons = re.findall(r"<button\b[^>]*\bdisabled\b[^>]*>.*?</button>", html, re.DOTALL)
+    described = 0
+    for button in buttons:
+        ids = re.search(r'aria-describedby="([^"]+)"', button)
+        if ids is None:
+            words = re.sub(r"<[^>]+>", "", button)
+            assert re.search(r"\b0\b", words), f"greyed out with no reason: {button}"
+            continue
+        described += 1
+        for words_id in ids.group(1).split():
+            assert html.count(f'id="{words_id}"') == 1, words_id
+    assert described >= 2  # the clean button and the search's act buttons
+    assert (
+        '<p class="muted menu-note" id="clean-note">At most <span data-count-exact="failed">0'
+    ) in html
+
+
 def test_a_completed_job_offers_run_again_as_a_secondary_action_that_asks_first(
     dashboard_redis: Redis, actor: Any
 ) -> None:

@@ -135,6 +135,41 @@ def test_a_broken_scheduler_is_shown_with_its_note_and_run_now_refuses_changing_
     assert _snapshot(dashboard_redis) == before
 
 
+def test_a_greyed_run_now_says_why_beside_it_and_is_described_by_those_words(
+    schedulers: JobSchedulers, actor: Any, dashboard_redis: Redis
+) -> None:
+    """The reason sat in a tooltip only (no phone, no keyboard, no screen
+    reader reaches it) while the row's badge or note was elsewhere."""
+    schedulers.upsert("fine", Repeat(every_ms=60_000), name="n", data={"a": 1})
+    schedulers.upsert("bad", Repeat(every_ms=60_000), name="n", data={"a": 1})
+    dashboard_redis.hset(REF.keys.repeat_scheduler("bad"), "data", "{oops")
+    legacy = "sweep::::*/5 * * * *"
+    dashboard_redis.zadd(REF.keys.repeat, {legacy: 4_102_444_800_000})
+    html = actor.get(PAGE_URL).content.decode()
+
+    def run_now(scheduler_id: str) -> tuple[str, str]:
+        row = re.search(rf'<tr data-job-id="{re.escape(scheduler_id)}".*?</tr>', html, re.DOTALL)
+        assert row is not None
+        button = re.search(r'<button type="submit" form="scheduler-run_now"[^>]*>', row.group(0))
+        assert button is not None
+        return button.group(0), row.group(0)
+
+    for scheduler_id, reason in (
+        ("bad", "Cannot run now: its definition is broken (see the note)"),
+        (legacy, "Cannot run now: a legacy repeatable keeps no template"),
+    ):
+        button, row = run_now(scheduler_id)
+        assert " disabled" in button
+        assert "title=" not in button
+        described = re.search(r'aria-describedby="([^"]+)"', button)
+        assert described is not None
+        assert html.count(f'id="{described.group(1)}"') == 1
+        assert f'id="{described.group(1)}">{reason}</div>' in row
+    button, _ = run_now("fine")
+    assert "disabled" not in button
+    assert "aria-describedby" not in button
+
+
 def test_a_definition_key_of_another_type_refuses_both_actions_and_changes_nothing(
     schedulers: JobSchedulers, actor: Any, dashboard_redis: Redis
 ) -> None:

@@ -64,12 +64,21 @@ def test_the_schedulers_tab_shows_each_kind_follows_the_runs_and_runs_one_now(
     legacy = page.locator('#job-table tr[data-job-id="sweep::::*/5 * * * *"]')
     expect(legacy).to_contain_text("legacy repeatable")
     expect(legacy.get_by_role("button", name="Run now…")).to_be_disabled()
+    # Why it is greyed out is said beside it, and describes it (not a tooltip).
+    expect(legacy.get_by_role("button", name="Run now…")).to_have_accessible_description(
+        "Cannot run now: a legacy repeatable keeps no template"
+    )
+    expect(legacy.get_by_text("Cannot run now")).to_be_visible()
     expect(legacy.get_by_role("link", name="pending run")).to_have_attribute(
         "href", re.compile(re.escape(LEGACY_RUN.replace(":", "%3A")) + "|" + re.escape(LEGACY_RUN))
     )
     broken = page.locator('#job-table tr[data-job-id="broken"]')
     expect(broken).to_contain_text("template data is not valid JSON")
     expect(broken.get_by_role("button", name="Run now…")).to_be_disabled()
+    expect(broken.get_by_role("button", name="Run now…")).to_have_accessible_description(
+        re.compile("^Cannot run now: its definition is broken")
+    )
+    expect(broken.get_by_text("Cannot run now")).to_be_visible()
 
     # Our worker, in another process, takes the heartbeat's runs: each adds the
     # next, and the page's count follows without a reload.

@@ -91,6 +91,8 @@ def test_search_shows_live_progress_cancels_then_retries_what_it_found(
     message = page.locator("[data-search-message]")
     expect(message).to_contain_text("5 of 5 jobs retried")
     expect(retry).to_be_disabled()
+    # Greyed out now: the message beside it says why, and describes it.
+    expect(retry).to_have_accessible_description(re.compile(r"Search again to see where"))
     queue = Queue(QUEUE, redis_client)
     assert sorted(job.id for job in queue.get_jobs("wait")) == sorted(special)
     assert queue.get_counts("failed")["failed"] == BULK
