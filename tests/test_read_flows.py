@@ -102,6 +102,75 @@ def test_counts_and_relations_follow_each_childs_fate(redis_client: Redis) -> No
     ]
 
 
+def test_siblings_read_failed_first_then_by_state_then_by_id_as_numbers(
+    redis_client: Redis,
+) -> None:
+    """Redis hands a parent's children back in its own set order, which moves
+    as the set grows; the tree and its next pages sort each page of siblings."""
+    orders, items = ORDERS.keys, ITEMS.keys
+    seed_job(redis_client, orders, "p", state="waiting-children")
+    pending = [
+        (orders, "10", "wait"),
+        (orders, "2", "wait"),
+        (orders, "9", "completed"),  # finished, its parent not told yet
+        (orders, "11", "delayed"),
+        (orders, "3", "active"),
+        (orders, "1", "failed"),  # failed with no policy: still a dependency
+        (items, "1", "wait"),
+        (orders, "5", "prioritized"),
+        (orders, "4", "waiting-children"),
+    ]
+    for keys, job_id, state in pending:
+        seed_job(redis_client, keys, job_id, state=state, fields={"parentKey": orders.job("p")})
+        redis_client.sadd(orders.dependencies("p"), keys.job(job_id))
+    redis_client.sadd(orders.dependencies("p"), orders.job("gone"))
+    expected = [
+        ("orders", "1", "failed"),
+        ("orders", "gone", None),
+        ("orders", "3", "active"),
+        ("items", "1", "wait"),
+        ("orders", "2", "wait"),
+        ("orders", "10", "wait"),
+        ("orders", "5", "prioritized"),
+        ("orders", "11", "delayed"),
+        ("orders", "4", "waiting-children"),
+        ("orders", "9", "completed"),
+    ]
+    tree = read_flow(redis_client, ORDERS, "p")
+    assert tree is not None
+    assert [(c.ref.name, c.id, c.state) for c in tree.root.children] == expected
+    page = children_page(redis_client, ORDERS, "p", None)
+    assert [(c.ref.name, c.id, c.state) for c in page.children] == expected
+
+
+def test_a_small_parent_s_pages_follow_its_integer_ids_by_value(redis_client: Redis) -> None:
+    orders = ORDERS.keys
+    seed_job(redis_client, orders, "p", state="waiting-children")
+    for n in range(120):
+        seed_job(redis_client, orders, str(n), state="completed")
+        redis_client.hset(orders.processed("p"), orders.job(str(n)), "1")
+    first = children_page(redis_client, ORDERS, "p", None)
+    second = children_page(redis_client, ORDERS, "p", first.next_page)
+    assert [child.id for child in first.children] == [str(n) for n in range(50)]
+    assert [child.id for child in second.children] == [str(n) for n in range(50, 100)]
+
+
+def test_integer_ids_sort_by_value_of_any_length_and_other_ids_as_text() -> None:
+    ids = ["6d3e", "10", "42a1", "2", "002", "job-2", "9" * 5000, "8" * 5000, "0c63", "²"]
+    assert sorted(ids, key=flows.id_order) == [
+        "2",
+        "002",
+        "10",
+        "8" * 5000,
+        "9" * 5000,
+        "0c63",
+        "42a1",
+        "6d3e",
+        "job-2",
+        "²",
+    ]
+
+
 def test_a_job_in_no_flow_has_no_tree_and_a_gone_job_says_so(redis_client: Redis) -> None:
     seed_job(redis_client, ORDERS.keys, "alone")
     assert read_flow(redis_client, ORDERS, "alone") is None

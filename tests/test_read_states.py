@@ -22,6 +22,7 @@ from queues.read.job import job_detail
 from queues.read.lists import job_page
 from queues.read.refs import QueueRef
 from queues.read.states import (
+    BY_ATTENTION,
     COUNTED_KEYS,
     EVENT_TONES,
     KEY_STATE,
@@ -54,6 +55,12 @@ def test_every_key_state_shows_under_exactly_one_tab() -> None:
     assert tuple(tab.name for tab in TABS) == STATES
     # A tab's keys are of one structure: a page reads them with one kind of range.
     assert all(len({key.structure for key in tab.keys}) == 1 for tab in TABS)
+
+
+def test_the_attention_order_orders_every_tab_once_failed_first_completed_last() -> None:
+    assert sorted(BY_ATTENTION) == sorted(STATES)
+    assert len(BY_ATTENTION) == len(set(BY_ATTENTION))
+    assert (BY_ATTENTION[0], BY_ATTENTION[-1]) == ("failed", "completed")
 
 
 def test_every_state_is_counted_pageable_and_found(redis_client: Redis) -> None:

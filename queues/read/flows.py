@@ -36,7 +36,7 @@ from redis.exceptions import ResponseError
 from queues import codec
 from queues.keys import InvalidName, QueueKeys, validate_job_id
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
-from queues.read.states import KEY_STATES
+from queues.read.states import BY_ATTENTION, KEY_STATES
 
 MAX_DEPTH = 10
 PAGE_SIZE = 50
@@ -401,6 +401,53 @@ def _read_what_is_open(
         _apply_counts(node, replies[start : start + width])
 
 
+# -- the order of siblings ----------------------------------------------------------
+#
+# Redis gives a parent's children in its own hash or set order, which changes
+# as the set grows: the list jumped about between refreshes and a failed child
+# could sit under forty completed ones. A page of siblings (at most PAGE_SIZE
+# and the path's next job) is sorted once its states are read, so the order
+# costs the page, not the parent's children: the failed first, then a child
+# whose job is gone or broken (something is wrong there too), then the other
+# states by BY_ATTENTION; among equals by queue, then by id: integer ids by
+# value (BullMQ's counter: 2 before 10, not after 19), any other id as text
+# (a flow's ids are often hex uuids, where "6d3e" before "42a1" would look
+# unsorted). The same children always read in the same order.
+
+_ATTENTION_RANK = {state: rank for rank, state in enumerate(BY_ATTENTION)}
+# Right after "failed": a child named by its parent whose job is gone or broken.
+_BROKEN_RANK = _ATTENTION_RANK["failed"] + 0.5
+
+
+def id_order(job_id: str) -> tuple[int, int, str]:
+    """A sort key for job ids: integer ids first and by value (compared by
+    length then digits, never made an int: an id may hold thousands of
+    digits), then the others as text."""
+    if job_id.isascii() and job_id.isdigit():
+        digits = job_id.lstrip("0")
+        return 0, len(digits), digits
+    return 1, 0, job_id
+
+
+def _key_order(job_key: str) -> tuple[str, tuple[int, int, str]]:
+    queue_key, _, job_id = job_key.rpartition(":")
+    return queue_key, id_order(job_id)
+
+
+def _sibling_key(node: TreeNode) -> tuple[float, str, tuple[int, int, str]]:
+    rank: float
+    if node.missing or node.not_a_job:
+        rank = _BROKEN_RANK
+    else:
+        rank = _ATTENTION_RANK.get(node.state or "", len(BY_ATTENTION))
+    return rank, node.ref.qualified, id_order(node.id)
+
+
+def in_reading_order(siblings: list[TreeNode]) -> list[TreeNode]:
+    """A page of siblings as the on-call engineer reads them (see above)."""
+    return sorted(siblings, key=_sibling_key)
+
+
 # -- pages of children -------------------------------------------------------------
 
 
@@ -467,7 +514,7 @@ def _ask(target: Any, parent: TreeNode, kind: int, cursor: int) -> Any:
 def _whole_batch(reply: Any) -> Batch:
     if not _ok(reply):
         return 0, []
-    return 0, sorted(codec.text(member) or "" for member in reply)
+    return 0, sorted((codec.text(member) or "" for member in reply), key=_key_order)
 
 
 def _first_batches(client: Redis, parents: list[TreeNode]) -> dict[str, list[Batch | None]]:
@@ -566,7 +613,7 @@ def children_page(client: Redis, ref: QueueRef, job_id: str, token: str | None) 
     _read_nodes(client, children)
     for child in children:
         child.children_not_read = child.dependencies.total > 0
-    return ChildrenPage(parent, children, next_page)
+    return ChildrenPage(parent, in_reading_order(children), next_page)
 
 
 # -- the whole tree ------------------------------------------------------------------
@@ -651,6 +698,8 @@ def read_flow(client: Redis, ref: QueueRef, job_id: str) -> FlowTree | None:
             parent.next_page = next_page
             below.extend(child for child in parent.children if not child.on_path)
         _read_nodes(client, below)
+        for parent in expanded:
+            parent.children = in_reading_order(parent.children)
         level = [child for parent in level for child in parent.children]
         if depth == MAX_DEPTH - 1 and any(node.dependencies.total for node in level):
             tree.deeper_not_shown = True

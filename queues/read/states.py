@@ -147,6 +147,20 @@ TAB_OF_KEY: dict[str, str] = {key.name: tab.name for tab in TABS for key in tab.
 # (priv/scripts/queueCounts-0.lua reads them in this order too).
 COUNTED_KEYS: tuple[KeyState, ...] = tuple(key for tab in TABS for key in tab.keys)
 
+# The tabs in the order a list of a parent's children reads them: what went
+# wrong first (failed), then what is under way (active), what will run, in
+# the order it will (ready, prioritized, delayed), a parent still waiting on
+# its own children, and the completed, done with, last.
+BY_ATTENTION: tuple[str, ...] = (
+    "failed",
+    "active",
+    "wait",
+    "prioritized",
+    "delayed",
+    "waiting-children",
+    "completed",
+)
+
 # Words for every name a page labels: the tabs, a queue's paused flag, the events tab.
 LABELS: dict[str, str] = {**{tab.name: tab.label for tab in TABS}, "paused": "paused"}
 
