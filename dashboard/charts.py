@@ -114,19 +114,39 @@ def scale_words(top: int) -> str:
     return f"full height = {thousands(top)}/min"
 
 
+# A row without a series: its workers keep no BullMQ metrics (an option they
+# leave off unless told) and no dashboard process keeps the history current.
+# "no metrics" read as a fault of the queue; the words say whose option it is,
+# the title how to get the line.
+NO_SERIES = mark_safe(
+    '<span class="muted no-series" title="No per-minute line: the workers of this queue keep no'
+    " metrics (BullMQ's metrics worker option, off by default) and no dashboard process"
+    ' collects the history from its events (ECHOMQ_HISTORY_COLLECTOR)">workers keep no'
+    " metrics</span>"
+)
+_FROM_EVENTS = ", counted from the events by the dashboard (the workers keep no metrics)"
+
+
 def sparkline_svg(
-    completed: Sequence[int], failed: Sequence[int], slots: int, top: int
+    completed: Sequence[int],
+    failed: Sequence[int],
+    slots: int,
+    top: int,
+    *,
+    counted_from_events: bool = False,
 ) -> SafeString:
     """The overview's inline chart: completed per minute above the middle line,
     failed below it (a growing red shape = failures rising), on the page's one
-    scale ``top``. No script."""
+    scale ``top``; ``counted_from_events``: the series is the dashboard's own
+    history, and the words say so. No script."""
     minutes = max(len(completed), len(failed))
     if not minutes:
-        return mark_safe('<span class="muted">no metrics</span>')
+        return NO_SERIES
     # Only digits, commas and fixed words below: nothing to escape.
     summary = (
         f"{thousands(sum(completed))} completed, {thousands(sum(failed))} failed"
         f" in the last {minutes} min ({scale_words(top)})"
+        f"{_FROM_EVENTS if counted_from_events else ''}"
     )
     size = f'viewBox="0 -1 {SPARK_WIDTH} {2 * SPARK_HALF + 2}" width="{SPARK_WIDTH}"'
     return mark_safe(  # noqa: S308 - numbers and fixed text only

@@ -248,7 +248,11 @@ def queue_rows(
                 summary=summary,
                 url=url,
                 sparkline=charts.sparkline_svg(
-                    summary.completed_per_minute, summary.failed_per_minute, slots, top
+                    summary.completed_per_minute,
+                    summary.failed_per_minute,
+                    slots,
+                    top,
+                    counted_from_events=summary.counted_from_events,
                 ),
                 health=queue_health(summary, None if workers is None else workers.get(summary.ref)),
             )

@@ -115,7 +115,7 @@ def test_no_scale_is_stated_when_no_row_has_a_series(dashboard_redis: Redis, vie
     """Every row said "no metrics" under a header saying "full height = 1/min"."""
     seed_job(dashboard_redis, QueueRef("bull", "plain").keys, "1")
     html = page(viewer, "/")
-    assert "no metrics" in row(html, "plain")
+    assert "workers keep no metrics" in row(html, "plain")
     assert "full height" not in html
     assert '<p class="spark-scale-note muted" hidden>' in html
 
@@ -248,6 +248,55 @@ def test_without_metrics_the_chart_is_drawn_from_a_current_history(
     html = page(viewer, "/queues/bull/emails/")
     assert 'class="queue-chart no-series"' in html
     assert "no dashboard process collects the history" in html
+
+
+def test_an_overview_row_without_metrics_says_whose_option_it_is_and_how_to_get_a_line(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    """It said "no metrics", as if the queue were broken: BullMQ's workers keep
+    none unless told (their metrics option is off by default)."""
+    seed_job(dashboard_redis, keys("emails"), "w", state="wait")
+    spark = row(page(viewer, "/"), "emails")
+    spark = spark[spark.index('<td class="spark">') :]
+    assert ">workers keep no metrics</span>" in spark
+    assert "(BullMQ's metrics worker option, off by default)" in spark
+    assert "ECHOMQ_HISTORY_COLLECTOR" in spark
+    assert ">no metrics<" not in spark
+
+
+def test_an_overview_row_without_metrics_draws_the_dashboard_s_own_history(
+    dashboard_redis: Redis, redis_url: str, viewer: Any, settings: Any
+) -> None:
+    """Where a collector keeps the history current, the row's line comes from
+    it (the queue page's chart did so already; the overview said no metrics)."""
+    from queues.collector import HistoryCollector
+    from queues.connection import connect
+    from queues.keys import COLLECTOR_STATUS
+    from tests.history_helpers import collect_until_read, job_events, write_events
+
+    settings.ECHOMQ_QUEUES = ["bull:emails"]
+    ref = QueueRef("bull", "emails")
+    seed_job(dashboard_redis, keys("emails"), "w", state="wait")
+    three_minutes_ago = now_ms() - 3 * MINUTE_MS
+    events = [
+        e for n in range(7) for e in job_events(f"j{n}", three_minutes_ago + n, 10, 10, ok=n >= 2)
+    ]
+    write_events(dashboard_redis, ref, events)
+    collect_until_read(HistoryCollector(connect(redis_url), lambda: [ref], name="t"))
+    html = page(viewer, "/")
+    spark = row(html, "emails")
+    assert '<svg class="sparkline"' in spark
+    assert re.search(
+        r"<title>5 completed, 2 failed in the last 30 min \(full height = [\d,]+/min\),"
+        r" counted from the events by the dashboard \(the workers keep no metrics\)</title>",
+        spark,
+    )
+    assert "workers keep no metrics</span>" not in spark
+    assert "full height" in html  # the header states the scale the line is drawn on
+    # A history no collector keeps current is not drawn: its empty minutes
+    # would claim an idle queue.
+    dashboard_redis.hset(COLLECTOR_STATUS, "caught_up_ms", now_ms() - 10 * MINUTE_MS)
+    assert ">workers keep no metrics</span>" in row(page(viewer, "/"), "emails")
 
 
 def test_only_the_full_queue_page_reads_the_audit_trail(
