@@ -335,6 +335,62 @@ def test_a_count_that_is_not_an_integer_is_a_broken_index_rebuilt(redis_client: 
     assert shown(redis_client) == brute_force(redis_client)
 
 
+def _dump_all(client: Redis) -> dict[bytes, bytes | None]:
+    return {key: client.dump(key) for key in client.keys("*")}
+
+
+@pytest.mark.parametrize("broken", ["group count", "total"])
+def test_a_drop_meeting_a_count_that_is_not_an_integer_refuses_before_any_write(
+    redis_client: Redis, broken: str
+) -> None:
+    """dropFromErrorGroups took the job out of its group's zset and the jobs
+    hash, then failed on HINCRBY of a garbage count: the index was left half
+    written. It checks the counts first now, and refuses as the add script
+    does (a WRONGTYPE naming the hash), on which the next look rebuilds."""
+    fail_job(redis_client, "1", "boom 1", 5_000)
+    fail_job(redis_client, "2", "boom 2", 6_000)
+    shown(redis_client)
+    index = eg._Index(KEYS)
+    generation = redis_client.hget(index.state, "gen").decode()
+    redis_client.zrem(KEYS.failed, "1")  # it left failed: the drop takes it out
+    if broken == "total":
+        key, words = index.state, "hash whose total is not an integer"
+        redis_client.hset(index.state, "total", "garbage")
+    else:
+        group = group_key("boom <n>")
+        key, words = index.counts, f"hash whose count of {group} is not an integer"
+        redis_client.hset(index.counts, group, "garbage")
+    before = _dump_all(redis_client)
+    with pytest.raises(errors.CorruptKey) as refused:
+        eg.scripts.run(redis_client, index.drop(generation, ["1"], "99999999999999-0"))
+    assert refused.value.key == key
+    assert refused.value.actual == words
+    assert _dump_all(redis_client) == before
+    # The page's next look rebuilds the index, exact.
+    assert shown(redis_client) == brute_force(redis_client) == Counter({"boom <n>": 1})
+
+
+def test_an_add_meeting_a_total_that_is_not_an_integer_refuses_before_any_write(
+    redis_client: Redis,
+) -> None:
+    """The add script checked the groups' counts but HINCRBY'd the total last,
+    after all its writes."""
+    fail_job(redis_client, "1", "boom 1", 5_000)
+    shown(redis_client)
+    fail_job(redis_client, "2", "boom 2", 6_000)
+    index = eg._Index(KEYS)
+    generation = redis_client.hget(index.state, "gen").decode()
+    redis_client.hset(index.state, "total", "1.5")
+    before = _dump_all(redis_client)
+    with pytest.raises(errors.CorruptKey) as refused:
+        eg.scripts.run(
+            redis_client, index.add(generation, [("2", 6_000, group_key("boom <n>"), "{}")])
+        )
+    assert refused.value.key == index.state
+    assert _dump_all(redis_client) == before
+    assert shown(redis_client) == brute_force(redis_client)
+
+
 def test_missing_hashes_and_binary_reasons_are_grouped(redis_client: Redis) -> None:
     fail_job(redis_client, "1", "boom 1")
     redis_client.zadd(KEYS.failed, {"gone": now_ms()})  # listed, hash gone

@@ -32,7 +32,8 @@
   since (another call adds them with their new finishedOn) or counted
   already; or "stale" and nothing changed. Refused with a WRONGTYPE error
   naming the key, nothing changed, when a key (a group's zset included) has
-  the wrong type or a group's count in KEYS[3] is not an integer.
+  the wrong type, a group's count in KEYS[3] or the total in KEYS[2] is not
+  an integer.
 
   Memory: refused when Redis is over maxmemory (no allow-oom flag).
 
@@ -93,18 +94,12 @@ for group in pairs(seen) do
   groups[#groups + 1] = group
 end
 -- count_of[group]: the group's count as it stands in Redis (nil: no such
--- field), kept in step with every write below.
-local count_of = {}
-for n, count in ipairs(call_in_parts("HMGET", index.counts, groups)) do
-  if count then
-    if not is_integer_text(count) then
-      -- A count no one can add to (a hand edit): the index is broken, and the
-      -- caller rebuilds it. Still before the first write.
-      return redis.error_reply("WRONGTYPE key " .. index.counts .. " holds a hash whose count of "
-        .. groups[n] .. " is not an integer, expected a hash; nothing was changed")
-    end
-    count_of[groups[n]] = tonumber(count)
-  end
+-- field), kept in step with every write below. A count no one can add to
+-- breaks the index, and the caller rebuilds it: refused, still before the
+-- first write.
+local count_of, not_counts = index_counts(index, groups)
+if not_counts then
+  return not_counts
 end
 
 -- Per job: its checks; per group, once per call: the zset's ZADD; once per

@@ -21,7 +21,10 @@
 
   Returns: the number of jobs taken out, or "stale" and nothing changed.
   Refused with a WRONGTYPE error naming the key, nothing changed, when a key
-  (a group's zset included) has the wrong type.
+  (a group's zset included) has the wrong type, or when a count it would
+  decrement (the count in KEYS[3] of a group it takes a job from, the total
+  in KEYS[2]) is not an integer: the index is broken, and the dashboard
+  rebuilds it.
 
   Memory: runs when Redis is over maxmemory (allow-oom): it only frees.
 
@@ -41,6 +44,14 @@ end
 local refused = index_refusal(index, expected, ARGV[2])
 if refused then
   return refused
+end
+local groups = {}
+for group in pairs(seen) do
+  groups[#groups + 1] = group
+end
+local _, not_counts = index_counts(index, groups)
+if not_counts then
+  return not_counts
 end
 
 local dropped = 0

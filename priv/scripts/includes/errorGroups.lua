@@ -37,23 +37,61 @@ local function expect_groups(expected, seen, group_base, groups)
   end
 end
 
+-- A refusal of a count that HINCRBY cannot increment (a hand edit, another
+-- writer): the index is broken, and the dashboard rebuilds it on this
+-- WRONGTYPE naming the hash (queues/read/error_groups.py).
+local function not_a_count(key, what)
+  return redis.error_reply("WRONGTYPE key " .. key .. " holds a hash whose " .. what
+    .. " is not an integer, expected a hash; nothing was changed")
+end
+
 -- The whole check before the first write: the index's keys, the groups'
--- zsets, then the generation. Answers the reply to return at once, or nil.
+-- zsets, then the generation and the total (every script of the index that
+-- writes may HINCRBY it). Answers the reply to return at once, or nil.
 local function index_refusal(index, expected, generation)
   local refused = structure_refusal(expected)
   if refused then
     return refused
   end
-  if (redis.call("HGET", index.state, "gen") or "0") ~= generation then
+  local state = redis.call("HMGET", index.state, "gen", "total")
+  if (state[1] or "0") ~= generation then
     -- A caller that read the index before a reset (a newer generation) must
     -- not write what it read into the new one: it would count jobs twice.
     return "stale"
   end
+  if state[2] and not is_integer_text(state[2]) then
+    return not_a_count(index.state, "total")
+  end
   return nil
 end
 
+-- The counts of `groups` (a list, each once), which a script of the index
+-- will HINCRBY. A count that is not an integer would fail its HINCRBY after
+-- the script's earlier writes, and Lua does not roll back: so they are read
+-- and checked before the first write (the total is, in index_refusal).
+-- Answers the groups' counts as numbers (group -> count; nil where a group
+-- has none), or nil and the refusal to return.
+local function index_counts(index, groups)
+  local count_of = {}
+  -- unpack runs out of stack past a few thousand values: a slice at a time.
+  for from = 1, #groups, 1000 do
+    local last = math.min(from + 999, #groups)
+    local counts = redis.call("HMGET", index.counts, unpack(groups, from, last))
+    for offset = 0, last - from do
+      local group, count = groups[from + offset], counts[offset + 1]
+      if count then
+        if not is_integer_text(count) then
+          return nil, not_a_count(index.counts, "count of " .. group)
+        end
+        count_of[group] = tonumber(count)
+      end
+    end
+  end
+  return count_of
+end
+
 -- Takes a job out of its group; a group left empty goes entirely (answers
--- true then).
+-- true then). Its counts were checked first (index_counts).
 local function unindex_job(index, group_base, group, job_id)
   redis.call("ZREM", group_base .. group, job_id)
   redis.call("HDEL", index.jobs, job_id)
