@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from queues import codec
 from queues.read import error_folding
-from queues.read.error_folding import MAX_FOLDED, NO_REASON, fold, fold_field, group_key
+from queues.read.error_folding import (
+    MAX_FOLDED,
+    NO_REASON,
+    fold,
+    fold_field,
+    group_key,
+)
 
 FOLDED = [
     ("timeout after 30012 ms on job 991", "timeout after <n> ms on job <n>"),
@@ -176,3 +182,21 @@ def test_reasons_differing_in_their_numbers_are_folded_once() -> None:
         )
     assert error_folding._fold_field.cache_info().misses == 2
     assert error_folding._fold_field.cache_info().maxsize == error_folding._CACHED_LINES
+
+
+@pytest.mark.parametrize("pad", range(error_folding._LONGEST_ESCAPE))
+def test_a_json_quoted_reason_cut_inside_an_escape_folds_as_its_text(pad: int) -> None:
+    """The index reads a reason's first error_folding.REASON_BYTES only: a JSON-quoted one
+    (bullmq's Python port) loses its closing quote there, maybe in the middle
+    of an escape, and still folds as its text, not as raw JSON."""
+    text = "card declined " + "a" * pad + "\U0001f600" * 2_000  # each "\ud83d\ude00" in JSON
+    raw = json.dumps(text).encode()
+    assert len(raw) > error_folding.REASON_BYTES
+    assert fold_field(raw) == (group_key(fold(text)), fold(text))
+    assert fold_field(raw[:error_folding.REASON_BYTES]) == fold_field(raw)
+
+
+def test_a_plain_reason_is_folded_from_its_first_reason_bytes_read_whole_or_cut() -> None:
+    raw = ("timeout after 30012 ms " + "x" * 20_000).encode()
+    assert fold_field(raw) == fold_field(raw[:error_folding.REASON_BYTES]) == fold_field(raw.decode())
+    assert fold_field(raw)[1] == fold(raw.decode())

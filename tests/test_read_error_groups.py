@@ -4,6 +4,7 @@ and trimmed without events, safe with two updaters, never broken by bad keys."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
@@ -20,7 +21,7 @@ from queues.job import Job
 from queues.keys import QueueKeys
 from queues.queue import Queue
 from queues.read import error_groups as eg
-from queues.read.error_folding import NO_REASON, fold, group_key
+from queues.read.error_folding import NO_REASON, REASON_BYTES, fold, group_key
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import now_ms, seed_failed_bulk, seed_job
 from tests.worker_helpers import running, until
@@ -389,6 +390,45 @@ def test_an_add_meeting_a_total_that_is_not_an_integer_refuses_before_any_write(
     assert refused.value.key == index.state
     assert _dump_all(redis_client) == before
     assert shown(redis_client) == brute_force(redis_client)
+
+
+def test_the_first_count_reads_each_reason_cut_to_what_folding_reads(
+    redis_client: Redis,
+) -> None:
+    """failedReasons answered whole reasons: 500 of a megabyte were one reply
+    of 500 MB, to be folded from their first few KB."""
+    megabyte = "x" * 1_000_000
+    for n in range(3):
+        fail_job(redis_client, str(n), f"timeout {n} {megabyte}", 5_000 + n)
+    fail_job(redis_client, "short", "boom", 4_000)
+    answer = eg._newest_failures(redis_client, eg._Index(KEYS), float("inf"), 0)
+    assert [(job_id, len(reason)) for job_id, _, reason in answer] == [
+        ("2", REASON_BYTES),
+        ("1", REASON_BYTES),
+        ("0", REASON_BYTES),
+        ("short", 4),
+    ]
+    assert answer[0][2] == f"timeout 2 {megabyte}".encode()[:REASON_BYTES]
+    assert REASON_BYTES < 10_000
+
+
+def test_a_huge_reason_groups_alike_read_whole_or_cut(redis_client: Redis) -> None:
+    """The first count reads reasons cut (the script), a catch-up reads them
+    whole (HGET): both fold the same bytes, so a kind of failure is one
+    group whichever way its jobs were read; a JSON-quoted reason (bullmq's
+    Python port) cut mid-escape still folds as its decoded text."""
+    tail = "é" * 300_000
+    fail_job(redis_client, "1", f"timeout 1 {'x' * 1_000_000}", 5_000)
+    fail_job(redis_client, "2", json.dumps(f"card 2 declined {tail}"), 5_001)
+    before = shown(redis_client)  # built: the script's cut reasons
+    fail_job(redis_client, "3", f"timeout 3 {'x' * 1_000_000}")  # caught up: read whole
+    fail_job(redis_client, "4", json.dumps(f"card 4 declined {tail}"))
+    after = shown(redis_client)
+    # Folded from their decoded text, as the job page shows them.
+    assert after == Counter(
+        {fold(f"timeout 1 {'x' * 1_000_000}"): 2, fold(f"card 2 declined {tail}"): 2}
+    )
+    assert set(after) == set(before)
 
 
 def test_missing_hashes_and_binary_reasons_are_grouped(redis_client: Redis) -> None:

@@ -20,6 +20,19 @@ from queues.read.failures import first_line
 
 # The longest folded text kept: enough to tell two errors apart on a screen.
 MAX_FOLDED = 500
+# The most characters of a reason's first line folding reads: placeholders
+# shorten what they replace, so a little more than MAX_FOLDED, never a whole
+# megabyte of a reason.
+FOLD_READS = 4 * MAX_FOLDED
+# The bytes of a failedReason field folding needs at most: FOLD_READS
+# characters of UTF-8, four bytes each at most. The error groups index reads
+# no more of any reason (priv/scripts/failedReasons-1.lua cuts each there:
+# 500 reasons of a megabyte made one reply of 500 MB), and fold_field cuts
+# every field the same way, so a job's group never depends on which way its
+# reason was read.
+REASON_BYTES = 4 * FOLD_READS
+# A JSON escape is at most this long (a surrogate pair, "\ud83d\ude00").
+_LONGEST_ESCAPE = 12
 NO_REASON = "(no reason given)"
 
 # Applied in order: a rule comes before another that would eat part of its
@@ -86,7 +99,7 @@ _CACHED_LINES = 1024
 
 def fold(reason: str | None) -> str:
     """The folded first line of ``reason`` (NO_REASON when it has none)."""
-    return _fold_line(first_line(reason, limit=4 * MAX_FOLDED))
+    return _fold_line(first_line(reason, limit=FOLD_READS))
 
 
 @lru_cache(maxsize=_CACHED_LINES)
@@ -113,7 +126,14 @@ _CACHED_FIELD_BYTES = 4 * MAX_FOLDED
 
 def fold_field(raw: bytes | str | None) -> tuple[str, str]:
     """The group key and the folded text of a failedReason field as Redis
-    answers it, decoded as the job decoder decodes it (codec.failure_reason)."""
+    answers it, decoded as the job decoder decodes it (codec.failure_reason),
+    its first REASON_BYTES only."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "replace")
+    if raw is not None and len(raw) >= REASON_BYTES:
+        # Read cut or whole, the same bytes: one of exactly REASON_BYTES may
+        # be one the index's first count read cut.
+        return _keyed(fold(_cut_reason(raw[:REASON_BYTES])))
     if (
         isinstance(raw, bytes)
         and len(raw) <= _CACHED_FIELD_BYTES
@@ -128,6 +148,22 @@ def fold_field(raw: bytes | str | None) -> tuple[str, str]:
         # digits read as "1" decode to the same text with its digits as "1".
         return _fold_field(raw.translate(_ONE_DIGIT))
     return _keyed(fold(codec.failure_reason(raw)))
+
+
+def _cut_reason(head: bytes) -> str:
+    """The text of a failedReason cut at REASON_BYTES. One that bullmq's
+    Python port JSON-quoted has lost its closing quote (and maybe half an
+    escape): decoded from its whole escapes, as its uncut siblings are, so
+    that it folds with them and not into a group of its own raw JSON."""
+    text = codec.text(head) or ""
+    if not text.startswith('"'):
+        return text
+    body = text[1:]
+    for trim in range(_LONGEST_ESCAPE + 1):
+        decoded = codec.loads(f'"{body[: len(body) - trim]}"')
+        if isinstance(decoded, str):
+            return decoded
+    return text
 
 
 @lru_cache(maxsize=_CACHED_LINES)

@@ -52,7 +52,7 @@ from redis.exceptions import LockError, OutOfMemoryError, ResponseError
 from queues import codec, errors, scripts
 from queues.keys import QueueKeys
 from queues.read.decode import job_from_values
-from queues.read.error_folding import fold_field
+from queues.read.error_folding import REASON_BYTES, fold_field
 from queues.read.refs import QueueRef
 from queues.read.replies import read, replies
 
@@ -419,13 +419,20 @@ def _newest_failures(
 ) -> list[tuple[str, int, Any]]:
     """The next ``BATCH`` failed jobs at or below score ``high`` (skipping the
     ``tied`` read at ``high`` already), newest first: (id, finishedOn, raw
-    failedReason) each, from one script call (priv/scripts/failedReasons-1.lua)."""
+    failedReason, its first REASON_BYTES: all that folding reads) each, from
+    one script call (priv/scripts/failedReasons-1.lua)."""
     answer: Any = scripts.run(
         client,
         scripts.call(
             "failedReasons",
             (index.failed,),
-            (index.keys.base, "+inf" if high == float("inf") else int(high), tied, BATCH),
+            (
+                index.keys.base,
+                "+inf" if high == float("inf") else int(high),
+                tied,
+                BATCH,
+                REASON_BYTES,
+            ),
         ),
     )
     if len(answer) == 2 and codec.text(answer[0]) == "wrongtype":
