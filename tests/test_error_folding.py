@@ -193,10 +193,12 @@ def test_a_json_quoted_reason_cut_inside_an_escape_folds_as_its_text(pad: int) -
     raw = json.dumps(text).encode()
     assert len(raw) > error_folding.REASON_BYTES
     assert fold_field(raw) == (group_key(fold(text)), fold(text))
-    assert fold_field(raw[:error_folding.REASON_BYTES]) == fold_field(raw)
+    assert fold_field(raw[: error_folding.REASON_BYTES]) == fold_field(raw)
 
 
 def test_a_plain_reason_is_folded_from_its_first_reason_bytes_read_whole_or_cut() -> None:
     raw = ("timeout after 30012 ms " + "x" * 20_000).encode()
-    assert fold_field(raw) == fold_field(raw[:error_folding.REASON_BYTES]) == fold_field(raw.decode())
+    assert (
+        fold_field(raw) == fold_field(raw[: error_folding.REASON_BYTES]) == fold_field(raw.decode())
+    )
     assert fold_field(raw)[1] == fold(raw.decode())

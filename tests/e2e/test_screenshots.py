@@ -108,7 +108,9 @@ def check_overview(page: Page, scene: Scene) -> None:
     expect(page.locator('tr[data-queue="bull:reports"] .badge')).to_have_text("no workers")
     for name in ("emails", "payments", "thumbnails"):
         expect(page.locator(f'tr[data-queue="bull:{name}"] svg.sparkline')).to_have_count(1)
-    expect(page.locator('tr[data-queue="bull:reports"] td.spark')).to_have_text("workers keep no metrics")
+    expect(page.locator('tr[data-queue="bull:reports"] td.spark')).to_have_text(
+        "workers keep no metrics"
+    )
     expect(
         page.locator('tr[data-queue="bull:thumbnails"] [data-count-state="active"]')
     ).to_have_text("1")
