@@ -89,15 +89,11 @@ end
 -- command from Lua costs Redis more than the work it does, and these were
 -- most of the first grouping's Redis CPU (bench/grouping.py).
 local score_now = call_in_parts("ZMSCORE", failed_key, ids)
-local groups = {}
-for group in pairs(seen) do
-  groups[#groups + 1] = group
-end
 -- count_of[group]: the group's count as it stands in Redis (nil: no such
 -- field), kept in step with every write below. A count no one can add to
 -- breaks the index, and the caller rebuilds it: refused, still before the
 -- first write.
-local count_of, not_counts = index_counts(index, groups)
+local count_of, not_counts = index_counts(index, seen)
 if not_counts then
   return not_counts
 end

@@ -45,11 +45,7 @@ local refused = index_refusal(index, expected, ARGV[2])
 if refused then
   return refused
 end
-local groups = {}
-for group in pairs(seen) do
-  groups[#groups + 1] = group
-end
-local _, not_counts = index_counts(index, groups)
+local _, not_counts = index_counts(index, seen)
 if not_counts then
   return not_counts
 end

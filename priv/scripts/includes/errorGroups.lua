@@ -65,13 +65,18 @@ local function index_refusal(index, expected, generation)
   return nil
 end
 
--- The counts of `groups` (a list, each once), which a script of the index
--- will HINCRBY. A count that is not an integer would fail its HINCRBY after
--- the script's earlier writes, and Lua does not roll back: so they are read
--- and checked before the first write (the total is, in index_refusal).
--- Answers the groups' counts as numbers (group -> count; nil where a group
--- has none), or nil and the refusal to return.
-local function index_counts(index, groups)
+-- The counts of the groups in `seen` (group -> true, as expect_group fills
+-- it), which a script of the index will HINCRBY. A count that is not an
+-- integer would fail its HINCRBY after the script's earlier writes, and Lua
+-- does not roll back: so they are read and checked before the first write
+-- (the total is, in index_refusal). Answers the groups' counts as numbers
+-- (group -> count; nil where a group has none), or nil and the refusal to
+-- return.
+local function index_counts(index, seen)
+  local groups = {}
+  for group in pairs(seen) do
+    groups[#groups + 1] = group
+  end
   local count_of = {}
   -- unpack runs out of stack past a few thousand values: a slice at a time.
   for from = 1, #groups, 1000 do
