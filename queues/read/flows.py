@@ -713,7 +713,8 @@ def _unseen(
 ) -> list[TreeNode]:
     """The children to show under ``parent``: each job once in the tree (a job
     met again closes a loop, and is named as a problem instead), and the next
-    job of the page's path first when this page of children misses it."""
+    job of the page's path when this page of children misses it (the page is
+    then put in reading order, that job among the others)."""
     kept: list[TreeNode] = []
     for child in children:
         if on_path is not None and child.key == on_path.key:
