@@ -713,9 +713,11 @@
   // second but not evenly, and two of them close together would redraw the
   // whole list in a page still nobody sees.
   var PROMPT_FRAME_MS = 100, PROMPT_FRAMES = 3;
-  var unseen = false, frameAsked = false, frameAskedAt = 0, promptFrames = 0;
+  var unseen = false, shrunk = false, frameAsked = false, frameAskedAt = 0, promptFrames = 0;
   function feedDepth() {
-    return unseen && rate >= liveRows ? UNSEEN_ROWS : liveRows;
+    if (!unseen || rate < liveRows) return liveRows;
+    shrunk = true;
+    return UNSEEN_ROWS;
   }
   function watchFrames() {
     if (frameAsked) {
@@ -736,7 +738,7 @@
     }
     unseen = false;
     promptFrames = 0;
-    if (!paused && !held && recent.length) redraw(queues[0]);
+    if (shrunk && !paused && !held) redraw(queues[0]);
   }
 
   function drawRows(queue, events, keep, redrawn) {
@@ -795,6 +797,7 @@
   function redraw(queue) {
     feed.querySelectorAll("tbody.live-chunk, tr.live-new").forEach(function (el) { el.remove(); });
     drawRows(queue, paused ? recent : recent.slice(-liveRows), paused ? FEED_KEEP : liveRows, true);
+    shrunk = false;
     sampled = 0;
     newWhilePaused = 0;
     showStatus();
