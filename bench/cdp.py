@@ -237,6 +237,22 @@ def proc_stat(pid: int) -> list[str]:
         return []
 
 
+def thread_niceness(pid: int) -> list[int]:
+    """The niceness of each thread of a process (empty when it is gone)."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    values = []
+    for tid in threads:
+        try:
+            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # the thread ended meanwhile
+        values.append(int(fields[16]))  # field 19 of stat(5), the 17th after the name
+    return values
+
+
 def _dup_to(read_end: int, write_end: int, nice: int) -> Any:
     def place() -> None:
         os.nice(nice)  # inherited by every process Chromium starts

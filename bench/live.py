@@ -22,18 +22,20 @@ the share of events that got a row, and how often the pages touched the DOM.
 
 Then how many frames each page draws. Chromium draws the page it shows (the
 window's active tab) at up to 60 frames/s; every other page runs its scripts
-and updates its DOM in full but is drawn only a few times a second (Chromium
-throttles frames nobody sees). The latency of the shown page is printed on its
-own. ``--draw-all`` lifts that throttle so every page is drawn on every update,
-as if each were on its own screen: that is 20 users' worth of rendering on one
-machine.
+and takes every event as it comes, but is drawn only about once a second
+(Chromium throttles frames nobody sees), and so keeps only the newest few rows
+of a fast feed (live.js, UNSEEN_ROWS); printed: the rows each page holds. The
+latency of the shown page is printed on its own. ``--draw-all`` lifts that
+throttle so every page is drawn on every update, as if each were on its own
+screen: that is 20 users' worth of rendering on one machine.
 
-Chromium runs at nice ``--browser-nice`` (10): here the 20 simulated users'
+Chromium starts at nice ``--browser-nice`` (10): here the 20 simulated users'
 browsers share two CPUs with the server they measure, where in use each has a
 machine of its own, and a load generator must not starve the system under test.
-Every page and process of Chromium keeps the same share of what the server
-leaves; ``--browser-nice 0`` shares the CPUs equally (the figures are then
-the server's and 20 browsers' competition for them as much as anything).
+Run as root, Chromium then sets its own threads' priorities (its IO and
+compositor threads higher, the pages nobody sees lower); printed: how many of
+its threads run at each niceness. ``--browser-nice 0`` starts it at the
+server's.
 
 Then ``--burst-rate`` events/s: the pages' main threads are probed (long
 tasks, lateness of a 50 ms timer, frames drawn) and the CPU of the daphne
@@ -53,6 +55,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +69,7 @@ from autobahn.asyncio.websocket import (  # noqa: E402
     WebSocketClientProtocol,
 )
 
-from bench.cdp import Browser, Tab, proc_stat  # noqa: E402
+from bench.cdp import Browser, Tab, proc_stat, thread_niceness  # noqa: E402
 from queues.connection import connect  # noqa: E402
 from queues.keys import QueueKeys  # noqa: E402
 from queues.queue import Queue  # noqa: E402
@@ -93,6 +96,7 @@ COUNT_FRAMES = """(() => {
   requestAnimationFrame(tick);
 })()"""
 STOP_COUNTING = "(window.__frameCounter.running = false) || window.__frameCounter.frames"
+ROWS_HELD = "document.querySelectorAll('#event-feed tr.live-new').length"
 RESET = """Object.assign(window.echomqLive,
     {latencies: [], arrivals: [], rendered: 0, flushes: 0, flushMs: 0}) && null"""
 PROBE = """(() => {
@@ -165,6 +169,7 @@ class Phase:
     flushes: int
     server_cpu: float
     chromium_cpu: float
+    rows_held: list[int]  # live rows in each page's feed as the events stop
 
     def report(self) -> str:
         if not self.latencies:
@@ -191,6 +196,7 @@ def run_phase(
     cpu_before = cpu_seconds(server_pid), sum(cpu_seconds(pid) for pid in browsers)
     started = time.monotonic()
     sent = produce(client, rate, seconds)
+    rows_held = [int(page.evaluate(ROWS_HELD)) for page in pages]
     time.sleep(1.5)  # let the last batches land
     wall = time.monotonic() - started
     server_cpu = (cpu_seconds(server_pid) - cpu_before[0]) / wall
@@ -208,6 +214,7 @@ def run_phase(
         flushes=sum(r["flushes"] for r in results),
         server_cpu=server_cpu,
         chromium_cpu=chromium_cpu,
+        rows_held=rows_held,
     )
 
 
@@ -219,6 +226,21 @@ def frame_rates(pages: list[Tab], client: Any, rate: int, seconds: float = 3.0) 
     produce(client, rate, seconds)
     counts = [page.evaluate(STOP_COUNTING) for page in pages]
     return [count / (time.monotonic() - started) for count in counts]
+
+
+def describe_rows(rows: list[int], rates: list[float]) -> str:
+    shown = max(range(len(rates)), key=rates.__getitem__)
+    others = [n for i, n in enumerate(rows) if i != shown]
+    text = f"the page the browser shows {rows[shown]}"
+    if others:
+        median = statistics.median(others)
+        text += f", the other {len(others)}: median {median:.0f} ({min(others)}-{max(others)})"
+    return text
+
+
+def describe_niceness(pids: list[int]) -> str:
+    counts = Counter(nice for pid in pids for nice in thread_niceness(pid))
+    return ", ".join(f"{n} at {nice}" for nice, n in sorted(counts.items()))
 
 
 def describe_frames(rates: list[float]) -> str:
@@ -345,7 +367,7 @@ def main() -> None:
         extra = ["--disable-frame-rate-limit"] if args.draw_all else []
         browser = Browser(CHROMIUM, [*CHROMIUM_ARGS, *extra], nice=args.browser_nice)
         print(
-            f"Chromium at nice {args.browser_nice}, the server and the producer at 0; "
+            f"Chromium started at nice {args.browser_nice}, the server and the producer at 0; "
             f"{args.warm_up:g} s of events before measuring"
         )
         try:
@@ -362,6 +384,8 @@ def main() -> None:
             rates = frame_rates(pages, client, args.rate)
             shown = steady.page_latencies[max(range(len(rates)), key=rates.__getitem__)]
             print(f"frames drawn at {args.rate} events/s: {describe_frames(rates)}")
+            print(f"live rows held: {describe_rows(steady.rows_held, rates)}")
+            print(f"Chromium's threads by niceness: {describe_niceness(browser.pids())}")
             if shown and len(pages) > 1:
                 p50, p99 = statistics.median(shown), percentile(shown, 0.99)
                 print(f"the page the browser shows: XADD-to-DOM p50 {p50:.0f} ms, p99 {p99:.0f} ms")

@@ -679,14 +679,66 @@
     // that fell behind must not pay for a huge redraw (which would make it fall
     // further behind). Otherwise up to the whole list, so that what a reconnect
     // replays after a quiet spell is drawn in full.
-    var most = rate < FAST_FEED_PER_S ? liveRows : rowsPerUpdate;
+    var depth = feedDepth();
+    var most = rate < FAST_FEED_PER_S ? depth : Math.min(depth, rowsPerUpdate);
     drawBudget = Math.min(most, drawBudget + (now - budgetAt) * DRAW_PER_S / 1000);
     budgetAt = now;
     var drawn = events.slice(-Math.max(1, Math.floor(drawBudget)));
     drawBudget -= drawn.length;
     sampled += events.length - drawn.length;
-    drawRows(queue, drawn, liveRows);
+    drawRows(queue, drawn, depth);
+    watchFrames();
     showStatus();
+  }
+
+  // A page the browser is not drawing (a tab behind another, a covered window)
+  // gets a frame only now and then, about once a second, and that one frame
+  // lays out every row that came since the last: in a fast feed, the whole
+  // list. Such frames ran at the low priority the browser gives pages nobody
+  // sees and held their pages' main threads for up to 700 ms, every event of
+  // the page waiting behind them (bench/live.py, 20 pages at 200 events/s:
+  // p99 340-450 ms; with the lists of those pages kept at 8 rows, 230-245 ms).
+  // So while no frame comes, a feed fast enough to replace its whole list
+  // within such a gap keeps only its newest UNSEEN_ROWS rows (each event is
+  // still drawn as it comes; no one can see the rows that are not), and once
+  // frames come promptly again the list is drawn to its full depth in the
+  // frame callback, before that frame is painted.
+  var UNSEEN_ROWS = 8;
+  // No frame this long after asking for one: the page is not being drawn. Long
+  // enough that a page drawn slowly (a busy machine) is not taken for one nobody
+  // sees, which would shrink its list in front of the user.
+  var NO_FRAME_MS = 500;
+  // PROMPT_FRAMES frames in a row, each this soon after asking: the page is
+  // drawn again. One is not enough: a throttled page's frames come about once a
+  // second but not evenly, and two of them close together would redraw the
+  // whole list in a page still nobody sees.
+  var PROMPT_FRAME_MS = 100, PROMPT_FRAMES = 3;
+  var unseen = false, shrunk = false, frameAsked = false, frameAskedAt = 0, promptFrames = 0;
+  function feedDepth() {
+    if (!unseen || rate < liveRows) return liveRows;
+    shrunk = true;
+    return UNSEEN_ROWS;
+  }
+  function watchFrames() {
+    if (frameAsked) {
+      if (Date.now() - frameAskedAt > NO_FRAME_MS) unseen = true;
+      return;
+    }
+    frameAsked = true;
+    frameAskedAt = Date.now();
+    requestAnimationFrame(onFrame);
+  }
+  function onFrame() {
+    frameAsked = false;
+    if (!unseen) return;
+    promptFrames = Date.now() - frameAskedAt > PROMPT_FRAME_MS ? 0 : promptFrames + 1;
+    if (promptFrames < PROMPT_FRAMES) {
+      watchFrames();  // keep asking, at whatever pace the browser draws the page
+      return;
+    }
+    unseen = false;
+    promptFrames = 0;
+    if (shrunk && !paused && !held) redraw(queues[0]);
   }
 
   function drawRows(queue, events, keep, redrawn) {
@@ -745,6 +797,7 @@
   function redraw(queue) {
     feed.querySelectorAll("tbody.live-chunk, tr.live-new").forEach(function (el) { el.remove(); });
     drawRows(queue, paused ? recent : recent.slice(-liveRows), paused ? FEED_KEEP : liveRows, true);
+    shrunk = false;
     sampled = 0;
     newWhilePaused = 0;
     showStatus();

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -541,3 +543,60 @@ def test_the_health_line_of_a_queue_without_a_chart_keeps_current(
     page.clock.run_for(21_000)
 
     expect(caption).not_to_contain_text("no worker connected")
+
+
+def test_a_fast_feed_nobody_draws_keeps_few_rows_until_it_is_drawn_again(
+    page: Page, processes: Processes, redis_client: Redis
+) -> None:
+    """A page the browser does not draw (here a tab behind another) gets a frame
+    about once a second, and that frame lays out every row that is new: in a
+    fast feed it keeps only its newest rows, still drawing each event as it
+    comes, and is drawn to its full depth once it is in front again."""
+    queue = "e2e-unseen"
+    processes.peer_add(queue, "seed")
+    open_events(page, queue)
+    front = page.context.new_page()
+    open_events(front, queue)  # the newest tab is the one drawn: `page` is behind it
+    stream = QueueKeys(queue).events
+    stop = threading.Event()
+
+    def produce() -> None:  # about 200 events a second, as a busy queue's workers send them
+        n = 0
+        while not stop.is_set():
+            with redis_client.pipeline(transaction=False) as pipe:
+                for _ in range(4):
+                    pipe.xadd(stream, {"event": "progress", "jobId": str(n), "data": "1"})
+                    n += 1
+                pipe.execute()
+            time.sleep(0.02)
+
+    def live_rows(tab: Page) -> int:
+        return int(tab.locator("#event-feed tr.live-new").count())
+
+    def newest_row(tab: Page) -> int:
+        return int(tab.eval_on_selector("#event-feed tr.live-new", "row => row.dataset.jobId"))
+
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not (live_rows(front) >= 15 and live_rows(page) <= 16):
+            assert time.monotonic() < deadline, (
+                f"behind: {live_rows(page)} live rows, in front: {live_rows(front)}"
+            )
+            time.sleep(0.2)
+        # Behind, it still takes every event as it comes.
+        behind_newest, front_newest = newest_row(page), newest_row(front)
+        assert abs(behind_newest - front_newest) < 200, (behind_newest, front_newest)
+
+    finally:
+        stop.set()
+        producer.join()
+    # In front again, it draws the rows it kept only as data, without waiting for
+    # new events (the queue is quiet now).
+    page.bring_to_front()
+    deadline = time.monotonic() + 5
+    while live_rows(page) < 15:
+        assert time.monotonic() < deadline, f"in front again: {live_rows(page)} live rows"
+        time.sleep(0.1)
+    assert newest_row(page) == newest_row(front)
