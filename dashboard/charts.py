@@ -115,30 +115,26 @@ def scale_words(top: int) -> str:
 
 
 # A row without a series: its workers keep no BullMQ metrics (an option they
-# leave off unless told) and no dashboard process keeps the history current.
-# "no metrics" read as a fault of the queue; the words say whose option it is,
-# the title how to get the line.
+# leave off unless told). "no metrics" read as a fault of the queue; the words
+# say whose option it is, the title how to get a line. The overview does not
+# draw such a row from the dashboard's own history, as the queue page's chart
+# does: 31 minutes of 100 queues cost about 15 ms a page (1,000-queue overview
+# p50 37-40 ms against 20-25 ms, bench/dashboard.py without metrics, stop 21),
+# most of that page's 40 ms budget (priv/scripts/historyMinutes-0.lua).
 NO_SERIES = mark_safe(
     '<span class="muted no-series" title="No per-minute line: the workers of this queue keep no'
-    " metrics (BullMQ's metrics worker option, off by default) and no dashboard process"
-    ' collects the history from its events (ECHOMQ_HISTORY_COLLECTOR)">workers keep no'
-    " metrics</span>"
+    " metrics (BullMQ's metrics worker option, off by default). The queue's own page charts"
+    " the jobs it finished from the dashboard's history where a dashboard process collects it"
+    ' (ECHOMQ_HISTORY_COLLECTOR)">workers keep no metrics</span>'
 )
-_FROM_EVENTS = ", counted from the events by the dashboard (the workers keep no metrics)"
 
 
 def sparkline_svg(
-    completed: Sequence[int],
-    failed: Sequence[int],
-    slots: int,
-    top: int,
-    *,
-    counted_from_events: bool = False,
+    completed: Sequence[int], failed: Sequence[int], slots: int, top: int
 ) -> SafeString:
     """The overview's inline chart: completed per minute above the middle line,
     failed below it (a growing red shape = failures rising), on the page's one
-    scale ``top``; ``counted_from_events``: the series is the dashboard's own
-    history, and the words say so. No script."""
+    scale ``top``. No script."""
     minutes = max(len(completed), len(failed))
     if not minutes:
         return NO_SERIES
@@ -146,7 +142,6 @@ def sparkline_svg(
     summary = (
         f"{thousands(sum(completed))} completed, {thousands(sum(failed))} failed"
         f" in the last {minutes} min ({scale_words(top)})"
-        f"{_FROM_EVENTS if counted_from_events else ''}"
     )
     size = f'viewBox="0 -1 {SPARK_WIDTH} {2 * SPARK_HALF + 2}" width="{SPARK_WIDTH}"'
     return mark_safe(  # noqa: S308 - numbers and fixed text only

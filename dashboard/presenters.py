@@ -248,11 +248,7 @@ def queue_rows(
                 summary=summary,
                 url=url,
                 sparkline=charts.sparkline_svg(
-                    summary.completed_per_minute,
-                    summary.failed_per_minute,
-                    slots,
-                    top,
-                    counted_from_events=summary.counted_from_events,
+                    summary.completed_per_minute, summary.failed_per_minute, slots, top
                 ),
                 health=queue_health(summary, None if workers is None else workers.get(summary.ref)),
             )

@@ -193,9 +193,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     shown = listed[start : start + OVERVIEW_PAGE_SIZE]
     for group in groups:
         page_refs = [ref for owner, ref in shown if owner is group]
-        connection_groups.read_summaries(
-            group, page_refs, count_workers=_stuck_workers, history_minutes=counts.METRICS_POINTS
-        )
+        connection_groups.read_summaries(group, page_refs, count_workers=_stuck_workers)
         if sort == "failed":
             # Ordered again by the counts the rows show: a failure between the
             # two reads must not put a row out of order against its number.
