@@ -227,12 +227,14 @@ class Tab:
         raise ProtocolError(f"still false after {timeout:.0f} s: {expression} ({last_error})")
 
 
-def proc_stat(pid: int) -> list[str]:
-    """The fields of ``/proc/<pid>/stat`` after the command name, from state on
-    (empty when the process is gone). The name is cut off at its last ``)``:
-    it may hold spaces and parentheses itself."""
+def proc_stat(pid: int, tid: str | None = None) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` (or of its thread ``tid``) after the
+    command name, from state on (empty when the process or thread is gone).
+    The name is cut off at its last ``)``: it may hold spaces and parentheses
+    itself."""
+    path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return Path(path).read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return []
 
@@ -243,14 +245,8 @@ def thread_niceness(pid: int) -> list[int]:
         threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
-    values = []
-    for tid in threads:
-        try:
-            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # the thread ended meanwhile
-        values.append(int(fields[16]))  # field 19 of stat(5), the 17th after the name
-    return values
+    # Field 19 of stat(5), the 17th after the name; a thread that ended meanwhile is skipped.
+    return [int(fields[16]) for tid in threads if (fields := proc_stat(pid, tid))]
 
 
 def _dup_to(read_end: int, write_end: int, nice: int) -> Any:

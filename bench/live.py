@@ -228,8 +228,13 @@ def frame_rates(pages: list[Tab], client: Any, rate: int, seconds: float = 3.0) 
     return [count / (time.monotonic() - started) for count in counts]
 
 
+def shown_page(rates: list[float]) -> int:
+    """The index of the page the browser shows: the one drawing the most frames."""
+    return max(range(len(rates)), key=rates.__getitem__)
+
+
 def describe_rows(rows: list[int], rates: list[float]) -> str:
-    shown = max(range(len(rates)), key=rates.__getitem__)
+    shown = shown_page(rates)
     others = [n for i, n in enumerate(rows) if i != shown]
     text = f"the page the browser shows {rows[shown]}"
     if others:
@@ -244,7 +249,7 @@ def describe_niceness(pids: list[int]) -> str:
 
 
 def describe_frames(rates: list[float]) -> str:
-    shown = max(range(len(rates)), key=rates.__getitem__)
+    shown = shown_page(rates)
     others = [r for i, r in enumerate(rates) if i != shown]
     text = f"page {shown + 1} (the one the browser shows) draws {rates[shown]:.0f} frames/s"
     if others:
@@ -382,7 +387,7 @@ def main() -> None:
             steady = run_phase(pages, browser, client, server.process.pid, args.rate, args.seconds)
             print(steady.report())
             rates = frame_rates(pages, client, args.rate)
-            shown = steady.page_latencies[max(range(len(rates)), key=rates.__getitem__)]
+            shown = steady.page_latencies[shown_page(rates)]
             print(f"frames drawn at {args.rate} events/s: {describe_frames(rates)}")
             print(f"live rows held: {describe_rows(steady.rows_held, rates)}")
             print(f"Chromium's threads by niceness: {describe_niceness(browser.pids())}")
