@@ -559,14 +559,14 @@ def test_a_fast_feed_nobody_draws_keeps_few_rows_until_it_is_drawn_again(
     open_events(front, queue)  # the newest tab is the one drawn: `page` is behind it
     stream = QueueKeys(queue).events
     stop = threading.Event()
+    sent = [0]
 
     def produce() -> None:  # about 200 events a second, as a busy queue's workers send them
-        n = 0
         while not stop.is_set():
             with redis_client.pipeline(transaction=False) as pipe:
                 for _ in range(4):
-                    pipe.xadd(stream, {"event": "progress", "jobId": str(n), "data": "1"})
-                    n += 1
+                    pipe.xadd(stream, {"event": "progress", "jobId": str(sent[0]), "data": "1"})
+                    sent[0] += 1
                 pipe.execute()
             time.sleep(0.02)
 
@@ -592,6 +592,14 @@ def test_a_fast_feed_nobody_draws_keeps_few_rows_until_it_is_drawn_again(
     finally:
         stop.set()
         producer.join()
+    # The last event reaches both tabs (the one behind draws it as it comes),
+    # before the one behind is brought to the front.
+    last = sent[0] - 1
+    deadline = time.monotonic() + 5
+    while not newest_row(page) == newest_row(front) == last:
+        assert time.monotonic() < deadline, (newest_row(page), newest_row(front), last)
+        time.sleep(0.1)
+    assert live_rows(page) <= 16, f"behind, after the last event: {live_rows(page)} live rows"
     # In front again, it draws the rows it kept only as data, without waiting for
     # new events (the queue is quiet now).
     page.bring_to_front()
