@@ -1088,7 +1088,11 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
     ),
     "SearchBusy": (
         "429",
-        _error("The same user's previous step is still running after a second", ["search_busy"]),
+        _error(
+            "This search's previous step is still running, or the session has as many steps"
+            " running as it may",
+            ["search_busy"],
+        ),
     ),
     "CorruptKey": (
         "409",

@@ -315,10 +315,12 @@ def search_step(
     budget_ms: float = 250.0,
     max_hits: int = 50,
     pacing: Pacing | None = None,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> SearchStep:
     """Search on from ``cursor`` (None: from the newest job) for about
     ``budget_ms`` of wall time, or until ``max_hits`` matches are found (the
-    first page appears at once), or to the end of the state."""
+    first page appears at once), or to the end of the state, or until
+    ``stopped()`` says so (asked between calls)."""
     tab = _tab(state)
     if query.field == "id":
         return _by_id(client, ref, tab, query.value)
@@ -369,7 +371,7 @@ def search_step(
             step.cursor = Cursor(at.key + 1, "", "", step.searched, batch)
         else:
             step.cursor = None
-        if step.cursor is None:
+        if step.cursor is None or stopped():
             break
         pacing.rest(elapsed_ms)
         spent_ms = (time.monotonic() - began) * 1000
