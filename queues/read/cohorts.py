@@ -56,7 +56,7 @@ MAX_REASONS = 50
 # broken writer must not make a look inflate gigabytes).
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 GONE = "gone"  # the part of the jobs whose hash is gone
-_COHORT_ID = re.compile(r"\d{13}-[0-9a-f]{8}\Z")
+_COHORT_ID = re.compile(r"[0-9]{13}-[0-9a-f]{8}\Z")  # ASCII digits: \d takes others
 
 
 def fold_reason(reason: str) -> str:
