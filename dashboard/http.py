@@ -48,6 +48,7 @@ in asgiref's one thread for synchronous code.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import io
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
@@ -239,6 +240,35 @@ class Admission:
                 self.admitted[key] = left
             else:
                 del self.admitted[key]
+
+
+def leave_bodies_to_the_application() -> None:
+    """Under daphne, have Twisted leave POST bodies unparsed: daphne hands the
+    application the raw body, yet Twisted parses every form and multipart body
+    first, for nothing, and answers one it cannot parse (a multipart body
+    without a boundary) with an empty 400 of its own before the application
+    runs, so the API could not answer it in JSON. Twisted's
+    ``parsePOSTFormSubmission=False`` turns that off; with a Twisted that does
+    not have it, or another server, this does nothing."""
+    try:
+        from daphne import http_protocol
+        from twisted.web.http import Request
+    except ImportError:
+        return
+    if "parsePOSTFormSubmission" not in inspect.signature(Request.__init__).parameters:
+        return
+    daphne_request: Any = http_protocol.WebRequest
+    if getattr(daphne_request, "leaves_bodies_to_the_application", False):
+        return
+
+    class BodiesLeftToTheApplication(daphne_request):  # type: ignore[misc]
+        leaves_bodies_to_the_application = True
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
+
+    # daphne's protocol factory names its request class at each connection.
+    http_protocol.WebRequest = BodiesLeftToTheApplication
 
 
 def checks_password(method: str, path_info: str) -> bool:
