@@ -186,3 +186,38 @@ def test_a_failed_install_stops_with_a_message_and_is_tried_again_next_time(
     assert "installing the dependencies failed" in done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert not list((checkout / ".venv").glob(".echomq-installed"))
+
+
+def test_an_npm_that_cannot_reach_its_registry_is_named_and_the_checks_still_run(
+    checkout: Path, tmp_path: Path
+) -> None:
+    """npm's own words (--silent hid them) and ours, then ruff, mypy and the
+    tests as usual: only the accessibility tests need axe-core, and they say so."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    npm = fake / "npm"
+    # As npm does when the registry cannot be reached: its error, unless --silent.
+    npm.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" --silent "*) exit 1 ;; esac\n'
+        "echo 'npm error code ECONNREFUSED' >&2\n"
+        "echo 'npm error request to https://registry.npmjs.org/axe-core failed' >&2\n"
+        "exit 1\n"
+    )
+    npm.chmod(0o755)
+    env = user_env()
+    env["PATH"] = f"{fake}:{env['PATH']}"
+    done = subprocess.run(
+        ["./run.sh", "test", "tests/test_errors.py", "-q", "-p", "no:cacheprovider"],
+        cwd=checkout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert "installing axe-core" in done.stderr, done.stderr[-3000:]
+    assert "with npm failed" in done.stderr
+    assert "npm error request to https://registry.npmjs.org/axe-core failed" in done.stderr
+    assert re.search(r"\d+ passed", done.stdout), done.stdout[-2000:]
