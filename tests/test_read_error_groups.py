@@ -30,7 +30,7 @@ REF = QueueRef("bull", "q")
 KEYS = QueueKeys("q")
 REASONS = [
     "timeout after {n} ms on job {n}",
-    "connection refused to 10.0.0.{n}:6379",
+    "connection refused to 10.0.{octet}.{n_octet}:6379",
     "user '{n}' not found",
     "ENOENT: open /var/data/{n}/report.csv",
     "",
@@ -52,7 +52,8 @@ def fail_job(client: Redis, job_id: str, reason: str, finished: int | None = Non
 def seed_mixed(client: Redis, count: int, *, first: int = 1) -> None:
     base = now_ms() - 100_000
     for n in range(first, first + count):
-        fail_job(client, str(n), REASONS[n % len(REASONS)].format(n=n * 7), base + n)
+        reason = REASONS[n % len(REASONS)].format(n=n * 7, octet=n // 256 % 256, n_octet=n % 256)
+        fail_job(client, str(n), reason, base + n)
 
 
 def brute_force(client: Redis, keys: QueueKeys = KEYS) -> Counter[str]:
