@@ -439,6 +439,12 @@ def _error_group_schemas() -> dict[str, Schema]:
                     "description": "False while the index is being built or catching up "
                     "(ask again)",
                 },
+                "regrouping": {
+                    **_BOOLEAN,
+                    "description": "True while the index is counted again because this "
+                    "dashboard folds reasons by newer rules (the groups are the old ones, "
+                    "then fill in anew; ask again)",
+                },
                 "groups": _array(_schema("ErrorGroup"), maxItems=read_error_groups.MAX_GROUPS + 1),
             },
             description="Most jobs first",
