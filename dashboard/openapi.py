@@ -753,17 +753,34 @@ def _cohort_schemas() -> dict[str, Schema]:
                                     "failed_same": _or_null(
                                         {
                                             **_COUNT,
-                                            "description": "Failed again with the reason they had"
-                                            " before (folded); null when none was recorded",
+                                            "description": "Failed again with the kind of reason"
+                                            " they had before (folded as the error groups fold"
+                                            " it); null when none was recorded",
                                         }
                                     ),
                                     "failed_reason": _or_null(
-                                        {**_STRING, "description": "The commonest reason now"}
+                                        {
+                                            **_STRING,
+                                            "description": "The commonest kind of reason now",
+                                        }
+                                    ),
+                                    "failed_sample": _or_null(
+                                        {**_STRING, "description": "A reason of that kind"}
                                     ),
                                 },
                                 description="null when this answer's budget of jobs to look"
                                 " at was spent on newer cohorts (ask for the cohort itself)",
                             )
+                        ),
+                        "previous_reason": _or_null(
+                            {
+                                **_STRING,
+                                "description": "The commonest kind of reason the jobs had"
+                                " failed with before",
+                            }
+                        ),
+                        "previous_sample": _or_null(
+                            {**_STRING, "description": "One of the jobs' own reasons of it"}
                         ),
                         "problem": {"type": "null"},
                     }

@@ -282,18 +282,16 @@ _ONE_DIGIT = bytes.maketrans(b"0123456789", b"1111111111")
 _CACHED_FIELD_BYTES = 4 * MAX_FOLDED
 
 
-def fold_field(raw: bytes | str | None) -> tuple[str, str]:
+def fold_field(raw: bytes | str | None, *, read: int = REASON_BYTES) -> tuple[str, str]:
     """The group key and the folded text of a failedReason field as Redis
     answers it, decoded as the job decoder decodes it (codec.failure_reason),
-    its first REASON_BYTES only."""
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8", "replace")
-    if raw is not None and len(raw) >= REASON_BYTES:
-        # Read cut or whole, the same bytes: one of exactly REASON_BYTES may
-        # be one the index's first count read cut.
-        return _keyed(fold(_cut_reason(raw[:REASON_BYTES])))
+    its first ``read`` bytes only: the most the caller reads of a field (the
+    index REASON_BYTES, the Recent actions panel fewer), so that one of that
+    many bytes may have been cut there."""
+    raw, read = _field_bytes(raw, read)
     if (
         isinstance(raw, bytes)
+        and len(raw) < read
         and len(raw) <= _CACHED_FIELD_BYTES
         # JSON-quoted (bullmq's Python port), an escape ("\u0031") holds
         # digits that are not digits of the text; without a backslash the
@@ -305,11 +303,27 @@ def fold_field(raw: bytes | str | None) -> tuple[str, str]:
         # An ASCII digit is one byte that no UTF-8 sequence holds, so the
         # digits read as "1" decode to the same text with its digits as "1".
         return _fold_field(raw.translate(_ONE_DIGIT))
-    return _keyed(fold(codec.failure_reason(raw)))
+    return _keyed(fold(field_text(raw, read=read)))
+
+
+def field_text(raw: bytes | str | None, *, read: int = REASON_BYTES) -> str:
+    """The text fold_field folds: the field's first ``read`` bytes decoded
+    (a JSON-quoted one cut there from its whole escapes), "" for none."""
+    raw, read = _field_bytes(raw, read)
+    if raw is not None and len(raw) >= read:
+        # Read cut or whole, the same bytes: one of exactly ``read`` may be
+        # one the caller's script cut.
+        return _cut_reason(raw[:read])
+    return codec.failure_reason(raw) or ""
+
+
+def _field_bytes(raw: bytes | str | None, read: int) -> tuple[bytes | None, int]:
+    encoded = raw.encode("utf-8", "replace") if isinstance(raw, str) else raw
+    return encoded, min(read, REASON_BYTES)
 
 
 def _cut_reason(head: bytes) -> str:
-    """The text of a failedReason cut at REASON_BYTES. One that bullmq's
+    """The text of a failedReason cut where it was read. One that bullmq's
     Python port JSON-quoted has lost its closing quote (and maybe half an
     escape): decoded from its whole escapes, as its uncut siblings are, so
     that it folds with them and not into a group of its own raw JSON."""
