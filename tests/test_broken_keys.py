@@ -629,3 +629,15 @@ def test_a_queue_key_of_the_wrong_type_answers_409_corrupt_key(
         "Nothing was changed: the key bull:jobs:wait holds a string, where the queue keeps a list."
     )
     assert snapshot(dashboard_redis) == before
+
+
+def test_a_list_of_the_wrong_type_does_not_keep_clean_from_running(
+    redis_client: Redis, queue: Queue
+) -> None:
+    """The search for copies in the lists passes over a list key that holds
+    no list (no job is in it); clean never touches the lists itself."""
+    ids = _failed(redis_client, queue, 3)
+    redis_client.set(queue.keys.active, "corrupt")
+    assert queue.clean("failed", grace_ms=0).count == 3
+    assert redis_client.get(queue.keys.active) == b"corrupt"
+    assert not redis_client.exists(*(queue.keys.job(job_id) for job_id in ids))

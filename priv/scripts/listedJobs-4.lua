@@ -22,9 +22,10 @@
   every list has been looked at), and the entries looked at that KEYS[1]
   holds, as a flat list id, list name ("wait", "paused" or "active"), ...
   An entry may be looked at twice when producers push meanwhile (the caller
-  keeps the first). When KEYS[1] is empty no list is looked at.
-  Refused with a WRONGTYPE error naming the key when one of the KEYS has the
-  wrong type.
+  keeps the first). When KEYS[1] is empty no list is looked at; a list key of
+  another type holds no job and is passed over (the action that writes to it
+  refuses it itself; a clean never touches it). Refused with a WRONGTYPE
+  error naming the key when KEYS[1] is no sorted set.
 
   Memory: read-only (no-writes), so it runs when Redis is over maxmemory.
 
@@ -32,8 +33,7 @@
 ]]
 --- @include "keyCheck"
 
-local refused = structure_refusal({KEYS[1], "zset", KEYS[2], "list", KEYS[3], "list",
-  KEYS[4], "list"})
+local refused = structure_refusal({KEYS[1], "zset"})
 if refused then
   return refused
 end
@@ -45,7 +45,10 @@ local NAMES = {"wait", "paused", "active"}
 local list, index, budget = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local found = {}
 while list <= 3 and budget > 0 do
-  local entries = redis.call("LRANGE", KEYS[1 + list], index, index + budget - 1)
+  local entries = redis.pcall("LRANGE", KEYS[1 + list], index, index + budget - 1)
+  if entries["err"] then
+    entries = {}
+  end
   -- ZMSCORE in slices: Lua's unpack runs out of stack after a few thousand.
   for first = 1, #entries, 1000 do
     local last = math.min(first + 999, #entries)
