@@ -354,11 +354,23 @@ def test_keys_of_the_wrong_type_and_odd_members_read_as_nothing(dashboard_redis:
     client.delete(KEYS.cohort_index())
     client.set(KEYS.cohort_index(), "a string")
     assert recent_cohorts(client, KEYS, now_ms()) == []
-    # Recording beside a broken index still answers (the record expires by itself).
-    assert (
-        record_cohort(client, REF, "retry", ["1"], user="u", at_ms=now_ms(), source="failed")
-        is None
-    )
+
+
+def test_a_cohort_index_of_the_wrong_type_is_replaced_by_the_next_action(
+    dashboard_redis: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A string where the queue's index of cohorts belongs kept every later
+    action of the queue from being listed (a warning each), for good."""
+    client = dashboard_redis
+    _failed(client, 3)
+    client.set(KEYS.cohort_index(), "a string")
+    for job_id in ("1", "2"):
+        actions.job_action(client, REF, "retry", [job_id], user="oncall")
+    listed = recent_cohorts(client, KEYS, now_ms())
+    assert [cohort.ids for cohort in listed if isinstance(cohort, Cohort)] == [("2",), ("1",)]
+    assert client.pttl(KEYS.cohort_index()) > 0
+    said = [r.getMessage() for r in caplog.records if "cohort" in r.getMessage()]
+    assert said == [f"the cohort index {KEYS.cohort_index()} held a string: replaced by a new one"]
 
 
 def test_state_keys_of_the_wrong_type_hold_nothing_in_a_look(dashboard_redis: Redis) -> None:

@@ -596,6 +596,22 @@ def test_the_build_lock_is_held_through_a_build_longer_than_it(
     assert not redis_client.exists(lock_key)  # released at the end
 
 
+def test_a_build_lock_nobody_holds_lapses_and_the_groups_are_built(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build lock left without an expiry (a hand SET, a restore) was held by
+    nobody and never taken again: the queue's groups stayed empty, "building",
+    for every viewer, for good. It now lapses as a lock of ours would."""
+    monkeypatch.setattr(eg, "BUILD_LOCK_MS", 300)
+    seed_mixed(redis_client, 20)
+    lock_key = eg._Index(KEYS).lock
+    redis_client.set(lock_key, "left over")
+    assert eg.error_groups(redis_client, REF).indexed == 0
+    assert 0 < redis_client.pttl(lock_key) <= 300
+    time.sleep(0.35)
+    assert shown(redis_client) == brute_force(redis_client)
+
+
 def test_one_add_call_of_thousands_of_jobs_counts_each(redis_client: Redis) -> None:
     """The add script sends its writes per group; a call larger than one
     Lua unpack takes (a few thousand values) sends them in parts."""

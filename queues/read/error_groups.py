@@ -58,6 +58,7 @@ from redis.exceptions import LockError, OutOfMemoryError, ResponseError
 
 from queues import codec, errors, scripts
 from queues.keys import QueueKeys
+from queues.locks import expire_unheld_lock
 from queues.read.decode import job_from_values
 from queues.read.error_folding import REASON_BYTES, RULES_VERSION, fold_field
 from queues.read.refs import QueueRef
@@ -359,6 +360,7 @@ def _build(client: Redis, index: _Index, *, regroup: bool = False) -> bool:
     build lock (it is building; this look shows its progress)."""
     lock = client.lock(index.lock, timeout=BUILD_LOCK_MS / 1000, blocking=False)
     if not lock.acquire(token=uuid.uuid4().hex):
+        expire_unheld_lock(client, index.lock, BUILD_LOCK_MS)
         return False
     try:
         generation = str(scripts.run(client, index.reset(regroup=regroup)))
