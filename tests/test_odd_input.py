@@ -235,3 +235,58 @@ def test_every_odd_digit_in_a_list_window_falls_back_to_the_first_page(superuser
         answer = superuser.get(f"{API}jobs/?state=failed&start={query}&end={query}")
         assert answer.status_code == 200
         assert (answer.json()["start"], [job["id"] for job in answer.json()["jobs"]]) == (0, ["1"])
+
+
+@pytest.mark.parametrize("score", [float("inf"), float("-inf"), 1e300])
+def test_a_score_no_clock_wrote_is_read_as_the_end_of_time_not_a_500(
+    superuser: Client, dashboard_redis: Redis, score: float
+) -> None:
+    """Found by tests/test_fuzz_keyspace.py: int(inf) in the failed list, the
+    error groups and the overview's recent finishes."""
+    seed_job(dashboard_redis, KEYS, "2", state="failed")
+    seed_job(dashboard_redis, KEYS, "3", state="completed")
+    dashboard_redis.zadd(KEYS.failed, {"2": score})
+    dashboard_redis.zadd(KEYS.completed, {"3": score})
+    for url in ("/", PAGE + "?state=failed", PAGE + "?state=completed", PAGE + "errors/"):
+        assert superuser.get(url).status_code == 200, url
+    for url in (API + "jobs/?state=failed", API + "errors/", API):
+        assert superuser.get(url).status_code == 200, url
+    groups = superuser.get(API + "errors/").json()
+    assert sum(group["count"] for group in groups["groups"]) == 2
+    (group,) = {group["key"] for group in groups["groups"]}
+    body = json.dumps({"action": "retry", "group": group})
+    assert _post_json(superuser, API + "errors/actions/", body).status_code == 200
+    assert Queue("odd", dashboard_redis).get_counts("failed", "wait") == {"failed": 0, "wait": 2}
+
+
+def test_a_failed_set_of_the_wrong_type_counts_as_empty_in_the_overview_sorted_by_failed(
+    superuser: Client, dashboard_redis: Redis
+) -> None:
+    dashboard_redis.delete(KEYS.failed)
+    dashboard_redis.hset(KEYS.failed, "not", "a sorted set")
+    assert superuser.get("/?sort=failed").status_code == 200
+
+
+@pytest.mark.parametrize("field", ["data", "progress", "returnvalue", "failedReason"])
+def test_half_a_character_in_a_jobs_json_is_shown_as_a_replacement_character(
+    superuser: Client, dashboard_redis: Redis, field: str
+) -> None:
+    """Found by tests/test_fuzz_keyspace.py: '"\\ud800"' is valid JSON whose
+    text no UTF-8 page or answer can hold (UnicodeEncodeError, a 500)."""
+    seed_job(dashboard_redis, KEYS, "2", state="failed", fields={field: '"\\ud800"'})
+    for url in (PAGE + "?state=failed", API + "jobs/?state=failed"):
+        assert superuser.get(url).status_code == 200, url
+    page, answer = superuser.get(PAGE + "job/2"), superuser.get(API + "job/2")
+    assert "\ufffd" in page.content.decode()
+    assert b"\\ufffd" in answer.content.lower()
+
+
+def test_an_event_of_an_id_no_job_can_have_links_to_the_page_saying_so(
+    superuser: Client, dashboard_redis: Redis
+) -> None:
+    """Found by tests/test_fuzz_keyspace.py: reverse() refused the id, a 500."""
+    dashboard_redis.xadd(KEYS.events, {"event": "failed", "jobId": "line\nbreak"})
+    page = superuser.get(PAGE + "events/")
+    assert page.status_code == 200
+    assert 'href="/queues/bull/odd/job/line%0Abreak"' in page.content.decode()
+    assert superuser.get("/queues/bull/odd/job/line%0Abreak").status_code == 404

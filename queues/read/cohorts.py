@@ -281,7 +281,7 @@ def recent_cohorts(
     pipe.zrevrangebyscore(keys.cohort_index(), "+inf", now_ms - KEEP_MS, 0, limit, withscores=True)
     (listed,) = replies(pipe)
     wanted = [
-        (text, int(score))
+        (text, codec.score_ms(score))
         for member, score in listed or []
         if (text := codec.text(member) or "") and is_cohort_id(text)
     ]
