@@ -89,6 +89,16 @@ MAX_WAITING_STEPS = 64
 _SEARCH_STEP = "echomq_search_step"
 
 
+class _InFlight:
+    """How many requests the pages' pool is serving now: written on the event
+    loop, read by search steps, which let Redis serve those first."""
+
+    count = 0
+
+
+PAGES_IN_FLIGHT = _InFlight()
+
+
 def path_info(scope: Scope) -> str:
     """The request's path below the application's mount point (root_path)."""
     path: str = scope["path"]
@@ -321,7 +331,11 @@ class ThreadedDjangoHTTP:
         elif is_search_step(scope["method"], path_info(scope)):
             await self._search_step(scope, environ, send)
         else:
-            await self._serve(self.executor, environ, send)
+            PAGES_IN_FLIGHT.count += 1
+            try:
+                await self._serve(self.executor, environ, send)
+            finally:
+                PAGES_IN_FLIGHT.count -= 1
 
     async def _search_step(self, scope: Scope, environ: dict[str, Any], send: Send) -> None:
         key = session_key(scope)

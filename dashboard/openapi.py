@@ -1135,8 +1135,9 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
     "RedisUnavailable": (
         "503",
         _error(
-            "Redis cannot be reached; an action may or may not have run (the message says)",
-            ["redis_unavailable"],
+            "Redis cannot be reached; an action may or may not have run (the message says);"
+            " or, for a search step, the server has as many steps waiting as it takes (`busy`)",
+            ["redis_unavailable", "busy"],
             headers=["Retry-After"],
         ),
     ),

@@ -20,7 +20,14 @@ from django.test import Client
 from redis import Redis
 
 from dashboard import search
-from dashboard.http import MAX_STEPS_PER_SESSION, ThreadedDjangoHTTP, is_search_step, session_key
+from dashboard.http import (
+    MAX_STEPS_PER_SESSION,
+    PAGES_IN_FLIGHT,
+    ThreadedDjangoHTTP,
+    is_search_step,
+    session_key,
+)
+from queues.read import search as read_search
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_failed_bulk
 from tests.test_views_http import _call, _scope
@@ -198,3 +205,31 @@ async def test_a_session_with_its_steps_admitted_is_refused_at_once_others_are_s
     served = await _call(app, _search_scope(other), [])
     assert served[0]["status"] == 200
     assert app.search_steps.admitted == {}  # each admitted step let go when answered
+
+
+def test_a_search_step_gives_way_while_the_pages_pool_serves_a_request(
+    viewer: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between its calls a step waits (up to MAX_YIELD_S) while a page or API
+    request is being served, so that request's commands do not queue in Redis
+    behind the search's."""
+    calls: list[int] = []
+    real = read_search.scripts.run
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(read_search.scripts, "run", counted)
+    monkeypatch.setattr(search, "STEP_MS", 100.0)
+    monkeypatch.setattr(search, "MAX_YIELD_S", 0.2)  # a rest behind pages outlasts the step
+
+    def step_calls(pages_in_flight: int) -> int:
+        monkeypatch.setattr(PAGES_IN_FLIGHT, "count", pages_in_flight)
+        calls.clear()
+        assert _start(viewer, "data ~ zz1").status_code == 200
+        return len(calls)
+
+    alone, behind_pages = step_calls(0), step_calls(1)
+    assert alone >= 2  # 200 jobs, then 400 or so, each call ~3 ms and a 2 ms rest
+    assert behind_pages == 1
