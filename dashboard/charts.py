@@ -20,7 +20,7 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.formatting import compact, thousands
-from dashboard.health import Health, queue_health
+from dashboard.health import Health, Workers, queue_health
 from dashboard.models import AuditEntry
 from dashboard.redis import get_client
 from queues.read.counts import QueueSummary
@@ -404,7 +404,7 @@ def health_note(health: Health) -> SafeString:
     )
 
 
-def queue_chart_for(summary: QueueSummary, workers: int | None = None) -> SafeString:
+def queue_chart_for(summary: QueueSummary, workers: Workers | None = None) -> SafeString:
     """The queue page's chart with the queue's admin actions of the hour from
     the audit trail, under its health in words (``workers``: its connected
     workers when counted). Called by the template (lazily): a page fragment

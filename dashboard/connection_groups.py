@@ -25,6 +25,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from dashboard import connections
+from dashboard.health import Workers
 from dashboard.lookup import all_queues
 from dashboard.redis import get_client
 from queues.read import counts
@@ -45,9 +46,10 @@ class ConnectionGroup:
     summaries: list[counts.QueueSummary] = field(default_factory=list)
     # Why its Redis did not answer ("" while it does).
     unreachable: str = ""
-    # Connected workers of the queues asked about (the overview's stuck-looking
-    # ones); None when not counted or the server would not say.
-    workers: dict[QueueRef, int] | None = None
+    # Connected workers of the queues asked about (the overview's rows with
+    # jobs ready: dashboard.health_reads); None when not counted or the server
+    # would not say.
+    workers: dict[QueueRef, Workers] | None = None
 
     @property
     def reachable(self) -> bool:
@@ -62,7 +64,7 @@ class ConnectionGroup:
         }
 
 
-CountWorkers = Callable[[Redis, list[counts.QueueSummary]], dict[QueueRef, int] | None]
+CountWorkers = Callable[[Redis, list[counts.QueueSummary]], dict[QueueRef, Workers] | None]
 T = TypeVar("T")
 
 

@@ -106,9 +106,10 @@ def test_overview_marks_queues_by_failure_rate_and_trend_not_by_any_failure(
                      row(html, "bullmq"))  # fmt: skip
     assert 'class="stuck"' in row(html, "stuck")
     # No worker is connected to it: said so (CLIENT LIST), not guessed.
-    assert '>no workers</span> <span class="health-detail">1 waiting, no worker connected<' in (
-        row(html, "stuck")
-    )
+    assert (
+        '>no workers</span> <span class="health-detail">1 waiting, no worker connected;'
+        " no finished job kept to tell since when<"
+    ) in row(html, "stuck")
     assert "no workers" not in row(html, "paused")
 
 

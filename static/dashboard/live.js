@@ -35,6 +35,10 @@
 
   var FEED_KEEP = 500;
   var REFRESH_MS = 1000;
+  // A worker connecting or leaving writes no event, nor does time passing
+  // (the five-minute rule): the overview asks again this often while it is
+  // seen, so "no workers" shows without waiting for another queue's event.
+  var QUIET_REFRESH_MS = 10000;
   // From this many events a second updates are spaced out and each draws at most
   // a third of the feed's live rows (scheduleFlush, feedEvents).
   var FAST_FEED_PER_S = 300;
@@ -258,6 +262,10 @@
     return getText(url, true).then(function (html) {
       if (url === location.pathname + location.search) mergeOverviewRows(html);
     });
+  }
+
+  if (pageKind === "overview") {
+    setInterval(function () { if (document.visibilityState === "visible") refreshCounts(); }, QUIET_REFRESH_MS);
   }
 
   // The overview's name filter answers as it is typed (the form's own submit
