@@ -335,6 +335,17 @@
       else applySnapshot(fresh.content);
     });
   });
+  // Back to a page of the list htmx pushed: htmx puts the table back as it
+  // was then, its bulk buttons' counts included, beside tabs that kept
+  // counting (issue 21: a tab read 178 beside "Retry all 180"). The tabs'
+  // counts go into the buttons at once, and the list is asked for again so
+  // rows and counts come from one answer.
+  document.addEventListener("htmx:historyRestore", function () {
+    if (!jobTable) return;
+    var tabs = document.getElementById("queue-tabs");
+    if (tabs) setCounts(jobTable, countsOf(tabs));
+    refreshList();
+  });
   var heldUrl = null;  // the address the held snapshot was read for
   function releaseTable() {
     // After focus moves on (focusout fires before it lands) or the dialog closes.
