@@ -143,15 +143,14 @@ def _workers_words(workers: int) -> str:
     return f"{workers:,} worker{'s' if workers != 1 else ''} connected"
 
 
-def _clock(at_ms: int, now_ms: int) -> str:
-    """ "10:42 UTC" today, "Dec 3 10:42 UTC" another day: what an on-call
-    person lines up with a deploy log, then how long ago."""
+def _when(at_ms: int, now_ms: int) -> str:
+    """ "14 min ago (10:42 UTC)": how long first (how bad), then the clock an
+    on-call person lines up with a deploy log ("Nov 30 10:42 UTC" another day)."""
     moment = dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.UTC)
     today = dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.UTC).date()
     day = "" if moment.date() == today else f"{moment:%b} {moment.day} "
-    clock = f"{day}{moment:%H:%M} UTC"
     ago = now_ms - at_ms
-    return f"{clock}, {span(ago)} ago" if ago >= MINUTE_MS else f"{clock}, just now"
+    return f"{span(ago) + ' ago' if ago >= MINUTE_MS else 'just now'} ({day}{moment:%H:%M} UTC)"
 
 
 def _since_words(last: LastFinished | None, now_ms: int) -> str:
@@ -163,15 +162,15 @@ def _since_words(last: LastFinished | None, now_ms: int) -> str:
     if last is None:
         return ""
     if last.completed_ms is not None:
-        return f"last job finished {_clock(last.newest_ms or last.completed_ms, now_ms)}"
+        return f"last job finished {_when(last.newest_ms or last.completed_ms, now_ms)}"
     if last.failed_ms is not None:
-        return f"last failure {_clock(last.failed_ms, now_ms)} (completed jobs are not kept)"
-    return "no finished job kept to tell since when"
+        return f"last failure {_when(last.failed_ms, now_ms)}, completed jobs not kept"
+    return "no finished job kept to date it"
 
 
 def _no_workers(summary: QueueSummary, workers: Workers, detail: str) -> Health:
     ready = sum(map(summary.counts.__getitem__, READY))
-    words = [f"{ready:,} waiting, no worker connected"]
+    words = [f"{ready:,} waiting"]  # the badge says "no workers"
     since = _since_words(workers.last_finished, summary.read_at_ms or _now_ms())
     words += [since] if since else []
     words += [detail] if detail else []  # the failures, when there were some lately

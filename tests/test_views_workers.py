@@ -132,7 +132,7 @@ def test_no_worker_says_so_on_the_tab_and_on_the_overview(viewer: Any) -> None:
     assert "No worker is connected to emails" in html
     overview = _html(viewer.get("/"))
     assert ">no workers</span>" in overview
-    assert "1 waiting, no worker connected" in overview
+    assert "1 waiting" in overview
 
 
 def test_a_connected_worker_turns_no_workers_into_nothing_active(
@@ -366,7 +366,7 @@ def test_no_workers_shows_as_soon_as_the_last_worker_leaves_with_its_last_finish
     row = _overview_row(viewer, "emails")
     clock = time.strftime("%H:%M UTC", time.gmtime(finished / 1000))
     assert '<span class="badge state-delayed">no workers</span>' in row
-    assert f"200 waiting, no worker connected; last job finished {clock}, just now" in row
+    assert f"200 waiting; last job finished just now ({clock})" in row
     page = _html(viewer.get("/queues/bull/emails/?state=wait"))
     assert ">no workers</span>" in page  # the queue page's own health line
 
