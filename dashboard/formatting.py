@@ -11,6 +11,13 @@ def thousands(value: object) -> str:
         return ""
 
 
+def failures(count: int) -> str:
+    """1 -> "1 failure", 1204 -> "1,204 failures": each time a job failed for
+    good, which the charts count (dashboard.charts.FAILURES_MEANING), against
+    the failed jobs a tab holds."""
+    return f"{thousands(count)} failure{'' if count == 1 else 's'}"
+
+
 def compact(value: object) -> str:
     """1204331 -> "1.2M", 3200 -> "3.2k" (the exact value goes in a title)."""
     try:

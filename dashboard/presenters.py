@@ -35,6 +35,7 @@ from queues.read.lists import JobPage
 from queues.read.progress import Progress
 from queues.read.refs import QueueRef
 from queues.read.states import LABELS, TAB, TABS
+from queues.throughput import MINUTE_MS
 
 # Words for every state a page names, and the events tab.
 STATE_LABELS = {**LABELS, "events": "events"}
@@ -214,12 +215,11 @@ def count_cells(base_url: str, counts: dict[str, int]) -> list[CountCell]:
 def queue_rows(
     summaries: Sequence[QueueSummary],
     *,
-    top: int,
     slots: int = METRICS_POINTS,
     workers: Mapping[QueueRef, Workers] | None = None,
 ) -> list[QueueRow]:
-    """The overview's rows; their sparklines share the scale ``top`` per minute
-    (charts.spark_scale). ``workers``: the queues' connected workers where
+    """The overview's rows, each sparkline on its own scale
+    (charts.sparkline_svg). ``workers``: the queues' connected workers where
     counted (dashboard.health_reads), None when unknown."""
     rows = []
     queue_page_url = queue_url_maker("dashboard:queue")
@@ -230,7 +230,11 @@ def queue_rows(
                 summary=summary,
                 url=url,
                 sparkline=charts.sparkline_svg(
-                    summary.completed_per_minute, summary.failed_per_minute, slots, top
+                    summary.completed_per_minute,
+                    summary.failed_per_minute,
+                    slots,
+                    newest_minute_ms=(summary.read_at_ms // MINUTE_MS - 1) * MINUTE_MS,
+                    counted_from_events=summary.counted_from_events,
                 ),
                 health=queue_health(summary, None if workers is None else workers.get(summary.ref)),
             )

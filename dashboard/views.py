@@ -192,18 +192,19 @@ def overview(request: HttpRequest) -> HttpResponse:
     shown = listed[start : start + OVERVIEW_PAGE_SIZE]
     for group in groups:
         page_refs = [ref for owner, ref in shown if owner is group]
-        connection_groups.read_summaries(group, page_refs, count_workers=queue_workers)
+        connection_groups.read_summaries(
+            group, page_refs, count_workers=queue_workers, history_minutes=counts.METRICS_POINTS
+        )
         if sort == "failed":
             # Ordered again by the counts the rows show: a failure between the
             # two reads must not put a row out of order against its number.
             group.summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
-    top = charts.spark_scale(s for group in groups for s in group.summaries)
     drawn = any(s.completed_per_minute or s.failed_per_minute for g in groups for s in g.summaries)
     several = connections.several()
     sections = [
         GroupSection(
             group,
-            presenters.queue_rows(group.summaries, top=top, workers=group.workers),
+            presenters.queue_rows(group.summaries, workers=group.workers),
             matching.get(group.name, 0),
         )
         for group in groups
@@ -225,7 +226,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "sections": sections,
         "several": several,
         # No scale to state when no row on the page has a per-minute series.
-        "spark_scale": charts.scale_words(top) if drawn else "",
+        "drawn": drawn,
         "states": states.STATES,
     }
     template = "dashboard/_overview_list.html" if _is_htmx(request) else "dashboard/overview.html"

@@ -8,6 +8,10 @@
           (hash: cursor, running totals, last backlog sample)
   KEYS[2] the minute's hash "...:m:<minute>"
   KEYS[3] the hour's hash "...:h:<hour>" (the hour holding that minute)
+  KEYS[4] the queue's recent minutes "...:recent" (string: ARGV[7] slots of
+          three big-endian unsigned 32-bit integers, the minute, its
+          completed and its failed, the minute m in slot m mod ARGV[7]); the
+          overview reads a queue's last half hour from it with one GET
 
   ARGV[1] the cursor this write starts from: the stream id the collector
           read after ("" when the queue was never collected)
@@ -19,10 +23,15 @@
           hour and the totals; "max" raises the minute's and the hour's
           field to n when it is larger; "set" overwrites the field in the
           minute, the hour and the state (a gauge such as the backlog)
+  ARGV[6] the minute (ms since the epoch // 60,000)
+  ARGV[7] slots in KEYS[4] (minutes it keeps)
+  ARGV[8] when KEYS[4] expires (ms since the epoch, PEXPIREAT): once every
+          slot is older than the overview's window
 
   Returns: 1 recorded; 0 the state's cursor is not ARGV[1] (another collector
   recorded since this one read: nothing is written, the caller has lost its
-  lease); 2 one of the three keys is not a hash (nothing is written).
+  lease); 2 one of the hashes is not a hash, or KEYS[4] not a string
+  (nothing is written).
 
   Memory: refused when Redis is over maxmemory (no allow-oom flag): history is
   worth less than the workers' own writes.
@@ -30,9 +39,9 @@
   Events: none.
 ]]
 
-for i = 1, 3 do
+for i = 1, 4 do
   local kind = redis.call("TYPE", KEYS[i])["ok"]
-  if kind ~= "hash" and kind ~= "none" then
+  if kind ~= (i == 4 and "string" or "hash") and kind ~= "none" then
     return 2
   end
 end
@@ -67,4 +76,22 @@ end
 if redis.call("EXISTS", KEYS[3]) == 1 then
   redis.call("PEXPIREAT", KEYS[3], ARGV[4])
 end
+
+-- Every batch marks its minute in the recent minutes, a backlog sample too
+-- (one every 10 s): a slot holding its minute says the collector covered it,
+-- so the reader tells "nothing finished" from "nobody was counting". A slot
+-- holding a later minute (a batch of a minute older than the window) is left.
+local minute = tonumber(ARGV[6])
+local at = (minute % tonumber(ARGV[7])) * 3
+local added = batch["add"] or {}
+local completed, failed = tonumber(added["c"]) or 0, tonumber(added["f"]) or 0
+local held = redis.call("BITFIELD", KEYS[4], "GET", "u32", "#" .. at)[1]
+if held == minute then
+  redis.call("BITFIELD", KEYS[4], "OVERFLOW", "SAT",
+    "INCRBY", "u32", "#" .. (at + 1), completed, "INCRBY", "u32", "#" .. (at + 2), failed)
+elseif held < minute then
+  redis.call("BITFIELD", KEYS[4], "SET", "u32", "#" .. at, minute,
+    "SET", "u32", "#" .. (at + 1), completed, "SET", "u32", "#" .. (at + 2), failed)
+end
+redis.call("PEXPIREAT", KEYS[4], ARGV[8])
 return 1
