@@ -11,6 +11,13 @@ errors, three attempts), 3% (payments: declined cards), 5% (thumbnails:
 corrupt images) and 1% (reports): none of them reaches FAILING_RATE, and a
 doubling that stays under it must also gain RISING_GAIN, which the demo's
 noise does not (thumbnails' 5% moves by about one point over 600 jobs).
+
+Before any of that: jobs ready, the queue not paused and no worker in the
+server's client list is "no workers" at once (issue 21: it waited five
+minutes after the last finished job, and for no job left active). Where the
+server refuses ``CLIENT LIST``, only the five-minute rule says anything
+(:func:`looks_stuck`). Workers that leave their connections unnamed cannot
+be seen, and read as none.
 """
 
 from __future__ import annotations
@@ -130,6 +137,9 @@ def wants_workers(summary: QueueSummary) -> bool:
     return not summary.paused and any(map(summary.counts.__getitem__, READY))
 
 
+_DAY_MS = 86_400_000
+
+
 @dataclass(frozen=True, slots=True)
 class Workers:
     """A queue's workers as ``CLIENT LIST`` shows them (queues.read.workers),
@@ -146,11 +156,15 @@ def _workers_words(workers: int) -> str:
 def _when(at_ms: int, now_ms: int) -> str:
     """ "14 min ago (10:42 UTC)": how long first (how bad), then the clock an
     on-call person lines up with a deploy log ("Nov 30 10:42 UTC" another day)."""
-    moment = dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.UTC)
-    today = dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.UTC).date()
-    day = "" if moment.date() == today else f"{moment:%b} {moment.day} "
+    minute = at_ms // MINUTE_MS
+    day = ""
+    if at_ms // _DAY_MS != now_ms // _DAY_MS:
+        moment = dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.UTC)
+        day = f"{moment:%b} {moment.day} "
     ago = now_ms - at_ms
-    return f"{span(ago) + ' ago' if ago >= MINUTE_MS else 'just now'} ({day}{moment:%H:%M} UTC)"
+    # Arithmetic, not strftime, for the clock: a page may hold 100 of these.
+    clock = f"{day}{minute // 60 % 24:02d}:{minute % 60:02d} UTC"
+    return f"{span(ago) + ' ago' if ago >= MINUTE_MS else 'just now'} ({clock})"
 
 
 def _since_words(last: LastFinished | None, now_ms: int) -> str:

@@ -246,3 +246,9 @@ def test_failures_are_grouped_and_followed_on_the_cluster(cluster: Redis, queue:
     after = error_groups(cluster, ref)
     assert (after.indexed, after.failed) == (599, 599)
     assert {g.text: g.count for g in after.groups}["timeout after <n> ms on job <n>"] == 399
+
+
+def test_when_the_newest_kept_jobs_finished_is_read_across_the_nodes(cluster: Redis) -> None:
+    from tests.test_read_model import assert_last_finished, seed_last_finished
+
+    assert_last_finished(cluster, seed_last_finished(cluster, prefix="q"))

@@ -251,27 +251,33 @@ class LastFinished:
         return max(known) if known else None
 
 
-def _top_score(reply: Any) -> int | None:
-    """The score of a ZRANGE WITHSCORES of one member (None: no member, or a
-    score no finishedOn can be, such as another writer's inf)."""
-    if not reply:
+def _finished_on(score: Any) -> int | None:
+    """A finished set's score as ms (None: no member, or a score no
+    finishedOn can be, such as another writer's inf or garbage)."""
+    try:
+        value = float(score)
+    except (TypeError, ValueError):
         return None
-    score = reply[0][1]
-    return int(score) if isinstance(score, float) and math.isfinite(score) else None
+    return int(value) if math.isfinite(value) else None
 
 
 def last_finished(client: Redis, refs: Sequence[QueueRef]) -> dict[QueueRef, LastFinished]:
     """Each queue's :class:`LastFinished`: one round trip, two O(log n) reads
-    a queue (the health rule asks it for the queues without a worker only)."""
+    a queue (the health rule asks it for the queues without a worker only):
+    one script call on a single Redis (priv/scripts/lastFinished-0.lua); on a
+    cluster, where the queues' keys sit on several nodes, a pipeline."""
     if not refs:
         return {}
-    pipe = client.pipeline(transaction=False)
-    for ref in refs:
-        pipe.zrange(ref.keys.completed, -1, -1, withscores=True)
-        pipe.zrange(ref.keys.failed, -1, -1, withscores=True)
-    answered = replies(pipe)
+    if not is_cluster(client):
+        scores = list(scripts.run(client, reads.last_finished([ref.keys for ref in refs])))
+    else:
+        pipe = client.pipeline(transaction=False)
+        for ref in refs:
+            pipe.zrange(ref.keys.completed, -1, -1, withscores=True)
+            pipe.zrange(ref.keys.failed, -1, -1, withscores=True)
+        scores = [reply[0][1] if reply else None for reply in replies(pipe)]
     return {
-        ref: LastFinished(_top_score(answered[2 * n]), _top_score(answered[2 * n + 1]))
+        ref: LastFinished(_finished_on(scores[2 * n]), _finished_on(scores[2 * n + 1]))
         for n, ref in enumerate(refs)
     }
 
