@@ -112,22 +112,20 @@ def _spark_xs(count: int, slots: int) -> tuple[str, ...]:
 
 
 # A row without a series: its workers keep no BullMQ metrics (an option they
-# leave off unless told). "no metrics" read as a fault of the queue; the words
-# say whose option it is, the title how to get a line. The overview does not
-# draw such a row from the dashboard's own history, as the queue page's chart
-# does: 31 minutes of 100 queues cost about 15 ms a page (1,000-queue overview
-# p50 37-40 ms against 20-25 ms, bench/dashboard.py without metrics, stop 21),
-# most of that page's 40 ms budget (priv/scripts/historyMinutes-0.lua).
+# leave off unless told) and no collector keeps the dashboard's history of it
+# current (queues.read.history.with_recent_series draws it otherwise). "no
+# metrics" read as a fault of the queue; the words say whose option it is,
+# the title how to get a line.
 NO_SERIES = mark_safe(
     '<span class="muted no-series" title="No per-minute line: the workers of this queue keep no'
-    " metrics (BullMQ's metrics worker option, off by default). The queue's own page charts"
-    " the jobs it finished from the dashboard's history where a dashboard process collects it"
-    ' (ECHOMQ_HISTORY_COLLECTOR)">workers keep no metrics</span>'
+    " metrics (BullMQ's metrics worker option, off by default), and no dashboard process keeps"
+    " its history current (ECHOMQ_HISTORY_COLLECTOR), which would draw it"
+    '">workers keep no metrics</span>'
 )
 
 
 # A row drawn from the dashboard's history, not the workers' metrics: said on hover.
-_FROM_EVENTS = "; counted from the events by the dashboard (the workers keep no metrics)"
+_FROM_EVENTS = "; from the dashboard's history"
 
 
 def sparkline_svg(
@@ -135,7 +133,7 @@ def sparkline_svg(
     failed: Sequence[int],
     slots: int,
     *,
-    newest_minute_ms: int,
+    newest_minute: int,
     counted_from_events: bool = False,
 ) -> SafeString:
     """The overview's inline chart: completed per minute above the middle line,
@@ -143,8 +141,9 @@ def sparkline_svg(
     the row's own scale (half_scales: the busiest queue and the quietest both
     fill their row; the rate beside it says how busy). The minutes' exact
     figures ride in data attributes, which static/dashboard/chart.js reads
-    out under the pointer (``newest_minute_ms``: the last one's start). No
-    script needed to see it."""
+    out under the pointer (``newest_minute``: the last one, ms // 60,000;
+    the slots are said once, on the rows' tbody). No script needed to see it.
+    A page of 100 rows must stay under 300 KB: the words are short."""
     minutes = max(len(completed), len(failed))
     if not minutes:
         return NO_SERIES
@@ -152,14 +151,13 @@ def sparkline_svg(
     # Only digits, commas and fixed words below: nothing to escape.
     summary = (
         f"{thousands(sum(completed))} completed, {failures(sum(failed))} in the last"
-        f" {minutes} min; full height {thousands(top_completed)}/min above the line,"
-        f" {thousands(top_failed)}/min below{_FROM_EVENTS if counted_from_events else ''}"
+        f" {minutes} min; full height {thousands(top_completed)}/min up,"
+        f" {thousands(top_failed)}/min down{_FROM_EVENTS if counted_from_events else ''}"
     )
     size = f'viewBox="0 -1 {SPARK_WIDTH} {2 * SPARK_HALF + 2}" width="{SPARK_WIDTH}"'
     series = (
         f'data-completed="{",".join(map(str, completed))}"'
-        f' data-failed="{",".join(map(str, failed))}" data-newest="{newest_minute_ms}"'
-        f' data-slots="{slots}"'
+        f' data-failed="{",".join(map(str, failed))}" data-newest="{newest_minute}"'
     )
     return mark_safe(  # noqa: S308 - numbers and fixed text only
         f'<svg class="sparkline" {size} height="{2 * SPARK_HALF + 2}" role="img" {series}'

@@ -233,7 +233,7 @@ def queue_rows(
                     summary.completed_per_minute,
                     summary.failed_per_minute,
                     slots,
-                    newest_minute_ms=(summary.read_at_ms // MINUTE_MS - 1) * MINUTE_MS,
+                    newest_minute=summary.read_at_ms // MINUTE_MS - 1,
                     counted_from_events=summary.counted_from_events,
                 ),
                 health=queue_health(summary, None if workers is None else workers.get(summary.ref)),

@@ -227,6 +227,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "several": several,
         # No scale to state when no row on the page has a per-minute series.
         "drawn": drawn,
+        "spark_slots": counts.METRICS_POINTS,  # the minutes a sparkline's width stands for
         "states": states.STATES,
     }
     template = "dashboard/_overview_list.html" if _is_htmx(request) else "dashboard/overview.html"

@@ -745,3 +745,8 @@ def test_a_recent_minutes_key_of_another_type_refuses_the_batch_and_writes_nothi
         record(redis_client, REF, "", one)
     assert not redis_client.exists(keys.state, keys.minute(minute), keys.hour(minute // 60))
     assert redis_client.hgetall(keys.recent) == {b"someone": b"else's"}
+
+
+def test_recent_minutes_of_another_type_read_as_none(redis_client: Redis) -> None:
+    redis_client.hset(HistoryKeys(REF.name, REF.prefix).recent, "someone", "else's")
+    assert _overview_row(redis_client, int(time.time() * 1000)).completed_per_minute == []

@@ -153,18 +153,18 @@ def test_each_overview_row_is_drawn_on_its_own_scale_with_its_minutes_exact_on_h
     # The one failure among thousands is drawn, 2 px below the line (200/min full).
     assert points("big", "failed")[-2][1] == 13.0
     assert (
-        'aria-label="3,610 completed, 1 failure in the last 5 min; full height 2,000/min above'
-        ' the line, 200/min below"'
+        'aria-label="3,610 completed, 1 failure in the last 5 min; full height 2,000/min up,'
+        ' 200/min down"'
     ) in row(html, "big")
-    assert "45 completed, 6 failures in the last 3 min; full height 20/min above the line," in (
+    assert "45 completed, 6 failures in the last 3 min; full height 20/min up, 2/min down" in (
         row(html, "small")
     )
     # Each minute's exact figures ride along for the readout under the pointer.
-    newest = (now // MINUTE_MS - 1) * MINUTE_MS
+    newest = now // MINUTE_MS - 1
     assert (
         f'data-completed="7,3,1500,900,1200" data-failed="0,0,0,0,1" data-newest="{newest}"'
-        ' data-slots="30"'
     ) in row(html, "big")
+    assert '<tbody id="queue-rows" data-spark-slots="30">' in html
     assert re.search(
         r'title="latest full minute: 1,200 completed, 1 failure">1.2k/min<', row(html, "big")
     )
@@ -355,8 +355,8 @@ def test_the_overview_draws_rows_without_metrics_from_one_history_key_each_in_on
     spark = row(html, "emails")
     assert '<svg class="sparkline"' in spark
     assert (
-        "5 completed, 2 failures in the last 3 min; full height 5/min above the line, 2/min"
-        " below; counted from the events by the dashboard (the workers keep no metrics)"
+        "5 completed, 2 failures in the last 3 min; full height 5/min up, 2/min down;"
+        " from the dashboard's history\""
     ) in spark
     assert "workers keep no metrics</span>" not in spark
     read = [key for key in minutes if dashboard_redis.object("idletime", key) < 2]

@@ -29,7 +29,7 @@ from queues.keys import COLLECTOR_STATUS, HistoryKeys
 from queues.latency import LAST_BUCKET, percentile_ms
 from queues.read.counts import QueueSummary
 from queues.read.refs import QueueRef
-from queues.read.replies import read, replies
+from queues.read.replies import read
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,11 +271,13 @@ def with_recent_series(
     missing = [s for s in summaries if not s.completed_per_minute and not s.failed_per_minute]
     if not missing:
         return list(summaries)
-    pipe = client.pipeline(transaction=False)
-    for summary in missing:
-        pipe.get(HistoryKeys(summary.ref.name, summary.ref.prefix).recent)
+    keys = [HistoryKeys(summary.ref.name, summary.ref.prefix).recent for summary in missing]
+    # One MGET (a key of another type reads as nil); a cluster's keys sit in
+    # as many slots as queues, which redis-py's non-atomic MGET splits by node.
+    cluster: Any = client
+    packed: list[Any] = cluster.mget_nonatomic(keys) if is_cluster(client) else cluster.mget(keys)
     filled: dict[QueueRef, QueueSummary] = {}
-    for summary, raw in zip(missing, replies(pipe), strict=True):
+    for summary, raw in zip(missing, packed, strict=True):
         now = (summary.read_at_ms or int(time.time() * 1000)) // MINUTE_MS
         covered = recent_minutes(raw, now - minutes, now)
         if not covered or max(covered) < now - _CURRENT_MINUTES or min(covered) == now:

@@ -86,9 +86,9 @@
     }).observe(rows, {childList: true, subtree: true});
   }
 
-  // A sparkline's minutes: oldest first, the newest starting at data-newest
-  // (ms), drawn right-aligned in a width that stands for data-slots minutes
-  // (dashboard/charts.py sparkline_svg).
+  // A sparkline's minutes: oldest first, the newest being minute data-newest
+  // (ms // 60,000), drawn right-aligned in a width that stands for the rows'
+  // data-spark-slots minutes (dashboard/charts.py sparkline_svg).
   var SPARK_WIDTH = 90;
   function numbers(svg, name) {
     var text = svg.getAttribute(name) || "";
@@ -104,13 +104,15 @@
     var count = Math.max(completed.length, failed.length);
     var box = svg.getBoundingClientRect();
     if (!count || !box.width) return "";
-    var step = SPARK_WIDTH / Math.max(Number(svg.getAttribute("data-slots")) - 1, 1);
+    var slots = Number(rows.getAttribute("data-spark-slots"));
+    if (!slots) return "";
+    var step = SPARK_WIDTH / Math.max(slots - 1, 1);
     var x = (clientX - box.left) / box.width * SPARK_WIDTH;
     var back = Math.round((SPARK_WIDTH - x) / step);  // minutes before the newest
     if (back < 0) back = 0;
     if (back >= count) return "";  // left of the first minute drawn
     var index = count - 1 - back;
-    var at = Number(svg.getAttribute("data-newest")) - back * 60000;
+    var at = (Number(svg.getAttribute("data-newest")) - back) * 60000;
     // The minute, then the row's half hour and its scale (its accessible name).
     return utcMinute(at) + ": " + (completed[index] || 0).toLocaleString("en-US") + " completed, " +
       failuresWords(failed[index] || 0) + "\n" + (svg.getAttribute("aria-label") || "");

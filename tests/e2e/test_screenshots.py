@@ -281,10 +281,10 @@ def test_the_overview_reads_out_the_minute_under_the_pointer(
     box = spark.evaluate("e => ({width: e.getBoundingClientRect().width, height: 24})")
     tip = page.locator(".spark-tip")
     spark.hover(position={"x": box["width"] - 1, "y": box["height"] / 2})  # the newest minute
-    clock = time.strftime("%H:%M UTC", time.gmtime(newest / 1000))
+    clock = time.strftime("%H:%M UTC", time.gmtime(newest * 60))
     failures = f"{int(failed[-1]):,} failure" + ("" if failed[-1] == "1" else "s")
     expect(tip).to_be_visible()
     expect(tip).to_contain_text(f"{clock}: {int(completed[-1]):,} completed, {failures}")
-    expect(tip).to_contain_text(re.compile(r"in the last \d+ min; full height [\d,]+/min above"))
+    expect(tip).to_contain_text(re.compile(r"in the last \d+ min; full height [\d,]+/min up"))
     page.locator("h1").hover()
     expect(tip).to_be_hidden()
