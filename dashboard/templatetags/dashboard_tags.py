@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from dashboard import conf, connections, formatting, presenters, queue_urls
+from dashboard import action_bars, conf, connections, formatting, presenters, queue_urls
 from queues import codec
 from queues.job import Job
 from queues.read.failures import first_line
@@ -84,6 +84,12 @@ def job_url_prefix(ref: QueueRef) -> str:
 def live_socket_url() -> str:
     """The path of the live WebSocket, under the app's prefix (dashboard.live.routing)."""
     return reverse("dashboard:live")
+
+
+@register.simple_tag
+def handful() -> int:
+    """How many jobs a retry or promote moves without asking first (dashboard.js reads it)."""
+    return action_bars.HANDFUL
 
 
 @register.simple_tag

@@ -36,6 +36,8 @@
       form.querySelector("[data-count-exact]").textContent = fmt(count);
       form.querySelector("[data-search-scope]").textContent = found.beyond ? "the first" : "all";
       form.querySelector("button[type=submit]").disabled = found.running || found.acted || count === 0;
+      form.setAttribute("data-query", found.query);  // the confirmation names it
+      form.dispatchEvent(new CustomEvent("echomq:counted", {bubbles: true}));
     });
     part("cancel").hidden = !found.running;
   }

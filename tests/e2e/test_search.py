@@ -1,6 +1,6 @@
 """Searching a queue in a real Chromium against daphne: live progress, cancel,
-then retry what the search found (confirmed in the page's dialog with the
-count), with screenshots of the results in every look."""
+then retry what the search found (confirmed in the page's dialog naming the
+count, the queue and the search), with screenshots of the results in every look."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ QUEUE = "e2e-search"
 SHOTS = SHOTS_ROOT / "search"
 # Enough failed jobs that a search which matches nothing takes a few steps.
 BULK = 120_000
+# The jobs a search finds: more than a handful, so acting on them asks first.
+SPECIAL = 7
 
 
 def _progress(page: Page) -> str:
@@ -42,7 +44,7 @@ def _seed(redis_client: Redis) -> list[str]:
     keys = QueueKeys(QUEUE)
     seed_failed_bulk(redis_client, keys, BULK)
     queue = Queue(QUEUE, redis_client)
-    special = queue.add_bulk([("charge", {"card": f"c-{i}"}, None) for i in range(5)])
+    special = queue.add_bulk([("charge", {"card": f"c-{i}"}, None) for i in range(SPECIAL)])
     for job_id in special:
         queue.fail(job_id, "ECONNRESET from payments-gateway ✗")
     return special
@@ -66,7 +68,7 @@ def test_search_shows_live_progress_cancels_then_retries_what_it_found(
     page.locator("[data-search-cancel]").click()
     expect(progress).to_contain_text("Cancelled after searching")
     searched, total = _searched(_progress(page))
-    assert 0 < searched < total == BULK + 5
+    assert 0 < searched < total == BULK + SPECIAL
     # Cancelled means stopped: the count stays where it was.
     page.wait_for_timeout(600)
     assert _searched(_progress(page))[0] == searched
@@ -75,21 +77,22 @@ def test_search_shows_live_progress_cancels_then_retries_what_it_found(
     # The real search: the newest jobs match, so the first page shows at once.
     _search(page, "reason ~ econnreset")
     rows = page.locator("[data-search-rows] tr[data-job-id]")
-    expect(rows).to_have_count(5, timeout=5_000)
+    expect(rows).to_have_count(SPECIAL, timeout=5_000)
     expect(rows.first).to_contain_text("ECONNRESET from payments-gateway ✗")
     expect(progress).to_contain_text(
-        f"Searched {BULK + 5:,} of {BULK + 5:,} · 5 matching", timeout=60_000
+        f"Searched {BULK + SPECIAL:,} of {BULK + SPECIAL:,} · {SPECIAL} matching", timeout=60_000
     )
 
     confirms.manual()
-    retry = page.get_by_role("button", name="Retry all 5 matching…")
+    retry = page.get_by_role("button", name=f"Retry all {SPECIAL} matching…")
     expect(retry).to_be_enabled()
     retry.click()
     dialog = page.locator(CONFIRM_DIALOG)
-    expect(dialog).to_contain_text("Retry 5 jobs found by this search?")
+    expect(dialog.locator("h2")).to_have_text(f"Retry {SPECIAL} jobs of {QUEUE}?")
+    expect(dialog).to_contain_text("They matched the search “reason ~ econnreset”")
     dialog.locator("[data-confirm-ok]").click()
     message = page.locator("[data-search-message]")
-    expect(message).to_contain_text("5 of 5 jobs retried")
+    expect(message).to_contain_text(f"{SPECIAL} of {SPECIAL} jobs retried")
     expect(retry).to_be_disabled()
     # Greyed out now: the message beside it says why, and describes it.
     expect(retry).to_have_accessible_description(re.compile(r"Search again to see where"))
@@ -113,7 +116,7 @@ def test_search_results_read_well_in_every_look(
             wait_live(page)
             _search(page, "reason ~ econnreset")
             expect(page.locator("[data-search-progress]")).to_contain_text(
-                "· 5 matching", timeout=60_000
+                f"· {SPECIAL} matching", timeout=60_000
             )
             expect(page.locator("[data-search-progress]")).to_contain_text(
                 "Searched ", timeout=60_000
