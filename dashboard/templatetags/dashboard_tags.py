@@ -63,9 +63,13 @@ def job_url(ref: QueueRef, job_id: str) -> str:
 
 
 @register.simple_tag
-def job_table_head(state: str, selectable: bool = False, time_heading: str = "") -> SafeString:
+def job_table_head(
+    state: str, selectable: bool = False, time_heading: str = "", found: bool = False
+) -> SafeString:
     """The head of a table of job rows (presenters.job_table_head_html)."""
-    return presenters.job_table_head_html(state, selectable=selectable, time_heading=time_heading)
+    return presenters.job_table_head_html(
+        state, selectable=selectable, time_heading=time_heading, found=found
+    )
 
 
 @register.simple_tag
