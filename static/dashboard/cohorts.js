@@ -11,7 +11,9 @@
 // scroll, the focus in it), a changed answer waits (the heading says so) and
 // goes in when that ends; an answer that would change the panel's height (a
 // cohort or a line more or less) also waits while the jobs table below it is
-// in use, so no row jumps away.
+// in use, so no row jumps away. On a narrow screen the panel is folded to its
+// heading and one line (details[data-cohorts-fold]) until the person opens
+// it; what they chose is kept across updates.
 (function () {
   "use strict";
 
@@ -29,6 +31,8 @@
   var timer = null;
 
   var table = document.getElementById("job-table");
+  var narrow = window.matchMedia("(max-width: 700px)");
+  var chosenOpen = null;  // the person's own open or close, once they made one
   var panelHold = window.echomqHold(panel, release);
   var tableHold = table ? window.echomqHold(table, release) : null;
 
@@ -53,6 +57,8 @@
     shown = html;
     panel.innerHTML = html;
     panel.hidden = html === "";
+    var fold = panel.querySelector("details[data-cohorts-fold]");
+    if (fold) fold.open = chosenOpen !== null ? chosenOpen : !narrow.matches;
   }
 
   function take(html) {
@@ -96,6 +102,11 @@
     timer = setTimeout(ask, Math.max(0, lastAsked + gap - Date.now()));
   }
 
+  // A click on the fold's heading (a tap, or Enter on it) is the person's choice.
+  panel.addEventListener("click", function (event) {
+    var heading = event.target.closest && event.target.closest("details[data-cohorts-fold] > summary");
+    if (heading) chosenOpen = !heading.parentElement.open;
+  });
   document.addEventListener("echomq:queue-moved", function (event) {
     if (queue && event.detail && event.detail.queue !== queue) return;
     wanted = true;
