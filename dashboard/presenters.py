@@ -153,6 +153,13 @@ class CountCell:
     url: str
 
 
+# What an overview row's dot means, said on hover and in the legend beside
+# the heading (templates/dashboard/overview.html): live.js pulses it when the
+# queue's events arrive.
+LIVE_DOT_MEANING = "pulses as events arrive"
+_LIVE_DOT = html.escape(LIVE_DOT_MEANING.capitalize())
+
+
 @dataclass(slots=True)
 class QueueRow:
     summary: QueueSummary
@@ -182,7 +189,8 @@ class QueueRow:
         return SafeString(
             f'<tr data-queue="{html.escape(ref.address)}" class="{self.health.css}">\n'
             f'  <th scope="row">\n'
-            f'    <span class="live-dot" data-live-dot aria-hidden="true"></span>\n'
+            f'    <span class="live-dot" data-live-dot aria-hidden="true"'
+            f' title="{_LIVE_DOT}"></span>\n'
             f'    <a href="{html.escape(self.url)}" class="queue-name" title="{qualified}">'
             f"{html.escape(ref.name)}</a>\n"
             f'    <span class="muted prefix">{html.escape(ref.prefix)}</span>\n'

@@ -97,6 +97,12 @@ def handful() -> int:
 
 
 @register.simple_tag
+def live_dot_meaning() -> str:
+    """What an overview row's dot does, for the legend (its title says the same)."""
+    return presenters.LIVE_DOT_MEANING
+
+
+@register.simple_tag
 def login_url() -> str:
     return resolve_url(settings.LOGIN_URL)
 
