@@ -121,3 +121,24 @@ def test_how_the_flow_tree_looks(
             page.screenshot(path=SHOTS / f"job-page-{look}.png", full_page=True)
         finally:
             context.close()
+
+
+def test_the_flow_comes_after_the_jobs_own_story_and_before_its_long_blocks(
+    page: Page, redis_client: Redis
+) -> None:
+    """It sat at the bottom of a long job page, below the data, the options and
+    the logs: the parent a job holds up and the children it waits for say why
+    it is where it is, so they come right after its failure and timeline."""
+    root = three_levels(redis_client)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(job_path(root.children[0]))
+
+    def top(selector: str) -> float:
+        box = page.locator(selector).bounding_box()
+        assert box is not None, selector
+        return float(box["y"])
+
+    flow = top("#job-flow")
+    assert top('[data-block="timeline"]') < flow
+    for below in ('[data-block="data"]', '[data-block="options"]', '[data-block="logs"]'):
+        assert flow < top(below), f"the flow is below {below}"
