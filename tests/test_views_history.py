@@ -14,7 +14,7 @@ from redis import Redis
 from dashboard.models import AuditEntry
 from queues.collector import HistoryCollector
 from queues.connection import connect
-from queues.keys import COLLECTOR_STATUS
+from queues.keys import COLLECTOR_STATUS, HistoryKeys
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from tests.history_helpers import collect_until_read, job_events, write_events
@@ -193,3 +193,21 @@ def test_the_last_hour_is_read_once_for_every_viewer_within_its_cache_time(
     cache.clear()  # its time is up
     viewer.get("/history/last-hour/")
     assert minute_reads() > read
+
+
+def test_a_queue_whose_history_key_is_broken_says_its_history_stopped_and_why(
+    dashboard_redis: Redis, redis_url: str, client_as: Callable[[str | None], Any]
+) -> None:
+    """The probe's ``SET 'echomq:history:{bull:cq1}:state' x``: the chart
+    names the key to repair, above what was recorded before."""
+    Queue(REF.name, dashboard_redis).add("n")
+    state = HistoryKeys(REF.name, REF.prefix).state
+    dashboard_redis.set(state, "x")
+    collect_until_read(HistoryCollector(connect(redis_url), lambda: [REF], name="t"))
+    html = client_as("viewer").get(URL, {"range": "1h"}).content.decode()
+    (note,) = re.findall(r"<p [^>]*data-history-stopped>([^<]*)</p>", html)
+    assert note == (
+        f"The history of this queue stopped: its key {state} holds a string. Repair or delete"
+        " that key in Redis (deleting the state key starts this queue's history over): it"
+        " resumes within seconds. Other queues' history goes on."
+    )

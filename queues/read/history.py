@@ -22,7 +22,7 @@ from queues import codec, scripts
 from queues.collector import HOUR_MS, MINUTE_MS
 from queues.commands import reads
 from queues.connection import is_cluster
-from queues.keys import COLLECTOR_STATUS, HistoryKeys
+from queues.keys import COLLECTOR_STATUS, HistoryKeys, stopped_history_field
 from queues.latency import LAST_BUCKET, percentile_ms
 from queues.read.counts import QueueSummary
 from queues.read.refs import QueueRef
@@ -171,6 +171,9 @@ class History:
     range: HistoryRange
     points: list[Point]  # oldest first, one per step, the last one the current step
     read_at_ms: int
+    # Why the collector stopped this queue's history ("" when it did not):
+    # one of its history keys is broken (queues/collector_report.py).
+    stopped: str = ""
 
     @property
     def recorded_anything(self) -> bool:
@@ -183,6 +186,7 @@ class History:
             "range": self.range.name,
             "step_ms": self.range.step_ms,
             "read_at_ms": self.read_at_ms,
+            "stopped": self.stopped or None,
             "points": [point.as_json() for point in self.points],
         }
 
@@ -191,14 +195,16 @@ def _key(keys: HistoryKeys, step_ms: int, index: int) -> str:
     return keys.minute(index) if step_ms == MINUTE_MS else keys.hour(index)
 
 
+def _figures(reply: Any) -> Figures:
+    """A minute's or hour's HGETALL (empty for a missing or foreign key)."""
+    return Figures.from_hash(reply) if isinstance(reply, dict) else Figures()
+
+
 def _read(client: Redis, wanted: Sequence[str]) -> list[Figures]:
     pipe = client.pipeline(transaction=False)
     for key in wanted:
         pipe.hgetall(key)
-    return [
-        Figures.from_hash(reply) if isinstance(reply, dict) else Figures()
-        for reply in pipe.execute(raise_on_error=False)
-    ]
+    return [_figures(reply) for reply in pipe.execute(raise_on_error=False)]
 
 
 def history(client: Redis, ref: QueueRef, range_name: str, now_ms: int | None = None) -> History:
@@ -208,9 +214,18 @@ def history(client: Redis, ref: QueueRef, range_name: str, now_ms: int | None = 
     last = now // chosen.step_ms
     indexes = range(last - chosen.points + 1, last + 1)
     keys = HistoryKeys(ref.name, ref.prefix)
-    figures = _read(client, [_key(keys, chosen.step_ms, index) for index in indexes])
-    points = [Point(index * chosen.step_ms, f) for index, f in zip(indexes, figures, strict=True)]
-    return History(ref, chosen, points, now)
+    pipe = client.pipeline(transaction=False)
+    for index in indexes:
+        pipe.hgetall(_key(keys, chosen.step_ms, index))
+    # In the same round trip: whether the collector stopped this history.
+    pipe.hget(COLLECTOR_STATUS, stopped_history_field(ref.qualified))
+    *replies, stopped = pipe.execute(raise_on_error=False)
+    points = [
+        Point(index * chosen.step_ms, _figures(reply))
+        for index, reply in zip(indexes, replies, strict=True)
+    ]
+    why = codec.text(stopped) if isinstance(stopped, bytes | str) else ""
+    return History(ref, chosen, points, now, stopped=why or "")
 
 
 def fitted(read: History) -> History:
@@ -319,6 +334,16 @@ class Totals:
 
     figures: Figures
     cursor: str  # the last event read ("" when never collected)
+
+
+def stopped_histories(client: Redis, refs: Sequence[QueueRef]) -> dict[QueueRef, str]:
+    """The queues of ``refs`` whose history the collector stopped, and why (a
+    key of it is broken: queues/collector_report.py). One HMGET."""
+    if not refs:
+        return {}
+    fields = [stopped_history_field(ref.qualified) for ref in refs]
+    said = read(client.hmget, COLLECTOR_STATUS, fields)
+    return {ref: codec.text(why) or "" for ref, why in zip(refs, said, strict=False) if why}
 
 
 def totals(client: Redis, refs: Sequence[QueueRef]) -> dict[QueueRef, Totals]:
