@@ -123,6 +123,10 @@ def test_how_the_flow_tree_looks(
             context.close()
 
 
+# The long blocks of a job page.
+BELOW = ('[data-block="data"]', '[data-block="options"]', '[data-block="logs"]')
+
+
 def test_the_flow_comes_after_the_jobs_own_story_and_before_its_long_blocks(
     page: Page, redis_client: Redis
 ) -> None:
@@ -133,12 +137,16 @@ def test_the_flow_comes_after_the_jobs_own_story_and_before_its_long_blocks(
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(job_path(root.children[0]))
 
-    def top(selector: str) -> float:
-        box = page.locator(selector).bounding_box()
-        assert box is not None, selector
-        return float(box["y"])
-
-    flow = top("#job-flow")
-    assert top('[data-block="timeline"]') < flow
-    for below in ('[data-block="data"]', '[data-block="options"]', '[data-block="logs"]'):
-        assert flow < top(below), f"the flow is below {below}"
+    # Read in one go: a live refresh may swap a block between two separate reads.
+    tops = page.evaluate(
+        """(selectors) => selectors.map((s) => {
+          const el = document.querySelector(s);
+          return el ? el.getBoundingClientRect().top : null;
+        })""",
+        ["#job-flow", '[data-block="timeline"]', *BELOW],
+    )
+    assert None not in tops, tops
+    flow, timeline, *below = tops
+    assert timeline < flow
+    for selector, top in zip(BELOW, below, strict=True):
+        assert flow < top, f"the flow is below {selector}"
