@@ -72,8 +72,9 @@ def test_the_page_shows_each_group_with_count_times_sample_and_stack(
     assert "UTC" in row  # the exact time on hover
     assert "timeout after 30007 ms on job 91" in row  # the newest as the sample
     assert "at send (mailer.js:12:3)" in row
-    assert 'data-confirm="Retry 7 failed jobs of this group?' in row
-    assert 'data-confirm="Remove 7 failed jobs of this group?' in row
+    assert 'data-jobs="7" data-confirm-many' in row  # asks: more than a handful
+    assert 'data-confirm="Retry 7 failed jobs of emails with this error?' in row
+    assert 'data-confirm="Remove 7 failed jobs of emails with this error?' in row
     assert f'href="{PAGE}?group={TIMEOUT}"' in row
     users = _row(html, group_key("user <str> not found"))
     assert 'data-group-count="2"' in users

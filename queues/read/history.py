@@ -146,6 +146,12 @@ class Point:
     start_ms: int
     figures: Figures
 
+    @property
+    def recorded(self) -> bool:
+        """Whether the step holds a figure (a finished job, a time, a backlog sample)."""
+        f = self.figures
+        return bool(f.completed or f.failed or f.wait.count or f.run.count or f.backlog is not None)
+
     def as_json(self) -> dict[str, Any]:
         f = self.figures
         return {
@@ -172,10 +178,7 @@ class History:
     @property
     def recorded_anything(self) -> bool:
         """Whether any step holds a figure (a finished job, a time, a backlog sample)."""
-        return any(
-            f.completed or f.failed or f.wait.count or f.run.count or f.backlog is not None
-            for f in (point.figures for point in self.points)
-        )
+        return any(point.recorded for point in self.points)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -223,6 +226,29 @@ def history(client: Redis, ref: QueueRef, range_name: str, now_ms: int | None = 
     ]
     why = codec.text(stopped) if isinstance(stopped, bytes | str) else ""
     return History(ref, chosen, points, now, stopped=why or "")
+
+
+def fitted(read: History) -> History:
+    """``read`` narrowed to the shortest range of the same step that still
+    holds every step recorded: a queue whose history began 20 minutes ago is
+    drawn over the last hour, not as a sliver at the right edge of 24 hours.
+    The narrower range's steps are the last ones of ``read``: nothing is read
+    again. A read with nothing recorded stays as it is."""
+    first = next((n for n, point in enumerate(read.points) if point.recorded), None)
+    if first is None:
+        return read
+    span = len(read.points) - first
+    narrower = sorted(
+        (
+            candidate
+            for candidate in RANGES.values()
+            if candidate.step_ms == read.range.step_ms and span <= candidate.points
+        ),
+        key=lambda candidate: candidate.points,
+    )
+    if not narrower or narrower[0].points >= len(read.points):
+        return read
+    return History(read.ref, narrower[0], read.points[-narrower[0].points :], read.read_at_ms)
 
 
 def with_history_series(

@@ -132,6 +132,42 @@ def test_the_24_hour_chart_shows_a_workload_reads_out_slots_and_marks_actions(
     client.close()
 
 
+def test_a_history_that_began_minutes_ago_fills_the_chart_instead_of_its_right_edge(
+    page: Page, redis_url: str
+) -> None:
+    """The chart opened on 24 hours: a queue collected for 20 minutes was a
+    sliver of bars squeezed against the right edge. It opens on the range
+    that holds the data; the others are a click away."""
+    ref = QueueRef("bull", "e2e-history-new")
+    client = connect(redis_url)
+    now = int(time.time() * 1000)
+    events = []
+    for minute in range(20, 0, -1):
+        for n in range(3):
+            start = now - minute * 60_000 + n * 1000
+            events += job_events(f"m{minute}-{n}", start, 150, 40, ok=n != 0 or minute % 4)
+    write_events(client, ref, events)
+    Queue(ref.name, client).add("waiting")
+    collect_until_read(HistoryCollector(connect(redis_url), lambda: [ref], name="e2e-new"))
+    client.close()
+
+    page.goto(f"/queues/bull/{ref.name}/?state=completed")
+    chart = page.locator(CHART)
+    expect(chart).to_have_attribute("data-range", "1h")
+    expect(chart.get_by_role("link", name="1h")).to_have_attribute("aria-current", "true")
+    svg = chart.locator("svg.chart").bounding_box()
+    bars = chart.locator("rect.bar-completed").evaluate_all(
+        "rs => rs.map(r => r.getBoundingClientRect().left)"
+    )
+    assert svg is not None
+    assert bars, "no bars drawn"
+    # 20 of the hour's 60 minutes: the bars take the right third, not the last 2%.
+    assert min(bars) < svg["x"] + svg["width"] * 0.75, (min(bars), svg)
+    chart.scroll_into_view_if_needed()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    chart.screenshot(path=SHOTS / "history-new-queue-light.png")
+
+
 def test_a_queue_whose_history_key_broke_names_it_above_its_chart(
     page: Page, redis_url: str, browser: Browser, dashboard_server: DashboardServer, auth_state: str
 ) -> None:
