@@ -181,6 +181,7 @@ def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) 
                 query,
                 cursor,
                 budget_ms=STEP_MS,
+                around=rows_wanted,
                 pacing=_PACING,
                 stopped=stop.is_set,
             )
@@ -205,6 +206,10 @@ def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) 
         "state": state,
         "hits": step.hits,
         "rows": [row.as_json() for row in rows],
+        # Why each row matched: its field's text around the match.
+        "found": {
+            row.job.id: step.found[row.job.id].as_json() for row in rows if row.job.id in step.found
+        },
         "searched": step.searched,
         "total": step.total,
         "unchecked": step.unchecked,
@@ -213,7 +218,9 @@ def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) 
     }
     if markup:
         page = JobPage(ref, state, 0, len(rows), len(rows), rows)
-        answer["rows_html"] = str(presenters.job_rows_html(page, selectable=False))
+        answer["rows_html"] = str(
+            presenters.job_rows_html(page, selectable=False, found=step.found)
+        )
     return JsonResponse(answer)
 
 
