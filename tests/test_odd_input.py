@@ -242,9 +242,11 @@ def test_a_score_no_clock_wrote_is_read_as_the_end_of_time_not_a_500(
     superuser: Client, dashboard_redis: Redis, score: float
 ) -> None:
     """Found by tests/test_fuzz_keyspace.py: int(inf) in the failed list, the
-    error groups and the overview's recent finishes."""
+    error groups and the overview's recent finishes, and the overview's "no
+    workers since" at 1e300."""
     seed_job(dashboard_redis, KEYS, "2", state="failed")
     seed_job(dashboard_redis, KEYS, "3", state="completed")
+    seed_job(dashboard_redis, KEYS, "4", state="wait")  # no workers: since the newest finish
     dashboard_redis.zadd(KEYS.failed, {"2": score})
     dashboard_redis.zadd(KEYS.completed, {"3": score})
     for url in ("/", PAGE + "?state=failed", PAGE + "?state=completed", PAGE + "errors/"):
@@ -256,7 +258,7 @@ def test_a_score_no_clock_wrote_is_read_as_the_end_of_time_not_a_500(
     (group,) = {group["key"] for group in groups["groups"]}
     body = json.dumps({"action": "retry", "group": group})
     assert _post_json(superuser, API + "errors/actions/", body).status_code == 200
-    assert Queue("odd", dashboard_redis).get_counts("failed", "wait") == {"failed": 0, "wait": 2}
+    assert Queue("odd", dashboard_redis).get_counts("failed", "wait") == {"failed": 0, "wait": 3}
 
 
 def test_a_failed_set_of_the_wrong_type_counts_as_empty_in_the_overview_sorted_by_failed(
