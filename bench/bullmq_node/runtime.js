@@ -6,7 +6,8 @@
 //   node runtime.js '{"phase": "process", "socket": "/tmp/r.sock", "jobs": 50000,
 //                     "concurrency": 100, "batch": 1000, "redisPid": 1234}'
 //
-// Prints one JSON line: wall seconds and Redis CPU seconds of the timed part.
+// Prints one JSON line: wall seconds, Redis CPU seconds and the calls per
+// command (INFO commandstats) of the timed part.
 "use strict";
 
 const fs = require("fs");
@@ -24,12 +25,26 @@ function redisCpu() {
   return (Number(fields[11]) + Number(fields[12])) / TICKS;
 }
 
-function mark() {
-  return { at: process.hrtime.bigint(), cpu: redisCpu() };
+// Calls per command so far (INFO commandstats), as the Python child reads them.
+async function commandCalls(client) {
+  const calls = {};
+  for (const line of (await client.info("commandstats")).split("\n")) {
+    const found = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
+    if (found) calls[found[1]] = Number(found[2]);
+  }
+  return calls;
+}
+
+async function mark(client) {
+  return { at: process.hrtime.bigint(), cpu: redisCpu(), calls: await commandCalls(client) };
 }
 
 function figures(start, end) {
-  return { wall: Number(end.at - start.at) / 1e9, redis_cpu: end.cpu - start.cpu };
+  const calls = {};
+  for (const [name, count] of Object.entries(end.calls)) {
+    calls[name] = count - (start.calls[name] || 0);
+  }
+  return { wall: Number(end.at - start.at) / 1e9, redis_cpu: end.cpu - start.cpu, calls };
 }
 
 async function addAll(queue) {
@@ -54,12 +69,12 @@ async function drained(queue) {
 
 async function main() {
   const queue = new Queue(QUEUE, { connection });
-  await queue.waitUntilReady();
+  const client = await queue.client;
   let result;
   if (args.phase === "add") {
-    const start = mark();
+    const start = await mark(client);
     await addAll(queue);
-    result = figures(start, mark());
+    result = figures(start, await mark(client));
   } else {
     await addAll(queue);
     let start = null;
@@ -67,13 +82,13 @@ async function main() {
     let lastTaken;
     const allTaken = new Promise((resolve) => { lastTaken = resolve; });
     const worker = new Worker(QUEUE, async () => {
-      if (start === null) start = mark();
+      if (start === null) start = await mark(client);
       seen += 1;
       if (seen === args.jobs) lastTaken();
     }, { connection, concurrency: args.concurrency });
     await allTaken;
     await drained(queue);
-    result = figures(start, mark());
+    result = figures(start, await mark(client));
     await worker.close();
   }
   await queue.close();

@@ -61,7 +61,6 @@
 --- @include "jobFields"
 --- @include "finishMetrics"
 --- @include "removeJobKeys"
---- @include "structureCheck"
 --- @include "takeNextJob"
 
 local queue = {
@@ -83,7 +82,8 @@ local keep_limit = tonumber(keep.limit) or 1000
 -- Reads first. Each answers a question the finish asks anyway and proves
 -- the type of the key it reads (wrongType.lua); a key written later that no
 -- read proves is probed. So every refusal comes before the first write.
-local problem, job = read_job(job_key, {"name", "timestamp", "atm", "parentKey", "parent", "deid"}, 2, 3)
+local problem, job = read_job(job_key, 2, 3, "name", "timestamp", "atm", "parentKey", "parent",
+  "deid")
 if problem == "missing" then
   return -1
 elseif problem then
@@ -131,21 +131,26 @@ else
   end
   queue.cap = cap_of(stored)
 end
--- The keys written below that no read above proves.
-local expected = {queue.events, "stream"}
-if keep_count ~= 0 then
-  expect(expected, finished_key, "zset")
+-- The keys written below that no read above proves, each by a read of its
+-- type: the events the finish emits, the finished set when the job stays,
+-- metrics when recorded, and, when no job is taken, what the drained check
+-- reads (plan_pickup proves them otherwise).
+local _, wrong = call_typed("stream", queue.events, "XLEN")
+if not wrong and keep_count ~= 0 then
+  _, wrong = call_typed("zset", finished_key, "ZCARD")
 end
-if record_points > 0 then
-  expect(expected, metrics_key, "hash")
-  expect(expected, metrics_key .. ":data", "list")
+if not wrong and record_points > 0 then
+  _, wrong = call_typed("hash", metrics_key, "HLEN")
+  if not wrong then
+    _, wrong = call_typed("list", metrics_key .. ":data", "LLEN")
+  end
 end
-if not fetch_next then
-  -- The drained check reads them (plan_pickup proves them otherwise).
-  expect(expected, queue.wait, "list")
-  expect(expected, queue.prioritized, "zset")
+if not wrong and not fetch_next then
+  _, wrong = call_typed("list", queue.wait, "LLEN")
+  if not wrong then
+    _, wrong = call_typed("zset", queue.prioritized, "ZCARD")
+  end
 end
-local wrong = structure_refusal(expected)
 if wrong then
   return wrong
 end
@@ -165,7 +170,9 @@ if stalled_mark == 1 then
   redis.call("SREM", stalled_key, job_id)
 end
 set_packed_fields(job_key, ARGV[9])
-release_dedup_id(queue.base, job[6], job_id)
+if job[6] then
+  rare().release_dedup_id(queue.base, job[6], job_id)
+end
 
 local flows = has_parent and rare()
 local parent = flows and flows.parent_of(job_key)

@@ -17,7 +17,7 @@ local function job_checker(numbers, counters, also)
   local last_number = 2 + #numbers
   local last_counter = last_number + #counters
   local check = function(job_key)
-    return read_job(job_key, names, last_number, last_counter)
+    return read_job(job_key, last_number, last_counter, unpack(names))
   end
   return check, at
 end

@@ -1,4 +1,5 @@
 --- @include "readyTarget"
+--- @include "dedupRelease"
 --- @include "structureCheck"
 --- @include "jobCheck"
 --- @include "parentRelease"

@@ -2,7 +2,6 @@
 --- @include "wrongType"
 --- @include "jobRead"
 --- @include "emitEvent"
---- @include "dedupRelease"
 --- @include "wakeWorkers"
 
 -- Taking the next job, shared by moveToActive and by moveToFinished when it
@@ -79,7 +78,7 @@ local function start_job(q, job_id, opts, now, max, duration, started, wake)
 end
 
 -- The rare paths' steps: the general pick-up, the probes it needs, a flow
--- parent's release. A script pays on every call for each function it
+-- parent's release, a deduplication key's release. A script pays on every call for each function it
 -- defines, and the common job needs none of these, so they are defined
 -- inside this function, on the first call that needs them. (An include
 -- inside a function defines its functions there; each fragment is inlined
@@ -94,16 +93,12 @@ local function rare()
         pickup_structures = pickup_structures, structure_refusal = structure_refusal,
         take_next_job = take_next_job, parent_of = parent_of,
         child_completed = child_completed, child_failed = child_failed,
-        child_removed = child_removed,
+        child_removed = child_removed, release_dedup_id = release_dedup_id,
       }
     end)()
   end
   return rare_steps
 end
-
--- The candidate's fields read by the plan: name and timestamp (every job
--- has one of them), the counters the start increments, the deferred failure.
-local CANDIDATE_FIELDS = {"name", "timestamp", "ats", "atm", "defa"}
 
 -- Reads only: what take_planned will do, or nil and the refusal to return
 -- when one of the keys it reads holds another type. `leaving` jobs (the
@@ -124,25 +119,29 @@ local function plan_pickup(q, opts, now, leaving, general, finishing)
   if wrong then
     return nil, wrong
   end
-  local plan = {cap = cap_of(meta[5])}
+  -- The plan is a table built once, at the end: filling it field by field
+  -- makes Lua grow it again and again, on every call.
+  local cap = cap_of(meta[5])
   local max, duration = as_number(meta[3]), as_number(meta[4])
   if not max and type(opts.limiter) == "table" then
     max, duration = as_number(opts.limiter.max), as_number(opts.limiter.duration)
   end
   -- PEXPIRE takes an integer: the duration is one, and no larger than 2^53.
-  if max and duration and max >= 1 and duration >= 1 and duration <= 2 ^ 53 then
-    plan.max, plan.duration = max, math.floor(duration)
+  if not (max and duration and max >= 1 and duration >= 1 and duration <= 2 ^ 53) then
+    max, duration = nil, nil
+  else
+    duration = math.floor(duration)
   end
   local concurrency = as_number(meta[2])
-  plan.may_take = not meta[1]
+  local may_take = not meta[1]
   -- A caller with a job leaving has proven active (it removes it first);
   -- otherwise the pick-up's first write would be the first to touch it.
-  if leaving == 0 or (plan.may_take and concurrency) then
+  if leaving == 0 or (may_take and concurrency) then
     local active, wrong_active = call_typed("list", q.active, "LLEN")
     if wrong_active then
       return nil, wrong_active
     end
-    plan.may_take = plan.may_take and (not concurrency or active - leaving < concurrency)
+    may_take = may_take and (not concurrency or active - leaving < concurrency)
   end
 
   local due, wrong_delayed = call_typed("zset", q.delayed, "ZRANGEBYSCORE", "0",
@@ -154,7 +153,7 @@ local function plan_pickup(q, opts, now, leaving, general, finishing)
   if wrong_wait then
     return nil, wrong_wait
   end
-  local head = {}
+  local head = tail
   if #tail < 2 then
     local wrong_prioritized
     head, wrong_prioritized = call_typed("zset", q.prioritized, "ZRANGE", "0", "1")
@@ -163,22 +162,25 @@ local function plan_pickup(q, opts, now, leaving, general, finishing)
     end
   end
   local job_id = tail[#tail] or head[1]
-  local problem, fields = nil, nil
-  if job_id and plan.may_take and not general and #due == 0
+  local fields = nil
+  if job_id and may_take and not general and #due == 0
       and string.sub(job_id, 1, 2) ~= "0:" and job_id ~= finishing then
-    problem, fields = read_job(q.base .. job_id, CANDIDATE_FIELDS, 2, 4)
+    -- Name and timestamp (every job has one), the counters the start
+    -- increments, the deferred failure.
+    local _
+    _, fields = read_job(q.base .. job_id, 2, 4, "name", "timestamp", "ats", "atm", "defa")
   end
-  if general or #due > 0 or (job_id and plan.may_take and (not fields or fields[5])) then
+  if general or #due > 0 or (job_id and may_take and (not fields or fields[5])) then
     local steps = rare()
     local refusal = steps.structure_refusal(steps.pickup_structures(q))
     if refusal then
       return nil, refusal
     end
-    plan.general = true
-    return plan
+    return {general = true, cap = cap, max = max, duration = duration, may_take = may_take}
   end
 
-  if plan.max then
+  local reset_limiter = false
+  if max then
     local used, wrong_limiter = call_typed("counter", q.limiter, "GET")
     if wrong_limiter then
       return nil, wrong_limiter
@@ -186,24 +188,21 @@ local function plan_pickup(q, opts, now, leaving, general, finishing)
     if used and not is_integer_text(used) then
       return nil, wrong_type_reply(q.limiter, "string that is not an integer", "counter")
     end
-    if (tonumber(used) or 0) >= plan.max then
+    if (tonumber(used) or 0) >= max then
       local ttl = redis.call("PTTL", q.limiter)
       if ttl > 0 then
-        plan.reply = {0, 0, ttl, 0, {}}
-        return plan
+        return {cap = cap, reply = {0, 0, ttl, 0, {}}}
       end
       -- Expiring right now, or a counter left without expiry: a new window.
-      plan.reset_limiter = true
+      reset_limiter = true
     end
   end
-  if not plan.may_take then
-    plan.reply = {0, 0, 0, 0, {}}
-    return plan
+  if not may_take then
+    return {cap = cap, reset_limiter = reset_limiter, reply = {0, 0, 0, 0, {}}}
   end
   if not job_id then
-    plan.reply = {0, 0, 0, next_delayed_due(q.delayed, now) or 0, {}}
-    plan.drop_pc = true
-    return plan
+    return {cap = cap, reset_limiter = reset_limiter, drop_pc = true,
+      reply = {0, 0, 0, next_delayed_due(q.delayed, now) or 0, {}}}
   end
   local marked, wrong_marker = call_typed("zset", q.marker, "ZSCORE", "0")
   if wrong_marker then
@@ -212,9 +211,9 @@ local function plan_pickup(q, opts, now, leaving, general, finishing)
   -- Another job stays ready after this one (at most two were read, from the
   -- tail of wait, then from the head of prioritized): leave the wake-up
   -- marker for the other workers, unless it is there.
-  plan.wake = #tail + #head >= 2 and not marked
-  plan.id, plan.from_wait, plan.started = job_id, #tail > 0, one_more(fields[3])
-  return plan
+  local others = #tail + (head == tail and 0 or #head) - 1
+  return {cap = cap, reset_limiter = reset_limiter, max = max, duration = duration, id = job_id,
+    from_wait = #tail > 0, started = one_more(fields[3]), wake = others > 0 and not marked}
 end
 
 -- The writes of a plan (see plan_pickup), after the caller's own. `now_text`
