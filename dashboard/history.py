@@ -39,6 +39,7 @@ from queues.read.history import (
     RANGES,
     Figures,
     collector_status,
+    fitted,
     history,
     recent,
 )
@@ -75,11 +76,14 @@ def range_links(ref: QueueRef, chosen: str) -> SafeString:
 def history_fragment(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    chosen = request.GET.get("range", DEFAULT_RANGE)
-    if chosen not in RANGES:
-        chosen = DEFAULT_RANGE
-    read = history(client, ref, chosen)
-    links = range_links(ref, chosen)
+    chosen = request.GET.get("range", "")
+    if chosen in RANGES:
+        read = history(client, ref, chosen)
+    else:
+        # No range asked (the page's first load): the default's span, narrowed
+        # to the data when it all lies in a shorter range.
+        read = fitted(history(client, ref, DEFAULT_RANGE))
+    links = range_links(ref, read.range.name)
     if not read.recorded_anything:  # the collector's status is read only then
         status = collector_status(client)
         if not status.is_current(read.read_at_ms):

@@ -315,7 +315,7 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         '<span class="chart-key"><span class="key key-wait"></span>wait</span>'
         '<span class="chart-key"><span class="key key-run"></span>run</span>'
         '<span class="chart-key"><span class="key key-backlog"></span>backlog</span>'
-        f"</figcaption>{svg}"
+        f"</figcaption>{stopped_note(history)}{svg}"
         f'<p class="chart-readout" data-chart-readout data-default="{readout}">{readout}</p>'
         f"{marker_list}</figure>"
     )
@@ -340,7 +340,21 @@ def history_missing(history: History, range_links: str, caught_up_ms: int | None
         f'<figure class="queue-chart history-chart no-series" data-history-chart'
         f' data-range="{history.range.name}">'
         f'<figcaption><span class="chart-title">History</span>{range_links}</figcaption>'
-        f'<p class="muted" data-history-missing>{why}</p></figure>'
+        f'{stopped_note(history)}<p class="muted" data-history-missing>{why}</p></figure>'
+    )
+
+
+def stopped_note(history: History) -> str:
+    """What the chart says above itself when the collector stopped this
+    queue's history (one of its keys is broken; queues/collector_report.py):
+    the figures end there, and the key to repair is named."""
+    if not history.stopped:
+        return ""
+    return (
+        '<p class="message message-warning" data-history-stopped>'
+        f"The history of this queue stopped: {escape(history.stopped)}. Repair or delete that"
+        " key in Redis (deleting the state key starts this queue's history over): it resumes"
+        " within seconds. Other queues' history goes on.</p>"
     )
 
 

@@ -33,6 +33,7 @@ from queues.read.job import JobDetail
 from queues.read.lists import JobPage
 from queues.read.progress import Progress
 from queues.read.refs import QueueRef
+from queues.read.search import FoundText
 from queues.read.states import LABELS, TAB, TABS
 
 # Words for every state a page names, and the events tab.
@@ -152,6 +153,13 @@ class CountCell:
     url: str
 
 
+# What an overview row's dot means, said on hover and in the legend beside
+# the heading (templates/dashboard/overview.html): live.js pulses it when the
+# queue's events arrive.
+LIVE_DOT_MEANING = "pulses as events arrive"
+_LIVE_DOT = html.escape(LIVE_DOT_MEANING.capitalize())
+
+
 @dataclass(slots=True)
 class QueueRow:
     summary: QueueSummary
@@ -181,7 +189,8 @@ class QueueRow:
         return SafeString(
             f'<tr data-queue="{html.escape(ref.address)}" class="{self.health.css}">\n'
             f'  <th scope="row">\n'
-            f'    <span class="live-dot" data-live-dot aria-hidden="true"></span>\n'
+            f'    <span class="live-dot" data-live-dot aria-hidden="true"'
+            f' title="{_LIVE_DOT}"></span>\n'
             f'    <a href="{html.escape(self.url)}" class="queue-name" title="{qualified}">'
             f"{html.escape(ref.name)}</a>\n"
             f'    <span class="muted prefix">{html.escape(ref.prefix)}</span>\n'
@@ -294,10 +303,13 @@ class JobRowView:
     running: SafeString
     reason: str
 
-    def html(self, *, selectable: bool, show_reason: bool) -> SafeString:
+    def html(
+        self, *, selectable: bool, show_reason: bool, found: SafeString | None = None
+    ) -> SafeString:
         """The row's <tr>. Built here rather than in a template: at 50 rows a
         page, Django's per-variable cost was most of the page's time. Every
-        value goes through format_html's escaping."""
+        value goes through format_html's escaping. ``found``: a search
+        result's last cell (:func:`found_cell_html`)."""
         check = (
             format_html(
                 '<td class="check"><input type="checkbox" name="ids" value="{}"'
@@ -326,7 +338,7 @@ class JobRowView:
             '<tr data-job-id="{}"{}>{}<td class="id"><a href="{}" title="{}">{}</a></td>'
             '<td class="name" title="{}">{}</td>'
             '<td class="when"><time title="{}">{}</time></td><td class="num">{}</td>'
-            '<td class="progress">{}</td>{}</tr>',
+            '<td class="progress">{}</td>{}{}</tr>',
             self.id,
             mark_safe(' class="missing"') if self.missing else "",
             check,
@@ -340,6 +352,7 @@ class JobRowView:
             self.attempts,
             progress,
             reason,
+            found or "",
         )
 
 
@@ -424,29 +437,60 @@ _SELECT_ALL = mark_safe(
     ' aria-label="Select all jobs on this page"></th>'
 )
 _REASON_HEADING = mark_safe('<th scope="col">Reason</th>')
+_FOUND_HEADING = mark_safe('<th scope="col" class="found">Matched</th>')
 
 
 def job_table_head_html(
-    state: str, *, selectable: bool = False, time_heading: str = ""
+    state: str, *, selectable: bool = False, time_heading: str = "", found: bool = False
 ) -> SafeString:
     """The <thead> over :func:`job_rows_html`'s rows: the same columns in the
     same order, decided here beside them (the queue's tab, its search results
     and an error group's jobs all draw it). ``time_heading`` replaces the
-    state's own word for the time column."""
+    state's own word for the time column; ``found`` adds a search's column of
+    the text each job matched."""
     tab = TAB[state]
     return format_html(
         '<thead><tr>{}<th scope="col">Id</th><th scope="col">Name</th><th scope="col">{}</th>'
-        '<th scope="col" class="num">Attempts</th><th scope="col">Progress</th>{}</tr></thead>',
+        '<th scope="col" class="num">Attempts</th><th scope="col">Progress</th>{}{}</tr></thead>',
         _SELECT_ALL if selectable else "",
         time_heading or tab.time_heading,
         _REASON_HEADING if tab.shows_reason else "",
+        _FOUND_HEADING if found else "",
     )
 
 
-def job_rows_html(page: JobPage, *, selectable: bool) -> SafeString:
-    """All rows of a job page as one block of escaped markup."""
+def found_cell_html(found: FoundText | None) -> SafeString:
+    """A search result's "Matched" cell: the field's name and its text around
+    the match, the match marked, "…" where the field goes on. Empty for a
+    match that has no place in a text (an id, a JSON path's value)."""
+    if found is None:
+        return mark_safe('<td class="found"></td>')
+    return format_html(
+        '<td class="found"><span class="found-field">{}</span>'
+        " <code>{}{}<mark>{}</mark>{}{}</code></td>",
+        found.name,
+        "…" if found.more_before else "",
+        found.before,
+        found.match,
+        found.after,
+        "…" if found.more_after else "",
+    )
+
+
+def job_rows_html(
+    page: JobPage, *, selectable: bool, found: Mapping[str, FoundText] | None = None
+) -> SafeString:
+    """All rows of a job page as one block of escaped markup; with ``found``
+    (a search's results), each row ends with what its job matched."""
     show_reason = TAB[page.state].shows_reason
-    rows = [row.html(selectable=selectable, show_reason=show_reason) for row in job_rows(page)]
+    rows = [
+        row.html(
+            selectable=selectable,
+            show_reason=show_reason,
+            found=None if found is None else found_cell_html(found.get(row.id)),
+        )
+        for row in job_rows(page)
+    ]
     return mark_safe("\n".join(rows))  # noqa: S308 - each row is built by format_html
 
 

@@ -22,7 +22,10 @@
 
   Returns: 1 recorded; 0 the state's cursor is not ARGV[1] (another collector
   recorded since this one read: nothing is written, the caller has lost its
-  lease); 2 one of the three keys is not a hash (nothing is written).
+  lease). Refused with a WRONGTYPE error naming the key, nothing written,
+  when one of the three keys is not a hash or holds a field "add" names that
+  HINCRBY cannot count on: one queue's broken history (a hand edit), which
+  the collector reports and leaves until it is repaired.
 
   Memory: refused when Redis is over maxmemory (no allow-oom flag): history is
   worth less than the workers' own writes.
@@ -30,17 +33,33 @@
   Events: none.
 ]]
 
-for i = 1, 3 do
-  local kind = redis.call("TYPE", KEYS[i])["ok"]
-  if kind ~= "hash" and kind ~= "none" then
-    return 2
-  end
+--- @include "keyCheck"
+
+local refused = structure_refusal({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "hash"})
+if refused then
+  return refused
 end
 local cursor = redis.call("HGET", KEYS[1], "cursor") or ""
 if cursor ~= ARGV[1] then
   return 0
 end
 local batch = cjson.decode(ARGV[5])
+
+-- HINCRBY fails on a field that is no integer, after the writes before it:
+-- every field added to is checked in all three hashes first.
+local added = {}
+for field in pairs(batch["add"] or {}) do
+  added[#added + 1] = field
+end
+for i = 1, #added > 0 and 3 or 0 do
+  local held = redis.call("HMGET", KEYS[i], unpack(added))
+  for n = 1, #added do
+    if held[n] and not is_integer_text(held[n]) then
+      return redis.error_reply("WRONGTYPE key " .. KEYS[i] .. " holds a hash whose field "
+        .. added[n] .. " is no integer, expected a hash; nothing was changed")
+    end
+  end
+end
 
 for field, amount in pairs(batch["add"] or {}) do
   redis.call("HINCRBY", KEYS[2], field, amount)

@@ -48,11 +48,14 @@ def search_slice(
     wanted: str,
     fold_case: bool,
     max_bytes: int,
+    around: int = 0,
+    context_bytes: int = 0,
     extra: Sequence[str] = (),
 ) -> scripts.ScriptCall:
     """One bounded slice of a search through one key state (priv/scripts/
-    searchJobs-1.lua documents every argument); ``extra``: the other texts
-    that match, or the JSON path's segments."""
+    searchJobs-1.lua documents every argument); ``around``: how many of the
+    first matches come with ``context_bytes`` of the field each side of the
+    match; ``extra``: the other texts that match, or the JSON path's segments."""
     argv: tuple[scripts.ScriptArg, ...] = (
         keys.base,
         structure,
@@ -64,6 +67,8 @@ def search_slice(
         wanted,
         int(fold_case),
         max_bytes,
+        around,
+        context_bytes,
         *extra,
     )
     return scripts.call("searchJobs", (keys.state(key_state),), argv)

@@ -22,7 +22,7 @@ from queues import codec, scripts
 from queues.collector import HOUR_MS, MINUTE_MS
 from queues.commands import reads
 from queues.connection import is_cluster
-from queues.keys import COLLECTOR_STATUS, HistoryKeys
+from queues.keys import COLLECTOR_STATUS, HistoryKeys, stopped_history_field
 from queues.latency import LAST_BUCKET, percentile_ms
 from queues.read.counts import QueueSummary
 from queues.read.refs import QueueRef
@@ -146,6 +146,12 @@ class Point:
     start_ms: int
     figures: Figures
 
+    @property
+    def recorded(self) -> bool:
+        """Whether the step holds a figure (a finished job, a time, a backlog sample)."""
+        f = self.figures
+        return bool(f.completed or f.failed or f.wait.count or f.run.count or f.backlog is not None)
+
     def as_json(self) -> dict[str, Any]:
         f = self.figures
         return {
@@ -165,14 +171,14 @@ class History:
     range: HistoryRange
     points: list[Point]  # oldest first, one per step, the last one the current step
     read_at_ms: int
+    # Why the collector stopped this queue's history ("" when it did not):
+    # one of its history keys is broken (queues/collector_report.py).
+    stopped: str = ""
 
     @property
     def recorded_anything(self) -> bool:
         """Whether any step holds a figure (a finished job, a time, a backlog sample)."""
-        return any(
-            f.completed or f.failed or f.wait.count or f.run.count or f.backlog is not None
-            for f in (point.figures for point in self.points)
-        )
+        return any(point.recorded for point in self.points)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -180,6 +186,7 @@ class History:
             "range": self.range.name,
             "step_ms": self.range.step_ms,
             "read_at_ms": self.read_at_ms,
+            "stopped": self.stopped or None,
             "points": [point.as_json() for point in self.points],
         }
 
@@ -188,14 +195,16 @@ def _key(keys: HistoryKeys, step_ms: int, index: int) -> str:
     return keys.minute(index) if step_ms == MINUTE_MS else keys.hour(index)
 
 
+def _figures(reply: Any) -> Figures:
+    """A minute's or hour's HGETALL (empty for a missing or foreign key)."""
+    return Figures.from_hash(reply) if isinstance(reply, dict) else Figures()
+
+
 def _read(client: Redis, wanted: Sequence[str]) -> list[Figures]:
     pipe = client.pipeline(transaction=False)
     for key in wanted:
         pipe.hgetall(key)
-    return [
-        Figures.from_hash(reply) if isinstance(reply, dict) else Figures()
-        for reply in pipe.execute(raise_on_error=False)
-    ]
+    return [_figures(reply) for reply in pipe.execute(raise_on_error=False)]
 
 
 def history(client: Redis, ref: QueueRef, range_name: str, now_ms: int | None = None) -> History:
@@ -205,9 +214,41 @@ def history(client: Redis, ref: QueueRef, range_name: str, now_ms: int | None = 
     last = now // chosen.step_ms
     indexes = range(last - chosen.points + 1, last + 1)
     keys = HistoryKeys(ref.name, ref.prefix)
-    figures = _read(client, [_key(keys, chosen.step_ms, index) for index in indexes])
-    points = [Point(index * chosen.step_ms, f) for index, f in zip(indexes, figures, strict=True)]
-    return History(ref, chosen, points, now)
+    pipe = client.pipeline(transaction=False)
+    for index in indexes:
+        pipe.hgetall(_key(keys, chosen.step_ms, index))
+    # In the same round trip: whether the collector stopped this history.
+    pipe.hget(COLLECTOR_STATUS, stopped_history_field(ref.qualified))
+    *replies, stopped = pipe.execute(raise_on_error=False)
+    points = [
+        Point(index * chosen.step_ms, _figures(reply))
+        for index, reply in zip(indexes, replies, strict=True)
+    ]
+    why = codec.text(stopped) if isinstance(stopped, bytes | str) else ""
+    return History(ref, chosen, points, now, stopped=why or "")
+
+
+def fitted(read: History) -> History:
+    """``read`` narrowed to the shortest range of the same step that still
+    holds every step recorded: a queue whose history began 20 minutes ago is
+    drawn over the last hour, not as a sliver at the right edge of 24 hours.
+    The narrower range's steps are the last ones of ``read``: nothing is read
+    again. A read with nothing recorded stays as it is."""
+    first = next((n for n, point in enumerate(read.points) if point.recorded), None)
+    if first is None:
+        return read
+    span = len(read.points) - first
+    narrower = sorted(
+        (
+            candidate
+            for candidate in RANGES.values()
+            if candidate.step_ms == read.range.step_ms and span <= candidate.points
+        ),
+        key=lambda candidate: candidate.points,
+    )
+    if not narrower or narrower[0].points >= len(read.points):
+        return read
+    return History(read.ref, narrower[0], read.points[-narrower[0].points :], read.read_at_ms)
 
 
 def with_history_series(
@@ -293,6 +334,16 @@ class Totals:
 
     figures: Figures
     cursor: str  # the last event read ("" when never collected)
+
+
+def stopped_histories(client: Redis, refs: Sequence[QueueRef]) -> dict[QueueRef, str]:
+    """The queues of ``refs`` whose history the collector stopped, and why (a
+    key of it is broken: queues/collector_report.py). One HMGET."""
+    if not refs:
+        return {}
+    fields = [stopped_history_field(ref.qualified) for ref in refs]
+    said = read(client.hmget, COLLECTOR_STATUS, fields)
+    return {ref: codec.text(why) or "" for ref, why in zip(refs, said, strict=False) if why}
 
 
 def totals(client: Redis, refs: Sequence[QueueRef]) -> dict[QueueRef, Totals]:
