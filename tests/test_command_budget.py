@@ -1,4 +1,5 @@
-"""What Redis runs per job, pinned (issue 24): the worker's hot path and bulk adds.
+"""What Redis runs per job, pinned (issue 24): the worker's hot path, bulk adds
+and retry-all.
 
 Redis is the limit every worker of a queue shares, and in a script each
 command costs about the same whatever it does (the call, its reply turned
@@ -26,8 +27,9 @@ from redis import Redis
 from queues import scripts
 from queues.connection import connect
 from queues.job import Job
-from queues.queue import Queue
+from queues.queue import Queue, now_ms
 from queues.redis_server import LocalRedisServer, server_binary
+from tests.test_queue_admin import finish
 from tests.worker_helpers import running, until
 
 JOBS = 1000
@@ -62,10 +64,19 @@ WORKER_BUDGET = {
 ADD_BUDGET = {
     "evalsha": 0.01,
     "incr": 1,  # the id counter
-    "type": 1,  # the id's key is free (not a leftover of another writer)
+    "exists": 1,  # no key has the new id yet (a restored backup, another writer)
     "hset": 1,  # the job hash
     "lpush": 1,  # into wait
     "xadd": 2,  # added, waiting
+}
+
+# Queue.retry_all of failed jobs: requeueJobs-13 moves a batch of 1,000 per
+# call, pushing and removing the batch's ids in one command each.
+RETRY_ALL_BUDGET = {
+    "evalsha": 0.01,  # a batch per call, and the one walk of the lists (listedJobs)
+    "hmget": 1,  # the job's check, and its failedReason when the caller tracks it
+    "hdel": 1,  # its failure (failedReason, finishedOn ...), as the retry clears it
+    "xadd": 1,  # waiting
 }
 
 # The hot scripts with their includes inlined define this many functions
@@ -153,6 +164,19 @@ def test_a_job_added_in_bulk_costs_its_budgeted_commands(
     _plain_jobs(Queue("budget", client))
     used = per_job(before, calls(client))
     assert over_budget(used, ADD_BUDGET) == {}, used
+
+
+def test_a_job_retried_by_retry_all_costs_its_budgeted_commands(
+    private_redis: tuple[str, Redis],
+) -> None:
+    _, client = private_redis
+    queue = Queue("budget", client)
+    ids = queue.add_bulk([("n", {"i": i}, None) for i in range(JOBS)])
+    finish(client, queue, ids, "failed", at=now_ms() - 1000)
+    before = calls(client)
+    assert queue.retry_all().count == JOBS
+    used = per_job(before, calls(client))
+    assert over_budget(used, RETRY_ALL_BUDGET) == {}, used
 
 
 def _defined_on_every_call(source: str) -> list[str]:
