@@ -24,7 +24,7 @@
     {0, 0, 0, 0, broken}                 paused / at global concurrency / nothing at all
     {0, 0, 0, due, broken}               nothing ready; the next delayed job is due at `due`
   broken: the jobs met on the way whose keys are broken, as a flat list id,
-  reason, id, reason ... (reasons: includes/jobCheck.lua): ids without a hash
+  reason, id, reason ... (reasons: includes/jobRead.lua): ids without a hash
   ("missing") were dropped, nothing could run them; the others were left
   where they were.
   Refused with a WRONGTYPE error naming the key, nothing changed, when one of

@@ -40,7 +40,7 @@
     -9 (completing a parent with failed children), -2 (lock gone, e.g. an
     admin failed the job), -6 (lock held by another token or a lock key of
     another type), -3 (not active), {"broken", reason} (the job's keys are
-    broken, e.g. `atm` is not an integer; reasons: includes/keyCheck.lua).
+    broken, e.g. `atm` is not an integer; reasons: includes/jobRead.lua).
     Refused with a WRONGTYPE error naming the key when one of the keys it may
     write has the wrong type.
     Every check runs before the first write, so a refused call changes nothing.

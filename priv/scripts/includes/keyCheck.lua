@@ -11,3 +11,4 @@
 -- the scripts that include this file), and a script that cannot go on has
 -- changed nothing. The worker's per-job scripts include only the parts they
 -- use and prove most keys by the reads they make anyway (takeNextJob.lua).
+-- The reasons a job is reported broken with are listed in jobRead.lua.

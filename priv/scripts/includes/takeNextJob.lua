@@ -28,7 +28,7 @@
 --   {0, 0, 0, due, broken}                   nothing ready; due = the next
 --                                            delayed job's due time (0: none)
 -- broken lists the jobs met on the way whose keys are broken, as id, reason
--- pairs (reasons: jobCheck.lua): ids without a hash ("missing") were dropped,
+-- pairs (reasons: jobRead.lua): ids without a hash ("missing") were dropped,
 -- nothing could run them; the others were left where they were.
 
 -- A counter one up, as the text HSET stores: what HINCRBY would make of
