@@ -1,0 +1,593 @@
+"""Mutation testing of the modules whose mistakes cost most: change one thing
+(a comparison, a bound, a condition, a write), run the tests that cover the
+module, and count the changes no test noticed (docs/mutation.md).
+
+    ./run.sh mutate [module ...]          # niced; no module: every one (an hour or more)
+    ./run.sh mutate --list                # the modules, their tests and mutant counts
+    ./run.sh mutate --report              # the last results as docs/mutation.md's table
+
+Python modules are mutated by cosmic-ray's operators (its AST mutators, used
+as a library), trimmed to the ones that make a plausible mistake: a boundary
+moved (``<`` and ``<=``), a condition negated, ``and``/``or`` swapped, a
+number off by one, a loop that never runs, a handler that catches nothing.
+Not mutated: annotations (``from __future__ import annotations`` makes them
+strings nobody evaluates) and the numbers of module-level constants (a
+constant's value is a decision its own tests pin where it matters). Lua
+scripts, for which no maintained mutator exists, are mutated here (see
+:func:`lua_mutants`): comparisons flipped, ``and``/``or`` swapped, a ``not``
+dropped, a number off by one, a call statement (a ``redis.call`` write, a
+wake-up, an event) deleted.
+
+Each mutant runs in a copy of the checkout (build/mutate/tree: a crash never
+leaves a mutant in the work tree), in a process forked from one that has
+already imported pytest, Django, redis and the test plugins: a fresh
+``python -m pytest`` costs 5-8 s of start-up per mutant on the 2-core
+machine, a fork under 1 s. The child imports the project itself, so code run
+at import (decorator factories, constants) is mutated too. A mutant is
+killed when a test fails or the run exceeds its timeout; it survives when
+every test passes. Survivors judged equivalent (no input can tell them apart
+from the original) are listed in :data:`EQUIVALENT` with the reason, and left
+out of the kill rate's denominator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "build" / "mutate"  # --work changes it (two runs side by side)
+TREE = WORK / "tree"
+
+# Module -> the test files that cover it (fast ones: no browser). A run of a
+# module is its mutants times these files' time, so keep each list to the
+# files that exercise the module's behaviour. Older files first: a run stops
+# at the first failure, which is how --report --before tells what the older
+# files alone killed.
+TARGETS: dict[str, tuple[str, ...]] = {
+    "dashboard/permissions.py": ("tests/test_permissions.py", "tests/test_permissions_users.py"),
+    "queues/read/cohorts.py": (
+        "tests/test_cohorts.py",
+        "tests/test_views_cohorts.py",
+        "tests/test_cohort_reasons.py",
+    ),
+    "queues/read/search.py": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
+    "queues/read/decode.py": ("tests/test_read_decode.py",),
+    "queues/collector.py": (
+        "tests/test_collector.py",
+        "tests/test_collector_fold.py",
+        "tests/test_collector_attempts.py",
+    ),
+    "queues/read/error_folding.py": ("tests/test_error_folding.py",),
+    "dashboard/health.py": ("tests/test_health.py",),
+    "priv/scripts/searchJobs-1.lua": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
+    "priv/scripts/moveToFinished-14.lua": (
+        "tests/test_transitions_finished.py",
+        "tests/test_transitions_drained.py",
+    ),
+    "priv/scripts/includes/takeNextJob.lua": ("tests/test_transitions_active.py",),
+    "priv/scripts/requeueJobs-13.lua": ("tests/test_queue_admin.py", "tests/test_requeue_wakes.py"),
+    "priv/scripts/includes/requeueJobs.lua": (
+        "tests/test_queue_admin.py",
+        "tests/test_requeue_wakes.py",
+    ),
+}
+
+# Survivors no test can kill: (module, original line, mutated line) -> why.
+# Lines are compared stripped, so the entry outlives edits elsewhere in the file.
+EQUIVALENT: dict[tuple[str, str, str], str] = {}
+
+# cosmic-ray operators kept (the rest replace an operator with an unrelated
+# one, e.g. + with **, which fails at once and only costs time).
+_PY_COMPARISONS = {
+    ("Lt", "LtE"),
+    ("LtE", "Lt"),
+    ("Gt", "GtE"),
+    ("GtE", "Gt"),
+    ("Eq", "NotEq"),
+    ("NotEq", "Eq"),
+    ("Is", "IsNot"),
+    ("IsNot", "Is"),
+}
+_PY_BINARY = {("Add", "Sub"), ("Sub", "Add"), ("Mul", "Div"), ("Div", "Mul"), ("FloorDiv", "Mul")}
+_PY_PLAIN = {
+    "AddNot",
+    "ReplaceTrueWithFalse",
+    "ReplaceFalseWithTrue",
+    "ReplaceAndWithOr",
+    "ReplaceOrWithAnd",
+    "ReplaceBreakWithContinue",
+    "ReplaceContinueWithBreak",
+    "ExceptionReplacer",
+    "NumberReplacer",
+    "ZeroIterationForLoop",
+    "ReplaceUnaryOperator_USub_UAdd",
+    "ReplaceUnaryOperator_Delete_Not",
+}
+
+
+def _kept_operator(name: str) -> bool:
+    short = name.split("/", 1)[1]
+    if short in _PY_PLAIN:
+        return True
+    for prefix, pairs in (
+        ("ReplaceComparisonOperator_", _PY_COMPARISONS),
+        ("ReplaceBinaryOperator_", _PY_BINARY),
+    ):
+        if short.startswith(prefix):
+            return tuple(short[len(prefix) :].split("_")) in pairs
+    return False
+
+
+@dataclass
+class Mutant:
+    module: str
+    line: int  # 1-based, in the original file
+    operator: str
+    original: str  # the original line, stripped
+    mutated: str  # the line as mutated, stripped ("" when deleted)
+    source: str = ""  # the whole mutated file (not stored in the results)
+    outcome: str = ""  # killed, survived, timeout, equivalent
+    seconds: float = 0.0
+    failed_test: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"L{self.line} {self.operator}: `{self.original}` -> `{self.mutated}`"
+
+
+def _changed_line(original: str, mutated: str) -> tuple[int, str, str]:
+    """The first line that differs: its number, and its text before and after."""
+    before, after = original.splitlines(), mutated.splitlines()
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag != "equal":
+            old = " ".join(line.strip() for line in before[a1:a2])
+            new = " ".join(line.strip() for line in after[b1:b2])
+            return a1 + 1, old, new
+    return 0, "", ""
+
+
+def _unmutated_lines(source: str) -> tuple[set[int], set[int]]:
+    """Lines of annotations, and lines of module-level constants (whose
+    numbers are not mutated; their other expressions are)."""
+    import ast
+
+    tree = ast.parse(source)
+
+    def span(node: ast.AST) -> set[int]:
+        first = getattr(node, "lineno", 0)
+        return set(range(first, (getattr(node, "end_lineno", None) or first) + 1))
+
+    annotations: set[int] = set()
+    for node in ast.walk(tree):
+        annotation = None
+        if isinstance(node, ast.arg | ast.AnnAssign):
+            annotation = node.annotation
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            annotation = node.returns
+        if annotation is not None:
+            annotations |= span(annotation)
+    constants: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            constants |= span(node)
+    return annotations, constants
+
+
+def python_mutants(module: str, source: str) -> Iterator[Mutant]:
+    from cosmic_ray import plugins
+    from cosmic_ray.ast import ast_nodes, get_ast
+    from cosmic_ray.mutating import mutate_code
+
+    annotations, constants = _unmutated_lines(source)
+    nodes = list(ast_nodes(get_ast(source)))
+    for name in plugins.operator_names():
+        if not _kept_operator(name):
+            continue
+        operator = plugins.get_operator(name)()
+        positions = [pos for node in nodes for pos in operator.mutation_positions(node)]
+        for occurrence, (start, _end) in enumerate(positions):
+            line = start[0]
+            if line in annotations or (line in constants and name.endswith("NumberReplacer")):
+                continue
+            try:
+                mutated = mutate_code(source, operator, occurrence)
+            except AttributeError:  # cosmic-ray cannot replace a dotted exception name
+                continue
+            if mutated is None or mutated == source:
+                continue
+            number, old, new = _changed_line(source, mutated)
+            yield Mutant(module, number or line, name.split("/", 1)[1], old, new, mutated)
+
+
+# --- Lua --------------------------------------------------------------------------------
+
+_LUA_COMPARE = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "~=", "~=": "=="}
+_LUA_TOKEN = re.compile(r"<=|>=|==|~=|<|>|\band\b|\bor\b|\bnot\s+|(?<![\w.\[])\d+(?![\w.])")
+# A statement that is a call: `name(...)`, `a.b(...)`, `a:b(...)`, `redis.call(...)`.
+_LUA_CALL = re.compile(r"[A-Za-z_][\w.:]*\s*\(")
+
+
+def _lua_code_mask(lines: list[str]) -> list[str]:
+    """Each line with comments and string contents blanked, so the mutator
+    touches code only (a `--[[ ... ]]` header, a "<" inside a string)."""
+    masked = []
+    in_block = False
+    for line in lines:
+        out = []
+        i = 0
+        quote = ""
+        while i < len(line):
+            if in_block:
+                end = line.find("]]", i)
+                if end < 0:
+                    out.append(" " * (len(line) - i))
+                    i = len(line)
+                    continue
+                out.append(" " * (end + 2 - i))
+                i = end + 2
+                in_block = False
+                continue
+            char = line[i]
+            if quote:
+                if char == "\\":
+                    out.append("  ")
+                    i += 2
+                    continue
+                out.append(char if char == quote else " ")
+                quote = "" if char == quote else quote
+                i += 1
+                continue
+            if line.startswith("--[[", i):
+                in_block = True
+                out.append("    ")
+                i += 4
+                continue
+            if line.startswith("--", i):
+                out.append(" " * (len(line) - i))
+                break
+            if char in "\"'":
+                quote = char
+            out.append(char)
+            i += 1
+        masked.append("".join(out)[: len(line)].ljust(len(line)))
+    return masked
+
+
+def _statement_end(masked: list[str], first: int) -> int:
+    """The last line of the call statement starting at ``first`` (its parentheses balanced)."""
+    depth = 0
+    for index in range(first, len(masked)):
+        depth += masked[index].count("(") - masked[index].count(")")
+        if depth <= 0:
+            return index
+    return first
+
+
+def lua_mutants(module: str, source: str) -> Iterator[Mutant]:
+    lines = source.split("\n")
+    masked = _lua_code_mask(lines)
+    for index, code in enumerate(masked):
+        if index == 0 and code.startswith("#!"):
+            continue
+        for match in _LUA_TOKEN.finditer(code):
+            word = match.group()
+            if word in _LUA_COMPARE:
+                replacements = [(_LUA_COMPARE[word], "compare")]
+            elif word in ("and", "or"):
+                replacements = [("or" if word == "and" else "and", "and/or")]
+            elif word.startswith("not"):
+                replacements = [("", "drop not")]
+            else:
+                before = code[: match.start()].rstrip()
+                if before.endswith(("KEYS[", "ARGV[")):
+                    continue  # which key or argument: wrong ones fail every call at once
+                value = int(word)
+                replacements = [(str(value + 1), "number+1")]
+                if value > 0:
+                    replacements.append((str(value - 1), "number-1"))
+            for text, operator in replacements:
+                line = lines[index]
+                changed = line[: match.start()] + text + line[match.end() :]
+                mutated = [*lines[:index], changed, *lines[index + 1 :]]
+                yield Mutant(
+                    module, index + 1, operator, line.strip(), changed.strip(), "\n".join(mutated)
+                )
+        statement = code.strip()
+        call = _LUA_CALL.match(statement)
+        if call and not statement.startswith(("local ", "return", "if ", "function")):
+            last = _statement_end(masked, index)
+            deleted = [*lines[:index], *([""] * (last - index + 1)), *lines[last + 1 :]]
+            original = " ".join(line.strip() for line in lines[index : last + 1])
+            yield Mutant(module, index + 1, "delete call", original, "", "\n".join(deleted))
+
+
+# --- running ----------------------------------------------------------------------------
+
+
+def copy_tree() -> None:
+    """The checkout's files (tracked and new, not ignored) into TREE, afresh."""
+    if TREE.exists():
+        shutil.rmtree(TREE)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.split(b"\0")
+    for raw in listed:
+        if not raw:
+            continue
+        name = raw.decode()
+        source = ROOT / name
+        if not source.is_file():
+            continue  # deleted in the work tree, not yet in git
+        target = TREE / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+
+
+def warm_up() -> None:
+    """Import what every test run needs and nothing of the project's own: the
+    forked children import the project after its file was mutated."""
+    sys.dont_write_bytecode = True  # the tree's modules change under the same mtime second
+    os.chdir(TREE)
+    sys.path.insert(0, str(TREE))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+    for name in (
+        "pytest",
+        "django",
+        "django.test",
+        "redis",
+        "hypothesis",
+        "pytest_django",
+        "pytest_asyncio",
+        "pytest_timeout",
+        "channels",
+        "daphne",
+        "bullmq",
+        "msgpack",
+        "rapidjson",
+        "croniter",
+        "prometheus_client",
+    ):
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    for prefix in ("dashboard", "queues", "tests"):
+        assert not any(m == prefix or m.startswith(prefix + ".") for m in sys.modules), prefix
+
+
+def run_tests(tests: tuple[str, ...], timeout: float, log: Path) -> tuple[str, float, str]:
+    """("killed" | "survived" | "timeout", seconds, first failed test) of one
+    pytest run of ``tests`` in a forked child."""
+    began = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: its own process group, so a timeout ends all it started
+        os.setsid()
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        import builtins
+
+        import pytest
+        from cosmic_ray.exceptions import CosmicRayTestingException
+
+        # What ExceptionReplacer puts in an except clause: a handler that catches nothing.
+        builtins.CosmicRayTestingException = CosmicRayTestingException  # type: ignore[attr-defined]
+        args = [
+            *tests,
+            "-x",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "-m",
+            "not browser and not install and not host and not cluster",
+            f"--timeout={int(timeout)}",
+            # The plugins imported before the fork are not assertion-rewritten: fine.
+            "-W",
+            "ignore::pytest.PytestAssertRewriteWarning",
+        ]
+        code = int(pytest.main(args))
+        sys.stdout.flush()
+        os._exit(code)
+    outcome = ""
+    while not outcome:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            outcome = "survived" if os.waitstatus_to_exitcode(status) == 0 else "killed"
+        elif time.monotonic() - began > timeout:
+            _end_group(pid)
+            os.waitpid(pid, 0)
+            outcome = "timeout"
+        else:
+            time.sleep(0.05)
+    _end_group(pid)  # what the tests left running (a server a failed test did not stop)
+    seconds = time.monotonic() - began
+    failed = ""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    found = re.search(r"^(?:FAILED|ERROR) (\S+)", text, re.M)
+    if found:
+        failed = found.group(1)
+    return outcome, seconds, failed
+
+
+def _end_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def mutants_of(module: str) -> list[Mutant]:
+    source = (ROOT / module).read_text()
+    found = (
+        lua_mutants(module, source) if module.endswith(".lua") else python_mutants(module, source)
+    )
+    return list(found)
+
+
+def run_module(module: str, *, only_lines: set[int] | None = None) -> list[Mutant]:
+    # Test files not in the tree (yet) are left out: a run on an older checkout.
+    tests = tuple(name for name in TARGETS[module] if (TREE / name).exists())
+    mutants = mutants_of(module)
+    if only_lines:
+        mutants = [m for m in mutants if m.line in only_lines]
+    logs = WORK / "logs" / module.replace("/", "_")
+    logs.mkdir(parents=True, exist_ok=True)
+    target = TREE / module
+    original = target.read_text()
+    outcome, baseline, failed = run_tests(tests, 900, logs / "baseline.txt")
+    if outcome != "survived":
+        raise SystemExit(
+            f"{module}: its tests fail unmutated ({failed}; see {logs / 'baseline.txt'})"
+        )
+    timeout = baseline * 3 + 20
+    print(f"{module}: {len(mutants)} mutants, tests {baseline:.1f} s unmutated", flush=True)
+    try:
+        for number, mutant in enumerate(mutants, 1):
+            reason = EQUIVALENT.get((module, mutant.original, mutant.mutated))
+            target.write_text(mutant.source)
+            mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(
+                tests, timeout, logs / f"{number}.txt"
+            )
+            if mutant.outcome == "survived" and reason:
+                mutant.outcome = "equivalent"
+            mark = {"killed": ".", "timeout": "T", "survived": "S", "equivalent": "="}
+            print(mark[mutant.outcome], end="" if number % 50 else "\n", flush=True)
+    finally:
+        target.write_text(original)
+    print()
+    return mutants
+
+
+def results_path(module: str) -> Path:
+    return WORK / f"{module.replace('/', '_')}.json"
+
+
+def _killed(mutant: dict[str, object]) -> bool:
+    return mutant["outcome"] in ("killed", "timeout")
+
+
+def save(module: str, mutants: list[Mutant], minutes: float) -> None:
+    """The run's results (every mutant, its outcome and the first test that
+    failed) as build/mutate/<module>.json, which --report reads."""
+    record = {
+        "module": module,
+        "tests": [name for name in TARGETS[module] if (TREE / name).exists()],
+        "minutes": round(minutes, 1),
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+        "mutants": [
+            {k: v for k, v in asdict(mutant).items() if k != "source"} for mutant in mutants
+        ],
+    }
+    results_path(module).write_text(json.dumps(record, indent=1) + "\n")
+
+
+def rate(killed: int, mutants: int, equivalent: int) -> str:
+    counted = mutants - equivalent
+    return f"{100.0 * killed / counted:.0f}%" if counted else "-"
+
+
+def _existed(ref: str, name: str) -> bool:
+    found = subprocess.run(["git", "cat-file", "-e", f"{ref}:{name}"], cwd=ROOT, check=False)
+    return found.returncode == 0
+
+
+def report(before: str | None) -> None:
+    """The last results per module; with ``before`` (a git ref), also the kill
+    rate the test files of that ref alone had: each run gives the files in
+    TARGETS' order, older files first, and stops at the first failure, so a
+    mutant whose first failure is in a file the ref lacks passed all of the
+    ref's files (exact while new tests go into new files)."""
+    head = "| module | mutants | killed | equivalent | survived | kill rate | minutes |"
+    if before:
+        head = head.replace("| kill rate |", f"| kill rate at {before} | kill rate |")
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    survivors: dict[str, list[str]] = {}
+    for module in TARGETS:
+        path = results_path(module)
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        mutants = data["mutants"]
+        killed = sum(_killed(m) for m in mutants)
+        equivalent = sum(m["outcome"] == "equivalent" for m in mutants)
+        survived = [m for m in mutants if m["outcome"] == "survived"]
+        cells = [f"`{module}`", str(len(mutants)), str(killed), str(equivalent), str(len(survived))]
+        if before:
+            old = {name for name in data["tests"] if _existed(before, name)}
+            killed_then = sum(
+                _killed(m) and (not m["failed_test"] or m["failed_test"].split("::")[0] in old)
+                for m in mutants
+            )
+            cells.append(rate(killed_then, len(mutants), equivalent))
+        cells += [rate(killed, len(mutants), equivalent), f"{data['minutes']:.0f}"]
+        print("| " + " | ".join(cells) + " |")
+        survivors[module] = [Mutant(**m).label for m in survived]
+    for module, labels in survivors.items():
+        if labels:
+            print(f"\n{module}:")
+            for label in labels:
+                print(f"  - {label}")
+
+
+def main() -> None:
+    global WORK, TREE
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", help="modules of TARGETS (default: all)")
+    parser.add_argument("--list", action="store_true", help="list modules and mutant counts")
+    parser.add_argument("--report", action="store_true", help="print the last results")
+    parser.add_argument("--before", help="with --report: also the kill rate at this git ref")
+    parser.add_argument("--lines", help="only mutants on these lines (1,5,9), to recheck")
+    parser.add_argument("--work", type=Path, default=WORK, help="where the copy and results go")
+    args = parser.parse_args()
+    WORK, TREE = args.work.resolve(), args.work.resolve() / "tree"
+    if args.report:
+        report(args.before)
+        return
+    modules = args.modules or list(TARGETS)
+    unknown = [m for m in modules if m not in TARGETS]
+    if unknown:
+        raise SystemExit(f"not in TARGETS: {', '.join(unknown)} (known: {', '.join(TARGETS)})")
+    if args.list:
+        for module in modules:
+            print(f"{module}: {len(mutants_of(module))} mutants; {' '.join(TARGETS[module])}")
+        return
+    only = {int(n) for n in args.lines.split(",")} if args.lines else None
+    WORK.mkdir(parents=True, exist_ok=True)
+    copy_tree()
+    warm_up()
+    for module in modules:
+        began = time.monotonic()
+        mutants = run_module(module, only_lines=only)
+        minutes = (time.monotonic() - began) / 60
+        if only is None:
+            save(module, mutants, minutes)
+        killed = sum(m.outcome in ("killed", "timeout") for m in mutants)
+        equivalent = sum(m.outcome == "equivalent" for m in mutants)
+        survived = [m for m in mutants if m.outcome == "survived"]
+        print(
+            f"{module}: {killed} of {len(mutants)} killed, {equivalent} equivalent,"
+            f" {len(survived)} survived: {rate(killed, len(mutants), equivalent)}"
+            f" in {minutes:.1f} min"
+        )
+        for mutant in survived:
+            print(f"  survived {mutant.label}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""A cohort's previous reasons, and "failed again with the same reason", at the
+edges the first tests did not reach (issue 26): a job with no recorded
+reason, a cohort larger than one look's batch, more distinct reasons than a
+cohort keeps, and a count its caller gave too low. Real Redis; jobs failed
+again through Queue.fail, as an admin or a worker's failure would."""
+
+from __future__ import annotations
+
+import pytest
+from redis import Redis
+
+from dashboard import actions
+from dashboard.cohort_record import record_cohort
+from queues.queue import Queue, now_ms
+from queues.read import cohorts
+from queues.read.cohorts import BATCH, MAX_REASONS, Cohort, breakdown, recent_cohorts
+from queues.read.refs import QueueRef
+from tests.dashboard_seed import seed_job
+
+REF = QueueRef("bull", "mailer")
+KEYS = REF.keys
+
+pytestmark = pytest.mark.django_db
+
+SMTP_BUSY = "SMTPServerDisconnected: Connection unexpectedly closed by smtp.sendgrid.net"
+BOUNCED = (
+    "SMTPRecipientsRefused: 550 5.1.1 The email account that you tried to reach does not exist"
+)
+
+
+def _failed_with(client: Redis, reasons: dict[str, str]) -> None:
+    for score, (job_id, reason) in enumerate(reasons.items(), 1):
+        data = {"to": f"customer{score}@example.org", "template": "receipt"}
+        seed_job(client, KEYS, job_id, state="failed", name="send-receipt", data=data, score=score)
+        client.hset(KEYS.job(job_id), "failedReason", reason)
+
+
+def _only_cohort(client: Redis) -> Cohort:
+    (cohort,) = recent_cohorts(client, KEYS, now_ms())
+    assert isinstance(cohort, Cohort)
+    return cohort
+
+
+def test_a_job_with_no_previous_reason_never_failed_the_same_way(
+    dashboard_redis: Redis,
+) -> None:
+    """A job whose worker failed it without a message (bullmq writes "") has
+    no previous reason: failing now with whatever reason is not "the same
+    again", even one that happens to be the last reason the cohort keeps."""
+    client = dashboard_redis
+    _failed_with(client, {"r-101": SMTP_BUSY, "r-102": BOUNCED, "r-103": ""})
+    actions.job_action(client, REF, "retry", ["r-101", "r-102", "r-103"], user="oncall")
+    cohort = _only_cohort(client)
+    assert cohort.reasons[-1] == cohorts.fold_reason(BOUNCED)
+    assert cohort.reason_of[2] == -1
+    queue = Queue("mailer", client)
+    for job_id in ("r-101", "r-102", "r-103"):
+        queue.fail(job_id, BOUNCED)
+    look = breakdown(client, KEYS, cohort)
+    assert look.count("failed") == 3
+    assert look.failed_same == ["r-102"]
+
+
+def test_jobs_past_the_first_batch_are_compared_with_their_own_previous_reason(
+    dashboard_redis: Redis,
+) -> None:
+    """A look reads BATCH ids per call; a job of a later batch must be
+    compared with its own previous reason, not with the one at its offset in
+    the first batch."""
+    client = dashboard_redis
+    total = BATCH + 60
+    reasons = {f"m-{n:05d}": SMTP_BUSY if n <= BATCH else BOUNCED for n in range(1, total + 1)}
+    _failed_with(client, reasons)
+    actions.queue_action(client, REF, "retry_all", user="oncall")
+    cohort = _only_cohort(client)
+    assert cohort.tracked == total
+    queue = Queue("mailer", client)
+    for job_id, reason in reasons.items():
+        queue.fail(job_id, reason)  # each fails again exactly as before
+    look = breakdown(client, KEYS, cohort)
+    assert look.count("failed") == total
+    assert sorted(look.failed_same) == sorted(reasons)
+
+
+# Distinct failures of a mail and billing service: each folds to its own text.
+_KINDS = [
+    "ConnectionResetError",
+    "ReadTimeout",
+    "SSLError certificate verify failed",
+    "RemoteDisconnected",
+    "TooManyRedirects",
+    "ProxyError",
+    "ChunkedEncodingError",
+    "InvalidHeader",
+    "ContentDecodingError",
+    "RetryError max retries exceeded",
+    "ConnectTimeout",
+    "JSONDecodeError expecting value",
+]
+_SERVICES = ["stripe", "sendgrid", "twilio", "mailgun", "postmark"]
+
+
+def test_a_cohort_keeps_at_most_max_reasons_distinct_reasons(dashboard_redis: Redis) -> None:
+    client = dashboard_redis
+    texts = [f"{kind} while calling {service}" for service in _SERVICES for kind in _KINDS]
+    assert len(texts) > MAX_REASONS
+    reasons = {f"b-{n:03d}": text for n, text in enumerate(texts, 1)}
+    _failed_with(client, reasons)
+    actions.queue_action(client, REF, "retry_all", user="oncall")
+    cohort = _only_cohort(client)
+    assert len(set(map(cohorts.fold_reason, texts))) == len(texts)
+    assert len(cohort.reasons) == MAX_REASONS
+    assert cohort.reasons == tuple(cohorts.fold_reason(text) for text in texts[:MAX_REASONS])
+    kept = dict(zip(cohort.ids, cohort.reason_of, strict=True))
+    assert [kept[job_id] for job_id in list(reasons)[MAX_REASONS:]] == [-1] * (
+        len(texts) - MAX_REASONS
+    )
+
+
+def test_a_cohort_never_counts_fewer_jobs_than_it_tracks(dashboard_redis: Redis) -> None:
+    """A caller's count is how many moved in all, which cannot be fewer than
+    the ids it names: a count given too low reads as the ids tracked."""
+    ids = ["4711", "4712", "4713"]
+    record_cohort(
+        dashboard_redis, REF, "retry", ids, user="oncall", at_ms=now_ms(), source="failed", count=1
+    )
+    cohort = _only_cohort(dashboard_redis)
+    assert (cohort.count, cohort.tracked) == (3, 3)
