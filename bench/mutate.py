@@ -23,9 +23,11 @@ leaves a mutant in the work tree), in a process forked from one that has
 already imported pytest, Django, redis and the test plugins: a fresh
 ``python -m pytest`` costs 5-8 s of start-up per mutant on the 2-core
 machine, a fork under 1 s. The child imports the project itself, so code run
-at import (decorator factories, constants) is mutated too. A mutant is
-killed when a test fails or the run exceeds its timeout; it survives when
-every test passes. Survivors judged equivalent (no input can tell them apart
+at import (decorator factories, constants) is mutated too. The unmutated
+run records under coverage which test ran each line of a Python module; a
+mutant then runs only those tests (all of them for a line run at import, none
+for a line no test runs: it survives as it stands). A mutant is killed when a
+test fails or the run exceeds its timeout; it survives when every test passes. Survivors judged equivalent (no input can tell them apart
 from the original) are listed in :data:`EQUIVALENT` with the reason, and left
 out of the kill rate's denominator.
 """
@@ -187,6 +189,11 @@ def _unmutated_lines(source: str) -> tuple[set[int], set[int]]:
     return annotations, constants
 
 
+def _in_parameters(node: object) -> bool:
+    parent = getattr(node, "parent", None)
+    return getattr(parent, "type", "") in ("parameters", "param", "lambdef", "typedargslist")
+
+
 def python_mutants(module: str, source: str) -> Iterator[Mutant]:
     from cosmic_ray import plugins
     from cosmic_ray.ast import ast_nodes, get_ast
@@ -198,11 +205,13 @@ def python_mutants(module: str, source: str) -> Iterator[Mutant]:
         if not _kept_operator(name):
             continue
         operator = plugins.get_operator(name)()
-        positions = [pos for node in nodes for pos in operator.mutation_positions(node)]
-        for occurrence, (start, _end) in enumerate(positions):
+        positions = [(node, pos) for node in nodes for pos in operator.mutation_positions(node)]
+        for occurrence, (node, (start, _end)) in enumerate(positions):
             line = start[0]
             if line in annotations or (line in constants and name.endswith("NumberReplacer")):
                 continue
+            if _in_parameters(node):
+                continue  # the bare * of keyword-only parameters is no multiplication
             try:
                 mutated = mutate_code(source, operator, occurrence)
             except AttributeError:  # cosmic-ray cannot replace a dotted exception name
@@ -370,9 +379,12 @@ def warm_up() -> None:
         assert not any(m == prefix or m.startswith(prefix + ".") for m in sys.modules), prefix
 
 
-def run_tests(tests: tuple[str, ...], timeout: float, log: Path) -> tuple[str, float, str]:
+def run_tests(
+    tests: tuple[str, ...], timeout: float, log: Path, *, measure: Path | None = None
+) -> tuple[str, float, str]:
     """("killed" | "survived" | "timeout", seconds, first failed test) of one
-    pytest run of ``tests`` in a forked child."""
+    pytest run of ``tests`` in a forked child; with ``measure`` (a module's
+    file), which test ran each of its lines, into WORK/coverage.db."""
     began = time.monotonic()
     pid = os.fork()
     if pid == 0:  # the child: its own process group, so a timeout ends all it started
@@ -402,7 +414,7 @@ def run_tests(tests: tuple[str, ...], timeout: float, log: Path) -> tuple[str, f
             "-W",
             "ignore::pytest.PytestAssertRewriteWarning",
         ]
-        code = int(pytest.main(args))
+        code = int(pytest.main(args, plugins=_coverage_plugins(measure)))
         sys.stdout.flush()
         os._exit(code)
     outcome = ""
@@ -426,6 +438,64 @@ def run_tests(tests: tuple[str, ...], timeout: float, log: Path) -> tuple[str, f
     return outcome, seconds, failed
 
 
+def _coverage_plugins(measure: Path | None) -> list[object]:
+    """A pytest plugin that records, under coverage, the node id of the test
+    running each line of ``measure`` (setup and teardown included: a fixture
+    may be what calls the module). Lines run at import get no test."""
+    if measure is None:
+        return []
+    import coverage
+    import pytest
+
+    cov = coverage.Coverage(data_file=str(WORK / "coverage.db"), include=[str(measure)])
+    cov.start()
+
+    class Contexts:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+            cov.switch_context(item.nodeid)
+            yield
+            cov.switch_context("")
+
+        def pytest_sessionfinish(self) -> None:
+            cov.stop()
+            cov.save()
+
+    return [Contexts()]
+
+
+def _tests_by_line(module_file: Path, source: str) -> dict[int, list[str] | None]:
+    """For each line the tests ran: the node ids that ran it, or None when
+    it ran at import (every test depends on it). A multi-line statement's
+    lines share what any of its lines got."""
+    import ast
+
+    import coverage
+
+    data = coverage.CoverageData(basename=str(WORK / "coverage.db"))
+    data.read()
+    by_line = data.contexts_by_lineno(str(module_file))
+    found: dict[int, list[str] | None] = {}
+    for line, contexts in by_line.items():
+        ids = [context for context in contexts if context]
+        found[line] = ids if len(ids) == len(contexts) else None
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.stmt) and not hasattr(node, "body"):
+            span = range(node.lineno, (node.end_lineno or node.lineno) + 1)
+            if any(line in found for line in span):
+                merged: set[str] = set()
+                at_import = False
+                for line in span:
+                    ids = found.get(line, [])
+                    if ids is None:
+                        at_import = True
+                    else:
+                        merged.update(ids)
+                for line in span:
+                    found.setdefault(line, None if at_import else sorted(merged))
+    return found
+
+
 def _end_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -439,6 +509,12 @@ def mutants_of(module: str) -> list[Mutant]:
     return list(found)
 
 
+def _in_order(node_ids: list[str], files: tuple[str, ...]) -> tuple[str, ...]:
+    """Node ids in the order of their files in TARGETS (older files first)."""
+    rank = {name: index for index, name in enumerate(files)}
+    return tuple(sorted(node_ids, key=lambda n: (rank.get(n.split("::")[0], len(rank)), n)))
+
+
 def run_module(module: str, *, only_lines: set[int] | None = None) -> list[Mutant]:
     # Test files not in the tree (yet) are left out: a run on an older checkout.
     tests = tuple(name for name in TARGETS[module] if (TREE / name).exists())
@@ -449,20 +525,34 @@ def run_module(module: str, *, only_lines: set[int] | None = None) -> list[Mutan
     logs.mkdir(parents=True, exist_ok=True)
     target = TREE / module
     original = target.read_text()
-    outcome, baseline, failed = run_tests(tests, 900, logs / "baseline.txt")
+    python = module.endswith(".py")
+    (WORK / "coverage.db").unlink(missing_ok=True)
+    outcome, baseline, failed = run_tests(
+        tests, 900, logs / "baseline.txt", measure=target if python else None
+    )
     if outcome != "survived":
         raise SystemExit(
             f"{module}: its tests fail unmutated ({failed}; see {logs / 'baseline.txt'})"
         )
+    # Python: each mutant runs only the tests that ran its line (a line run at
+    # import: all of them); Lua is not measured, every mutant runs them all.
+    by_line = _tests_by_line(target, original) if python else {}
     timeout = baseline * 3 + 20
     print(f"{module}: {len(mutants)} mutants, tests {baseline:.1f} s unmutated", flush=True)
     try:
         for number, mutant in enumerate(mutants, 1):
             reason = EQUIVALENT.get((module, mutant.original, mutant.mutated))
-            target.write_text(mutant.source)
-            mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(
-                tests, timeout, logs / f"{number}.txt"
-            )
+            selected = by_line.get(mutant.line) if python else None
+            if python and mutant.line not in by_line:
+                mutant.outcome = "survived"  # no test runs this line
+                mutant.failed_test = ""
+            else:
+                target.write_text(mutant.source)
+                mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(
+                    _in_order(selected, tests) if selected else tests,
+                    timeout,
+                    logs / f"{number}.txt",
+                )
             if mutant.outcome == "survived" and reason:
                 mutant.outcome = "equivalent"
             mark = {"killed": ".", "timeout": "T", "survived": "S", "equivalent": "="}

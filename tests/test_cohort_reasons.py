@@ -6,6 +6,9 @@ again through Queue.fail, as an admin or a worker's failure would."""
 
 from __future__ import annotations
 
+import json
+import zlib
+
 import pytest
 from redis import Redis
 
@@ -13,7 +16,14 @@ from dashboard import actions
 from dashboard.cohort_record import record_cohort
 from queues.queue import Queue, now_ms
 from queues.read import cohorts
-from queues.read.cohorts import BATCH, MAX_REASONS, Cohort, breakdown, recent_cohorts
+from queues.read.cohorts import (
+    BATCH,
+    MAX_REASONS,
+    Cohort,
+    Unreadable,
+    breakdown,
+    recent_cohorts,
+)
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
 
@@ -126,3 +136,66 @@ def test_a_cohort_never_counts_fewer_jobs_than_it_tracks(dashboard_redis: Redis)
     )
     cohort = _only_cohort(dashboard_redis)
     assert (cohort.count, cohort.tracked) == (3, 3)
+
+
+def test_a_look_names_the_commonest_reason_the_jobs_fail_with_now(dashboard_redis: Redis) -> None:
+    client = dashboard_redis
+    _failed_with(client, {f"t-{n}": SMTP_BUSY for n in range(1, 6)})
+    actions.queue_action(client, REF, "retry_all", user="oncall")
+    cohort = _only_cohort(client)
+    assert breakdown(client, KEYS, cohort).top_failed_reason == ""  # none failed yet
+    queue = Queue("mailer", client)
+    for n, reason in ((1, BOUNCED), (2, BOUNCED), (3, SMTP_BUSY)):
+        queue.fail(f"t-{n}", reason)
+    look = breakdown(client, KEYS, cohort)
+    assert look.top_failed_reason == cohorts.fold_reason(BOUNCED)
+    assert cohort.top_previous_reason == cohorts.fold_reason(SMTP_BUSY)
+
+
+def test_completed_jobs_retried_and_failed_since_never_failed_the_same_way(
+    dashboard_redis: Redis,
+) -> None:
+    """A retry of completed jobs keeps no reasons: when they fail now, a
+    look counts them failed and none "the same again"."""
+    client = dashboard_redis
+    for n in range(1, 4):
+        seed_job(client, KEYS, f"c-{n}", state="completed", name="send-receipt")
+    actions.queue_action(client, REF, "retry_all", user="oncall", state="completed")
+    cohort = _only_cohort(client)
+    assert (cohort.reasons, cohort.reason_of) == ((), ())
+    queue = Queue("mailer", client)
+    for n in range(1, 4):
+        queue.fail(f"c-{n}", SMTP_BUSY)
+    look = breakdown(client, KEYS, cohort)
+    assert (look.count("failed"), look.failed_same) == (3, [])
+
+
+def _stored(client: Redis, reasons: list[str], reason_of: list[int]) -> Cohort | Unreadable:
+    record = {
+        "v": 1,
+        "action": "retry",
+        "source": "failed",
+        "user": "oncall",
+        "at_ms": now_ms(),
+        "count": len(reason_of),
+        "ids": [f"s-{n}" for n in range(len(reason_of))],
+        "reasons": reasons,
+        "reason_of": reason_of,
+        "audit_id": 17,
+    }
+    cohort_id = f"{now_ms():013d}-5eed0001"
+    client.set(KEYS.cohort(cohort_id), zlib.compress(json.dumps(record).encode()))
+    client.zadd(KEYS.cohort_index(), {cohort_id: now_ms()})
+    (listed,) = recent_cohorts(client, KEYS, now_ms() + 1)
+    return listed
+
+
+@pytest.mark.parametrize(
+    ("reason_of", "readable"),
+    [([0, 1, -1], True), ([0, 2, -1], False), ([0, 1, -2], False)],
+)
+def test_a_stored_reason_index_must_name_a_kept_reason_or_none(
+    dashboard_redis: Redis, reason_of: list[int], readable: bool
+) -> None:
+    listed = _stored(dashboard_redis, [SMTP_BUSY, BOUNCED], reason_of)
+    assert isinstance(listed, Cohort if readable else Unreadable)
