@@ -25,11 +25,13 @@ already imported pytest, Django, redis and the test plugins: a fresh
 machine, a fork under 1 s. The child imports the project itself, so code run
 at import (decorator factories, constants) is mutated too. The unmutated
 run records under coverage which test ran each line of a Python module; a
-mutant then runs only those tests (all of them for a line run at import, none
-for a line no test runs: it survives as it stands). A mutant is killed when a
-test fails or the run exceeds its timeout; it survives when every test passes. Survivors judged equivalent (no input can tell them apart
-from the original) are listed in :data:`EQUIVALENT` with the reason, and left
-out of the kill rate's denominator.
+mutant runs those tests first, and the module's whole test files only when it
+survives them (or no test was seen running its line): most mutants die in the
+first few tests, and a survivor is always one the whole files let through.
+A mutant is killed when a test fails or the run exceeds its timeout; it
+survives when every test passes. Survivors judged equivalent (no input can
+tell them apart from the original) are listed in :data:`EQUIVALENT` with the
+reason, and left out of the kill rate's denominator.
 """
 
 from __future__ import annotations
@@ -89,7 +91,52 @@ TARGETS: dict[str, tuple[str, ...]] = {
 
 # Survivors no test can kill: (module, original line, mutated line) -> why.
 # Lines are compared stripped, so the entry outlives edits elsewhere in the file.
-EQUIVALENT: dict[tuple[str, str, str], str] = {}
+_FROZEN = "@dataclass(frozen=True, slots=True)"
+_SLOTS_ONLY = "no code sets an attribute a class does not declare or hashes one of its objects"
+_FROZEN_ONLY = "no code assigns to a field, hashes one, or sets an attribute it does not declare"
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    **{
+        ("queues/read/search.py", _FROZEN, mutated): _FROZEN_ONLY
+        for mutated in (
+            "@dataclass(frozen=False, slots=True)",
+            "@dataclass(frozen=True, slots=False)",
+        )
+    },
+    ("queues/read/search.py", "@dataclass(slots=True)", "@dataclass(slots=False)"): _SLOTS_ONLY,
+    ("queues/read/search.py", "break", "continue"): (
+        "the loop's own condition is the one the break tested (step.cursor is None)"
+    ),
+    **{
+        ("queues/read/search.py", "step = SearchStep([], at, at.searched, 0)", mutated): (
+            "the initial total is overwritten before the step is returned; a SearchError"
+            " raised meanwhile discards the step"
+        )
+        for mutated in (
+            "step = SearchStep([], at, at.searched, 1)",
+            "step = SearchStep([], at, at.searched, -1)",
+        )
+    },
+    **{
+        ("priv/scripts/searchJobs-1.lua", original, mutated): why
+        for original, mutated, why in (
+            (
+                'local ids, next_start, next_anchor, length = {}, "", "", 0',
+                'local ids, next_start, next_anchor, length = {}, "", "", 1',
+                "both branches that follow set length before it is read",
+            ),
+            (
+                "local answer = {0, next_start, next_anchor, length, 0}",
+                "local answer = {1, next_start, next_anchor, length, 0}",
+                "answer[1] is set to #ids before the answer is returned",
+            ),
+            (
+                "local answer = {0, next_start, next_anchor, length, 0}",
+                "local answer = {0, next_start, next_anchor, length, 1}",
+                "answer[5] is set to the unchecked count before the answer is returned",
+            ),
+        )
+    },
+}
 
 # cosmic-ray operators kept (the rest replace an operator with an unrelated
 # one, e.g. + with **, which fails at once and only costs time).
@@ -534,8 +581,8 @@ def run_module(module: str, *, only_lines: set[int] | None = None) -> list[Mutan
         raise SystemExit(
             f"{module}: its tests fail unmutated ({failed}; see {logs / 'baseline.txt'})"
         )
-    # Python: each mutant runs only the tests that ran its line (a line run at
-    # import: all of them); Lua is not measured, every mutant runs them all.
+    # Python: which tests ran each line (a line run at import: all of them);
+    # Lua is not measured, every mutant runs the whole files.
     by_line = _tests_by_line(target, original) if python else {}
     timeout = baseline * 3 + 20
     print(f"{module}: {len(mutants)} mutants, tests {baseline:.1f} s unmutated", flush=True)
@@ -543,16 +590,17 @@ def run_module(module: str, *, only_lines: set[int] | None = None) -> list[Mutan
         for number, mutant in enumerate(mutants, 1):
             reason = EQUIVALENT.get((module, mutant.original, mutant.mutated))
             selected = by_line.get(mutant.line) if python else None
-            if python and mutant.line not in by_line:
-                mutant.outcome = "survived"  # no test runs this line
-                mutant.failed_test = ""
-            else:
-                target.write_text(mutant.source)
+            target.write_text(mutant.source)
+            log = logs / f"{number}.txt"
+            if selected:
                 mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(
-                    _in_order(selected, tests) if selected else tests,
-                    timeout,
-                    logs / f"{number}.txt",
+                    _in_order(selected, tests), timeout, log
                 )
+            if not selected or mutant.outcome == "survived":
+                # Survived the tests that ran its line, or no test was seen
+                # running it: the whole files decide (code run once per process,
+                # such as a URLconf's decorators, is seen by one test only).
+                mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(tests, timeout, log)
             if mutant.outcome == "survived" and reason:
                 mutant.outcome = "equivalent"
             mark = {"killed": ".", "timeout": "T", "survived": "S", "equivalent": "="}
@@ -586,13 +634,29 @@ def save(module: str, mutants: list[Mutant], minutes: float) -> None:
     results_path(module).write_text(json.dumps(record, indent=1) + "\n")
 
 
+def recheck(into: Path, module: str, mutants: list[Mutant]) -> None:
+    """Replace the outcomes of ``mutants`` in the results kept in ``into``
+    (a run rechecked after new tests, without running every mutant again)."""
+    path = into / f"{module.replace('/', '_')}.json"
+    record = json.loads(path.read_text())
+    fresh = {(m.line, m.operator, m.original, m.mutated): m for m in mutants}
+    for kept in record["mutants"]:
+        found = fresh.get((kept["line"], kept["operator"], kept["original"], kept["mutated"]))
+        if found is not None:
+            kept.update(outcome=found.outcome, failed_test=found.failed_test, rechecked=True)
+    record["rechecked"] = time.strftime("%Y-%m-%d %H:%M")
+    path.write_text(json.dumps(record, indent=1) + "\n")
+
+
 def rate(killed: int, mutants: int, equivalent: int) -> str:
     counted = mutants - equivalent
     return f"{100.0 * killed / counted:.0f}%" if counted else "-"
 
 
 def _existed(ref: str, name: str) -> bool:
-    found = subprocess.run(["git", "cat-file", "-e", f"{ref}:{name}"], cwd=ROOT, check=False)
+    found = subprocess.run(
+        ["git", "cat-file", "-e", f"{ref}:{name}"], cwd=ROOT, check=False, capture_output=True
+    )
     return found.returncode == 0
 
 
@@ -614,6 +678,10 @@ def report(before: str | None) -> None:
             continue
         data = json.loads(path.read_text())
         mutants = data["mutants"]
+        for mutant in mutants:  # EQUIVALENT may have grown since the run
+            key = (module, mutant["original"], mutant["mutated"])
+            if mutant["outcome"] == "survived" and key in EQUIVALENT:
+                mutant["outcome"] = "equivalent"
         killed = sum(_killed(m) for m in mutants)
         equivalent = sum(m["outcome"] == "equivalent" for m in mutants)
         survived = [m for m in mutants if m["outcome"] == "survived"]
@@ -627,7 +695,10 @@ def report(before: str | None) -> None:
             cells.append(rate(killed_then, len(mutants), equivalent))
         cells += [rate(killed, len(mutants), equivalent), f"{data['minutes']:.0f}"]
         print("| " + " | ".join(cells) + " |")
-        survivors[module] = [Mutant(**m).label for m in survived]
+        fields = Mutant.__dataclass_fields__
+        survivors[module] = [
+            Mutant(**{k: v for k, v in m.items() if k in fields}).label for m in survived
+        ]
     for module, labels in survivors.items():
         if labels:
             print(f"\n{module}:")
@@ -644,6 +715,9 @@ def main() -> None:
     parser.add_argument("--before", help="with --report: also the kill rate at this git ref")
     parser.add_argument("--lines", help="only mutants on these lines (1,5,9), to recheck")
     parser.add_argument("--work", type=Path, default=WORK, help="where the copy and results go")
+    parser.add_argument(
+        "--into", type=Path, help="with --lines: update these mutants in that --work's results"
+    )
     args = parser.parse_args()
     WORK, TREE = args.work.resolve(), args.work.resolve() / "tree"
     if args.report:
@@ -667,6 +741,8 @@ def main() -> None:
         minutes = (time.monotonic() - began) / 60
         if only is None:
             save(module, mutants, minutes)
+        elif args.into:
+            recheck(args.into.resolve(), module, mutants)
         killed = sum(m.outcome in ("killed", "timeout") for m in mutants)
         equivalent = sum(m.outcome == "equivalent" for m in mutants)
         survived = [m for m in mutants if m.outcome == "survived"]
