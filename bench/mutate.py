@@ -125,6 +125,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                 "both branches that follow set length before it is read",
             ),
             (
+                "if string.find(value, text, 1, true) then",
+                "if string.find(value, text, 0, true) then",
+                "Lua 5.1's string.find takes a start of 0 as 1 (it clamps init - 1 at 0)",
+            ),
+            (
                 "local answer = {0, next_start, next_anchor, length, 0}",
                 "local answer = {1, next_start, next_anchor, length, 0}",
                 "answer[1] is set to #ids before the answer is returned",

@@ -296,3 +296,34 @@ def test_the_budget_is_wall_time_in_milliseconds(
         pacing=NO_REST,
     )
     assert step.calls == slices
+
+
+def test_a_search_goes_on_after_its_anchor_even_when_the_anchor_failed_again(
+    redis_client: Redis, queue: Queue
+) -> None:
+    """The cursor holds the last job looked at and its score. That job is
+    retried and fails again meanwhile (a newer score, now the newest): the
+    next step goes on after the old score, looking at nothing twice."""
+    ids = queue.add_bulk([("capture-payment", {"order": f"ord_{n:06d}"}, None) for n in range(60)])
+    for job_id in ids:  # one failure per millisecond: no two share a score
+        queue.fail(job_id, "CardError: Your card was declined")
+        time.sleep(0.0015)
+    query = parse_query("reason ~ declined")
+    slow = Pacing(target_call_ms=1e-9, sleep=lambda _: None)  # slices stay at 10
+    first = search_step(
+        redis_client, REF, "failed", query, Cursor(batch=10), budget_ms=0, pacing=slow
+    )
+    assert first.cursor is not None
+    anchor = first.cursor.anchor
+    assert first.hits[-1] == anchor
+    queue.retry(anchor)
+    time.sleep(0.002)  # a later finishedOn: the anchor's score changes
+    queue.fail(anchor, "CardError: Your card was declined")
+    rest: list[str] = []
+    cursor: Cursor | None = first.cursor
+    while cursor is not None:
+        step = search_step(redis_client, REF, "failed", query, cursor, pacing=slow)
+        rest.extend(step.hits)
+        cursor = step.cursor
+    assert not set(first.hits) & set(rest)
+    assert sorted(first.hits + rest, key=int) == sorted(ids, key=int)
