@@ -82,10 +82,17 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_transitions_drained.py",
     ),
     "priv/scripts/includes/takeNextJob.lua": ("tests/test_transitions_active.py",),
-    "priv/scripts/requeueJobs-13.lua": ("tests/test_queue_admin.py", "tests/test_requeue_wakes.py"),
+    "priv/scripts/requeueJobs-13.lua": (
+        "tests/test_queue_admin.py",
+        "tests/test_broken_keys.py",
+        "tests/test_requeue_wakes.py",
+        "tests/test_requeue_priorities.py",
+    ),
     "priv/scripts/includes/requeueJobs.lua": (
         "tests/test_queue_admin.py",
+        "tests/test_broken_keys.py",
         "tests/test_requeue_wakes.py",
+        "tests/test_requeue_priorities.py",
     ),
 }
 
