@@ -85,12 +85,14 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "priv/scripts/requeueJobs-13.lua": (
         "tests/test_queue_admin.py",
         "tests/test_broken_keys.py",
+        "tests/test_cohorts.py",
         "tests/test_requeue_wakes.py",
         "tests/test_requeue_priorities.py",
     ),
     "priv/scripts/includes/requeueJobs.lua": (
         "tests/test_queue_admin.py",
         "tests/test_broken_keys.py",
+        "tests/test_cohorts.py",
         "tests/test_requeue_wakes.py",
         "tests/test_requeue_priorities.py",
     ),
@@ -732,6 +734,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     WORK, TREE = args.work.resolve(), args.work.resolve() / "tree"
+    into = args.into.resolve() if args.into else None  # before warm_up's chdir
     if args.report:
         report(args.before)
         return
@@ -753,8 +756,8 @@ def main() -> None:
         minutes = (time.monotonic() - began) / 60
         if only is None:
             save(module, mutants, minutes)
-        elif args.into:
-            recheck(args.into.resolve(), module, mutants)
+        elif into:
+            recheck(into, module, mutants)
         killed = sum(m.outcome in ("killed", "timeout") for m in mutants)
         equivalent = sum(m.outcome == "equivalent" for m in mutants)
         survived = [m for m in mutants if m.outcome == "survived"]
