@@ -1,13 +1,15 @@
 """Where a bulk retry puts a job back, by its priority (issue 26's mutation
 run): priority 1, the most urgent, goes to the prioritized set like any
 other priority; a hash with no priority field at all (a writer that never
-set one) is a plain job and goes to the wait list."""
+set one) is a plain job and goes to the wait list. And what it refuses."""
 
 from __future__ import annotations
 
+import pytest
 from redis import Redis
 
-from queues.queue import Queue
+from queues.errors import CorruptKey
+from queues.queue import BulkStopped, Queue
 from tests.dashboard_seed import seed_job
 
 REASON = "psycopg.OperationalError: connection to server at 10.0.4.12, port 5432 failed"
@@ -58,3 +60,27 @@ def test_a_retried_job_whose_hash_has_no_priority_goes_back_to_the_wait_list(
     assert queue.retry_all().count == 1
     assert redis_client.lrange(queue.keys.wait, 0, -1) == [b"charge-9923"]
     assert redis_client.zcard(queue.keys.prioritized) == 0
+
+
+def test_a_retry_refuses_by_name_a_state_set_it_checks_that_is_no_sorted_set(
+    redis_client: Redis,
+) -> None:
+    """A retry reads the other sorted-set states to skip a job also held
+    there: a delayed key some script left as a string is named in the
+    refusal, before anything is written."""
+    queue = Queue("billing", redis_client)
+    seed_job(
+        redis_client,
+        queue.keys,
+        "charge-9924",
+        state="failed",
+        name="charge-card",
+        fields={"failedReason": REASON},
+    )
+    redis_client.set(queue.keys.delayed, "migrated")
+    with pytest.raises(BulkStopped) as stopped:
+        queue.retry_all()
+    refusal = stopped.value.refusal
+    assert isinstance(refusal, CorruptKey)
+    assert (refusal.key, refusal.actual, refusal.expected) == (queue.keys.delayed, "string", "zset")
+    assert redis_client.zrange(queue.keys.failed, 0, -1) == [b"charge-9924"]
