@@ -79,6 +79,9 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "priv/scripts/searchJobs-1.lua": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
     "priv/scripts/moveToFinished-14.lua": (
         "tests/test_transitions_finished.py",
+        "tests/test_broken_keys.py",
+        "tests/test_flow.py",
+        "tests/test_worker.py",
         "tests/test_transitions_drained.py",
     ),
     "priv/scripts/includes/takeNextJob.lua": ("tests/test_transitions_active.py",),
