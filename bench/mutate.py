@@ -90,14 +90,14 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_broken_keys.py",
         "tests/test_cohorts.py",
         "tests/test_requeue_wakes.py",
-        "tests/test_requeue_priorities.py",
+        "tests/test_requeue_edges.py",
     ),
     "priv/scripts/includes/requeueJobs.lua": (
         "tests/test_queue_admin.py",
         "tests/test_broken_keys.py",
         "tests/test_cohorts.py",
         "tests/test_requeue_wakes.py",
-        "tests/test_requeue_priorities.py",
+        "tests/test_requeue_edges.py",
     ),
 }
 
@@ -126,6 +126,28 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         for mutated in (
             "step = SearchStep([], at, at.searched, 1)",
             "step = SearchStep([], at, at.searched, -1)",
+        )
+    },
+    **{
+        ("priv/scripts/requeueJobs-13.lua", original, mutated): why
+        for original, mutated, why in (
+            (
+                "local passed = tonumber(ARGV[5]) or 0",
+                "local passed = tonumber(ARGV[5]) or 1",
+                "the fallback is never taken: admin.requeue_jobs, the script's one caller,"
+                " always sends pass_over as a number",
+            ),
+            (
+                "local reason_bytes = tonumber(ARGV[6]) or 0",
+                "local reason_bytes = tonumber(ARGV[6]) or 1",
+                "the fallback is never taken: admin.requeue_jobs always sends"
+                " report_reason_bytes as a number",
+            ),
+            (
+                'reported[#reported + 1] = string.sub(reasons[index] or "", 1, reason_bytes)',
+                'reported[#reported + 1] = string.sub(reasons[index] or "", 0, reason_bytes)',
+                "Lua's string.sub takes a start of 0 as 1",
+            ),
         )
     },
     **{

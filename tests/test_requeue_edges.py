@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 from redis import Redis
 
+from queues import scripts
+from queues.commands import admin
 from queues.errors import CorruptKey
 from queues.queue import BulkStopped, Queue
 from tests.dashboard_seed import seed_job
@@ -84,3 +86,45 @@ def test_a_retry_refuses_by_name_a_state_set_it_checks_that_is_no_sorted_set(
     assert isinstance(refusal, CorruptKey)
     assert (refusal.key, refusal.actual, refusal.expected) == (queue.keys.delayed, "string", "zset")
     assert redis_client.zrange(queue.keys.failed, 0, -1) == [b"charge-9924"]
+
+
+def test_one_batch_answers_what_is_left_after_the_jobs_it_could_not_move(
+    redis_client: Redis,
+) -> None:
+    """A batch of 10 over 4 sound jobs and 3 whose hash another writer left
+    as a string: 4 moved, 3 skipped (they stay in the failed set and the
+    next batch passes over them), so nothing is left for a next batch."""
+    queue = Queue("billing", redis_client)
+    for n in range(1, 8):
+        seed_job(
+            redis_client,
+            queue.keys,
+            f"charge-99{n:02d}",
+            state="failed",
+            name="charge-card",
+            fields={"failedReason": REASON},
+            score=n,
+        )
+    for n in (2, 4, 6):
+        redis_client.delete(queue.keys.job(f"charge-99{n:02d}"))
+        redis_client.set(queue.keys.job(f"charge-99{n:02d}"), "corrupt")
+    moved, left, skipped, reported = scripts.run(
+        redis_client, admin.requeue_jobs(queue.keys, "failed", batch=10)
+    )
+    assert (moved, left, len(skipped) // 2, reported) == (4, 0, 3, [])
+
+
+def test_reasons_are_reported_cut_to_the_bytes_asked_even_one(redis_client: Redis) -> None:
+    queue = Queue("billing", redis_client)
+    seed_job(
+        redis_client,
+        queue.keys,
+        "charge-9931",
+        state="failed",
+        name="charge-card",
+        fields={"failedReason": REASON},
+    )
+    answer = scripts.run(
+        redis_client, admin.requeue_jobs(queue.keys, "failed", batch=10, report_reason_bytes=1)
+    )
+    assert answer[3] == [b"charge-9931", b"p"]
