@@ -68,7 +68,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_cohort_reasons.py",
     ),
     "queues/read/search.py": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
-    "queues/read/decode.py": ("tests/test_read_decode.py",),
+    "queues/read/decode.py": ("tests/test_read_decode.py", "tests/test_read_decode_fast.py"),
     "queues/collector.py": (
         "tests/test_collector.py",
         "tests/test_collector_fold.py",
