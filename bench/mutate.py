@@ -68,7 +68,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_cohort_reasons.py",
     ),
     "queues/read/search.py": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
-    "queues/read/decode.py": ("tests/test_read_decode.py", "tests/test_read_decode_fast.py"),
+    "queues/read/decode.py": ("tests/test_read_decode.py", "tests/test_read_decode_fields.py"),
     "queues/collector.py": (
         "tests/test_collector.py",
         "tests/test_collector_fold.py",
@@ -128,6 +128,17 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             "step = SearchStep([], at, at.searched, -1)",
         )
     },
+    (
+        "queues/read/decode.py",
+        "present = {name: value for name, value in zip(fields, values, strict=True) if value is not None}",
+        "present = {name: value for name, value in zip(fields, values, strict=False) if value is not None}",
+    ): "its callers pass an HMGET's reply with the fields they asked for: the lengths always match",
+    (
+        "queues/read/decode.py",
+        "return job_from_hash(job_id, dict(zip(pairs, pairs, strict=False)))",
+        "return job_from_hash(job_id, dict(zip(pairs, pairs, strict=True)))",
+    ): "zip of one iterator with itself: strict only differs on an odd list, and a pick-up's"
+    " HGETALL is always field, value pairs",
     **{
         ("priv/scripts/requeueJobs-13.lua", original, mutated): why
         for original, mutated, why in (
