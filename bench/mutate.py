@@ -130,8 +130,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     },
     (
         "queues/read/decode.py",
-        "present = {name: value for name, value in zip(fields, values, strict=True) if value is not None}",
-        "present = {name: value for name, value in zip(fields, values, strict=False) if value is not None}",
+        "present = {name: value for name, value in zip(fields, values, strict=True)"
+        " if value is not None}",
+        "present = {name: value for name, value in zip(fields, values, strict=False)"
+        " if value is not None}",
     ): "its callers pass an HMGET's reply with the fields they asked for: the lengths always match",
     (
         "queues/read/decode.py",
