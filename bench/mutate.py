@@ -83,6 +83,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_flow.py",
         "tests/test_worker.py",
         "tests/test_transitions_drained.py",
+        "tests/test_transitions_finished_keys.py",
     ),
     "priv/scripts/includes/takeNextJob.lua": ("tests/test_transitions_active.py",),
     "priv/scripts/requeueJobs-13.lua": (
@@ -141,6 +142,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "return job_from_hash(job_id, dict(zip(pairs, pairs, strict=True)))",
     ): "zip of one iterator with itself: strict only differs on an odd list, and a pick-up's"
     " HGETALL is always field, value pairs",
+    (
+        "priv/scripts/moveToFinished-14.lua",
+        "local record_points = tonumber(opts.maxMetricsSize) or 0",
+        "local record_points = tonumber(opts.maxMetricsSize) or 1",
+    ): "the fallback is never taken: FinishOptions.packed, the one writer of these options,"
+    " always sets maxMetricsSize to a number",
     **{
         ("priv/scripts/requeueJobs-13.lua", original, mutated): why
         for original, mutated, why in (
