@@ -719,6 +719,11 @@ def _existed(ref: str, name: str) -> bool:
     return found.returncode == 0
 
 
+def _label(kept: dict[str, object]) -> str:
+    fields = Mutant.__dataclass_fields__
+    return Mutant(**{k: v for k, v in kept.items() if k in fields}).label  # type: ignore[arg-type]
+
+
 def report(before: str | None) -> None:
     """The last results per module; with ``before`` (a git ref), also the kill
     rate the test files of that ref alone had: each run gives the files in
@@ -731,6 +736,7 @@ def report(before: str | None) -> None:
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     survivors: dict[str, list[str]] = {}
+    equivalents: dict[str, list[tuple[str, str]]] = {}
     for module in TARGETS:
         path = results_path(module)
         if not path.exists():
@@ -754,15 +760,22 @@ def report(before: str | None) -> None:
             cells.append(rate(killed_then, len(mutants), equivalent))
         cells += [rate(killed, len(mutants), equivalent), f"{data['minutes']:.0f}"]
         print("| " + " | ".join(cells) + " |")
-        fields = Mutant.__dataclass_fields__
-        survivors[module] = [
-            Mutant(**{k: v for k, v in m.items() if k in fields}).label for m in survived
+        survivors[module] = [_label(m) for m in survived]
+        equivalents[module] = [
+            (_label(m), EQUIVALENT[(module, str(m["original"]), str(m["mutated"]))])
+            for m in mutants
+            if m["outcome"] == "equivalent"
         ]
     for module, labels in survivors.items():
         if labels:
-            print(f"\n{module}:")
+            print(f"\n{module}, survived:")
             for label in labels:
                 print(f"  - {label}")
+    for module, found in equivalents.items():
+        if found:
+            print(f"\n{module}, equivalent:")
+            for label, why in found:
+                print(f"  - {label}: {why}")
 
 
 def main() -> None:
