@@ -84,6 +84,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_worker.py",
         "tests/test_transitions_drained.py",
         "tests/test_transitions_finished_keys.py",
+        "tests/test_transitions_finished_keep.py",
     ),
     "priv/scripts/includes/takeNextJob.lua": ("tests/test_transitions_active.py",),
     "priv/scripts/requeueJobs-13.lua": (
@@ -148,6 +149,40 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "local record_points = tonumber(opts.maxMetricsSize) or 1",
     ): "the fallback is never taken: FinishOptions.packed, the one writer of these options,"
     " always sets maxMetricsSize to a number",
+    **{
+        ("priv/scripts/moveToFinished-14.lua", original, mutated): why
+        for original, mutated, why in (
+            (
+                'redis.call("XTRIM", queue.events, "MAXLEN", "~", queue.cap)',
+                "",
+                "every finish then emits its completed or failed event by XADD MAXLEN ~ with"
+                " the same cap, which trims the stream the same way",
+            ),
+            *(
+                (
+                    "local keep_count = tonumber(keep.count) or -1",
+                    f"local keep_count = tonumber(keep.count) or {other}",
+                    "the fallback is never taken: KeepJobs.packed always sends count",
+                )
+                for other in ("-2", "-0")
+            ),
+            (
+                "if keep_count > 0 then",
+                "if keep_count >= 0 then",
+                "keep_count 0 took the branch above (the job removed): here it is -1 or positive",
+            ),
+            *(
+                (
+                    'if target == "failed" and attempts_made >= (tonumber(opts.attempts)'
+                    " or 1) then",
+                    'if target == "failed" and attempts_made >= (tonumber(opts.attempts) or'
+                    f" {other}) then",
+                    "the fallback is never taken: FinishOptions.packed always sends attempts",
+                )
+                for other in ("2", "0")
+            ),
+        )
+    },
     **{
         ("priv/scripts/requeueJobs-13.lua", original, mutated): why
         for original, mutated, why in (
