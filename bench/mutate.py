@@ -110,7 +110,8 @@ _SLOTS_ONLY = "no code sets an attribute a class does not declare or hashes one 
 _FROZEN_ONLY = "no code assigns to a field, hashes one, or sets an attribute it does not declare"
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{
-        ("queues/read/search.py", _FROZEN, mutated): _FROZEN_ONLY
+        (module, _FROZEN, mutated): _FROZEN_ONLY
+        for module in ("queues/read/search.py", "queues/read/cohorts.py", "dashboard/health.py")
         for mutated in (
             "@dataclass(frozen=False, slots=True)",
             "@dataclass(frozen=True, slots=False)",
