@@ -29,7 +29,13 @@ def _active(client: Redis, keys: QueueKeys) -> None:
 
 @pytest.mark.parametrize(
     ("broken", "metrics"),
-    [("stalled", 0), ("completed", 0), ("metrics_completed", 60), ("metrics_data", 60)],
+    [
+        ("stalled", 0),
+        ("completed", 0),
+        ("metrics_completed", 60),
+        ("metrics_completed", 1),
+        ("metrics_data", 60),
+    ],
 )
 def test_a_key_of_the_wrong_type_is_refused_by_name_before_any_write(
     redis_client: Redis, keys: QueueKeys, broken: str, metrics: int
