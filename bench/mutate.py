@@ -117,7 +117,20 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             "@dataclass(frozen=True, slots=False)",
         )
     },
-    ("queues/read/search.py", "@dataclass(slots=True)", "@dataclass(slots=False)"): _SLOTS_ONLY,
+    **{
+        (module, "@dataclass(slots=True)", "@dataclass(slots=False)"): _SLOTS_ONLY
+        for module in ("queues/read/search.py", "queues/read/cohorts.py")
+    },
+    **{
+        ("queues/read/cohorts.py", f"for {loop} in zip({pair}, strict=True):", mutated): (
+            "a pipeline answers one reply per command it was given: the lengths always match"
+        )
+        for loop, pair in (
+            ("(cohort_id, at_ms), raw", "wanted, pipe.execute(raise_on_error=False)"),
+            ("job_id, raw", "chunk, replies(pipe)"),
+        )
+        for mutated in (f"for {loop} in zip({pair}, strict=False):",)
+    },
     ("queues/read/search.py", "break", "continue"): (
         "the loop's own condition is the one the break tested (step.cursor is None)"
     ),
