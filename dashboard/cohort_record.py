@@ -15,10 +15,12 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
 
+from queues import codec
 from queues.read.cohorts import KEEP_MS, MAX_COHORTS_PER_QUEUE, build_cohort
 from queues.read.refs import QueueRef
 
@@ -62,23 +64,46 @@ def record_cohort(
         previous_reasons=dict(previous_reasons or {}),
         audit_id=audit_id,
     )
+    index = ref.keys.cohort_index()
+    record = cohort.encode()
+    try:
+        errors = _write(client, ref, cohort.id, record, at_ms)
+        if errors and _replace_broken_index(client, index):
+            errors = _write(client, ref, cohort.id, record, at_ms)
+    except RedisError:
+        log.exception("the cohort of %s on %s was not recorded", action, ref.qualified)
+        return None
+    if errors:
+        log.warning("the cohort of %s on %s was not recorded: %s", action, ref.qualified, errors[0])
+        return None
+    return cohort.id
+
+
+def _write(client: Redis, ref: QueueRef, cohort_id: str, record: bytes, at_ms: int) -> list[Any]:
+    """Store a cohort and list it in the queue's index; the errors answered."""
     keys = ref.keys
     index = keys.cohort_index()
     pipe = client.pipeline(transaction=False)
-    pipe.set(keys.cohort(cohort.id), cohort.encode(), px=KEEP_MS)
-    pipe.zadd(index, {cohort.id: at_ms})
+    pipe.set(keys.cohort(cohort_id), record, px=KEEP_MS)
+    pipe.zadd(index, {cohort_id: at_ms})
     # Bounded per queue: what is older than a day, or beyond the newest
     # MAX_COHORTS_PER_QUEUE, leaves the index (its record expires by itself).
     pipe.zremrangebyscore(index, "-inf", at_ms - KEEP_MS)
     pipe.zremrangebyrank(index, 0, -MAX_COHORTS_PER_QUEUE - 1)
     pipe.pexpire(index, KEEP_MS)
-    try:
-        answers = pipe.execute(raise_on_error=False)
-    except RedisError:
-        log.exception("the cohort of %s on %s was not recorded", action, ref.qualified)
-        return None
-    errors = [answer for answer in answers if isinstance(answer, Exception)]
-    if errors:
-        log.warning("the cohort of %s on %s was not recorded: %s", action, ref.qualified, errors[0])
-        return None
-    return cohort.id
+    return [
+        answer for answer in pipe.execute(raise_on_error=False) if isinstance(answer, Exception)
+    ]
+
+
+def _replace_broken_index(client: Redis, index: str) -> bool:
+    """Delete the queue's cohort index when it is no sorted set (a hand edit):
+    left, it would keep every later cohort of the queue from being listed,
+    for good; it only lists cohorts whose records expire within a day."""
+    kind_raw: Any = client.type(index)
+    kind = codec.text(kind_raw) or "none"
+    if kind in ("zset", "none"):
+        return False
+    client.delete(index)
+    log.warning("the cohort index %s held a %s: replaced by a new one", index, kind)
+    return True

@@ -439,6 +439,12 @@ def _error_group_schemas() -> dict[str, Schema]:
                     "description": "False while the index is being built or catching up "
                     "(ask again)",
                 },
+                "regrouping": {
+                    **_BOOLEAN,
+                    "description": "True while the index is counted again because this "
+                    "dashboard folds reasons by newer rules (the groups are the old ones, "
+                    "then fill in anew; ask again)",
+                },
                 "groups": _array(_schema("ErrorGroup"), maxItems=read_error_groups.MAX_GROUPS + 1),
             },
             description="Most jobs first",
@@ -500,6 +506,12 @@ def _search_schemas(action_result: dict[str, Schema]) -> dict[str, Schema]:
                     "finish time with one that left meanwhile may come again: drop repeats)",
                 },
                 "rows": _array(_schema("JobRow"), maxItems=search.MAX_ROWS),
+                "found": {
+                    **_map(_schema("SearchFound")),
+                    "description": "Why each row matched, by job id: its field's text around "
+                    f"the match ({read_search.AROUND_BYTES} bytes each side). None for a search "
+                    "by id or by a JSON path's value",
+                },
                 "searched": {**_COUNT, "description": "Jobs looked at so far"},
                 "total": {**_COUNT, "description": "Jobs in the state now"},
                 "unchecked": {
@@ -512,6 +524,16 @@ def _search_schemas(action_result: dict[str, Schema]) -> dict[str, Schema]:
                     "description": "Where the next step goes on; null when the search is done",
                 },
                 "done": _BOOLEAN,
+            }
+        ),
+        "SearchFound": _object(
+            {
+                "field": {"type": "string", "enum": ["name", "reason", "data"]},
+                "before": {"type": "string", "description": "The field's text before the match"},
+                "match": {"type": "string", "description": "The text that matched, as stored"},
+                "after": {"type": "string", "description": "The field's text after the match"},
+                "more_before": {**_BOOLEAN, "description": "The field goes on before `before`"},
+                "more_after": {**_BOOLEAN, "description": "The field goes on after `after`"},
             }
         ),
         "SearchActRequest": _object(
@@ -747,17 +769,34 @@ def _cohort_schemas() -> dict[str, Schema]:
                                     "failed_same": _or_null(
                                         {
                                             **_COUNT,
-                                            "description": "Failed again with the reason they had"
-                                            " before (folded); null when none was recorded",
+                                            "description": "Failed again with the kind of reason"
+                                            " they had before (folded as the error groups fold"
+                                            " it); null when none was recorded",
                                         }
                                     ),
                                     "failed_reason": _or_null(
-                                        {**_STRING, "description": "The commonest reason now"}
+                                        {
+                                            **_STRING,
+                                            "description": "The commonest kind of reason now",
+                                        }
+                                    ),
+                                    "failed_sample": _or_null(
+                                        {**_STRING, "description": "A reason of that kind"}
                                     ),
                                 },
                                 description="null when this answer's budget of jobs to look"
                                 " at was spent on newer cohorts (ask for the cohort itself)",
                             )
+                        ),
+                        "previous_reason": _or_null(
+                            {
+                                **_STRING,
+                                "description": "The commonest kind of reason the jobs had"
+                                " failed with before",
+                            }
+                        ),
+                        "previous_sample": _or_null(
+                            {**_STRING, "description": "One of the jobs' own reasons of it"}
                         ),
                         "problem": {"type": "null"},
                     }

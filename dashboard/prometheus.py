@@ -10,7 +10,8 @@ What a scrape costs, bounded: for at most ``MAX_QUEUES`` queues (the first by
 name; ``echomq_queues_omitted`` says how many were left out), one pipelined
 count of each state (queues.read.counts), one small hash per queue (the
 history's running totals, at most ~270 fields), and per Redis connection one
-CLIENT LIST (one line per client) and one status hash: never anything per job.
+CLIENT LIST (one line per client) and two reads of the collector's status hash
+(its lag; the queues whose history it stopped): never anything per job.
 Every queue sample is labelled with its connection, prefix and name; a
 server that does not answer reports ``echomq_redis_up{connection=...} 0``
 and the others are exported as usual.
@@ -41,7 +42,7 @@ from dashboard.redis import get_client
 from queues.connection import REDIS_FAILURES
 from queues.latency import STEPS_PER_DOUBLING
 from queues.read.counts import QueueSummary, queue_summaries
-from queues.read.history import Durations, Totals, collector_status, totals
+from queues.read.history import Durations, Totals, collector_status, stopped_histories, totals
 from queues.read.refs import QueueRef
 from queues.read.workers import worker_counts
 
@@ -87,6 +88,7 @@ class ServerReading:
     summaries: list[QueueSummary]
     workers: dict[QueueRef, int] | None  # None: the server would not list its clients
     recorded: dict[QueueRef, Totals]
+    stopped: dict[QueueRef, str]  # the queues whose history the collector stopped
     lag_s: float | None
 
     @classmethod
@@ -95,6 +97,7 @@ class ServerReading:
             queue_summaries(client, refs, metrics_points=0),
             worker_counts(client, refs),
             totals(client, refs),
+            stopped_histories(client, refs),
             collector_status(client).lag_s(int(time.time() * 1000)),
         )
 
@@ -144,6 +147,12 @@ class Families:
             "Reads that found events trimmed before the collector read them",
             labels=LABELS,
         )
+        self.history_stopped = GaugeMetricFamily(
+            "echomq_history_stopped",
+            "1 when the collector stopped this queue's history: a key of it is broken"
+            " (the queue's page names it)",
+            labels=LABELS,
+        )
         self.lag = GaugeMetricFamily(
             "echomq_collector_lag_seconds",
             "Seconds since the history collector last read every events stream to its end",
@@ -166,6 +175,7 @@ class Families:
             _histogram(self.wait, ref, figures.wait)
             _histogram(self.run, ref, figures.run)
             self.gaps.add_metric(_labels(ref), figures.gaps)
+            self.history_stopped.add_metric(_labels(ref), 1 if ref in reading.stopped else 0)
 
     def all(self) -> list[Metric]:
         return [
@@ -179,6 +189,7 @@ class Families:
             self.wait,
             self.run,
             self.gaps,
+            self.history_stopped,
             self.lag,
         ]
 

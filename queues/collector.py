@@ -11,7 +11,7 @@ their minutes and Prometheus gets counters. Minutes are kept two days, hours
 Exactly one collector runs across all dashboard processes sharing a Redis:
 the holder of a lease (``COLLECTOR_LEASE``, redis-py's ``Lock``: SET NX PX,
 renewed by the holder). Each batch is written by one script
-(priv/scripts/recordHistory-3.lua) together with the stream id it read up to,
+(priv/scripts/recordHistory-4.lua) together with the stream id it read up to,
 and only if the stored id is still the one this collector read after: a
 collector that lost its lease without noticing cannot write twice, and the
 one taking over resumes exactly after the last batch written. What the
@@ -57,6 +57,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 from typing import Any
 
@@ -64,9 +65,12 @@ from redis import Redis
 from redis.exceptions import LockError, RedisError, ResponseError
 
 from queues import codec, scripts
+from queues.collector_report import CollectorReport
 from queues.connection import is_cluster
-from queues.keys import COLLECTOR_LEASE, COLLECTOR_STATUS, HistoryKeys, QueueKeys
+from queues.errors import CorruptKey
+from queues.keys import COLLECTOR_LEASE, HistoryKeys, QueueKeys
 from queues.latency import LAST_BUCKET, bucket_counts
+from queues.locks import expire_unheld_lock
 from queues.read.refs import QueueRef
 from queues.read.replies import read
 from queues.read.states import TABS
@@ -76,6 +80,11 @@ log = logging.getLogger(__name__)
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 MINUTES_KEPT_MS = 2 * 24 * HOUR_MS
+# The recent minutes (HistoryKeys.recent): one slot per minute, a ring this
+# long, so the overview reads a queue's last half hour (30 full minutes and
+# the current one) with one GET of 384 bytes instead of 31 minute hashes:
+# those cost 15-19 ms a page of 100 queues (docs/benchmarks.md).
+RECENT_SLOTS = 32
 HOURS_KEPT_MS = 30 * 24 * HOUR_MS
 # The lease lapses this long after its holder last renewed it; a standby
 # looks every STANDBY_POLL_S: a dead holder is replaced within about 17 s.
@@ -220,6 +229,8 @@ class QueueFolder:
     # Whether the last pass read events from this stream: a busy stream is
     # read again without first asking whether it has news (see _with_news).
     had_news: bool = False
+    # A key of its history is broken: left out from now on (CollectorReport).
+    stopped: bool = False
     # The queue's keys, built once: building them (names validated) for each of
     # a thousand idle queues on every pass cost 6 ms of a 0.2 s idle cycle.
     keys: QueueKeys = field(init=False)
@@ -424,27 +435,29 @@ class LeaseLost(Exception):
 
 
 def record(client: Redis, ref: QueueRef, cursor: str, batch: MinuteBatch) -> None:
-    """Write one minute batch after ``cursor``; raises LeaseLost when the stored cursor moved."""
+    """Write one minute batch after ``cursor``; raises LeaseLost when the stored
+    cursor moved, CorruptKey when a key of the queue's history is broken."""
     keys = HistoryKeys(ref.name, ref.prefix)
     hour = hour_of(batch.minute * MINUTE_MS)
     answer = scripts.run(
         client,
         scripts.call(
             "recordHistory",
-            (keys.state, keys.minute(batch.minute), keys.hour(hour)),
+            (keys.state, keys.minute(batch.minute), keys.hour(hour), keys.recent),
             (
                 cursor,
                 batch.last_id,
                 (batch.minute + 1) * MINUTE_MS + MINUTES_KEPT_MS,
                 (hour + 1) * HOUR_MS + HOURS_KEPT_MS,
                 batch.as_json(),
+                batch.minute,
+                RECENT_SLOTS,
+                (batch.minute + 1 + RECENT_SLOTS) * MINUTE_MS,
             ),
         ),
     )
     if answer == 0:
         raise LeaseLost(f"another collector recorded {ref.qualified}")
-    if answer == 2:
-        raise RedisError(f"history of {ref.qualified}: a key is not a hash; not recorded")
 
 
 class HistoryCollector:
@@ -475,6 +488,7 @@ class HistoryCollector:
         self.idle_s = idle_s
         self.batch = batch
         self.lease = client.lock(COLLECTOR_LEASE, timeout=lease_s, thread_local=False)
+        self.report = CollectorReport(client)
         self.holding = False
         self.terms = 0  # how many times this collector took the lease
         self.folders: dict[QueueRef, QueueFolder] = {}
@@ -538,6 +552,7 @@ class HistoryCollector:
         True when some stream had more to read at once."""
         if not self.holding:
             if not self.lease.acquire(blocking=False):
+                expire_unheld_lock(self.client, COLLECTOR_LEASE, int(self.lease_s * 1000))
                 return False
             self._take_over()
         try:
@@ -565,6 +580,7 @@ class HistoryCollector:
         # Cursors are read again from Redis: whatever this process remembered
         # may be behind what another holder wrote meanwhile.
         self.folders = {}
+        self.report.take_over()
         log.info("history collector %s: collecting", self.name)
 
     def _lose(self, why: str) -> None:
@@ -588,25 +604,53 @@ class HistoryCollector:
         if time.monotonic() - self._queues_at >= QUEUES_EVERY_S:
             self._queues = list(self.list_queues())
             self._queues_at = time.monotonic()
+            self.report.prune(self._queues)
         return self._queues
 
     def _folders(self, refs: list[QueueRef]) -> list[QueueFolder]:
         # The same queue list and the same folders as the last pass (the list
         # is re-read every QUEUES_EVERY_S, the folders reset on a takeover):
         # the same answer, without hashing a thousand refs twice a pass.
+        # A queue whose history is stopped is left out until it is due to be
+        # tried again: then its folder is made anew, from its stored cursor.
+        now = time.monotonic()
         last_refs, last_folders, answer = self._last_folders
-        if last_refs is refs and last_folders is self.folders:
+        if last_refs is refs and last_folders is self.folders and now < self.report.next_retry:
             return answer
-        missing = [ref for ref in refs if ref not in self.folders]
+        missing = [r for r in refs if r not in self.folders and not self.report.resting(r, now)]
         if missing:
             pipe = self.client.pipeline(transaction=False)
             for ref in missing:
                 pipe.hget(HistoryKeys(ref.name, ref.prefix).state, "cursor")
-            for ref, cursor in zip(missing, pipe.execute(), strict=True):
-                self.folders[ref] = QueueFolder(ref, codec.text(cursor) or "")
-        answer = [self.folders[ref] for ref in refs]
+            for ref, cursor in zip(missing, pipe.execute(raise_on_error=False), strict=True):
+                if isinstance(cursor, ResponseError):
+                    self._stop_history(ref, HistoryKeys(ref.name, ref.prefix).state)
+                else:
+                    self.folders[ref] = QueueFolder(ref, codec.text(cursor) or "")
+        answer = [self.folders[ref] for ref in refs if ref in self.folders]
         self._last_folders = (refs, self.folders, answer)
         return answer
+
+    def _stop_history(self, ref: QueueRef, broken: CorruptKey | str) -> None:
+        """Stop the queue's history: ``broken`` is the refusal naming its
+        broken key, or the key a read found of the wrong type."""
+        if isinstance(broken, str):
+            kind_raw: Any = self.client.type(broken)
+            broken = CorruptKey(broken, codec.text(kind_raw) or "none", "hash")
+        folder = self.folders.pop(ref, None)
+        if folder is not None:
+            folder.stopped = True
+            folder.pending.clear()
+        self._last_folders = (None, None, [])
+        self.report.stop(ref, f"its key {broken.key} holds a {broken.actual}")
+
+    def _record(self, ref: QueueRef, write: Callable[[], None]) -> None:
+        """Record what ``write`` writes of the queue, which stops its history
+        when a key of it is broken (the others go on)."""
+        try:
+            write()
+        except CorruptKey as broken:
+            self._stop_history(ref, broken)
 
     def collect_pass(self) -> bool:
         """Read every queue's stream once (at most ``batch`` events each);
@@ -638,19 +682,23 @@ class HistoryCollector:
         # not be looked at (an idle pass costs about 2 ms of CPU as it is).
         if self._folded:
             for folder in folders:
-                if folder.pending:
-                    folder.record_pending(self.client)
+                if folder.pending and not folder.stopped:
+                    self._record(folder.ref, partial(folder.record_pending, self.client))
             self._folded = False
+        if self.report.watching:
+            # A stopped queue tried again resumes once all it read is
+            # recorded (its backlog sample too): not at the first write that
+            # went through, which may be followed by one that does not.
+            for folder in folders:
+                if not folder.pending and not folder.stopped:
+                    self.report.recorded(folder.ref)
         self._recorded_at = time.monotonic()
 
     def _say_caught_up(self) -> None:
         """Write when this collector last read and recorded every stream to
         its end: when it records (at 10,000 jobs/s writing it every pass was
         one round trip in five)."""
-        self.client.hset(
-            COLLECTOR_STATUS,
-            mapping={"holder": self.name, "caught_up_ms": int(time.time() * 1000)},
-        )
+        self.report.caught_up(self.name)
 
     def _with_news(self, folders: list[QueueFolder]) -> list[QueueFolder]:
         """The folders to read this pass: those that read events the last pass
@@ -755,5 +803,5 @@ class HistoryCollector:
             batch = MinuteBatch(minute_of(wall_ms), folder.cursor)
             batch.set["b"] = backlog
             batch.max["bx"] = backlog
-            record(self.client, folder.ref, folder.cursor, batch)
+            self._record(folder.ref, partial(record, self.client, folder.ref, folder.cursor, batch))
             folder.backlog_at = now

@@ -220,8 +220,21 @@ class HistoryKeys:
         """Hash of one hour (``hour`` = ms since the epoch // 3,600,000)."""
         return f"{self.base}h:{hour}"
 
+    @property
+    def recent(self) -> str:
+        """String: the last minutes' completed and failed, packed
+        (priv/scripts/recordHistory-4.lua); what the overview reads."""
+        return self.base + "recent"
+
 
 # String: the token of the dashboard process that collects (a lease, PX).
 COLLECTOR_LEASE = f"{HISTORY_ROOT}:collector"
-# Hash: what the collector says of itself (holder, when it last caught up).
+# Hash: what the collector says of itself (holder, when it last caught up,
+# and the queues whose history it stopped: see stopped_history_field).
 COLLECTOR_STATUS = f"{HISTORY_ROOT}:status"
+
+
+def stopped_history_field(qualified: str) -> str:
+    """The field of COLLECTOR_STATUS saying why the collector stopped the
+    history of the queue ``<prefix>:<name>`` (one of its keys is broken)."""
+    return f"stopped:{qualified}"

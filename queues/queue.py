@@ -37,6 +37,8 @@ from queues.read.cohorts import REASON_BYTES
 from queues.scripts import ScriptCall
 
 _CLEAN_BATCH = 1000
+# List entries one listedJobs call looks at: a few ms of Redis each.
+_LISTED_BUDGET = 5000
 # At most this many jobs, and about this much JSON, per addJobs call of add_bulk.
 _JOBS_PER_CALL = 100
 _BYTES_PER_CALL = 4 * 1024 * 1024
@@ -237,10 +239,29 @@ class Queue:
         except (CorruptKey, OutOfMemoryError) as refusal:
             raise BulkStopped(done, refusal) from refusal
 
+    def _listed(self, source: str, result: BulkResult) -> dict[str, str]:
+        """The jobs of ``source`` (a sorted-set state) that wait, paused or
+        active holds too: id -> that list. A bulk action's batches leave them
+        where they are and report them (retried, such a job would run twice;
+        cleaned, its hash would go from under the list's copy). The lists are
+        walked once, here, in bounded calls: searching them per job would cost
+        a walk of wait per job (LPOS), and a retry's own pushes lengthen it."""
+        listed: dict[str, str] = {}
+        start = (1, 0)
+        while True:
+            call = admin.listed_jobs(self.keys, source, start=start, budget=_LISTED_BUDGET)
+            next_list, next_index, flat = self._bulk_step(call, result)
+            for job_id, state in zip(flat[::2], flat[1::2], strict=True):
+                listed.setdefault(_text(job_id), _text(state))
+            if int(next_list) == 0:
+                return listed
+            start = (int(next_list), int(next_index))
+
     def _requeue_all(
         self, source: RequeueSource, batch: int, max_score: int | None, track: int
     ) -> BulkResult:
         result = BulkResult()
+        listed = self._listed(source, result)
         calls_left: int | None = None
         while calls_left is None or calls_left > 0:
             # Broken jobs stay at the front of the source set: pass over them.
@@ -252,6 +273,7 @@ class Queue:
                 max_score=max_score,
                 pass_over=len(result.skipped),
                 report_reason_bytes=REASON_BYTES if len(result.ids) < track else 0,
+                listed=listed,
             )
             moved, remaining, skipped, reported = self._bulk_step(call, result)
             result.count += int(moved)
@@ -276,6 +298,9 @@ class Queue:
         cutoff = now_ms() - grace_ms
         result = BulkResult()
         for key_state in ("wait", "paused") if state == "wait" else (state,):
+            # The lists' copies of a sorted set's jobs (the lists themselves
+            # are checked against the sorted sets by the script).
+            listed = {} if key_state in admin.LISTED_STATES else self._listed(key_state, result)
             passed = 0
             while limit == 0 or result.count < limit:
                 batch = _CLEAN_BATCH if limit == 0 else min(limit - result.count, _CLEAN_BATCH)
@@ -286,6 +311,7 @@ class Queue:
                     limit=batch,
                     now_ms=now_ms(),
                     pass_over=passed,
+                    listed=listed,
                 )
                 deleted, raw_skipped, looked_at = self._bulk_step(call, result)
                 skipped = decode_skipped(raw_skipped)

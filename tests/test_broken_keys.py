@@ -22,6 +22,7 @@ from queues.commands import transitions as t
 from queues.errors import CorruptKey, JobBroken, ParentJobNotExist, SkippedJob
 from queues.keys import QueueKeys
 from queues.queue import BulkStopped, Queue, now_ms
+from tests import dashboard_seed
 from tests.keyspace import placement, snapshot, states_of
 from tests.queue_helpers import stream_events
 from tests.test_queue_admin import finish
@@ -113,6 +114,48 @@ def test_promote_all_leaves_a_broken_delayed_job_and_a_two_state_one(
     assert states_of(redis_client, queue.keys, ids[0]) == ["delayed"]
     assert sorted(states_of(redis_client, queue.keys, ids[1])) == ["delayed", "failed"]
     assert {job_id: redis_client.hgetall(queue.keys.job(job_id)) for job_id in ids[:2]} == before
+
+
+@pytest.mark.parametrize("also", ["active", "paused"])
+def test_retry_all_leaves_a_failed_job_another_list_holds_too(
+    redis_client: Redis, queue: Queue, also: str
+) -> None:
+    ids = _failed(redis_client, queue, 5)
+    redis_client.lpush(queue.keys.state(also), ids[2])
+    result = queue.retry_all()
+    assert result.count == 4
+    assert result.skipped == {ids[2]: SkippedJob(ids[2], f"states:failed,{also}")}
+    assert sorted(states_of(redis_client, queue.keys, ids[2])) == sorted(["failed", also])
+
+
+def test_the_lists_are_searched_to_their_end_past_what_one_call_looks_at(
+    redis_client: Redis, queue: Queue
+) -> None:
+    ids = _failed(redis_client, queue, 4)
+    # The oldest waiting job at the tail of 12,000: three calls' stretches.
+    redis_client.rpush(queue.keys.wait, ids[1], *(f"w{n}" for n in range(12_000)))
+    redis_client.rpush(queue.keys.active, *(f"a{n}" for n in range(6_000)), ids[3])
+    result = queue.retry_all()
+    assert result.count == 2
+    assert result.skipped == {
+        ids[1]: SkippedJob(ids[1], "states:failed,wait"),
+        ids[3]: SkippedJob(ids[3], "states:failed,active"),
+    }
+    assert redis_client.lrange(queue.keys.wait, 0, 1) == [ids[2].encode(), ids[0].encode()]
+
+
+def test_clean_keeps_a_delayed_job_wait_holds_too_in_every_batch(
+    redis_client: Redis, queue: Queue
+) -> None:
+    """A delayed clean looks at the whole set in each call of 1,000: the job
+    kept in the first is looked at again by the second, and kept again."""
+    ids = queue.add_bulk([("d", None, {"delay": 60_000, "timestamp": 1000}) for _ in range(1500)])
+    redis_client.lpush(queue.keys.wait, ids[0])
+    result = queue.clean("delayed", grace_ms=0)
+    assert result.count == 1499
+    assert result.skipped == {ids[0]: SkippedJob(ids[0], "states:delayed,wait")}
+    assert sorted(states_of(redis_client, queue.keys, ids[0])) == ["delayed", "wait"]
+    assert redis_client.hget(queue.keys.job(ids[0]), "name") == b"d"
 
 
 # -- single actions on a broken job: nothing changes -----------------------------
@@ -519,6 +562,44 @@ def test_retry_all_names_the_broken_job_in_the_page_the_json_and_the_audit_line(
     )
 
 
+# Job 2 is in failed (or delayed) and, by a hand LPUSH, in wait too, between
+# two sound waiting jobs: what the probe of issue 22 left.
+TWO_STATES = {"retry_all": "failed", "promote_all": "delayed", "clean": "failed"}
+
+
+@pytest.mark.parametrize("action", TWO_STATES)
+def test_a_bulk_action_leaves_a_job_a_list_also_holds_and_says_so(
+    dashboard_redis: Redis, actor: Any, queue: Queue, action: str
+) -> None:
+    state = TWO_STATES[action]
+    dashboard_seed.seed_job(dashboard_redis, queue.keys, "8", state="wait")
+    finished = now_ms() - 1000 if state == "failed" else None  # delayed: due in a minute
+    for job_id in ("1", "2", "3"):
+        dashboard_seed.seed_job(dashboard_redis, queue.keys, job_id, state=state, score=finished)
+    dashboard_redis.lpush(queue.keys.wait, "2")
+    dashboard_seed.seed_job(dashboard_redis, queue.keys, "9", state="wait")
+    job_before = dashboard_redis.hgetall(queue.keys.job("2"))
+
+    body = {"action": action, "state": state, "grace_ms": 0}
+    response = _post_json(actor, API + "bulk/", body)
+
+    assert dashboard_redis.lrange(queue.keys.wait, 0, -1).count(b"2") == 1
+    assert dashboard_redis.hgetall(queue.keys.job("2")) == job_before
+    assert dashboard_redis.zscore(queue.keys.state(state), "2") is not None
+    answer = response.json()
+    assert answer["count"] == 2
+    assert answer["skipped"] == [
+        {
+            "id": "2",
+            "reason": f"it is in more than one state ({state} and wait)",
+            "code": f"states:{state},wait",
+        }
+    ]
+    assert answer["message"].endswith(
+        f"; 1 skipped as broken: job 2 (it is in more than one state ({state} and wait))"
+    )
+
+
 def test_a_single_action_on_a_broken_job_answers_409_job_broken(
     dashboard_redis: Redis, actor: Any, queue: Queue
 ) -> None:
@@ -548,3 +629,15 @@ def test_a_queue_key_of_the_wrong_type_answers_409_corrupt_key(
         "Nothing was changed: the key bull:jobs:wait holds a string, where the queue keeps a list."
     )
     assert snapshot(dashboard_redis) == before
+
+
+def test_a_list_of_the_wrong_type_does_not_keep_clean_from_running(
+    redis_client: Redis, queue: Queue
+) -> None:
+    """The search for copies in the lists passes over a list key that holds
+    no list (no job is in it); clean never touches the lists itself."""
+    ids = _failed(redis_client, queue, 3)
+    redis_client.set(queue.keys.active, "corrupt")
+    assert queue.clean("failed", grace_ms=0).count == 3
+    assert redis_client.get(queue.keys.active) == b"corrupt"
+    assert not redis_client.exists(*(queue.keys.job(job_id) for job_id in ids))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -246,3 +247,24 @@ def test_failures_are_grouped_and_followed_on_the_cluster(cluster: Redis, queue:
     after = error_groups(cluster, ref)
     assert (after.indexed, after.failed) == (599, 599)
     assert {g.text: g.count for g in after.groups}["timeout after <n> ms on job <n>"] == 399
+
+
+def test_when_the_newest_kept_jobs_finished_is_read_across_the_nodes(cluster: Redis) -> None:
+    from tests.test_read_model import assert_last_finished, seed_last_finished
+
+    assert_last_finished(cluster, seed_last_finished(cluster, prefix="q"))
+
+
+def test_the_overview_reads_recent_minutes_of_queues_on_every_node(cluster: Redis) -> None:
+    from queues.collector import MINUTE_MS, MinuteBatch, record
+    from queues.read.counts import queue_summaries
+    from queues.read.history import with_recent_series
+
+    refs = [QueueRef(f"p{n}", "emails") for n in range(6)]  # slots of every node
+    now = int(time.time() * 1000)
+    for n, ref in enumerate(refs):
+        batch = MinuteBatch(now // MINUTE_MS - 1, "1-0")
+        batch.add["c"] = n + 1
+        record(cluster, ref, "", batch)
+    drawn = with_recent_series(cluster, queue_summaries(cluster, refs, now_ms=now), 30)
+    assert [summary.completed_per_minute for summary in drawn] == [[n + 1] for n in range(6)]

@@ -5,7 +5,9 @@ hours equal to their minutes, restarts resuming from the stored cursor."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
+import logging
 import time
 from collections import Counter
 from typing import Any
@@ -14,13 +16,34 @@ import pytest
 from redis import Redis
 from redis.exceptions import RedisError
 
-from queues.collector import HOUR_MS, MINUTE_MS, HistoryCollector, LeaseLost, QueueFolder
+from queues import codec, collector_report
+from queues.collector import (
+    HOUR_MS,
+    MINUTE_MS,
+    RECENT_SLOTS,
+    HistoryCollector,
+    LeaseLost,
+    MinuteBatch,
+    QueueFolder,
+    record,
+)
 from queues.connection import connect
+from queues.errors import CorruptKey
 from queues.job import Job
-from queues.keys import COLLECTOR_LEASE, HistoryKeys
+from queues.keys import COLLECTOR_LEASE, COLLECTOR_STATUS, HistoryKeys, stopped_history_field
 from queues.latency import bucket_of, percentile_ms, upper_bound_ms
 from queues.queue import Queue
-from queues.read.history import Figures, collector_status, history, recent, totals
+from queues.read.counts import METRICS_POINTS, QueueSummary, queue_summaries
+from queues.read.history import (
+    Figures,
+    collector_status,
+    history,
+    recent,
+    recent_minutes,
+    totals,
+    with_history_series,
+    with_recent_series,
+)
 from queues.read.refs import QueueRef
 from tests.history_helpers import collect_until_read, job_events, write_events
 from tests.worker_helpers import running, until
@@ -644,3 +667,216 @@ def test_after_a_redis_error_mid_pass_what_was_folded_is_read_again(
         c.stop()
     figures = totals(redis_client, [REF])[REF].figures
     assert (figures.completed, figures.gaps) == (1 + kept, 1)
+
+
+def _overview_row(client: Redis, now: int) -> QueueSummary:
+    """REF as the overview reads it, its workers keeping no metrics."""
+    (summary,) = queue_summaries(client, [REF], now_ms=now)
+    (summary,) = with_recent_series(client, [summary], METRICS_POINTS)
+    return summary
+
+
+def test_the_overview_s_recent_minutes_say_what_the_minute_hashes_say(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """The overview draws a queue without worker metrics from the packed
+    recent minutes, its page from the minute hashes: the same figures."""
+    now = int(time.time() * 1000)
+    first = (now // MINUTE_MS - 12) * MINUTE_MS
+    events = []
+    for n in range(60):  # a job every 12 s over 12 minutes, one in five failing
+        events += job_events(f"j{n}", first + n * 12_000, 30, 80, ok=n % 5 != 0)
+    write_events(redis_client, REF, events)
+    collect_until_read(collector(redis_url, "one"))
+    overview = _overview_row(redis_client, now)
+    assert overview.counted_from_events
+    # It starts at the first minute the collector covered, not 30 idle ones before.
+    assert len(overview.completed_per_minute) == 12
+    # Every job finished before this minute began (the last one 11.8 min in).
+    assert (sum(overview.completed_per_minute), sum(overview.failed_per_minute)) == (48, 12)
+    (page,) = with_history_series(redis_client, [overview_without_series(overview)], 30)
+    assert page.completed_per_minute[-12:] == overview.completed_per_minute
+    assert page.failed_per_minute[-12:] == overview.failed_per_minute
+    assert not any(page.completed_per_minute[:-12] + page.failed_per_minute[:-12])
+    assert page.this_minute == overview.this_minute
+
+
+def overview_without_series(summary: QueueSummary) -> QueueSummary:
+    return dataclasses.replace(
+        summary, completed_per_minute=[], failed_per_minute=[], counted_from_events=False
+    )
+
+
+def test_recent_minutes_keep_the_newest_minute_of_each_slot(redis_client: Redis) -> None:
+    keys = HistoryKeys(REF.name, REF.prefix)
+    minute = int(time.time() * 1000) // MINUTE_MS
+
+    def batch(at: int, completed: int, failed: int) -> MinuteBatch:
+        added = MinuteBatch(at, "")
+        added.add.update({"c": completed, "f": failed})
+        return added
+
+    def written(at: int, completed: int, failed: int) -> None:
+        cursor = codec.text(redis_client.hget(keys.state, "cursor")) or ""
+        one = batch(at, completed, failed)
+        one.last_id = f"{at}-0"
+        record(redis_client, REF, cursor, one)
+
+    written(minute, 3, 1)
+    written(minute, 2, 0)  # the same minute: added
+    written(minute + RECENT_SLOTS, 7, 7)  # its slot's next turn: replaces it
+    written(minute, 100, 100)  # an older minute in a newer slot: left alone
+    held = recent_minutes(redis_client.get(keys.recent), minute, minute + RECENT_SLOTS)
+    assert held == {minute + RECENT_SLOTS: (7, 7)}
+    written(minute + 1, 0, 0)  # a backlog sample: the minute is covered, with nothing
+    held = recent_minutes(redis_client.get(keys.recent), minute, minute + RECENT_SLOTS)
+    assert held == {minute + 1: (0, 0), minute + RECENT_SLOTS: (7, 7)}
+    # Expires once its newest minute has left every window: bounded, like the hashes.
+    assert 0 < redis_client.pttl(keys.recent) <= (RECENT_SLOTS + 2) * MINUTE_MS
+
+
+def test_a_recent_minutes_key_of_another_type_refuses_the_batch_and_writes_nothing(
+    redis_client: Redis,
+) -> None:
+    keys = HistoryKeys(REF.name, REF.prefix)
+    redis_client.hset(keys.recent, "someone", "else's")
+    minute = int(time.time() * 1000) // MINUTE_MS
+    one = MinuteBatch(minute, "1-0")
+    one.add["c"] = 1
+    with pytest.raises(
+        CorruptKey, match=f"{keys.recent} holds a hash, where the queue keeps a string"
+    ):
+        record(redis_client, REF, "", one)
+    assert not redis_client.exists(keys.state, keys.minute(minute), keys.hour(minute // 60))
+    assert redis_client.hgetall(keys.recent) == {b"someone": b"else's"}
+
+
+def test_recent_minutes_of_another_type_read_as_none(redis_client: Redis) -> None:
+    redis_client.hset(HistoryKeys(REF.name, REF.prefix).recent, "someone", "else's")
+    assert _overview_row(redis_client, int(time.time() * 1000)).completed_per_minute == []
+
+
+# -- one queue's broken history key costs that queue's history only (issue 22) ------
+
+SOUND, BROKEN = QueueRef("bull", "sound"), QueueRef("bull", "cq1")
+
+
+def _two_queues(client: Redis) -> None:
+    now = int(time.time() * 1000) - 1000
+    for ref in (SOUND, BROKEN):
+        write_events(client, ref, job_events("1", now, 5, 5))
+
+
+def test_a_state_key_of_the_wrong_type_stops_that_queue_only_and_is_logged_once(
+    redis_client: Redis, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The probe's ``SET 'echomq:history:{bull:cq1}:state' x``: the running
+    collector (its thread, as a server starts it) kept the sound queue's
+    history, said why the other one stopped, and warned once, not a second."""
+    _two_queues(redis_client)
+    state = HistoryKeys(BROKEN.name, BROKEN.prefix).state
+    redis_client.set(state, "x")
+    c = HistoryCollector(connect(redis_url), lambda: [SOUND, BROKEN], name="sturdy")
+    c.start()
+    try:
+        deadline = time.monotonic() + 10
+        while totals(redis_client, [SOUND])[SOUND].figures.completed != 1:
+            assert time.monotonic() < deadline, "the sound queue's history stopped too"
+            time.sleep(0.05)
+        time.sleep(2.5)  # passes go on: two and a half seconds of them
+    finally:
+        c.stop()
+    assert redis_client.get(state) == b"x"
+    why = f"its key {state} holds a string"
+    assert redis_client.hget(COLLECTOR_STATUS, stopped_history_field(BROKEN.qualified)) == (
+        why.encode()
+    )
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == [
+        f"history of bull:cq1 stopped: {why} (the other queues' history goes on; this one's"
+        " resumes once that key is repaired or deleted)"
+    ]
+
+
+def test_a_broken_minute_key_stops_its_queue_until_deleted_then_it_resumes(
+    redis_client: Redis,
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A string where a minute's hash belongs, three minutes ago: the queue is
+    tried again and again (its backlog sample, in the current minute, goes
+    through each time) and stays stopped, said once, until the key is gone."""
+    monkeypatch.setattr(collector_report, "RETRY_S", 0.05)
+    then = int(time.time() * 1000) - 3 * MINUTE_MS
+    for ref in (SOUND, BROKEN):
+        write_events(redis_client, ref, job_events("1", then, 5, 5))
+    minute = HistoryKeys(BROKEN.name, BROKEN.prefix).minute(then // MINUTE_MS)
+    redis_client.set(minute, "x")
+    c = collector(redis_url, "one")
+    c.list_queues = lambda: [SOUND, BROKEN]
+    for _ in range(4):
+        collect_until_read(c)
+        time.sleep(0.06)
+    assert totals(redis_client, [SOUND, BROKEN])[SOUND].figures.completed == 1
+    assert totals(redis_client, [BROKEN])[BROKEN].figures.completed == 0
+    assert redis_client.hget(COLLECTOR_STATUS, stopped_history_field(BROKEN.qualified)) == (
+        f"its key {minute} holds a string".encode()
+    )
+    said = [r.getMessage() for r in caplog.records if "bull:cq1" in r.getMessage()]
+    assert len(said) == 1
+
+    redis_client.delete(minute)
+    collect_until_read(c)
+    assert totals(redis_client, [BROKEN])[BROKEN].figures.completed == 1
+    assert redis_client.hgetall(minute)[b"c"] == b"1"
+    assert not redis_client.hexists(COLLECTOR_STATUS, stopped_history_field(BROKEN.qualified))
+
+
+def test_a_total_that_is_no_integer_refuses_the_record_before_any_write(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """HINCRBY failed on the state's garbage after the minute and the hour had
+    been added to: each retry would have counted them again."""
+    _two_queues(redis_client)
+    keys = HistoryKeys(BROKEN.name, BROKEN.prefix)
+    redis_client.hset(keys.state, "c", "many")
+    c = collector(redis_url, "one")
+    c.list_queues = lambda: [SOUND, BROKEN]
+    collect_until_read(c)
+    minute_ms = int(time.time() * 1000 - 1000)
+    for key in (keys.minute(minute_ms // MINUTE_MS), keys.hour(minute_ms // HOUR_MS)):
+        assert redis_client.hget(key, "c") is None  # the backlog samples went in
+    assert redis_client.hget(keys.state, "c") == b"many"
+    assert totals(redis_client, [SOUND])[SOUND].figures.completed == 1
+    assert redis_client.hget(COLLECTOR_STATUS, stopped_history_field(BROKEN.qualified)) == (
+        f"its key {keys.state} holds a hash whose field c is no integer".encode()
+    )
+
+
+def test_a_lease_nobody_holds_lapses_and_a_collector_takes_over(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A lease key left without an expiry (a hand SET, a restore) is held by
+    nobody and was never taken again: no history for any queue, for good."""
+    redis_client.set(COLLECTOR_LEASE, "someone")
+    write_events(redis_client, REF, job_events("1", int(time.time() * 1000) - 1000, 5, 5))
+    c = collector(redis_url, "one", lease_s=0.5)
+    assert not c.step()
+    assert 0 < redis_client.pttl(COLLECTOR_LEASE) <= 500
+    time.sleep(0.6)
+    collect_until_read(c)
+    assert totals(redis_client, [REF])[REF].figures.completed == 1
+
+
+def test_a_status_key_of_the_wrong_type_costs_only_the_status(
+    redis_client: Redis, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    redis_client.set(COLLECTOR_STATUS, "x")
+    write_events(redis_client, REF, job_events("1", int(time.time() * 1000) - 1000, 5, 5))
+    c = collector(redis_url, "one")
+    for _ in range(3):
+        collect_until_read(c)
+    assert totals(redis_client, [REF])[REF].figures.completed == 1
+    said = [r.getMessage() for r in caplog.records if COLLECTOR_STATUS in r.getMessage()]
+    assert len(said) == 1

@@ -15,15 +15,17 @@ from queues.scripts import SCRIPTS_DIR, ScriptCall
 
 KEYS = QueueKeys("mail", "{bull}")
 _HEADER_KEY = re.compile(r"^\s*KEYS\[(\d+)\]\s+(\S+)", re.MULTILINE)
-_HEADER_ARG = re.compile(r"^\s*ARGV\[(\d+)\]", re.MULTILINE)
+_HEADER_ARG = re.compile(r"^\s*ARGV\[(\d+)\]( and on)?", re.MULTILINE)
 
 
-def header(script_name: str) -> tuple[dict[int, str], int]:
-    """(KEYS index -> the first word naming it, ARGV count) from the Lua header."""
+def header(script_name: str) -> tuple[dict[int, str], int, bool]:
+    """(KEYS index -> the first word naming it, ARGV count, whether the last
+    one is "ARGV[n] and on": any number from n, none included) from the Lua header."""
     (path,) = SCRIPTS_DIR.glob(f"{script_name}-*.lua")
     text = path.read_text().split("]]", 1)[0]
     keys = {int(i): name for i, name in _HEADER_KEY.findall(text)}
-    return keys, len(_HEADER_ARG.findall(text))
+    args = _HEADER_ARG.findall(text)
+    return keys, len(args), bool(args and args[-1][1])
 
 
 FIXED_SUFFIXES = frozenset(
@@ -56,10 +58,13 @@ ALL_CALLS: list[ScriptCall] = [
     admin.add_job(KEYS, prepare_job("n", None, None)),
     admin.requeue_job(KEYS, "7", "failed"),
     admin.requeue_jobs(KEYS, "delayed", batch=10),
+    admin.requeue_jobs(KEYS, "failed", batch=10, listed={"7": "wait", "8": "active"}),
+    admin.listed_jobs(KEYS, "failed", start=(1, 0), budget=10),
     admin.fail_job(KEYS, "7", reason="r", now_ms=5),
     admin.remove_job(KEYS, "7", now_ms=5),
     admin.pause(KEYS, paused=True),
     admin.clean_jobs(KEYS, "completed", cutoff_ms=5, limit=10, now_ms=9),
+    admin.clean_jobs(KEYS, "delayed", cutoff_ms=5, limit=10, now_ms=9, listed={"7": "paused"}),
     admin.drain(KEYS, delayed=True, batch=10, now_ms=9),
     admin.obliterate(KEYS, force=False, batch=10, now_ms=9),
     admin.update_progress(KEYS, "7", "50"),
@@ -71,9 +76,12 @@ ALL_CALLS: list[ScriptCall] = [
 
 @pytest.mark.parametrize("call", ALL_CALLS, ids=lambda c: c.script.name)
 def test_keys_follow_the_header_and_stay_in_the_queue_slot(call: ScriptCall) -> None:
-    names, arg_count = header(call.script.name)
+    names, arg_count, variadic = header(call.script.name)
     assert len(names) == len(call.keys)
-    assert len(call.args) == arg_count
+    if variadic:
+        assert len(call.args) >= arg_count - 1
+    else:
+        assert len(call.args) == arg_count
     for index, key in enumerate(call.keys, start=1):
         assert key.startswith(KEYS.base), "every key shares the queue's hash tag"
         suffix = key.removeprefix(KEYS.base)
@@ -118,6 +126,8 @@ def test_requeue_source_selects_the_first_key() -> None:
     assert admin.requeue_jobs(KEYS, "delayed", batch=5, pass_over=3).args[3:] == ("+inf", 3, 0)
     reporting = admin.requeue_jobs(KEYS, "failed", batch=5, report_reason_bytes=200)
     assert reporting.args[5:] == (200,)
+    listed = admin.requeue_jobs(KEYS, "failed", batch=5, listed={"7": "wait", "8": "active"})
+    assert listed.args[6:] == ("7", "wait", "8", "active")
     # The sorted-set states a requeued job must not also be in follow the nine.
     assert admin.requeue_job(KEYS, "7", "failed").keys[9:] == (
         KEYS.completed, KEYS.failed, KEYS.delayed, KEYS.waiting_children,
@@ -148,6 +158,16 @@ def test_requeue_only_from_finished_or_delayed(state: str) -> None:
         admin.requeue_job(KEYS, "7", state)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not one of"):
         admin.requeue_jobs(KEYS, state, batch=1)  # type: ignore[arg-type]
+
+
+def test_the_search_for_listed_jobs_starts_in_a_sorted_set_and_a_list() -> None:
+    call = admin.listed_jobs(KEYS, "delayed", start=(2, 40), budget=100)
+    assert call.keys == (KEYS.delayed, KEYS.wait, KEYS.paused, KEYS.active)
+    assert call.args == (2, 40, 100)
+    with pytest.raises(ValueError, match="not one of"):
+        admin.listed_jobs(KEYS, "wait", start=(1, 0), budget=1)
+    with pytest.raises(ValueError, match="budget"):
+        admin.listed_jobs(KEYS, "failed", start=(4, 0), budget=1)
 
 
 def test_clean_never_touches_active_jobs() -> None:

@@ -361,6 +361,28 @@ def test_the_queue_page_adds_a_job_with_its_options(
     assert (entry.action, entry.jobs, entry.count) == ("add", job_id, 1)
 
 
+def test_add_and_duplicate_never_overwrite_a_job_when_the_id_counter_fell_behind(
+    editor: Client, dashboard_redis: Redis, queue: Queue
+) -> None:
+    """A queue whose ``id`` counter is gone (a hand DEL, a restored backup)
+    while jobs 1 and 2 sit in failed: the new jobs take the next free ids."""
+    for job_id in ("1", "2"):
+        seed_job(dashboard_redis, KEYS, job_id, state="failed", data={"n": job_id})
+    dashboard_redis.delete(KEYS.id)
+    dashboard_redis.hset(KEYS.meta, "version", "bullmq:5.53.2")  # the queue is still found
+    failed_before = {n: dashboard_redis.hgetall(KEYS.job(n)) for n in ("1", "2")}
+
+    added = post_json(editor, API + "add/", {"name": "send", "data": {"to": "x"}})
+    duplicated = post_json(editor, API + "duplicate/", {"id": "2"})
+
+    assert added.json()["message"] == "Job 3 (send) added to emails"
+    assert duplicated.json()["message"] == "Job 2 duplicated as job 4"
+    assert {n: dashboard_redis.hgetall(KEYS.job(n)) for n in ("1", "2")} == failed_before
+    assert queue.get_state("1") == queue.get_state("2") == "failed"
+    assert dashboard_redis.lrange(KEYS.wait, 0, -1) == [b"4", b"3"]
+    assert dashboard_redis.get(KEYS.id) == b"4"
+
+
 def test_the_api_adds_a_job_and_refuses_options_it_does_not_add(
     editor: Client, dashboard_redis: Redis, queue: Queue
 ) -> None:

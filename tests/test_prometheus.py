@@ -12,6 +12,7 @@ from redis import Redis
 
 from queues.collector import HistoryCollector
 from queues.connection import connect
+from queues.keys import HistoryKeys
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from queues.read.states import TABS
@@ -134,3 +135,16 @@ def test_an_unreachable_cluster_is_a_metric_not_an_error(metrics_on: Redis, sett
         dashboard_redis._clients.pop(url, None)
     assert answer.status_code == 200
     assert samples(answer.content.decode())[("echomq_redis_up", DEFAULT)] == 0
+
+
+def test_a_queue_whose_history_stopped_is_a_metric(metrics_on: Redis, redis_url: str) -> None:
+    """One queue's broken history key: its history stops (the others go on),
+    and the scrape says which, for an alert."""
+    for ref in (REF, OTHER):
+        Queue(ref.name, metrics_on).add("n")
+    metrics_on.set(HistoryKeys(OTHER.name, OTHER.prefix).state, "x")
+    collect_until_read(HistoryCollector(connect(redis_url), lambda: [REF, OTHER], name="t"))
+    found = samples(scrape().content.decode())
+    assert found[("echomq_history_stopped", queue_labels(OTHER))] == 1
+    assert found[("echomq_history_stopped", queue_labels(REF))] == 0
+    assert found[("echomq_queue_backlog", queue_labels(REF))] == 1

@@ -67,6 +67,44 @@ def test_custom_id_counts_and_duplicate_leaves_existing_job_alone(
     assert queue.add("third") == "3"
 
 
+def test_a_counter_behind_its_jobs_steps_past_them_and_overwrites_none(
+    redis_client: Redis, queue: Queue
+) -> None:
+    """The id counter lost (a hand DEL, a restored backup, another writer)
+    while jobs 1, 2 and 4 exist: add and add_bulk take the free ids 3, 5, 6
+    and leave every existing job as it was."""
+    for job_id in ("1", "2", "4"):
+        redis_client.hset(queue.keys.job(job_id), mapping={"name": "old", "timestamp": 1})
+        redis_client.zadd(queue.keys.failed, {job_id: 1})
+    redis_client.delete(queue.keys.id)
+
+    assert queue.add("new") == "3"
+    assert queue.add_bulk([("new", None, None), ("new", None, None)]) == ["5", "6"]
+
+    for job_id in ("1", "2", "4"):
+        assert redis_client.hgetall(queue.keys.job(job_id)) == {b"name": b"old", b"timestamp": b"1"}
+    assert redis_client.lrange(queue.keys.wait, 0, -1) == [b"6", b"5", b"3"]
+    assert redis_client.get(queue.keys.id) == b"6"
+
+
+def test_a_counter_lost_under_many_jobs_is_past_them_in_a_few_dozen_steps(
+    redis_client: Redis, queue: Queue
+) -> None:
+    redis_client.eval(
+        "for n = 1, 200000 do redis.call('HSET', ARGV[1] .. n, 'name', 'old') end",
+        0,
+        queue.keys.base,
+    )
+    redis_client.delete(queue.keys.id)
+    redis_client.config_resetstat()
+
+    job_id = queue.add("new")
+
+    assert int(job_id) > 200_000
+    assert redis_client.hgetall(queue.keys.job(job_id))[b"name"] == b"new"
+    assert redis_client.info("commandstats")["cmdstat_exists"]["calls"] < 40
+
+
 @pytest.mark.parametrize("bad", ["12", "a:b", "tab\tid"])
 def test_integer_or_colon_custom_ids_are_refused(queue: Queue, bad: str) -> None:
     with pytest.raises(InvalidJobOptions):

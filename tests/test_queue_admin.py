@@ -439,6 +439,24 @@ def test_retry_all_moves_each_failed_job_exactly_once(redis_client: Redis, queue
     assert redis_client.hget(queue.keys.job(ids[0]), "failedReason") is None
 
 
+def test_retry_all_walks_the_lists_once_however_many_batches_it_runs(
+    redis_client: Redis, queue: Queue
+) -> None:
+    """The search for failed jobs a list holds too (listedJobs-4.lua) reads
+    5,000 entries a call: a wait list of 12,000 costs three LRANGEs and the
+    empty paused and active lists one each, for 30 batches as for one. In a
+    batch, the search would cost a walk of wait per batch, one made longer by
+    every batch's own pushes."""
+    ids = queue.add_bulk([("a", None, None) for _ in range(3000)])
+    finish(redis_client, queue, ids, "failed", at=now_ms() - 1000)
+    redis_client.rpush(queue.keys.wait, *(f"w{n}" for n in range(12_000)))
+    redis_client.config_resetstat()
+
+    assert queue.retry_all(batch=100).count == 3000
+
+    assert redis_client.info("commandstats")["cmdstat_lrange"]["calls"] == 5
+
+
 def test_promote_all_leaves_an_id_without_a_hash_and_reports_it(
     redis_client: Redis, queue: Queue
 ) -> None:

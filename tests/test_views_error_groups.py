@@ -5,6 +5,8 @@ that moved meanwhile is left alone and counted, a broken one reported)."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -14,9 +16,10 @@ from redis import Redis
 from dashboard import error_groups as view
 from dashboard.models import AuditEntry
 from queues.queue import Queue
+from queues.read import error_groups as read_groups
 from queues.read.error_folding import NO_REASON, group_key
 from queues.read.refs import QueueRef
-from tests.dashboard_seed import now_ms, seed_job
+from tests.dashboard_seed import now_ms, seed_index_of_older_rules, seed_job
 
 REF = QueueRef("bull", "emails")
 KEYS = REF.keys
@@ -69,8 +72,9 @@ def test_the_page_shows_each_group_with_count_times_sample_and_stack(
     assert "UTC" in row  # the exact time on hover
     assert "timeout after 30007 ms on job 91" in row  # the newest as the sample
     assert "at send (mailer.js:12:3)" in row
-    assert 'data-confirm="Retry 7 failed jobs of this group?' in row
-    assert 'data-confirm="Remove 7 failed jobs of this group?' in row
+    assert 'data-jobs="7" data-confirm-many' in row  # asks: more than a handful
+    assert 'data-confirm="Retry 7 failed jobs of emails with this error?' in row
+    assert 'data-confirm="Remove 7 failed jobs of emails with this error?' in row
     assert f'href="{PAGE}?group={TIMEOUT}"' in row
     users = _row(html, group_key("user <str> not found"))
     assert 'data-group-count="2"' in users
@@ -205,3 +209,63 @@ def test_a_group_bigger_than_one_click_says_what_is_left(
     ]
     # The newest first: the two oldest wait for the next click.
     assert Queue(REF.name, failed).get_state("t1") == "failed"
+
+
+def test_the_tab_and_the_groups_count_the_same_failed_jobs_when_one_fails_between_reads(
+    failed: Redis, actor: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21: a tab read 178 beside a total of 180 on one screen. The page
+    reads the tabs' counts, then the groups: a failure in between showed in
+    the groups and not in the tab, which was built from the first read."""
+    reading = view.read.error_groups
+
+    def a_failure_meanwhile(client: Redis, ref: QueueRef) -> Any:
+        _fail(client, "late", "timeout after 30999 ms on job 999", now_ms())
+        return reading(client, ref)
+
+    monkeypatch.setattr(view.read, "error_groups", a_failure_meanwhile)
+    html = actor.get(PAGE).content.decode()
+    tab = re.search(r'data-count="(\d+)" data-count-state="failed"', html)
+    assert tab is not None
+    groups = [int(n) for n in re.findall(r'data-group-count="(\d+)"', html)]
+    assert int(tab.group(1)) == sum(groups) == 10
+
+
+def test_the_page_says_regrouping_while_an_index_of_older_rules_is_counted_again(
+    dashboard_redis: Redis, actor: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deployment's index, counted before the rules' version was kept:
+    each job of issue 21's incident in a group of its own. The page shows
+    them marked "Regrouping…" while they are counted again (held here at a
+    gate), then the one kind."""
+    base = now_ms() - 60_000
+    ids = [f"o{n}" for n in range(1, 13)]
+    for n, job_id in enumerate(ids, 1):
+        reason = f"gateway timeout after {30_000 + n * 41} ms (order ord_{n * 104_729:010x})"
+        _fail(dashboard_redis, job_id, reason, base + n)
+    seed_index_of_older_rules(dashboard_redis, REF, ids)
+    gate = threading.Event()
+    regroup = read_groups._regroup
+
+    def held(client: Redis, index: Any) -> None:
+        gate.wait(10)
+        regroup(client, index)
+
+    monkeypatch.setattr(read_groups, "_regroup", held)
+    html = actor.get(PAGE).content.decode()
+    assert "Regrouping…" in html
+    assert "data-pending" in html  # the page asks again until it is done
+    assert "12 kinds of error in 12 failed jobs" in html  # as they were
+    fragment = actor.get(PAGE, headers={"HX-Request": "true"}).content.decode()
+    assert "Regrouping…" in fragment
+    assert actor.get("/api/queues/bull/emails/errors/").json()["regrouping"] is True
+
+    gate.set()
+    deadline = time.monotonic() + 20
+    while "Regrouping…" in (html := actor.get(PAGE).content.decode()):
+        assert time.monotonic() < deadline, "still regrouping"
+        time.sleep(0.05)
+    assert "data-pending" not in html
+    kind = _row(html, group_key("gateway timeout after <n> ms (order ord_<id>)"))
+    assert 'data-group-count="12"' in kind
+    assert "1 kind of error in 12 failed jobs" in html

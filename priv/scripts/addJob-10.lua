@@ -30,8 +30,9 @@
   Returns: the job id (text): the new job's, or the existing one's when the
   custom id is taken or the deduplication id is held. -5 when the parent is gone.
   A parent whose key is not a hash (or whose dependencies are not a set)
-  counts as gone; a generated id whose key holds something other than a hash
-  is passed over (the counter moves on); a deduplication key of another type
+  counts as gone; a generated id whose key exists (a job the counter fell
+  behind, or anything else) is passed over, the counter stepping on past it
+  (includes/addJobSteps.lua); a deduplication key of another type
   is ignored. Refused with a WRONGTYPE error naming the key, nothing
   changed, when one of the KEYS has the wrong type.
 

@@ -25,8 +25,9 @@
   job's id for a taken custom id or a held deduplication id, or -5 when its
   parent is gone (that job only is skipped; the others are added).
   A parent whose key is not a hash (or whose dependencies are not a set)
-  counts as gone; a generated id whose key holds something other than a hash
-  is passed over (the counter moves on); a deduplication key of another type
+  counts as gone; a generated id whose key exists (a job the counter fell
+  behind, or anything else) is passed over, the counter stepping on past it
+  (includes/addJobSteps.lua); a deduplication key of another type
   is ignored. Refused with a WRONGTYPE error naming the key, nothing
   changed, when one of the KEYS has the wrong type.
 

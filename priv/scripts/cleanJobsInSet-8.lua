@@ -21,11 +21,16 @@
   ARGV[5] now (ms): when a flow parent this frees enters wait or delayed
   ARGV[6] completed/failed only: ids to pass over first (oldest): the ones
           earlier calls reported as broken, which stay at the front
+  ARGV[7] and on (optional, sorted-set states): jobs of the state that a list
+          state holds too, as pairs id, that state's name ("wait", "paused",
+          "active"), found by listedJobs-4.lua when the clean started: they
+          are kept and reported, since deleting their hash would leave the
+          list an id without a job
 
   Returns: {deleted, skipped, looked_at}: the ids deleted (at most `limit`);
   the jobs left where they were because their key is not a job hash, their
   timestamp is not a number (states cleaned by creation time) or another
-  sorted-set state holds them too, as a
+  state holds them too (a sorted set, or a list as ARGV[7] on say), as a
   flat list id, reason, id, reason ... (reasons: includes/keyCheck.lua);
   and, for completed/failed, how many ids past the passed-over ones this call
   looked at (fewer than `limit`: nothing older is left). Ids without a hash
@@ -75,6 +80,11 @@ if refused then
   return refused
 end
 
+local listed = {}
+for index = 7, #ARGV - 1, 2 do
+  listed[ARGV[index]] = ARGV[index + 1]
+end
+
 -- Only the states cleaned by creation time compute with the timestamp.
 local check, at = job_checker(is_finished and {} or {"timestamp"}, {}, {"rjk"})
 local removed, skipped = {}, {}
@@ -92,8 +102,9 @@ local function sort_chunk(ids, by_age, take)
     if problem == "missing" then
       problem, fields = nil, {}
     end
-    if not problem and holder[job_id] then
-      problem = "states:" .. state .. "," .. holder[job_id]
+    local also = holder[job_id] or listed[job_id]
+    if not problem and also then
+      problem = "states:" .. state .. "," .. also
     end
     if problem then
       skipped[#skipped + 1] = job_id

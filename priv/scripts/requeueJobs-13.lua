@@ -29,11 +29,16 @@
           each with the first N bytes of the failedReason it held before
           (the retry deletes it). The dashboard records what it moved, to say
           later what became of those jobs; callers that need no ids pass 0.
+  ARGV[7] and on (optional): jobs of the source set that a list state holds
+          too, as pairs id, that state's name ("wait", "paused", "active"),
+          found by listedJobs-4.lua when the action started: they are left
+          where they are and reported with the others skipped.
 
   Returns: {moved, remaining, skipped, reported}: jobs requeued by this call,
   how many qualifying ids lie beyond the ones this call looked at, the jobs
-  left where they were because their keys are broken or another sorted-set
-  state holds them too, as a flat list id, reason, id, reason ... (reasons:
+  left where they were because their keys are broken or another state holds
+  them too (a sorted set, or a list as ARGV[7] on say), as a flat list id,
+  reason, id, reason ... (reasons:
   includes/keyCheck.lua; an id without a hash is reported as "missing"), and
   when ARGV[6] asks for it the jobs requeued, as a flat list id, previous
   failedReason ("" when none), ... (else empty).
@@ -55,7 +60,11 @@ local max_score = ARGV[4]
 local passed = tonumber(ARGV[5]) or 0
 local ids = redis.call("ZRANGEBYSCORE", q.source, "-inf", max_score,
   "LIMIT", passed, tonumber(ARGV[3]))
-local moved, skipped, movable, reasons = requeue_jobs(q, ARGV[1], ids, ARGV[2])
+local listed = {}
+for index = 7, #ARGV - 1, 2 do
+  listed[ARGV[index]] = ARGV[index + 1]
+end
+local moved, skipped, movable, reasons = requeue_jobs(q, ARGV[1], ids, ARGV[2], listed)
 local beyond = redis.call("ZCOUNT", q.source, "-inf", max_score) - passed - #skipped / 2
 local reported = {}
 local reason_bytes = tonumber(ARGV[6]) or 0

@@ -8,13 +8,13 @@ server.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, get_args
 
 from queues import scripts
 from queues.job_options import PreparedJob
 from queues.keys import QueueKeys
-from queues.read.states import KEY_STATE
+from queues.read.states import KEY_STATE, KEY_STATES
 from queues.scripts import ScriptArg, ScriptCall
 
 FinishedState = Literal["completed", "failed"]
@@ -118,11 +118,14 @@ def requeue_jobs(
     max_score: int | None = None,
     pass_over: int = 0,
     report_reason_bytes: int = 0,
+    listed: Mapping[str, str] | None = None,
 ) -> ScriptCall:
     """One bounded batch of retry-all / promote-all; ``max_score`` None = all.
     ``pass_over``: how many broken jobs earlier batches reported (they stay at
     the front of the source set). ``report_reason_bytes`` > 0: the answer also
-    lists the jobs moved, each with that many bytes of its previous reason."""
+    lists the jobs moved, each with that many bytes of its previous reason.
+    ``listed``: jobs of the source that a list state holds too (id -> that
+    state, :func:`listed_jobs`): left where they are and reported."""
     _check(source, _REQUEUE_SOURCES)
     if batch <= 0 or pass_over < 0 or report_reason_bytes < 0:
         raise ValueError("batch must be positive, pass_over and report_reason_bytes not negative")
@@ -130,7 +133,31 @@ def requeue_jobs(
     return scripts.call(
         "requeueJobs",
         _requeue_keys(keys, source),
-        (keys.base, source, batch, limit, pass_over, report_reason_bytes),
+        (keys.base, source, batch, limit, pass_over, report_reason_bytes, *_pairs(listed)),
+    )
+
+
+def _pairs(listed: Mapping[str, str] | None) -> tuple[str, ...]:
+    return tuple(text for pair in (listed or {}).items() for text in pair)
+
+
+# The list states, in the order listedJobs numbers them (1, 2, 3): wait,
+# paused, active.
+LISTED_STATES = tuple(state.name for state in KEY_STATES if state.is_list)
+_SORTED_SET_STATES = frozenset(state.name for state in KEY_STATES if not state.is_list)
+
+
+def listed_jobs(keys: QueueKeys, source: str, *, start: tuple[int, int], budget: int) -> ScriptCall:
+    """A bounded stretch of the search for jobs of ``source`` (a sorted-set
+    state) that a list state holds too; ``start`` is (list number, index):
+    (1, 0) at first, then what the previous call answered."""
+    _check(source, _SORTED_SET_STATES)
+    if budget <= 0 or not 1 <= start[0] <= len(LISTED_STATES) or start[1] < 0:
+        raise ValueError("budget must be positive and start a list number and an index")
+    return scripts.call(
+        "listedJobs",
+        (keys.state(source), keys.wait, keys.paused, keys.active),
+        (start[0], start[1], budget),
     )
 
 
@@ -221,10 +248,12 @@ def clean_jobs(
     limit: int,
     now_ms: int,
     pass_over: int = 0,
+    listed: Mapping[str, str] | None = None,
 ) -> ScriptCall:
     """Delete up to ``limit`` jobs of ``state`` finished/created at or before
     ``cutoff_ms``. ``pass_over`` (completed/failed): how many broken jobs
-    earlier batches reported (they stay at the front of the set)."""
+    earlier batches reported (they stay at the front of the set). ``listed``
+    (sorted-set states): as for :func:`requeue_jobs`, kept and reported."""
     _check(state, _CLEANABLE_STATES)
     if limit <= 0 or pass_over < 0:
         raise ValueError("limit must be positive and pass_over not negative")
@@ -240,7 +269,7 @@ def clean_jobs(
             keys.failed,
             keys.waiting_children,
         ),
-        (keys.base, state, cutoff_ms, limit, now_ms, pass_over),
+        (keys.base, state, cutoff_ms, limit, now_ms, pass_over, *_pairs(listed)),
     )
 
 

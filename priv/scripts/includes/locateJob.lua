@@ -49,8 +49,7 @@ end
 -- For a batch of ids, which of them a sorted-set state also holds: id ->
 -- that state's name. One ZMSCORE per state and slice of ids keeps a bulk
 -- move O(batch). List states are not searched (LPOS would walk the list for
--- every id); an id that is also in a list is run twice by the workers and
--- then rests in one finished state.
+-- every id): a bulk action asks listedJobs-4.lua once, before its batches.
 local function zset_holders(states, ids)
   local holder = {}
   for _, state in ipairs(states) do

@@ -35,21 +35,24 @@ end
 -- promotion (prev = delayed). A retry forgets the last run's outcome so the
 -- job looks waiting again; a promotion just clears its delay.
 -- Every id is checked before anything is written: one whose keys are broken
--- (keyCheck.lua), or that another sorted-set state also holds, is left in
--- its source set and reported. The others leave the source set together.
+-- (keyCheck.lua), or that another sorted-set state also holds, or that
+-- `listed` names (id -> the list state holding it too, found by
+-- listedJobs-4.lua; nil for none), is left in its source set and reported.
+-- The others leave the source set together.
 -- The target list and whether workers may be woken are read once.
 -- Returns how many jobs were requeued, the skipped ones as a flat list of
 -- id, reason pairs, the requeued ids, and the failedReason each held before
 -- (false when none; read with the checks, since a retry deletes it): the
 -- dashboard keeps them to say later what became of the jobs it moved.
-local function requeue_jobs(q, queue_base, ids, prev)
+local function requeue_jobs(q, queue_base, ids, prev, listed)
   local check, at = job_checker({"priority"}, {}, {"failedReason"})
   local holder = zset_holders(q.others, ids)
   local movable, priorities, skipped, reasons = {}, {}, {}, {}
   for _, job_id in ipairs(ids) do
     local problem, fields = check(queue_base .. job_id)
-    if not problem and holder[job_id] then
-      problem = "states:" .. prev .. "," .. holder[job_id]
+    local also = holder[job_id] or (listed and listed[job_id])
+    if not problem and also then
+      problem = "states:" .. prev .. "," .. also
     end
     if problem then
       skipped[#skipped + 1] = job_id
