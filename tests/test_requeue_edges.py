@@ -5,6 +5,8 @@ set one) is a plain job and goes to the wait list. And what it refuses."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from redis import Redis
 
@@ -17,29 +19,27 @@ from tests.dashboard_seed import seed_job
 REASON = "psycopg.OperationalError: connection to server at 10.0.4.12, port 5432 failed"
 
 
+def _failed_charge(client: Redis, queue: Queue, job_id: str, **options: Any) -> None:
+    """A charge-card job that failed on the database (``options``: seed_job's)."""
+    fields = {"failedReason": REASON, **options.pop("fields", {})}
+    seed_job(
+        client, queue.keys, job_id, state="failed", name="charge-card", fields=fields, **options
+    )
+
+
 def test_a_retried_job_of_priority_one_goes_back_to_the_prioritized_set(
     redis_client: Redis,
 ) -> None:
     queue = Queue("billing", redis_client)
-    seed_job(
+    _failed_charge(
         redis_client,
-        queue.keys,
+        queue,
         "charge-9921",
-        state="failed",
-        name="charge-card",
         data={"invoice": "INV-9921"},
         opts={"priority": 1},
         fields={"priority": 1, "failedReason": REASON},
     )
-    seed_job(
-        redis_client,
-        queue.keys,
-        "charge-9922",
-        state="failed",
-        name="charge-card",
-        data={"invoice": "INV-9922"},
-        fields={"failedReason": REASON},
-    )
+    _failed_charge(redis_client, queue, "charge-9922", data={"invoice": "INV-9922"})
     assert queue.retry_all().count == 2
     assert redis_client.zrange(queue.keys.prioritized, 0, -1) == [b"charge-9921"]
     assert redis_client.lrange(queue.keys.wait, 0, -1) == [b"charge-9922"]
@@ -49,15 +49,7 @@ def test_a_retried_job_whose_hash_has_no_priority_goes_back_to_the_wait_list(
     redis_client: Redis,
 ) -> None:
     queue = Queue("billing", redis_client)
-    seed_job(
-        redis_client,
-        queue.keys,
-        "charge-9923",
-        state="failed",
-        name="charge-card",
-        data={"invoice": "INV-9923"},
-        fields={"failedReason": REASON},
-    )
+    _failed_charge(redis_client, queue, "charge-9923", data={"invoice": "INV-9923"})
     redis_client.hdel(queue.keys.job("charge-9923"), "priority")
     assert queue.retry_all().count == 1
     assert redis_client.lrange(queue.keys.wait, 0, -1) == [b"charge-9923"]
@@ -71,14 +63,7 @@ def test_a_retry_refuses_by_name_a_state_set_it_checks_that_is_no_sorted_set(
     there: a delayed key some script left as a string is named in the
     refusal, before anything is written."""
     queue = Queue("billing", redis_client)
-    seed_job(
-        redis_client,
-        queue.keys,
-        "charge-9924",
-        state="failed",
-        name="charge-card",
-        fields={"failedReason": REASON},
-    )
+    _failed_charge(redis_client, queue, "charge-9924")
     redis_client.set(queue.keys.delayed, "migrated")
     with pytest.raises(BulkStopped) as stopped:
         queue.retry_all()
@@ -96,15 +81,7 @@ def test_one_batch_answers_what_is_left_after_the_jobs_it_could_not_move(
     next batch passes over them), so nothing is left for a next batch."""
     queue = Queue("billing", redis_client)
     for n in range(1, 8):
-        seed_job(
-            redis_client,
-            queue.keys,
-            f"charge-99{n:02d}",
-            state="failed",
-            name="charge-card",
-            fields={"failedReason": REASON},
-            score=n,
-        )
+        _failed_charge(redis_client, queue, f"charge-99{n:02d}", score=n)
     for n in (2, 4, 6):
         redis_client.delete(queue.keys.job(f"charge-99{n:02d}"))
         redis_client.set(queue.keys.job(f"charge-99{n:02d}"), "corrupt")
@@ -116,14 +93,7 @@ def test_one_batch_answers_what_is_left_after_the_jobs_it_could_not_move(
 
 def test_reasons_are_reported_cut_to_the_bytes_asked_even_one(redis_client: Redis) -> None:
     queue = Queue("billing", redis_client)
-    seed_job(
-        redis_client,
-        queue.keys,
-        "charge-9931",
-        state="failed",
-        name="charge-card",
-        fields={"failedReason": REASON},
-    )
+    _failed_charge(redis_client, queue, "charge-9931")
     answer = scripts.run(
         redis_client, admin.requeue_jobs(queue.keys, "failed", batch=10, report_reason_bytes=1)
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from redis import Redis
@@ -21,6 +22,7 @@ from queues.read.search import (
     Cursor,
     Pacing,
     QueryError,
+    SearchStep,
     parse_query,
     search_all,
     search_step,
@@ -110,21 +112,18 @@ def _declined(queue: Queue, count: int) -> list[str]:
     return ids
 
 
+def _declined_step(client: Redis, **options: Any) -> SearchStep:
+    """One step of the search for declined cards, from the newest, in slices of 10 first."""
+    query = parse_query("reason ~ declined")
+    return search_step(client, REF, "failed", query, Cursor(batch=10), **options)
+
+
 def test_a_step_stops_at_exactly_its_page_of_matches(redis_client: Redis, queue: Queue) -> None:
     """Fast calls double the slice (10, 20, ...): the second slice brings the
     30th match and the step ends there, not one slice later."""
     _declined(queue, 200)
     fast = Pacing(target_call_ms=1e6, sleep=lambda _: None)  # every call is faster than that
-    step = search_step(
-        redis_client,
-        REF,
-        "failed",
-        parse_query("reason ~ declined"),
-        Cursor(batch=10),
-        budget_ms=60_000,
-        max_hits=30,
-        pacing=fast,
-    )
+    step = _declined_step(redis_client, budget_ms=60_000, max_hits=30, pacing=fast)
     assert len(step.hits) == 30
     assert step.cursor is not None
     assert step.cursor.batch == 40  # and the next slice is twice the last
@@ -132,14 +131,7 @@ def test_a_step_stops_at_exactly_its_page_of_matches(redis_client: Redis, queue:
 
 def test_a_step_reports_its_redis_time_as_measured(redis_client: Redis, queue: Queue) -> None:
     _declined(queue, 50)
-    step = search_step(
-        redis_client,
-        REF,
-        "failed",
-        parse_query("reason ~ declined"),
-        Cursor(batch=10),
-        pacing=NO_REST,
-    )
+    step = _declined_step(redis_client, pacing=NO_REST)
     assert step.calls >= 2
     # Each call is a round trip to Redis: more than 10 us, far less than a minute.
     assert 0.01 <= step.longest_call_ms <= step.busy_ms < 60_000
@@ -150,16 +142,7 @@ def test_a_step_ends_when_its_time_budget_is_spent(redis_client: Redis, queue: Q
     after a few slices, far from the 2,000 jobs' end."""
     _declined(queue, 2000)
     resting = Pacing(target_call_ms=0.001, sleep=lambda _: time.sleep(0.005))
-    step = search_step(
-        redis_client,
-        REF,
-        "failed",
-        parse_query("reason ~ declined"),
-        Cursor(batch=10),
-        budget_ms=30,
-        max_hits=5000,
-        pacing=resting,
-    )
+    step = _declined_step(redis_client, budget_ms=30, max_hits=5000, pacing=resting)
     assert step.cursor is not None
     assert 10 <= step.searched <= 500
 
@@ -258,14 +241,7 @@ def test_call_times_are_measured_in_milliseconds(
     ticks = iter(range(10**6))
     clock = SimpleNamespace(perf_counter=lambda: next(ticks) / 1000, monotonic=time.monotonic)
     monkeypatch.setattr(search, "time", clock)
-    step = search_step(
-        redis_client,
-        REF,
-        "failed",
-        parse_query("reason ~ declined"),
-        Cursor(batch=10),
-        pacing=NO_REST,
-    )
+    step = _declined_step(redis_client, pacing=NO_REST)
     assert step.calls == 3
     assert step.longest_call_ms == pytest.approx(1.0)
     assert step.busy_ms == pytest.approx(3.0)
@@ -285,16 +261,7 @@ def test_the_budget_is_wall_time_in_milliseconds(
     readings = iter(range(10**6))
     clock = SimpleNamespace(perf_counter=time.perf_counter, monotonic=lambda: next(readings) / 100)
     monkeypatch.setattr(search, "time", clock)
-    step = search_step(
-        redis_client,
-        REF,
-        "failed",
-        parse_query("reason ~ declined"),
-        Cursor(batch=10),
-        budget_ms=budget_ms,
-        max_hits=1000,
-        pacing=NO_REST,
-    )
+    step = _declined_step(redis_client, budget_ms=budget_ms, max_hits=1000, pacing=NO_REST)
     assert step.calls == slices
 
 
