@@ -656,8 +656,11 @@ def _end_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def mutants_of(module: str) -> list[Mutant]:
-    source = (ROOT / module).read_text()
+def mutants_of(module: str, source: str | None = None) -> list[Mutant]:
+    """The mutants of ``module``: of ``source`` when given (the copy a run
+    tests, which the work tree may have moved past meanwhile)."""
+    if source is None:
+        source = (ROOT / module).read_text()
     found = (
         lua_mutants(module, source) if module.endswith(".lua") else python_mutants(module, source)
     )
@@ -673,7 +676,7 @@ def _in_order(node_ids: list[str], files: tuple[str, ...]) -> tuple[str, ...]:
 def run_module(module: str, *, only_lines: set[int] | None = None) -> list[Mutant]:
     # Test files not in the tree (yet) are left out: a run on an older checkout.
     tests = tuple(name for name in TARGETS[module] if (TREE / name).exists())
-    mutants = mutants_of(module)
+    mutants = mutants_of(module, (TREE / module).read_text())
     if only_lines:
         mutants = [m for m in mutants if m.line in only_lines]
     logs = WORK / "logs" / module.replace("/", "_")
