@@ -122,6 +122,40 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         for module in ("queues/read/search.py", "queues/read/cohorts.py")
     },
     **{
+        ("queues/read/cohorts.py", original, mutated): why
+        for original, mutated, why in (
+            *(
+                (line, line.replace("most_common(1)", "most_common( 2)"), "only the first is read")
+                for line in (
+                    "common = Counter(i for i in self.reason_of if i >= 0).most_common(1)",
+                    "common = self.failed_reasons.most_common(1)",
+                )
+            ),
+            *(
+                (line, line.replace("common[0]", "common[ -1]"), "most_common(1): one item")
+                for line in (
+                    'return self.reasons[common[0][0]] if common else ""',
+                    'return common[0][0] if common else ""',
+                )
+            ),
+            (
+                "index = cohort.reason_of[start + offset] if cohort.reason_of else -1",
+                "index = cohort.reason_of[start + offset] if cohort.reason_of else - 2",
+                "any negative index means no previous reason (index >= 0 is what is asked)",
+            ),
+            *(('"v": 1,', f'"v": {n},', "nothing reads the record's version yet") for n in (2, 0)),
+            *(
+                (
+                    'return zlib.compress(json.dumps(record, separators=(",", ":")).encode(), 6)',
+                    'return zlib.compress(json.dumps(record, separators=(",", ":")).encode(),'
+                    f" {n})",
+                    "another compression level inflates to the same record",
+                )
+                for n in (7, 5)
+            ),
+        )
+    },
+    **{
         ("queues/read/cohorts.py", f"for {loop} in zip({pair}, strict=True):", mutated): (
             "a pipeline answers one reply per command it was given: the lengths always match"
         )

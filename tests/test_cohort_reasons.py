@@ -199,3 +199,56 @@ def test_a_stored_reason_index_must_name_a_kept_reason_or_none(
 ) -> None:
     listed = _stored(dashboard_redis, [SMTP_BUSY, BOUNCED], reason_of)
     assert isinstance(listed, Cohort if readable else Unreadable)
+
+
+def test_the_commonest_previous_reason_ignores_jobs_that_had_none(dashboard_redis: Redis) -> None:
+    client = dashboard_redis
+    reasons = {"n-1": "", "n-2": "", "n-3": "", "n-4": SMTP_BUSY, "n-5": SMTP_BUSY, "n-6": BOUNCED}
+    _failed_with(client, reasons)
+    actions.queue_action(client, REF, "retry_all", user="oncall")
+    assert _only_cohort(client).top_previous_reason == cohorts.fold_reason(SMTP_BUSY)
+
+
+def test_a_hostile_record_is_read_with_its_texts_cut_to_size(dashboard_redis: Redis) -> None:
+    record = {
+        "v": 1,
+        "action": "retry" * 20,
+        "source": "failed" * 20,
+        "user": "u" * 400,
+        "at_ms": now_ms(),
+        "count": 1,
+        "ids": ["1"],
+        "reasons": [],
+        "reason_of": [],
+    }
+    cohort_id = f"{now_ms():013d}-5eed0002"
+    dashboard_redis.set(KEYS.cohort(cohort_id), zlib.compress(json.dumps(record).encode()))
+    cohort = cohorts.load_cohort(dashboard_redis, KEYS, cohort_id)
+    assert cohort is not None
+    assert (len(cohort.action), len(cohort.source), len(cohort.user)) == (40, 40, 150)
+
+
+def test_a_record_nested_past_the_parser_reads_as_unreadable(dashboard_redis: Redis) -> None:
+    cohort_id = f"{now_ms():013d}-5eed0003"
+    dashboard_redis.set(KEYS.cohort(cohort_id), zlib.compress(b"[" * 100_000))
+    with pytest.raises(cohorts.CohortUnreadable, match="not a compressed JSON record"):
+        cohorts.load_cohort(dashboard_redis, KEYS, cohort_id)
+    dashboard_redis.delete(KEYS.cohort(cohort_id))
+    dashboard_redis.rpush(KEYS.cohort(cohort_id), "not a string")
+    with pytest.raises(cohorts.CohortUnreadable, match="not a string"):
+        cohorts.load_cohort(dashboard_redis, KEYS, cohort_id)
+
+
+def test_an_expired_or_broken_cohort_does_not_hide_the_older_ones(dashboard_redis: Redis) -> None:
+    client = dashboard_redis
+    at = now_ms()
+    made = [
+        record_cohort(client, REF, "retry", [f"{n}"], user="oncall", at_ms=at + n, source="failed")
+        for n in range(3)
+    ]
+    client.delete(KEYS.cohort(made[2] or ""))  # the newest expired
+    client.delete(KEYS.cohort(made[1] or ""))
+    client.rpush(KEYS.cohort(made[1] or ""), "x")  # the next one broken
+    listed = recent_cohorts(client, KEYS, at + 10)
+    assert [type(c).__name__ for c in listed] == ["Unreadable", "Cohort"]
+    assert listed[1].id == made[0]
