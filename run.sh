@@ -2,6 +2,7 @@
 # One entry point for a fresh Debian/Ubuntu machine with Python 3.11+:
 #   ./run.sh dashboard   install what is missing, start the dashboard with demo traffic
 #   ./run.sh test        install what is missing, run ruff, mypy and the whole test suite
+#   ./run.sh mutate      mutation testing of the costliest modules (bench/mutate.py; not in CI)
 #
 # Python packages go into a virtual environment, never into the system Python
 # (Debian 12 and Ubuntu 24.04 refuse that anyway, PEP 668): the one already
@@ -129,8 +130,15 @@ case "${1:-}" in
         # each process (tests/conftest.py). `./run.sh test -n 0`: one process.
         exec "$python" -m pytest -n 2 --dist loadfile --no-loadscope-reorder "$@"
         ;;
+    mutate)
+        # CPU-heavy for minutes per module: niced, so the machine stays usable.
+        shift
+        need_system
+        python=$(python_env)
+        exec nice -n 10 "$python" bench/mutate.py "$@"
+        ;;
     *)
-        echo "usage: $0 dashboard|test [args...]" >&2
+        echo "usage: $0 dashboard|test|mutate [args...]" >&2
         exit 2
         ;;
 esac
