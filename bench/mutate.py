@@ -74,7 +74,11 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_collector_fold.py",
         "tests/test_collector_attempts.py",
     ),
-    "queues/read/error_folding.py": ("tests/test_error_folding.py",),
+    "queues/read/error_folding.py": (
+        "tests/test_error_folding.py",
+        "tests/test_failure_corpus.py",
+        "tests/test_read_error_groups.py",
+    ),
     "dashboard/health.py": ("tests/test_health.py",),
     "priv/scripts/searchJobs-1.lua": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
     "priv/scripts/moveToFinished-14.lua": (

@@ -1,0 +1,116 @@
+"""The history collector at edges its other tests did not reach, found by
+mutation testing (issue 26, docs/mutation.md): a wait in the last latency
+bucket, how long each history key is kept, a full batch read again at once,
+and a job's start remembered from one pass to the next. Real Redis; events
+as BullMQ writes them (tests/history_helpers.py)."""
+
+from __future__ import annotations
+
+import time
+
+from redis import Redis
+
+from queues.collector import (
+    HOUR_MS,
+    MINUTE_MS,
+    MINUTES_KEPT_MS,
+    RECENT_SLOTS,
+    HistoryCollector,
+)
+from queues.connection import connect
+from queues.keys import HistoryKeys
+from queues.latency import LAST_BUCKET, bucket_of
+from queues.read.history import totals
+from queues.read.refs import QueueRef
+from tests.history_helpers import collect_until_read, event, job_events, write_events
+
+REF = QueueRef("bull", "invoices")
+HISTORY = HistoryKeys(REF.name, REF.prefix)
+HOUR_START = int(time.time() * 1000) // HOUR_MS * HOUR_MS
+DAY_MS = 24 * HOUR_MS
+
+
+def _collector(url: str, **options: float) -> HistoryCollector:
+    options.setdefault("record_every_s", 0.0)
+    return HistoryCollector(connect(url), lambda: [REF], name="history-1", **options)  # type: ignore[arg-type]
+
+
+def test_a_job_that_waited_two_months_lands_in_the_last_bucket(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A queue paused over a long holiday: its job was added 61 days before
+    a worker took it (past 2^32 ms, the last bucket's lower edge). The
+    collector did not see it become ready, so its wait comes from the hash."""
+    at = HOUR_START + 3 * MINUTE_MS
+    created = at - 61 * DAY_MS
+    redis_client.hset(
+        REF.keys.job("inv-2024-0117"),
+        mapping={
+            "name": "send-invoice",
+            "data": '{"invoice":"INV-2024-0117","customer":"cus_NffrFeUfNVbHib"}',
+            "timestamp": created,
+            "delay": 0,
+            "processedOn": at,
+        },
+    )
+    event(redis_client, REF, at, "active", "inv-2024-0117", prev="waiting")
+    collect_until_read(_collector(redis_url))
+    wait = totals(redis_client, [REF])[REF].figures.wait
+    assert bucket_of(61 * DAY_MS) == LAST_BUCKET
+    assert (wait.buckets, wait.sum_ms) == ({LAST_BUCKET: 1}, 61 * DAY_MS)
+
+
+def test_each_history_key_is_kept_as_long_as_the_docs_say(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A minute is kept two days after it ends, an hour 30 days after it
+    ends, and the overview's ring of recent minutes until its slots have all
+    come round after the newest minute written (queues/collector.py)."""
+    minute = (HOUR_START + 14 * MINUTE_MS) // MINUTE_MS
+    write_events(redis_client, REF, job_events("inv-1", minute * MINUTE_MS + 500, 120, 800))
+    collect_until_read(_collector(redis_url))
+    hour = minute * MINUTE_MS // HOUR_MS
+    assert redis_client.pexpiretime(HISTORY.minute(minute)) == (
+        (minute + 1) * MINUTE_MS + MINUTES_KEPT_MS
+    )
+    assert redis_client.pexpiretime(HISTORY.hour(hour)) == (hour + 1) * HOUR_MS + 30 * DAY_MS
+    assert redis_client.pexpiretime(HISTORY.recent) == (minute + 1 + RECENT_SLOTS) * MINUTE_MS
+
+
+def test_a_full_batch_after_the_cursor_says_there_is_more_to_read_at_once(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A busy stream: after the first read, 40 jobs' 120 events wait. A pass
+    reads one whole batch of them (the cursor's own event read again besides,
+    to prove nothing was trimmed) and says so, so the collector reads again
+    without pausing; the next passes read the rest, each event once."""
+    collector = _collector(redis_url, batch=50)
+    start = HOUR_START + 21 * MINUTE_MS
+    write_events(redis_client, REF, job_events("inv-0", start, 40, 300))
+    collect_until_read(collector)
+    events = []
+    for n in range(1, 41):
+        events += job_events(f"inv-{n}", start + 1000 + n * 20, 40, 300)
+    write_events(redis_client, REF, events)
+    assert collector.step() is True
+    assert collector.read_last_pass == 50
+    collect_until_read(collector)
+    assert totals(redis_client, [REF])[REF].figures.completed == 41
+
+
+def test_a_start_seen_in_one_pass_times_a_finish_read_in_the_next(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A job that became active in one pass and completed in a later one,
+    its hash removed on completion (removeOnComplete): its run time comes
+    from the active event the collector remembers, the hash being gone."""
+    collector = _collector(redis_url)
+    at = HOUR_START + 31 * MINUTE_MS
+    event(redis_client, REF, at, "waiting", "inv-77")
+    event(redis_client, REF, at + 35, "active", "inv-77", prev="waiting")
+    collect_until_read(collector)
+    event(redis_client, REF, at + 35 + 1_850, "completed", "inv-77", prev="active")
+    collect_until_read(collector)
+    figures = totals(redis_client, [REF])[REF].figures
+    assert (figures.completed, figures.wait.buckets) == (1, {bucket_of(35): 1})
+    assert figures.run.buckets == {bucket_of(1_850): 1}
