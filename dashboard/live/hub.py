@@ -38,7 +38,11 @@ connection's name before the queue's on another connection).
 Whether Redis answers is one fact per process and server (``StreamHub.reachable``): a
 reader whose read fails, or any live command that cannot reach Redis, reports
 it down, and a probe then pings every ``PROBE_INTERVAL_S`` until Redis answers.
-Each change is handed to every socket of the process directly
+Behind Redis Sentinel the probe also asks the sentinels, after each failed
+ping, whether they are replacing the master (``StreamHub.failover``): the
+pages then say "failing over" instead of "unreachable". The readers ask the
+sentinels for the master on every connect, so they follow the new one by
+themselves. Each change is handed to every socket of the process directly
 (``watch_reachability``).
 """
 
@@ -71,6 +75,7 @@ from queues.connection import connect_async, split_cluster_flag
 from queues.events import Event
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 from queues.read.stream import newest_id, was_trimmed
+from queues.sentinel import Failover, failing_over_async
 
 log = logging.getLogger("echomq.live")
 T = TypeVar("T")
@@ -278,6 +283,8 @@ class StreamHub:
         self.readers: list[StreamReader] = []
         self.queue_watcher: QueueSetWatcher | None = None
         self.reachable = True
+        # While unreachable behind Sentinel: what the sentinels are doing about it.
+        self.failover: Failover | None = None
         self._listeners: set[Callable[[bool], None]] = set()
         self._probe: asyncio.Task[None] | None = None
         self._client: AsyncRedis | None = None
@@ -354,6 +361,7 @@ class StreamHub:
         if reachable == self.reachable:
             return
         self.reachable = reachable
+        self.failover = None
         log.log(
             logging.INFO if reachable else logging.WARNING,
             "live: Redis %s%s",
@@ -380,11 +388,22 @@ class StreamHub:
             while not self.reachable:
                 raise_if_cancelled()
                 await asyncio.sleep(PROBE_INTERVAL_S)
-                with contextlib.suppress(*OUTAGE_ERRORS):
+                try:
                     await self.client.ping()
+                except OUTAGE_ERRORS:
+                    await self._ask_sentinels()
+                else:
                     self.report(reachable=True)
         finally:
             self._probe = None
+
+    async def _ask_sentinels(self) -> None:
+        """Whether the sentinels (if any) are replacing the master; the pages hear of a change."""
+        failover = await failing_over_async(self.client)
+        if (failover is None) != (self.failover is None) and not self.reachable:
+            self.failover = failover
+            for listener in list(self._listeners):
+                listener(False)
 
     # ------------------------------------------------------------ the overview's queue set
 
