@@ -5,7 +5,9 @@ those Django answers itself before or around our views (a CSRF failure, a
 wrong method, an unknown path, a body too large, a crash). Pages get pages.
 A Redis that cannot be reached is a 503 for both ("redis_unavailable", or a
 page saying so that reloads itself), never a 500; behind Redis Sentinel, one
-whose master the sentinels are replacing says so ("redis_failing_over").
+whose master the sentinels are replacing says so ("redis_failing_over"). A
+command Redis refuses for the dashboard's user (its ACL: NOPERM) is a 403 that
+names it ("redis_no_permission").
 
 "Under the API" is asked of the URL resolver (the app's ``dashboard:api``
 namespace), not of a path prefix, so it holds wherever a project mounts the
@@ -28,6 +30,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from dashboard.jsonresponse import JsonResponse
 from dashboard.redis import failing_over
+from queues.errors import is_no_permission
 from queues.read.refs import DEFAULT_CONNECTION
 
 log = logging.getLogger("echomq.http")
@@ -39,6 +42,7 @@ API_NAMESPACE = "api"
 RETRY_AFTER_S = 5
 REDIS_UNAVAILABLE = "redis_unavailable"
 REDIS_FAILING_OVER = "redis_failing_over"
+REDIS_NO_PERMISSION = "redis_no_permission"
 # What the API says when Django, not one of our views, refused a request.
 _CODES = {
     400: ("bad_request", "The request could not be read"),
@@ -154,6 +158,21 @@ def redis_unavailable(request: HttpRequest) -> HttpResponse:
     return answer
 
 
+def redis_refused(request: HttpRequest, error: Exception) -> HttpResponse:
+    """403: Redis refused a command for the dashboard's Redis user (its ACL),
+    said in words: JSON under the API, a page elsewhere."""
+    said = str(error).split(" script: ", 1)[0].strip()
+    message = (
+        "Redis refused a command this needs: the dashboard's Redis user may not run it "
+        f"({said}). Grant it in the user's ACL (docs/deploy.md, 'Redis users and ACLs')."
+    )
+    if request.method not in ("GET", "HEAD"):
+        message += " The action may have stopped part-way: look before repeating it."
+    if is_api_request(request):
+        return json_error(403, REDIS_NO_PERMISSION, message)
+    return render(request, "dashboard/redis_refused.html", {"message": message}, status=403)
+
+
 class ErrorAnswersMiddleware:
     """Turns a Redis outage into a 503, and any error Django answered under the
     API as HTML (or with no body) into the API's JSON error; a redirect there
@@ -187,6 +206,9 @@ class ErrorAnswersMiddleware:
         ):
             log.warning("Redis unreachable while serving %s: %s", request.path, exception)
             return redis_unavailable(request)
+        if is_no_permission(exception) and is_app_request(request):
+            log.warning("Redis refused a command while serving %s: %s", request.path, exception)
+            return redis_refused(request, exception)
         return None
 
 

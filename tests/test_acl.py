@@ -1,0 +1,281 @@
+"""Each Redis user of a deployment runs with exactly the ACL docs/deploy.md gives it.
+
+The ACLs are read out of the document ("Redis users and ACLs"), so the
+document and the test cannot drift, and set on a redis-server of the
+test's own. Each role runs what it does (tests/acl_roles.py) as its user:
+the worker processes jobs, the acting dashboard reads every page and acts,
+the read-only dashboard reads every page and says why its buttons are off.
+Nothing may be refused (the ACL log stays empty), and every command a role
+ran (INFO commandstats, scripts' commands included) is one its ACL grants.
+A command Redis refuses anyway (a read-only user behind a dashboard that
+was not told it is read-only) is said in words, never a 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+from redis import Redis
+
+from queues import discovery
+from queues.queue import Queue
+from queues.redis_server import LocalRedisServer, server_binary
+from tests.acl_roles import (
+    API,
+    METRICS_TOKEN,
+    PAGE,
+    QUEUE,
+    act_on_everything,
+    collect_history,
+    live_flow,
+    read_everything,
+    worker_flow,
+)
+from tests.e2e.server import ROOT, free_port
+
+DEPLOY_DOC = ROOT / "docs" / "deploy.md"
+ACL_FILE = "# /etc/redis/users.acl"
+PASSWORDS = {
+    "echomq-worker": "w0rker-pw",
+    "echomq-dashboard": "d4sh-pw",
+    "echomq-viewer": "v1ew-pw",
+}
+
+
+def documented_acl() -> dict[str, str]:
+    """The users of the ACL file in docs/deploy.md: name -> its rules, the
+    password placeholder replaced by the test's."""
+    text = DEPLOY_DOC.read_text()
+    start = text.index(f"```\n{ACL_FILE}\n")
+    block = text[start + 4 : text.index("```", start + 4)]
+    users = {}
+    for line in block.splitlines():
+        if line.startswith("user "):
+            _, name, rules = line.split(" ", 2)
+            users[name] = re.sub(r">\S+", f">{PASSWORDS[name]}", rules)
+    assert set(users) == set(PASSWORDS), users
+    return users
+
+
+def acl_rules(rules: str) -> list[str]:
+    """ACL SETUSER's arguments: each rule, a selector ``(...)`` as one."""
+    return re.findall(r"\([^)]*\)|\S+", rules)
+
+
+def user_url(server: LocalRedisServer, name: str) -> str:
+    return f"redis://{name}:{PASSWORDS[name]}@127.0.0.1:{server.port}/0"
+
+
+@pytest.fixture(scope="module")
+def acl_server() -> Iterator[LocalRedisServer]:
+    server = LocalRedisServer(server_binary()[0], port=free_port()).start()
+    admin = Redis(port=server.port)
+    for name, rules in documented_acl().items():
+        admin.execute_command("ACL", "SETUSER", name, "reset", *acl_rules(rules))
+    admin.close()
+    yield server
+    server.stop()
+
+
+def commands_run(admin: Redis) -> set[str]:
+    """The commands run since the last CONFIG RESETSTAT (scripts' included),
+    as ACL rules name them (``evalsha``, ``client|setname``), less the
+    admin's own reset and this INFO."""
+    own = {"config|resetstat": 1, "info": 1}
+    stats = admin.info("commandstats")
+    return {
+        name.removeprefix("cmdstat_")
+        for name, figures in stats.items()
+        if figures["calls"] > own.get(name.removeprefix("cmdstat_"), 0)
+    }
+
+
+def acl_log(admin: Redis, user: str) -> list[str]:
+    """What the ACL refused ``user`` (the newest first), in a line each."""
+    entries = admin.execute_command("ACL", "LOG", 100)
+    refused = []
+    for raw in entries:
+        entry = dict(zip(raw[::2], raw[1::2], strict=True))
+        if entry[b"username"].decode() == user:
+            command = re.search(r"\bcmd=(\S+)", entry[b"client-info"].decode())
+            refused.append(
+                f"{entry[b'reason'].decode()} {entry[b'object'].decode()}"
+                f" ({entry[b'context'].decode()}, {command.group(1) if command else '?'})"
+            )
+    return refused
+
+
+@pytest.fixture(scope="module")
+def admin(acl_server: LocalRedisServer) -> Iterator[Redis]:
+    client = Redis(port=acl_server.port)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def ids(acl_server: LocalRedisServer, admin: Redis) -> dict[str, str]:
+    """The worker's run, as the worker user: the queue every dashboard then shows."""
+    admin.execute_command("ACL", "LOG", "RESET")
+    admin.config_resetstat()
+    found = asyncio.run(worker_flow(user_url(acl_server, "echomq-worker")))
+    report("echomq-worker", admin)
+    return found
+
+
+def granted(user: str, *, selectors: bool = True) -> set[str]:
+    """The commands the documented ACL grants ``user`` (its selectors' too)."""
+    rules = acl_rules(documented_acl()[user])
+    if not selectors:
+        rules = [rule for rule in rules if not rule.startswith("(")]
+    words = " ".join(rules).replace("(", " ").replace(")", " ").split()
+    return {word[1:] for word in words if word.startswith("+")}
+
+
+def report(user: str, admin: Redis) -> None:
+    """Print what the user's ACL grants that the role's run did not use (paths
+    the flows do not take: the scripts' other branches, an outage's PING)."""
+    print(f"\n{user}: granted, not run here: {sorted(granted(user) - commands_run(admin))}")
+
+
+# Sent only to servers without script flags (Redis < 7), which the ACLs' selectors need.
+REDIS_6_ONLY = {"memoryGuard.lua"}
+
+
+def script_commands(admin: Redis) -> set[str]:
+    """Every Redis command a Lua script of priv/scripts names (quoted, upper
+    case, as the scripts write them: redis.call's, and those handed to the
+    helpers that call them), checked against the server's command list."""
+    known = {name.decode() for name in admin.command_list()}
+    named = set()
+    for path in (ROOT / "priv" / "scripts").rglob("*.lua"):
+        if path.name not in REDIS_6_ONLY:
+            named |= {word.lower() for word in re.findall(r"[\"']([A-Z]+)[\"']", path.read_text())}
+    return named & known
+
+
+def test_the_worker_and_the_acting_dashboard_may_run_every_command_of_every_script(
+    admin: Redis,
+) -> None:
+    """The flows cannot take every branch of every script; this reads them all."""
+    commands = script_commands(admin)
+    assert {"xadd", "zadd", "hincrby", "rpoplpush"} - commands == set()  # some it must find
+    assert commands - granted("echomq-worker") == set()
+    assert commands - granted("echomq-dashboard") == set()
+
+
+def test_the_read_only_dashboard_may_write_only_its_own_keys(admin: Redis) -> None:
+    """Outside its selector (its error groups index, the history) the viewer's
+    user has no command Redis flags as a write: it cannot change a job."""
+    infos = admin.command()  # by name; a subcommand is its command's
+    root = sorted(granted("echomq-viewer", selectors=False))
+    assert {name.split("|")[0] for name in root} - set(infos) == set()
+    assert [name for name in root if "write" in infos[name.split("|")[0]]["flags"]] == []
+    (selector,) = [rule for rule in acl_rules(documented_acl()["echomq-viewer"]) if "(" in rule]
+    assert selector.startswith("(~bull:*:dashboard-error-groups:* ~echomq:* ")
+
+
+@pytest.fixture
+def dashboard_as(settings: Any, acl_server: LocalRedisServer) -> Callable[[str], None]:
+    """Point the dashboard at the Redis user ``name`` (a new URL: new clients)."""
+
+    def use(name: str) -> None:
+        settings.REDIS_URL = user_url(acl_server, name)
+        settings.ECHOMQ_METRICS_TOKEN = METRICS_TOKEN
+        discovery.clear_discovery_cache()
+
+    return use
+
+
+def person(username: str) -> Client:
+    """A superuser: every button the dashboard may show, it shows."""
+    client = Client()
+    client.force_login(User.objects.create_superuser(username, password=None))
+    return client
+
+
+def make_viewer() -> None:
+    user = User.objects.create_user("acl-viewer", password=None, is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_queues"))
+
+
+@pytest.mark.django_db(transaction=True)  # all alike: pytest-django keeps the file's order
+def test_a_worker_with_its_acl_processes_jobs(ids: dict[str, str], admin: Redis) -> None:
+    assert acl_log(admin, "echomq-worker") == []
+    assert Queue(QUEUE, admin).get_state(ids["parent"]) == "completed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_read_only_dashboard_shows_every_page_and_says_why_its_buttons_are_off(
+    ids: dict[str, str], admin: Redis, settings: Any, dashboard_as: Callable[[str], None]
+) -> None:
+    dashboard_as("echomq-viewer")
+    settings.ECHOMQ_READ_ONLY = True
+    admin.execute_command("ACL", "LOG", "RESET")
+    admin.config_resetstat()
+    boss = person("boss")
+    read_everything(boss, ids)
+    make_viewer()
+    asyncio.run(live_flow(admin))
+    collect_history()
+    report("echomq-viewer", admin)
+    assert acl_log(admin, "echomq-viewer") == []
+    note = "The dashboard is read-only (ECHOMQ_READ_ONLY): actions are turned off."
+    for path in (PAGE + "?state=failed", PAGE + f"job/{ids['failed']}"):
+        html = boss.get(path).content.decode()
+        assert f'<p class="muted read-only-note" data-read-only>{note}</p>' in html, path
+        assert 'value="retry"' not in html, path
+        assert 'value="pause"' not in html, path
+    refused = boss.post(PAGE + "actions/", {"action": "retry", "ids": ids["failed"]})
+    assert refused.status_code == 403
+    assert Queue(QUEUE, admin).get_state(ids["failed"]) == "failed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_command_the_acl_refuses_is_said_in_words_on_the_page_and_in_the_api(
+    ids: dict[str, str], admin: Redis, dashboard_as: Callable[[str], None]
+) -> None:
+    """The read-only user behind a dashboard not told it is read-only: the buttons
+    show, and Redis refuses what they do. Nothing moves, and no answer is a 500."""
+    dashboard_as("echomq-viewer")
+    boss = person("boss")
+    page = boss.post(PAGE + "actions/", {"action": "retry", "ids": ids["failed"]})
+    assert page.status_code == 403
+    html = page.content.decode()
+    assert "<h1>Redis refused</h1>" in html
+    assert "the dashboard&#x27;s Redis user may not run it" in html
+    assert "The action may have stopped part-way" in html
+    api = boss.post(
+        API + "actions/",
+        json.dumps({"action": "retry", "ids": [ids["failed"]]}),
+        content_type="application/json",
+    )
+    assert api.status_code == 403
+    error = api.json()["error"]
+    assert error["code"] == "redis_no_permission"
+    assert "may not run it" in error["message"]
+    assert Queue(QUEUE, admin).get_state(ids["failed"]) == "failed"
+    assert acl_log(admin, "echomq-viewer"), "Redis refused nothing"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_acting_dashboard_with_its_acl_shows_every_page_and_acts(
+    ids: dict[str, str], admin: Redis, dashboard_as: Callable[[str], None]
+) -> None:
+    dashboard_as("echomq-dashboard")
+    admin.execute_command("ACL", "LOG", "RESET")
+    admin.config_resetstat()
+    boss = person("boss")
+    read_everything(boss, ids)
+    make_viewer()
+    asyncio.run(live_flow(admin))
+    collect_history()
+    act_on_everything(boss, ids, admin)
+    report("echomq-dashboard", admin)
+    assert acl_log(admin, "echomq-dashboard") == []
