@@ -10,7 +10,9 @@ says when the sentinels named another one.
 
 ``password`` protects the master and the replica (the URL's
 ``user:password@``), ``sentinel_password`` the sentinels themselves (the
-URL's ``sentinel_password=``).
+URL's ``sentinel_password=``). With ``tls`` (tests/tls.py) every one of
+them speaks TLS only, replication and the sentinels' talk included: the
+URL is ``rediss+sentinel://`` with the CA in ``ssl_ca_certs``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from redis.retry import Retry
 
 from queues.redis_server import LocalRedisServer, RedisUnavailable, server_binary
 from tests.e2e.server import free_port
+from tests.tls import Certificates, client_options, tls_settings, url_options
 
 MASTER_NAME = "queues"
 # Sentinel commands go through execute_command: redis-py 6.4's sentinel_master()
@@ -49,13 +52,26 @@ class LocalSentinel:
     port: int = field(default_factory=free_port)
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="echomq-sentinel-")))
     process: subprocess.Popen[bytes] | None = None
+    tls: Certificates | None = None
 
-    def start(self, config: str, password: str | None) -> LocalSentinel:
+    def start(
+        self, config: str, password: str | None, tls: Certificates | None = None
+    ) -> LocalSentinel:
         # A sentinel rewrites its config file as it learns: it must be its own.
+        self.tls = tls
         path = self.workdir / "sentinel.conf"
-        path.write_text(f"port {self.port}\nbind 127.0.0.1\ndir {self.workdir}\n{config}")
+        port = f"port {self.port}" if tls is None else "port 0"
+        path.write_text(f"{port}\nbind 127.0.0.1\ndir {self.workdir}\n{config}")
+        options = tls_settings(tls, self.port, check_clients=False) if tls else ()
         self.process = subprocess.Popen(
-            [self.binary, str(path), "--sentinel", "--logfile", str(self.workdir / "log")],
+            [
+                self.binary,
+                str(path),
+                "--sentinel",
+                "--logfile",
+                str(self.workdir / "log"),
+                *options,
+            ],
             stdin=subprocess.DEVNULL,
         )
         client = self.client(password)
@@ -72,11 +88,13 @@ class LocalSentinel:
 
     def client(self, password: str | None) -> Redis:
         return Redis(
+            host="127.0.0.1",  # the name its certificate gives
             port=self.port,
             password=password,
             socket_timeout=2,
             decode_responses=True,
             retry=Retry(NoBackoff(), 0),
+            **(client_options(self.tls) if self.tls else {}),
         )
 
     def log(self) -> str:
@@ -99,10 +117,14 @@ class LocalSentinel:
 class LocalSentinelSet:
     password: str | None = None
     sentinel_password: str | None = None
+    # TLS everywhere (clients, replication, sentinels), with these certificates.
+    tls: Certificates | None = None
     down_after_ms: int = 1000
     failover_timeout_ms: int = 2000
     master_name: str = MASTER_NAME
     servers: list[LocalRedisServer] = field(default_factory=list)  # master first
+    # Each server's TCP port (its TLS port with tls), by its index in servers.
+    ports: list[int] = field(default_factory=list)
     sentinels: list[LocalSentinel] = field(default_factory=list)
 
     @property
@@ -110,36 +132,43 @@ class LocalSentinelSet:
         """The URL every client is given: the three sentinels and the master's name."""
         auth = f":{quote(self.password, safe='')}@" if self.password else ""
         hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
-        query = (
-            f"?sentinel_password={quote(self.sentinel_password)}" if self.sentinel_password else ""
-        )
-        return f"redis+sentinel://{auth}{hosts}/{self.master_name}/0{query}"
+        query = []
+        if self.sentinel_password:
+            query.append(f"sentinel_password={quote(self.sentinel_password)}")
+        if self.tls:
+            query.append(url_options(self.tls, check_clients=False))
+        scheme = "rediss+sentinel" if self.tls else "redis+sentinel"
+        return f"{scheme}://{auth}{hosts}/{self.master_name}/0?{'&'.join(query)}".rstrip("?")
+
+    def _server(self, binary: str, *options: str) -> LocalRedisServer:
+        port = free_port()
+        # Replicas sync at once (Redis waits 5 s for more of them by default).
+        options = ("--repl-diskless-sync-delay", "0", *options)
+        if self.tls:
+            options += tls_settings(self.tls, port, check_clients=False)
+        plain_port = 0 if self.tls else port  # with TLS: no plain TCP port
+        server = LocalRedisServer(binary, port=plain_port, extra_args=options).start()
+        self.servers.append(server)
+        self.ports.append(port)
+        if self.password:
+            # Over its unix socket, after start: LocalRedisServer's readiness
+            # PING has no password.
+            client = Redis(unix_socket_path=str(server.socket_path))
+            client.config_set("masterauth", self.password)
+            client.config_set("requirepass", self.password)
+            client.close()
+        return server
 
     def start(self, timeout: float = 20.0) -> LocalSentinelSet:
         binary = server_binary()[0]
         try:
-            # Replicas sync at once (Redis waits 5 s for more of them by default).
-            no_wait = ("--repl-diskless-sync-delay", "0")
-            master = LocalRedisServer(binary, port=free_port(), extra_args=no_wait).start()
-            self.servers.append(master)
-            replica = LocalRedisServer(
-                binary,
-                port=free_port(),
-                extra_args=(*no_wait, "--replicaof", "127.0.0.1", str(master.port)),
-            ).start()
-            self.servers.append(replica)
-            if self.password:
-                for server in self.servers:
-                    # After start: LocalRedisServer's readiness PING has no password.
-                    client = Redis(port=server.port)
-                    client.config_set("masterauth", self.password)
-                    client.config_set("requirepass", self.password)
-                    client.close()
+            self._server(binary)
+            self._server(binary, "--replicaof", "127.0.0.1", str(self.ports[0]))
             self.sentinels = [LocalSentinel(binary) for _ in range(3)]
             ids = [secrets.token_hex(20) for _ in self.sentinels]
             for sentinel, own_id in zip(self.sentinels, ids, strict=True):
-                config = self._sentinel_config(own_id, ids, master.port, replica.port)
-                sentinel.start(config, self.sentinel_password)
+                config = self._sentinel_config(own_id, ids, *self.ports)
+                sentinel.start(config, self.sentinel_password, self.tls)
             self._wait_until_ready(timeout)
         except BaseException:
             self.stop()
@@ -193,7 +222,9 @@ class LocalSentinelSet:
             time.sleep(0.1)
 
     def data_client(self, server: LocalRedisServer) -> Redis:
-        return Redis(port=server.port, password=self.password, socket_timeout=2)
+        port = self.ports[self.servers.index(server)]
+        tls = client_options(self.tls) if self.tls else {}
+        return Redis(host="127.0.0.1", port=port, password=self.password, socket_timeout=2, **tls)  # type: ignore[arg-type]
 
     def sentinel_state(self, sentinel: LocalSentinel) -> dict[str, object] | None:
         client = sentinel.client(self.sentinel_password)
@@ -224,8 +255,8 @@ class LocalSentinelSet:
     @property
     def master(self) -> LocalRedisServer:
         address = self.master_address()
-        for server in self.servers:
-            if address == ("127.0.0.1", server.port):
+        for server, port in zip(self.servers, self.ports, strict=True):
+            if address == ("127.0.0.1", port):
                 return server
         raise AssertionError(f"the sentinels name {address}, none of ours")
 
@@ -240,7 +271,7 @@ class LocalSentinelSet:
     def wait_for_new_master(self, old: LocalRedisServer, timeout: float = 30.0) -> float:
         """Seconds until every sentinel names a master other than ``old``."""
         began = time.monotonic()
-        old_address = ("127.0.0.1", old.port)
+        old_address = ("127.0.0.1", self.ports[self.servers.index(old)])
         while True:
             addresses = set()
             for sentinel in self.sentinels:
@@ -265,3 +296,4 @@ class LocalSentinelSet:
             server.stop()
         self.sentinels.clear()
         self.servers.clear()
+        self.ports.clear()

@@ -2,7 +2,7 @@
 
 The ACLs are read out of the document ("Redis users and ACLs"), so the
 document and the test cannot drift, and set on a redis-server of the
-test's own. Each role runs what it does (tests/acl_roles.py) as its user:
+test's own. Each role runs what it does (tests.redis_roles.py) as its user:
 the worker processes jobs, the acting dashboard reads every page and acts,
 the read-only dashboard reads every page and says why its buttons are off.
 Nothing may be refused (the ACL log stays empty), and every command a role
@@ -27,7 +27,8 @@ from redis import Redis
 from queues import discovery
 from queues.queue import Queue
 from queues.redis_server import LocalRedisServer, server_binary
-from tests.acl_roles import (
+from tests.e2e.server import ROOT, free_port
+from tests.redis_roles import (
     API,
     METRICS_TOKEN,
     PAGE,
@@ -38,7 +39,6 @@ from tests.acl_roles import (
     read_everything,
     worker_flow,
 )
-from tests.e2e.server import ROOT, free_port
 
 DEPLOY_DOC = ROOT / "docs" / "deploy.md"
 ACL_FILE = "# /etc/redis/users.acl"

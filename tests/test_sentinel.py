@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +37,7 @@ from queues.read.refs import QueueRef
 from queues.sentinel import InvalidSentinelURL, failing_over, failing_over_async, parse
 from tests.e2e.server import ROOT
 from tests.sentinel import LocalSentinelSet
+from tests.tls import make_certificates
 from tests.worker_helpers import running, until
 
 MASTER_PASSWORD = "master pass/word"  # percent-encoded in the URL
@@ -479,3 +481,35 @@ def test_a_sentinel_connection_beside_others_is_shown_failing_over_then_back(
         "queues": 1,
     }
     client.close()
+
+
+async def test_rediss_sentinel_speaks_tls_to_the_sentinels_and_every_master(
+    tmp_path: Path,
+) -> None:
+    """Every server and sentinel listens on TLS only: the URL's rediss+sentinel
+    and its ssl_ca_certs reach the sentinels and the master, and the new
+    master after a SIGKILL."""
+    tls = LocalSentinelSet(password=MASTER_PASSWORD, tls=make_certificates(tmp_path))
+    tls.start()
+    try:
+        assert tls.url.startswith("rediss+sentinel://")
+        client = connect(tls.url)
+        queue = Queue("receipts", client)
+        ids = queue.add_bulk([("send-receipt", {"n": n}, None) for n in range(20)])
+        done: list[str] = []
+
+        async def process(job: Job) -> Any:
+            done.append(job.id)
+
+        async with running("receipts", process, url=tls.url, concurrency=2):
+            await until(lambda: len(done) == 20, 15)
+            client.execute_command("WAIT", 1, 2000)
+            old = tls.kill_master()
+            await asyncio.to_thread(tls.wait_for_new_master, old)
+            later = queue.add("send-receipt", {"n": 20})
+            await until(lambda: later in done, 20)
+        assert sorted(done, key=int) == [*ids, later]
+        assert queue.get_counts("completed")["completed"] == 21
+        client.close()
+    finally:
+        tls.stop()

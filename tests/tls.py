@@ -70,6 +70,39 @@ def make_certificates(folder: Path) -> Certificates:
     )
 
 
+def tls_settings(certificates: Certificates, port: int, *, check_clients: bool) -> tuple[str, ...]:
+    """A redis-server's (or a sentinel's) TLS settings, as command-line options:
+    TLS on ``port``, to its replicas and other sentinels too."""
+    return (
+        "--tls-port", str(port),
+        "--tls-cert-file", str(certificates.server_cert),
+        "--tls-key-file", str(certificates.server_key),
+        "--tls-ca-cert-file", str(certificates.ca),
+        "--tls-auth-clients", "yes" if check_clients else "no",
+        "--tls-replication", "yes",
+    )  # fmt: skip
+
+
+def url_options(certificates: Certificates, check_clients: bool) -> str:
+    """A URL's query string: the CA that signed the server; the client
+    certificate and key when the server checks clients (redis-py's names)."""
+    options = {"ssl_ca_certs": str(certificates.ca), "ssl_cert_reqs": "required"}
+    if check_clients:
+        options["ssl_certfile"] = str(certificates.client_cert)
+        options["ssl_keyfile"] = str(certificates.client_key)
+    return urlencode(options)
+
+
+def client_options(certificates: Certificates) -> dict[str, object]:
+    """redis-py's keyword arguments for a test's own TLS client."""
+    return {
+        "ssl": True,
+        "ssl_ca_certs": str(certificates.ca),
+        "ssl_certfile": str(certificates.client_cert),
+        "ssl_keyfile": str(certificates.client_key),
+    }
+
+
 @dataclass
 class TlsRedis:
     """redis-server with TLS only on a TCP port (its unix socket, for nobody
@@ -81,27 +114,16 @@ class TlsRedis:
     server: LocalRedisServer | None = None
 
     def start(self) -> TlsRedis:
-        files = self.certificates
-        args = (
-            "--tls-port", str(self.port),
-            "--tls-cert-file", str(files.server_cert),
-            "--tls-key-file", str(files.server_key),
-            "--tls-ca-cert-file", str(files.ca),
-            "--tls-auth-clients", "yes" if self.check_clients else "no",
-        )  # fmt: skip
+        args = tls_settings(self.certificates, self.port, check_clients=self.check_clients)
         # port 0: no plain TCP port at all.
         self.server = LocalRedisServer(server_binary()[0], port=0, extra_args=args).start()
         return self
 
     @property
     def url(self) -> str:
-        """The server's address and the CA that signed it; the client
-        certificate and key when the server checks clients."""
-        options = {"ssl_ca_certs": str(self.certificates.ca), "ssl_cert_reqs": "required"}
-        if self.check_clients:
-            options["ssl_certfile"] = str(self.certificates.client_cert)
-            options["ssl_keyfile"] = str(self.certificates.client_key)
-        return f"rediss://127.0.0.1:{self.port}/0?{urlencode(options)}"
+        return (
+            f"rediss://127.0.0.1:{self.port}/0?{url_options(self.certificates, self.check_clients)}"
+        )
 
     def stop(self) -> None:
         if self.server is not None:

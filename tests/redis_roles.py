@@ -1,6 +1,9 @@
-"""What each Redis user of a deployment does, for the ACL tests (tests/test_acl.py).
+"""What each part of a deployment does with Redis, for the tests of a Redis
+topology's users and connections (tests/test_acl.py: each as its ACL user;
+tests/test_tls.py: over TLS).
 
-Three roles, as docs/deploy.md ("Redis users and ACLs") gives their ACLs:
+Two roles (three ACL users in docs/deploy.md: a dashboard that acts and one
+that only reads):
 
 - ``worker_flow``: an application's producer and our worker. Jobs added one
   by one and in bulk, delayed, prioritized, with attempts and a backoff, a
@@ -17,8 +20,8 @@ Three roles, as docs/deploy.md ("Redis users and ACLs") gives their ACLs:
   a search's retry) through the forms and the API.
 
 Each flow asserts what it sees (nothing answers 500, the actions move what
-they say), so a command the role's user may not run fails the test that
-runs it, and the ACL log says which.
+they say), so a command the role's user may not run, or a connection that
+does not hold, fails the test that runs it.
 """
 
 from __future__ import annotations
