@@ -2,6 +2,7 @@
 its search figures, and it runs alone too:
 
     python bench/grouping.py [--groups-jobs 100000] [--groups-kinds 40] [--changes 200]
+                             [--reasons numbers|ids]
 
 N failed jobs with reasons of K kinds (numbers, ids and quoted values varying
 per job, as real reasons do) are seeded straight into a private redis-server.
@@ -38,17 +39,27 @@ from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
 
 GROUPED = QueueRef("bull", "grouped")
 # Bench data only, not a protocol script: ARGV[2] failed jobs from id ARGV[3]
-# under key prefix ARGV[1], reason kind (id mod ARGV[5]), finishedOn from ARGV[4].
+# under key prefix ARGV[1], reason kind (id mod ARGV[5]), finishedOn from
+# ARGV[4]; ARGV[6] "ids": reasons hold an id of letters and digits per job
+# (issue 21's "(order ord_d3587f749c)"), which the folding's digit cache
+# cannot share between jobs, else only numbers and a quoted value vary.
 _SEED_FAILURES = """
 local base, count, first, now, kinds = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]),
   tonumber(ARGV[4]), tonumber(ARGV[5])
+local with_ids = ARGV[6] == 'ids'
 for i = first, first + count - 1 do
   local id = tostring(i)
   local kind = i % kinds
   -- A kind is a word (a number would be folded away): "kind-ab", "kind-ac"...
   local word = 'kind-' .. string.char(97 + math.floor(kind / 26) % 26, 97 + kind % 26)
-  local reason = word .. ' failed: timeout after ' .. (30000 + i % 977)
-    .. ' ms on job ' .. id .. " for user '" .. (i * 7919 % 100003) .. "'"
+  local reason
+  if with_ids then
+    reason = word .. ' failed: gateway timeout after ' .. (30000 + i % 977)
+      .. string.format(' ms (order ord_%010x)', (i * 2654435761) % 1099511627776)
+  else
+    reason = word .. ' failed: timeout after ' .. (30000 + i % 977)
+      .. ' ms on job ' .. id .. " for user '" .. (i * 7919 % 100003) .. "'"
+  end
   redis.call('HSET', base .. id, 'name', 'bench', 'data', '{"n":' .. id .. '}',
     'opts', '{"attempts":1}', 'timestamp', now + i - 5, 'processedOn', now + i - 2,
     'finishedOn', now + i, 'atm', 1, 'ats', 1, 'failedReason', reason,
@@ -60,13 +71,16 @@ return count
 _KIND_WORDS = "kind-{kind} failed: timeout after {ms} ms on job {id} for user '{user}'"
 
 
-def seed_failures(client: Any, count: int, kinds: int, *, first: int = 1) -> None:
+def seed_failures(
+    client: Any, count: int, kinds: int, *, first: int = 1, reasons: str = "numbers"
+) -> None:
     script = client.register_script(_SEED_FAILURES)
     start = int(time.time() * 1000) - 10 * count
     for offset in range(0, count, 20_000):
         n = min(20_000, count - offset)
         script(
-            keys=[GROUPED.keys.failed], args=[GROUPED.keys.base, n, first + offset, start, kinds]
+            keys=[GROUPED.keys.failed],
+            args=[GROUPED.keys.base, n, first + offset, start, kinds, reasons],
         )
 
 
@@ -115,12 +129,14 @@ def _index_bytes(client: Any) -> int:
     return total
 
 
-def grouping_run(count: int, kinds: int, changes: int) -> dict[str, float]:
+def grouping_run(
+    count: int, kinds: int, changes: int, reasons: str = "numbers"
+) -> dict[str, float]:
     """One size on its own private Redis: the figures of the grouping section."""
     redis = LocalRedisServer(server_binary()[0]).start()
     try:
         client = connect(redis.url)
-        seed_failures(client, count, kinds)
+        seed_failures(client, count, kinds, reasons=reasons)
         client.config_set("slowlog-log-slower-than", 1000)
         client.slowlog_reset()
         redis_cpu = _redis_cpu_s(client)
@@ -153,10 +169,10 @@ def grouping_run(count: int, kinds: int, changes: int) -> dict[str, float]:
         redis.stop()
 
 
-def grouping_section(count: int, kinds: int, changes: int) -> None:
-    print(f"grouping: {count:,} failed jobs of {kinds} kinds")
-    small = grouping_run(max(1, count // 10), kinds, changes)
-    big = grouping_run(count, kinds, changes)
+def grouping_section(count: int, kinds: int, changes: int, reasons: str = "numbers") -> None:
+    print(f"grouping: {count:,} failed jobs of {kinds} kinds, {reasons} varying in the reasons")
+    small = grouping_run(max(1, count // 10), kinds, changes, reasons)
+    big = grouping_run(count, kinds, changes, reasons)
     print(f"  first grouping of {count:,}: {big['first_s']:.2f} s ({big['groups']:.0f} groups)")
     print(
         f"  CPU for it: dashboard {big['python_cpu_s']:.2f} s, Redis {big['redis_cpu_s']:.2f} s "
@@ -184,8 +200,14 @@ def main() -> None:
     parser.add_argument("--groups-jobs", type=int, default=100_000)
     parser.add_argument("--groups-kinds", type=int, default=40)
     parser.add_argument("--changes", type=int, default=200)
+    parser.add_argument(
+        "--reasons",
+        choices=("numbers", "ids"),
+        default="numbers",
+        help="what varies per job in the reasons: numbers and a quoted value, or an id",
+    )
     args = parser.parse_args()
-    grouping_section(args.groups_jobs, args.groups_kinds, args.changes)
+    grouping_section(args.groups_jobs, args.groups_kinds, args.changes, args.reasons)
 
 
 if __name__ == "__main__":

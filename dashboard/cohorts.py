@@ -178,6 +178,12 @@ class CohortView:
     def top_failed_reason(self) -> str:
         return self.counted.top_failed_reason if self.counted else ""
 
+    @property
+    def fails_as_before(self) -> bool:
+        """Its failed jobs fail most with the kind they failed most with before."""
+        now = self.top_failed_reason
+        return bool(now) and now == self.cohort.top_previous_reason
+
     def as_json(self) -> dict[str, Any]:
         c = self.cohort
         counted = self.counted
@@ -197,7 +203,10 @@ class CohortView:
                 "parts": {name: len(ids) for name, ids in counted.parts.items()},
                 "failed_same": len(counted.failed_same) if c.reasons else None,
                 "failed_reason": counted.top_failed_reason or None,
+                "failed_sample": counted.top_failed_sample or None,
             },
+            "previous_reason": c.top_previous_reason or None,
+            "previous_sample": c.top_previous_sample or None,
             "problem": None,
         }
 

@@ -439,6 +439,12 @@ def _error_group_schemas() -> dict[str, Schema]:
                     "description": "False while the index is being built or catching up "
                     "(ask again)",
                 },
+                "regrouping": {
+                    **_BOOLEAN,
+                    "description": "True while the index is counted again because this "
+                    "dashboard folds reasons by newer rules (the groups are the old ones, "
+                    "then fill in anew; ask again)",
+                },
                 "groups": _array(_schema("ErrorGroup"), maxItems=read_error_groups.MAX_GROUPS + 1),
             },
             description="Most jobs first",
@@ -747,17 +753,34 @@ def _cohort_schemas() -> dict[str, Schema]:
                                     "failed_same": _or_null(
                                         {
                                             **_COUNT,
-                                            "description": "Failed again with the reason they had"
-                                            " before (folded); null when none was recorded",
+                                            "description": "Failed again with the kind of reason"
+                                            " they had before (folded as the error groups fold"
+                                            " it); null when none was recorded",
                                         }
                                     ),
                                     "failed_reason": _or_null(
-                                        {**_STRING, "description": "The commonest reason now"}
+                                        {
+                                            **_STRING,
+                                            "description": "The commonest kind of reason now",
+                                        }
+                                    ),
+                                    "failed_sample": _or_null(
+                                        {**_STRING, "description": "A reason of that kind"}
                                     ),
                                 },
                                 description="null when this answer's budget of jobs to look"
                                 " at was spent on newer cohorts (ask for the cohort itself)",
                             )
+                        ),
+                        "previous_reason": _or_null(
+                            {
+                                **_STRING,
+                                "description": "The commonest kind of reason the jobs had"
+                                " failed with before",
+                            }
+                        ),
+                        "previous_sample": _or_null(
+                            {**_STRING, "description": "One of the jobs' own reasons of it"}
                         ),
                         "problem": {"type": "null"},
                     }

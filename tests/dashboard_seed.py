@@ -176,3 +176,26 @@ def seed_schedulers(client: Redis, keys: QueueKeys, count: int, *, batch: int = 
             )
         pipe.execute()
     client.incr(keys.id)
+
+
+def seed_index_of_older_rules(client: Redis, ref: Any, job_ids: list[str]) -> None:
+    """The error groups index of failed jobs as a dashboard from before the
+    rules' version was kept left it: counted, built, no ``rules`` in its
+    state, and each job in a group of its own (what those rules made of a
+    reason with a prefixed id, "(order ord_d3587f749c)"). The jobs must be
+    in the failed set already."""
+    from queues import scripts
+    from queues.read import error_groups
+    from queues.read.error_folding import group_key
+
+    index = error_groups._Index(ref.keys)
+    generation = str(scripts.run(client, index.reset()))
+    entries = []
+    for job_id in job_ids:
+        score = int(client.zscore(ref.keys.failed, job_id) or 0)
+        reason = (client.hget(ref.keys.job(job_id), "failedReason") or b"").decode()
+        sample = {"text": reason, "job": job_id, "reason": reason, "trace": ""}
+        entries.append((job_id, score, group_key(reason), json.dumps(sample)))
+    newest = max(entry[1] for entry in entries)
+    scripts.run(client, index.add(generation, entries, watermark=newest, built=True))
+    client.hdel(index.state, "rules")

@@ -29,9 +29,11 @@ from queues.read.cohorts import (
     breakdown,
     recent_cohorts,
 )
+from queues.read.error_folding import RULES_VERSION, fold_field
 from queues.read.refs import QueueRef
 from queues.read.states import STATES
 from tests.dashboard_seed import seed_job
+from tests.failure_corpus import KINDS, samples
 from tests.worker_helpers import running, until
 
 REF = QueueRef("bull", "emails")
@@ -401,13 +403,93 @@ def test_reasons_bullmqs_python_port_quoted_fold_as_the_job_page_shows_them(
     to one quoted value, and the queue page said "had failed with: <str>"."""
     client = dashboard_redis
     _failed(client, 2, reason="first attempt of {n} fails on purpose")
-    long_reason = "timeout after 30012 ms calling " + "x" * 300
+    long_reason = "timeout after 30012 ms calling " + "x" * (cohorts.REASON_BYTES + 100)
     for job_id, reason in (("1", "first attempt of 1 fails on purpose"), ("2", long_reason)):
         client.hset(KEYS.job(job_id), "failedReason", json.dumps(reason))
     actions.job_action(client, REF, "retry", ["1", "2"], user="oncall")
     cohort = _only_cohort(client)
     assert len(cohort.reasons) == 2
     assert cohort.reasons[0] == "first attempt of <n> fails on purpose"
-    # Cut to its first 200 bytes before its closing quote, and still unquoted.
+    # Cut to its first REASON_BYTES before its closing quote, and still unquoted.
     assert cohort.reasons[1].startswith("timeout after <n> ms calling x")
     assert "<str>" not in " ".join(cohort.reasons)
+
+
+# -- "the same reason as before" is the same kind ----------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_reason_as_the_scripts_report_it_reads_as_the_kind_its_group_shows(kind: str) -> None:
+    """Both sides of "failed again with the same reason" get a reason as
+    the scripts report it (its first REASON_BYTES) and fold it by the error
+    groups' own function: every reason of a kind of tests/failure_corpus.py
+    reads as the kind its error group shows."""
+    for reason in samples(kind, 40):
+        reported = cohorts.reason_prefix(reason.encode())
+        assert cohorts.fold_reason(reported) == fold_field(reason.encode())[1]
+
+
+# Two cohorts of corpus kinds: a cohort keeps at most MAX_REASONS kinds.
+HALVES = [sorted(KINDS)[: len(KINDS) // 2], sorted(KINDS)[len(KINDS) // 2 :]]
+
+
+@pytest.mark.parametrize("names", HALVES, ids=["first half", "second half"])
+def test_jobs_failing_again_with_their_kind_count_as_the_same_reason(
+    dashboard_redis: Redis, names: list[str]
+) -> None:
+    """Issue 21: 210 jobs retried failed again with the same kind of reason,
+    each with its own ids, and the panel said "30 of them". Two jobs of
+    each corpus kind are retried (all at once: the reasons come from the
+    bulk script's report); one fails again with another reason of its kind,
+    the other with a reason of the next kind."""
+    client = dashboard_redis
+    reasons = {kind: samples(kind, 4) for kind in names}
+    for at, kind in enumerate(names):
+        for n in (0, 1):
+            fields = {"failedReason": reasons[kind][n]}
+            seed_job(client, KEYS, f"{at}-{n}", state="failed", fields=fields, score=at)
+    actions.queue_action(client, REF, "retry_all", user="oncall")
+    cohort = _only_cohort(client)
+    assert len(cohort.reasons) == len(names)
+    pipe = client.pipeline()
+    for at, kind in enumerate(names):
+        other = names[(at + 1) % len(names)]
+        for n, reason in ((0, reasons[kind][2]), (1, reasons[other][3])):
+            job_id = f"{at}-{n}"
+            pipe.lrem(KEYS.wait, 0, job_id).zadd(KEYS.failed, {job_id: at})
+            pipe.hset(KEYS.job(job_id), "failedReason", reason)
+    pipe.execute()
+    counted = breakdown(client, KEYS, cohort)
+    assert counted.count("failed") == 2 * len(names)
+    assert sorted(counted.failed_same) == sorted(f"{at}-0" for at in range(len(names)))
+
+
+def test_a_cohort_keeps_one_real_reason_of_each_kind(dashboard_redis: Redis) -> None:
+    client = dashboard_redis
+    incident = samples("gateway timeout with an order id", 5)
+    for n, reason in enumerate(incident):
+        seed_job(client, KEYS, str(n), state="failed", fields={"failedReason": reason}, score=n)
+    actions.queue_action(client, REF, "retry_all", user="oncall")
+    cohort = _only_cohort(client)
+    assert cohort.reasons == ("gateway timeout after <n> ms (order ord_<id>)",)
+    assert cohort.top_previous_reason == cohort.reasons[0]
+    assert cohort.top_previous_sample in incident  # one of the jobs' own
+
+
+def test_a_cohort_folded_by_older_rules_compares_no_reasons(dashboard_redis: Redis) -> None:
+    """A cohort recorded before an upgrade holds kinds folded by other rules:
+    compared with the kinds its jobs fail with now, every job would count as
+    failing otherwise. It says nothing of reasons instead."""
+    client = dashboard_redis
+    ids = _failed(client, 3)
+    actions.queue_action(client, REF, "retry_all", user="oncall")
+    cohort = _only_cohort(client)
+    assert cohort.reasons
+    record = json.loads(zlib.decompress(client.get(KEYS.cohort(cohort.id))))
+    assert record["rules"] == RULES_VERSION
+    del record["rules"]
+    client.set(KEYS.cohort(cohort.id), zlib.compress(json.dumps(record).encode()))
+    older = _only_cohort(client)
+    assert older.tracked == len(ids)
+    assert older.reasons == ()
+    assert older.top_previous_reason == ""

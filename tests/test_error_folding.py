@@ -22,7 +22,11 @@ from queues.read.error_folding import (
 FOLDED = [
     ("timeout after 30012 ms on job 991", "timeout after <n> ms on job <n>"),
     ("timeout after 30,401 ms on job 12", "timeout after <n> ms on job <n>"),
-    ("took 1.5s", "took <n>s"),
+    # A duration with its unit glued on is one value: Go writes 950ms, 2.5s
+    # and 1m30.2s for one kind of failure (it was "<n>s", "<n>ms", <n>m<n>s").
+    ("took 1.5s", "took <dur>"),
+    ("lock wait timed out after 1m30.25s", "lock wait timed out after <dur>"),
+    ("timeout of 30000ms exceeded", "timeout of <dur> exceeded"),
     ("worker3 lost its lock", "worker<n> lost its lock"),
     ("user 'alice' not found", "user <str> not found"),
     ('key "orders:42" missing', "key <str> missing"),
@@ -39,7 +43,67 @@ FOLDED = [
     ("bad module /app.py", "bad module <path>"),
     ("C:\\Users\\bob\\file.txt is locked", "<path> is locked"),
     ("GET https://api.example.com/v1/users/42?x=1 failed", "GET <url> failed"),
-    ("connect ECONNREFUSED 10.0.0.12:6379", "connect ECONNREFUSED <n>:<n>"),
+    # An address reads as one (it was "<n>:<n>": the dotted quad as a number).
+    ("connect ECONNREFUSED 10.0.0.12:6379", "connect ECONNREFUSED <ip>:<n>"),
+    # Node prints IPv6 unbracketed: its port cannot be told from a group.
+    ("connect ECONNREFUSED ::1:6379", "connect ECONNREFUSED <ip>"),
+    ("connect ETIMEDOUT 2600:1f18:4a3b::7c8d:443", "connect ETIMEDOUT <ip>"),
+    ("upstream [2001:db8::8a2e:370:7334]:8443 reset", "upstream [<ip>]:<n> reset"),
+    # Ids after a prefix and "_" (issue 21: \b never matched after "ord_").
+    (
+        "gateway timeout after 30412 ms (order ord_d3587f749c)",
+        "gateway timeout after <n> ms (order ord_<id>)",
+    ),
+    ("No such customer: cus_NffrFeUfNVbHib", "No such customer: cus_<id>"),
+    ("request req_5HwDaHxbTXh6xW failed", "request req_<id> failed"),
+    # A hex id that came out all letters (one in 18,000 of ten digits).
+    ("(order ord_debfbcdaea)", "(order ord_<id>)"),
+    ("account user_01h455vb4pex5vsknk084sn02q locked", "account user_<id> locked"),
+    ("org-zxuWeZrxelvFIjkaEuJxxWQA over quota", "org-<id> over quota"),
+    ("event 2ILjWaYcm2hyJ6KzG0R8K0sPXfk lost", "event <id> lost"),
+    ("job 01ARZ3NDEKTSV4RRFFQ69G5FAV expired", "job <id> expired"),
+    ("instance i-0abc123def4567890 stopped", "instance i-<id> stopped"),
+    ("host id TW2qeJptLnLL7+0pKGRgdR+t5T/GKN362KnA1JuYa83s=", "host id <id>"),
+    ("short id a1b2c retried", "short id <id> retried"),
+    # Words a person wrote stay, their numbers folded: snake_case and
+    # SCREAMING_CASE names, words glued to a number, CamelCase, headers.
+    (
+        "max_connections reached for statement_timeout",
+        "max_connections reached for statement_timeout",
+    ),
+    ("ER_LOCK_DEADLOCK: Deadlock found", "ER_LOCK_DEADLOCK: Deadlock found"),
+    ("sha256 mismatch on utf8 input", "sha<n> mismatch on utf<n> input"),
+    ("i18n key missing", "i<n>n key missing"),
+    ("ProvisionedThroughputExceededException", "ProvisionedThroughputExceededException"),
+    ("X-RateLimit-Remaining header missing", "X-RateLimit-Remaining header missing"),
+    ("ActiveRecord::RecordNotFound at std::vector", "ActiveRecord::RecordNotFound at std::vector"),
+    # A short hex-looking word is no id (Mongo's E11000; hex ids have 8+ digits).
+    ("E11000 duplicate key error", "E<n> duplicate key error"),
+    ("build cafe42 failed", "build cafe<n> failed"),
+    ("mail to jane.doe+orders@example.co.uk bounced", "mail to <email> bounced"),
+    ("on arn:aws:sqs:us-east-1:123456789012:orders-eu denied", "on <arn> denied"),
+    ("expired at 2024-05-17T10:42:13.123Z", "expired at <time>"),
+    ("until Fri, 17 May 2024 10:42:13 GMT", "until <time>"),
+    ("at Thu Jun 27 2024 23:36:53 GMT-0700 (Pacific Daylight Time)", "at <time>"),
+    ("ended 5/17/2024, 3:04:05 PM sharp", "ended <time> sharp"),
+    (
+        "Signature expired: 20240517T104213Z is now earlier",
+        "Signature expired: <time> is now earlier",
+    ),
+    # pymysql's errors: their message is Python-quoted after the code.
+    (
+        "(2013, 'Lost connection to MySQL server during query')",
+        "(<n>, 'Lost connection to MySQL server during query')",
+    ),
+    (
+        "(1062, \"Duplicate entry 'a@b.io' for key 'users.email'\")",
+        '(<n>, "Duplicate entry <str> for key <str>")',
+    ),
+    ("one-segment GET /health failed", "one-segment GET /health failed"),
+    ("expected application/json, got text/html", "expected application/json, got text/html"),
+    ("missing exports/2024/05/17/x.csv.gz", "missing <path>"),
+    ("url: /v1/orders/42?expand=items (Caused by", "url: <path> (Caused by"),
+    ("search /orders?id=42 failed", "search <path> failed"),
     ("  spaces   and\ttabs  ", "spaces and tabs"),
     ("first line 1\nsecond line 2", "first line <n>"),
     ("\n\nreason on the third line 7", "reason on the third line <n>"),
@@ -59,6 +123,8 @@ def test_fold_replaces_what_varies_per_job(reason: str | None, folded: str) -> N
 
 SAME_GROUP = [
     ("timeout after 30012 ms on job 991", "timeout after 30401 ms on job 12"),
+    ("timeout (order ord_d3587f749c)", "timeout (order ord_3587749123)"),
+    ("render took 950ms", "render took 1m2.5s"),
     ("user 'alice' not found", "user 'bob' not found"),
     ("open /srv/a/b.txt failed", "open /home/x/y/z.json failed"),
     ("id 0x1f bad", "id 0xdeadbeef bad"),
@@ -67,6 +133,7 @@ OTHER_GROUP = [
     ("timeout after 30012 ms", "connection refused after 30012 ms"),
     ("user 'alice' not found", "user 'alice' was found"),
     ("deadline exceeded", "Deadline exceeded!"),
+    ("(2013, 'Lost connection to MySQL server')", "(1205, 'Lock wait timeout exceeded')"),
 ]
 
 
@@ -128,6 +195,29 @@ REASON_PARTS = st.sampled_from(
 )
 REASON_PARTS |= st.sampled_from(
     [".", ",", ":", " ", "\n", "\t", "٣", "é", "☃", "C:\\", "~/", "./", "deadbeef", "12345678"]
+)
+# ... and what the id, address, date and duration rules look at.
+REASON_PARTS |= st.sampled_from(
+    [
+        "_",
+        "ord_",
+        "org-",
+        "A",
+        "Q",
+        "@",
+        "x.io",
+        "+",
+        "=",
+        "::",
+        "?",
+        "(",
+        ", ",
+        "%",
+        "arn:aws:s:::",
+    ]
+)
+REASON_PARTS |= st.sampled_from(
+    ["T", "Z", "Mon", "May", " GMT", " AM", "ms", "s", "m", "h", "<", ">", "[", "]"]
 )
 REASON_BYTES = st.lists(REASON_PARTS, max_size=40).map(lambda parts: "".join(parts).encode()) | (
     st.binary(max_size=60)

@@ -23,14 +23,14 @@ from queues.queue import Queue
 from queues.read import error_groups as eg
 from queues.read.error_folding import NO_REASON, REASON_BYTES, fold, group_key
 from queues.read.refs import QueueRef
-from tests.dashboard_seed import now_ms, seed_failed_bulk, seed_job
+from tests.dashboard_seed import now_ms, seed_failed_bulk, seed_index_of_older_rules, seed_job
 from tests.worker_helpers import running, until
 
 REF = QueueRef("bull", "q")
 KEYS = QueueKeys("q")
 REASONS = [
     "timeout after {n} ms on job {n}",
-    "connection refused to 10.0.0.{n}:6379",
+    "connection refused to 10.0.{octet}.{n_octet}:6379",
     "user '{n}' not found",
     "ENOENT: open /var/data/{n}/report.csv",
     "",
@@ -52,7 +52,8 @@ def fail_job(client: Redis, job_id: str, reason: str, finished: int | None = Non
 def seed_mixed(client: Redis, count: int, *, first: int = 1) -> None:
     base = now_ms() - 100_000
     for n in range(first, first + count):
-        fail_job(client, str(n), REASONS[n % len(REASONS)].format(n=n * 7), base + n)
+        reason = REASONS[n % len(REASONS)].format(n=n * 7, octet=n // 256 % 256, n_octet=n % 256)
+        fail_job(client, str(n), reason, base + n)
 
 
 def brute_force(client: Redis, keys: QueueKeys = KEYS) -> Counter[str]:
@@ -632,3 +633,83 @@ def test_one_add_call_of_thousands_of_jobs_counts_each(redis_client: Redis) -> N
     assert eg.scripts.run(redis_client, index.add(gen, again)) == [0, 5_000]
     assert redis_client.hget(index.state, "total") == b"5000"
     assert redis_client.zcard(index.group(keys[0])) == 1_667
+
+
+# -- the rules changed -------------------------------------------------------------
+
+
+def _incident(client: Redis, count: int) -> list[str]:
+    """Jobs failed as in issue 21: a prefixed order id per reason."""
+    base = now_ms() - 60_000
+    for n in range(1, count + 1):
+        fail_job(
+            client,
+            str(n),
+            f"gateway timeout after {30_000 + n * 37} ms (order ord_{n * 7919:010x})",
+            base + n,
+        )
+    return [str(n) for n in range(1, count + 1)]
+
+
+def _counted_again(client: Redis, ref: QueueRef = REF) -> eg.ErrorGroups:
+    deadline = time.monotonic() + 20
+    while not (looked := eg.error_groups(client, ref)).complete:
+        assert time.monotonic() < deadline, "the index was not counted again"
+        time.sleep(0.05)
+    return looked
+
+
+def test_an_index_counted_by_older_rules_is_counted_again_in_the_background(
+    redis_client: Redis,
+) -> None:
+    seed_index_of_older_rules(redis_client, REF, _incident(redis_client, 30))
+    looked = eg.error_groups(redis_client, REF)
+    # The look does not wait: the groups as they were, marked as regrouping.
+    assert looked.regrouping
+    assert looked.old_rules
+    assert not looked.complete
+    assert len(looked.groups) == 30
+    assert looked.as_json()["regrouping"] is True
+
+    regrouped = _counted_again(redis_client)
+    assert not regrouped.regrouping
+    assert [(g.text, g.count) for g in regrouped.groups] == [
+        ("gateway timeout after <n> ms (order ord_<id>)", 30)
+    ]
+    state = eg._Index(KEYS).state
+    assert redis_client.hget(state, "rules") == str(eg.RULES_VERSION).encode()
+    assert shown(redis_client) == brute_force(redis_client)
+
+
+def test_an_index_counted_by_newer_rules_is_shown_and_left_alone(redis_client: Redis) -> None:
+    """A newer dashboard beside this one (a rolling deploy): this one must
+    neither count the index again with its older rules nor write into it."""
+    _incident(redis_client, 5)
+    shown(redis_client)
+    index = eg._Index(KEYS)
+    redis_client.hset(index.state, "rules", eg.RULES_VERSION + 1)
+    generation = redis_client.hget(index.state, "gen")
+    fail_job(redis_client, "new", "card declined")
+    looked = eg.error_groups(redis_client, REF)
+    assert not looked.complete
+    assert not looked.regrouping
+    assert looked.indexed == 5
+    time.sleep(0.2)
+    assert redis_client.hget(index.state, "gen") == generation
+    assert redis_client.hget(index.jobs, "new") is None
+
+
+def test_a_regrouping_left_half_done_is_taken_up_again(redis_client: Redis) -> None:
+    """The dashboard that was counting again stopped (a restart): the index
+    is reset, marked as regrouping, not built; the next look goes on in the
+    background and says regrouping meanwhile."""
+    _incident(redis_client, 12)
+    index = eg._Index(KEYS)
+    eg.scripts.run(redis_client, index.reset(regroup=True))
+    looked = eg.error_groups(redis_client, REF)
+    assert looked.regrouping
+    assert not looked.old_rules  # what it shows is counted by these rules
+    assert not looked.complete
+    assert [(g.text, g.count) for g in _counted_again(redis_client).groups] == [
+        ("gateway timeout after <n> ms (order ord_<id>)", 12)
+    ]

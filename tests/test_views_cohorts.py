@@ -55,7 +55,10 @@ def test_the_panel_says_what_became_of_the_retry_each_part_a_link(
     html = response.content.decode()
     text = _text(html)
     assert re.search(r"retried all 6 failed jobs at \d\d:\d\d UTC by oncall", text)
-    assert "had failed with: timeout after &lt;n&gt; ms" in text
+    # The kind, one of the jobs' own reasons under it; failing now the same way.
+    assert "had failed with: timeout after &lt;n&gt; ms e.g. timeout after " in text
+    assert re.search(r"<q>timeout after [1-6]000 ms</q>", html)
+    assert "failing now with: the same kind" in text
     for words in (
         "2 completed",
         "2 failed again",
@@ -115,8 +118,11 @@ def test_the_api_gives_the_breakdown_and_the_ids_of_a_part(
     assert cohort["breakdown"] == {
         "parts": {"wait": 1, "completed": 2, "failed": 2, "gone": 1},
         "failed_same": 1,
-        "failed_reason": cohort["breakdown"]["failed_reason"],
+        "failed_reason": "timeout after <n> ms",
+        "failed_sample": "timeout after 99 ms",
     }
+    assert cohort["previous_reason"] == "timeout after <n> ms"
+    assert re.fullmatch(r"timeout after [1-6]000 ms", cohort["previous_sample"])
     one = viewer.get(f"{API}{retried}/", {"part": "completed"}).json()
     assert one["total"] == 2
     assert sorted(one["ids"]) == ["1", "2"]

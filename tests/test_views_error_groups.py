@@ -5,6 +5,8 @@ that moved meanwhile is left alone and counted, a broken one reported)."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -14,9 +16,10 @@ from redis import Redis
 from dashboard import error_groups as view
 from dashboard.models import AuditEntry
 from queues.queue import Queue
+from queues.read import error_groups as read_groups
 from queues.read.error_folding import NO_REASON, group_key
 from queues.read.refs import QueueRef
-from tests.dashboard_seed import now_ms, seed_job
+from tests.dashboard_seed import now_ms, seed_index_of_older_rules, seed_job
 
 REF = QueueRef("bull", "emails")
 KEYS = REF.keys
@@ -205,3 +208,43 @@ def test_a_group_bigger_than_one_click_says_what_is_left(
     ]
     # The newest first: the two oldest wait for the next click.
     assert Queue(REF.name, failed).get_state("t1") == "failed"
+
+
+def test_the_page_says_regrouping_while_an_index_of_older_rules_is_counted_again(
+    dashboard_redis: Redis, actor: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deployment's index, counted before the rules' version was kept:
+    each job of issue 21's incident in a group of its own. The page shows
+    them marked "Regrouping…" while they are counted again (held here at a
+    gate), then the one kind."""
+    base = now_ms() - 60_000
+    ids = [f"o{n}" for n in range(1, 13)]
+    for n, job_id in enumerate(ids, 1):
+        reason = f"gateway timeout after {30_000 + n * 41} ms (order ord_{n * 104_729:010x})"
+        _fail(dashboard_redis, job_id, reason, base + n)
+    seed_index_of_older_rules(dashboard_redis, REF, ids)
+    gate = threading.Event()
+    regroup = read_groups._regroup
+
+    def held(client: Redis, index: Any) -> None:
+        gate.wait(10)
+        regroup(client, index)
+
+    monkeypatch.setattr(read_groups, "_regroup", held)
+    html = actor.get(PAGE).content.decode()
+    assert "Regrouping…" in html
+    assert "data-pending" in html  # the page asks again until it is done
+    assert "12 kinds of error in 12 failed jobs" in html  # as they were
+    fragment = actor.get(PAGE, headers={"HX-Request": "true"}).content.decode()
+    assert "Regrouping…" in fragment
+    assert actor.get("/api/queues/bull/emails/errors/").json()["regrouping"] is True
+
+    gate.set()
+    deadline = time.monotonic() + 20
+    while "Regrouping…" in (html := actor.get(PAGE).content.decode()):
+        assert time.monotonic() < deadline, "still regrouping"
+        time.sleep(0.05)
+    assert "data-pending" not in html
+    kind = _row(html, group_key("gateway timeout after <n> ms (order ord_<id>)"))
+    assert 'data-group-count="12"' in kind
+    assert "1 kind of error in 12 failed jobs" in html

@@ -12,6 +12,12 @@
   KEYS[6] index jobs (hash)
 
   ARGV[1] group base (see addToErrorGroups): every group's zset is deleted
+  ARGV[2] the version of the folding rules the new generation is built with
+          (queues/read/error_folding.py RULES_VERSION): kept in the state
+          as "rules", so that a dashboard with other rules counts it again
+  ARGV[3] "1" when the index is reset to be counted again by newer rules
+          (kept in the state as "regroup" until it is built: the page says
+          "Regrouping"), else ""
 
   Returns: the new generation (an integer). Keys of any type are deleted,
   so a broken index is repaired by this script.
@@ -31,5 +37,8 @@ end
 redis.call("DEL", ARGV[1] .. "other")
 redis.call("DEL", KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 generation = math.floor(generation) + 1
-redis.call("HSET", KEYS[1], "gen", generation)
+redis.call("HSET", KEYS[1], "gen", generation, "rules", ARGV[2])
+if ARGV[3] == "1" then
+  redis.call("HSET", KEYS[1], "regroup", "1")
+end
 return generation

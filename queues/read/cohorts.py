@@ -33,7 +33,8 @@ from redis import Redis
 from queues import codec, scripts
 from queues.commands import reads
 from queues.keys import InvalidName, QueueKeys, validate_job_id
-from queues.read.error_folding import fold
+from queues.read.error_folding import RULES_VERSION, field_text, fold_field
+from queues.read.failures import first_line
 from queues.read.job import DIRECT_STATES
 from queues.read.replies import replies
 from queues.read.states import FAILED, TAB_OF_KEY, TABS, WAIT
@@ -48,10 +49,16 @@ BATCH = 200
 KEEP_MS = 24 * 3600 * 1000
 MAX_COHORTS_PER_QUEUE = 20
 # Reasons are compared on their first bytes: requeueJobs reports that much
-# (Queue.retry_all) and cohortStates answers that much.
-REASON_BYTES = 200
+# (Queue.retry_all) and cohortStates answers that much. Enough for a whole
+# first line (the kind): cut at 200, three kinds of tests/failure_corpus.py
+# (the AWS SDK's S3 errors, IAM's with two ARNs, requests' "Max retries
+# exceeded", 230-300 bytes) were cut at another place in each job, and
+# their jobs' reasons differed.
+REASON_BYTES = 1_000
 # Distinct previous reasons a cohort keeps; a job with a further one has none.
 MAX_REASONS = 50
+# The characters of a sample reason kept with each (one real reason of a kind).
+SAMPLE_CHARS = 300
 # A stored cohort larger than this when inflated is not read (a hostile or
 # broken writer must not make a look inflate gigabytes).
 MAX_RECORD_BYTES = 16 * 1024 * 1024
@@ -59,23 +66,17 @@ GONE = "gone"  # the part of the jobs whose hash is gone
 _COHORT_ID = re.compile(r"\d{13}-[0-9a-f]{8}\Z")
 
 
-def fold_reason(reason: str) -> str:
-    """A failure reason folded as the error groups fold it (numbers, ids,
-    quoted values, paths replaced: queues.read.error_folding), so "failed
-    again with the same reason" and a group agree; "" when there is none."""
-    return fold(_unquoted(reason)) if reason.strip() else ""
+def fold_reason(reason: bytes | str | None) -> str:
+    """The kind of a failure reason (its first REASON_BYTES): its first line
+    folded by the error groups' own function (fold_field), so "failed again
+    with the same reason" and a group agree; "" when there is none."""
+    return fold_field(reason, read=REASON_BYTES)[1] if reason and reason.strip() else ""
 
 
-def _unquoted(reason: str) -> str:
-    """bullmq's Python port stores a reason JSON-quoted, which the fold would
-    take whole for one quoted value ("<str>"): decoded as the job page
-    decodes it (codec.failure_reason), also when the reason was cut to its
-    first REASON_BYTES bytes before its closing quote."""
-    whole = codec.failure_reason(reason) or ""
-    cut = len(reason.encode()) >= REASON_BYTES - 3  # "replace" may shorten a cut character
-    if whole == reason and reason.startswith('"') and not reason.endswith('"') and cut:
-        return codec.failure_reason(reason + '"') or reason
-    return whole
+def sample_reason(reason: bytes | str | None) -> str:
+    """A reason as a sample of its kind: its first line, decoded as the job
+    page decodes it, at most SAMPLE_CHARS characters."""
+    return first_line(field_text(reason, read=REASON_BYTES), limit=SAMPLE_CHARS)
 
 
 def reason_prefix(raw: bytes | str | None) -> str:
@@ -113,11 +114,13 @@ class Cohort:
     at_ms: int
     count: int  # jobs moved (may exceed the ids tracked)
     ids: tuple[str, ...]
-    # The distinct folded reasons the jobs had failed with, and per id the
-    # index of its reason there (-1: none, or not kept).
+    # The distinct kinds (folded reasons) the jobs had failed with, and per
+    # id the index of its kind there (-1: none, or not kept); one real
+    # reason of each kind.
     reasons: tuple[str, ...] = ()
     reason_of: tuple[int, ...] = ()
     audit_id: int | None = None
+    samples: tuple[str, ...] = ()
 
     @property
     def tracked(self) -> int:
@@ -125,13 +128,25 @@ class Cohort:
 
     @property
     def top_previous_reason(self) -> str:
-        """The commonest (folded) reason its jobs had failed with before."""
+        """The commonest kind (folded reason) its jobs had failed with before."""
+        top = self._top_previous
+        return self.reasons[top] if top is not None else ""
+
+    @property
+    def top_previous_sample(self) -> str:
+        """A real reason of that kind, one of the jobs' own."""
+        top = self._top_previous
+        return self.samples[top] if top is not None and top < len(self.samples) else ""
+
+    @property
+    def _top_previous(self) -> int | None:
         common = Counter(i for i in self.reason_of if i >= 0).most_common(1)
-        return self.reasons[common[0][0]] if common else ""
+        return common[0][0] if common else None
 
     def encode(self) -> bytes:
         record = {
             "v": 1,
+            "rules": RULES_VERSION,
             "action": self.action,
             "source": self.source,
             "user": self.user,
@@ -140,6 +155,7 @@ class Cohort:
             "ids": list(self.ids),
             "reasons": list(self.reasons),
             "reason_of": list(self.reason_of),
+            "samples": list(self.samples),
             "audit_id": self.audit_id,
         }
         return zlib.compress(json.dumps(record, separators=(",", ":")).encode(), 6)
@@ -157,16 +173,20 @@ def build_cohort(
     previous_reasons: dict[str, str],
     audit_id: int | None,
 ) -> Cohort:
-    """A cohort of the first MAX_TRACKED ``ids``, each with its previous
-    reason folded (distinct reasons kept up to MAX_REASONS)."""
+    """A cohort of the first MAX_TRACKED ``ids``, each with the kind of its
+    previous reason (distinct kinds kept up to MAX_REASONS, each with the
+    first of its reasons as its sample)."""
     tracked = tuple(ids[:MAX_TRACKED])
     reasons: dict[str, int] = {}
+    samples: list[str] = []
     reason_of = []
     for job_id in tracked:
-        folded = fold_reason(previous_reasons.get(job_id, ""))
+        reason = previous_reasons.get(job_id, "")
+        folded = fold_reason(reason)
         index = reasons.get(folded, -1) if folded else -1
         if folded and index < 0 and len(reasons) < MAX_REASONS:
             index = reasons[folded] = len(reasons)
+            samples.append(sample_reason(reason))
         reason_of.append(index)
     return Cohort(
         cohort_id,
@@ -179,6 +199,7 @@ def build_cohort(
         tuple(reasons),
         tuple(reason_of) if reasons else (),
         audit_id,
+        tuple(samples),
     )
 
 
@@ -219,6 +240,13 @@ def decode_cohort(cohort_id: str, raw: bytes) -> Cohort:
     ):
         raise CohortUnreadable("its reasons do not match its ids")
     audit_id = record.get("audit_id")
+    samples = record.get("samples")
+    if not isinstance(samples, list) or len(samples) != len(reasons):
+        samples = []
+    if record.get("rules") != RULES_VERSION:
+        # Folded by other rules (a cohort recorded before an upgrade): its
+        # kinds cannot be compared with the ones its jobs fail with now.
+        reasons, reason_of, samples = [], [], []
     return Cohort(
         cohort_id,
         _field(record, "action", str)[:40],
@@ -230,6 +258,7 @@ def decode_cohort(cohort_id: str, raw: bytes) -> Cohort:
         tuple(reasons),
         tuple(reason_of),
         audit_id if type(audit_id) is int else None,
+        tuple(sample[:SAMPLE_CHARS] if isinstance(sample, str) else "" for sample in samples),
     )
 
 
@@ -315,6 +344,7 @@ class Breakdown:
     parts: dict[str, list[str]] = field(default_factory=dict)
     failed_same: list[str] = field(default_factory=list)
     failed_reasons: Counter[str] = field(default_factory=Counter)
+    failed_samples: dict[str, str] = field(default_factory=dict)  # kind -> a reason of it
 
     def count(self, part: str) -> int:
         return len(self.parts.get(part, ()))
@@ -323,6 +353,10 @@ class Breakdown:
     def top_failed_reason(self) -> str:
         common = self.failed_reasons.most_common(1)
         return common[0][0] if common else ""
+
+    @property
+    def top_failed_sample(self) -> str:
+        return self.failed_samples.get(self.top_failed_reason, "")
 
 
 _FAILED_TAB = TAB_OF_KEY[FAILED.name]
@@ -352,8 +386,11 @@ def breakdown(client: Redis, keys: QueueKeys, cohort: Cohort) -> Breakdown:
             found.setdefault(part, []).append(job_id)
             if part != _FAILED_TAB:
                 continue
-            now = fold_reason(reason_prefix(answer[2 * offset + 1]))
+            raw = answer[2 * offset + 1]
+            now = fold_reason(raw)
             result.failed_reasons[now] += 1
+            if now not in result.failed_samples:
+                result.failed_samples[now] = sample_reason(raw)
             index = cohort.reason_of[start + offset] if cohort.reason_of else -1
             if now and index >= 0 and cohort.reasons[index] == now:
                 result.failed_same.append(job_id)

@@ -15,6 +15,11 @@ dashboard's error groups index"), built once and then caught up on each look:
 - **jobs that left failed**: a retry, a removal or a move shows in the queue's
   events stream with the job id; the index reads the stream from its cursor
   and lets the drop script check each job mentioned;
+- **rules changed**: the index keeps the version of the folding rules it
+  was counted by (``RULES_VERSION``); one counted by older rules, or by a
+  dashboard from before the version was kept, is counted again on a thread
+  of its own (``_regroup_in_background``), and meanwhile the page shows the
+  groups as they are, marked as regrouping;
 - **drift**: ``clean`` emits one ``cleaned`` event without ids and
   ``removeOnFail`` trims without any, and a stream trimmed past the cursor
   loses ids: after catching up, the index's total is compared with ZCARD
@@ -37,6 +42,8 @@ the index holds one hash field and one zset member per failed job (100 to
 from __future__ import annotations
 
 import contextlib
+import logging
+import threading
 import time
 import uuid
 from collections import deque
@@ -53,7 +60,7 @@ from queues import codec, errors, scripts
 from queues.keys import QueueKeys
 from queues.locks import expire_unheld_lock
 from queues.read.decode import job_from_values
-from queues.read.error_folding import REASON_BYTES, fold_field
+from queues.read.error_folding import REASON_BYTES, RULES_VERSION, fold_field
 from queues.read.refs import QueueRef
 from queues.read.replies import read, replies
 
@@ -84,6 +91,9 @@ _NOT_LEAVING = frozenset(
     {"failed", "progress", "added", "retries-exhausted", "duplicated", "deduplicated"}
 )
 _SAMPLE_FIELDS = (b"failedReason", b"stacktrace")
+_STATE_FIELDS = ["gen", "built", "watermark", "cursor", "total", "rules", "regroup"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +129,18 @@ class ErrorGroup:
 class ErrorGroups:
     """The groups of a queue's failed jobs, most jobs first. ``indexed`` is how
     many failed jobs the groups count, ``failed`` how many the queue holds;
-    ``complete`` is False while the index is being built or catching up."""
+    ``complete`` is False while the index is being built or catching up;
+    ``regrouping`` is True while it is counted again by newer folding rules:
+    the groups are the old ones until that starts (``old_rules``), then fill
+    in anew."""
 
     ref: QueueRef
     groups: list[ErrorGroup]
     indexed: int
     failed: int
     complete: bool
+    regrouping: bool = False
+    old_rules: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -133,6 +148,7 @@ class ErrorGroups:
             "failed": self.failed,
             "indexed": self.indexed,
             "complete": self.complete,
+            "regrouping": self.regrouping,
             "groups": [group.as_json() for group in self.groups],
         }
 
@@ -183,8 +199,11 @@ class _Index:
         args = (self.group_base, generation, cursor, *job_ids)
         return scripts.call("dropFromErrorGroups", (self.failed, *self.own), args)
 
-    def reset(self) -> scripts.ScriptCall:
-        return scripts.call("resetErrorGroups", self.own, (self.group_base,))
+    def reset(self, *, regroup: bool = False) -> scripts.ScriptCall:
+        """Empty the index for a new generation counted by these rules
+        (``regroup``: in place of one counted by older rules)."""
+        args = (self.group_base, RULES_VERSION, "1" if regroup else "")
+        return scripts.call("resetErrorGroups", self.own, args)
 
 
 @dataclass(slots=True)
@@ -194,21 +213,34 @@ class _State:
     watermark: int
     cursor: str
     total: int
+    rules: int = RULES_VERSION  # the folding rules it is counted by (0: before they were kept)
+    regroup: bool = False  # reset to be counted again by newer rules
+
+    @property
+    def regrouping(self) -> bool:
+        """Counted by older rules, or being counted again by these."""
+        return self.rules < RULES_VERSION if self.built else self.regroup
 
 
-def _read_state(client: Redis, index: _Index) -> _State:
-    try:
-        raw: Any = client.hmget(index.state, ["gen", "built", "watermark", "cursor", "total"])
-    except ResponseError:  # the state key has the wrong type: start again
-        return _State("broken", False, 0, "", 0)
-    gen, built, watermark, cursor, total = (codec.text(value) for value in raw)
+def _state_of(raw: Sequence[Any]) -> _State:
+    gen, built, watermark, cursor, total, rules, regroup = (codec.text(value) for value in raw)
     return _State(
         gen or "0",
         built == "1",
         codec.integer(watermark, 0) or 0,
         cursor or "",
         codec.integer(total, 0) or 0,
+        codec.integer(rules, 0) or 0,
+        regroup == "1",
     )
+
+
+def _read_state(client: Redis, index: _Index) -> _State:
+    try:
+        raw: Any = client.hmget(index.state, _STATE_FIELDS)
+    except ResponseError:  # the state key has the wrong type: start again
+        return _State("broken", False, 0, "", 0)
+    return _state_of(raw)
 
 
 def error_groups(client: Redis, ref: QueueRef) -> ErrorGroups:
@@ -220,7 +252,11 @@ def error_groups(client: Redis, ref: QueueRef) -> ErrorGroups:
         complete = _refresh_or_repair(client, index)
     except OutOfMemoryError:
         complete = False  # Redis is full: show the groups as they were counted last
-    return _read(client, ref, index, complete)
+    grouped = _read(client, ref, index, complete)
+    if grouped.regrouping:
+        # Started after the read: this look shows the groups as they were.
+        _regroup_in_background(client, index)
+    return grouped
 
 
 def _refresh_or_repair(client: Redis, index: _Index) -> bool:
@@ -251,6 +287,12 @@ def _check_failed_key(client: Redis, index: _Index) -> None:
 
 def _refresh(client: Redis, index: _Index) -> bool:
     state = _read_state(client, index)
+    if state.rules > RULES_VERSION:
+        # Counted by newer rules (a newer dashboard beside this one): shown
+        # as it is, never written with these, nor counted again by them.
+        return False
+    if state.regrouping:
+        return False  # counted again in the background (error_groups)
     if not state.built:
         return _build(client, index)
     complete = _add_new_failures(client, index, state)
@@ -263,9 +305,10 @@ def _refresh(client: Redis, index: _Index) -> bool:
 def _read(client: Redis, ref: QueueRef, index: _Index, complete: bool) -> ErrorGroups:
     pipe = client.pipeline(transaction=False)
     pipe.hgetall(index.counts)
-    pipe.hget(index.state, "total")
+    pipe.hmget(index.state, _STATE_FIELDS)
     pipe.zcard(index.failed)
-    counts_raw, total, failed = replies(pipe)
+    counts_raw, state_raw, failed = replies(pipe)
+    state = _state_of(state_raw or [None] * len(_STATE_FIELDS))
     counts = {
         codec.text(key) or "": codec.integer(value, 0) or 0
         for key, value in (counts_raw or {}).items()
@@ -294,7 +337,13 @@ def _read(client: Redis, ref: QueueRef, index: _Index, complete: bool) -> ErrorG
             )
         )
     return ErrorGroups(
-        ref, groups, codec.integer(total, 0) or 0, codec.integer(failed, 0) or 0, complete
+        ref,
+        groups,
+        state.total,
+        codec.integer(failed, 0) or 0,
+        complete and not state.regrouping,
+        state.regrouping,
+        state.built and state.rules < RULES_VERSION,
     )
 
 
@@ -305,15 +354,16 @@ def _string(value: Any) -> str:
 # -- building -----------------------------------------------------------------
 
 
-def _build(client: Redis, index: _Index) -> bool:
-    """Reset and rebuild, newest failures first; False when another dashboard
-    holds the build lock (it is building; this look shows its progress)."""
+def _build(client: Redis, index: _Index, *, regroup: bool = False) -> bool:
+    """Reset and rebuild, newest failures first (``regroup``: in place of an
+    index counted by older rules); False when another dashboard holds the
+    build lock (it is building; this look shows its progress)."""
     lock = client.lock(index.lock, timeout=BUILD_LOCK_MS / 1000, blocking=False)
     if not lock.acquire(token=uuid.uuid4().hex):
         expire_unheld_lock(client, index.lock, BUILD_LOCK_MS)
         return False
     try:
-        generation = str(scripts.run(client, index.reset()))
+        generation = str(scripts.run(client, index.reset(regroup=regroup)))
         # Events from here on are caught up after the build: a job retried
         # while it is being read is dropped then (or never added).
         cursor = _last_event_id(client, index.keys)
@@ -357,6 +407,36 @@ def _build(client: Redis, index: _Index) -> bool:
     finally:
         with contextlib.suppress(LockError):  # expired meanwhile: nothing to release
             lock.release()
+
+
+# Regroupings run by this process: one at a time on a thread of their own
+# (the look that finds an index counted by older rules does not wait: a
+# first grouping of 100,000 takes seconds), each queue once. Between
+# processes the build lock decides who counts. Bounded by the queues.
+_REGROUPER = ThreadPoolExecutor(1, "error-groups-regroup")
+_regrouping: set[str] = set()
+_regrouping_guard = threading.Lock()
+
+
+def _regroup_in_background(client: Redis, index: _Index) -> None:
+    """Count the index again with these rules, on the regrouping thread,
+    unless this process is at it already."""
+    base = index.keys.base
+    with _regrouping_guard:
+        if base in _regrouping:
+            return
+        _regrouping.add(base)
+    _REGROUPER.submit(_regroup, client, index)
+
+
+def _regroup(client: Redis, index: _Index) -> None:
+    try:
+        _build(client, index, regroup=True)
+    except Exception:  # a broken key, Redis gone: the next look tries again
+        log.exception("regrouping the failed jobs of %s failed", index.keys.base)
+    finally:
+        with _regrouping_guard:
+            _regrouping.discard(index.keys.base)
 
 
 class _Writer:

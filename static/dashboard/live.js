@@ -323,10 +323,21 @@
       var fresh = document.createElement("template");
       fresh.innerHTML = html;
       heldUrl = url;
+      askAgainIfPending(fresh.content);
       if (tableInUse()) holdSnapshot(fresh.content);
       else applySnapshot(fresh.content);
     });
   });
+  // A list the server is still counting (the error groups: "Counting…",
+  // "Regrouping…") says so (data-pending) and is asked again until it is
+  // complete, whether the queue has events or not.
+  var PENDING_MS = 2000;
+  var pendingTimer = null;
+  function askAgainIfPending(root) {
+    clearTimeout(pendingTimer);
+    if (root.querySelector("[data-index-status][data-pending]")) pendingTimer = setTimeout(refreshList, PENDING_MS);
+  }
+  if (jobTable) askAgainIfPending(jobTable);
   var heldUrl = null;  // the address the held snapshot was read for
   function releaseTable() {
     // After focus moves on (focusout fires before it lands) or the dialog closes.
@@ -397,6 +408,8 @@
       // The first row came or the last one went: the list's part of the form changes whole.
       form.replaceChildren.apply(form, Array.prototype.slice.call(newForm.childNodes));
     }
+    var status = jobTable.querySelector("[data-index-status]"), newStatus = fresh.querySelector("[data-index-status]");
+    if (status && newStatus && !status.isEqualNode(newStatus)) status.replaceWith(newStatus);
     var pager = jobTable.querySelector("nav.pager"), newPager = fresh.querySelector("nav.pager");
     if (pager && newPager && !pager.isEqualNode(newPager) && !pager.contains(document.activeElement)) {
       pager.replaceWith(newPager);

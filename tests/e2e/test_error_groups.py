@@ -16,7 +16,8 @@ from redis import Redis
 
 from queues.keys import QueueKeys
 from queues.read.error_folding import group_key
-from tests.dashboard_seed import seed_job
+from queues.read.refs import QueueRef
+from tests.dashboard_seed import seed_index_of_older_rules, seed_job
 from tests.e2e.conftest import CONFIRM_DIALOG, SHOTS_ROOT, Confirms, Processes, wait_live
 from tests.e2e.test_screenshots import LOOKS, LOST_VALUE
 
@@ -122,3 +123,39 @@ def test_the_grouped_tab_reads_well_in_light_dark_and_phone(
             page.screenshot(path=str(SHOTS / f"error-group-jobs-{look}.png"), full_page=True)
         finally:
             context.close()
+
+
+def test_an_index_of_older_rules_is_regrouped_while_the_page_watches(
+    page: Page, redis_client: Redis
+) -> None:
+    """A deployment's index from before the rules' version was kept: issue
+    21's incident, one group per job. The page says "Regrouping…" and asks
+    again by itself (no events come) until the jobs are counted again; here
+    another dashboard holds the build lock first, then lets go."""
+    queue = "e2e-regroup"
+    keys = QueueKeys(queue)
+    now = int(time.time() * 1000)
+    ids = [f"order-{n}" for n in range(1, 13)]
+    for n, job_id in enumerate(ids, 1):
+        reason = f"gateway timeout after {30_000 + n * 53} ms (order ord_{n * 104_729:010x})"
+        fields = {"failedReason": reason, "finishedOn": now - n * 1_000}
+        seed_job(redis_client, keys, job_id, state="failed", fields=fields, score=now - n * 1_000)
+    seed_index_of_older_rules(redis_client, QueueRef("bull", queue), ids)
+    lock = redis_client.lock(keys.error_groups("build-lock"), timeout=60)
+    assert lock.acquire(blocking=False)
+
+    page.goto(f"/queues/bull/{queue}/errors/")
+    wait_live(page)
+    status = page.locator("#job-table [data-index-status]")
+    expect(status).to_contain_text("Regrouping…")
+    rows = page.locator("#job-table tr[data-job-id]")
+    expect(rows).to_have_count(12)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "error-groups-regrouping-light.png"), full_page=True)
+    lock.release()
+
+    kind = group_row(page, group_key("gateway timeout after <n> ms (order ord_<id>)"))
+    expect(kind.locator("td.group-count")).to_have_text("12", timeout=20_000)
+    expect(rows).to_have_count(1)
+    expect(status).to_have_text("")
+    expect(page.locator("nav.pager")).to_contain_text("1 kind of error in 12 failed jobs")
