@@ -23,6 +23,8 @@ each). The browser checks every topology shares are ``on_call_walk``.
 
 from __future__ import annotations
 
+import http.cookiejar
+import json
 import os
 import re
 import secrets
@@ -35,7 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from playwright.sync_api import Browser, Page, expect
 from prometheus_client.parser import text_string_to_metric_families
@@ -55,6 +57,7 @@ from tests.e2e.server import (
     DashboardServer,
     free_port,
     manage,
+    submit_login,
     terminate_all,
 )
 
@@ -234,6 +237,35 @@ class ShippedSite:
 
 
 @dataclass
+class Session:
+    """A user logged in through the front (as a browser would), who may also
+    ask one server process directly (as the front would, with its headers)."""
+
+    site: ShippedSite
+    cookies: dict[str, str]
+
+    @classmethod
+    def log_in(cls, site: ShippedSite) -> Session:
+        jar = http.cookiejar.CookieJar()
+        unverified = ssl._create_unverified_context()  # noqa: S323 (the test's own certificate)
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPSHandler(context=unverified),
+            urllib.request.HTTPCookieProcessor(jar),
+        )
+        assert submit_login(opener, site.url) == 200
+        return cls(site, {cookie.name: cookie.value for cookie in jar})
+
+    def get_json(self, path: str, process: int) -> Any:
+        """GET ``path`` from server process number ``process``, directly."""
+        cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+        headers = {"Host": HOST, "X-Forwarded-Proto": "https", "Cookie": cookie}
+        url = self.site.servers[process].url + path
+        request = urllib.request.Request(url, headers=headers)  # noqa: S310 (our own URL)
+        with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310
+            return json.loads(answer.read())
+
+
+@dataclass
 class Worker:
     process: subprocess.Popen[bytes]
     log_path: Path
@@ -244,12 +276,21 @@ class Worker:
 
 @contextmanager
 def shipped_site(
-    topology: Topology, workdir: Path, processes: int = 1, **settings: str
+    topology: Topology,
+    workdir: Path,
+    processes: int = 1,
+    before: Callable[[Redis], object] | None = None,
+    **settings: str,
 ) -> Iterator[ShippedSite]:
-    """The topology started, the site on it as shipped; both stopped after."""
+    """The topology started (``before`` writes what it holds before the site
+    starts), the site on it as shipped; both stopped after."""
     topology.start()
     site = ShippedSite(topology, workdir, processes, settings)
     try:
+        if before is not None:
+            client = site.redis()
+            before(client)
+            client.close()
         site.start()
         yield site
     finally:
