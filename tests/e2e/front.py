@@ -2,9 +2,10 @@
 
 ``Front`` listens on 127.0.0.1 with TLS (a self-signed certificate made
 here), and hands each browser connection to one of the server processes, in
-turn (round robin, passing over one that refuses, as nginx's
-``fail_timeout`` does), adding to every request what the documented proxy
-adds: ``X-Forwarded-For`` (the client's address, replacing any sent) and
+turn (round robin, page requests and WebSockets each in their own turn,
+passing over a process that refuses, as nginx's ``fail_timeout`` does),
+adding to every request what the documented proxy adds:
+``X-Forwarded-For`` (the client's address, replacing any sent) and
 ``X-Forwarded-Proto: https``. The browser's ``Host`` goes through as sent. A
 WebSocket upgrade is passed through, after which the bytes flow both ways
 untouched. It runs as a process of its own (``python tests/e2e/front.py
@@ -23,7 +24,7 @@ import ssl
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography import x509
@@ -34,6 +35,7 @@ from cryptography.x509.oid import NameOID
 # Headers the proxy sets itself: a client's own are dropped (docs/deploy.md:
 # "X-Forwarded-For $remote_addr replaces what the client sent").
 _SET = (b"x-forwarded-for", b"x-forwarded-proto")
+Reader, Writer = asyncio.StreamReader, asyncio.StreamWriter
 
 
 def self_signed(folder: Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
@@ -124,14 +126,18 @@ class _Proxy:
     """The front's work, in its own process."""
 
     backends: list[int]
-    turn: int = 0
+    # Whose turn it is, for page requests and for WebSockets apart: a page's
+    # socket then goes to the next process whatever its requests did.
+    turns: dict[bool, int] = field(default_factory=lambda: {False: 0, True: 0})
 
-    async def backend(self) -> tuple[int, asyncio.StreamReader, asyncio.StreamWriter]:
+    async def backend(
+        self, upgrade: bool
+    ) -> tuple[int, asyncio.StreamReader, asyncio.StreamWriter]:
         """The next backend in turn that accepts a connection."""
         last: OSError | None = None
         for _ in range(len(self.backends)):
-            port = self.backends[self.turn % len(self.backends)]
-            self.turn += 1
+            port = self.backends[self.turns[upgrade] % len(self.backends)]
+            self.turns[upgrade] += 1
             try:
                 reader, writer = await asyncio.open_connection("127.0.0.1", port)
             except OSError as error:
@@ -143,16 +149,16 @@ class _Proxy:
     async def client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         client_ip = writer.get_extra_info("peername")[0]
         try:
-            port, up_reader, up_writer = await self.backend()
-        except OSError:
+            # The backend is chosen by the connection's first request.
+            head, length, upgrade = _forwarded(await reader.readuntil(b"\r\n\r\n"), client_ip)
+            port, up_reader, up_writer = await self.backend(upgrade)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             writer.close()
             return
         print("accepted", port, flush=True)
         answers = asyncio.ensure_future(_pipe(up_reader, writer))
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                head, length, upgrade = _forwarded(head, client_ip)
                 up_writer.write(head)
                 if upgrade:
                     print("upgraded", port, flush=True)
@@ -161,6 +167,7 @@ class _Proxy:
                 if length:
                     up_writer.write(await reader.readexactly(length))
                 await up_writer.drain()
+                head, length, upgrade = _forwarded(await reader.readuntil(b"\r\n\r\n"), client_ip)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             pass
         finally:
