@@ -198,7 +198,7 @@ def submit_login(
 ) -> int:
     """The login form, filled in as the test user and sent; the answer's status."""
     # Our own http:// server URL, never user input.
-    form = opener.open(base_url + "/login/").read().decode()
+    form = opener.open(base_url + "/login/", timeout=30).read().decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
     assert token is not None
     body = urllib.parse.urlencode(
@@ -208,7 +208,7 @@ def submit_login(
         base_url + "/login/", body, {"Referer": base_url + "/login/"}
     )
     try:
-        with opener.open(login) as response:
+        with opener.open(login, timeout=30) as response:
             status: int = response.status
             return status
     except urllib.error.HTTPError as error:

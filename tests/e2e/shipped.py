@@ -112,7 +112,7 @@ class Topology(Protocol):
 
 @dataclass
 class SingleRedis:
-    """One redis-server, as most teams start."""
+    """One redis-server on a TCP port, as docs/deploy.md's ``REDIS_URL``."""
 
     server: LocalRedisServer | None = None
 
@@ -122,7 +122,7 @@ class SingleRedis:
         return self.server.url
 
     def start(self) -> SingleRedis:
-        self.server = LocalRedisServer(server_binary()[0]).start()
+        self.server = LocalRedisServer(server_binary()[0], port=free_port()).start()
         return self
 
     def stop(self) -> None:
@@ -146,6 +146,40 @@ class ClusterRedis:
 
     def stop(self) -> None:
         self.cluster.stop()
+
+
+@dataclass
+class Several:
+    """Several Redis servers served by one dashboard (README, "Several Redis
+    servers"): the first is ``REDIS_URL``'s, each other one an entry of
+    ``ECHOMQ_CONNECTIONS`` named by ``names`` with its queues' ``prefixes``."""
+
+    topologies: list[Topology]
+    names: list[str]
+    prefixes: list[list[str]]
+
+    @property
+    def url(self) -> str:
+        return self.topologies[0].url
+
+    def start(self) -> Several:
+        for topology in self.topologies:
+            topology.start()
+        return self
+
+    def stop(self) -> None:
+        for topology in self.topologies:
+            topology.stop()
+
+    def connections_setting(self) -> str:
+        """``ECHOMQ_CONNECTIONS`` for the servers after the first."""
+        entries = [
+            {"name": name, "url": topology.url, "prefixes": prefixes}
+            for topology, name, prefixes in zip(
+                self.topologies[1:], self.names, self.prefixes, strict=True
+            )
+        ]
+        return json.dumps(entries)
 
 
 # -- the site ------------------------------------------------------------------------
@@ -287,6 +321,8 @@ def shipped_site(
     topology.start()
     site = ShippedSite(topology, workdir, processes, settings)
     try:
+        if isinstance(topology, Several):
+            site.settings.setdefault("ECHOMQ_CONNECTIONS", topology.connections_setting())
         if before is not None:
             client = site.redis()
             before(client)
