@@ -13,7 +13,11 @@ measured). Then, with the search's real pacing (slices of ~3 ms, 60% duty):
   SLOWLOG (target <= 10 ms),
 - the jobs/s of a worker (our runtime, a no-op processor, another queue on
   the same Redis, in a child process) with a search running beside it,
-  against the same worker alone (target >= 80%).
+  against the same worker alone (target >= 80%),
+- what the first page's matched text costs (each of its 50 rows with the
+  field's text around the match, read inside the calls that found them):
+  the first step as the page asks it, with and without the text,
+  alternated; and what reading those rows' fields afterwards would cost.
 
 Error grouping (capability 2; bench/grouping.py, which also runs alone):
 ``--groups-jobs`` failed jobs of ``--groups-kinds`` kinds of reason on a Redis
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -44,7 +49,7 @@ from redis import Redis
 from queues.connection import connect
 from queues.queue import Queue
 from queues.read.refs import QueueRef
-from queues.read.search import parse_query, search_all
+from queues.read.search import Pacing, parse_query, search_all, search_step
 from queues.redis_server import LocalRedisServer, server_binary
 
 QUEUE = "bench-failed"
@@ -129,6 +134,42 @@ def scan(client: Redis, text: str) -> ScanFigures:
     seconds = time.perf_counter() - started
     return ScanFigures(
         text, seconds, first_page, hits, searched, calls, longest, busy / 1000 / seconds
+    )
+
+
+def first_page_ms(client: Redis, text: str, around: int) -> tuple[float, int]:
+    """The first step of a search as the page asks it (its first 50 rows),
+    with the text around ``around`` of its matches: the step's time in calls
+    (its pauses left out) and its hits."""
+    no_rest = Pacing(sleep=lambda _: None)
+    ref = QueueRef("bull", QUEUE)
+    step = search_step(client, ref, "failed", parse_query(text), around=around, pacing=no_rest)
+    return step.busy_ms, len(step.found)
+
+
+def matched_text_cost(client: Redis, text: str, rounds: int = 40) -> str:
+    """The first page's matched text, alternated with none, medians; and the
+    other way, every row's field read by the dashboard after the step."""
+    with_text, without = [], []
+    for _ in range(rounds):
+        without.append(first_page_ms(client, text, 0)[0])
+        busy, shown = first_page_ms(client, text, PAGE)
+        with_text.append(busy)
+    field = "failedReason" if text.startswith("reason") else "data"
+    ids = [str(i) for i in range(RARE, RARE * (PAGE + 1), RARE)]
+    reads = []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        pipe = client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hget(f"bull:{QUEUE}:{job_id}", field)
+        pipe.execute()
+        reads.append((time.perf_counter() - began) * 1000)
+    with_ms, without_ms = statistics.median(with_text), statistics.median(without)
+    return (
+        f"first page of {text!r} with {shown} rows' matched text: {with_ms:.2f} ms in calls, "
+        f"without {without_ms:.2f} ms ({with_ms - without_ms:+.2f}); reading the {PAGE} rows' "
+        f"{field} afterwards instead: {statistics.median(reads):.2f} ms more"
     )
 
 
@@ -222,6 +263,8 @@ def main() -> None:
                 f"longest call {figures.longest_call_ms:.2f} ms (target <= 10), "
                 f"Redis busy {figures.busy_share:.0%} of the scan"
             )
+        for text in queries:
+            print(matched_text_cost(client, text))
         slow = client.slowlog_get(128)
         longest_logged = max((entry["duration"] for entry in slow), default=0) / 1000
         print(

@@ -8,9 +8,16 @@ wherever they are drawn and the template only places them.
 
 Confirmations are questions for the page's dialog (static/dashboard/dashboard.js).
 It fills in what only the browser knows when the button is pressed:
-``{selected}`` (the rows ticked, "3 jobs"), ``{count}`` (the count shown in
-the form, "25 jobs") and ``{age}`` (the age picked). Queue names cannot hold
-braces (queues/keys.py), so a name never reads as a placeholder.
+``{selected}`` or ``{count}`` (the jobs the button acts on: the rows ticked,
+or the count shown in the form, "25 jobs"), ``{n}`` (that number alone),
+``{age}`` (the age picked) and ``{query}`` (a search's). Queue names cannot
+hold braces (queues/keys.py), so a name never reads as a placeholder.
+
+Destructive actions always ask. Retrying and promoting ask only when they
+act on more than :data:`HANDFUL` jobs (``many``: the page decides as the
+button is pressed, from the count it shows then), wherever they start: here,
+a search's matches (templatetags/search_tags.py) and an error group
+(_error_group_buttons.html).
 """
 
 from __future__ import annotations
@@ -31,36 +38,45 @@ CLEAN_AGES = (
     ("any age", 0),
 )
 DEFAULT_CLEAN_AGE_MS = 7 * DAY_MS
+# "More than a handful": a retry or promote of more jobs than this asks first,
+# with the count and the queue; up to this many act at once, as one job's
+# retry does (a few ticked rows are a deliberate choice, hundreds from one
+# big button may be a slip). The page reads it from body[data-handful].
+HANDFUL = 5
 
 
 @dataclass(frozen=True, slots=True)
 class Button:
     """A submit button: ``action`` is its value, ``style`` an extra CSS class
     (``btn-primary``, ``btn-danger`` or ""), ``confirm`` the dialog's question
-    ("" acts at once; a button that asks ends in "…"). Its label is ``verb``
-    and ``tail`` ("Retry" "selected"); a phone shows the verb alone."""
+    ("" acts at once; a button that asks ends in "…"), asked only for more
+    than a handful of jobs when ``many``. Its label is ``verb`` and ``tail``
+    ("Retry" "selected"); a phone shows the verb alone."""
 
     action: str
     verb: str
     tail: str = ""
     style: str = ""
     confirm: str = ""
+    many: bool = False
 
     @property
     def label(self) -> str:
         words = f"{self.verb} {self.tail}" if self.tail else self.verb
-        return words + ("…" if self.confirm else "")
+        return words + ("…" if self.confirm and not self.many else "")
 
 
 @dataclass(frozen=True, slots=True)
 class BulkButton:
     """An action on every job of a tab; its label holds the tab's count
-    (``verb`` count ``noun``: "Retry all 25 failed"), kept current by the page."""
+    (``verb`` count ``noun``: "Retry all 25 failed"), kept current by the page.
+    It asks ``confirm`` when that count is more than a handful."""
 
     action: str
     verb: str
     noun: str
-    style: str = ""
+    style: str
+    confirm: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +106,22 @@ def _selection_button(ref: QueueRef, state: str, action: str) -> Button:
             " side effects included (an email job sends its email again).",
         )
     if action == "retry":
-        return Button(action, "Retry", "selected", "btn-primary")
+        return Button(
+            action,
+            "Retry",
+            "selected",
+            "btn-primary",
+            f"Retry {{selected}} of {queue}? Each moves back to waiting and runs again.",
+            many=True,
+        )
     if action == "promote":
-        return Button(action, "Promote", "selected")
+        return Button(
+            action,
+            "Promote",
+            "selected",
+            confirm=f"Promote {{selected}} of {queue}? Each runs now instead of at its time.",
+            many=True,
+        )
     if action == "fail":
         return Button(
             action,
@@ -115,9 +144,27 @@ def action_bar(ref: QueueRef, state: str) -> ActionBar:
     """The actions a user allowed to act gets above the ``state`` tab."""
     bulk: tuple[BulkButton, ...] = ()
     if state == "failed":
-        bulk = (BulkButton("retry_all", "Retry all", "failed", "btn-primary"),)
+        bulk = (
+            BulkButton(
+                "retry_all",
+                "Retry all",
+                "failed",
+                "btn-primary",
+                f"Retry all {{n}} failed jobs of {ref.name}? Each moves back to waiting"
+                " and runs again.",
+            ),
+        )
     elif state == "delayed":
-        bulk = (BulkButton("promote_all", "Promote all", "delayed"),)
+        bulk = (
+            BulkButton(
+                "promote_all",
+                "Promote all",
+                "delayed",
+                "",
+                f"Promote all {{n}} delayed jobs of {ref.name}? Each runs now instead of"
+                " at its time.",
+            ),
+        )
     clean = None
     if state in ("failed", "completed"):
         clean = Button(

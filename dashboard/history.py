@@ -26,6 +26,7 @@ from django.views.decorators.http import require_GET
 from redis import Redis
 
 from dashboard import connection_groups, connections
+from dashboard.charts import FAILURES_MEANING
 from dashboard.formatting import thousands
 from dashboard.health import percent
 from dashboard.history_chart import format_ms, history_chart, history_missing, markers_for
@@ -39,11 +40,12 @@ from queues.read.history import (
     RANGES,
     Figures,
     collector_status,
+    fitted,
     history,
     recent,
 )
 from queues.read.refs import QueueRef
-from queues.read.states import COMPLETED, FAILED
+from queues.read.states import FAILED
 
 
 def range_links(ref: QueueRef, chosen: str) -> SafeString:
@@ -75,11 +77,14 @@ def range_links(ref: QueueRef, chosen: str) -> SafeString:
 def history_fragment(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    chosen = request.GET.get("range", DEFAULT_RANGE)
-    if chosen not in RANGES:
-        chosen = DEFAULT_RANGE
-    read = history(client, ref, chosen)
-    links = range_links(ref, chosen)
+    chosen = request.GET.get("range", "")
+    if chosen in RANGES:
+        read = history(client, ref, chosen)
+    else:
+        # No range asked (the page's first load): the default's span, narrowed
+        # to the data when it all lies in a shorter range.
+        read = fitted(history(client, ref, DEFAULT_RANGE))
+    links = range_links(ref, read.range.name)
     if not read.recorded_anything:  # the collector's status is read only then
         status = collector_status(client)
         if not status.is_current(read.read_at_ms):
@@ -200,8 +205,7 @@ def history_summary(request: HttpRequest) -> HttpResponse:
         "never": bool(hours) and lag is None,
         "several": connections.several(),
         # The phone's words beside the figures, from the one definition of the states.
-        "completed": COMPLETED.name,
-        "failed": FAILED.name,
+        "failures_meaning": FAILURES_MEANING,
         "unreachable": unreachable,
     }
     return render(request, "dashboard/_history_summary.html", context)

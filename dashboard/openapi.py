@@ -506,6 +506,12 @@ def _search_schemas(action_result: dict[str, Schema]) -> dict[str, Schema]:
                     "finish time with one that left meanwhile may come again: drop repeats)",
                 },
                 "rows": _array(_schema("JobRow"), maxItems=search.MAX_ROWS),
+                "found": {
+                    **_map(_schema("SearchFound")),
+                    "description": "Why each row matched, by job id: its field's text around "
+                    f"the match ({read_search.AROUND_BYTES} bytes each side). None for a search "
+                    "by id or by a JSON path's value",
+                },
                 "searched": {**_COUNT, "description": "Jobs looked at so far"},
                 "total": {**_COUNT, "description": "Jobs in the state now"},
                 "unchecked": {
@@ -518,6 +524,16 @@ def _search_schemas(action_result: dict[str, Schema]) -> dict[str, Schema]:
                     "description": "Where the next step goes on; null when the search is done",
                 },
                 "done": _BOOLEAN,
+            }
+        ),
+        "SearchFound": _object(
+            {
+                "field": {"type": "string", "enum": ["name", "reason", "data"]},
+                "before": {"type": "string", "description": "The field's text before the match"},
+                "match": {"type": "string", "description": "The text that matched, as stored"},
+                "after": {"type": "string", "description": "The field's text after the match"},
+                "more_before": {**_BOOLEAN, "description": "The field goes on before `before`"},
+                "more_after": {**_BOOLEAN, "description": "The field goes on after `after`"},
             }
         ),
         "SearchActRequest": _object(

@@ -24,8 +24,9 @@ from dashboard import charts
 
 # Re-exported: presenters.thousands / compact read well in templates' tag code.
 from dashboard.formatting import compact as compact
+from dashboard.formatting import span as span
 from dashboard.formatting import thousands as thousands
-from dashboard.health import Health, queue_health
+from dashboard.health import Health, Workers, queue_health
 from dashboard.queue_urls import PATH_SAFE, queue_url, queue_url_maker
 from queues.read.counts import METRICS_POINTS, QueueSummary
 from queues.read.failures import FailedAttempt
@@ -33,7 +34,9 @@ from queues.read.job import JobDetail
 from queues.read.lists import JobPage
 from queues.read.progress import Progress
 from queues.read.refs import QueueRef
+from queues.read.search import FoundText
 from queues.read.states import LABELS, TAB, TABS
+from queues.throughput import MINUTE_MS
 
 # Words for every state a page names, and the events tab.
 STATE_LABELS = {**LABELS, "events": "events"}
@@ -48,25 +51,6 @@ def exact_time(ms: object) -> str:
     except (OverflowError, OSError, ValueError):
         return str(ms)
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
-
-
-_YEAR_S = 365 * 86_400
-
-
-def span(ms: int) -> str:
-    """A duration for humans: "340 ms", "4.2 s", "3 min", "2 h", "5 d", "73 years"
-    (not "26692 d": a year is 365 days here)."""
-    seconds = abs(ms) / 1000
-    if seconds < 1:
-        return f"{abs(ms)} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s".replace(".0 s", " s")
-    if seconds >= 2 * _YEAR_S:
-        return f"{int(seconds // _YEAR_S)} years"
-    for size, unit in ((86_400, "d"), (3_600, "h"), (60, "min")):
-        if seconds >= size:
-            return f"{int(seconds // size)} {unit}"
-    return f"{int(seconds)} s"  # pragma: no cover - unreachable, keeps mypy happy
 
 
 def running_label(ms: int) -> str:
@@ -152,6 +136,13 @@ class CountCell:
     url: str
 
 
+# What an overview row's dot means, said on hover and in the legend beside
+# the heading (templates/dashboard/overview.html): live.js pulses it when the
+# queue's events arrive.
+LIVE_DOT_MEANING = "pulses as events arrive"
+_LIVE_DOT = html.escape(LIVE_DOT_MEANING.capitalize())
+
+
 @dataclass(slots=True)
 class QueueRow:
     summary: QueueSummary
@@ -181,7 +172,8 @@ class QueueRow:
         return SafeString(
             f'<tr data-queue="{html.escape(ref.address)}" class="{self.health.css}">\n'
             f'  <th scope="row">\n'
-            f'    <span class="live-dot" data-live-dot aria-hidden="true"></span>\n'
+            f'    <span class="live-dot" data-live-dot aria-hidden="true"'
+            f' title="{_LIVE_DOT}"></span>\n'
             f'    <a href="{html.escape(self.url)}" class="queue-name" title="{qualified}">'
             f"{html.escape(ref.name)}</a>\n"
             f'    <span class="muted prefix">{html.escape(ref.prefix)}</span>\n'
@@ -232,13 +224,12 @@ def count_cells(base_url: str, counts: dict[str, int]) -> list[CountCell]:
 def queue_rows(
     summaries: Sequence[QueueSummary],
     *,
-    top: int,
     slots: int = METRICS_POINTS,
-    workers: Mapping[QueueRef, int] | None = None,
+    workers: Mapping[QueueRef, Workers] | None = None,
 ) -> list[QueueRow]:
-    """The overview's rows; their sparklines share the scale ``top`` per minute
-    (charts.spark_scale). ``workers``: the queues' connected workers where
-    counted (dashboard.workers.stuck_worker_counts), None when unknown."""
+    """The overview's rows, each sparkline on its own scale
+    (charts.sparkline_svg). ``workers``: the queues' connected workers where
+    counted (dashboard.health_reads), None when unknown."""
     rows = []
     queue_page_url = queue_url_maker("dashboard:queue")
     for summary in summaries:
@@ -248,7 +239,11 @@ def queue_rows(
                 summary=summary,
                 url=url,
                 sparkline=charts.sparkline_svg(
-                    summary.completed_per_minute, summary.failed_per_minute, slots, top
+                    summary.completed_per_minute,
+                    summary.failed_per_minute,
+                    slots,
+                    newest_minute=summary.read_at_ms // MINUTE_MS - 1,
+                    counted_from_events=summary.counted_from_events,
                 ),
                 health=queue_health(summary, None if workers is None else workers.get(summary.ref)),
             )
@@ -294,10 +289,13 @@ class JobRowView:
     running: SafeString
     reason: str
 
-    def html(self, *, selectable: bool, show_reason: bool) -> SafeString:
+    def html(
+        self, *, selectable: bool, show_reason: bool, found: SafeString | None = None
+    ) -> SafeString:
         """The row's <tr>. Built here rather than in a template: at 50 rows a
         page, Django's per-variable cost was most of the page's time. Every
-        value goes through format_html's escaping."""
+        value goes through format_html's escaping. ``found``: a search
+        result's last cell (:func:`found_cell_html`)."""
         check = (
             format_html(
                 '<td class="check"><input type="checkbox" name="ids" value="{}"'
@@ -326,7 +324,7 @@ class JobRowView:
             '<tr data-job-id="{}"{}>{}<td class="id"><a href="{}" title="{}">{}</a></td>'
             '<td class="name" title="{}">{}</td>'
             '<td class="when"><time title="{}">{}</time></td><td class="num">{}</td>'
-            '<td class="progress">{}</td>{}</tr>',
+            '<td class="progress">{}</td>{}{}</tr>',
             self.id,
             mark_safe(' class="missing"') if self.missing else "",
             check,
@@ -340,6 +338,7 @@ class JobRowView:
             self.attempts,
             progress,
             reason,
+            found or "",
         )
 
 
@@ -424,29 +423,60 @@ _SELECT_ALL = mark_safe(
     ' aria-label="Select all jobs on this page"></th>'
 )
 _REASON_HEADING = mark_safe('<th scope="col">Reason</th>')
+_FOUND_HEADING = mark_safe('<th scope="col" class="found">Matched</th>')
 
 
 def job_table_head_html(
-    state: str, *, selectable: bool = False, time_heading: str = ""
+    state: str, *, selectable: bool = False, time_heading: str = "", found: bool = False
 ) -> SafeString:
     """The <thead> over :func:`job_rows_html`'s rows: the same columns in the
     same order, decided here beside them (the queue's tab, its search results
     and an error group's jobs all draw it). ``time_heading`` replaces the
-    state's own word for the time column."""
+    state's own word for the time column; ``found`` adds a search's column of
+    the text each job matched."""
     tab = TAB[state]
     return format_html(
         '<thead><tr>{}<th scope="col">Id</th><th scope="col">Name</th><th scope="col">{}</th>'
-        '<th scope="col" class="num">Attempts</th><th scope="col">Progress</th>{}</tr></thead>',
+        '<th scope="col" class="num">Attempts</th><th scope="col">Progress</th>{}{}</tr></thead>',
         _SELECT_ALL if selectable else "",
         time_heading or tab.time_heading,
         _REASON_HEADING if tab.shows_reason else "",
+        _FOUND_HEADING if found else "",
     )
 
 
-def job_rows_html(page: JobPage, *, selectable: bool) -> SafeString:
-    """All rows of a job page as one block of escaped markup."""
+def found_cell_html(found: FoundText | None) -> SafeString:
+    """A search result's "Matched" cell: the field's name and its text around
+    the match, the match marked, "…" where the field goes on. Empty for a
+    match that has no place in a text (an id, a JSON path's value)."""
+    if found is None:
+        return mark_safe('<td class="found"></td>')
+    return format_html(
+        '<td class="found"><span class="found-field">{}</span>'
+        " <code>{}{}<mark>{}</mark>{}{}</code></td>",
+        found.name,
+        "…" if found.more_before else "",
+        found.before,
+        found.match,
+        found.after,
+        "…" if found.more_after else "",
+    )
+
+
+def job_rows_html(
+    page: JobPage, *, selectable: bool, found: Mapping[str, FoundText] | None = None
+) -> SafeString:
+    """All rows of a job page as one block of escaped markup; with ``found``
+    (a search's results), each row ends with what its job matched."""
     show_reason = TAB[page.state].shows_reason
-    rows = [row.html(selectable=selectable, show_reason=show_reason) for row in job_rows(page)]
+    rows = [
+        row.html(
+            selectable=selectable,
+            show_reason=show_reason,
+            found=None if found is None else found_cell_html(found.get(row.id)),
+        )
+        for row in job_rows(page)
+    ]
     return mark_safe("\n".join(rows))  # noqa: S308 - each row is built by format_html
 
 

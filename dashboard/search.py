@@ -124,7 +124,9 @@ def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) 
         with SEARCHES.step(user, search_id) as current:
             if not current:
                 return json_error(409, "search_replaced", "A newer search replaced this one")
-            step = search_step(client, ref, state, query, cursor, budget_ms=STEP_MS)
+            step = search_step(
+                client, ref, state, query, cursor, budget_ms=STEP_MS, around=rows_wanted
+            )
     except _Busy:
         return json_error(429, "search_busy", "Your previous search step is still running")
     except QueryError as error:
@@ -138,6 +140,10 @@ def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) 
         "state": state,
         "hits": step.hits,
         "rows": [row.as_json() for row in rows],
+        # Why each row matched: its field's text around the match.
+        "found": {
+            row.job.id: step.found[row.job.id].as_json() for row in rows if row.job.id in step.found
+        },
         "searched": step.searched,
         "total": step.total,
         "unchecked": step.unchecked,
@@ -146,7 +152,9 @@ def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) 
     }
     if markup:
         page = JobPage(ref, state, 0, len(rows), len(rows), rows)
-        answer["rows_html"] = str(presenters.job_rows_html(page, selectable=False))
+        answer["rows_html"] = str(
+            presenters.job_rows_html(page, selectable=False, found=step.found)
+        )
     return JsonResponse(answer)
 
 

@@ -11,7 +11,7 @@ their minutes and Prometheus gets counters. Minutes are kept two days, hours
 Exactly one collector runs across all dashboard processes sharing a Redis:
 the holder of a lease (``COLLECTOR_LEASE``, redis-py's ``Lock``: SET NX PX,
 renewed by the holder). Each batch is written by one script
-(priv/scripts/recordHistory-3.lua) together with the stream id it read up to,
+(priv/scripts/recordHistory-4.lua) together with the stream id it read up to,
 and only if the stored id is still the one this collector read after: a
 collector that lost its lease without noticing cannot write twice, and the
 one taking over resumes exactly after the last batch written. What the
@@ -80,6 +80,11 @@ log = logging.getLogger(__name__)
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 MINUTES_KEPT_MS = 2 * 24 * HOUR_MS
+# The recent minutes (HistoryKeys.recent): one slot per minute, a ring this
+# long, so the overview reads a queue's last half hour (30 full minutes and
+# the current one) with one GET of 384 bytes instead of 31 minute hashes:
+# those cost 15-19 ms a page of 100 queues (docs/benchmarks.md).
+RECENT_SLOTS = 32
 HOURS_KEPT_MS = 30 * 24 * HOUR_MS
 # The lease lapses this long after its holder last renewed it; a standby
 # looks every STANDBY_POLL_S: a dead holder is replaced within about 17 s.
@@ -422,13 +427,16 @@ def record(client: Redis, ref: QueueRef, cursor: str, batch: MinuteBatch) -> Non
         client,
         scripts.call(
             "recordHistory",
-            (keys.state, keys.minute(batch.minute), keys.hour(hour)),
+            (keys.state, keys.minute(batch.minute), keys.hour(hour), keys.recent),
             (
                 cursor,
                 batch.last_id,
                 (batch.minute + 1) * MINUTE_MS + MINUTES_KEPT_MS,
                 (hour + 1) * HOUR_MS + HOURS_KEPT_MS,
                 batch.as_json(),
+                batch.minute,
+                RECENT_SLOTS,
+                (batch.minute + 1 + RECENT_SLOTS) * MINUTE_MS,
             ),
         ),
     )

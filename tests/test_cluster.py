@@ -306,3 +306,24 @@ def test_the_history_collector_reads_each_stream_on_its_node_and_follows_a_moved
     assert fresh.get_node_from_key(moved.keys.events).name != before  # type: ignore[attr-defined]
     fresh.close()
     collector.stop()
+
+
+def test_when_the_newest_kept_jobs_finished_is_read_across_the_nodes(cluster: Redis) -> None:
+    from tests.test_read_model import assert_last_finished, seed_last_finished
+
+    assert_last_finished(cluster, seed_last_finished(cluster, prefix="q"))
+
+
+def test_the_overview_reads_recent_minutes_of_queues_on_every_node(cluster: Redis) -> None:
+    from queues.collector import MINUTE_MS, MinuteBatch, record
+    from queues.read.counts import queue_summaries
+    from queues.read.history import with_recent_series
+
+    refs = [QueueRef(f"p{n}", "emails") for n in range(6)]  # slots of every node
+    now = int(time.time() * 1000)
+    for n, ref in enumerate(refs):
+        batch = MinuteBatch(now // MINUTE_MS - 1, "1-0")
+        batch.add["c"] = n + 1
+        record(cluster, ref, "", batch)
+    drawn = with_recent_series(cluster, queue_summaries(cluster, refs, now_ms=now), 30)
+    assert [summary.completed_per_minute for summary in drawn] == [[n + 1] for n in range(6)]

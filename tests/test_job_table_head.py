@@ -11,7 +11,7 @@ import pytest
 from django.utils.safestring import mark_safe
 from redis import Redis
 
-from dashboard.presenters import JobRowView, job_table_head_html
+from dashboard.presenters import JobRowView, found_cell_html, job_table_head_html
 from queues.read.error_folding import group_key
 from queues.read.progress import Progress
 from queues.read.refs import QueueRef
@@ -22,9 +22,13 @@ REF = QueueRef("bull", "emails")
 QUEUE_PAGE = "/queues/bull/emails/"
 
 
+@pytest.mark.parametrize("found", [False, True], ids=["tab", "search"])
 @pytest.mark.parametrize("selectable", [True, False])
 @pytest.mark.parametrize("tab", TABS, ids=lambda t: t.name)
-def test_the_head_has_a_column_for_each_cell_of_a_row(tab: Any, selectable: bool) -> None:
+def test_the_head_has_a_column_for_each_cell_of_a_row(
+    tab: Any, selectable: bool, found: bool
+) -> None:
+    """A search's rows end with the text they matched (found_cell_html)."""
     row = JobRowView(
         id="1",
         id_short="1",
@@ -37,12 +41,17 @@ def test_the_head_has_a_column_for_each_cell_of_a_row(tab: Any, selectable: bool
         progress=Progress(None),
         running=mark_safe(""),
         reason="boom",
-    ).html(selectable=selectable, show_reason=tab.shows_reason)
-    head = job_table_head_html(tab.name, selectable=selectable)
+    ).html(
+        selectable=selectable,
+        show_reason=tab.shows_reason,
+        found=found_cell_html(None) if found else None,
+    )
+    head = job_table_head_html(tab.name, selectable=selectable, found=found)
     assert head.count("<th ") == row.count("<td")
     assert ("data-select-all" in head) == selectable
     assert ("Reason" in head) == tab.shows_reason
     assert tab.time_heading in head
+    assert (">Matched</th>" in head) == found
 
 
 def _head(html: str, table_class: str) -> str:
@@ -68,7 +77,7 @@ def test_the_failed_tab_its_search_and_an_error_group_draw_the_same_head(
     search_head = _head(page, "jobs search-jobs")
     # An actor may tick the tab's rows; search results are acted on as a whole.
     assert tab_head == job_table_head_html("failed", selectable=True)
-    assert search_head == job_table_head_html("failed")
+    assert search_head == job_table_head_html("failed", found=True)
     for head in (tab_head, search_head):
         assert ">Finished</th>" in head
         assert ">Reason</th>" in head

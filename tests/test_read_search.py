@@ -16,10 +16,12 @@ from redis import Redis
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from queues.read.search import (
+    AROUND_BYTES,
     MAX_BATCH,
     MAX_FIELD_BYTES,
     MIN_BATCH,
     Cursor,
+    FoundText,
     Pacing,
     Query,
     QueryError,
@@ -374,3 +376,87 @@ async def test_jobs_the_peer_wrote_are_found_by_data_name_path_and_reason(
     assert _search(redis_client, "reason ~ tea") == [plain.id]
     assert _search(redis_client, 'reason ~ "café au' + '"') == [accented.id]
     assert _search(redis_client, 'reason ~ said: "café') == [accented.id]
+
+
+# --------------------------------------------------------------------------- why a job matched
+
+
+def _found(client: Redis, text: str, around: int = 50) -> tuple[list[str], dict[str, FoundText]]:
+    step = search_step(client, REF, "failed", parse_query(text), around=around, pacing=NO_REST)
+    assert step.done
+    return step.hits, step.found
+
+
+def test_each_hit_shows_its_fields_text_around_the_match_so_a_false_hit_is_visible(
+    ours: Queue, redis_client: Redis
+) -> None:
+    """`data ~ c-42` finds card c-42 and, as "contains" should, c-420 and c-429:
+    only the text after the match tells them apart."""
+    cards = ["c-42", "c-420", "c-429", "c-7"]
+    ids = ours.add_bulk([("charge", {"card": card, "amount": 1999}, None) for card in cards])
+    for job_id in ids:
+        ours.fail(job_id, "card_declined: insufficient_funds")
+
+    hits, found = _found(redis_client, "data ~ c-42")
+
+    assert hits == ids[2::-1]
+    shown = {job_id: (f.before, f.match, f.after) for job_id, f in found.items()}
+    assert shown == {
+        ids[0]: ('{"card":"', "c-42", '","amount":1999}'),
+        ids[1]: ('{"card":"', "c-420"[:4], '0","amount":1999}'),
+        ids[2]: ('{"card":"', "c-42", '9","amount":1999}'),
+    }
+    assert not any(f.more_before or f.more_after for f in found.values())
+    assert {f.name for f in found.values()} == {"data"}
+
+
+def test_the_text_is_a_bounded_window_of_the_field_as_stored_cut_between_characters(
+    ours: Queue, redis_client: Redis
+) -> None:
+    """A long stack-like reason: 40 bytes each side, the case as stored (the
+    search ignores ASCII case), and no character cut in half at the edges
+    (each "é" and "✉" is several bytes)."""
+    reason = "é" * 100 + " Gateway TIMEOUT after 30412 ms " + "✉" * 100
+    (job_id,) = ours.add_bulk([("charge", {"n": 1}, None)])
+    ours.fail(job_id, reason)
+
+    _, found = _found(redis_client, "reason ~ gateway timeout")
+
+    text = found[job_id]
+    assert text.name == "reason"
+    assert text.match == "Gateway TIMEOUT"
+    assert (text.more_before, text.more_after) == (True, True)
+    assert text.before.endswith("é ")
+    assert set(text.before[:-1]) == {"é"}
+    assert text.after.startswith(" after 30412 ms ")
+    assert set(text.after[16:]) == {"✉"}
+    assert len(text.before.encode()) <= AROUND_BYTES
+    assert len(text.after.encode()) <= AROUND_BYTES
+    assert "\ufffd" not in text.before + text.after
+
+
+def test_only_the_rows_asked_for_get_their_text_and_a_path_or_an_id_has_none(
+    failed_jobs: dict[str, Any], redis_client: Redis
+) -> None:
+    hits, found = _found(redis_client, "name ~ mail", around=3)
+    assert len(hits) == 30
+    assert list(found) == hits[:3]
+    assert all(f.match.lower() == "mail" for f in found.values())
+
+    hits, found = _found(redis_client, "data.user_id = 3")
+    assert hits
+    assert found == {}
+    job_id = next(iter(failed_jobs))
+    assert _found(redis_client, f"id = {job_id}") == ([job_id], {})
+
+
+def test_a_long_match_is_cut_too(ours: Queue, redis_client: Redis) -> None:
+    """The query may be 1,000 characters: what a row shows stays bounded."""
+    reason = "x" * 900
+    (job_id,) = ours.add_bulk([("charge", {"n": 1}, None)])
+    ours.fail(job_id, reason)
+    _, found = _found(redis_client, "reason = " + reason)
+    text = found[job_id]
+    assert text.before == ""
+    assert len((text.match + text.after).encode()) <= 3 * AROUND_BYTES
+    assert text.more_after

@@ -42,7 +42,7 @@ def test_the_queue_page_loads_its_history_after_itself(
 ) -> None:
     Queue(REF.name, dashboard_redis).add("n")
     page = client_as("viewer").get("/queues/bull/charted/").content.decode()
-    assert f'hx-get="{URL}?range=24h"' in page
+    assert f'hx-get="{URL}"' in page  # no range: the one that fits the data
     assert "data-history-chart" not in page  # the page itself reads no history
 
 
@@ -81,15 +81,39 @@ def test_each_range_draws_its_slots_with_exact_readouts(
         assert answer.status_code == 200
         html = answer.content.decode()
         # The count scale's numbers are jobs per bar: how long a bar is, said.
-        assert f"jobs finished per {bars[name]} (failed below the line)" in html
+        assert f"jobs finished per {bars[name]} (failures below the line)" in html
         assert f'data-range="{name}"' in html
         assert len(slots(html)) == count, name
-        busy = [words for words in slots(html) if "9 completed, 3 failed" in words]
+        busy = [words for words in slots(html) if "9 completed, 3 failures" in words]
         assert len(busy) == 1, name
         assert "wait p50 2" in busy[0]  # 250 ms, within a bucket
         assert "run p50 4" in busy[0]  # 40 ms
         assert "backlog 1" in html
     assert 'aria-current="true">7d<' in client.get(URL, {"range": "7d"}).content.decode()
+
+
+def test_the_first_load_draws_the_shortest_range_that_holds_the_data(
+    dashboard_redis: Redis, redis_url: str, client_as: Callable[[str | None], Any]
+) -> None:
+    """A history that began minutes ago was a sliver at the right edge of 24
+    hours: the first load draws the last hour; a range asked for stays."""
+    seed(dashboard_redis, redis_url)
+    viewer = client_as("viewer")
+    first = viewer.get(URL).content.decode()
+    assert 'data-range="1h"' in first
+    assert len(slots(first)) == 60
+    assert 'aria-current="true">1h<' in first
+    assert 'data-range="24h"' in viewer.get(URL, {"range": "24h"}).content.decode()
+    # Two hours of history: the day it spans.
+    longer = QueueRef("bull", "charted-longer")
+    now = int(time.time() * 1000)
+    events = job_events("old", now - 2 * 3_600_000, 250, 40, ok=True)
+    write_events(
+        dashboard_redis, longer, events + job_events("new", now - 60_000, 250, 40, ok=True)
+    )
+    Queue(longer.name, dashboard_redis).add("waiting")
+    collect_until_read(HistoryCollector(connect(redis_url), lambda: [longer], name="t"))
+    assert 'data-range="24h"' in viewer.get("/queues/bull/charted-longer/history/").content.decode()
 
 
 def test_a_bad_range_falls_back_to_24_hours_and_strangers_are_kept_out(

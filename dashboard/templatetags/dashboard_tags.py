@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from dashboard import conf, connections, formatting, presenters, queue_urls
+from dashboard import action_bars, conf, connections, formatting, presenters, queue_urls
 from queues import codec
 from queues.job import Job
 from queues.read.failures import first_line
@@ -63,9 +63,13 @@ def job_url(ref: QueueRef, job_id: str) -> str:
 
 
 @register.simple_tag
-def job_table_head(state: str, selectable: bool = False, time_heading: str = "") -> SafeString:
+def job_table_head(
+    state: str, selectable: bool = False, time_heading: str = "", found: bool = False
+) -> SafeString:
     """The head of a table of job rows (presenters.job_table_head_html)."""
-    return presenters.job_table_head_html(state, selectable=selectable, time_heading=time_heading)
+    return presenters.job_table_head_html(
+        state, selectable=selectable, time_heading=time_heading, found=found
+    )
 
 
 @register.simple_tag
@@ -84,6 +88,18 @@ def job_url_prefix(ref: QueueRef) -> str:
 def live_socket_url() -> str:
     """The path of the live WebSocket, under the app's prefix (dashboard.live.routing)."""
     return reverse("dashboard:live")
+
+
+@register.simple_tag
+def handful() -> int:
+    """How many jobs a retry or promote moves without asking first (dashboard.js reads it)."""
+    return action_bars.HANDFUL
+
+
+@register.simple_tag
+def live_dot_meaning() -> str:
+    """What an overview row's dot does, for the legend (its title says the same)."""
+    return presenters.LIVE_DOT_MEANING
 
 
 @register.simple_tag

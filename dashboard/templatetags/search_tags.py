@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from django import template
 
 from dashboard.actions import MAX_IDS_PER_SET, SET_ACTIONS
+from queues.read.refs import QueueRef
 from queues.read.states import TAB
 
 register = template.Library()
@@ -18,23 +19,24 @@ class SearchAction:
     verb: str
     style: str
     confirm: str
+    many: bool  # asks only for more than a handful (dashboard.action_bars.HANDFUL)
 
 
 _VERBS = {"retry": "Retry", "promote": "Promote", "remove": "Remove"}
-# What each does, said in the confirmation ({count}: the matches, filled in by
-# dashboard.js from the button's count when it asks).
+# What each does, said in the confirmation: {count} the matches and {query}
+# the search, filled in by dashboard.js as it asks (the page knows both then).
 _CONFIRMS = {
-    "retry": "Retry {count} found by this search? Each one still {state} goes back to waiting; "
-    "jobs that moved meanwhile are skipped and counted.",
-    "promote": "Promote {count} found by this search? Each one still delayed runs now; jobs that "
-    "moved meanwhile are skipped and counted.",
-    "remove": "Remove {count} found by this search? Each one still {state} is deleted with "
-    "its logs; this cannot be undone.",
+    "retry": "Retry {count} of {queue}? They matched the search “{query}”: each one still {state} "
+    "goes back to waiting; jobs that moved meanwhile are skipped and counted.",
+    "promote": "Promote {count} of {queue}? They matched the search “{query}”: each one still "
+    "delayed runs now; jobs that moved meanwhile are skipped and counted.",
+    "remove": "Remove {count} of {queue}? They matched the search “{query}”: each one still "
+    "{state} is deleted with its logs; this cannot be undone.",
 }
 
 
 @register.simple_tag
-def search_actions(state: str) -> list[SearchAction]:
+def search_actions(ref: QueueRef, state: str) -> list[SearchAction]:
     """The actions on a search's matches in this tab: those of the tab's own
     row actions that act_on_ids runs (retry, promote, remove)."""
     tab = TAB[state]
@@ -43,7 +45,8 @@ def search_actions(state: str) -> list[SearchAction]:
             action,
             _VERBS[action],
             "btn-danger" if action == "remove" else "",
-            _CONFIRMS[action].replace("{state}", tab.label),
+            _CONFIRMS[action].replace("{state}", tab.label).replace("{queue}", ref.name),
+            action != "remove",
         )
         for action in tab.actions
         if action in SET_ACTIONS

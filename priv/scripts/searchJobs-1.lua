@@ -27,15 +27,25 @@
   ARGV[10] the largest field (bytes) this looks into; a larger one is counted
            as unchecked: lowercasing, scanning or decoding megabytes would hold
            Redis (copying it out, once, costs about a millisecond per 10 MB)
-  ARGV[11..n] for "contains" and "equals": more texts, any one of which matches
+  ARGV[11] how many of this slice's first matches come with the field's text
+           around the match ("contains" and "equals"; 0: none): the rows a
+           page shows, so a false hit can be seen without opening the job
+  ARGV[12] how many bytes of the field around the match (each side; the
+           match itself is cut at twice that)
+  ARGV[13..n] for "contains" and "equals": more texts, any one of which matches
            (data is JSON text: "é" may be stored as \u00e9, '"' as \")
            for "path": the path's segments (object keys; an array index is
            0-based digits)
 
-  Returns: {looked_at, next_start, next_anchor, length, unchecked, id, id ...}:
-  how many members this slice looked at, where the next slice starts (""
-  when this one reached the end) and its ARGV[4], the state's length now, how
-  many fields were too large to look into, then the matching ids, newest first.
+  Returns: {looked_at, next_start, next_anchor, length, unchecked, around,
+  id, id ...}: how many members this slice looked at, where the next slice
+  starts ("" when this one reached the end) and its ARGV[4], the state's
+  length now, how many fields were too large to look into, the text around
+  the first ARGV[11] matches (a list of {text, offset, match length, cut
+  before 0/1, cut after 0/1}, in the ids' order: text is the bytes of the
+  field shown, offset where the match starts in it, 0-based; bytes, so a
+  cut may split a UTF-8 character; empty for "path"), then the matching
+  ids, newest first.
   {"wrongtype", <type>} when KEYS[1] is neither missing nor ARGV[2].
   A job whose hash is gone or is not a hash, or whose data is not JSON, does
   not match. Never a negative code: a search changes nothing and refuses nothing.
@@ -54,6 +64,8 @@ local how = ARGV[7]
 local wanted = ARGV[8]
 local fold_case = ARGV[9] == "1"
 local max_bytes = tonumber(ARGV[10])
+local around_wanted = tonumber(ARGV[11])
+local context = tonumber(ARGV[12])
 
 local actual = redis.call("TYPE", key).ok
 if actual ~= "none" and actual ~= structure then
@@ -97,26 +109,29 @@ else
 end
 
 local texts = {wanted}
-for i = 11, #ARGV do
+for i = 13, #ARGV do
   texts[#texts + 1] = ARGV[i]
 end
 
+-- Each matcher answers where the match is (first and last byte), or nil;
+-- "path" has no place in the text: 0, 0.
 local function contains(value)
   for _, text in ipairs(texts) do
-    if string.find(value, text, 1, true) then
-      return true
+    local first, last = string.find(value, text, 1, true)
+    if first then
+      return first, last
     end
   end
-  return false
+  return nil
 end
 
 local function equals(value)
   for _, text in ipairs(texts) do
     if value == text then
-      return true
+      return 1, #value
     end
   end
-  return false
+  return nil
 end
 
 local expected
@@ -127,7 +142,7 @@ end
 -- The JSON value at the path, or nil when the path leads nowhere.
 local function at_path(document)
   local node = document
-  for i = 11, #ARGV do
+  for i = 13, #ARGV do
     if type(node) ~= "table" then
       return nil
     end
@@ -147,11 +162,25 @@ local function path_matches(value)
     return false
   end
   local found = at_path(document)
-  return found ~= nil and type(found) == type(expected) and found == expected
+  if found ~= nil and type(found) == type(expected) and found == expected then
+    return 0, 0
+  end
+  return nil
+end
+
+-- The field's text around a match: `context` bytes each side, the match cut
+-- at twice that, so one is at most 4 * ARGV[12] bytes whatever the field holds.
+local function around(value, first, last)
+  last = math.min(last, first + 2 * context - 1)
+  local from = math.max(1, first - context)
+  local to = math.min(#value, last + context)
+  return {string.sub(value, from, to), first - from, last - first + 1,
+    from > 1 and 1 or 0, to < #value and 1 or 0}
 end
 
 local matches = how == "contains" and contains or how == "equals" and equals or path_matches
-local answer = {0, next_start, next_anchor, length, 0}
+local texts_around = {}
+local answer = {0, next_start, next_anchor, length, 0, texts_around}
 local unchecked = 0
 for _, id in ipairs(ids) do
   -- pcall: a job key of another type (a writer's garbage) does not match.
@@ -159,11 +188,14 @@ for _, id in ipairs(ids) do
   if type(value) == "string" and #value > max_bytes then
     unchecked = unchecked + 1
   elseif type(value) == "string" then
-    if fold_case then
-      value = string.lower(value)
-    end
-    if matches(value) then
+    -- Lowercasing keeps every byte where it was: the match is at the same
+    -- place in the field as stored, which is what is shown.
+    local first, last = matches(fold_case and string.lower(value) or value)
+    if first then
       answer[#answer + 1] = id
+      if #texts_around < around_wanted and first > 0 then
+        texts_around[#texts_around + 1] = around(value, first, last)
+      end
     end
   end
 end

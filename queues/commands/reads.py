@@ -48,11 +48,14 @@ def search_slice(
     wanted: str,
     fold_case: bool,
     max_bytes: int,
+    around: int = 0,
+    context_bytes: int = 0,
     extra: Sequence[str] = (),
 ) -> scripts.ScriptCall:
     """One bounded slice of a search through one key state (priv/scripts/
-    searchJobs-1.lua documents every argument); ``extra``: the other texts
-    that match, or the JSON path's segments."""
+    searchJobs-1.lua documents every argument); ``around``: how many of the
+    first matches come with ``context_bytes`` of the field each side of the
+    match; ``extra``: the other texts that match, or the JSON path's segments."""
     argv: tuple[scripts.ScriptArg, ...] = (
         keys.base,
         structure,
@@ -64,6 +67,8 @@ def search_slice(
         wanted,
         int(fold_case),
         max_bytes,
+        around,
+        context_bytes,
         *extra,
     )
     return scripts.call("searchJobs", (keys.state(key_state),), argv)
@@ -85,6 +90,11 @@ def cohort_states(
         tuple(keys.state(state.name) for state in states),
         (keys.base, reason_bytes, list(states).index(failed) + 1, *job_ids),
     )
+
+
+def last_finished(queues: Sequence[QueueKeys]) -> scripts.ScriptCall:
+    """The newest completed and failed scores of many queues (single-node Redis only)."""
+    return scripts.call("lastFinished", (), tuple(keys.base for keys in queues))
 
 
 def history_minutes(bases: Sequence[str], *, first_minute: int, minutes: int) -> scripts.ScriptCall:

@@ -31,6 +31,7 @@ a search costs nothing once its page stops asking.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import time
@@ -64,6 +65,10 @@ TARGET_CALL_MS = 3.0
 DUTY = 0.6
 FIRST_BATCH = 200
 MIN_BATCH, MAX_BATCH = 10, 5000
+# Bytes of the field shown each side of a match (the match itself up to twice
+# that): enough to tell "c-42" from "c-420" in a row; a step asks for at most
+# the 50 rows a page shows, so at most 50 * 4 * 40 bytes more per step.
+AROUND_BYTES = 40
 
 # What a query's field names, and the job hash field it reads.
 FIELDS = {"id": "", "name": "name", "reason": "failedReason", "data": "data"}
@@ -250,10 +255,53 @@ class Cursor:
         return cls(key, start, anchor, int(match[3]), batch)
 
 
+@dataclass(frozen=True, slots=True)
+class FoundText:
+    """Why a job matched: the searched field's text just before, of, and just
+    after the match, and whether the field goes on beyond what is shown. The
+    window is cut in bytes; a character cut at its edge is dropped."""
+
+    name: str  # the query's field: "name", "reason" or "data"
+    before: str
+    match: str
+    after: str
+    more_before: bool
+    more_after: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "field": self.name,
+            "before": self.before,
+            "match": self.match,
+            "after": self.after,
+            "more_before": self.more_before,
+            "more_after": self.more_after,
+        }
+
+
+def _found_text(name: str, raw: list[Any]) -> FoundText:
+    """One entry of searchJobs-1.lua's ``around`` list, as text. The window is
+    cut in bytes: a continuation byte at its cut start and an unfinished
+    character at its cut end are left out (one decoder reads the match and
+    what follows, so a character the match's own cut splits goes after it);
+    any other byte that is not UTF-8 shows as U+FFFD."""
+    window = raw[0] if isinstance(raw[0], bytes) else str(raw[0]).encode()
+    offset, length = int(raw[1]), int(raw[2])
+    more_before, more_after = int(raw[3]) == 1, int(raw[4]) == 1
+    before = window[:offset]
+    if more_before:
+        before = before.lstrip(bytes(range(0x80, 0xC0)))
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    match = decoder.decode(window[offset : offset + length])
+    after = decoder.decode(window[offset + length :], final=not more_after)
+    return FoundText(name, before.decode(errors="replace"), match, after, more_before, more_after)
+
+
 @dataclass(slots=True)
 class SearchStep:
     """What one step of a search found: the matching ids, newest first, and
-    where it goes on (``cursor`` None: the search is over)."""
+    where it goes on (``cursor`` None: the search is over). ``found``: the
+    text around the match of the first hits asked for (``around``)."""
 
     hits: list[str]
     cursor: Cursor | None
@@ -263,6 +311,7 @@ class SearchStep:
     calls: int = 0
     longest_call_ms: float = 0.0
     busy_ms: float = 0.0  # time spent in calls
+    found: dict[str, FoundText] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
@@ -314,11 +363,14 @@ def search_step(
     *,
     budget_ms: float = 250.0,
     max_hits: int = 50,
+    around: int = 0,
     pacing: Pacing | None = None,
 ) -> SearchStep:
     """Search on from ``cursor`` (None: from the newest job) for about
     ``budget_ms`` of wall time, or until ``max_hits`` matches are found (the
-    first page appears at once), or to the end of the state."""
+    first page appears at once), or to the end of the state. The first
+    ``around`` hits come with the text around their match (the rows a page
+    shows: read inside the call that found them, where the field already is)."""
     tab = _tab(state)
     if query.field == "id":
         return _by_id(client, ref, tab, query.value)
@@ -343,6 +395,8 @@ def search_step(
             wanted=args.wanted,
             fold_case=args.fold_case,
             max_bytes=MAX_FIELD_BYTES,
+            around=max(0, around - len(step.found)),
+            context_bytes=AROUND_BYTES,
             extra=args.extra,
         )
         called = time.perf_counter()
@@ -356,8 +410,11 @@ def search_step(
                 f"The {key_state.name} key of {ref.qualified} holds a"
                 f" {codec.text(answer[1])}, not a {key_state.structure}: it cannot be searched"
             )
-        looked_at, next_start, next_anchor, _, unchecked, *hits = answer
-        step.hits.extend(codec.text(hit) or "" for hit in hits)
+        looked_at, next_start, next_anchor, _, unchecked, texts, *raw_hits = answer
+        hits = [codec.text(hit) or "" for hit in raw_hits]
+        step.hits.extend(hits)
+        for job_id, raw in zip(hits, texts, strict=False):
+            step.found[job_id] = _found_text(query.field, raw)
         step.searched += int(looked_at)
         step.unchecked += int(unchecked)
         batch = pacing.next_batch(at.batch, elapsed_ms)

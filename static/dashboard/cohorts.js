@@ -7,10 +7,13 @@
 // sooner than the last answer's data-next-ms (the server spaces looks at big
 // cohorts out), and when the page becomes visible again. Counting a cohort costs Redis a look at each of its jobs, so a page
 // nobody looks at (hidden) asks nothing. Nothing moves under the pointer:
-// while the pointer or the focus is in the panel, a changed answer waits
-// (the heading says so) and goes in when they leave; an answer that would
-// change the panel's height (a cohort or a line more or less) also waits
-// while the pointer is on the jobs table below it, so no row jumps away.
+// while the panel is in use (hold.js: a mouse or a finger on it, a touch
+// scroll, the focus in it), a changed answer waits (the heading says so) and
+// goes in when that ends; an answer that would change the panel's height (a
+// cohort or a line more or less) also waits while the jobs table below it is
+// in use, so no row jumps away. On a narrow screen the panel is folded to its
+// heading and one line (details[data-cohorts-fold]) until the person opens
+// it; what they chose is kept across updates.
 (function () {
   "use strict";
 
@@ -28,8 +31,12 @@
   var timer = null;
 
   var table = document.getElementById("job-table");
+  var narrow = window.matchMedia("(max-width: 700px)");
+  var chosenOpen = null;  // the person's own open or close, once they made one
+  var panelHold = window.echomqHold(panel, release);
+  var tableHold = table ? window.echomqHold(table, release) : null;
 
-  function inUse() { return panel.matches(":hover") || panel.contains(document.activeElement); }
+  function inUse() { return !!panelHold.why(); }
 
   function shape(html) {  // what decides the panel's height: its lines
     var holder = document.createElement("template");
@@ -40,7 +47,7 @@
   }
 
   function wouldMoveTable(html) {
-    return !!table && table.matches(":hover") && shape(html) !== shape(shown);
+    return !!tableHold && !!tableHold.why() && shape(html) !== shape(shown);
   }
 
   function put(html) {
@@ -50,6 +57,8 @@
     shown = html;
     panel.innerHTML = html;
     panel.hidden = html === "";
+    var fold = panel.querySelector("details[data-cohorts-fold]");
+    if (fold) fold.open = chosenOpen !== null ? chosenOpen : !narrow.matches;
   }
 
   function take(html) {
@@ -61,7 +70,9 @@
         waiting = html;
         panel.classList.add("held");
         var note = panel.querySelector("[data-hold-note]");
-        if (note) note.textContent = " · paused while pointing: an update waits";
+        var why = panelHold.why(), where = "the panel";
+        if (!why && tableHold) { why = tableHold.why(); where = "the table"; }
+        if (note) note.textContent = " · paused while " + (why === "focus" ? where + " has focus" : why) + ": an update waits";
       }
       return;
     }
@@ -69,10 +80,7 @@
   }
 
   function release() {
-    // focusout fires before the focus lands elsewhere.
-    setTimeout(function () {
-      if (waiting !== null && !inUse() && !wouldMoveTable(waiting)) put(waiting);
-    }, 0);
+    if (waiting !== null && !inUse() && !wouldMoveTable(waiting)) put(waiting);
   }
 
   function ask() {
@@ -94,14 +102,16 @@
     timer = setTimeout(ask, Math.max(0, lastAsked + gap - Date.now()));
   }
 
+  // A click on the fold's heading (a tap, or Enter on it) is the person's choice.
+  panel.addEventListener("click", function (event) {
+    var heading = event.target.closest && event.target.closest("details[data-cohorts-fold] > summary");
+    if (heading) chosenOpen = !heading.parentElement.open;
+  });
   document.addEventListener("echomq:queue-moved", function (event) {
     if (queue && event.detail && event.detail.queue !== queue) return;
     wanted = true;
     schedule();
   });
-  panel.addEventListener("mouseleave", release);
-  panel.addEventListener("focusout", release);
-  if (table) table.addEventListener("mouseleave", release);
   document.addEventListener("visibilitychange", function () {
     if (document.visibilityState === "visible") schedule();
   });

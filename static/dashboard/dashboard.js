@@ -1,6 +1,7 @@
 // EchoMQ dashboard: small progressive enhancements (no inline script anywhere).
 // - "/" focuses the filter or job-id box
 // - data-confirm on forms / buttons asks in the page's own dialog before acting
+//   (with data-confirm-many: only for more than a handful of jobs)
 // - row checkboxes: select all, the count ticked (dashboard.css shows the
 //   selection's actions in place of the bulk ones while any row is ticked)
 // - details.menu closes on Escape and on a click elsewhere
@@ -30,19 +31,50 @@
   // <dialog> of the page instead of submitting: the first sentence is its
   // heading, the rest its text. The server writes placeholders for what only
   // the page knows when the button is pressed (dashboard/action_bars.py):
-  // {selected} the rows ticked, {count} the count shown in the form, {age} the
-  // age picked. Cancel, Escape or a click outside the box change nothing;
-  // the confirm button submits with the button that was pressed.
+  // {selected} or {count} the jobs acted on ("25 jobs"), {n} their number,
+  // {age} the age picked, {query} a search's (form[data-query], search.js).
+  // A question marked data-confirm-many is asked only when the button acts
+  // on more than a handful of jobs (body[data-handful]: action_bars.HANDFUL),
+  // and the button's "…" ([data-asks-mark]) shows only then. Cancel, Escape
+  // or a click outside the box change nothing; the confirm button submits
+  // with the button that was pressed.
+
+  var handful = Number(document.body.getAttribute("data-handful")) || 0;
 
   function jobs(n) { return n.toLocaleString("en-US") + (n === 1 ? " job" : " jobs"); }
 
-  function question(form, submitter) {
-    var text = (submitter && submitter.getAttribute("data-confirm")) || form.getAttribute("data-confirm") || "";
-    if (form.hasAttribute("data-selection")) {
-      text = text.split("{selected}").join(jobs(form.querySelectorAll("input[name=ids]:checked").length));
-    }
+  // How many jobs pressing `submitter` acts on: its own count (an error
+  // group's), the rows ticked, or the count its form shows.
+  function jobsActedOn(form, submitter) {
+    var own = submitter && submitter.getAttribute("data-jobs");
+    if (own) return Number(own) || 0;
+    if (form.hasAttribute("data-selection")) return form.querySelectorAll("input[name=ids]:checked").length;
     var count = form.querySelector("[data-count-exact]");
-    if (count) text = text.split("{count}").join(jobs(Number(count.textContent.replace(/\D/g, "")) || 0));
+    return count ? Number(count.textContent.replace(/\D/g, "")) || 0 : 0;
+  }
+
+  function asker(form, submitter) {
+    if (submitter && submitter.hasAttribute("data-confirm")) return submitter;
+    return form.hasAttribute("data-confirm") ? form : null;
+  }
+  function asks(form, submitter) {
+    var el = asker(form, submitter);
+    return !!el && (!el.hasAttribute("data-confirm-many") || jobsActedOn(form, submitter) > handful);
+  }
+  function markAsking(root) {
+    root.querySelectorAll("[data-asks-mark]").forEach(function (mark) {
+      var button = mark.closest("button");
+      if (button && button.form) mark.hidden = !asks(button.form, button);
+    });
+  }
+
+  function question(form, submitter) {
+    var el = asker(form, submitter);
+    var text = el ? el.getAttribute("data-confirm") : "";
+    var n = jobsActedOn(form, submitter);
+    text = text.split("{selected}").join(jobs(n)).split("{count}").join(jobs(n));
+    text = text.split("{n}").join(n.toLocaleString("en-US"));
+    text = text.split("{query}").join(form.getAttribute("data-query") || "");
     var age = form.querySelector("select[name=grace_ms]");
     if (age && age.selectedIndex >= 0) text = text.split("{age}").join(age.options[age.selectedIndex].text);
     return text;
@@ -138,8 +170,7 @@
       form.removeAttribute("data-confirmed");
       return;
     }
-    var asks = (submitter && submitter.hasAttribute("data-confirm")) || form.hasAttribute("data-confirm");
-    if (!asks) return;
+    if (!asks(form, submitter)) return;
     event.preventDefault();
     event.stopImmediatePropagation();
     ask(form, submitter);
@@ -161,6 +192,7 @@
       all.checked = checked > 0 && checked === boxes.length;
       all.indeterminate = checked > 0 && checked < boxes.length;
     }
+    if (bar) markAsking(bar);
   }
 
   function onChange(event) {
@@ -313,6 +345,7 @@
   }
 
   function init(root) {
+    markAsking(root || document);
     (root || document).querySelectorAll("form[data-selection]").forEach(updateSelection);
     (root || document).querySelectorAll("form[data-json-editor]").forEach(checkEditor);
   }
@@ -330,4 +363,6 @@
   // htmx swaps in new table fragments (and restores them on Back): re-arm their selection bars.
   document.addEventListener("htmx:afterSwap", function (event) { init(event.target); });
   document.addEventListener("htmx:historyRestore", function () { init(document); });
+  // A count changed without a swap (a search's matches): its buttons' "…" follows.
+  document.addEventListener("echomq:counted", function (event) { markAsking(event.target); });
 })();

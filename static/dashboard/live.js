@@ -35,6 +35,10 @@
 
   var FEED_KEEP = 500;
   var REFRESH_MS = 1000;
+  // A worker connecting or leaving writes no event, nor does time passing
+  // (the five-minute rule): the overview asks again this often while it is
+  // seen, so "no workers" shows without waiting for another queue's event.
+  var QUIET_REFRESH_MS = 10000;
   // From this many events a second updates are spaced out and each draws at most
   // a third of the feed's live rows (scheduleFlush, feedEvents).
   var FAST_FEED_PER_S = 300;
@@ -77,8 +81,6 @@
     return fetch(url, {headers: {"Accept": "application/json", "X-Live-Refresh": "1"}, credentials: "same-origin"})
       .then(function (r) { if (!r.ok) throw new Error(url + ": " + r.status); return r.json(); });
   }
-  // The user is working in `el`: the mouse is over it or the keyboard focus is in it.
-  function inUse(el) { return !!el && (el.matches(":hover") || el.contains(document.activeElement)); }
   function rearm(el) {  // let htmx and dashboard.js wire up swapped-in markup
     if (window.htmx) window.htmx.process(el);
     el.dispatchEvent(new CustomEvent("htmx:afterSwap", {bubbles: true}));
@@ -260,6 +262,10 @@
     });
   }
 
+  if (pageKind === "overview") {
+    setInterval(function () { if (document.visibilityState === "visible") refreshCounts(); }, QUIET_REFRESH_MS);
+  }
+
   // The overview's name filter answers as it is typed (the form's own submit
   // does the same without script): the address keeps the filter, so a reload
   // or the live refresh shows the same page.
@@ -302,15 +308,16 @@
   // The queue page: one fragment holds the list, its action bar and pager, and
   // the tabs (htmx's out-of-band copy), so the tabs, the bulk buttons' counts,
   // the pager and the empty state all come from the same answer and are put
-  // in together. While the table is in use (pointer over it, focus in it, a
-  // menu or confirmation open) the newest answer is held instead, nothing
-  // moves, and the table's corner says what waits ("paused while pointing ·
-  // 14 new"); it goes in when the user leaves. Rows that stay keep their node
-  // (and checkbox).
+  // in together. While the table is in use (hold.js: a mouse over it, a
+  // finger on it or scrolling the page, the focus in it; or a menu or
+  // confirmation open) the newest answer is held instead, nothing moves, and
+  // the table's corner says what waits ("paused while you scroll · 14 new");
+  // it goes in when the user leaves. Rows that stay keep their node (and checkbox).
   var jobTable = document.getElementById("job-table");
   var heldSnapshot = null;
+  var tableHold = jobTable ? window.echomqHold(jobTable, releaseTable) : null;
   function tableInUse() {
-    return inUse(jobTable) || !!document.querySelector("dialog[open]") ||
+    return !!tableHold.why() || !!document.querySelector("dialog[open]") ||
       !!jobTable.querySelector("details[open]");
   }
   var refreshList = throttled(REFRESH_MS, function () {
@@ -328,6 +335,17 @@
       else applySnapshot(fresh.content);
     });
   });
+  // Back to a page of the list htmx pushed: htmx puts the table back as it
+  // was then, its bulk buttons' counts included, beside tabs that kept
+  // counting (issue 21: a tab read 178 beside "Retry all 180"). The tabs'
+  // counts go into the buttons at once, and the list is asked for again so
+  // rows and counts come from one answer.
+  document.addEventListener("htmx:historyRestore", function () {
+    if (!jobTable) return;
+    var tabs = document.getElementById("queue-tabs");
+    if (tabs) setCounts(jobTable, countsOf(tabs));
+    refreshList();
+  });
   // A list the server is still counting (the error groups: "Counting…",
   // "Regrouping…") says so (data-pending) and is asked again until it is
   // complete, whether the queue has events or not.
@@ -340,15 +358,13 @@
   if (jobTable) askAgainIfPending(jobTable);
   var heldUrl = null;  // the address the held snapshot was read for
   function releaseTable() {
-    // After focus moves on (focusout fires before it lands) or the dialog closes.
+    // After the dialog closes (its close event comes first).
     setTimeout(function () {
       if (heldSnapshot && heldUrl !== location.href) heldSnapshot = null;
       if (heldSnapshot && !tableInUse()) applySnapshot(heldSnapshot);
     }, 0);
   }
   if (jobTable) {
-    jobTable.addEventListener("mouseleave", releaseTable);
-    jobTable.addEventListener("focusout", releaseTable);
     jobTable.addEventListener("toggle", releaseTable, true);  // a menu closed
     document.addEventListener("close", releaseTable, true);    // a dialog closed
   }
@@ -368,7 +384,8 @@
     if (waiting) news.push(waiting.toLocaleString("en-US") + " new");
     if (left) news.push(left.toLocaleString("en-US") + " left");
     if (!news.length && countsMoved) news.push("new counts");
-    var why = jobTable.matches(":hover") ? "pointing" : document.querySelector("dialog[open]") ? "you confirm" : "the table has focus";
+    var reason = tableHold.why();
+    var why = reason && reason !== "focus" ? reason : document.querySelector("dialog[open]") ? "you confirm" : "the table has focus";
     showHold(news.length ? "paused while " + why + " · " + news.join(" · ") : "");
   }
   function showHold(text) {
@@ -612,10 +629,12 @@
   if (feed) sizeLiveRows();
   var MAX_CHUNKS = 12;
   // paused: the "Pause feed" button froze the last FEED_KEEP events for reading.
-  // held: the pointer is over the feed or the focus in it, so nothing is drawn
-  // (a row must not slide away under the mouse); events are kept and counted as
-  // while paused, and the newest are drawn when the user leaves or catches up.
-  var paused = false, held = false, pointed = false, focused = false;
+  // held: the feed is in use (hold.js: a mouse over it, a finger on it or
+  // scrolling the page, the focus in it; holdWhy says which), so nothing is
+  // drawn (a row must not slide away under the mouse or the finger); events are
+  // kept and counted as while paused, and the newest are drawn when the user
+  // leaves or catches up.
+  var paused = false, held = false, holdWhy = "";
   var newWhilePaused = 0, sampled = 0, controls = null, renderedSince = null;
   var recent = [];
   var drawBudget = rowsPerUpdate, budgetAt = Date.now();
@@ -860,22 +879,17 @@
     }
     showStatus();
   }
-  // Pointer and focus are followed by their own events, so holding costs a
-  // feed nothing per event beyond what "Pause feed" costs.
+  // Pointer, touch and focus are followed by their own events, so holding
+  // costs a feed nothing per event beyond what "Pause feed" costs.
   function setHeld() {
-    var now = pointed || focused;
+    var now = !!holdWhy;
     if (held === now) { showStatus(); return; }
     held = now;
     if (held) showStatus();
     else catchUp();
   }
   function watchPointer() {
-    feed.addEventListener("mouseenter", function () { pointed = true; setHeld(); });
-    feed.addEventListener("mouseleave", function () { pointed = false; setHeld(); });
-    feed.addEventListener("focusin", function () { focused = true; setHeld(); });
-    feed.addEventListener("focusout", function () {  // fires before the focus lands elsewhere
-      setTimeout(function () { focused = feed.contains(document.activeElement); setHeld(); }, 0);
-    });
+    window.echomqHold(feed, function (why) { holdWhy = why; setHeld(); });
   }
 
   function setupControls() {
@@ -907,7 +921,7 @@
   function showStatus() {
     if (!controls) return;
     var text = "";
-    if (held && !paused) text = pointed ? "paused while pointing" : "paused while the feed has focus";
+    if (held && !paused) text = "paused while " + (holdWhy === "focus" ? "the feed has focus" : holdWhy);
     else if (paused) text = "";
     else if (sampled) text = "fast feed: newest rows shown, pause for the last " + FEED_KEEP;
     else if (recent.length > liveRows) text = "pause to read the last " + FEED_KEEP;

@@ -2,9 +2,14 @@
 // The server searches one short step per request and answers with the hits,
 // the rows to show (escaped server-side, like the job table's) and a cursor;
 // this asks again with the cursor until the search is done, cancelled, or the
-// page goes away (then nobody asks, and the server holds nothing). Matches are
-// kept (up to data-limit ids) for the act-on-results buttons, whose
-// confirmation dashboard.js asks with the count ({count}).
+// page goes away (then nobody asks, and the server holds nothing). Each row
+// ends with the text it matched (the match marked), so a false hit shows.
+// While a search is on, its results take the place of the tab's list (one
+// list, one set of act buttons); Close brings the list back, kept current
+// meanwhile by live.js. Matches are kept (up to data-limit ids) for the
+// act-on-results buttons, whose confirmation dashboard.js asks with the count
+// ({count}), the queue and the search ({query}); after acting, the search
+// runs again, so the results show where the jobs are now.
 (function () {
   "use strict";
 
@@ -16,6 +21,11 @@
 
   function fmt(n) { return Number(n).toLocaleString("en-US"); }
   function part(name) { return root.querySelector("[data-search-" + name + "]"); }
+  // The tab's own list (and its bulk buttons), hidden while results show.
+  function showList(shown) {
+    var list = document.getElementById("job-table");
+    if (list) list.hidden = !shown;
+  }
 
   function say(text) {
     var message = part("message");
@@ -36,6 +46,8 @@
       form.querySelector("[data-count-exact]").textContent = fmt(count);
       form.querySelector("[data-search-scope]").textContent = found.beyond ? "the first" : "all";
       form.querySelector("button[type=submit]").disabled = found.running || found.acted || count === 0;
+      form.setAttribute("data-query", found.query);  // the confirmation names it
+      form.dispatchEvent(new CustomEvent("echomq:counted", {bubbles: true}));
     });
     part("cancel").hidden = !found.running;
   }
@@ -112,13 +124,15 @@
     });
   }
 
-  function start(query) {
+  // `message`: what to say above the new results ("" for nothing).
+  function start(query, message) {
     stop(false);
     found = {query: query, ids: [], seen: new Set(), beyond: 0, rows: 0, searched: 0, total: 0, unchecked: 0, running: true, cancelled: false, acted: false};
     part("rows").textContent = "";
     part("table").hidden = true;
     part("results").hidden = false;
-    say("");
+    showList(false);
+    say(message || "");
     progress();
     ask(run, "", null);
   }
@@ -136,8 +150,8 @@
     }).then(function (answer) {
       if (answer.error) { say(answer.error.message); progress(); return; }
       found.acted = true;
-      progress();
-      say(answer.message + ". Search again to see where the jobs are now.");
+      var state = root.getAttribute("data-state-label");
+      start(found.query, answer.message + ". Searched again: the list shows the matches still " + state + ".");
     }).catch(function () {
       say("The action could not be sent: the dashboard could not be reached. Nothing is known to have changed.");
       progress();
@@ -150,7 +164,7 @@
     event.preventDefault();
     if (form.hasAttribute("data-search-form")) {
       var query = form.querySelector("input[name=q]").value.trim();
-      if (query) start(query);
+      if (query) start(query, "");
     } else if (form.hasAttribute("data-search-act") && found && !found.running) {
       act(form, event.submitter || form.querySelector("button[type=submit]"));
     }
@@ -162,6 +176,7 @@
     if (event.target.closest("[data-search-close]")) {
       stop(true);
       part("results").hidden = true;
+      showList(true);
       say("");
     }
   }

@@ -5,8 +5,9 @@
 // asked for again every data-poll-ms while the page is visible, as the htmx
 // fragment the server renders for it (dashboard/workers.py), and at once when
 // the page becomes visible again. Nothing moves under the pointer: while the
-// pointer or the focus is in the part, a changed answer waits and goes in
-// when they leave. The URL comes from the server (data-poll-url).
+// part is in use (hold.js: a mouse or a finger on it, a touch scroll, the
+// focus in it), a changed answer waits and goes in when that ends. The URL
+// comes from the server (data-poll-url).
 (function () {
   "use strict";
 
@@ -19,7 +20,8 @@
   var timer = null;
   var inFlight = false;
 
-  function inUse() { return part.matches(":hover") || part.contains(document.activeElement); }
+  var hold = window.echomqHold(part, release);
+  function inUse() { return !!hold.why(); }
 
   function put(html) {
     waiting = null;
@@ -39,8 +41,7 @@
   }
 
   function release() {
-    // focusout fires before the focus lands elsewhere.
-    setTimeout(function () { if (waiting !== null && !inUse()) put(waiting); }, 0);
+    if (waiting !== null && !inUse()) put(waiting);
   }
 
   function poll() {
@@ -58,8 +59,6 @@
     if (timer === null) timer = setTimeout(poll, every);
   }
 
-  part.addEventListener("mouseleave", release);
-  part.addEventListener("focusout", release);
   document.addEventListener("visibilitychange", function () {
     if (document.visibilityState !== "visible") return;
     if (timer !== null) { clearTimeout(timer); timer = null; }

@@ -121,3 +121,32 @@ def test_how_the_flow_tree_looks(
             page.screenshot(path=SHOTS / f"job-page-{look}.png", full_page=True)
         finally:
             context.close()
+
+
+# The long blocks of a job page.
+BELOW = ('[data-block="data"]', '[data-block="options"]', '[data-block="logs"]')
+
+
+def test_the_flow_comes_after_the_jobs_own_story_and_before_its_long_blocks(
+    page: Page, redis_client: Redis
+) -> None:
+    """It sat at the bottom of a long job page, below the data, the options and
+    the logs: the parent a job holds up and the children it waits for say why
+    it is where it is, so they come right after its failure and timeline."""
+    root = three_levels(redis_client)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(job_path(root.children[0]))
+
+    # Read in one go: a live refresh may swap a block between two separate reads.
+    tops = page.evaluate(
+        """(selectors) => selectors.map((s) => {
+          const el = document.querySelector(s);
+          return el ? el.getBoundingClientRect().top : null;
+        })""",
+        ["#job-flow", '[data-block="timeline"]', *BELOW],
+    )
+    assert None not in tops, tops
+    flow, timeline, *below = tops
+    assert timeline < flow
+    for selector, top in zip(BELOW, below, strict=True):
+        assert flow < top, f"the flow is below {selector}"

@@ -87,7 +87,7 @@ def test_the_24_hour_chart_shows_a_workload_reads_out_slots_and_marks_actions(
     readouts = slots.evaluate_all("gs => gs.map(g => g.getAttribute('data-readout'))")
     busy = [n for n, words in enumerate(readouts) if " 0 completed" not in words]
     assert len(busy) >= 200  # 20 hours of 5-minute slots, and the worker's jobs
-    assert any("failed" in readouts[n] and " 0 failed" not in readouts[n] for n in busy)
+    assert any("failure" in readouts[n] and " 0 failures" not in readouts[n] for n in busy)
     assert "40 completed" in " ".join(readouts[-2:])  # our worker's jobs, in the last slots
     # The pointer on a slot reads its exact figures out under the chart.
     target = busy[len(busy) // 2]
@@ -130,6 +130,42 @@ def test_the_24_hour_chart_shows_a_workload_reads_out_slots_and_marks_actions(
             expect(other.locator(SUMMARY_ROW)).to_be_visible()
             other.screenshot(path=SHOTS / f"overview-last-hour-{look}.png", full_page=True)
     client.close()
+
+
+def test_a_history_that_began_minutes_ago_fills_the_chart_instead_of_its_right_edge(
+    page: Page, redis_url: str
+) -> None:
+    """The chart opened on 24 hours: a queue collected for 20 minutes was a
+    sliver of bars squeezed against the right edge. It opens on the range
+    that holds the data; the others are a click away."""
+    ref = QueueRef("bull", "e2e-history-new")
+    client = connect(redis_url)
+    now = int(time.time() * 1000)
+    events = []
+    for minute in range(20, 0, -1):
+        for n in range(3):
+            start = now - minute * 60_000 + n * 1000
+            events += job_events(f"m{minute}-{n}", start, 150, 40, ok=n != 0 or minute % 4)
+    write_events(client, ref, events)
+    Queue(ref.name, client).add("waiting")
+    collect_until_read(HistoryCollector(connect(redis_url), lambda: [ref], name="e2e-new"))
+    client.close()
+
+    page.goto(f"/queues/bull/{ref.name}/?state=completed")
+    chart = page.locator(CHART)
+    expect(chart).to_have_attribute("data-range", "1h")
+    expect(chart.get_by_role("link", name="1h")).to_have_attribute("aria-current", "true")
+    svg = chart.locator("svg.chart").bounding_box()
+    bars = chart.locator("rect.bar-completed").evaluate_all(
+        "rs => rs.map(r => r.getBoundingClientRect().left)"
+    )
+    assert svg is not None
+    assert bars, "no bars drawn"
+    # 20 of the hour's 60 minutes: the bars take the right third, not the last 2%.
+    assert min(bars) < svg["x"] + svg["width"] * 0.75, (min(bars), svg)
+    chart.scroll_into_view_if_needed()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    chart.screenshot(path=SHOTS / "history-new-queue-light.png")
 
 
 def test_a_queue_whose_history_key_broke_names_it_above_its_chart(

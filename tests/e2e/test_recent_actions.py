@@ -114,6 +114,10 @@ def test_a_retried_cohort_is_counted_live_while_a_worker_completes_and_fails_it(
     for look in ("dark", "phone"):
         with page_in_look(browser, dashboard_server, auth_state, look) as other:
             other.goto(f"/queues/bull/{QUEUE}/?state=failed")
+            if look == "phone":  # folded to one line: a tap opens it
+                expect(other.locator("#recent-actions .cohorts-gist")).to_be_visible()
+                other.screenshot(path=SHOTS / "recent-actions-phone-folded.png", full_page=True)
+                other.locator("#recent-actions summary").click()
             expect(other.locator('#recent-actions [data-part="completed"]')).to_be_visible()
             other.screenshot(path=SHOTS / f"recent-actions-{look}.png", full_page=True)
             other.locator('#recent-actions [data-part="failed"]').first.click()
@@ -145,3 +149,37 @@ def test_the_panel_holds_still_under_the_pointer_and_catches_up_when_left(
     page.mouse.move(0, 0)
     expect(panel.locator('[data-part="completed"]')).to_have_text("2 completed")
     expect(panel.locator('[data-part="wait"]')).to_have_count(0)
+
+
+def test_on_a_phone_the_panel_is_one_line_that_opens_and_the_jobs_stay_on_the_first_screen(
+    browser: Browser, dashboard_server: DashboardServer, auth_state: str, redis_client: Redis
+) -> None:
+    """The open panel pushed the job list a screen and a half down on a phone."""
+    queue = "e2e-cohorts-phone"
+    keys = QueueKeys(queue)
+    for n in range(1, 9):
+        reason = {"failedReason": f"timeout after {30000 + n} ms on job {n}"}
+        seed_job(redis_client, keys, str(n), state="failed", data={"n": n}, fields=reason, score=n)
+    seed_job(redis_client, keys, "w1", state="wait", data={"n": 0})
+    with page_in_look(browser, dashboard_server, auth_state, "phone") as page:
+        page.goto(f"/queues/bull/{queue}/?state=failed")
+        wait_live(page)
+        page.get_by_role("button", name=re.compile(r"^Retry all 8 failed")).click()
+        page.locator("dialog.confirm-dialog[open] [data-confirm-ok]").click()
+        expect(page.locator(".message-success")).to_contain_text("8 failed jobs moved back")
+        page.goto(f"/queues/bull/{queue}/?state=wait")
+        panel = page.locator("#recent-actions")
+        gist = panel.locator(".cohorts-gist")
+        expect(gist).to_have_text(
+            re.compile(r"^8 waiting · retried all 8 failed jobs at \d\d:\d\d UTC by oncall$")
+        )
+        box = panel.bounding_box()
+        assert box is not None
+        assert box["height"] <= 60, f"the folded panel is {box['height']} px high"
+        first = page.locator("#job-table tr[data-job-id]").first.bounding_box()
+        assert first is not None
+        assert first["y"] + first["height"] <= 844, "the first job is below the first screen"
+
+        panel.locator("summary").click()  # a tap opens it, and it stays open
+        expect(panel.locator('[data-part="wait"]')).to_have_text("8 waiting")
+        expect(gist).to_be_hidden()
