@@ -26,16 +26,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from queues.connection import connect
-from queues.queue import Queue
 from queues.read.refs import QueueRef
-from tests.e2e.budget import connections, open_pages, servers_of
+from tests.e2e.budget import connections, open_pages, servers_of, three_connections
 from tests.e2e.shipped import (
-    ClusterRedis,
     Session,
     Several,
     ShippedSite,
-    SingleRedis,
-    shipped_site,
 )
 
 CLUSTER_PREFIXES = [f"{{p{n}}}" for n in range(10)]
@@ -68,24 +64,12 @@ def main() -> None:
     parser.add_argument("--queues", type=int, default=20)
     args = parser.parse_args()
     queues = queues_of(args.queues)
-    topology = Several(
-        [SingleRedis(), SingleRedis(), ClusterRedis()],
-        ["staging", "eu"],
-        [["bull"], CLUSTER_PREFIXES],
-    )
-
-    def add_queues(_client: object) -> None:
-        for topology_, refs in zip(topology.topologies, queues.values(), strict=True):
-            client = connect(topology_.url)
-            for ref in refs:
-                Queue(ref.name, client, prefix=ref.prefix).add("send", {"to": "a@example.com"})
-            client.close()
-
     with (
         tempfile.TemporaryDirectory() as folder,
-        shipped_site(topology, Path(folder), args.processes, before=add_queues) as site,
+        three_connections(Path(folder), queues, args.processes) as site,
     ):
-        clients = [connect(t.url) for t in topology.topologies]
+        assert isinstance(site.topology, Several)
+        clients = [connect(t.url) for t in site.topology.topologies]
         servers = {name: servers_of(c) for name, c in zip(queues, clients, strict=True)}
         time.sleep(3)
         print_counts("no page open", site, servers)

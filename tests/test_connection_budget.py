@@ -19,20 +19,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from redis import Redis
 
 from dashboard.http import ThreadedDjangoHTTP
 from dashboard.live.hub import BLOCKING_SLOTS, CONTROL_CONNECTIONS, READERS
 from queues.connection import connect
-from queues.queue import Queue
 from queues.read.refs import QueueRef
-from tests.e2e.budget import connections, open_pages, servers_of
+from tests.e2e.budget import connections, open_pages, servers_of, three_connections
 from tests.e2e.shipped import (
-    ClusterRedis,
     Several,
     ShippedSite,
-    SingleRedis,
-    shipped_site,
     wait_until,
 )
 
@@ -55,21 +50,7 @@ CLUSTER_BUDGET = (
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShippedSite]:
-    topology = Several(
-        [SingleRedis(), SingleRedis(), ClusterRedis()],
-        ["staging", "eu"],
-        [["bull"], sorted({ref.prefix for ref in QUEUES["eu"]})],
-    )
-
-    def add_queues(_client: Redis) -> None:
-        for server, refs in zip(topology.topologies, QUEUES.values(), strict=True):
-            client = connect(server.url)
-            for ref in refs:
-                Queue(ref.name, client, prefix=ref.prefix).add("send", {"to": "a@example.com"})
-            client.close()
-
-    workdir = tmp_path_factory.mktemp("budget")
-    with shipped_site(topology, workdir, 1, before=add_queues) as started:
+    with three_connections(tmp_path_factory.mktemp("budget"), QUEUES, 1) as started:
         yield started
 
 

@@ -15,15 +15,51 @@ import ssl
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
 import psutil
 from redis import Redis
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
-from tests.e2e.shipped import Session, ShippedSite
+from queues.connection import connect
+from queues.queue import Queue
+from queues.read.refs import QueueRef
+from tests.e2e.shipped import (
+    ClusterRedis,
+    Session,
+    Several,
+    ShippedSite,
+    SingleRedis,
+    shipped_site,
+)
 
 Server = tuple[str, int]  # host, port of one redis-server (a cluster node)
+
+
+@contextmanager
+def three_connections(
+    workdir: Path, queues: dict[str, list[QueueRef]], processes: int
+) -> Iterator[ShippedSite]:
+    """The site as shipped on three Redis connections (README, "Several Redis
+    servers"): "default" and "staging" each a redis-server, "eu" a 3-node
+    cluster; ``queues`` (by connection name, in that order) hold a job each
+    before the site starts."""
+    topology = Several(
+        [SingleRedis(), SingleRedis(), ClusterRedis()],
+        ["staging", "eu"],
+        [["bull"], sorted({ref.prefix for ref in queues["eu"]})],
+    )
+
+    def add_queues(_client: Redis) -> None:
+        for server, refs in zip(topology.topologies, queues.values(), strict=True):
+            client = connect(server.url)
+            for ref in refs:
+                Queue(ref.name, client, prefix=ref.prefix).add("send", {"to": "a@example.com"})
+            client.close()
+
+    with shipped_site(topology, workdir, processes, before=add_queues) as site:
+        yield site
 
 
 def servers_of(client: Redis) -> list[Server]:
