@@ -3,7 +3,7 @@
     python bench/dashboard.py [--sizes 1000,100000,1000000] [--requests 300]
                               [--many-queues 1000] [--no-peer]
                               [--app dashboard.asgi:application]
-                              [--only flow,schedulers]
+                              [--only flow,schedulers] [--without-metrics]
 
 20 queues (a few jobs each) plus one queue ``big`` whose failed set holds N
 jobs, seeded straight into Redis. Each N gets its own private redis-server and
@@ -26,7 +26,11 @@ dashboard.http was measured against). Finally it times retry-all of 100k
 failed jobs through the JSON API and the server process's RSS growth.
 ``--only`` (words of the endpoints' labels, comma-separated) times those
 endpoints alone, beside the server floor, and skips retry-all: a small run
-for one page on a shared machine.
+for one page on a shared machine. ``--without-metrics`` seeds the
+``--many-queues`` queues as BullMQ's workers leave them by default, with no
+metrics, and writes their last 31 minutes into the dashboard's history as a
+current collector does (queues.collector.record, minute by minute): the
+overview then draws their lines from that history.
 
 Targets: every page flat in N (1M/1k p50 ratio <= 1.3); JSON overview <= 5 ms
 and failed-page JSON <= 8 ms p50; HTML pages <= 20 ms p50 (the flow page and
@@ -58,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 
 import bullboard_peer  # noqa: E402  (bench/, on the path as the script's folder)
 
+from queues.collector import MINUTE_MS, MinuteBatch, record  # noqa: E402
 from queues.connection import connect  # noqa: E402
 from queues.read.refs import QueueRef  # noqa: E402
 from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
@@ -163,14 +168,33 @@ def small_queue_names(count: int) -> list[str]:
     return [f"queue-{q:04d}" for q in range(count)]
 
 
-def seed_small_queues(client: Any, count: int, *, jobs_per_state: int) -> None:
-    """``count`` queues with a few jobs in four states and half an hour of metrics."""
+def seed_small_queues(
+    client: Any, count: int, *, jobs_per_state: int, metrics: bool = True
+) -> None:
+    """``count`` queues with a few jobs in four states and half an hour of
+    metrics, or (``metrics`` False) of the dashboard's history instead."""
     for name in small_queue_names(count):
         keys = QueueRef("bull", name).keys
         for state in ("wait", "delayed", "completed", "failed"):
             for n in range(jobs_per_state):
                 seed_job(client, keys, f"{state}-{n}", state=state)
-        client.lpush(keys.metrics_data("completed"), *range(30))
+        if metrics:
+            client.lpush(keys.metrics_data("completed"), *range(30))
+        else:
+            seed_history(client, QueueRef("bull", name))
+
+
+def seed_history(client: Any, ref: QueueRef, minutes: int = 31) -> None:
+    """The last ``minutes`` minutes of ``ref`` (the current one included) as the
+    collector records them: one batch a minute, 1 to ``minutes`` completed and
+    a failure every third minute, through the collector's own script."""
+    now = int(time.time() * 1000) // MINUTE_MS
+    cursor = ""
+    for n, minute in enumerate(range(now - minutes + 1, now + 1)):
+        batch = MinuteBatch(minute, f"{minute * MINUTE_MS}-0")
+        batch.add.update({"c": n + 1, "f": int(n % 3 == 0)})
+        record(client, ref, cursor, batch)
+        cursor = batch.last_id
 
 
 def seeded_queue_names() -> list[str]:
@@ -254,6 +278,7 @@ def start_stack(
     peer_folder: Path | None = None,
     *,
     many_queues: int = 0,
+    metrics: bool = True,
 ) -> Stack:
     """Redis seeded for ``size`` (or ``many_queues`` small queues instead), our
     dashboard on it, and bull-board on the same Redis when ``peer_folder``."""
@@ -261,7 +286,7 @@ def start_stack(
     started = time.perf_counter()
     if many_queues:
         connect(redis.url).flushall()
-        seed_small_queues(connect(redis.url), many_queues, jobs_per_state=2)
+        seed_small_queues(connect(redis.url), many_queues, jobs_per_state=2, metrics=metrics)
         names = small_queue_names(many_queues)
     else:
         seed(connect(redis.url), size)
@@ -352,11 +377,17 @@ def measure_pair(
 
 
 def many_queues(
-    workdir: Path, app: str, peer_folder: Path | None, count: int, requests: int
+    workdir: Path,
+    app: str,
+    peer_folder: Path | None,
+    count: int,
+    requests: int,
+    *,
+    metrics: bool = True,
 ) -> None:
     """The overview at ``count`` queues: its page (p50, bytes) and JSON, and
     bull-board's overview JSON over the same queues."""
-    stack = start_stack(0, workdir, app, peer_folder, many_queues=count)
+    stack = start_stack(0, workdir, app, peer_folder, many_queues=count, metrics=metrics)
     try:
         time.sleep(2)  # discovery's first walk
         _, page = stack.session.request("GET", "/")
@@ -364,9 +395,10 @@ def many_queues(
         assert len(json.loads(listing)["queues"]) == count, "not every queue discovered"
         rounds = max(1, requests // 10)
         pages = p50_p95([t for _ in range(rounds) for t in sample(stack.session, "/", 10)])
+        drawn = page.count(b'<svg class="sparkline"')
         print(
             f"\n{count:,} queues: overview page p50 {pages[0]:.1f} ms, p95 {pages[1]:.1f} ms,"
-            f" {len(page) / 1024:.0f} KB (target <= 40 ms, <= 300 KB)"
+            f" {len(page) / 1024:.0f} KB, {drawn} rows drawn (target <= 40 ms, <= 300 KB)"
         )
         if stack.peer_port is None:
             alone = p50_p95(sample(stack.session, "/api/queues/", requests))[0]
@@ -467,6 +499,11 @@ def main() -> None:
     parser.add_argument("--many-queues", type=int, default=MANY_QUEUES, help="0: skip")
     parser.add_argument("--no-peer", action="store_true", help="do not run bull-board")
     parser.add_argument(
+        "--without-metrics",
+        action="store_true",
+        help="many-queues: no worker metrics, the dashboard's history instead",
+    )
+    parser.add_argument(
         "--only", default="", help="label words, e.g. flow,schedulers: those pages, no retry-all"
     )
     args = parser.parse_args()
@@ -479,7 +516,14 @@ def main() -> None:
     if sizes:
         by_size(sizes, workdir, args.app, peer_folder, args.requests, chosen)
     if args.many_queues:
-        many_queues(workdir, args.app, peer_folder, args.many_queues, args.requests)
+        many_queues(
+            workdir,
+            args.app,
+            peer_folder,
+            args.many_queues,
+            args.requests,
+            metrics=not args.without_metrics,
+        )
     if not args.only:
         retry_all(workdir, args.app)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

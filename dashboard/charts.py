@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from dashboard.formatting import compact, thousands
-from dashboard.health import Health, queue_health
+from dashboard.formatting import compact, failures, thousands
+from dashboard.health import Health, Workers, queue_health
 from dashboard.models import AuditEntry
 from dashboard.redis import get_client
 from queues.read.counts import QueueSummary
@@ -28,7 +28,7 @@ from queues.read.history import with_history_series
 from queues.throughput import MINUTE_MS, padded
 
 # The overview's sparkline: 90 px for 30 minutes, completed above the middle
-# line and failed below it, every row on one scale.
+# line and failures below it, each row on its own scale (half_scales).
 SPARK_WIDTH = 90
 SPARK_HALF = 11  # px from the middle line to the top (or bottom)
 # The queue page's chart: the last CHART_MINUTES full minutes and the current one.
@@ -55,16 +55,17 @@ def minute_label(minute_start_ms: int) -> str:
     return f"{minute // 60 % 24:02d}:{minute % 60:02d} UTC"
 
 
+def half_scales(most_completed: float, most_failed: float) -> tuple[int, int]:
+    """Full height above the line (completed) and below it (failures): each on
+    its own nice scale, the failures' never finer than a tenth of the
+    completed one, so a failure a minute beside 400 completions is a sliver,
+    not a full bar, while a real incident still fills it. Every chart's rule:
+    the overview's rows, the queue page's hour, the history."""
+    top_completed = nice_ceiling(most_completed)
+    return top_completed, nice_ceiling(max(most_failed, top_completed / 10))
+
+
 # --------------------------------------------------------------------------- overview
-
-
-def spark_scale(summaries: Iterable[QueueSummary]) -> int:
-    """One scale for every row and both series: the busiest minute on the page."""
-    busiest = max(
-        (max(s.completed_per_minute + s.failed_per_minute, default=0) for s in summaries),
-        default=0,
-    )
-    return nice_ceiling(busiest)
 
 
 def sparkline_points(points: Sequence[int], *, slots: int, direction: int, top: int) -> str:
@@ -110,46 +111,60 @@ def _spark_xs(count: int, slots: int) -> tuple[str, ...]:
     return tuple("%.1f" % max(first + index * step, 0) for index in range(count))  # noqa: UP031
 
 
-def scale_words(top: int) -> str:
-    return f"full height = {thousands(top)}/min"
-
-
 # A row without a series: its workers keep no BullMQ metrics (an option they
-# leave off unless told). "no metrics" read as a fault of the queue; the words
-# say whose option it is, the title how to get a line. The overview does not
-# draw such a row from the dashboard's own history, as the queue page's chart
-# does: 31 minutes of 100 queues cost about 15 ms a page (1,000-queue overview
-# p50 37-40 ms against 20-25 ms, bench/dashboard.py without metrics, stop 21),
-# most of that page's 40 ms budget (priv/scripts/historyMinutes-0.lua).
+# leave off unless told) and no collector keeps the dashboard's history of it
+# current (queues.read.history.with_recent_series draws it otherwise). "no
+# metrics" read as a fault of the queue; the words say whose option it is,
+# the title how to get a line.
 NO_SERIES = mark_safe(
     '<span class="muted no-series" title="No per-minute line: the workers of this queue keep no'
-    " metrics (BullMQ's metrics worker option, off by default). The queue's own page charts"
-    " the jobs it finished from the dashboard's history where a dashboard process collects it"
-    ' (ECHOMQ_HISTORY_COLLECTOR)">workers keep no metrics</span>'
+    " metrics (BullMQ's metrics worker option, off by default), and no dashboard process keeps"
+    " its history current (ECHOMQ_HISTORY_COLLECTOR), which would draw it"
+    '">workers keep no metrics</span>'
 )
 
 
+# A row drawn from the dashboard's history, not the workers' metrics: said on hover.
+_FROM_EVENTS = "; from the dashboard's history"
+
+
 def sparkline_svg(
-    completed: Sequence[int], failed: Sequence[int], slots: int, top: int
+    completed: Sequence[int],
+    failed: Sequence[int],
+    slots: int,
+    *,
+    newest_minute: int,
+    counted_from_events: bool = False,
 ) -> SafeString:
     """The overview's inline chart: completed per minute above the middle line,
-    failed below it (a growing red shape = failures rising), on the page's one
-    scale ``top``. No script."""
+    failures below it (a growing red shape = failures rising), each half on
+    the row's own scale (half_scales: the busiest queue and the quietest both
+    fill their row; the rate beside it says how busy). The minutes' exact
+    figures ride in data attributes, which static/dashboard/chart.js reads
+    out under the pointer (``newest_minute``: the last one, ms // 60,000;
+    the slots are said once, on the rows' tbody). No script needed to see it.
+    A page of 100 rows must stay under 300 KB: the words are short."""
     minutes = max(len(completed), len(failed))
     if not minutes:
         return NO_SERIES
+    top_completed, top_failed = half_scales(max(completed, default=0), max(failed, default=0))
     # Only digits, commas and fixed words below: nothing to escape.
     summary = (
-        f"{thousands(sum(completed))} completed, {thousands(sum(failed))} failed"
-        f" in the last {minutes} min ({scale_words(top)})"
+        f"{thousands(sum(completed))} completed, {failures(sum(failed))} in the last"
+        f" {minutes} min; full height {thousands(top_completed)}/min up,"
+        f" {thousands(top_failed)}/min down{_FROM_EVENTS if counted_from_events else ''}"
     )
     size = f'viewBox="0 -1 {SPARK_WIDTH} {2 * SPARK_HALF + 2}" width="{SPARK_WIDTH}"'
+    series = (
+        f'data-completed="{",".join(map(str, completed))}"'
+        f' data-failed="{",".join(map(str, failed))}" data-newest="{newest_minute}"'
+    )
     return mark_safe(  # noqa: S308 - numbers and fixed text only
-        f'<svg class="sparkline" {size} height="{2 * SPARK_HALF + 2}" role="img"'
-        f' data-scale="{scale_words(top)}" aria-label="{summary}"><title>{summary}</title>'
+        f'<svg class="sparkline" {size} height="{2 * SPARK_HALF + 2}" role="img" {series}'
+        f' aria-label="{summary}">'
         f'<line class="spark-base" x1="0" y1="{SPARK_HALF}" x2="{SPARK_WIDTH}" y2="{SPARK_HALF}"/>'
-        f"{_spark_area('spark-completed', completed, slots, -1, top)}"
-        f"{_spark_area('spark-failed', failed, slots, 1, top)}</svg>"
+        f"{_spark_area('spark-completed', completed, slots, -1, top_completed)}"
+        f"{_spark_area('spark-failed', failed, slots, 1, top_failed)}</svg>"
     )
 
 
@@ -169,7 +184,7 @@ def latest_rate(summary: QueueSummary) -> SafeString:
     # escaping was most of this on a 100-row overview).
     return SafeString(
         f'<span class="rate" title="latest full minute: {thousands(done)} completed,'
-        f' {thousands(lost)} failed">{compact(done)}/min</span>'
+        f' {failures(lost)}">{compact(done)}/min</span>'
     )
 
 
@@ -323,11 +338,9 @@ def queue_chart(
     window_start = this_minute_start - CHART_MINUTES * MINUTE_MS
     slots = _minutes(completed, failed, summary.this_minute)
     counted = [slot for slot in slots if slot is not None]
-    top_completed = nice_ceiling(max((c for c, _ in counted), default=0))
-    # The failed half has its own scale, but never finer than a tenth of the
-    # completed one: a failure a minute next to 400 completions is a sliver, not
-    # a full bar, while a real incident still fills it.
-    top_failed = nice_ceiling(max(max((f for _, f in counted), default=0), top_completed / 10))
+    top_completed, top_failed = half_scales(
+        max((c for c, _ in counted), default=0), max((f for _, f in counted), default=0)
+    )
     bars = []
     for index, slot in enumerate(slots):
         minute = window_start + index * MINUTE_MS
@@ -338,7 +351,7 @@ def queue_chart(
             data = f'data-when="{when}"'
             drawn = ""
         else:
-            words = f"{when}: {thousands(slot[0])} completed, {thousands(slot[1])} failed"
+            words = f"{when}: {thousands(slot[0])} completed, {failures(slot[1])}"
             data = f'data-when="{when}" data-completed="{slot[0]}" data-failed="{slot[1]}"'
             drawn = _bar("completed", index, slot[0], top_completed) + _bar(
                 "failed", index, slot[1], top_failed
@@ -351,11 +364,11 @@ def queue_chart(
     last = slots[-2]
     latest = (
         f"{minute_label(this_minute_start - MINUTE_MS)}: {thousands(last[0])} completed,"
-        f" {thousands(last[1])} failed"
+        f" {failures(last[1])}"
         if last is not None
         else "no data for the last full minute"
     )
-    hour = f"{thousands(total_completed)} completed, {thousands(total_failed)} failed"
+    hour = f"{thousands(total_completed)} completed, {failures(total_failed)}"
     readout = escape(f"Last full minute, {latest} · {hour} in the last hour")
     actions = f"{len(markers)} admin action{'s' if len(markers) != 1 else ''}"
     label = f"Jobs finished per minute over the last hour: {hour}"
@@ -380,8 +393,9 @@ def queue_chart(
         f'<span class="chart-title">Jobs finished per minute, last hour</span>{source}'
         f"{health or ''}"
         '<span class="chart-key"><span class="key key-completed"></span>completed'
-        ' (above the line)</span><span class="chart-key"><span class="key key-failed">'
-        f"</span>failed (below, own scale)</span>{marker_key}</figcaption>"
+        f' (above the line)</span><span class="chart-key" title="{FAILURES_MEANING}">'
+        '<span class="key key-failed"></span>failures (below, own scale)</span>'
+        f"{marker_key}</figcaption>"
         f'{svg}<p class="chart-readout" data-chart-readout data-default="{readout}">'
         f"{readout}</p>{marker_list}</figure>"
     )
@@ -404,7 +418,7 @@ def health_note(health: Health) -> SafeString:
     )
 
 
-def queue_chart_for(summary: QueueSummary, workers: int | None = None) -> SafeString:
+def queue_chart_for(summary: QueueSummary, workers: Workers | None = None) -> SafeString:
     """The queue page's chart with the queue's admin actions of the hour from
     the audit trail, under its health in words (``workers``: its connected
     workers when counted). Called by the template (lazily): a page fragment
@@ -433,6 +447,16 @@ def queue_chart_for(summary: QueueSummary, workers: int | None = None) -> SafeSt
     )
     source = HISTORY_SOURCE if summary.counted_from_events else ""
     return queue_chart(summary, action_markers(entries), health, source)
+
+
+# What a chart's "failures" count, against the failed tab's jobs (issue 21: a
+# tab of 784 failed jobs beside "1,133 failed in the last hour" read as a
+# contradiction). Fixed words: no escaping needed in an attribute.
+FAILURES_MEANING = (
+    "Failures: each time a job failed for good. A job retried and failed again counts"
+    " again, and a failed job retried or removed since still counts; the failed tab"
+    " counts the failed jobs kept now"
+)
 
 
 # The chart's source when the workers keep no metrics: said, with why on hover.

@@ -27,9 +27,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from dashboard import connections
+from dashboard.health import Workers
 from dashboard.lookup import all_queues
 from dashboard.redis import failing_over, get_client
 from queues.read import counts
+from queues.read.history import with_recent_series
 from queues.read.refs import QueueRef
 from queues.sentinel import is_sentinel_url
 
@@ -50,9 +52,10 @@ class ConnectionGroup:
     unreachable: str = ""
     # Behind Sentinel, while its master is being replaced: what the sentinels do.
     failing_over: str = ""
-    # Connected workers of the queues asked about (the overview's stuck-looking
-    # ones); None when not counted or the server would not say.
-    workers: dict[QueueRef, int] | None = None
+    # Connected workers of the queues asked about (the overview's rows with
+    # jobs ready: dashboard.health_reads); None when not counted or the server
+    # would not say.
+    workers: dict[QueueRef, Workers] | None = None
 
     @property
     def reachable(self) -> bool:
@@ -68,7 +71,7 @@ class ConnectionGroup:
         }
 
 
-CountWorkers = Callable[[Redis, list[counts.QueueSummary]], dict[QueueRef, int] | None]
+CountWorkers = Callable[[Redis, list[counts.QueueSummary]], dict[QueueRef, Workers] | None]
 T = TypeVar("T")
 
 
@@ -122,13 +125,23 @@ def ask(group: ConnectionGroup, question: Callable[[Redis], T]) -> T | None:
 
 
 def read_summaries(
-    group: ConnectionGroup, refs: list[QueueRef], count_workers: CountWorkers | None = None
+    group: ConnectionGroup,
+    refs: list[QueueRef],
+    count_workers: CountWorkers | None = None,
+    *,
+    history_minutes: int = 0,
 ) -> None:
     """The counts (and, with ``count_workers``, the workers) of ``refs``, queues
-    of the group, into the group."""
+    of the group, into the group. ``history_minutes``: a queue whose workers
+    keep no BullMQ metrics gets that many minutes of the dashboard's own
+    history as its series instead, from the recent minutes the collector
+    packs (one key a queue, one round trip: the overview's sparklines; the
+    JSON API's ``metrics`` stay BullMQ's own)."""
 
     def read(client: Redis) -> None:
         group.summaries = counts.queue_summaries(client, refs)
+        if history_minutes:
+            group.summaries = with_recent_series(client, group.summaries, history_minutes)
         if count_workers is not None:
             group.workers = count_workers(client, group.summaries)
 

@@ -146,14 +146,19 @@ def groups_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     ref = queue_or_404(client, prefix, name)
     group = request.GET.get("group", "")
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
-    context: dict[str, Any] = _queue_context(ref, summary, TAB)
-    context.update(fragment=_is_htmx(request), groups_url=_groups_url(ref), corrupt="")
+    corrupt = ""
     try:
         grouped = read.error_groups(client, ref)
     except errors.CorruptKey as error:
         grouped = read.ErrorGroups(ref, [], 0, 0, complete=True)
-        context["corrupt"] = str(error)
-    summary.counts[TAB] = grouped.failed if not context["corrupt"] else summary.counts[TAB]
+        corrupt = str(error)
+    if not corrupt:
+        # The tab says the groups' total, read after the counts: set before the
+        # tabs are built, or a failure between the two reads showed the tab at
+        # 178 beside groups adding up to 180 (issue 21).
+        summary.counts[TAB] = grouped.failed
+    context: dict[str, Any] = _queue_context(ref, summary, TAB)
+    context.update(fragment=_is_htmx(request), groups_url=_groups_url(ref), corrupt=corrupt)
     context.update(grouped=grouped, acting=can_act(request.user), group_actions=GROUP_ACTIONS)
     if group:
         return _group_jobs(request, client, ref, group, grouped, context)

@@ -11,16 +11,26 @@ errors, three attempts), 3% (payments: declined cards), 5% (thumbnails:
 corrupt images) and 1% (reports): none of them reaches FAILING_RATE, and a
 doubling that stays under it must also gain RISING_GAIN, which the demo's
 noise does not (thumbnails' 5% moves by about one point over 600 jobs).
+
+Before any of that: jobs ready, the queue not paused and no worker in the
+server's client list is "no workers" at once (issue 21: it waited five
+minutes after the last finished job, and for no job left active). Where the
+server refuses ``CLIENT LIST``, only the five-minute rule says anything
+(:func:`looks_stuck`). Workers that leave their connections unnamed cannot
+be seen, and read as none.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
+import time
 from dataclasses import dataclass
 
-from queues.read.counts import QueueSummary
+from dashboard.formatting import span
+from queues.read.counts import LastFinished, QueueSummary
 from queues.read.states import READY
-from queues.throughput import RECENT_MINUTES, RecentFinishes
+from queues.throughput import MINUTE_MS, RECENT_MINUTES, RecentFinishes
 
 # A queue is failing when at least this share of what finished lately failed...
 FAILING_RATE = 0.10
@@ -111,25 +121,92 @@ def _pace(per_minute: float) -> str:
 
 
 def looks_stuck(summary: QueueSummary) -> bool:
-    """Jobs ready, none active, not paused and nothing finished lately: the
-    queues whose workers are worth counting (queues.read.workers)."""
+    """Jobs ready, none active, not paused and nothing finished lately: stuck,
+    whether workers are connected or not (the rule where they cannot be
+    counted: the server refuses ``CLIENT LIST``)."""
     counts, recent = summary.counts, summary.recent
     moving = recent is not None and (recent.completed or 0) + recent.failed > 0
-    ready = sum(map(counts.__getitem__, READY))
-    return bool(ready) and not counts["active"] and not summary.paused and not moving
+    return wants_workers(summary) and not counts["active"] and not moving
+
+
+def wants_workers(summary: QueueSummary) -> bool:
+    """Jobs ready and the queue not paused: without a worker they wait for
+    nothing, so its workers are worth counting (dashboard.health_reads).
+    Delayed jobs are not ready (nothing is late yet), and a paused queue
+    waits on purpose."""
+    return not summary.paused and any(map(summary.counts.__getitem__, READY))
+
+
+_DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True, slots=True)
+class Workers:
+    """A queue's workers as ``CLIENT LIST`` shows them (queues.read.workers),
+    and, for a queue without one, when its newest kept job finished."""
+
+    connected: int
+    last_finished: LastFinished | None = None
 
 
 def _workers_words(workers: int) -> str:
     return f"{workers:,} worker{'s' if workers != 1 else ''} connected"
 
 
-def queue_health(summary: QueueSummary, workers: int | None = None) -> Health:
-    """Failing (rate at or over FAILING_RATE, and surely over FAILING_FLOOR)
-    outranks rising, which outranks stuck (:func:`looks_stuck`). A stuck
-    queue with ``workers`` 0 is said to have none connected ("no workers");
-    with workers, or when they could not be counted (None), "nothing active"."""
+def _when(at_ms: int, now_ms: int) -> str:
+    """ "14 min ago (10:42 UTC)": how long first (how bad), then the clock an
+    on-call person lines up with a deploy log ("Nov 30 10:42 UTC" another day)."""
+    minute = at_ms // MINUTE_MS
+    day = ""
+    if at_ms // _DAY_MS != now_ms // _DAY_MS:
+        moment = dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.UTC)
+        day = f"{moment:%b} {moment.day} "
+    ago = now_ms - at_ms
+    # Arithmetic, not strftime, for the clock: a page may hold 100 of these.
+    clock = f"{day}{minute // 60 % 24:02d}:{minute % 60:02d} UTC"
+    return f"{span(ago) + ' ago' if ago >= MINUTE_MS else 'just now'} ({clock})"
+
+
+def _since_words(last: LastFinished | None, now_ms: int) -> str:
+    """Since when the queue has had no worker, as far as the jobs kept say:
+    the newest finishedOn is the last moment a worker is known to have been
+    there (when it left is written nowhere). With completed jobs not kept
+    (removeOnComplete), a later job may have completed unseen: the words say
+    which set dated it."""
+    if last is None:
+        return ""
+    if last.completed_ms is not None:
+        return f"last job finished {_when(last.newest_ms or last.completed_ms, now_ms)}"
+    if last.failed_ms is not None:
+        return f"last failure {_when(last.failed_ms, now_ms)}, completed jobs not kept"
+    return "no finished job kept to date it"
+
+
+def _no_workers(summary: QueueSummary, workers: Workers, detail: str) -> Health:
+    ready = sum(map(summary.counts.__getitem__, READY))
+    words = [f"{ready:,} waiting"]  # the badge says "no workers"
+    since = _since_words(workers.last_finished, summary.read_at_ms or _now_ms())
+    words += [since] if since else []
+    words += [detail] if detail else []  # the failures, when there were some lately
+    return Health("stuck", "no workers", "; ".join(words))
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def queue_health(summary: QueueSummary, workers: Workers | None = None) -> Health:
+    """No worker connected while jobs are ready and the queue is not paused
+    (``workers`` counted, none connected: :func:`wants_workers`) outranks
+    failing (rate at or over FAILING_RATE, and surely over FAILING_FLOOR),
+    which outranks rising, which outranks stuck (:func:`looks_stuck`): with
+    workers connected, or when they could not be counted (None), "nothing
+    active". No worker comes first since nothing else changes until one is
+    back: the failure figures follow in its words."""
     recent = summary.recent
     detail = _failed_words(recent) if recent is not None and recent.failed else ""
+    if workers is not None and workers.connected == 0 and wants_workers(summary):
+        return _no_workers(summary, workers, detail)
     if recent is not None and recent.failed >= MIN_FAILED:
         total = recent.total or 0  # 0: the rate is not known
         rate = recent.failed / total if total else 0.0
@@ -140,12 +217,10 @@ def queue_health(summary: QueueSummary, workers: int | None = None) -> Health:
             return Health("rising", "failures rising", f"{detail} ({was})")
     if looks_stuck(summary):
         ready = sum(map(summary.counts.__getitem__, READY))
-        if workers == 0:
-            return Health("stuck", "no workers", f"{ready:,} waiting, no worker connected")
         waiting = f"{ready:,} waiting, none active"
         if recent is not None and recent.completed is not None:
             waiting += f", none finished in the {_window(recent)}"
         if workers is not None:
-            waiting += f", {_workers_words(workers)}"
+            waiting += f", {_workers_words(workers.connected)}"
         return Health("stuck", "nothing active", waiting)
     return Health("", "", detail)

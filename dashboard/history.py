@@ -26,6 +26,7 @@ from django.views.decorators.http import require_GET
 from redis import Redis
 
 from dashboard import connection_groups, connections
+from dashboard.charts import FAILURES_MEANING
 from dashboard.formatting import thousands
 from dashboard.health import percent
 from dashboard.history_chart import format_ms, history_chart, history_missing, markers_for
@@ -44,7 +45,7 @@ from queues.read.history import (
     recent,
 )
 from queues.read.refs import QueueRef
-from queues.read.states import COMPLETED, FAILED
+from queues.read.states import FAILED
 
 
 def range_links(ref: QueueRef, chosen: str) -> SafeString:
@@ -204,8 +205,7 @@ def history_summary(request: HttpRequest) -> HttpResponse:
         "never": bool(hours) and lag is None,
         "several": connections.several(),
         # The phone's words beside the figures, from the one definition of the states.
-        "completed": COMPLETED.name,
-        "failed": FAILED.name,
+        "failures_meaning": FAILURES_MEANING,
         "unreachable": unreachable,
     }
     return render(request, "dashboard/_history_summary.html", context)

@@ -23,8 +23,15 @@ from dataclasses import dataclass
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from dashboard.charts import MAX_MARKERS, Marker, action_markers, nice_ceiling
-from dashboard.formatting import compact, thousands
+from dashboard.charts import (
+    FAILURES_MEANING,
+    MAX_MARKERS,
+    Marker,
+    action_markers,
+    half_scales,
+    nice_ceiling,
+)
+from dashboard.formatting import compact, failures, thousands
 from dashboard.models import AuditEntry
 from dashboard.presenters import span
 from queues.read.history import RANGES, Figures, History, HistoryRange
@@ -97,7 +104,7 @@ def format_ms(value: float | None) -> str:
 def _readout(slot: Slot, when: str) -> str:
     f = slot.figures
     parts = [f"{when}{' (so far)' if slot.current else ''}:"]
-    parts.append(f"{thousands(f.completed)} completed, {thousands(f.failed)} failed")
+    parts.append(f"{thousands(f.completed)} completed, {failures(f.failed)}")
     for name, durations in (("wait", f.wait), ("run", f.run)):
         if durations.count:
             parts.append(
@@ -181,7 +188,7 @@ def _band_titles(slot: str) -> str:
         f'<text class="tick band-title" x="0.3%" y="{y}%" dominant-baseline="hanging">'
         f"{words}</text>"
         for y, words in (
-            (_C_TOP - 3.5, f"jobs finished per {slot} (failed below the line)"),
+            (_C_TOP - 3.5, f"jobs finished per {slot} (failures below the line)"),
             (_D_TOP - 3.5, "wait and run time (p95 solid, p50 dashed)"),
             (_B_TOP - 3.5, "backlog (waiting + prioritized)"),
         )
@@ -223,8 +230,9 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
     slots = slots_of(history)
     width = 100 / len(slots)
     figures = [slot.figures for slot in slots]
-    top_done = nice_ceiling(max((f.completed for f in figures), default=0))
-    top_failed = nice_ceiling(max(max((f.failed for f in figures), default=0), top_done / 10))
+    top_done, top_failed = half_scales(
+        max((f.completed for f in figures), default=0), max((f.failed for f in figures), default=0)
+    )
     percentiles = {
         name: [getattr(f, kind).percentile(q) if getattr(f, kind).count else None for f in figures]
         for name, kind, q in (
@@ -280,7 +288,7 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
     for f in figures:
         total.merge(f)
     summary = (
-        f"{thousands(total.completed)} completed, {thousands(total.failed)} failed in the last"
+        f"{thousands(total.completed)} completed, {failures(total.failed)} in the last"
         f" {chosen.label}"
     )
     if total.wait.count:
@@ -311,7 +319,8 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         f'<figure class="queue-chart history-chart" data-history-chart data-range="{chosen.name}">'
         f'<figcaption><span class="chart-title">History</span>{range_links}'
         '<span class="chart-key"><span class="key key-completed"></span>completed</span>'
-        '<span class="chart-key"><span class="key key-failed"></span>failed</span>'
+        f'<span class="chart-key" title="{FAILURES_MEANING}">'
+        '<span class="key key-failed"></span>failures</span>'
         '<span class="chart-key"><span class="key key-wait"></span>wait</span>'
         '<span class="chart-key"><span class="key key-run"></span>run</span>'
         '<span class="chart-key"><span class="key key-backlog"></span>backlog</span>'

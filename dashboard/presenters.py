@@ -24,8 +24,9 @@ from dashboard import charts
 
 # Re-exported: presenters.thousands / compact read well in templates' tag code.
 from dashboard.formatting import compact as compact
+from dashboard.formatting import span as span
 from dashboard.formatting import thousands as thousands
-from dashboard.health import Health, queue_health
+from dashboard.health import Health, Workers, queue_health
 from dashboard.queue_urls import PATH_SAFE, queue_url, queue_url_maker
 from queues.read.counts import METRICS_POINTS, QueueSummary
 from queues.read.failures import FailedAttempt
@@ -35,6 +36,7 @@ from queues.read.progress import Progress
 from queues.read.refs import QueueRef
 from queues.read.search import FoundText
 from queues.read.states import LABELS, TAB, TABS
+from queues.throughput import MINUTE_MS
 
 # Words for every state a page names, and the events tab.
 STATE_LABELS = {**LABELS, "events": "events"}
@@ -49,25 +51,6 @@ def exact_time(ms: object) -> str:
     except (OverflowError, OSError, ValueError):
         return str(ms)
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
-
-
-_YEAR_S = 365 * 86_400
-
-
-def span(ms: int) -> str:
-    """A duration for humans: "340 ms", "4.2 s", "3 min", "2 h", "5 d", "73 years"
-    (not "26692 d": a year is 365 days here)."""
-    seconds = abs(ms) / 1000
-    if seconds < 1:
-        return f"{abs(ms)} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s".replace(".0 s", " s")
-    if seconds >= 2 * _YEAR_S:
-        return f"{int(seconds // _YEAR_S)} years"
-    for size, unit in ((86_400, "d"), (3_600, "h"), (60, "min")):
-        if seconds >= size:
-            return f"{int(seconds // size)} {unit}"
-    return f"{int(seconds)} s"  # pragma: no cover - unreachable, keeps mypy happy
 
 
 def running_label(ms: int) -> str:
@@ -241,13 +224,12 @@ def count_cells(base_url: str, counts: dict[str, int]) -> list[CountCell]:
 def queue_rows(
     summaries: Sequence[QueueSummary],
     *,
-    top: int,
     slots: int = METRICS_POINTS,
-    workers: Mapping[QueueRef, int] | None = None,
+    workers: Mapping[QueueRef, Workers] | None = None,
 ) -> list[QueueRow]:
-    """The overview's rows; their sparklines share the scale ``top`` per minute
-    (charts.spark_scale). ``workers``: the queues' connected workers where
-    counted (dashboard.workers.stuck_worker_counts), None when unknown."""
+    """The overview's rows, each sparkline on its own scale
+    (charts.sparkline_svg). ``workers``: the queues' connected workers where
+    counted (dashboard.health_reads), None when unknown."""
     rows = []
     queue_page_url = queue_url_maker("dashboard:queue")
     for summary in summaries:
@@ -257,7 +239,11 @@ def queue_rows(
                 summary=summary,
                 url=url,
                 sparkline=charts.sparkline_svg(
-                    summary.completed_per_minute, summary.failed_per_minute, slots, top
+                    summary.completed_per_minute,
+                    summary.failed_per_minute,
+                    slots,
+                    newest_minute=summary.read_at_ms // MINUTE_MS - 1,
+                    counted_from_events=summary.counted_from_events,
                 ),
                 health=queue_health(summary, None if workers is None else workers.get(summary.ref)),
             )

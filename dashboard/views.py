@@ -18,7 +18,6 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
-from redis import Redis
 
 from dashboard import (
     action_bars,
@@ -31,7 +30,8 @@ from dashboard import (
     job_edits,
     presenters,
 )
-from dashboard.health import looks_stuck
+from dashboard.health import Workers
+from dashboard.health_reads import queue_workers
 from dashboard.lookup import clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import (
     can_act,
@@ -47,7 +47,6 @@ from queues.keys import InvalidName
 from queues.read import counts, events, lists, states
 from queues.read.job import job_detail
 from queues.read.refs import QueueRef
-from queues.read.workers import worker_counts
 
 PAGE_SIZES = (20, 50, 100, 200)
 # The overview's rows per page: a screenful and more, and the most one live
@@ -116,7 +115,7 @@ def _page(
 
 
 def _queue_context(
-    ref: QueueRef, summary: counts.QueueSummary, tab: str, workers: int | None = None
+    ref: QueueRef, summary: counts.QueueSummary, tab: str, workers: Workers | None = None
 ) -> dict[str, Any]:
     """What every tab of a queue shows above its own part; ``workers`` (when
     counted) lets the health say "no workers" rather than "nothing active"."""
@@ -201,18 +200,19 @@ def overview(request: HttpRequest) -> HttpResponse:
     shown = listed[start : start + OVERVIEW_PAGE_SIZE]
     for group in groups:
         page_refs = [ref for owner, ref in shown if owner is group]
-        connection_groups.read_summaries(group, page_refs, count_workers=_stuck_workers)
+        connection_groups.read_summaries(
+            group, page_refs, count_workers=queue_workers, history_minutes=counts.METRICS_POINTS
+        )
         if sort == "failed":
             # Ordered again by the counts the rows show: a failure between the
             # two reads must not put a row out of order against its number.
             group.summaries.sort(key=lambda s: (-s.counts["failed"], s.ref))
-    top = charts.spark_scale(s for group in groups for s in group.summaries)
     drawn = any(s.completed_per_minute or s.failed_per_minute for g in groups for s in g.summaries)
     several = connections.several()
     sections = [
         GroupSection(
             group,
-            presenters.queue_rows(group.summaries, top=top, workers=group.workers),
+            presenters.queue_rows(group.summaries, workers=group.workers),
             matching.get(group.name, 0),
         )
         for group in groups
@@ -234,7 +234,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         "sections": sections,
         "several": several,
         # No scale to state when no row on the page has a per-minute series.
-        "spark_scale": charts.scale_words(top) if drawn else "",
+        "drawn": drawn,
+        "spark_slots": counts.METRICS_POINTS,  # the minutes a sparkline's width stands for
         "states": states.STATES,
     }
     template = "dashboard/_overview_list.html" if _is_htmx(request) else "dashboard/overview.html"
@@ -261,14 +262,6 @@ def _most_failed(pair: tuple[int, QueueRef]) -> int:
     return -pair[0]
 
 
-def _stuck_workers(
-    client: Redis, summaries: list[counts.QueueSummary]
-) -> dict[QueueRef, int] | None:
-    """Workers are counted for the rows that look stuck only: one CLIENT LIST
-    per node for all of them, none at all while no queue looks stuck."""
-    return worker_counts(client, [s.ref for s in summaries if looks_stuck(s)])
-
-
 @require_GET
 @vary_on_headers("HX-Request")
 @page_permission()
@@ -288,7 +281,7 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     # The counts and the list are two reads: the list's total stands for its tab,
     # so the tab, the bulk buttons and the pager of one answer never disagree.
     summary.counts[state] = jobs.total
-    counted = worker_counts(client, [ref]) if looks_stuck(summary) else None
+    counted = queue_workers(client, [summary])
     context = _queue_context(ref, summary, state, counted.get(ref) if counted else None)
     hour = charts.hour_totals(summary)
     completed_last_hour = hour[0] if hour is not None else None

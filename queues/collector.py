@@ -11,7 +11,7 @@ their minutes and Prometheus gets counters. Minutes are kept two days, hours
 Exactly one collector runs across all dashboard processes sharing a Redis:
 the holder of a lease (``COLLECTOR_LEASE``, redis-py's ``Lock``: SET NX PX,
 renewed by the holder). Each batch is written by one script
-(priv/scripts/recordHistory-3.lua) together with the stream id it read up to,
+(priv/scripts/recordHistory-4.lua) together with the stream id it read up to,
 and only if the stored id is still the one this collector read after: a
 collector that lost its lease without noticing cannot write twice, and the
 one taking over resumes exactly after the last batch written. What the
@@ -66,11 +66,11 @@ from redis.exceptions import LockError, RedisError, ResponseError
 
 from queues import codec, scripts
 from queues.collector_report import CollectorReport
-from queues.connection import is_cluster
 from queues.errors import CorruptKey
 from queues.keys import COLLECTOR_LEASE, HistoryKeys, QueueKeys
 from queues.latency import LAST_BUCKET, bucket_counts
 from queues.locks import expire_unheld_lock
+from queues.raw_streams import SINGLE, RawStreams, is_redirect
 from queues.read.refs import QueueRef
 from queues.read.replies import read
 from queues.read.states import TABS
@@ -80,6 +80,11 @@ log = logging.getLogger(__name__)
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 MINUTES_KEPT_MS = 2 * 24 * HOUR_MS
+# The recent minutes (HistoryKeys.recent): one slot per minute, a ring this
+# long, so the overview reads a queue's last half hour (30 full minutes and
+# the current one) with one GET of 384 bytes instead of 31 minute hashes:
+# those cost 15-19 ms a page of 100 queues (docs/benchmarks.md).
+RECENT_SLOTS = 32
 HOURS_KEPT_MS = 30 * 24 * HOUR_MS
 # The lease lapses this long after its holder last renewed it; a standby
 # looks every STANDBY_POLL_S: a dead holder is replaced within about 17 s.
@@ -240,7 +245,7 @@ class QueueFolder:
 
     def fold(self, entries: Sequence[Any]) -> tuple[list[MinuteBatch], list[_Lookup]]:
         """Fold ``entries`` (XRANGE's raw reply: ``[id, [field, value, ...]]``
-        each, bytes; see ``_raw_stream_client``) into the pending minute
+        each, bytes; see queues.raw_streams) into the pending minute
         batches; answers the batches it added to (the last pending one goes
         on when its minute does) and the durations still to look up in job
         hashes.
@@ -350,22 +355,6 @@ def _field(flat: Sequence[bytes], name: bytes, default: bytes | None = None) -> 
     return default
 
 
-def _raw_stream_client(client: Redis) -> Redis:
-    """A client on ``client``'s connections whose XRANGE and XREAD answer
-    Redis' reply as it came (``[id, [field, value, ...]]``; XREAD: ``[[stream,
-    entries], ...]`` or None).
-
-    Measured reason (a stream of 30,000 BullMQ events, one process): redis-py's
-    own XRANGE reply callback builds a dict per entry and took about 60% of the
-    collector's CPU; the raw reply and the fold above took 0.05-0.07 s where
-    the parsed reply and the fold took 0.19-0.24 s. The callback is set on a
-    client of the collector's own, so nothing else sees raw replies."""
-    raw = Redis(connection_pool=client.connection_pool)
-    for command in ("XRANGE", "XREAD"):
-        raw.set_response_callback(command, lambda reply, **_options: reply)
-    return raw
-
-
 def _durations_from_hashes(client: Redis, keys: QueueKeys, lookups: list[_Lookup]) -> None:
     """Add the durations a job hash still tells (see the module's notes)."""
     if not lookups:
@@ -438,13 +427,16 @@ def record(client: Redis, ref: QueueRef, cursor: str, batch: MinuteBatch) -> Non
         client,
         scripts.call(
             "recordHistory",
-            (keys.state, keys.minute(batch.minute), keys.hour(hour)),
+            (keys.state, keys.minute(batch.minute), keys.hour(hour), keys.recent),
             (
                 cursor,
                 batch.last_id,
                 (batch.minute + 1) * MINUTE_MS + MINUTES_KEPT_MS,
                 (hour + 1) * HOUR_MS + HOURS_KEPT_MS,
                 batch.as_json(),
+                batch.minute,
+                RECENT_SLOTS,
+                (batch.minute + 1 + RECENT_SLOTS) * MINUTE_MS,
             ),
         ),
     )
@@ -470,7 +462,7 @@ class HistoryCollector:
         record_every_s: float = RECORD_EVERY_S,
     ) -> None:
         self.client = client
-        self._streams = _raw_stream_client(client)
+        self._streams = RawStreams(client)
         self.list_queues = list_queues
         # Host and pid: the status says which process collects.
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -700,9 +692,10 @@ class HistoryCollector:
         ``NEWS_PER_READ`` streams on a single node (it names only the streams
         with news). On a cluster, whose streams sit on several nodes, and for
         a group holding a key that is no stream (XREAD refuses the whole
-        group), every folder is read."""
-        if is_cluster(self.client):
-            return folders
+        group), every folder is read: on a cluster in the order of the nodes
+        holding them, so a read's group is mostly one node's (one round trip)."""
+        if self._streams.cluster:
+            return sorted(folders, key=lambda folder: self._streams.node_of(folder.keys.events))
         found = [folder for folder in folders if folder.had_news]
         quiet = [folder for folder in folders if not folder.had_news] if found else folders
         for offset in range(0, len(quiet), NEWS_PER_READ):
@@ -710,7 +703,7 @@ class HistoryCollector:
             keys = [folder.keys.events for folder in group]
             after = {key: folder.position or "0-0" for key, folder in zip(keys, group, strict=True)}
             try:
-                reply: Any = self._streams.xread(after, count=1)  # type: ignore[arg-type]
+                reply: Any = self._streams.on(SINGLE).xread(after, count=1)  # type: ignore[arg-type]
             except ResponseError:
                 found.extend(group)
                 continue
@@ -719,35 +712,50 @@ class HistoryCollector:
         return found
 
     def _read_and_fold(self, group: list[QueueFolder]) -> list[_Folded]:
-        """Read the streams of ``group`` in one round trip and fold each: the
-        replies (tens of thousands of objects) are gone when this returns."""
-        pipe = self._streams.pipeline(transaction=False)
+        """Read the streams of ``group`` (one round trip per node holding
+        them: one off a cluster) and fold each: the replies (tens of
+        thousands of objects) are gone when this returns."""
+        by_node: dict[str, list[QueueFolder]] = {}
         for folder in group:
-            # From the position itself, one more: finding its event proves
-            # that nothing after it was trimmed, without a command of its own.
-            if folder.position:
-                pipe.xrange(folder.keys.events, folder.position, "+", count=self.batch + 1)
-            else:
-                pipe.xrange(folder.keys.events, "-", "+", count=self.batch)
+            by_node.setdefault(self._streams.node_of(folder.keys.events), []).append(folder)
         folded: list[_Folded] = []
-        for folder, entries in zip(group, pipe.execute(raise_on_error=False), strict=True):
-            folder.had_news = False
-            if isinstance(entries, Exception):
-                continue  # not a stream (a writer's garbage): nothing to fold
-            start = folder.position
-            cursor_found = bool(entries) and entries[0][0] == start.encode()
-            if cursor_found:
-                del entries[0]
-            else:
-                del entries[self.batch :]
-            if not entries:
-                continue
-            folder.had_news = self._folded = True
-            batches, lookups = folder.fold(entries)
-            read_from = start if start and not cursor_found else ""
-            full = len(entries) >= self.batch
-            folded.append(_Folded(folder, batches, lookups, read_from, len(entries), full))
+        for node, on_node in by_node.items():
+            pipe = self._streams.on(node).pipeline(transaction=False)
+            for folder in on_node:
+                # From the position itself, one more: finding its event proves
+                # that nothing after it was trimmed, without a command of its own.
+                if folder.position:
+                    pipe.xrange(folder.keys.events, folder.position, "+", count=self.batch + 1)
+                else:
+                    pipe.xrange(folder.keys.events, "-", "+", count=self.batch)
+            replies = pipe.execute(raise_on_error=False)
+            if any(is_redirect(reply) for reply in replies):
+                # A slot moved: those streams are read on their new node next pass.
+                self._streams.moved()
+            for folder, entries in zip(on_node, replies, strict=True):
+                read_ = self._fold_read(folder, entries)
+                if read_ is not None:
+                    folded.append(read_)
         return folded
+
+    def _fold_read(self, folder: QueueFolder, entries: Any) -> _Folded | None:
+        """Fold what one XRANGE of ``folder``'s stream answered (None: nothing new)."""
+        folder.had_news = False
+        if isinstance(entries, Exception):
+            return None  # not a stream (a writer's garbage), or moved: nothing to fold
+        start = folder.position
+        cursor_found = bool(entries) and entries[0][0] == start.encode()
+        if cursor_found:
+            del entries[0]
+        else:
+            del entries[self.batch :]
+        if not entries:
+            return None
+        folder.had_news = self._folded = True
+        batches, lookups = folder.fold(entries)
+        read_from = start if start and not cursor_found else ""
+        full = len(entries) >= self.batch
+        return _Folded(folder, batches, lookups, read_from, len(entries), full)
 
     def _complete(self, folded: _Folded) -> None:
         """Add to one stream's folded batches what the fold could not know:

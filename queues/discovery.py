@@ -46,7 +46,7 @@ from queues.connection import REDIS_FAILURES, is_cluster
 from queues.connection_names import queue_names_of
 from queues.keys import InvalidName, validate_prefix
 from queues.read.refs import QueueRef
-from queues.read.workers import read_client_list
+from queues.read.workers import recent_client_list
 
 # QueueRef's own order (prefix, then name) as a C-level key: the dataclass's
 # generated __lt__ made sorting a thousand queues a visible part of a page.
@@ -151,7 +151,7 @@ def _on(node: Any) -> dict[str, Any]:
 def _client_names(client: Redis) -> list[str]:
     """The names of every connection, on every node (CLIENT LIST); a refusal
     raises, as Redis gave it."""
-    clients = read_client_list(client)
+    clients = recent_client_list(client, max_age_s=0)  # read now, and kept for the pages
     if clients.refusal is not None:
         raise clients.refusal
     return [connection.name for connection in clients.connections]

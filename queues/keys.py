@@ -220,6 +220,12 @@ class HistoryKeys:
         """Hash of one hour (``hour`` = ms since the epoch // 3,600,000)."""
         return f"{self.base}h:{hour}"
 
+    @property
+    def recent(self) -> str:
+        """String: the last minutes' completed and failed, packed
+        (priv/scripts/recordHistory-4.lua); what the overview reads."""
+        return self.base + "recent"
+
 
 # String: the token of the dashboard process that collects (a lease, PX).
 COLLECTOR_LEASE = f"{HISTORY_ROOT}:collector"

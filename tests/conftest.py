@@ -101,12 +101,14 @@ def dashboard_redis(redis_client: Redis, redis_url: str, settings: Any) -> Redis
     from django.core.cache import cache
 
     from queues import discovery
+    from queues.read.workers import forget_client_lists
 
     settings.REDIS_URL = redis_url
     settings.ECHOMQ_READ_ONLY = False
     settings.ECHOMQ_QUEUES = []
     settings.ECHOMQ_PREFIXES = ["bull"]
     discovery.clear_discovery_cache()
+    forget_client_lists()  # an earlier test's workers, seen a few seconds ago
     cache.clear()  # what an earlier test's pages kept for a few seconds (the last hour)
     return redis_client
 

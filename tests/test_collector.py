@@ -5,6 +5,7 @@ hours equal to their minutes, restarts resuming from the stored cursor."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import logging
 import time
@@ -15,14 +16,34 @@ import pytest
 from redis import Redis
 from redis.exceptions import RedisError
 
-from queues import collector_report
-from queues.collector import HOUR_MS, MINUTE_MS, HistoryCollector, LeaseLost, QueueFolder
+from queues import codec, collector_report
+from queues.collector import (
+    HOUR_MS,
+    MINUTE_MS,
+    RECENT_SLOTS,
+    HistoryCollector,
+    LeaseLost,
+    MinuteBatch,
+    QueueFolder,
+    record,
+)
 from queues.connection import connect
+from queues.errors import CorruptKey
 from queues.job import Job
 from queues.keys import COLLECTOR_LEASE, COLLECTOR_STATUS, HistoryKeys, stopped_history_field
 from queues.latency import bucket_of, percentile_ms, upper_bound_ms
 from queues.queue import Queue
-from queues.read.history import Figures, collector_status, history, recent, totals
+from queues.read.counts import METRICS_POINTS, QueueSummary, queue_summaries
+from queues.read.history import (
+    Figures,
+    collector_status,
+    history,
+    recent,
+    recent_minutes,
+    totals,
+    with_history_series,
+    with_recent_series,
+)
 from queues.read.refs import QueueRef
 from tests.history_helpers import collect_until_read, job_events, write_events
 from tests.worker_helpers import running, until
@@ -646,6 +667,93 @@ def test_after_a_redis_error_mid_pass_what_was_folded_is_read_again(
         c.stop()
     figures = totals(redis_client, [REF])[REF].figures
     assert (figures.completed, figures.gaps) == (1 + kept, 1)
+
+
+def _overview_row(client: Redis, now: int) -> QueueSummary:
+    """REF as the overview reads it, its workers keeping no metrics."""
+    (summary,) = queue_summaries(client, [REF], now_ms=now)
+    (summary,) = with_recent_series(client, [summary], METRICS_POINTS)
+    return summary
+
+
+def test_the_overview_s_recent_minutes_say_what_the_minute_hashes_say(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """The overview draws a queue without worker metrics from the packed
+    recent minutes, its page from the minute hashes: the same figures."""
+    now = int(time.time() * 1000)
+    first = (now // MINUTE_MS - 12) * MINUTE_MS
+    events = []
+    for n in range(60):  # a job every 12 s over 12 minutes, one in five failing
+        events += job_events(f"j{n}", first + n * 12_000, 30, 80, ok=n % 5 != 0)
+    write_events(redis_client, REF, events)
+    collect_until_read(collector(redis_url, "one"))
+    overview = _overview_row(redis_client, now)
+    assert overview.counted_from_events
+    # It starts at the first minute the collector covered, not 30 idle ones before.
+    assert len(overview.completed_per_minute) == 12
+    # Every job finished before this minute began (the last one 11.8 min in).
+    assert (sum(overview.completed_per_minute), sum(overview.failed_per_minute)) == (48, 12)
+    (page,) = with_history_series(redis_client, [overview_without_series(overview)], 30)
+    assert page.completed_per_minute[-12:] == overview.completed_per_minute
+    assert page.failed_per_minute[-12:] == overview.failed_per_minute
+    assert not any(page.completed_per_minute[:-12] + page.failed_per_minute[:-12])
+    assert page.this_minute == overview.this_minute
+
+
+def overview_without_series(summary: QueueSummary) -> QueueSummary:
+    return dataclasses.replace(
+        summary, completed_per_minute=[], failed_per_minute=[], counted_from_events=False
+    )
+
+
+def test_recent_minutes_keep_the_newest_minute_of_each_slot(redis_client: Redis) -> None:
+    keys = HistoryKeys(REF.name, REF.prefix)
+    minute = int(time.time() * 1000) // MINUTE_MS
+
+    def batch(at: int, completed: int, failed: int) -> MinuteBatch:
+        added = MinuteBatch(at, "")
+        added.add.update({"c": completed, "f": failed})
+        return added
+
+    def written(at: int, completed: int, failed: int) -> None:
+        cursor = codec.text(redis_client.hget(keys.state, "cursor")) or ""
+        one = batch(at, completed, failed)
+        one.last_id = f"{at}-0"
+        record(redis_client, REF, cursor, one)
+
+    written(minute, 3, 1)
+    written(minute, 2, 0)  # the same minute: added
+    written(minute + RECENT_SLOTS, 7, 7)  # its slot's next turn: replaces it
+    written(minute, 100, 100)  # an older minute in a newer slot: left alone
+    held = recent_minutes(redis_client.get(keys.recent), minute, minute + RECENT_SLOTS)
+    assert held == {minute + RECENT_SLOTS: (7, 7)}
+    written(minute + 1, 0, 0)  # a backlog sample: the minute is covered, with nothing
+    held = recent_minutes(redis_client.get(keys.recent), minute, minute + RECENT_SLOTS)
+    assert held == {minute + 1: (0, 0), minute + RECENT_SLOTS: (7, 7)}
+    # Expires once its newest minute has left every window: bounded, like the hashes.
+    assert 0 < redis_client.pttl(keys.recent) <= (RECENT_SLOTS + 2) * MINUTE_MS
+
+
+def test_a_recent_minutes_key_of_another_type_refuses_the_batch_and_writes_nothing(
+    redis_client: Redis,
+) -> None:
+    keys = HistoryKeys(REF.name, REF.prefix)
+    redis_client.hset(keys.recent, "someone", "else's")
+    minute = int(time.time() * 1000) // MINUTE_MS
+    one = MinuteBatch(minute, "1-0")
+    one.add["c"] = 1
+    with pytest.raises(
+        CorruptKey, match=f"{keys.recent} holds a hash, where the queue keeps a string"
+    ):
+        record(redis_client, REF, "", one)
+    assert not redis_client.exists(keys.state, keys.minute(minute), keys.hour(minute // 60))
+    assert redis_client.hgetall(keys.recent) == {b"someone": b"else's"}
+
+
+def test_recent_minutes_of_another_type_read_as_none(redis_client: Redis) -> None:
+    redis_client.hset(HistoryKeys(REF.name, REF.prefix).recent, "someone", "else's")
+    assert _overview_row(redis_client, int(time.time() * 1000)).completed_per_minute == []
 
 
 # -- one queue's broken history key costs that queue's history only (issue 22) ------

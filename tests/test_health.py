@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.health import Health, low_end, percent, queue_health
-from queues.read.counts import QueueSummary
+from dashboard.health import (
+    MIN_FAILED,
+    MIN_FAILED_WITHOUT_RATE,
+    Health,
+    Workers,
+    low_end,
+    percent,
+    queue_health,
+)
+from queues.read.counts import LastFinished, QueueSummary
 from queues.read.refs import QueueRef
 from queues.read.states import STATES
 from queues.throughput import RecentFinishes
@@ -199,16 +207,41 @@ def test_percent_keeps_two_figures(share: float, words: str) -> None:
     assert percent(share) == words
 
 
+# 2026-12-02 10:56:30 UTC: the moment the summaries below were read.
+NOW_MS = 1_796_208_990_000
+MINUTE = 60_000
+
+
+def read_now(queue: QueueSummary) -> QueueSummary:
+    queue.read_at_ms = NOW_MS
+    return queue
+
+
 WORKER_CASES = [
     pytest.param(
         summary(finishes(0, 0, (300, 0)), wait=5),
-        0,
-        ("stuck", "no workers", "5 waiting, no worker connected"),
+        Workers(0),
+        ("stuck", "no workers", "5 waiting"),
         id="no worker connected",
+    ),
+    # At once: the workers left a minute ago, their last jobs finished then
+    # (issue 21: the badge came five minutes after the last finished job).
+    pytest.param(
+        summary(finishes(300, 0), wait=200),
+        Workers(0),
+        ("stuck", "no workers", "200 waiting"),
+        id="no worker, jobs finished a minute ago",
+    ),
+    # Killed mid-job: its jobs stay active with nobody to finish or recover them.
+    pytest.param(
+        summary(finishes(300, 0), wait=20, active=4),
+        Workers(0),
+        ("stuck", "no workers", "20 waiting"),
+        id="no worker, jobs left active",
     ),
     pytest.param(
         summary(finishes(0, 0), wait=4),
-        2,
+        Workers(2),
         (
             "stuck",
             "nothing active",
@@ -216,32 +249,117 @@ WORKER_CASES = [
         ),
         id="workers connected, nothing active",
     ),
+    # Connected but busy elsewhere (another queue's jobs, or long ones): jobs
+    # finished lately, so no badge; not "no workers".
+    pytest.param(
+        summary(finishes(40, 0), wait=30), Workers(3), ("", "", ""), id="workers busy elsewhere"
+    ),
     pytest.param(
         summary(None, wait=1),
-        1,
+        Workers(1),
         ("stuck", "nothing active", "1 waiting, none active, 1 worker connected"),
         id="one worker",
     ),
+    # The server refuses CLIENT LIST: the five-minute rule, as before.
     pytest.param(
         summary(finishes(0, 0), wait=3),
         None,
         ("stuck", "nothing active", "3 waiting, none active, none finished in the last 5 min"),
         id="workers not known",
     ),
-    # A queue moving jobs has workers even when none names its connections.
-    pytest.param(summary(finishes(300, 0), wait=5), 0, ("", "", ""), id="moving"),
-    pytest.param(summary(finishes(0, 0), wait=5, paused=True), 0, ("", "", ""), id="paused"),
+    pytest.param(summary(finishes(300, 0), wait=5), None, ("", "", ""), id="not known, moving"),
+    pytest.param(
+        summary(finishes(0, 0), wait=5, paused=True), Workers(0), ("", "", ""), id="paused"
+    ),
+    pytest.param(
+        summary(finishes(0, 0), delayed=5, completed=3), Workers(0), ("", "", ""), id="delayed only"
+    ),
+    pytest.param(summary(finishes(0, 0), active=2), Workers(0), ("", "", ""), id="nothing ready"),
+    pytest.param(
+        summary(finishes(0, 0), prioritized=7),
+        Workers(0),
+        ("stuck", "no workers", "7 waiting"),
+        id="prioritized jobs and no worker",
+    ),
+    # Nothing changes until a worker is back: that comes first, the failures follow.
     pytest.param(
         summary(finishes(10, 20), wait=5),
-        0,
+        Workers(0),
+        ("stuck", "no workers", "5 waiting; 67% failed, last 5 min"),
+        id="no workers outranks failing",
+    ),
+    pytest.param(
+        summary(finishes(10, 20), wait=5),
+        Workers(1),
         ("failing", "failing", "67% failed, last 5 min"),
-        id="failing outranks no workers",
+        id="failing with a worker",
     ),
 ]
 
 
 @pytest.mark.parametrize(("queue", "workers", "expected"), WORKER_CASES)
 def test_health_with_the_workers_counted(
-    queue: QueueSummary, workers: int | None, expected: tuple[str, str, str]
+    queue: QueueSummary, workers: Workers | None, expected: tuple[str, str, str]
 ) -> None:
-    assert queue_health(queue, workers) == Health(*expected)
+    assert queue_health(read_now(queue), workers) == Health(*expected)
+
+
+SINCE_CASES = [
+    # The newest of both sets dates it, to the minute, with how long ago.
+    pytest.param(
+        LastFinished(NOW_MS - 14 * MINUTE, NOW_MS - 20 * MINUTE),
+        "last job finished 14 min ago (10:42 UTC)",
+        id="completed newest",
+    ),
+    pytest.param(
+        LastFinished(NOW_MS - 3 * 3_600_000, NOW_MS - 90 * MINUTE),
+        "last job finished 1 h ago (09:26 UTC)",
+        id="failed newest",
+    ),
+    pytest.param(
+        LastFinished(NOW_MS - 20_000, None), "last job finished just now (10:56 UTC)", id="just now"
+    ),
+    pytest.param(
+        LastFinished(NOW_MS - 2 * 86_400_000, None),
+        "last job finished 2 d ago (Nov 30 10:56 UTC)",
+        id="another day",
+    ),
+    # Completed jobs not kept (removeOnComplete): one may have finished later, unseen.
+    pytest.param(
+        LastFinished(None, NOW_MS - 5 * MINUTE),
+        "last failure 5 min ago (10:51 UTC), completed jobs not kept",
+        id="failures only",
+    ),
+    pytest.param(LastFinished(None, None), "no finished job kept to date it", id="nothing kept"),
+]
+
+
+@pytest.mark.parametrize(("last", "words"), SINCE_CASES)
+def test_no_workers_says_since_when_as_far_as_the_jobs_kept_tell(
+    last: LastFinished, words: str
+) -> None:
+    health = queue_health(read_now(summary(finishes(0, 0), wait=200)), Workers(0, last))
+    assert health == Health("stuck", "no workers", f"200 waiting; {words}")
+
+
+THRESHOLD_CASES = [
+    # Exactly MIN_FAILED failures mark a queue (issue 26: ">" for ">=" survived).
+    pytest.param(finishes(0, MIN_FAILED), "failing", id="exactly MIN_FAILED, all failed"),
+    pytest.param(finishes(0, MIN_FAILED - 1), "", id="one fewer"),
+    # Exactly MIN_FAILED_WITHOUT_RATE failures can rise when the rate is unknown.
+    pytest.param(
+        finishes(None, MIN_FAILED_WITHOUT_RATE, (None, 0), 5.0, "finished jobs"),
+        "rising",
+        id="exactly MIN_FAILED_WITHOUT_RATE",
+    ),
+    pytest.param(
+        finishes(None, MIN_FAILED_WITHOUT_RATE - 1, (None, 0), 5.0, "finished jobs"),
+        "",
+        id="one fewer without a rate",
+    ),
+]
+
+
+@pytest.mark.parametrize(("recent", "kind"), THRESHOLD_CASES)
+def test_the_thresholds_hold_exactly(recent: RecentFinishes, kind: str) -> None:
+    assert queue_health(summary(recent, active=1)).kind == kind

@@ -87,7 +87,7 @@ def test_the_overview_and_the_chart_show_each_servers_own_figures(
     assert 'href="/c/staging/queues/bull/emails/"' in rows["staging bull:emails"]
     chart = viewer.get("/c/staging/queues/bull/emails/history/", {"range": "1h"})
     assert chart.status_code == 200
-    assert "2 completed, 6 failed" in chart.content.decode()
+    assert "2 completed, 6 failures" in chart.content.decode()
     assert (
         "4 completed"
         in viewer.get("/queues/bull/emails/history/", {"range": "1h"}).content.decode()

@@ -18,6 +18,7 @@ from queues import discovery
 from queues.connection import connect
 from queues.read.lists import job_page, job_page_if_exists
 from queues.read.refs import QueueRef
+from queues.read.workers import forget_client_lists
 from tests.dashboard_seed import seed_job
 from tests.round_trips import counted_sends
 
@@ -123,6 +124,28 @@ def test_the_overview_reverses_queue_urls_once_per_prefix_not_per_row(
     assert html.count("data-queue=") == 100
     assert 'href="/queues/bull/q-042/"' in html
     assert len(reversed_) <= 2
+
+
+def test_the_overviews_round_trips_do_not_grow_with_its_rows(
+    dashboard_redis: Redis, viewer_user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every row below waits with no worker and no metrics: its health reads the
+    client list and the newest finished jobs, its line the history's recent
+    minutes. Each of those is one round trip for the whole page, so 100 rows
+    cost what 10 cost."""
+
+    def sends(count: int) -> int:
+        dashboard_redis.flushdb()
+        _seed_queues(dashboard_redis, [f"q-{n:03d}" for n in range(count)])
+        client = _signed_in(viewer_user)
+        client.get("/")  # discovery's first look, out of the way
+        forget_client_lists()
+        with counted_sends(monkeypatch) as sent:
+            html = client.get("/").content.decode()
+        assert html.count(">no workers</span>") == count
+        return len(sent)
+
+    assert sends(100) == sends(10)
 
 
 ODD_NAMES = ["plain", "a/b", "til~de", "per%cent", "ünï-çødé", "<i>&'\"", "~s"]

@@ -468,3 +468,39 @@ def test_the_wait_page_spanning_wait_and_paused_holds_exactly_its_size(
     assert [row.job.id for row in page.rows] == expected
     assert page.total == 7
     assert page.has_next == (start + 5 < 7)
+
+
+def seed_last_finished(client: Redis, prefix: str = "bull") -> list[QueueRef]:
+    """Four queues: both sets kept, completed jobs not kept, nothing kept, and
+    another writer's garbage (a completed key of another type, an inf score)."""
+    both, failures, nothing, garbage = (
+        QueueRef(prefix, name) for name in ("both", "failures", "nothing", "garbage")
+    )
+    seed_job(client, both.keys, "c1", state="completed", score=1_764_000_000_000)
+    seed_job(client, both.keys, "c2", state="completed", score=1_764_000_060_000)
+    seed_job(client, both.keys, "f1", state="failed", score=1_764_000_030_000)
+    seed_job(client, failures.keys, "f1", state="failed", score=1_764_000_090_000)
+    client.set(garbage.keys.completed, "not a set")
+    client.zadd(garbage.keys.failed, {"odd": float("inf")})
+    return [both, failures, nothing, garbage]
+
+
+def assert_last_finished(client: Redis, refs: list[QueueRef]) -> None:
+    found = counts.last_finished(client, refs)
+    assert [(found[ref].completed_ms, found[ref].failed_ms) for ref in refs] == [
+        (1_764_000_060_000, 1_764_000_030_000),
+        (None, 1_764_000_090_000),
+        (None, None),
+        (None, None),
+    ]
+    assert found[refs[0]].newest_ms == 1_764_000_060_000
+
+
+def test_when_the_newest_kept_jobs_finished_is_one_script_call(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refs = seed_last_finished(redis_client)
+    counts.last_finished(redis_client, refs)  # the script is loaded on first use
+    with counted_sends(monkeypatch) as sent:
+        assert_last_finished(redis_client, refs)
+    assert len(sent) == 1

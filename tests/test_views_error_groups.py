@@ -211,6 +211,26 @@ def test_a_group_bigger_than_one_click_says_what_is_left(
     assert Queue(REF.name, failed).get_state("t1") == "failed"
 
 
+def test_the_tab_and_the_groups_count_the_same_failed_jobs_when_one_fails_between_reads(
+    failed: Redis, actor: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21: a tab read 178 beside a total of 180 on one screen. The page
+    reads the tabs' counts, then the groups: a failure in between showed in
+    the groups and not in the tab, which was built from the first read."""
+    reading = view.read.error_groups
+
+    def a_failure_meanwhile(client: Redis, ref: QueueRef) -> Any:
+        _fail(client, "late", "timeout after 30999 ms on job 999", now_ms())
+        return reading(client, ref)
+
+    monkeypatch.setattr(view.read, "error_groups", a_failure_meanwhile)
+    html = actor.get(PAGE).content.decode()
+    tab = re.search(r'data-count="(\d+)" data-count-state="failed"', html)
+    assert tab is not None
+    groups = [int(n) for n in re.findall(r'data-group-count="(\d+)"', html)]
+    assert int(tab.group(1)) == sum(groups) == 10
+
+
 def test_the_page_says_regrouping_while_an_index_of_older_rules_is_counted_again(
     dashboard_redis: Redis, actor: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -81,10 +81,10 @@ def test_each_range_draws_its_slots_with_exact_readouts(
         assert answer.status_code == 200
         html = answer.content.decode()
         # The count scale's numbers are jobs per bar: how long a bar is, said.
-        assert f"jobs finished per {bars[name]} (failed below the line)" in html
+        assert f"jobs finished per {bars[name]} (failures below the line)" in html
         assert f'data-range="{name}"' in html
         assert len(slots(html)) == count, name
-        busy = [words for words in slots(html) if "9 completed, 3 failed" in words]
+        busy = [words for words in slots(html) if "9 completed, 3 failures" in words]
         assert len(busy) == 1, name
         assert "wait p50 2" in busy[0]  # 250 ms, within a bucket
         assert "run p50 4" in busy[0]  # 40 ms

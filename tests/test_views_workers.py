@@ -17,12 +17,16 @@ from typing import Any
 import pytest
 from redis import Redis
 
+from dashboard import health_reads
 from dashboard.models import AuditEntry
 from dashboard.redis import get_client
 from queues import discovery
 from queues.connection_names import queue_name_forms
+from queues.queue import Queue
 from queues.read.refs import QueueRef
+from queues.read.workers import forget_client_lists
 from tests.dashboard_seed import seed_job
+from tests.test_discovery import eventually
 
 EMAILS = QueueRef("bull", "emails")
 KEYS = EMAILS.keys
@@ -128,7 +132,7 @@ def test_no_worker_says_so_on_the_tab_and_on_the_overview(viewer: Any) -> None:
     assert "No worker is connected to emails" in html
     overview = _html(viewer.get("/"))
     assert ">no workers</span>" in overview
-    assert "1 waiting, no worker connected" in overview
+    assert "1 waiting" in overview
 
 
 def test_a_connected_worker_turns_no_workers_into_nothing_active(
@@ -290,21 +294,102 @@ def _client_list_calls(client: Redis) -> int:
     return int(stats.get("cmdstat_client|list", {}).get("calls", 0))
 
 
-def test_the_overview_lists_clients_once_for_all_stuck_queues_and_not_at_all_when_none(
-    dashboard_redis: Redis, viewer: Any
+def _overview_row(client: Any, queue: str) -> str:
+    html = _html(client.get("/"))
+    start = html.index(f'data-queue="bull:{queue}"')
+    return html[start : html.index("</tr>", start)]
+
+
+def test_the_overview_reads_the_client_list_once_for_all_its_rows_and_not_while_none_waits(
+    dashboard_redis: Redis, viewer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(health_reads, "ABSENCE_MAX_AGE_S", 60.0)  # no second reading here
     for name in ("a", "b", "c"):
         seed_job(dashboard_redis, QueueRef("bull", name).keys, "1")
     _html(viewer.get("/"))
     # Discovery polls CLIENT LIST too, in the background: hold it still.
     discovery.discovery_for(get_client(), ["bull"]).stop()
     time.sleep(0.2)
+    forget_client_lists()
     before = _client_list_calls(dashboard_redis)
     html = _html(viewer.get("/"))
     assert html.count(">no workers</span>") == 4  # emails, a, b, c
     assert _client_list_calls(dashboard_redis) - before == 1
+    # The live refresh asks again and again: the list read stands for a while.
+    for _ in range(5):
+        _html(viewer.get("/"))
+    assert _client_list_calls(dashboard_redis) - before == 1
     dashboard_redis.flushall()
     seed_job(dashboard_redis, KEYS, "1", state="delayed")
+    forget_client_lists()
     before = _client_list_calls(dashboard_redis)
     _html(viewer.get("/"))
     assert _client_list_calls(dashboard_redis) == before
+
+
+def test_a_client_list_showing_no_worker_is_trusted_a_second_and_one_showing_workers_longer(
+    dashboard_redis: Redis, redis_url: str, viewer: Any
+) -> None:
+    """A worker that just connected must not read as missing for seconds (an
+    alarm), while a queue with its workers costs no reading per load."""
+    discovery.discovery_for(get_client(), ["bull"]).stop()  # its poll reads the list too
+    assert ">no workers</span>" in _overview_row(viewer, "emails")
+    with named_connections(redis_url, queue_name_forms("bull", "emails")[0] + ":w:late"):
+        time.sleep(health_reads.ABSENCE_MAX_AGE_S + 0.1)
+        assert ">nothing active</span>" in _overview_row(viewer, "emails")
+        before = _client_list_calls(dashboard_redis)
+        for _ in range(3):
+            assert "no workers" not in _overview_row(viewer, "emails")
+            time.sleep(health_reads.ABSENCE_MAX_AGE_S / 2)
+        assert _client_list_calls(dashboard_redis) == before
+
+
+def test_no_workers_shows_as_soon_as_the_last_worker_leaves_with_its_last_finished_job(
+    dashboard_redis: Redis, redis_url: str, viewer: Any
+) -> None:
+    """Issue 21: 200 jobs waited with no worker connected and the overview said
+    nothing until five minutes after the last job had finished."""
+    queue = Queue("emails", dashboard_redis)
+    for n in range(5):
+        queue.add("welcome", {"to": f"user{n}@example.com"})
+    with worker_process(redis_url, "-m", "queues", "worker", "emails", "--name", "echo-1"):
+        eventually(lambda: queue.get_counts("completed")["completed"] >= 5, timeout=20)
+        eventually(lambda: not sum(queue.get_counts("wait", "active").values()), timeout=20)
+        forget_client_lists()
+        assert "badge" not in _overview_row(viewer, "emails")  # nothing waits
+    finished = max(
+        int(score) for _, score in dashboard_redis.zrange(KEYS.completed, 0, -1, withscores=True)
+    )
+    for n in range(200):
+        queue.add("welcome", {"to": f"late{n}@example.com"})
+    forget_client_lists()  # stands for CLIENT_LIST_MAX_AGE_S going by
+    row = _overview_row(viewer, "emails")
+    clock = time.strftime("%H:%M UTC", time.gmtime(finished / 1000))
+    assert '<span class="badge state-delayed">no workers</span>' in row
+    assert f"200 waiting; last job finished just now ({clock})" in row
+    page = _html(viewer.get("/queues/bull/emails/?state=wait"))
+    assert ">no workers</span>" in page  # the queue page's own health line
+
+
+def test_a_busy_worker_with_jobs_waiting_and_a_paused_queue_raise_no_alarm(
+    dashboard_redis: Redis, redis_url: str, viewer: Any
+) -> None:
+    """A BullMQ worker on a long job while others wait is there; a paused
+    queue waits on purpose; delayed jobs are not late."""
+    paused = Queue("held", dashboard_redis)
+    paused.add("report", {})
+    paused.pause()
+    later = Queue("later", dashboard_redis)
+    later.add("report", {}, {"delay": 3_600_000})
+    queue = Queue("emails", dashboard_redis)
+    for n in range(4):
+        queue.add("report", {"n": n})
+    with worker_process(
+        redis_url, str(PEER), "worker", "emails", "--sleep", "60", "--name", "slow"
+    ):
+        eventually(lambda: queue.get_counts("active")["active"] == 1, timeout=20)
+        forget_client_lists()
+        rows = {name: _overview_row(viewer, name) for name in ("emails", "held", "later")}
+    assert "badge state-delayed" not in rows["emails"], rows["emails"]
+    assert "no workers" not in rows["held"]
+    assert "no workers" not in rows["later"]

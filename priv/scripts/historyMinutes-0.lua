@@ -5,7 +5,8 @@
   The queue header's hour chart for a queue whose workers keep no BullMQ
   metrics: one call instead of 61 pipelined HMGETs. (The overview's
   sparklines were drawn this way too, and took it back: 31 minutes of 100
-  queues cost 15 ms a page, a third of the 1,000-queue overview's budget.)
+  queues cost 15 ms a page, a third of the 1,000-queue overview's budget;
+  they read the packed recent minutes recordHistory-4.lua keeps instead.)
 
   KEYS: none. Every key read derives from a history base in ARGV, so call
   this only where all those keys live on one node (a single Redis server; a

@@ -92,6 +92,11 @@ def cohort_states(
     )
 
 
+def last_finished(queues: Sequence[QueueKeys]) -> scripts.ScriptCall:
+    """The newest completed and failed scores of many queues (single-node Redis only)."""
+    return scripts.call("lastFinished", (), tuple(keys.base for keys in queues))
+
+
 def history_minutes(bases: Sequence[str], *, first_minute: int, minutes: int) -> scripts.ScriptCall:
     """Completed and failed per minute of many queues' metrics history (single-node
     Redis only); ``bases``: their ``HistoryKeys.base``."""

@@ -10,6 +10,7 @@ reply. Which key is counted how, and which keys a tab adds up, comes from
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -231,6 +232,54 @@ def one_count_each(client: Redis, refs: Sequence[QueueRef], name: str) -> list[i
             _count(pipe, ref.keys, state)
     lengths = iter(pipe.execute()) if refs else iter(())
     return [sum(int(next(lengths)) for _ in counted) for _ in refs]
+
+
+@dataclass(frozen=True, slots=True)
+class LastFinished:
+    """When a queue's newest kept completed and failed jobs finished (ms, their
+    finishedOn: the finished sets' score), None where the set keeps none. It
+    dates the last moment a worker of the queue is known to have been alive;
+    when the workers left is written nowhere (a connection closing leaves no
+    key and no event)."""
+
+    completed_ms: int | None
+    failed_ms: int | None
+
+    @property
+    def newest_ms(self) -> int | None:
+        known = [ms for ms in (self.completed_ms, self.failed_ms) if ms is not None]
+        return max(known) if known else None
+
+
+def _finished_on(score: Any) -> int | None:
+    """A finished set's score as ms (None: no member, or a score no
+    finishedOn can be, such as another writer's inf or garbage)."""
+    try:
+        value = float(score)
+    except (TypeError, ValueError):
+        return None
+    return int(value) if math.isfinite(value) else None
+
+
+def last_finished(client: Redis, refs: Sequence[QueueRef]) -> dict[QueueRef, LastFinished]:
+    """Each queue's :class:`LastFinished`: one round trip, two O(log n) reads
+    a queue (the health rule asks it for the queues without a worker only):
+    one script call on a single Redis (priv/scripts/lastFinished-0.lua); on a
+    cluster, where the queues' keys sit on several nodes, a pipeline."""
+    if not refs:
+        return {}
+    if not is_cluster(client):
+        scores = list(scripts.run(client, reads.last_finished([ref.keys for ref in refs])))
+    else:
+        pipe = client.pipeline(transaction=False)
+        for ref in refs:
+            pipe.zrange(ref.keys.completed, -1, -1, withscores=True)
+            pipe.zrange(ref.keys.failed, -1, -1, withscores=True)
+        scores = [reply[0][1] if reply else None for reply in replies(pipe)]
+    return {
+        ref: LastFinished(_finished_on(scores[2 * n]), _finished_on(scores[2 * n + 1]))
+        for n, ref in enumerate(refs)
+    }
 
 
 def is_paused(client: Redis, keys: QueueKeys) -> bool:

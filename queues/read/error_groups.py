@@ -85,7 +85,11 @@ CLOCK_SKEW_MS = 2_000
 # left for the next look (the page says the index is catching up).
 MAX_CATCH_UP = 50_000
 MAX_REPAIR_CHECKS = 20_000
-BUILD_LOCK_MS = 120_000
+# The build lock is a lease, as the history collector's: renewed while a build
+# runs (every quarter of it), so a dashboard process killed mid-build (its
+# request thread gone with it) holds up the others' builds this long at most;
+# at 120 s a queue's groups said "Counting…" for two minutes after a crash.
+BUILD_LOCK_MS = 15_000
 # Events that never take a job out of failed.
 _NOT_LEAVING = frozenset(
     {"failed", "progress", "added", "retries-exhausted", "duplicated", "deduplicated"}

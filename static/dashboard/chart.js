@@ -5,14 +5,18 @@
 //   come in (never while the pointer is on it)
 // - the queue page's history chart ([data-history-chart], dashboard/history_chart.py):
 //   the same readout; each slot carries its words in data-readout
-// - the overview: the column header says the scale the rows' sparklines share,
-//   kept in step when live.js swaps the rows in
+// - the overview: each row's sparkline is on its own scale, so the minute under
+//   the pointer (or finger) is read out in a tip beside it, from the figures
+//   the row carries; the phone's note on how rows are drawn shows while any
+//   row has a line, kept in step when live.js swaps the rows in
 (function () {
   "use strict";
 
   var REDRAW_MS = 20000;
 
   function readout(figure) { return figure.querySelector("[data-chart-readout]"); }
+  // "1 failure", "1,204 failures": what the charts count (dashboard/formatting.py failures).
+  function failuresWords(n) { return n.toLocaleString("en-US") + (n === 1 ? " failure" : " failures"); }
 
   function show(figure, target) {
     var out = readout(figure);
@@ -30,7 +34,7 @@
       var words = minute.getAttribute("data-readout");
       text = words !== null ? words : minute.getAttribute("data-when") + ": " + (completed === null ? "no data" :
         Number(completed).toLocaleString("en-US") + " completed, " +
-        Number(minute.getAttribute("data-failed")).toLocaleString("en-US") + " failed");
+        failuresWords(Number(minute.getAttribute("data-failed"))));
     }
     if (out.textContent !== text) out.textContent = text;
   }
@@ -74,17 +78,68 @@
   if (document.querySelector("[data-queue-chart]")) setInterval(redraw, REDRAW_MS);
 
   var rows = document.getElementById("queue-rows");
-  var scaleLabels = document.querySelectorAll("[data-spark-scale]");
-  if (rows && scaleLabels.length && window.MutationObserver) {
+  var note = document.querySelector(".spark-scale-note");
+  if (rows && note && window.MutationObserver) {
     new MutationObserver(function () {
-      var spark = rows.querySelector("svg[data-scale]");
-      var text = spark ? spark.getAttribute("data-scale") : "";
-      scaleLabels.forEach(function (label) {
-        if (label.textContent !== text) label.textContent = text;
-        // No row with a series: no scale to state, and no dangling "Per minute, 30 min:".
-        var note = label.closest(".spark-scale-note");
-        if (note) note.hidden = !text;
-      });
+      var hidden = !rows.querySelector("svg.sparkline");
+      if (note.hidden !== hidden) note.hidden = hidden;
     }).observe(rows, {childList: true, subtree: true});
+  }
+
+  // A sparkline's minutes: oldest first, the newest being minute data-newest
+  // (ms // 60,000), drawn right-aligned in a width that stands for the rows'
+  // data-spark-slots minutes (dashboard/charts.py sparkline_svg).
+  var SPARK_WIDTH = 90;
+  function numbers(svg, name) {
+    var text = svg.getAttribute(name) || "";
+    return text ? text.split(",").map(Number) : [];
+  }
+  function utcMinute(ms) {
+    var d = new Date(ms);
+    var pad = function (n) { return (n < 10 ? "0" : "") + n; };
+    return pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + " UTC";
+  }
+  function sparkWords(svg, clientX) {
+    var completed = numbers(svg, "data-completed"), failed = numbers(svg, "data-failed");
+    var count = Math.max(completed.length, failed.length);
+    var box = svg.getBoundingClientRect();
+    if (!count || !box.width) return "";
+    var slots = Number(rows.getAttribute("data-spark-slots"));
+    if (!slots) return "";
+    var step = SPARK_WIDTH / Math.max(slots - 1, 1);
+    var x = (clientX - box.left) / box.width * SPARK_WIDTH;
+    var back = Math.round((SPARK_WIDTH - x) / step);  // minutes before the newest
+    if (back < 0) back = 0;
+    if (back >= count) return "";  // left of the first minute drawn
+    var index = count - 1 - back;
+    var at = (Number(svg.getAttribute("data-newest")) - back) * 60000;
+    // The minute, then the row's half hour and its scale (its accessible name).
+    return utcMinute(at) + ": " + (completed[index] || 0).toLocaleString("en-US") + " completed, " +
+      failuresWords(failed[index] || 0) + "\n" + (svg.getAttribute("aria-label") || "");
+  }
+  var tip = null;
+  function showTip(event) {
+    var svg = event.target.closest && event.target.closest("svg.sparkline[data-newest]");
+    if (!svg) { if (tip && !tip.hidden) tip.hidden = true; return; }
+    var words = sparkWords(svg, event.clientX);
+    if (!tip) {
+      tip = document.createElement("div");
+      tip.className = "spark-tip";
+      tip.setAttribute("role", "status");
+      document.body.appendChild(tip);
+    }
+    tip.hidden = !words;
+    if (!words) return;
+    if (tip.textContent !== words) tip.textContent = words;
+    var box = svg.getBoundingClientRect();
+    // Above the line, right of the pointer; CSSOM (not a style attribute) is what CSP allows.
+    tip.style.left = Math.min(event.clientX + 12, window.innerWidth - tip.offsetWidth - 4) + "px";
+    tip.style.top = Math.max(box.top - tip.offsetHeight - 4, 4) + "px";
+  }
+  if (rows) {
+    rows.addEventListener("pointermove", showTip);
+    rows.addEventListener("pointerdown", showTip);
+    rows.addEventListener("pointerleave", function () { if (tip) tip.hidden = true; });
+    window.addEventListener("scroll", function () { if (tip) tip.hidden = true; }, {passive: true});
   }
 })();

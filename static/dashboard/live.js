@@ -35,6 +35,10 @@
 
   var FEED_KEEP = 500;
   var REFRESH_MS = 1000;
+  // A worker connecting or leaving writes no event, nor does time passing
+  // (the five-minute rule): the overview asks again this often while it is
+  // seen, so "no workers" shows without waiting for another queue's event.
+  var QUIET_REFRESH_MS = 10000;
   // From this many events a second updates are spaced out and each draws at most
   // a third of the feed's live rows (scheduleFlush, feedEvents).
   var FAST_FEED_PER_S = 300;
@@ -258,6 +262,10 @@
     });
   }
 
+  if (pageKind === "overview") {
+    setInterval(function () { if (document.visibilityState === "visible") refreshCounts(); }, QUIET_REFRESH_MS);
+  }
+
   // The overview's name filter answers as it is typed (the form's own submit
   // does the same without script): the address keeps the filter, so a reload
   // or the live refresh shows the same page.
@@ -326,6 +334,17 @@
       if (tableInUse()) holdSnapshot(fresh.content);
       else applySnapshot(fresh.content);
     });
+  });
+  // Back to a page of the list htmx pushed: htmx puts the table back as it
+  // was then, its bulk buttons' counts included, beside tabs that kept
+  // counting (issue 21: a tab read 178 beside "Retry all 180"). The tabs'
+  // counts go into the buttons at once, and the list is asked for again so
+  // rows and counts come from one answer.
+  document.addEventListener("htmx:historyRestore", function () {
+    if (!jobTable) return;
+    var tabs = document.getElementById("queue-tabs");
+    if (tabs) setCounts(jobTable, countsOf(tabs));
+    refreshList();
   });
   // A list the server is still counting (the error groups: "Counting…",
   // "Regrouping…") says so (data-pending) and is asked again until it is

@@ -87,7 +87,7 @@ def test_the_24_hour_chart_shows_a_workload_reads_out_slots_and_marks_actions(
     readouts = slots.evaluate_all("gs => gs.map(g => g.getAttribute('data-readout'))")
     busy = [n for n, words in enumerate(readouts) if " 0 completed" not in words]
     assert len(busy) >= 200  # 20 hours of 5-minute slots, and the worker's jobs
-    assert any("failed" in readouts[n] and " 0 failed" not in readouts[n] for n in busy)
+    assert any("failure" in readouts[n] and " 0 failures" not in readouts[n] for n in busy)
     assert "40 completed" in " ".join(readouts[-2:])  # our worker's jobs, in the last slots
     # The pointer on a slot reads its exact figures out under the chart.
     target = busy[len(busy) // 2]

@@ -537,12 +537,13 @@ def test_the_health_line_of_a_queue_without_a_chart_keeps_current(
     page.clock.install()  # the refresh's 20 s go by at the test's word
     page.goto(f"/queues/bull/{queue}/?state=wait")
     caption = page.locator("figure.queue-chart:not(.history-chart) > figcaption")
-    expect(caption).to_contain_text("no worker connected")
+    expect(caption).to_contain_text("no workers")
+    expect(caption).to_contain_text("1 waiting")
 
     processes.our_queue(queue, f"remove({job_id!r})")
     page.clock.run_for(21_000)
 
-    expect(caption).not_to_contain_text("no worker connected")
+    expect(caption).not_to_contain_text("no workers")
 
 
 def test_a_fast_feed_nobody_draws_keeps_few_rows_until_it_is_drawn_again(

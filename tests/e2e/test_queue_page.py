@@ -314,3 +314,27 @@ def test_on_a_phone_the_header_is_short_and_the_first_job_is_on_the_first_screen
     assert panel["x"] >= 0
     assert panel["x"] + panel["width"] <= screen["width"]
     assert page.evaluate("document.documentElement.scrollWidth") <= screen["width"]
+
+
+def test_back_to_a_page_of_the_list_puts_the_tabs_count_in_its_bulk_button(
+    page: Page, redis_client: Redis, processes: Processes
+) -> None:
+    """Issue 21: a tab read 178 beside "Retry all 180". htmx's Back puts the
+    table back as it was, its bulk button's count included, while the tabs
+    outside it kept counting."""
+    queue = "e2e-pager"
+    seed_jobs(redis_client, QueueKeys(queue), "delayed", 50)
+    open_tab(page, queue, "delayed&size=20")
+    bulk = page.locator(".bulk-actions button[data-count-for]")
+    tab = page.locator('nav.tabs [data-count-state="delayed"]')
+    expect(bulk).to_have_text("Promote all 50 delayed")
+    page.get_by_role("link", name="Older →").click()
+    expect(page.locator("#job-table tr[data-job-id]").first).to_have_attribute("data-job-id", "30")
+    page.mouse.move(0, 0)  # off the table: under the pointer it holds still
+    processes.peer_add(queue, "later", "--delay", "600000", "--count", "3")
+    expect(tab).to_have_text("53")
+    expect(bulk).to_have_text("Promote all 53 delayed")
+    page.go_back()  # htmx's snapshot of page 1, taken at 50
+    expect(page.locator("#job-table tr[data-job-id]").first).to_have_attribute("data-job-id", "50")
+    expect(bulk).to_have_text("Promote all 53 delayed")
+    expect(tab).to_have_text("53")

@@ -80,3 +80,31 @@ def test_workers_appear_as_they_connect_and_go_as_they_leave(
     expect(page.locator("[data-worker-count]")).to_have_text("1 connected")
     terminate(ours.process)
     expect(page.locator("#workers-live")).to_contain_text("No worker is connected", timeout=SEEN_MS)
+
+
+# A worker leaving writes no event: the overview asks again every 10 s
+# (live.js QUIET_REFRESH_MS) and the client list it reads is at most 5 s old
+# (queues.read.workers.CLIENT_LIST_MAX_AGE_S).
+NO_WORKERS_SEEN_MS = 25_000
+
+
+def test_the_overview_says_no_workers_without_a_reload_when_a_busy_worker_crashes(
+    page: Page, processes: Processes
+) -> None:
+    """Issue 21: jobs waited behind a dead worker and the overview said nothing
+    (it waited for five minutes without a finished job, and for no job left
+    active: a crashed worker's job stays active, nobody recovers it)."""
+    processes.peer_add(QUEUE, "resize", "--count", "4")
+    worker = processes.bullmq_worker(QUEUE, "--sleep", "120", "--name", "thumbnailer-1")
+    page.goto("/")
+    wait_live(page)
+    queue_row = page.locator(f'tr[data-queue="bull:{QUEUE}"]')
+    expect(queue_row.locator('[data-count-state="active"]')).to_have_text("1", timeout=10_000)
+    # Busy on one job while three wait: there, so no alarm.
+    expect(queue_row.locator(".badge")).to_have_count(0)
+    worker.process.kill()  # a crash: no goodbye, its job stays active
+    worker.process.wait(10)
+    expect(queue_row.locator(".badge")).to_have_text("no workers", timeout=NO_WORKERS_SEEN_MS)
+    expect(queue_row.locator(".health-detail")).to_have_text(
+        "3 waiting; no finished job kept to date it"
+    )
