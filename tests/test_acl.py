@@ -24,7 +24,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from redis import Redis
 
-from queues import discovery
+from queues import discovery, scripts
 from queues.queue import Queue
 from queues.redis_server import LocalRedisServer, server_binary
 from tests.e2e.server import ROOT, free_port
@@ -144,30 +144,43 @@ def report(user: str, admin: Redis) -> None:
     print(f"\n{user}: granted, not run here: {sorted(granted(user) - commands_run(admin))}")
 
 
-# Sent only to servers without script flags (Redis < 7), which the ACLs' selectors need.
-REDIS_6_ONLY = {"memoryGuard.lua"}
-
-
-def script_commands(admin: Redis) -> set[str]:
-    """Every Redis command a Lua script of priv/scripts names (quoted, upper
-    case, as the scripts write them: redis.call's, and those handed to the
-    helpers that call them), checked against the server's command list."""
+def script_commands(admin: Redis, names: set[str]) -> set[str]:
+    """Every Redis command the scripts ``names`` call, as Redis 7 runs them
+    (includes inlined): the quoted upper-case words of their source (how the
+    scripts name commands, in redis.call and in the helpers that call it)
+    that the server knows as commands."""
     known = {name.decode() for name in admin.command_list()}
-    named = set()
-    for path in (ROOT / "priv" / "scripts").rglob("*.lua"):
-        if path.name not in REDIS_6_ONLY:
-            named |= {word.lower() for word in re.findall(r"[\"']([A-Z]+)[\"']", path.read_text())}
-    return named & known
+    library = scripts.library()
+    words = {word.lower() for name in names for word in QUOTED.findall(library[name].source)}
+    return words & known
 
 
-def test_the_worker_and_the_acting_dashboard_may_run_every_command_of_every_script(
+QUOTED = re.compile(r"[\"']([A-Z]+)[\"']")
+
+
+def runtime_scripts() -> set[str]:
+    """The scripts the runtime runs: those named by queues/ outside its read
+    model and the history collector (the dashboard's)."""
+    runtime = [
+        path
+        for path in (ROOT / "queues").rglob("*.py")
+        if "read" not in path.parts and path.name != "collector.py"
+    ]
+    texts = [path.read_text() for path in runtime]
+    return {name for name in scripts.library() if any(f'"{name}"' in t for t in texts)}
+
+
+def test_the_worker_and_the_acting_dashboard_may_run_every_command_of_their_scripts(
     admin: Redis,
 ) -> None:
     """The flows cannot take every branch of every script; this reads them all."""
-    commands = script_commands(admin)
-    assert {"xadd", "zadd", "hincrby", "rpoplpush"} - commands == set()  # some it must find
-    assert commands - granted("echomq-worker") == set()
-    assert commands - granted("echomq-dashboard") == set()
+    runtime = runtime_scripts()
+    assert {"moveToActive", "moveToFinished", "addJob", "addFlow"} <= runtime
+    assert "recordHistory" not in runtime
+    worker = script_commands(admin, runtime)
+    assert {"xadd", "zadd", "hincrby", "rpoplpush"} <= worker  # some it must find
+    assert worker - granted("echomq-worker") == set()
+    assert script_commands(admin, set(scripts.library())) - granted("echomq-dashboard") == set()
 
 
 def test_the_read_only_dashboard_may_write_only_its_own_keys(admin: Redis) -> None:
