@@ -27,6 +27,7 @@ from redis import Redis
 from queues import discovery, scripts
 from queues.queue import Queue
 from queues.redis_server import LocalRedisServer, server_binary
+from tests.acl import ACL_PASSWORDS, acl_rules, documented_acl
 from tests.e2e.server import ROOT, free_port
 from tests.redis_roles import (
     API,
@@ -40,37 +41,9 @@ from tests.redis_roles import (
     worker_flow,
 )
 
-DEPLOY_DOC = ROOT / "docs" / "deploy.md"
-ACL_FILE = "# /etc/redis/users.acl"
-PASSWORDS = {
-    "echomq-worker": "w0rker-pw",
-    "echomq-dashboard": "d4sh-pw",
-    "echomq-viewer": "v1ew-pw",
-}
-
-
-def documented_acl() -> dict[str, str]:
-    """The users of the ACL file in docs/deploy.md: name -> its rules, the
-    password placeholder replaced by the test's."""
-    text = DEPLOY_DOC.read_text()
-    start = text.index(f"```\n{ACL_FILE}\n")
-    block = text[start + 4 : text.index("```", start + 4)]
-    users = {}
-    for line in block.splitlines():
-        if line.startswith("user "):
-            _, name, rules = line.split(" ", 2)
-            users[name] = re.sub(r">\S+", f">{PASSWORDS[name]}", rules)
-    assert set(users) == set(PASSWORDS), users
-    return users
-
-
-def acl_rules(rules: str) -> list[str]:
-    """ACL SETUSER's arguments: each rule, a selector ``(...)`` as one."""
-    return re.findall(r"\([^)]*\)|\S+", rules)
-
 
 def user_url(server: LocalRedisServer, name: str) -> str:
-    return f"redis://{name}:{PASSWORDS[name]}@127.0.0.1:{server.port}/0"
+    return f"redis://{name}:{ACL_PASSWORDS[name]}@127.0.0.1:{server.port}/0"
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ settings, one process, no proxy) this harness leaves as a user gets it:
   document's nginx does: TLS, the forwarded headers, round robin.
 
 A topology is anything with ``url``, ``start()`` and ``stop()``
-(``SingleRedis``, ``ClusterRedis``; Sentinel, TLS and ACL ones add a class
-each). The browser checks every topology shares are ``on_call_walk``.
+(``SingleRedis``, ``ClusterRedis``, ``Several``, ``SentinelRedis``,
+``TlsOnlyRedis``, ``AclRedis``). The browser checks every topology shares are ``on_call_walk``.
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ import json
 import os
 import re
 import secrets
+import shutil
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -47,6 +49,7 @@ from queues.connection import connect
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from queues.redis_server import LocalRedisServer, server_binary
+from tests.acl import ACL_PASSWORDS, acl_rules, documented_acl
 from tests.cluster import LocalCluster
 from tests.e2e.front import Front
 from tests.e2e.server import (
@@ -60,6 +63,8 @@ from tests.e2e.server import (
     submit_login,
     terminate_all,
 )
+from tests.sentinel import LocalSentinelSet
+from tests.tls import TlsRedis, make_certificates
 
 DEPLOY_DOC = ROOT / "docs" / "deploy.md"
 ENV_FILE = "# /etc/echomq/dashboard.env"
@@ -182,6 +187,92 @@ class Several:
         return json.dumps(entries)
 
 
+@dataclass
+class SentinelRedis:
+    """A master, a replica and three sentinels (tests/sentinel.py), reached by
+    docs/deploy.md's ``redis+sentinel://`` URL; ``sentinels`` fails it over."""
+
+    sentinels: LocalSentinelSet = field(default_factory=LocalSentinelSet)
+
+    @property
+    def url(self) -> str:
+        return self.sentinels.url
+
+    def start(self) -> SentinelRedis:
+        self.sentinels.start()
+        return self
+
+    def stop(self) -> None:
+        self.sentinels.stop()
+
+
+@dataclass
+class TlsOnlyRedis:
+    """A redis-server speaking TLS only (tests/tls.py), with certificates made
+    at start; ``check_clients``: it asks for the client's certificate, which
+    the URL then names."""
+
+    check_clients: bool
+    redis: TlsRedis | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.redis is not None
+        return self.redis.url
+
+    def start(self) -> TlsOnlyRedis:
+        folder = Path(tempfile.mkdtemp(prefix="echomq-tls-"))
+        self.redis = TlsRedis(make_certificates(folder), self.check_clients).start()
+        return self
+
+    def stop(self) -> None:
+        if self.redis is not None:
+            self.redis.stop()
+            shutil.rmtree(self.redis.certificates.ca.parent, ignore_errors=True)
+
+
+@dataclass
+class AclRedis:
+    """One redis-server whose users are docs/deploy.md's ACL file: the site logs
+    in as ``user`` (the acting dashboard's by default), the worker as the
+    worker's user (``worker_url``); the default user is the test's own."""
+
+    user: str = "echomq-dashboard"
+    single: SingleRedis = field(default_factory=SingleRedis)
+
+    @property
+    def url(self) -> str:
+        return self.user_url(self.user)
+
+    @property
+    def worker_url(self) -> str:
+        return self.user_url("echomq-worker")
+
+    @property
+    def admin_url(self) -> str:
+        return self.single.url
+
+    def user_url(self, name: str) -> str:
+        assert self.single.server is not None
+        return f"redis://{name}:{ACL_PASSWORDS[name]}@127.0.0.1:{self.single.server.port}/0"
+
+    def start(self) -> AclRedis:
+        self.single.start()
+        admin = connect(self.single.url)
+        for name, rules in documented_acl().items():
+            admin.execute_command("ACL", "SETUSER", name, "reset", *acl_rules(rules))
+        admin.close()
+        return self
+
+    def stop(self) -> None:
+        self.single.stop()
+
+
+def worker_url(topology: Topology) -> str:
+    """The URL a worker of the topology is given: its own user's where it has one."""
+    return topology.worker_url if isinstance(topology, AclRedis) else topology.url
+
+
 # -- the site ------------------------------------------------------------------------
 
 
@@ -243,8 +334,10 @@ class ShippedSite:
         return "\n".join(server.log() for server in self.servers)
 
     def redis(self) -> Redis:
-        """A client of the topology, for the test's own writes and looks."""
-        return connect(self.topology.url)
+        """A client of the topology, for the test's own writes and looks (with
+        ACL users, as the default user: the test's own)."""
+        admin = isinstance(self.topology, AclRedis)
+        return connect(self.topology.admin_url if admin else self.topology.url)
 
     def metrics(self) -> str:
         """/metrics through the front, as Prometheus scrapes it."""
@@ -259,7 +352,7 @@ class ShippedSite:
     def worker(self, queue: str, prefix: str) -> Worker:
         """Our runtime's worker in a process of its own (tests/e2e/cohort_worker.py)."""
         log_path = self.workdir / f"worker-{queue}.log"
-        env = kept_environment() | {"PYTHONPATH": str(ROOT), "REDIS_URL": self.topology.url}
+        env = kept_environment() | {"PYTHONPATH": str(ROOT), "REDIS_URL": worker_url(self.topology)}
         with log_path.open("wb") as log:
             process = subprocess.Popen(
                 [sys.executable, str(COHORT_WORKER), queue, "--prefix", prefix, "--sleep", "0"],
