@@ -163,8 +163,8 @@ def redis_refused(request: HttpRequest, error: Exception) -> HttpResponse:
     said in words: JSON under the API, a page elsewhere."""
     said = str(error).split(" script: ", 1)[0].strip()
     message = (
-        "Redis refused a command this needs: the dashboard's Redis user may not run it "
-        f"({said}). Grant it in the user's ACL (docs/deploy.md, 'Redis users and ACLs')."
+        "Redis refused a command this needs: the dashboard's Redis user is not allowed it "
+        f"({said}). Grant it in the user's ACL (docs/deploy.md, 'ACL users')."
     )
     if request.method not in ("GET", "HEAD"):
         message += " The action may have stopped part-way: look before repeating it."

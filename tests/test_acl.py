@@ -1,6 +1,6 @@
 """Each Redis user of a deployment runs with exactly the ACL docs/deploy.md gives it.
 
-The ACLs are read out of the document ("Redis users and ACLs"), so the
+The ACLs are read out of the document ("ACL users"), so the
 document and the test cannot drift, and set on a redis-server of the
 test's own. Each role runs what it does (tests.redis_roles.py) as its user:
 the worker processes jobs, the acting dashboard reads every page and acts,
@@ -235,7 +235,7 @@ def test_a_command_the_acl_refuses_is_said_in_words_on_the_page_and_in_the_api(
     assert page.status_code == 403
     html = page.content.decode()
     assert "<h1>Redis refused</h1>" in html
-    assert "the dashboard&#x27;s Redis user may not run it" in html
+    assert "the dashboard&#x27;s Redis user is not allowed it" in html
     assert "The action may have stopped part-way" in html
     api = boss.post(
         API + "actions/",
@@ -245,7 +245,7 @@ def test_a_command_the_acl_refuses_is_said_in_words_on_the_page_and_in_the_api(
     assert api.status_code == 403
     error = api.json()["error"]
     assert error["code"] == "redis_no_permission"
-    assert "may not run it" in error["message"]
+    assert "is not allowed it" in error["message"]
     assert Queue(QUEUE, admin).get_state(ids["failed"]) == "failed"
     assert acl_log(admin, "echomq-viewer"), "Redis refused nothing"
 
