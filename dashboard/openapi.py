@@ -1132,7 +1132,11 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
     ),
     "SearchBusy": (
         "429",
-        _error("The same user's previous step is still running after a second", ["search_busy"]),
+        _error(
+            "This search's previous step is still running, or the session has as many steps"
+            " running as it may",
+            ["search_busy"],
+        ),
     ),
     "CorruptKey": (
         "409",
@@ -1154,8 +1158,9 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
         _error(
             "Redis cannot be reached (`redis_failing_over`: behind Redis Sentinel, the "
             "sentinels are replacing the master); an action may or may not have run "
-            "(the message says)",
-            ["redis_unavailable", "redis_failing_over"],
+            "(the message says); or, for a search step, the server has as many steps "
+            "waiting as it takes (`busy`)",
+            ["redis_unavailable", "redis_failing_over", "busy"],
             headers=["Retry-After"],
         ),
     ),
