@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -25,6 +26,7 @@ from django.test import Client
 from redis import Redis
 
 from queues import discovery, scripts
+from queues.job import Job
 from queues.queue import Queue
 from queues.redis_server import LocalRedisServer, server_binary
 from tests.acl import ACL_PASSWORDS, acl_rules, documented_acl
@@ -40,6 +42,7 @@ from tests.redis_roles import (
     read_everything,
     worker_flow,
 )
+from tests.worker_helpers import running, until
 
 
 def user_url(server: LocalRedisServer, name: str) -> str:
@@ -265,3 +268,29 @@ def test_an_acting_dashboard_with_its_acl_shows_every_page_and_acts(
     act_on_everything(boss, ids, admin)
     report("echomq-dashboard", admin)
     assert acl_log(admin, "echomq-dashboard") == []
+
+
+async def test_a_command_refused_inside_a_script_is_said_as_refused_not_as_a_wrong_type(
+    acl_server: LocalRedisServer, admin: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A user one command short (the worker's ACL without SISMEMBER, which
+    moveToFinished probes the stalled set with): the finish is refused, and
+    the refusal says so. The scripts read any failed probe as a key of
+    another type ("key bull:refusals:stalled holds a set, expected a set")."""
+    rules = documented_acl()["echomq-worker"].replace(" +sismember", "")
+    admin.execute_command("ACL", "SETUSER", "short-one", "reset", *acl_rules(rules))
+    url = f"redis://short-one:{ACL_PASSWORDS['echomq-worker']}@127.0.0.1:{acl_server.port}/0"
+    Queue("refusals", admin).add("charge-card", {"order": "ord_5be1c09a2f"})
+    taken = asyncio.Event()
+
+    async def process(job: Job) -> Any:
+        taken.set()
+
+    with caplog.at_level(logging.ERROR, logger="echomq.worker"):
+        async with running("refusals", process, url=url):
+            await asyncio.wait_for(taken.wait(), 10)
+            await until(lambda: "moveToFinished" in caplog.text, 10)
+    said = caplog.text
+    assert "The user executing the script can't run this command" in said, said
+    assert "WRONGTYPE" not in said
+    assert Queue("refusals", admin).get_state("1") == "active"  # nothing was changed
