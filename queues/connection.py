@@ -47,6 +47,19 @@ def split_cluster_flag(url: str) -> tuple[str, bool]:
     return urlunsplit(parts._replace(query=urlencode(rest))), cluster
 
 
+def redacted(url: str) -> str:
+    """``url`` fit for a log line: its password and the sentinels' as ``***``."""
+    parts = urlsplit(url)
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    user, colon, _password = userinfo.partition(":")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if not colon and not any("password" in name for name, _ in query):
+        return url  # nothing to hide (and urlunsplit would mangle unix:///path)
+    netloc = f"{user}:***@{hosts}" if colon else parts.netloc
+    hidden = [(name, "***" if "password" in name else value) for name, value in query]
+    return urlunsplit(parts._replace(netloc=netloc, query=urlencode(hidden, safe="*/")))
+
+
 def url_problem(url: str) -> str | None:
     """What is wrong with a Redis URL, in a sentence (None: ``connect`` takes it)."""
     try:

@@ -8,7 +8,7 @@ only, with certificates made by the test (tests/tls.py), in one site start:
 
 The on-call walk runs on the first (a worker of our runtime over TLS, the
 live pages, /metrics from the history collector, a retry); the second's
-queue is listed with its counts on the overview and follows a new job live.
+queue page shows its jobs and follows a new one live.
 """
 
 from __future__ import annotations
@@ -48,10 +48,11 @@ def test_a_second_connection_over_tls_without_client_certificates(
     client = connect(url)
     queue = Queue("refunds", client)
     queue.add_bulk([("refund", {"order": f"ord_{n:04d}"}, None) for n in range(3)])
-    page.goto("/")
+    page.goto("/c/nocert/queues/bull/refunds/?state=wait")
     wait_live(page)
-    row = page.locator('tr[data-queue="nocert bull:refunds"]')
-    expect(row.locator('[data-count-state="wait"]')).to_have_text("3", timeout=20_000)
+    waiting = page.locator('.tabs [data-count-state="wait"]')
+    expect(waiting).to_have_attribute("data-count", "3")
     queue.add("refund", {"order": "ord_0003"})
-    expect(row.locator('[data-count-state="wait"]')).to_have_text("4", timeout=10_000)
+    expect(waiting).to_have_attribute("data-count", "4", timeout=10_000)
+    expect(page.locator("#job-table tr[data-job-id]")).to_have_count(4)
     client.close()
