@@ -125,38 +125,30 @@ def _host_and_port(entry: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class _SentinelClient(Redis):
-    """One sentinel's client, named by its address alone: redis-py's own repr
+def _by_address(client: Redis | AsyncRedis) -> str:
+    """A sentinel's client named by its address alone: redis-py's own repr
     shows every connection option, the sentinel password included, and
     MasterNotFoundError quotes it (into logs and onto the overview)."""
+    options = client.connection_pool.connection_kwargs
+    return f"sentinel {options.get('host')}:{options.get('port')}"
 
-    def __repr__(self) -> str:
-        options = self.connection_pool.connection_kwargs
-        return f"sentinel {options.get('host')}:{options.get('port')}"
+
+class _SentinelClient(Redis):
+    __repr__ = _by_address
 
 
 class _AsyncSentinelClient(AsyncRedis):
-    def __repr__(self) -> str:
-        options = self.connection_pool.connection_kwargs
-        return f"sentinel {options.get('host')}:{options.get('port')}"
+    __repr__ = _by_address
 
 
-def _sentinels(address: SentinelAddress) -> Sentinel:
-    manager = Sentinel(address.sentinels, sentinel_kwargs=dict(address.sentinel))
-    manager.sentinels = [
-        _SentinelClient(host=host, port=port, **address.sentinel)
-        for host, port in address.sentinels
+def _sentinels(address: SentinelAddress, manager: Any, client: type) -> Any:
+    """redis-py's Sentinel (``manager``: the class, sync or asyncio) of the
+    address, its sentinels' clients of ``client`` (named by address)."""
+    sentinels = manager(address.sentinels, sentinel_kwargs=dict(address.sentinel))
+    sentinels.sentinels = [
+        client(host=host, port=port, **address.sentinel) for host, port in address.sentinels
     ]
-    return manager
-
-
-def _async_sentinels(address: SentinelAddress) -> AsyncSentinel:
-    manager = AsyncSentinel(address.sentinels, sentinel_kwargs=dict(address.sentinel))
-    manager.sentinels = [
-        _AsyncSentinelClient(host=host, port=port, **address.sentinel)
-        for host, port in address.sentinels
-    ]
-    return manager
+    return sentinels
 
 
 class _Pool(SentinelConnectionPool):
@@ -185,7 +177,7 @@ class _AsyncBlockingPool(_AsyncPool, AsyncBlockingConnectionPool):
 def connect(url: str, **options: Any) -> Redis:
     """A client of the master the sentinels at ``url`` name; ``options`` as redis-py's."""
     address = parse(url)
-    sentinels = _sentinels(address)
+    sentinels = _sentinels(address, Sentinel, _SentinelClient)
     # The URL's options win over the caller's, as in redis-py's from_url.
     client = sentinels.master_for(
         address.master, connection_pool_class=_Pool, **{**options, **address.server}
@@ -197,7 +189,7 @@ def connect_async(url: str, *, max_connections: int | None = None, **options: An
     """The asyncio twin of ``connect``; ``max_connections`` bounds its pool and
     makes a caller past it wait (as queues.connection.connect_async)."""
     address = parse(url)
-    sentinels = _async_sentinels(address)
+    sentinels = _sentinels(address, AsyncSentinel, _AsyncSentinelClient)
     pool_options: dict[str, Any] = {}
     pool_class: type[AsyncSentinelConnectionPool] = _AsyncPool
     if max_connections is not None:

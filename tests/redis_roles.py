@@ -278,3 +278,20 @@ def collect_history() -> None:
         time.sleep(0.01)
     collector.stop()
     collector._hand_back()
+
+
+def look_at_everything(ids: dict[str, str], redis: Redis) -> Client:
+    """A person who may do everything opens every page and API read, a viewer
+    follows the live socket, and the history collector of a dashboard process
+    catches up (``redis``: the test's own client, for the event it writes).
+    Answers the person's client, to act with."""
+    from django.contrib.auth.models import Permission, User
+
+    boss = Client()
+    boss.force_login(User.objects.create_superuser("boss", password=None))
+    read_everything(boss, ids)
+    viewer = User.objects.create_user("acl-viewer", password=None, is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_queues"))
+    asyncio.run(live_flow(redis))
+    collect_history()
+    return boss

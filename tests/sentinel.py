@@ -35,7 +35,7 @@ from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from queues.redis_server import LocalRedisServer, RedisUnavailable, server_binary
-from tests.e2e.server import free_port
+from tests.e2e.server import free_port, terminate
 from tests.tls import Certificates, client_options, tls_settings, url_options
 
 MASTER_NAME = "queues"
@@ -102,13 +102,8 @@ class LocalSentinel:
         return log.read_text() if log.exists() else ""
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            terminate(self.process, 5)
         self.process = None
         shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import User
 from django.test import Client
 from redis import Redis
 
@@ -37,9 +37,7 @@ from tests.redis_roles import (
     PAGE,
     QUEUE,
     act_on_everything,
-    collect_history,
-    live_flow,
-    read_everything,
+    look_at_everything,
     worker_flow,
 )
 from tests.worker_helpers import running, until
@@ -189,11 +187,6 @@ def person(username: str) -> Client:
     return client
 
 
-def make_viewer() -> None:
-    user = User.objects.create_user("acl-viewer", password=None, is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="view_queues"))
-
-
 @pytest.mark.django_db(transaction=True)  # all alike: pytest-django keeps the file's order
 def test_a_worker_with_its_acl_processes_jobs(ids: dict[str, str], admin: Redis) -> None:
     assert acl_log(admin, "echomq-worker") == []
@@ -208,11 +201,7 @@ def test_a_read_only_dashboard_shows_every_page_and_says_why_its_buttons_are_off
     settings.ECHOMQ_READ_ONLY = True
     admin.execute_command("ACL", "LOG", "RESET")
     admin.config_resetstat()
-    boss = person("boss")
-    read_everything(boss, ids)
-    make_viewer()
-    asyncio.run(live_flow(admin))
-    collect_history()
+    boss = look_at_everything(ids, admin)
     report("echomq-viewer", admin)
     assert acl_log(admin, "echomq-viewer") == []
     note = "The dashboard is read-only (ECHOMQ_READ_ONLY): actions are turned off."
@@ -260,11 +249,7 @@ def test_an_acting_dashboard_with_its_acl_shows_every_page_and_acts(
     dashboard_as("echomq-dashboard")
     admin.execute_command("ACL", "LOG", "RESET")
     admin.config_resetstat()
-    boss = person("boss")
-    read_everything(boss, ids)
-    make_viewer()
-    asyncio.run(live_flow(admin))
-    collect_history()
+    boss = look_at_everything(ids, admin)
     act_on_everything(boss, ids, admin)
     report("echomq-dashboard", admin)
     assert acl_log(admin, "echomq-dashboard") == []

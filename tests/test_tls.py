@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Permission, User
-from django.test import Client
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from queues import discovery
@@ -23,9 +21,7 @@ from queues.connection import connect
 from tests.redis_roles import (
     METRICS_TOKEN,
     act_on_everything,
-    collect_history,
-    live_flow,
-    read_everything,
+    look_at_everything,
     worker_flow,
 )
 from tests.tls import TlsRedis, make_certificates
@@ -48,14 +44,8 @@ def test_the_worker_and_the_dashboard_work_over_tls(tls_redis: TlsRedis, setting
     settings.REDIS_URL = tls_redis.url
     settings.ECHOMQ_METRICS_TOKEN = METRICS_TOKEN
     discovery.clear_discovery_cache()
-    boss = Client()
-    boss.force_login(User.objects.create_superuser("boss", password=None))
-    read_everything(boss, ids)
-    viewer = User.objects.create_user("acl-viewer", password=None, is_staff=True)
-    viewer.user_permissions.add(Permission.objects.get(codename="view_queues"))
     redis = connect(tls_redis.url)
-    asyncio.run(live_flow(redis))
-    collect_history()
+    boss = look_at_everything(ids, redis)
     act_on_everything(boss, ids, redis)
     redis.close()
 

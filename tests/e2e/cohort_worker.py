@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 from typing import Any
 
 from queues.job import Job
 from queues.keys import DEFAULT_PREFIX
 from queues.worker import Worker
+from tests.e2e.worker_process import run_until_terminated
 
 
 async def main(queue: str, sleep: float, prefix: str) -> None:
@@ -35,13 +35,7 @@ async def main(queue: str, sleep: float, prefix: str) -> None:
 
     url = os.environ["REDIS_URL"]
     worker = Worker(queue, process, connection_url=url, prefix=prefix, drain_delay_s=0.2)
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    running = asyncio.create_task(worker.run())
-    print("ready", flush=True)
-    await stop.wait()
-    await worker.close(timeout=5)
-    await running
+    await run_until_terminated(worker)
 
 
 if __name__ == "__main__":

@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 from pathlib import Path
 from typing import Any
 
 from queues.job import Job
 from queues.worker import Worker
+from tests.e2e.worker_process import run_until_terminated
 
 
 async def main(queue: str, runs: Path, lock_ms: int, concurrency: int) -> None:
@@ -39,13 +39,7 @@ async def main(queue: str, runs: Path, lock_ms: int, concurrency: int) -> None:
             stalled_interval_ms=lock_ms,
             drain_delay_s=0.5,
         )
-        stop = asyncio.Event()
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        running = asyncio.create_task(worker.run())
-        print("ready", flush=True)
-        await stop.wait()
-        await worker.close(timeout=5)
-        await running
+        await run_until_terminated(worker)
 
 
 if __name__ == "__main__":
