@@ -11,6 +11,7 @@ import asyncio
 import signal
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from redis import Redis
@@ -327,3 +328,36 @@ def test_the_overview_reads_recent_minutes_of_queues_on_every_node(cluster: Redi
         record(cluster, ref, "", batch)
     drawn = with_recent_series(cluster, queue_summaries(cluster, refs, now_ms=now), 30)
     assert [summary.completed_per_minute for summary in drawn] == [[n + 1] for n in range(6)]
+
+
+async def test_live_readers_read_every_slot_with_a_bounded_number_of_readers(
+    cluster_url: str, cluster: RedisCluster, settings: Any
+) -> None:
+    """Queues tagged one by one sit in as many slots: the first BLOCKING_SLOTS
+    get blocking readers, the others one polling reader, and an event of
+    each reaches its subscriber. On main each slot had readers of its own."""
+    from dashboard.live.hub import BLOCKING_SLOTS, POLLED, StreamHub
+
+    settings.REDIS_URL = cluster_url
+    refs = [QueueRef(f"{{s{n}}}", "jobs") for n in range(BLOCKING_SLOTS + 3)]
+    assert len({cluster.keyslot(ref.keys.events) for ref in refs}) == len(refs)
+    reached: set[str] = set()
+
+    class Page:
+        def deliver(self, message: dict[str, Any]) -> None:
+            if message["type"] == "live.events":
+                reached.add(message["queue"])
+
+    page = Page()
+    hub = StreamHub()
+    try:
+        for ref in refs:
+            await hub.acquire(ref.address, page)
+        shards = sorted(reader.shard for reader in hub.readers)
+        assert len(shards) == BLOCKING_SLOTS + 1
+        assert shards[0] == POLLED
+        for ref in refs:
+            cluster.xadd(ref.keys.events, {"event": "waiting", "jobId": "1"})
+        await until(lambda: reached == {ref.address for ref in refs})
+    finally:
+        await hub.close()
