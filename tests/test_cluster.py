@@ -361,3 +361,38 @@ async def test_live_readers_read_every_slot_with_a_bounded_number_of_readers(
         await until(lambda: reached == {ref.address for ref in refs})
     finally:
         await hub.close()
+
+
+def test_idle_queues_on_a_cluster_cost_one_xread_a_slot_a_pass(
+    cluster_url: str, cluster: RedisCluster
+) -> None:
+    """Each quiet queue's stream was read with an XRANGE every pass on a
+    cluster (about 5 a second each): a thousand idle queues were 5,000
+    commands a second. Now one XREAD COUNT 1 asks a slot's streams at once."""
+    shared = [QueueRef("{idle}", f"q{n}") for n in range(30)]  # one slot
+    own = [QueueRef(f"{{own{n}}}", "q") for n in range(3)]  # a slot each
+    refs = shared + own
+    base = int(time.time() * 1000) - 60_000
+    for n, ref in enumerate(refs):
+        write_events(cluster, ref, job_events(f"j{n}", base + n, 5, 5))
+    c = HistoryCollector(connect(cluster_url), lambda: refs, name="idle", record_every_s=0.0)
+    collect_until_read(c)
+    c.collect_pass()  # the streams read last pass are read once more, unasked
+
+    def stream_commands() -> dict[str, int]:
+        stats: Any = cluster.info("commandstats", target_nodes=RedisCluster.PRIMARIES)
+        calls = {"xread": 0, "xrange": 0}
+        for node in stats.values():
+            for name in calls:
+                calls[name] += node.get(f"cmdstat_{name}", {}).get("calls", 0)
+        return calls
+
+    cluster.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
+    assert c.collect_pass() is False
+    assert stream_commands() == {"xread": 4, "xrange": 0}
+    write_events(cluster, shared[7], job_events("late", base + 100, 5, 5))
+    cluster.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
+    c.collect_pass()
+    assert stream_commands() == {"xread": 4, "xrange": 1}
+    assert totals(cluster, [shared[7]])[shared[7]].figures.completed == 2
+    c.stop()
