@@ -29,7 +29,13 @@ from queues.read.history import totals
 from queues.read.refs import QueueRef
 from queues.read.workers import queue_workers, read_client_list
 from tests.dashboard_seed import seed_job
-from tests.history_helpers import collect_until_read, job_events, write_events
+from tests.history_helpers import (
+    IDLE_BASE_MS,
+    collect_until_read,
+    idle_collector,
+    job_events,
+    write_events,
+)
 from tests.test_crash import LOCK_MS, attempts, started_by, wait_for, worker_processes
 from tests.worker_helpers import running, until
 
@@ -371,13 +377,7 @@ def test_idle_queues_on_a_cluster_cost_one_xread_a_slot_a_pass(
     commands a second. Now one XREAD COUNT 1 asks a slot's streams at once."""
     shared = [QueueRef("{idle}", f"q{n}") for n in range(30)]  # one slot
     own = [QueueRef(f"{{own{n}}}", "q") for n in range(3)]  # a slot each
-    refs = shared + own
-    base = int(time.time() * 1000) - 60_000
-    for n, ref in enumerate(refs):
-        write_events(cluster, ref, job_events(f"j{n}", base + n, 5, 5))
-    c = HistoryCollector(connect(cluster_url), lambda: refs, name="idle", record_every_s=0.0)
-    collect_until_read(c)
-    c.collect_pass()  # the streams read last pass are read once more, unasked
+    c = idle_collector(cluster, cluster_url, shared + own)
 
     def stream_commands() -> dict[str, int]:
         stats: Any = cluster.info("commandstats", target_nodes=RedisCluster.PRIMARIES)
@@ -390,7 +390,7 @@ def test_idle_queues_on_a_cluster_cost_one_xread_a_slot_a_pass(
     cluster.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
     assert c.collect_pass() is False
     assert stream_commands() == {"xread": 4, "xrange": 0}
-    write_events(cluster, shared[7], job_events("late", base + 100, 5, 5))
+    write_events(cluster, shared[7], job_events("late", IDLE_BASE_MS + 100, 5, 5))
     cluster.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
     c.collect_pass()
     assert stream_commands() == {"xread": 4, "xrange": 1}
