@@ -1127,7 +1127,11 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
     ),
     "SearchBusy": (
         "429",
-        _error("The same user's previous step is still running after a second", ["search_busy"]),
+        _error(
+            "This search's previous step is still running, or the session has as many steps"
+            " running as it may",
+            ["search_busy"],
+        ),
     ),
     "CorruptKey": (
         "409",
@@ -1147,8 +1151,9 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
     "RedisUnavailable": (
         "503",
         _error(
-            "Redis cannot be reached; an action may or may not have run (the message says)",
-            ["redis_unavailable"],
+            "Redis cannot be reached; an action may or may not have run (the message says);"
+            " or, for a search step, the server has as many steps waiting as it takes (`busy`)",
+            ["redis_unavailable", "busy"],
             headers=["Retry-After"],
         ),
     ),

@@ -134,6 +134,9 @@ BEHIND_EVENTS = 200
 BEHIND_S = 1.0
 HINT_INTERVAL_S = 1.0
 FEED_KEEP = 500  # the Events tab keeps this many lines; more in one message is waste
+# A queue's address is at most 342 characters (a connection's name 40, a
+# prefix 100, a name 200): an error echoes no more of the name it refuses.
+ECHOED_NAME_CHARS = 400
 # Daphne refuses to send a message over 1 MiB (its --websocket_max_message_size,
 # both ways), and a socket must take its outbox (dashboard.live.outbox) plus one
 # message within STALL_CLOSE_S: an events message is cut to this (within_message_limit).
@@ -414,7 +417,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def _error(self, queue: object, message: str) -> None:
         if message == REDIS_UNREACHABLE:
             await self._tell_reachability()  # the page hears why before it hears of each queue
-        named = queue if isinstance(queue, str) else None  # echo a name, never a structure
+        # Echo a name, never a structure, and never more of it than any queue's
+        # address can hold: the page matches it to a subscription of its own.
+        named = queue[:ECHOED_NAME_CHARS] if isinstance(queue, str) else None
         await self.send_json({"type": "error", "queue": named, "message": message})
 
     async def _wanted(self, item: object) -> Wanted | None:
