@@ -689,26 +689,41 @@ class HistoryCollector:
         (a busy stream most likely has more: asking first was one round trip
         in five of a pass at 10,000 jobs/s), and those of the others whose
         stream holds events after their cursor: one XREAD COUNT 1 per
-        ``NEWS_PER_READ`` streams on a single node (it names only the streams
-        with news). On a cluster, whose streams sit on several nodes, and for
-        a group holding a key that is no stream (XREAD refuses the whole
-        group), every folder is read: on a cluster in the order of the nodes
-        holding them, so a read's group is mostly one node's (one round trip)."""
-        if self._streams.cluster:
-            return sorted(folders, key=lambda folder: self._streams.node_of(folder.keys.events))
+        ``NEWS_PER_READ`` streams of one hash slot (it names only the streams
+        with news; one XREAD cannot span slots on a cluster), pipelined per
+        node. A group holding a key that is no stream (XREAD refuses the
+        whole group), or whose slot moved, is read whole. On a cluster the
+        answer is in the order of the nodes holding the streams, so a read's
+        group is mostly one node's (one round trip)."""
         found = [folder for folder in folders if folder.had_news]
         quiet = [folder for folder in folders if not folder.had_news] if found else folders
-        for offset in range(0, len(quiet), NEWS_PER_READ):
-            group = quiet[offset : offset + NEWS_PER_READ]
-            keys = [folder.keys.events for folder in group]
-            after = {key: folder.position or "0-0" for key, folder in zip(keys, group, strict=True)}
-            try:
-                reply: Any = self._streams.on(SINGLE).xread(after, count=1)  # type: ignore[arg-type]
-            except ResponseError:
-                found.extend(group)
-                continue
-            named = {codec.text(stream) for stream, _ in reply or ()}
-            found.extend(folder for folder, key in zip(group, keys, strict=True) if key in named)
+        groups: dict[str, dict[int, list[QueueFolder]]] = {SINGLE: {0: quiet}}
+        if self._streams.cluster:
+            groups = {}
+            for folder in quiet:
+                key = folder.keys.events
+                on_node = groups.setdefault(self._streams.node_of(key), {})
+                on_node.setdefault(self._streams.slot_of(key), []).append(folder)
+        for node, by_slot in groups.items():
+            asked = [
+                in_slot[offset : offset + NEWS_PER_READ]
+                for in_slot in by_slot.values()
+                for offset in range(0, len(in_slot), NEWS_PER_READ)
+            ]
+            pipe = self._streams.on(node).pipeline(transaction=False)
+            for group in asked:
+                pipe.xread({f.keys.events: f.position or "0-0" for f in group}, count=1)
+            replies = pipe.execute(raise_on_error=False)
+            if any(is_redirect(reply) for reply in replies):
+                self._streams.moved()
+            for group, reply in zip(asked, replies, strict=True):
+                if isinstance(reply, Exception):
+                    found.extend(group)
+                    continue
+                named = {codec.text(stream) for stream, _ in reply or ()}
+                found.extend(folder for folder in group if folder.keys.events in named)
+        if self._streams.cluster:
+            found.sort(key=lambda folder: self._streams.node_of(folder.keys.events))
         return found
 
     def _read_and_fold(self, group: list[QueueFolder]) -> list[_Folded]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from redis import Redis
+from redis.crc import key_slot
 from redis.exceptions import AskError
 
 from queues.connection import is_cluster
@@ -54,6 +55,10 @@ class RawStreams:
             return SINGLE
         node: Any = self.client.get_node_from_key(key)  # type: ignore[attr-defined]
         return str(node.name)
+
+    def slot_of(self, key: str) -> int:
+        """The hash slot of ``key`` (one XREAD on a cluster names one slot's keys)."""
+        return key_slot(key.encode())
 
     def on(self, node: str) -> Redis:
         """The raw client of ``node`` (a name ``node_of`` gave)."""

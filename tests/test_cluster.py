@@ -11,6 +11,7 @@ import asyncio
 import signal
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from redis import Redis
@@ -28,7 +29,13 @@ from queues.read.history import totals
 from queues.read.refs import QueueRef
 from queues.read.workers import queue_workers, read_client_list
 from tests.dashboard_seed import seed_job
-from tests.history_helpers import collect_until_read, job_events, write_events
+from tests.history_helpers import (
+    IDLE_BASE_MS,
+    collect_until_read,
+    idle_collector,
+    job_events,
+    write_events,
+)
 from tests.test_crash import LOCK_MS, attempts, started_by, wait_for, worker_processes
 from tests.worker_helpers import running, until
 
@@ -327,3 +334,65 @@ def test_the_overview_reads_recent_minutes_of_queues_on_every_node(cluster: Redi
         record(cluster, ref, "", batch)
     drawn = with_recent_series(cluster, queue_summaries(cluster, refs, now_ms=now), 30)
     assert [summary.completed_per_minute for summary in drawn] == [[n + 1] for n in range(6)]
+
+
+async def test_live_readers_read_every_slot_with_a_bounded_number_of_readers(
+    cluster_url: str, cluster: RedisCluster, settings: Any
+) -> None:
+    """Queues tagged one by one sit in as many slots: the first BLOCKING_SLOTS
+    get blocking readers, the others one polling reader, and an event of
+    each reaches its subscriber. On main each slot had readers of its own."""
+    from dashboard.live.hub import BLOCKING_SLOTS, POLLED, StreamHub
+
+    settings.REDIS_URL = cluster_url
+    refs = [QueueRef(f"{{s{n}}}", "jobs") for n in range(BLOCKING_SLOTS + 3)]
+    assert len({cluster.keyslot(ref.keys.events) for ref in refs}) == len(refs)
+    reached: set[str] = set()
+
+    class Page:
+        def deliver(self, message: dict[str, Any]) -> None:
+            if message["type"] == "live.events":
+                reached.add(message["queue"])
+
+    page = Page()
+    hub = StreamHub()
+    try:
+        for ref in refs:
+            await hub.acquire(ref.address, page)
+        shards = sorted(reader.shard for reader in hub.readers)
+        assert len(shards) == BLOCKING_SLOTS + 1
+        assert shards[0] == POLLED
+        for ref in refs:
+            cluster.xadd(ref.keys.events, {"event": "waiting", "jobId": "1"})
+        await until(lambda: reached == {ref.address for ref in refs})
+    finally:
+        await hub.close()
+
+
+def test_idle_queues_on_a_cluster_cost_one_xread_a_slot_a_pass(
+    cluster_url: str, cluster: RedisCluster
+) -> None:
+    """Each quiet queue's stream was read with an XRANGE every pass on a
+    cluster (about 5 a second each): a thousand idle queues were 5,000
+    commands a second. Now one XREAD COUNT 1 asks a slot's streams at once."""
+    shared = [QueueRef("{idle}", f"q{n}") for n in range(30)]  # one slot
+    own = [QueueRef(f"{{own{n}}}", "q") for n in range(3)]  # a slot each
+    c = idle_collector(cluster, cluster_url, shared + own)
+
+    def stream_commands() -> dict[str, int]:
+        stats: Any = cluster.info("commandstats", target_nodes=RedisCluster.PRIMARIES)
+        calls = {"xread": 0, "xrange": 0}
+        for node in stats.values():
+            for name in calls:
+                calls[name] += node.get(f"cmdstat_{name}", {}).get("calls", 0)
+        return calls
+
+    cluster.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
+    assert c.collect_pass() is False
+    assert stream_commands() == {"xread": 4, "xrange": 0}
+    write_events(cluster, shared[7], job_events("late", IDLE_BASE_MS + 100, 5, 5))
+    cluster.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
+    c.collect_pass()
+    assert stream_commands() == {"xread": 4, "xrange": 1}
+    assert totals(cluster, [shared[7]])[shared[7]].figures.completed == 2
+    c.stop()

@@ -5,7 +5,7 @@ Three Redis connections (README, "Several Redis servers"): the default one
 and "staging" (each a redis-server) and "eu", a 3-node cluster whose 12
 queues are tagged one by one (``{q0}``, ``{q1}``, ...: 12 hash slots, as
 BullMQ's docs suggest tagging queue names). 50 and then 100 live sockets,
-each watching every queue as an overview does, through the front. Each
+each watching every queue as an overview does, on the one process. Each
 server's CLIENT LIST, counted per process (tests/e2e/budget.py), stays
 within the budget, and 100 pages hold no more than 50 did. On main the live
 readers on a cluster were per hash slot without a cap: the cluster's count
@@ -37,7 +37,8 @@ QUEUES = {
     "eu": [QueueRef("{" + f"q{n}" + "}", "jobs").on("eu") for n in range(12)],
 }
 # docs/deploy.md, "Connections": what one process may hold on one server.
-PAGE_THREADS = ThreadedDjangoHTTP().executor._max_workers
+_HTTP = ThreadedDjangoHTTP()
+PAGE_THREADS = _HTTP.executor._max_workers + _HTTP.search_executor._max_workers
 BACKGROUND = 3  # the history collector, discovery, the overview's queue watcher
 SINGLE_BUDGET = PAGE_THREADS + BACKGROUND + READERS + CONTROL_CONNECTIONS
 NODES = 3
@@ -65,10 +66,10 @@ def test_a_hundred_pages_hold_a_bounded_number_of_redis_connections(site: Shippe
         counted = connections(site, every)[0]
         return {name: sum(counted[s] for s in found) for name, found in servers.items()}
 
-    with open_pages(site, 50, addresses):
+    with open_pages(site, 50, addresses, process=0):
         wait_until(lambda: held()["eu"] >= NODES, 10, "the cluster's readers")
         fifty = held()
-    with open_pages(site, 100, addresses):
+    with open_pages(site, 100, addresses, process=0):
         hundred = held()
     print(f"connections of one process: 50 pages {fifty}, 100 pages {hundred}")
     for name in ("default", "staging"):

@@ -538,6 +538,16 @@ def _finished(score: float) -> float:
     return int(score) if math.isfinite(score) else score
 
 
+def _scored(reply: Any) -> list[tuple[Any, float]]:
+    """ZRANGE WITHSCORES as (member, score) pairs: a cluster client's
+    transaction answers it flat (member, score, member, ...), unparsed."""
+    if reply and not isinstance(reply[0], list | tuple):
+        return [
+            (member, float(score)) for member, score in zip(reply[::2], reply[1::2], strict=True)
+        ]
+    return list(reply or [])
+
+
 def _newest_finite(scores: Iterable[float]) -> float | None:
     """The first score a clock could have written: a watermark at +inf would
     leave every later failure uncounted."""
@@ -696,7 +706,7 @@ def _settle_drift(client: Redis, index: _Index, generation: str) -> bool:
         total, watermark, cursor, current = (codec.text(v) for v in state_raw or [None] * 4)
         if (current or "0") != generation:
             return True  # reset meanwhile: the next look starts over
-        newest_score = _newest_finite(score for _, score in newest or [])
+        newest_score = _newest_finite(score for _, score in _scored(newest))
         if newest_score is not None and newest_score > (codec.integer(watermark, 0) or 0):
             return True  # failures arrived since this look caught up: the next look
         drift = (codec.integer(total, 0) or 0) - int(failed or 0)

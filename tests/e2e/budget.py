@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from socket import create_connection
 
 import psutil
 from redis import Redis
@@ -92,14 +93,24 @@ def connections(site: ShippedSite, servers: Sequence[Server]) -> dict[int, Count
 
 @contextmanager
 def open_pages(
-    site: ShippedSite, count: int, queues: Sequence[str]
+    site: ShippedSite, count: int, queues: Sequence[str], process: int | None = None
 ) -> Iterator[list[ClientConnection]]:
-    """``count`` live sockets through the front, each subscribed to ``queues``
-    (addresses) and confirmed; closed on leaving."""
+    """``count`` live sockets through the front (or straight to server
+    process number ``process``, with the headers the front adds: no TLS to
+    pay for on a loaded machine), each subscribed to ``queues`` (addresses)
+    and confirmed; closed on leaving."""
     session = Session.log_in(site)
     cookie = "; ".join(f"{name}={value}" for name, value in session.cookies.items())
-    unverified = ssl._create_unverified_context()  # noqa: S323 (the test's own certificate)
+    headers = {"Cookie": cookie, "Origin": site.url}
+    unverified: ssl.SSLContext | None = ssl._create_unverified_context()  # noqa: S323 (ours)
     url = site.url.replace("https://", "wss://") + "/ws/live/"
+    direct: int | None = None
+    if process is not None:
+        # The front's address in the request (its Host), the process's socket.
+        url = site.url.replace("https://", "ws://") + "/ws/live/"
+        headers["X-Forwarded-Proto"] = "https"
+        unverified = None
+        direct = site.servers[process].port
     subscribe = json.dumps({"type": "subscribe", "queues": [{"queue": q} for q in queues]})
     with ExitStack() as stack:
         sockets = []
@@ -107,8 +118,9 @@ def open_pages(
             socket = stack.enter_context(
                 ws_connect(
                     url,
+                    sock=None if direct is None else create_connection(("127.0.0.1", direct)),
                     ssl=unverified,
-                    additional_headers={"Cookie": cookie, "Origin": site.url},
+                    additional_headers=headers,
                     max_size=None,
                     # As a browser's: no pings of its own (the server pings),
                     # and patient on a loaded machine; closed without waiting.
