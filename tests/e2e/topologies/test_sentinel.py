@@ -46,8 +46,21 @@ def topology() -> SentinelRedis:
     return SentinelRedis()
 
 
-def test_the_shipped_site_behind_sentinel(page: Page, site: ShippedSite) -> None:
+def test_the_shipped_site_behind_sentinel(
+    page: Page, site: ShippedSite, topology: SentinelRedis
+) -> None:
     on_call_walk(page, site, QueueRef("bull", "receipts"))
+    # What the site holds on the sentinels: each of its clients asks the first
+    # sentinel that answers, over a connection of its own (the sentinels'
+    # links to each other are named sentinel-…).
+    held = []
+    for sentinel in topology.sentinels.sentinels:
+        client = sentinel.client(None)
+        held.append(
+            sum(1 for c in client.client_list() if not c["name"].startswith("sentinel-")) - 1
+        )
+        client.close()
+    print(f"\nconnections to the sentinels after the walk: {held}")
 
 
 def live_states(page: Page) -> None:
