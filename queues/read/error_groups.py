@@ -86,7 +86,11 @@ CLOCK_SKEW_MS = 2_000
 # left for the next look (the page says the index is catching up).
 MAX_CATCH_UP = 50_000
 MAX_REPAIR_CHECKS = 20_000
-BUILD_LOCK_MS = 120_000
+# The build lock is a lease, as the history collector's: renewed while a build
+# runs (every quarter of it), so a dashboard process killed mid-build (its
+# request thread gone with it) holds up the others' builds this long at most;
+# at 120 s a queue's groups said "Counting…" for two minutes after a crash.
+BUILD_LOCK_MS = 15_000
 # Events that never take a job out of failed.
 _NOT_LEAVING = frozenset(
     {"failed", "progress", "added", "retries-exhausted", "duplicated", "deduplicated"}
@@ -534,6 +538,16 @@ def _finished(score: float) -> float:
     return int(score) if math.isfinite(score) else score
 
 
+def _scored(reply: Any) -> list[tuple[Any, float]]:
+    """ZRANGE WITHSCORES as (member, score) pairs: a cluster client's
+    transaction answers it flat (member, score, member, ...), unparsed."""
+    if reply and not isinstance(reply[0], list | tuple):
+        return [
+            (member, float(score)) for member, score in zip(reply[::2], reply[1::2], strict=True)
+        ]
+    return list(reply or [])
+
+
 def _newest_finite(scores: Iterable[float]) -> float | None:
     """The first score a clock could have written: a watermark at +inf would
     leave every later failure uncounted."""
@@ -692,7 +706,7 @@ def _settle_drift(client: Redis, index: _Index, generation: str) -> bool:
         total, watermark, cursor, current = (codec.text(v) for v in state_raw or [None] * 4)
         if (current or "0") != generation:
             return True  # reset meanwhile: the next look starts over
-        newest_score = _newest_finite(score for _, score in newest or [])
+        newest_score = _newest_finite(score for _, score in _scored(newest))
         if newest_score is not None and newest_score > (codec.integer(watermark, 0) or 0):
             return True  # failures arrived since this look caught up: the next look
         drift = (codec.integer(total, 0) or 0) - int(failed or 0)
