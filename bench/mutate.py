@@ -60,6 +60,11 @@ TREE = WORK / "tree"
 # files that exercise the module's behaviour. Older files first: a run stops
 # at the first failure, which is how --report --before tells what the older
 # files alone killed.
+_BULK_TESTS = (
+    "tests/test_queue_admin.py",
+    "tests/test_broken_keys.py",
+    "tests/test_commands_admin.py",
+)
 TARGETS: dict[str, tuple[str, ...]] = {
     "dashboard/permissions.py": ("tests/test_permissions.py", "tests/test_permissions_users.py"),
     "queues/read/cohorts.py": (
@@ -73,6 +78,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_collector.py",
         "tests/test_collector_fold.py",
         "tests/test_collector_attempts.py",
+        "tests/test_collector_edges.py",
     ),
     "queues/read/error_folding.py": (
         "tests/test_error_folding.py",
@@ -97,6 +103,18 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_cohorts.py",
         "tests/test_requeue_wakes.py",
         "tests/test_requeue_edges.py",
+    ),
+    # The other bulk scripts of the queue page's buttons (clean, drain, the
+    # lists a retry-all or promote-all leaves alone) and the one-job retry
+    # or promote: the admin tests drive them through Queue's methods.
+    **dict.fromkeys(
+        (
+            "priv/scripts/cleanJobsInSet-8.lua",
+            "priv/scripts/drain-7.lua",
+            "priv/scripts/listedJobs-4.lua",
+            "priv/scripts/requeueJob-13.lua",
+        ),
+        _BULK_TESTS,
     ),
     "priv/scripts/includes/requeueJobs.lua": (
         "tests/test_queue_admin.py",
@@ -279,6 +297,80 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                 "local answer = {0, next_start, next_anchor, length, 0}",
                 "local answer = {0, next_start, next_anchor, length, 1}",
                 "answer[5] is set to the unchecked count before the answer is returned",
+            ),
+        )
+    },
+    **{
+        ("queues/read/error_folding.py", original, mutated): why
+        for original, mutated, why in (
+            *(
+                (
+                    "for trim in range(_LONGEST_ESCAPE + 1):",
+                    f"for trim in range(_LONGEST_ESCAPE {other}):",
+                    "a JSON-quoted reason cut inside an escape decodes after trimming at most 5"
+                    ' characters ("\\ud83" of a cut pair; a lone surrogate decodes), so 11 to 13'
+                    " tries all find it; they differ only for a text that is not JSON, opens"
+                    " with a quote and has its one other quote 11-13 characters before the"
+                    " cut, which no writer makes",
+                )
+                for other in ("- 1", "+ 2", "+ 0")
+            ),
+            (
+                "and len(raw) <= _CACHED_FIELD_BYTES",
+                "and len(raw) < _CACHED_FIELD_BYTES",
+                "the digit-form shortcut answers what the plain path answers (the table"
+                " tests assert it for every kind of field): only which way a field of"
+                " exactly that many bytes is computed changes",
+            ),
+            (
+                'return "::" in text or text.count(":") >= 7',
+                'return "::" in text or text.count(":") >= 6',
+                "a looser shortcut only runs the rule where its pattern, which needs seven"
+                " colons or a '::', cannot match",
+            ),
+            (
+                'return re.compile("|".join(re.escape(part) for part in needs)).search'
+                " if needs else None",
+                'return re.compile("|".join(re.escape(part) for part in needs)).search'
+                " if not needs else None",
+                "every rule then runs on every reason: the same folded text, only slower"
+                " (the substrings are a shortcut, never a condition of the rule)",
+            ),
+            (
+                "return hashlib.sha1(folded.encode(), usedforsecurity=False).hexdigest()[:16]",
+                "return hashlib.sha1(folded.encode(), usedforsecurity=True).hexdigest()[:16]",
+                "the same digest; the flag only matters to an OpenSSL in FIPS mode",
+            ),
+            (
+                "if _MESSAGE_OPENER.search(match.string, max(0, match.start() - 16),"
+                " match.start()):",
+                "if _MESSAGE_OPENER.search(match.string, max( -1, match.start() - 16),"
+                " match.start()):",
+                "a pattern's search takes a negative start as 0",
+            ),
+            *(
+                (
+                    "if _MESSAGE_OPENER.search(match.string, max(0, match.start() - 16),"
+                    " match.start()):",
+                    "if _MESSAGE_OPENER.search(match.string, max(0, match.start() -"
+                    f" {reach}), match.start()):",
+                    "the window before a quote holds '(' and an error code of 13 digits"
+                    " with its ', ': a reach of 15 or 17 changes only whether a code of 13"
+                    " or 14 digits is an opener, and the tuples that carry one hold 4-5"
+                    " (pymysql's (2013, '...'))",
+                )
+                for reach in (15, 17)
+            ),
+            *(
+                (
+                    "return quoted[0] + _QUOTED.sub(_quoted, quoted[1:-1]) + quoted[-1]",
+                    mutated,
+                    "a match of _QUOTED opens and closes with the same character",
+                )
+                for mutated in (
+                    "return quoted[ -1] + _QUOTED.sub(_quoted, quoted[1:-1]) + quoted[-1]",
+                    "return quoted[0] + _QUOTED.sub(_quoted, quoted[1:-1]) + quoted[- 0]",
+                )
             ),
         )
     },
