@@ -47,7 +47,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -371,6 +371,48 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     "return quoted[ -1] + _QUOTED.sub(_quoted, quoted[1:-1]) + quoted[-1]",
                     "return quoted[0] + _QUOTED.sub(_quoted, quoted[1:-1]) + quoted[- 0]",
                 )
+            ),
+        )
+    },
+    **{
+        ("dashboard/health.py", original, mutated): why
+        for original, mutated, why in (
+            (
+                "if value == 0 or value >= 10:",
+                "if value == 0 or value > 10:",
+                "a share of exactly 10% takes the other branch and reads '10.0' stripped"
+                " to '10%' there too",
+            ),
+            *(
+                (
+                    "if value == 0 or value >= 10:",
+                    f"if value == {other} or value >= 10:",
+                    "0 through the other branch reads '0.00', stripped to '0%' as well (and"
+                    " 1% reads '1%' through either)",
+                )
+                for other in (1, -1)
+            ),
+            (
+                "digits = 1 if value >= 1 else 2",
+                "digits = 1 if value > 1 else 2",
+                "a share of exactly 1% reads '1.00' instead of '1.0', both stripped to '1%'",
+            ),
+            (
+                "total = recent.total or 0  # 0: the rate is not known",
+                "total = recent.total or -1  # 0: the rate is not known",
+                "the rate it then gives (negative) is only compared with FAILING_RATE, as"
+                " 0.0 would be: both are under it",
+            ),
+            (
+                "rate = recent.failed / total if total else 0.0",
+                "rate = recent.failed / total if total else -1.0",
+                "the rate is only compared with FAILING_RATE: -1.0 and 0.0 are both under it",
+            ),
+            (
+                "if rate >= FAILING_RATE and low_end(recent.failed, total) >= FAILING_FLOOR:",
+                "if rate >= FAILING_RATE and low_end(recent.failed, total) > FAILING_FLOOR:",
+                "no counts give a low end of exactly FAILING_FLOOR (searched for every"
+                " total up to 200,000)",
             ),
         )
     },
@@ -803,7 +845,14 @@ def _in_order(node_ids: list[str], files: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(node_ids, key=lambda n: (rank.get(n.split("::")[0], len(rank)), n)))
 
 
-def run_module(module: str, *, only_lines: set[int] | None = None) -> list[Mutant]:
+def run_module(
+    module: str,
+    *,
+    only_lines: set[int] | None = None,
+    after_each: Callable[[list[Mutant], int], None] | None = None,
+) -> list[Mutant]:
+    """Run ``module``'s mutants; ``after_each`` gets the ones run so far and
+    how many there are after each mutant (a run stopped midway keeps them)."""
     # Test files not in the tree (yet) are left out: a run on an older checkout.
     tests = tuple(name for name in TARGETS[module] if (TREE / name).exists())
     mutants = mutants_of(module, (TREE / module).read_text())
@@ -844,6 +893,8 @@ def run_module(module: str, *, only_lines: set[int] | None = None) -> list[Mutan
                 mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(tests, timeout, log)
             if mutant.outcome == "survived" and reason:
                 mutant.outcome = "equivalent"
+            if after_each is not None:
+                after_each(mutants[:number], len(mutants))
             mark = {"killed": ".", "timeout": "T", "survived": "S", "equivalent": "="}
             print(mark[mutant.outcome], end="" if number % 50 else "\n", flush=True)
     finally:
@@ -860,11 +911,13 @@ def _killed(mutant: dict[str, object]) -> bool:
     return mutant["outcome"] in ("killed", "timeout")
 
 
-def save(module: str, mutants: list[Mutant], minutes: float) -> None:
+def save(module: str, mutants: list[Mutant], minutes: float, of: int | None = None) -> None:
     """The run's results (every mutant, its outcome and the first test that
-    failed) as build/mutate/<module>.json, which --report reads."""
+    failed) as build/mutate/<module>.json, which --report reads; ``of``: how
+    many mutants the module has, when the run is not over (or was stopped)."""
     record = {
         "module": module,
+        "of": len(mutants) if of is None else of,
         "tests": [name for name in TARGETS[module] if (TREE / name).exists()],
         "minutes": round(minutes, 1),
         "when": time.strftime("%Y-%m-%d %H:%M"),
@@ -932,7 +985,10 @@ def report(before: str | None) -> None:
         killed = sum(_killed(m) for m in mutants)
         equivalent = sum(m["outcome"] == "equivalent" for m in mutants)
         survived = [m for m in mutants if m["outcome"] == "survived"]
-        cells = [f"`{module}`", str(len(mutants)), str(killed), str(equivalent), str(len(survived))]
+        run = str(len(mutants))
+        if data.get("of", len(mutants)) != len(mutants):  # a run stopped midway
+            run += f" of {data['of']}"
+        cells = [f"`{module}`", run, str(killed), str(equivalent), str(len(survived))]
         if before:
             old = {name for name in data["tests"] if _existed(before, name)}
             killed_then = sum(
@@ -992,7 +1048,11 @@ def main() -> None:
     warm_up()
     for module in modules:
         began = time.monotonic()
-        mutants = run_module(module, only_lines=only)
+
+        def keep(done: list[Mutant], of: int, module: str = module, began: float = began) -> None:
+            save(module, done, (time.monotonic() - began) / 60, of)
+
+        mutants = run_module(module, only_lines=only, after_each=None if only else keep)
         minutes = (time.monotonic() - began) / 60
         if only is None:
             save(module, mutants, minutes)
