@@ -416,6 +416,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             ),
         )
     },
+    ("priv/scripts/listedJobs-4.lua", "return {0, 0, {}}", "return {0, 1, {}}"): (
+        "a list of 0 means every list was looked at: the caller stops there and never"
+        " reads the index beside it"
+    ),
 }
 
 # cosmic-ray operators kept (the rest replace an operator with an unrelated
