@@ -175,13 +175,16 @@ def _since_words(last: LastFinished | None, now_ms: int) -> str:
     the newest finishedOn is the last moment a worker is known to have been
     there (when it left is written nowhere). With completed jobs not kept
     (removeOnComplete), a later job may have completed unseen: the words say
-    which set dated it."""
+    which set dated it. Nothing kept finished: the job next in line has
+    waited since it was added, so no worker has taken a job since then."""
     if last is None:
         return ""
     if last.completed_ms is not None:
         return f"last job finished {_when(last.newest_ms or last.completed_ms, now_ms)}"
     if last.failed_ms is not None:
         return f"last failure {_when(last.failed_ms, now_ms)}, completed jobs not kept"
+    if last.oldest_waiting_ms is not None:
+        return f"none finished; the oldest added {_when(last.oldest_waiting_ms, now_ms)}"
     return "no finished job kept to date it"
 
 

@@ -330,6 +330,12 @@ SINCE_CASES = [
         "last failure 5 min ago (10:51 UTC), completed jobs not kept",
         id="failures only",
     ),
+    # Nothing kept finished: the job next in line dates it (no worker took a job since).
+    pytest.param(
+        LastFinished(None, None, NOW_MS - 14 * MINUTE),
+        "none finished; the oldest added 14 min ago (10:42 UTC)",
+        id="nothing kept, oldest waiting",
+    ),
     pytest.param(LastFinished(None, None), "no finished job kept to date it", id="nothing kept"),
 ]
 
