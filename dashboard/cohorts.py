@@ -113,6 +113,12 @@ class Part:
     url: str
 
     @property
+    def words(self) -> str:
+        """Its badge: "2 failed again", "1 of them with the same reason as
+        before"; every one of the failed part's jobs: "all of them ..."."""
+        return f"{self.count:,} {self.label}"
+
+    @property
     def within_failed(self) -> bool:
         """A part of the failed part (drawn dashed beside it)."""
         return self.name == FAILED_SAME
@@ -123,6 +129,17 @@ class Part:
         if self.name == GONE:
             return "other"
         return _FAILED_TAB if self.name == FAILED_SAME else self.name
+
+
+class AllOfThem(Part):
+    """The same-reason part when every job of the failed part beside it is in
+    it: "all of them ...", not a second count the reader must compare."""
+
+    __slots__ = ()
+
+    @property
+    def words(self) -> str:
+        return f"all {self.label}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,10 +183,11 @@ class CohortView:
             shown.append(Part(name, part_label(name), len(ids), f"{self.url}?part={name}"))
             if name == _FAILED_TAB and self.cohort.reasons:
                 same = len(self.counted.failed_same)
+                url = f"{self.url}?part={FAILED_SAME}"
                 shown.append(
-                    Part(
-                        FAILED_SAME, part_label(FAILED_SAME), same, f"{self.url}?part={FAILED_SAME}"
-                    )
+                    AllOfThem(FAILED_SAME, part_label(FAILED_SAME), same, url)
+                    if same == len(ids) > 1
+                    else Part(FAILED_SAME, part_label(FAILED_SAME), same, url)
                 )
         return shown
 
