@@ -62,3 +62,63 @@ def test_retry_all_of_one_failed_job_that_wait_also_holds_leaves_it(redis_client
     ]
     assert redis_client.lrange(queue.keys.wait, 0, -1) == [job_id.encode()]
     assert redis_client.zscore(queue.keys.failed, job_id) is not None
+
+
+def _young(n: int) -> bool:
+    """Every third job was added just now; the oldest and the newest are old,
+    so the list's two ends and the 1,001st entry are ones to delete."""
+    return n % 3 == 2
+
+
+def test_cleaning_a_long_wait_list_by_age_takes_exactly_the_old_jobs_across_chunks(
+    redis_client: Redis,
+) -> None:
+    """A backlog of 2,500 sign-up emails, most added an hour ago (a producer
+    replaying its outbox), every third just now: the clean reads the list in
+    chunks of 1,000 from its tail and must delete exactly the old ones,
+    wherever a chunk's edge falls, and keep the young in their order."""
+    queue = Queue("emails", redis_client)
+    hour_ago = now_ms() - 3_600_000
+    specs = [
+        ("send-welcome", {**WELCOME, "n": n}, None if _young(n) else {"timestamp": hour_ago + n})
+        for n in range(2500)
+    ]
+    ids = queue.add_bulk(specs)
+    young = [job_id for n, job_id in enumerate(ids) if _young(n)]
+    old = [job_id for n, job_id in enumerate(ids) if not _young(n)]
+
+    removed = queue.clean("wait", grace_ms=60_000).ids
+
+    assert sorted(removed, key=int) == old
+    assert [j.decode() for j in redis_client.lrange(queue.keys.wait, 0, -1)] == young[::-1]
+    assert not any(redis_client.exists(queue.keys.job(job_id)) for job_id in old)
+
+
+def test_cleaning_a_large_delayed_set_by_age_takes_exactly_the_old_jobs(
+    redis_client: Redis,
+) -> None:
+    """The same for 2,500 reminders due tomorrow a second apart, read in
+    chunks of 1,000 by when they are due: the young ones were added an hour
+    later with an hour less of delay, so old and young alternate in the set."""
+    queue = Queue("emails", redis_client)
+    hour_ago = now_ms() - 3_600_000
+    due = 86_400_000
+    specs = [
+        (
+            "send-reminder",
+            {**WELCOME, "n": n},
+            {"delay": due + 1000 * n - 3_600_000}
+            if _young(n)
+            else {"delay": due + 1000 * n, "timestamp": hour_ago},
+        )
+        for n in range(2500)
+    ]
+    ids = queue.add_bulk(specs)
+    young = [job_id for n, job_id in enumerate(ids) if _young(n)]
+    old = [job_id for n, job_id in enumerate(ids) if not _young(n)]
+    assert [j.decode() for j in redis_client.zrange(queue.keys.delayed, 0, -1)] == ids
+
+    removed = queue.clean("delayed", grace_ms=60_000).ids
+
+    assert sorted(removed, key=int) == old
+    assert [j.decode() for j in redis_client.zrange(queue.keys.delayed, 0, -1)] == young
