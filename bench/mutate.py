@@ -64,6 +64,7 @@ _BULK_TESTS = (
     "tests/test_queue_admin.py",
     "tests/test_broken_keys.py",
     "tests/test_commands_admin.py",
+    "tests/test_bulk_edges.py",
 )
 TARGETS: dict[str, tuple[str, ...]] = {
     "dashboard/permissions.py": ("tests/test_permissions.py", "tests/test_permissions_users.py"),
@@ -84,8 +85,9 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_error_folding.py",
         "tests/test_failure_corpus.py",
         "tests/test_read_error_groups.py",
+        "tests/test_error_folding_edges.py",
     ),
-    "dashboard/health.py": ("tests/test_health.py",),
+    "dashboard/health.py": ("tests/test_health.py", "tests/test_health_edges.py"),
     "priv/scripts/searchJobs-1.lua": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
     "priv/scripts/moveToFinished-14.lua": (
         "tests/test_transitions_finished.py",
@@ -938,8 +940,13 @@ def recheck(into: Path, module: str, mutants: list[Mutant]) -> None:
     path = into / f"{module.replace('/', '_')}.json"
     record = json.loads(path.read_text())
     fresh = {(m.line, m.operator, m.original, m.mutated): m for m in mutants}
+    # A merge may have moved the lines since the run: a mutant whose line,
+    # operator and text are the only ones of their kind is found by its text.
+    texts = [(m.operator, m.original, m.mutated) for m in mutants]
+    by_text = {text: m for text, m in zip(texts, mutants, strict=True) if texts.count(text) == 1}
     for kept in record["mutants"]:
-        found = fresh.get((kept["line"], kept["operator"], kept["original"], kept["mutated"]))
+        text = (kept["operator"], kept["original"], kept["mutated"])
+        found = fresh.get((kept["line"], *text)) or by_text.get(text)
         if found is not None:
             kept.update(outcome=found.outcome, failed_test=found.failed_test, rechecked=True)
     record["rechecked"] = time.strftime("%Y-%m-%d %H:%M")
