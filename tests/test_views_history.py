@@ -171,6 +171,23 @@ def test_the_overview_sums_up_the_last_hour_most_failing_first(
     assert client_as(None).get("/history/last-hour/").status_code == 302
 
 
+def test_a_queue_where_nothing_finished_says_it_has_no_failure_rate_as_it_has_no_times(
+    dashboard_redis: Redis, redis_url: str, client_as: Callable[[str | None], Any], settings: Any
+) -> None:
+    """A queue without a worker is in the last hour by its backlog alone: its
+    failure rate cell was empty beside the dashes of its wait and run (on a
+    phone a label "failure rate, 1 h" followed by nothing)."""
+    stuck = QueueRef("bull", "reports")
+    settings.ECHOMQ_QUEUES = [stuck.qualified]
+    Queue(stuck.name, dashboard_redis).add("monthly-report")
+    collect_until_read(HistoryCollector(connect(redis_url), lambda: [stuck], name="t"))
+    html = client_as("viewer").get("/history/last-hour/").content.decode()
+    row = re.search(r'<tr data-summary-queue="bull:reports">(.*?)</tr>', html, re.S)
+    assert row is not None
+    cells = re.findall(r'<td class="num"[^>]*>(.*?)</td>', row.group(1), re.S)
+    assert cells == ["0", "0", "\u2013", "\u2013", "\u2013", "1"]
+
+
 def test_the_last_hour_is_read_once_for_every_viewer_within_its_cache_time(
     dashboard_redis: Redis, redis_url: str, client_as: Callable[[str | None], Any], settings: Any
 ) -> None:

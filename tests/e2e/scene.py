@@ -39,7 +39,6 @@ from queues.collector import (
     BACKLOG_TABS,
     MINUTE_MS,
     MinuteBatch,
-    hour_of,
     minute_of,
     record,
 )
@@ -160,12 +159,12 @@ def _record_hour(redis: Redis, ref: QueueRef, now: int) -> None:
     """``ref``'s history (any earlier seeding's gone) as the collector records
     it: one batch a minute through its script, each going on from the last."""
     keys = HistoryKeys(ref.name, ref.prefix)
+    # All of it: an earlier seeding's oldest minutes lie before this hour, and
+    # a history spanning more than an hour is drawn over 24 hours.
+    earlier = list(redis.scan_iter(match=keys.base + "*"))
+    if earlier:
+        redis.delete(*earlier)
     minutes = history_minutes(ref.name, now)
-    first, last = min(minutes), max(minutes)
-    hours = range(hour_of(first * MINUTE_MS), hour_of(last * MINUTE_MS) + 1)
-    redis.delete(
-        keys.state, keys.recent, *(keys.minute(m) for m in minutes), *map(keys.hour, hours)
-    )
     backlog = _backlog(redis, ref.keys)
     cursor = ""
     for minute, (completed, failed) in sorted(minutes.items()):
@@ -174,8 +173,8 @@ def _record_hour(redis: Redis, ref: QueueRef, now: int) -> None:
         batch = MinuteBatch(minute, f"{min(now, minute * MINUTE_MS + MINUTE_MS - 1)}-0")
         batch.add.update({"c": completed, "f": failed})
         for n in range(completed + failed):
-            # Spread around the queue's usual times, a slow one in twenty.
-            spread = 0.6 + (n * 7 % 10) / 10 + (2.0 if n % 20 == 13 else 0.0)
+            # Spread evenly from half to twice the queue's usual times.
+            spread = 0.5 + (n * 37 % 100) / 66
             batch.duration("w", int(WAIT_MS.get(ref.name, 0) * spread))
             run = RUN_MS if n < completed else FAILED_RUN_MS
             batch.duration("r", int(run.get(ref.name, 0) * spread))

@@ -147,9 +147,16 @@ def check_last_hour(page: Page) -> None:
     # Its failed charges waited out the gateway's 10 s timeout.
     payments = section.locator('tr[data-summary-queue="bull:payments"]')
     expect(payments.locator('[data-label="run p95"]')).to_have_text(re.compile(r"^\d+\.\d s$"))
-    # Nothing finished in reports; its waiting jobs are its backlog.
+    # Nothing finished in reports (no rate, no times); its waiting jobs are its backlog.
     reports = section.locator('tr[data-summary-queue="bull:reports"] td').all_inner_texts()
-    assert [cell.strip() for cell in reports] == ["0", "0", "", "\u2013", "\u2013", "3"], reports
+    none = "\u2013"  # a dash
+    assert [cell.strip() for cell in reports] == ["0", "0", none, none, none, "3"], reports
+
+
+def history_is_the_hour(page: Page) -> None:
+    """The queue page's history panel draws the scene's hour over one hour (a
+    history reaching further back is drawn over 24 hours, the hour a sliver)."""
+    expect(page.locator("[data-history-chart]")).to_have_attribute("data-range", "1h")
 
 
 def check_overview(page: Page, scene: Scene) -> None:
@@ -166,6 +173,7 @@ def check_overview(page: Page, scene: Scene) -> None:
     expect(page.locator('tr[data-queue="bull:thumbnails"] .badge')).to_have_count(0)
     # Its jobs wait and no worker is connected: said so, not guessed from "nothing active".
     expect(page.locator('tr[data-queue="bull:reports"] .badge')).to_have_text("no workers")
+    check_last_hour(page)
     for name in ("emails", "payments", "thumbnails"):
         expect(page.locator(f'tr[data-queue="bull:{name}"] svg.sparkline')).to_have_count(1)
     # Its workers keep no metrics (it has none): the dashboard's history draws
@@ -175,7 +183,6 @@ def check_overview(page: Page, scene: Scene) -> None:
         "0 completed, 0 failures in the last 30 min; full height 1/min up, 1/min down;"
         " from the dashboard's history",
     )
-    check_last_hour(page)
     expect(
         page.locator('tr[data-queue="bull:thumbnails"] [data-count-state="active"]')
     ).to_have_text("1")
@@ -194,8 +201,8 @@ def check_queue_failed(page: Page, scene: Scene) -> None:
     expect(page.locator(".queue-chart .badge")).to_have_text("failing")
     chart_is_readable(page, marker="retry all by oncall: 8 failed jobs moved back to waiting")
     # The history panel: the same hour as the overview's "Last hour" row.
+    history_is_the_hour(page)
     history = page.locator("[data-history-chart]")
-    expect(history).to_have_attribute("data-range", "1h")
     readout = history.locator("[data-chart-readout]")
     expect(readout).to_have_text(re.compile(r" in the last 1 hour; wait p95 "))
     said = re.fullmatch(
@@ -214,22 +221,26 @@ def check_queue_waiting(page: Page, scene: Scene) -> None:
     assert tab_count(page, "wait") == "11"
     assert rows(page) == 11
     chart_is_readable(page)
+    history_is_the_hour(page)
 
 
 def check_queue_delayed(page: Page, scene: Scene) -> None:
     assert tab_count(page, "delayed") == "4"
     assert rows(page) == 4
     expect(page.locator("#job-table tr[data-job-id]").first).to_contain_text("newsletter")
+    history_is_the_hour(page)
 
 
 def check_queue_completed(page: Page, scene: Scene) -> None:
     assert tab_count(page, "completed") == "6"
     expect(page.locator(f'#job-table tr[data-job-id="{scene.retried_job}"]')).to_contain_text("2/2")
+    history_is_the_hour(page)
 
 
 def check_queue_active(page: Page, scene: Scene) -> None:
     assert tab_count(page, "active") == "1"
     expect(page.locator(f'#job-table tr[data-job-id="{scene.active_job}"]')).to_be_visible()
+    history_is_the_hour(page)
 
 
 def job_state(page: Page, state: str, job_id: str) -> None:
