@@ -121,6 +121,11 @@ HOUR_BEFORE: dict[str, tuple[list[int], list[int]]] = {
 WAIT_MS = {"emails": 35, "thumbnails": 1_800, "payments": 20}
 RUN_MS = {"emails": 240, "thumbnails": 1_400, "payments": 650}
 FAILED_RUN_MS = {"emails": 30_000, "thumbnails": 90, "payments": 10_000}
+# How many minutes the dashboard's history holds, the current one included:
+# one less than the hour a page reads, so that it still fits in the hour when
+# a minute begins between the seeding and the page's read (a history spanning
+# more than an hour is drawn over 24 hours, the hour a sliver at its end).
+HISTORY_MINUTES = HOUR - 1
 # The scene's collector, as the status hash names it ("<host>:<pid>:<token>").
 COLLECTOR = "dash-1:4127:9f3c2a"
 
@@ -141,15 +146,15 @@ def seed_history(redis: Redis, now: int) -> None:
 
 def history_minutes(name: str, now: int) -> dict[int, tuple[int, int]]:
     """minute -> (completed, failed) of ``name``'s history as ``seed_history``
-    writes it at ``now``: the last HOUR - 1 full minutes and the current one so
-    far, the hour a page reads (59 full minutes and the current one; the
-    workers' metrics keep one more, older minute)."""
+    writes it at ``now``: the last HISTORY_MINUTES - 1 full minutes (the
+    newest of the workers' metrics) and the current one so far."""
     completed, failed = HOUR_BEFORE.get(name, ([0] * HOUR, [0] * HOUR))
+    full = HISTORY_MINUTES - 1
     so_far = (now % MINUTE_MS) / MINUTE_MS
     current = minute_of(now)
     minutes = {
-        current - HOUR + 1 + n: (done, lost)
-        for n, (done, lost) in enumerate(zip(completed[1:], failed[1:], strict=True))
+        current - full + n: (done, lost)
+        for n, (done, lost) in enumerate(zip(completed[-full:], failed[-full:], strict=True))
     }
     minutes[current] = (int(completed[-1] * so_far), int(failed[-1] * so_far))
     return minutes

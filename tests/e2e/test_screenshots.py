@@ -23,7 +23,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import SHOTS_ROOT, wait_live
-from tests.e2e.scene import HOUR_BEFORE, PAGE_KINDS, Scene, page_path, visit
+from tests.e2e.scene import HISTORY_MINUTES, HOUR_BEFORE, PAGE_KINDS, Scene, page_path, visit
 from tests.e2e.server import ROOT, DashboardServer
 
 SHOTS = SHOTS_ROOT / "pages"
@@ -96,13 +96,13 @@ def number(text: str) -> int:
 
 def seeded_hour(name: str) -> tuple[range, range]:
     """The completed and failed counts a page may show for ``name``'s last hour
-    of history (scene.history_minutes): 59 full minutes and the current one so
-    far, or one minute fewer when a minute began between the seeding and the
-    page's read (or the summary's cache, SUMMARY_CACHE_S)."""
+    of history (scene.history_minutes): its full minutes and from none to all
+    of the current one's (it is written with how far the minute has gone)."""
     completed, failed = HOUR_BEFORE.get(name, ([0], [0]))
+    full = HISTORY_MINUTES - 1
 
     def bounds(minutes: list[int]) -> range:
-        return range(sum(minutes[2:]), sum(minutes[1:]) + minutes[-1] + 1)
+        return range(sum(minutes[-full:]), sum(minutes[-full:]) + minutes[-1] + 1)
 
     return bounds(completed), bounds(failed)
 
