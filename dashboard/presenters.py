@@ -28,6 +28,7 @@ from dashboard.formatting import span as span
 from dashboard.formatting import thousands as thousands
 from dashboard.health import Health, Workers, queue_health
 from dashboard.queue_urls import PATH_SAFE, queue_url, queue_url_maker
+from queues import codec
 from queues.read.counts import METRICS_POINTS, QueueSummary
 from queues.read.failures import FailedAttempt
 from queues.read.job import JobDetail
@@ -414,7 +415,7 @@ def progress_html(progress: Progress, *, text_limit: int = 40) -> SafeString:
         text = value
     else:
         text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
-    text = _truncate(text, text_limit)
+    text = _truncate(codec.printable(text), text_limit)
     return format_html('<span class="muted" title="{}">{}</span>', text, text)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 from django.conf import settings
 from django.shortcuts import resolve_url
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
@@ -55,7 +55,13 @@ def connection_badge(ref: QueueRef) -> SafeString:
 
 @register.simple_tag
 def job_url(ref: QueueRef, job_id: str) -> str:
-    return queue_urls.queue_url("dashboard:job", ref, job_id)
+    """The job's page. An id read from Redis (an event's jobId, a child's key)
+    may be none a job can have ("a\\nb"), which reverse() refuses: its link
+    leads to the page saying so."""
+    try:
+        return queue_urls.queue_url("dashboard:job", ref, job_id)
+    except NoReverseMatch:
+        return presenters.job_url(presenters.job_url_prefix(ref), job_id)
 
 
 # The URLs the page script needs, reversed here so that it never pastes paths
@@ -141,8 +147,8 @@ def event_detail(fields: dict[str, str]) -> str:
     if "failedReason" in fields:
         return first_line(codec.failure_reason(fields["failedReason"]), 200)
     if "delay" in fields:
-        due = fields["delay"]
-        return f"until {presenters.exact_time(int(due))}" if due.isdigit() else due
+        due = codec.integer(fields["delay"])
+        return f"until {presenters.exact_time(due)}" if due is not None else fields["delay"][:100]
     if "data" in fields:
         return f"progress {fields['data'][:100]}"
     if "prev" in fields:
@@ -150,6 +156,8 @@ def event_detail(fields: dict[str, str]) -> str:
     if "count" in fields:
         return f"{fields['count']} jobs"
     if "attemptsMade" in fields:  # retries-exhausted: how many tries it had
-        made = fields["attemptsMade"]
-        return f"after {made} attempt{'' if made == '1' else 's'}" if made.isdigit() else made[:100]
+        made = codec.integer(fields["attemptsMade"])
+        if made is None:
+            return fields["attemptsMade"][:100]
+        return f"after {made:,} attempt{'' if made == 1 else 's'}"
     return fields.get("name", "")[:100]

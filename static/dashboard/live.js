@@ -1141,13 +1141,14 @@
 
   // ------------------------------------------------------------ the socket
 
-  // html[data-live]: connecting, subscribing, open (live), closed (reconnecting) or
-  // unreachable: the server says Redis does not answer it, so what the page shows
-  // is stale until a status "ok" (or a fresh socket's subscriptions) says otherwise.
-  var socket = null, attempt = 0, stopped = false, redisDown = false;
+  // html[data-live]: connecting, subscribing, open (live), closed (reconnecting),
+  // unreachable (the server says Redis does not answer it) or failing-over (it
+  // does not, and the sentinels are replacing the master): what the page shows
+  // is then stale until a status "ok" (or a fresh socket's subscriptions) says otherwise.
+  var socket = null, attempt = 0, stopped = false, redisDown = "";
 
   function setState(state) {
-    document.documentElement.setAttribute("data-live", redisDown ? "unreachable" : state);
+    document.documentElement.setAttribute("data-live", redisDown || state);
   }
   // What this page needs of a queue's events: the feed every event (of its job
   // filter, if any), a job page its job's, the overview and the queue page only
@@ -1182,13 +1183,15 @@
       confirmed = {};
       setState("subscribing");
       send({type: "subscribe", queues: queues.map(subscription)});
-      if (!queues.length) { redisDown = false; setState("open"); }
+      if (!queues.length) { redisDown = ""; setState("open"); }
     }
     // Redis stopped answering the server: say so; once it answers again, subscribe
     // again from the positions this page has, and the server replays what it missed.
     function onStatus(message) {
-      if (message.redis === "unreachable") { redisDown = true; setState("unreachable"); }
-      else if (redisDown) { redisDown = false; subscribeAll(); }
+      if (message.redis === "unreachable" || message.redis === "failing_over") {
+        redisDown = message.redis === "failing_over" ? "failing-over" : "unreachable";
+        setState(redisDown);
+      } else if (redisDown) { redisDown = ""; subscribeAll(); }
     }
     socket.onopen = function () {
       attempt = 0;
@@ -1198,9 +1201,9 @@
     socket.onmessage = function (frame) {
       var message = JSON.parse(frame.data);
       if (message.type === "events") onEvents(message);
-      else if (message.type === "gap") { redisDown = false; onGap(message); confirm(message.queue); }
+      else if (message.type === "gap") { redisDown = ""; onGap(message); confirm(message.queue); }
       else if (message.type === "subscribed") {
-        redisDown = false;  // the server just read Redis for this page
+        redisDown = "";  // the server just read Redis for this page
         var first = !(message.queue in lastIds);
         lastIds[message.queue] = message.last_id;
         if (first) {  // whatever changed between the render and this subscription

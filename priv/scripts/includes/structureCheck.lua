@@ -17,7 +17,7 @@ local function structure_refusal(expected)
     local key, want = expected[index], expected[index + 1]
     local probed = redis.pcall(PROBE[want], key)
     if type(probed) == "table" and probed["err"] then
-      return wrong_type_reply(key, key_type(key), want)
+      return refusal_of(probed, key, want)
     elseif want == "counter" and probed and not is_integer_text(probed) then
       return wrong_type_reply(key, "string that is not an integer", want)
     end
