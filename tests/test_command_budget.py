@@ -50,7 +50,7 @@ WORKER_BUDGET = {
     "zrange": 1,  # the first delayed job: due (the general path promotes), or when next
     "lrange": 1,  # the tail of wait: the next job, and whether another follows
     "hgetall": 1,  # the next job: checked, then its fields are the answer
-    "zscore": 1,  # the wake-up marker: proves `marker`, ZADD only when gone
+    # No ZSCORE of the wake-up marker: a finish consumed none and writes none.
     "xlen": 1,  # proves `events`, which no read touches and both XADDs write
     # Writes: the finish, then the start of the next job.
     "lrem": 1,  # out of active (the first write: -3 when not active)
