@@ -25,8 +25,10 @@ import pytest
 from redis import Redis
 
 from queues import scripts
+from queues.commands.transitions import move_to_active
 from queues.connection import connect
 from queues.job import Job
+from queues.pickup import decode_answer
 from queues.queue import Queue, now_ms
 from queues.redis_server import LocalRedisServer, server_binary
 from tests.test_queue_admin import finish
@@ -59,6 +61,23 @@ WORKER_BUDGET = {
     "rpoplpush": 1,  # the next job from wait to active
     "set": 1,  # its lock
     "hset": 1,  # its processedOn, processedBy and attempts started
+}
+
+# A worker with free slots taking a job (moveToActive, the common pick-up):
+# what every job costs on a queue whose workers are not all busy.
+PICKUP_BUDGET = {
+    "evalsha": 1,
+    "hmget": 1,  # the queue's meta: paused, concurrency, rate limit, events cap
+    "zrange": 1,  # the first delayed job: due, or when next
+    "lrange": 1,  # the tail of wait: the job, and whether another follows
+    "hgetall": 1,  # the job: checked, then its fields are the answer
+    "zscore": 1,  # the wake-up marker, when another job stays ready: proves it
+    "xlen": 1,  # proves `events`, which the start's XADD writes
+    # No LLEN of active: the move into it is the first write and proves it.
+    "rpoplpush": 1,  # from wait to active
+    "set": 1,  # its lock
+    "xadd": 1,  # active
+    "hset": 1,  # processedOn, processedBy, attempts started
 }
 
 # Queue.add_bulk of plain jobs: addJobs-10 takes 100 jobs per call.
@@ -156,6 +175,20 @@ async def test_a_processed_job_costs_one_script_call_and_its_budgeted_commands(
         await until(all_finished, timeout=10)
         used = per_job(before, calls(client), own={"llen": polls})
     assert over_budget(used, WORKER_BUDGET) == {}, used
+
+
+def test_a_job_picked_up_costs_its_budgeted_commands(
+    private_redis: tuple[str, Redis],
+) -> None:
+    _, client = private_redis
+    queue = Queue("budget", client)
+    _plain_jobs(queue)
+    before = calls(client)
+    for _ in range(JOBS):
+        call = move_to_active(queue.keys, token="tok", lock_duration_ms=30_000, now_ms=now_ms())
+        assert decode_answer(scripts.run(client, call), "moveToActive").job_id
+    used = per_job(before, calls(client))
+    assert over_budget(used, PICKUP_BUDGET) == {}, used
 
 
 def test_a_job_added_in_bulk_costs_its_budgeted_commands(

@@ -198,3 +198,24 @@ def test_a_finish_refused_for_a_wrong_type_can_be_retried_once_repaired(
         ),
     )
     assert answer[1] == b"2"
+
+
+@pytest.mark.parametrize("source", ["wait", "prioritized"])
+@pytest.mark.parametrize("structure", ["active", "events"])
+def test_the_common_pickup_refuses_a_key_it_writes_before_it_moves_a_job(
+    redis_client: Redis, keys: QueueKeys, source: str, structure: str
+) -> None:
+    """Without a rate limit a pick-up takes the straight-line path, whose
+    first write, the move into active, is what proves active: it fails
+    before it pops, and the call is refused naming the key, nothing moved."""
+    if source == "wait":
+        seed_job(redis_client, keys, "2")
+    else:
+        seed_job(redis_client, keys, "p", state="prioritized", priority=1)
+    key = keys.base + structure
+    BREAKERS[structure](redis_client, key)
+    before = snapshot(redis_client)
+    with pytest.raises(CorruptKey) as refused:
+        fetch(redis_client, keys)
+    assert refused.value.key == key
+    assert snapshot(redis_client) == before

@@ -89,10 +89,10 @@ if not job_id then
   redis.call("DEL", base .. "pc")  -- nothing is prioritized: the counter restarts
   return {0, 0, 0, due}
 end
--- Written by the start and read by nothing above.
+-- Written by the start and read by nothing above: the events (active is
+-- proven by the start's first write, see start_ready_job).
 local active_key, events = base .. "active", base .. "events"
-if type(redis.pcall("LLEN", active_key)) ~= "number"
-    or type(redis.pcall("XLEN", events)) ~= "number" then
+if type(redis.pcall("XLEN", events)) ~= "number" then
   return in_general()
 end
 -- A worker calls this after the wake-up marker woke it, so taking a job may
@@ -106,4 +106,4 @@ if others then
   wake = not marked
 end
 return start_ready_job(base, active_key, events, job_id, fields, from_wait, started, wake, token,
-  lock_ms, ARGV[5], now_text, cap)
+  lock_ms, ARGV[5], now_text, cap) or in_general()

@@ -116,14 +116,25 @@ end
 -- workers (moveToActive's, when more jobs are ready and it is gone).
 -- The fields read before are patched as HSET changes them: HGETALL again
 -- would turn every field into Lua once more.
+-- The move into active comes first and proves active: Redis checks both
+-- lists' types before RPOPLPUSH pops, and LPUSH changes nothing when it
+-- fails, so an `active` of another type answers false with nothing
+-- written, and moveToActive's general path refuses the call naming it (no
+-- probe of active needed; a finish has proven it by its LREM already).
 local function start_ready_job(base, active_key, events, job_id, fields, from_wait, started,
     wake, token, lock_ms, worker_name, now_text, cap)
   local job_key = base .. job_id
+  local moved
   if from_wait then
-    redis.call("RPOPLPUSH", base .. "wait", active_key)
+    moved = redis.pcall("RPOPLPUSH", base .. "wait", active_key)
   else
+    moved = redis.pcall("LPUSH", active_key, job_id)
+  end
+  if type(moved) == "table" then
+    return false
+  end
+  if not from_wait then
     redis.call("ZREM", base .. "prioritized", job_id)
-    redis.call("LPUSH", active_key, job_id)
   end
   if token ~= "0" then
     redis.call("SET", job_key .. ":lock", token, "PX", lock_ms)
