@@ -367,10 +367,10 @@ async def test_a_socket_whose_user_keeps_access_stays_open_across_rechecks(
 async def test_revoking_the_view_permission_closes_an_open_socket_with_4403(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from dashboard import permissions
+    from dashboard import short_cache
 
     # A recheck racing the removal could cache the old answer for its 10 s TTL.
-    monkeypatch.setattr(permissions, "PERMISSION_CACHE_TTL_S", 0.0)
+    monkeypatch.setattr(short_cache, "TTL_S", 0.0)
     communicator, user = await subscribed_with_quick_rechecks(monkeypatch)
     view = await asyncio.to_thread(Permission.objects.get, codename="view_queues")
     await asyncio.to_thread(user.user_permissions.remove, view)
