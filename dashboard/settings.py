@@ -252,6 +252,12 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # (manage.py collectstatic copies them there).
 WHITENOISE_USE_FINDERS = True
 STATIC_ROOT = os.environ.get("STATIC_ROOT") or None
+if STATIC_ROOT:
+    # Collected files under hashed names, the modules' imports included.
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "dashboard.static_files.HashedStaticFiles"},
+    }
 
 # One format for every log line of a server process: Django's, daphne's or
 # uvicorn's, Channels', django-axes' and ours (echomq.*, echomq.audit), all
