@@ -1,15 +1,9 @@
-"""What each process keeps for a few seconds of who is signed in: the session,
-the user and the permission answers, three database reads a request would
-otherwise make (their cost: docs/benchmarks.md, "bench/dashboard.py: page
-loads with revocable sessions" and the perf-pages runs of 2026-12-02).
-
-One lifetime for the three, so a change made in another process (a logout, a
-password changed, a user deactivated, a permission taken away) applies
-everywhere within ``TTL_S``. Changes made in this process apply at once: the
-session engine deletes its own entry on logout, and signals (apps.py) clear
-the users and the permission answers on any change to a user, a group or a
-permission.
-"""
+"""The session, the user and the permission answers, each kept a few seconds per
+process: three database reads a request would otherwise make (their cost:
+docs/benchmarks.md, "page loads with revocable sessions"). One lifetime for the
+three: a change made in another process applies within ``TTL_S``; one made in
+this process at once (the session engine deletes its entry on logout, and
+signals wired in apps.py clear the users and the answers)."""
 
 from __future__ import annotations
 
@@ -26,8 +20,7 @@ V = TypeVar("V")
 
 
 class ShortCache(Generic[K, V]):
-    """Answers kept ``TTL_S`` seconds, at most ``most`` of them (past that the
-    expired go, then all: bounded whoever signs in)."""
+    """Answers kept ``TTL_S`` seconds; past ``most`` the expired go, then all."""
 
     def __init__(self, most: int = 1_000) -> None:
         self.most = most
@@ -50,8 +43,7 @@ class ShortCache(Generic[K, V]):
                 self._entries.clear()
         self._entries[key] = (now + TTL_S, value)
 
-    def clear(self, **_: object) -> None:
-        """Everything goes (also a signal receiver: apps.py)."""
+    def clear(self, **_: object) -> None:  # also a signal receiver (apps.py)
         self._entries.clear()
 
     def __len__(self) -> int:
@@ -59,9 +51,7 @@ class ShortCache(Generic[K, V]):
 
 
 class ShortLivedLocMemCache(LocMemCache):
-    """The sessions' cache (settings.CACHES, for Django's ``cached_db`` engine):
-    Django's per-process memory cache with every timeout capped to ``TTL_S``,
-    whatever the engine asks for (the session's whole age)."""
+    """The sessions' cache (settings.CACHES): Django's, every timeout capped to ``TTL_S``."""
 
     def get_backend_timeout(self, timeout: Any = DEFAULT_TIMEOUT) -> float | None:
         if timeout is DEFAULT_TIMEOUT or timeout is None or timeout > TTL_S:

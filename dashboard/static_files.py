@@ -1,17 +1,7 @@
-"""Static files under hashed names once ``collectstatic`` has run.
-
-With ``STATIC_ROOT`` set (docs/deploy.md: nginx serves the collected files),
-``collectstatic`` writes each file also under a name holding its hash and a
-manifest; pages then name those, so a browser may keep each for ever and a
-release can never mix one version's modules with another's. The page scripts
-are ES modules that import each other by relative path (static/dashboard/):
-their import statements are rewritten to the hashed names too. Django's own
-option for that (``support_js_module_import_aggregation``) reads every .js
-file, and misreads minified third-party code (htmx's) as imports of files
-that do not exist; this reads only the app's modules. Before the first
-``collectstatic`` a name has no manifest entry and stays as it is (WhiteNoise
-serves it from the app's own files).
-"""
+"""Collected static files under hashed names (STATIC_ROOT set: docs/deploy.md),
+the page modules' imports of each other rewritten to them, so a page never mixes
+two releases' modules. Django's own switch for that rewrite reads every .js file
+and misreads minified htmx; this reads only ours. Not yet collected: plain names."""
 
 from __future__ import annotations
 
