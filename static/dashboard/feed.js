@@ -15,7 +15,7 @@
 // most MAX_CHUNKS layers: beyond that the oldest chunk's rows join the
 // server-rendered body (by then far down the page).
 
-import {exactTime, thousands} from "./format.js";
+import {thousands} from "./format.js";
 import {watch} from "./hold.js";
 import {REFRESH_MS, getText, rearm, throttled} from "./refresh.js";
 
@@ -129,13 +129,12 @@ var recent = [];
 var drawBudget = 0, budgetAt = Date.now();
 // The filter: one event's name, "all", or "" for state changes only: every
 // event but the quiet ones the server lists (dashboard/views.py QUIET_EVENTS).
-var filterType = "", filterJob = "", quiet = {}, jobUrl = "";
+var filterType = "", filterJob = "", quiet = {};
 function readFilter(table) {
   filterType = table.getAttribute("data-filter-type") || "";
   filterJob = table.getAttribute("data-filter-job") || "";
   quiet = {};
   (table.getAttribute("data-quiet-events") || "").split(" ").forEach(function (name) { if (name) quiet[name] = true; });
-  jobUrl = table.getAttribute("data-job-url") || "";
 }
 // Rows live.js adds are marked live-new; they also slide in tinted (live-fresh)
 // only while the feed is slow enough to read row by row. Above that every
@@ -143,32 +142,7 @@ function readFilter(table) {
 // tens of rows a second that is most of what a page costs, all of it spent
 // on motion nobody can follow.
 var ANIMATE_BELOW_PER_S = 5;
-var rowTemplate = document.createElement("tr");
-rowTemplate.className = "live-new";
-rowTemplate.innerHTML = '<td class="time"><time></time></td><td><span class="badge"></span></td><td class="id"></td><td class="detail"></td>';
 
-function feedRow(queue, event) {
-  var row = rowTemplate.cloneNode(true);
-  row.setAttribute("data-event-id", event.id);
-  row.setAttribute("data-event", event.event);
-  var cells = row.cells;
-  var when = exactTime(parseId(event.id)[0], event.id);
-  var time = cells[0].firstChild;
-  time.title = when;
-  time.textContent = when.slice(11, 23);
-  var badge = cells[1].firstChild;
-  badge.className = "badge state-" + event.state;
-  badge.textContent = event.event;
-  if (event.job_id !== null) {
-    row.setAttribute("data-job-id", event.job_id);
-    var link = document.createElement("a");
-    link.href = jobUrl + encodeURIComponent(event.job_id);
-    link.textContent = event.job_id.length > 40 ? event.job_id.slice(0, 39) + "…" : event.job_id;
-    cells[2].appendChild(link);
-  }
-  cells[3].textContent = event.detail;
-  return row;
-}
 function matchesFilter(event) {
   if (filterJob && event.job_id !== filterJob) return false;
   if (filterType === "all") return true;
@@ -253,12 +227,13 @@ function onFrame() {
 function drawRows(queue, events, keep, redrawn) {
   var chunk = document.createElement("tbody");
   chunk.className = "live-chunk";
-  var animate = !redrawn && page.rate() < ANIMATE_BELOW_PER_S;
-  for (var i = events.length - 1; i >= 0; i--) {
-    var row = feedRow(queue, events[i]);
-    if (animate) row.classList.add("live-fresh");
-    chunk.appendChild(row);
-  }
+  // Newest first, each event's row as the server renders the tab's own rows
+  // (presenters.event_row_html, escaped there): one parse per update.
+  var rows = "";
+  for (var i = events.length - 1; i >= 0; i--) rows += events[i].row;
+  chunk.innerHTML = rows;
+  var marks = !redrawn && page.rate() < ANIMATE_BELOW_PER_S ? "live-new live-fresh" : "live-new";
+  for (var r = 0; r < chunk.rows.length; r++) chunk.rows[r].className = marks;
   feed.insertBefore(chunk, feed.tBodies[0]);
   if (!redrawn) {
     var now = Date.now();

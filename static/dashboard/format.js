@@ -54,12 +54,6 @@ export function failures(n) { return thousands(n) + (n === 1 ? " failure" : " fa
 // "1 job", "25 jobs": what an action acts on.
 export function jobs(n) { return thousands(n) + (n === 1 ? " job" : " jobs"); }
 
-// "2026-12-01 09:14:03.250 UTC" (presenters.exact_time), or `text` when ms is no time.
-export function exactTime(ms, text) {
-  var when = new Date(ms);
-  return isNaN(when.getTime()) ? text : when.toISOString().replace("T", " ").replace("Z", " UTC");
-}
-
 // "09:14 UTC": the minute of a chart's point.
 export function utcMinute(ms) {
   var d = new Date(ms);

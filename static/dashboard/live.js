@@ -14,10 +14,10 @@
 //
 // Every URL comes from the server (Django's reverse), never pasted together here:
 // body[data-live-url] the socket, body[data-login-url] the login page,
-// main[data-counts-url] a queue's counts (JSON), #event-feed[data-job-url] a job
-// page's URL without the id. Queue names may hold "/" or "~", which the server
-// writes its own way (dashboard/converters.py); lists and pages are refetched
-// from location.href, links in fragments are the server's own.
+// main[data-counts-url] a queue's counts (JSON). Queue names may hold "/" or "~",
+// which the server writes its own way (dashboard/converters.py); lists and pages
+// are refetched from location.href, links in fragments and in the feed's rows
+// are the server's own.
 //
 // Work is coalesced: events are queued as they arrive and applied in one pass
 // per flush (each server message as it comes below a few hundred events a
