@@ -1,14 +1,15 @@
 """Hostile viewers against the live socket: the server's memory and Redis connections.
 
-    python bench/abuse.py [--seconds 60] [--settle 30] [--phases abc]
+    python bench/abuse.py [--seconds 60] [--settle 30] [--phases abcd]
                           [--stalled 10] [--stalled-rate 1000] [--size 2048]
                           [--names 10000] [--sockets 100] [--rate 1000]
+                          [--searches 40] [--failed 20000]
                           [--trace-memory] [--profile N]
 
 A private redis-server and the dashboard under daphne (a real subprocess on
 that Redis). Every socket logs in as a viewer, as a page does.
 Printed for the server: peak RSS of the daphne process and the number of Redis
-clients, under:
+clients (phases a-c), and another user's latency (phase d), under:
 
 a. ``--stalled`` sockets (10) that subscribe to a queue, then never read, while
    a producer XADDs ``--stalled-rate`` progress events a second of ``--size``
@@ -23,6 +24,17 @@ b. One viewer subscribing to ``--names`` queue names (10,000), 500 to a
 c. ``--sockets`` sockets (100) that read, on one queue getting ``--rate``
    events a second (1,000) for ``--seconds``. Target: no socket dropped, every
    event reaches every socket, p99 XADD-to-socket <= 100 ms.
+d. One viewer's session running ``--searches`` (40) searches at once, each
+   thread as a search page does (following the cursor, asking again 0.5 s
+   after a 429) and starting a new one (``data ~ zz<n>``, which matches
+   nothing, so each reads the whole failed set) when its last ended or was
+   refused, over ``--failed`` failed jobs (20,000); meanwhile another user
+   asks ``GET /api/queues/bull/payments/`` one request at a time (200, at
+   most ``--seconds``), then follows a search of their own for a tenth of
+   that (5 s at least), and is timed alone again once the searches stop.
+   Target: that user's API p50 at most 2x what it is with no search running
+   (the mean of the p50s before and after). Also printed: how the searcher's
+   requests were answered (status, p50 ms), and the other user's search steps.
 
 ``--trace-memory`` runs daphne under tracemalloc and prints, at phase a's peak,
 where the memory sits (the top files by bytes allocated); it slows the server.
@@ -54,6 +66,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -66,11 +79,22 @@ from autobahn.asyncio.websocket import (  # noqa: E402
 from bench import live  # noqa: E402
 from bench.cdp import proc_stat  # noqa: E402
 from bench.live import cpu_seconds, load_average, percentile  # noqa: E402
+from bench.login_flood import Session, summary, timings  # noqa: E402
 from queues.connection import connect  # noqa: E402
 from queues.keys import QueueKeys  # noqa: E402
 from queues.queue import Queue  # noqa: E402
 from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
-from tests.e2e.server import DashboardServer, free_port, login_cookie, prepare  # noqa: E402
+from tests.dashboard_seed import seed_failed_bulk  # noqa: E402
+from tests.e2e.server import (  # noqa: E402
+    CREATE_USER,
+    PASSWORD,
+    USERNAME,
+    DashboardServer,
+    free_port,
+    login_cookie,
+    manage,
+    prepare,
+)
 
 QUEUE = "abuse"
 MB = 1024 * 1024
@@ -416,6 +440,127 @@ async def readers_phase(
     )
 
 
+BYSTANDER = "bystander"
+SEARCHED_QUEUE = "big"
+OTHER_QUEUE = "payments"
+
+
+def _search_path(queue: str, query: str, search: str = "", cursor: str = "") -> str:
+    params = {"state": "failed", "q": query}
+    if cursor:
+        params.update(search=search, cursor=cursor)
+    return f"/api/queues/bull/{queue}/search/?{urlencode(params)}"
+
+
+def _api_timings(session: Session, count: int, most_s: float) -> list[float]:
+    return timings(session, count, most_s, path=f"/api/queues/bull/{OTHER_QUEUE}/")
+
+
+def _own_search(session: Session, stop: threading.Event) -> list[float]:
+    """The other user's search, followed to its end as the page does: each step's ms."""
+    steps: list[float] = []
+    search = cursor = ""
+    while not stop.is_set():
+        started = time.perf_counter()
+        path = _search_path(SEARCHED_QUEUE, "reason ~ boom 1999", search, cursor)
+        status, body = session.fetch("GET", path)
+        steps.append((time.perf_counter() - started) * 1000)
+        if status == 429:
+            time.sleep(0.5)
+            continue
+        if status != 200:
+            search = cursor = ""
+            continue
+        answer = json.loads(body)
+        search, cursor = answer["search"], answer["cursor"] or ""
+        if answer["done"]:
+            search = cursor = ""
+    return steps
+
+
+def search_phase(server: DashboardServer, redis: Any, args: argparse.Namespace) -> None:
+    seed_failed_bulk(redis, QueueKeys(SEARCHED_QUEUE), args.failed)
+    Queue(OTHER_QUEUE, redis).add("charge", {"amount": 1200})
+    manage(server.env, "shell", "-c", CREATE_USER.format(username=BYSTANDER, password=PASSWORD))
+    bystander = Session(server.port)
+    assert bystander.login(BYSTANDER, PASSWORD) == 302
+    searcher = Session(server.port)
+    assert searcher.login(USERNAME, PASSWORD) == 302
+    _api_timings(bystander, 20, 10)  # warm up
+    idle = _api_timings(bystander, 200, 60)
+
+    stop = threading.Event()
+    answers: list[tuple[int, float]] = []
+
+    def search_again(n: int) -> None:
+        """A search page's protocol (static/dashboard/search.js): follow the
+        cursor, ask again 0.5 s after a 429; then, as a prober would, start over."""
+        own = Session.logged_in_as(searcher)  # the same view session
+        search = cursor = ""
+        while not stop.is_set():
+            started = time.perf_counter()
+            status, body = own.fetch(
+                "GET", _search_path(SEARCHED_QUEUE, f"data ~ zz{n}", search, cursor)
+            )
+            answers.append((status, (time.perf_counter() - started) * 1000))
+            if status == 429:
+                time.sleep(0.5)
+                continue
+            answer = json.loads(body) if status == 200 else {"done": True}
+            search, cursor = ("", "") if answer["done"] else (answer["search"], answer["cursor"])
+
+    threads = [threading.Thread(target=search_again, args=(n,)) for n in range(args.searches)]
+    for thread in threads:
+        thread.start()
+    time.sleep(2)  # let the load build up
+    loaded = _api_timings(bystander, 200, args.seconds)
+    # Then the other user's own search, for a tenth of the time (at least 5 s).
+    own_steps: list[float] = []
+    own_stop = threading.Event()
+    follower = threading.Thread(
+        target=lambda: own_steps.extend(_own_search(Session.logged_in_as(bystander), own_stop))
+    )
+    follower.start()
+    time.sleep(max(5.0, args.seconds / 10))
+    own_stop.set()
+    follower.join()
+    stop.set()
+    for thread in threads:
+        thread.join()
+    # Alone again once the searches stopped: on a shared machine the load moves
+    # meanwhile, and the ratio is taken against the two figures' mean.
+    time.sleep(2)
+    after = _api_timings(bystander, 200, 60)
+    alone = (statistics.median(idle) + statistics.median(after)) / 2
+    ratio = statistics.median(loaded) / alone
+    print(f"d. another user's GET /api/queues/bull/{OTHER_QUEUE}/ alone: {summary(idle)}")
+    print(f"   alone again after:                  {summary(after)}")
+    print(
+        f"   with {args.searches} searches at once from one viewer ({args.failed:,} failed "
+        f"jobs): {summary(loaded)}; p50 {ratio:.1f}x alone (mean of both), target <= 2x: "
+        f"{'met' if ratio <= 2 else 'NOT met'}"
+    )
+    by_status: dict[int, list[float]] = {}
+    for status, ms in answers:
+        by_status.setdefault(status, []).append(ms)
+    told = ", ".join(
+        f"{status}: {len(ms)} (p50 {statistics.median(ms):.0f} ms)"
+        for status, ms in sorted(by_status.items())
+    )
+    print(f"   the searcher's requests answered: {told}")
+    if own_steps:
+        print(
+            f"   the other user's own search: {len(own_steps)} steps, p50 "
+            f"{statistics.median(own_steps):.0f} ms, max {max(own_steps):.0f} ms"
+        )
+
+
+async def search_phase_async(
+    server: DashboardServer, redis: Any, sampler: Sampler, args: argparse.Namespace
+) -> None:
+    await asyncio.to_thread(search_phase, server, redis, args)
+
+
 def print_profile(path: Path, top: int) -> None:
     """daphne's profile over the load: the functions that took most CPU themselves."""
     stats = pstats.Stats(str(path))
@@ -450,13 +595,15 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=60.0, help="each phase's load")
     parser.add_argument("--settle", type=float, default=30.0)
-    parser.add_argument("--phases", default="abc")
+    parser.add_argument("--phases", default="abcd")
     parser.add_argument("--stalled", type=int, default=10)
     parser.add_argument("--stalled-rate", type=int, default=1000)
     parser.add_argument("--size", type=int, default=2048)
     parser.add_argument("--names", type=int, default=10_000)
     parser.add_argument("--sockets", type=int, default=100)
     parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--searches", type=int, default=40)
+    parser.add_argument("--failed", type=int, default=20_000)
     parser.add_argument("--trace-memory", action="store_true")
     parser.add_argument(
         "--profile", type=int, default=0, metavar="N", help="phase c: daphne's top N functions"
@@ -471,7 +618,7 @@ def main() -> None:
     server = start_server(redis_server.url, workdir, args.trace_memory, bool(args.profile))
     assert server.process is not None
     sampler = Sampler(server.process.pid, redis)
-    phases = {"a": stalled_phase, "b": names_phase, "c": readers_phase}
+    phases = {"a": stalled_phase, "b": names_phase, "c": readers_phase, "d": search_phase_async}
     try:
         for name in args.phases:
             asyncio.run(phases[name](server, redis, sampler, args))

@@ -1,10 +1,10 @@
 """bull-board 9.10 as the peer the dashboard bench runs side by side.
 
 The npm packages pinned in bench/bullboard/package.json are installed once
-into a scratch folder (``~/.cache/echomq-bench/bullboard`` unless
-``ECHOMQ_BENCH_CACHE`` says where) and bench/bullboard/server.js is served
-from there by Node. Where Node or npm is missing, or the registry cannot be
-reached, :func:`prepare` says why and the bench prints our figures alone.
+into a scratch folder (bench/npm_peer.py) and bench/bullboard/server.js is
+served from there by Node. Where Node or npm is missing, or the registry
+cannot be reached, :func:`prepare` says why and the bench prints our figures
+alone.
 
 Same questions for both: the overview's JSON (every queue's counts: bull-board's
 ``/api/queues`` without an active queue) and a page of 50 failed jobs of one
@@ -15,13 +15,14 @@ for, and which also brings every queue's counts: that is its answer).
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import time
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+
+import npm_peer  # bench/, on the path as the script's folder
 
 SOURCE = Path(__file__).resolve().parent / "bullboard"
 OVERVIEW = "/api/queues?page=1&jobsPerPage=10"
@@ -33,32 +34,7 @@ def failed_page(queue: str) -> str:
 
 def prepare() -> tuple[Path | None, str]:
     """The scratch folder with bull-board installed, or None and the reason."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        return None, "Node.js or npm is not installed: bull-board not run"
-    cache = Path(os.environ.get("ECHOMQ_BENCH_CACHE", Path.home() / ".cache" / "echomq-bench"))
-    folder = cache / "bullboard"
-    folder.mkdir(parents=True, exist_ok=True)
-    wanted = (SOURCE / "package.json").read_text()
-    installed = folder / "package.json"
-    if (
-        not installed.exists()
-        or installed.read_text() != wanted
-        or not (folder / "node_modules").is_dir()
-    ):
-        installed.write_text(wanted)
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--silent"],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if done.returncode != 0:
-            installed.unlink(missing_ok=True)
-            return None, f"npm install failed: {done.stderr.strip()[-300:]}"
-    shutil.copyfile(SOURCE / "server.js", folder / "server.js")
-    return folder, ""
+    return npm_peer.prepare(SOURCE, ["server.js"])
 
 
 def start(

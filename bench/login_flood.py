@@ -42,7 +42,17 @@ class Session:
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         self.cookies: dict[str, str] = {}
 
-    def request(self, method: str, path: str, form: dict[str, str] | None = None) -> int:
+    @classmethod
+    def logged_in_as(cls, other: Session) -> Session:
+        """Another connection in ``other``'s session (its cookies)."""
+        session = cls(other.connection.port)
+        session.cookies = dict(other.cookies)
+        return session
+
+    def fetch(
+        self, method: str, path: str, form: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        """The answer's status and body."""
         headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
         body = None
         if form is not None:
@@ -50,12 +60,15 @@ class Session:
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         self.connection.request(method, path, body=body, headers=headers)
         response = self.connection.getresponse()
-        response.read()
+        content = response.read()
         for value in response.headers.get_all("Set-Cookie") or []:
             found = _COOKIE.match(value)
             if found:
                 self.cookies[found.group(1)] = found.group(2)
-        return response.status
+        return response.status, content
+
+    def request(self, method: str, path: str, form: dict[str, str] | None = None) -> int:
+        return self.fetch(method, path, form)[0]
 
     def login(self, username: str, password: str) -> int:
         if "csrftoken" not in self.cookies:
@@ -68,13 +81,15 @@ class Session:
         return self.request("POST", "/login/", form)
 
 
-def timings(session: Session, count: int, most_s: float = 60.0) -> list[float]:
-    """``count`` requests, or as many as fit in ``most_s`` seconds."""
+def timings(
+    session: Session, count: int, most_s: float = 60.0, path: str = "/api/queues/"
+) -> list[float]:
+    """``count`` GETs of ``path``, or as many as fit in ``most_s`` seconds: each one's ms."""
     taken: list[float] = []
     deadline = time.monotonic() + most_s
     while len(taken) < count and time.monotonic() < deadline:
         started = time.perf_counter()
-        status = session.request("GET", "/api/queues/")
+        status = session.request("GET", path)
         taken.append((time.perf_counter() - started) * 1000)
         assert status == 200, status
     return taken

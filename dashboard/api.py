@@ -10,9 +10,6 @@ every POST of the site.
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
@@ -20,7 +17,7 @@ from typing import Any, TypeVar, cast
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import actions
+from dashboard import actions, json_input
 from dashboard.connection_groups import queue_groups
 from dashboard.errors import json_error
 from dashboard.jsonresponse import JsonResponse
@@ -35,6 +32,7 @@ from dashboard.lookup import (
 from dashboard.permissions import api_permission, user_label
 from dashboard.redis import get_client
 from queues.keys import InvalidName
+from queues.numerals import NotWholeNumber, parse_whole
 from queues.read import counts
 from queues.read.events import event_json, events_page, job_events
 from queues.read.job import job_detail
@@ -45,7 +43,6 @@ V = TypeVar("V", bound=Callable[..., HttpResponse])
 MAX_RANGE = 500
 # A hundred years: ages beyond it are typos, and they must stay exact in Lua's doubles.
 MAX_MILLISECONDS = 100 * 365 * 86_400_000
-_DIGITS = re.compile(r"-?\d{1,16}")
 
 
 class BadInput(ValueError):
@@ -69,29 +66,12 @@ def _json_errors(view: V) -> V:
     return cast(V, wrapper)
 
 
-def _finite(text: str) -> float:
-    number = float(text)
-    if math.isinf(number):  # 1e400
-        raise BadInput(f"The number {text[:20]} is too large")
-    return number
-
-
-def _no_constant(name: str) -> Any:
-    raise BadInput(f"{name} is not a number JSON allows")  # NaN, Infinity, -Infinity
-
-
 def _body(request: HttpRequest) -> dict[str, Any]:
     if request.content_type == "application/json":
         try:
-            body = json.loads(
-                request.body or b"{}", parse_float=_finite, parse_constant=_no_constant
-            )
-        except BadInput:
-            raise
-        except RecursionError:
-            raise BadInput("The body is nested too deeply") from None
-        except ValueError:  # UnicodeDecodeError and integers over 4300 digits included
-            raise BadInput("The body is not valid JSON") from None
+            body = json_input.loads(request.body or b"{}", "The body")
+        except json_input.JsonRefused as error:
+            raise BadInput(str(error)) from None
         if not isinstance(body, dict):
             raise BadInput("The body must be a JSON object")
         return body
@@ -121,10 +101,14 @@ def _milliseconds(body: dict[str, Any], name: str) -> int | None:
     value = body.get(name)
     if value is None or value == "":
         return None
-    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
-        value = int(value)
+    must = f"{name} must be an integer (milliseconds)"
+    if isinstance(value, str):
+        try:
+            value = parse_whole(value.strip())
+        except NotWholeNumber:
+            raise BadInput(must) from None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(f"{name} must be an integer (milliseconds)")
+        raise BadInput(must)
     if not 0 <= value <= MAX_MILLISECONDS:
         raise BadInput(f"{name} must be between 0 and {MAX_MILLISECONDS:,} (milliseconds)")
     return value

@@ -25,8 +25,11 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from dashboard import collector  # noqa: E402
-from dashboard.http import ThreadedDjangoHTTP  # noqa: E402
+from dashboard.http import ThreadedDjangoHTTP, leave_bodies_to_the_application  # noqa: E402
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
+
+# Every body reaches Django, so a malformed one is answered as the app answers.
+leave_bodies_to_the_application()
 
 application = ProtocolTypeRouter(
     {

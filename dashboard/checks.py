@@ -16,7 +16,8 @@ from django.contrib.auth import get_user_model
 from django.core.checks import CheckMessage, Error, Warning
 from django.utils.module_loading import import_string
 
-from dashboard import connections
+from dashboard import conf, connections
+from queues.connection import url_problem
 
 REQUIRED_APPS = (
     "django.contrib.auth",
@@ -90,9 +91,23 @@ def check_project(**_: Any) -> list[CheckMessage]:
 
 
 def check_connections() -> list[CheckMessage]:
-    """``ECHOMQ_CONNECTIONS`` as dashboard.connections reads it: a wrong entry
-    would otherwise be left out of every page without a word."""
-    return [
+    """``REDIS_URL`` and ``ECHOMQ_CONNECTIONS`` as dashboard.connections reads
+    them: a wrong entry would otherwise be left out of every page without a
+    word, a wrong ``REDIS_URL`` fail on the first page."""
+    found: list[CheckMessage] = []
+    url = conf.redis_url()
+    wrong = url_problem(url) if url else None
+    if wrong is not None:
+        found.append(
+            Error(
+                f"REDIS_URL is not a URL Redis clients can use: {wrong}",
+                hint="redis://host:6379/0, rediss://… for TLS, ?cluster=1 for Redis Cluster, "
+                "redis+sentinel://host:26379,host:26379/<master name> behind Sentinel "
+                "(README, Configuration).",
+                id="dashboard.E005",
+            )
+        )
+    found += [
         Error(
             problem,
             hint='Each entry: {"name": "staging", "url": "redis://host:6379/0", '
@@ -101,6 +116,7 @@ def check_connections() -> list[CheckMessage]:
         )
         for problem in connections.problems()
     ]
+    return found
 
 
 def check_user_model(user_model: type) -> list[CheckMessage]:

@@ -22,7 +22,7 @@ import threading
 
 from dashboard import conf, connections
 from dashboard.lookup import all_queues
-from dashboard.redis import get_client, redis_url
+from dashboard.redis import get_client, redis_url, retry_once
 from queues.collector import HistoryCollector
 from queues.connection import connect
 from queues.read.refs import QueueRef
@@ -37,7 +37,7 @@ def _collector(connection: str) -> HistoryCollector:
         # client keeps its reads out of the pages' connection pool.
         return all_queues(get_client(connection), connection=connection)
 
-    return HistoryCollector(connect(redis_url(connection)), queues)
+    return HistoryCollector(connect(redis_url(connection), retry=retry_once()), queues)
 
 
 def start() -> list[HistoryCollector]:

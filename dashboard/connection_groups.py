@@ -2,14 +2,16 @@
 overview page and ``/api/queues/`` both show (one reading for both).
 
 With several connections a server that does not answer is one group marked
-unreachable, and the others are read as usual: one production outage must
-not hide staging, nor the reverse. A dashboard of one connection answers as
-it always did (a 503 while its Redis is down: dashboard.errors).
+unreachable (behind Sentinel, "failing over" while the sentinels replace its
+master), and the others are read as usual: one production outage must not
+hide staging, nor the reverse. A dashboard of one connection answers as it
+always did (a 503 while its Redis is down: dashboard.errors).
 
 A server that did not answer is asked again after ``RETRY_UNREACHABLE_S``
-only: one that hangs costs its timeouts (dashboard.redis) once per that
-while, not on every load of the overview, which its live updates refetch
-as often as every second.
+only (``RETRY_SENTINEL_S`` behind Sentinel, whose failovers take seconds):
+one that hangs costs its timeouts (dashboard.redis) once per that while,
+not on every load of the overview, which its live updates refetch as often
+as every second.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from dashboard import connections
 from dashboard.health import Workers
 from dashboard.lookup import all_queues
-from dashboard.redis import get_client
+from dashboard.redis import failing_over, get_client
 from queues.read import counts
 from queues.read.history import with_recent_series
 from queues.read.refs import QueueRef
+from queues.sentinel import is_sentinel_url
 
 # What "the server did not answer" looks like; any other error is a 500 to fix.
 OUTAGES = (RedisConnectionError, RedisTimeoutError, OSError)
@@ -47,6 +50,8 @@ class ConnectionGroup:
     summaries: list[counts.QueueSummary] = field(default_factory=list)
     # Why its Redis did not answer ("" while it does).
     unreachable: str = ""
+    # Behind Sentinel, while its master is being replaced: what the sentinels do.
+    failing_over: str = ""
     # Connected workers of the queues asked about (the overview's rows with
     # jobs ready: dashboard.health_reads); None when not counted or the server
     # would not say.
@@ -61,6 +66,7 @@ class ConnectionGroup:
             "name": self.name,
             "reachable": self.reachable,
             "error": self.unreachable or None,
+            "failing_over": bool(self.failing_over),
             "queues": len(self.summaries),
         }
 
@@ -70,8 +76,10 @@ T = TypeVar("T")
 
 
 RETRY_UNREACHABLE_S = 15.0
-# (connection name, URL) → (when to ask it again, monotonic s; what it said then).
-_unreachable: dict[tuple[str, str | None], tuple[float, str]] = {}
+RETRY_SENTINEL_S = 2.0
+# (connection name, URL) → (when to ask it again, monotonic s; what it said
+# then; what the sentinels said, if it is failing over).
+_unreachable: dict[tuple[str, str | None], tuple[float, str, str]] = {}
 
 
 def discovered() -> list[ConnectionGroup]:
@@ -93,9 +101,9 @@ def ask(group: ConnectionGroup, question: Callable[[Redis], T]) -> T | None:
         return None
     server = (group.name, group.url)
     several = connections.several()
-    retry_at, said = _unreachable.get(server, (0.0, ""))
+    retry_at, said, failover = _unreachable.get(server, (0.0, "", ""))
     if several and time.monotonic() < retry_at:
-        group.unreachable = said
+        group.unreachable, group.failing_over = said, failover
         return None
     try:
         answer = question(get_client(group.name))
@@ -104,7 +112,13 @@ def ask(group: ConnectionGroup, question: Callable[[Redis], T]) -> T | None:
             raise
         group.refs, group.summaries = [], []
         group.unreachable = str(error) or type(error).__name__
-        _unreachable[server] = (time.monotonic() + RETRY_UNREACHABLE_S, group.unreachable)
+        replacing = failing_over(group.name)
+        group.failing_over = replacing.describe() if replacing is not None else ""
+        # Behind Sentinel a master that does not answer is replaced in seconds
+        # (the sentinels may not even have seen it down yet): ask again sooner.
+        sentinels = group.url is not None and is_sentinel_url(group.url)
+        wait = RETRY_SENTINEL_S if sentinels else RETRY_UNREACHABLE_S
+        _unreachable[server] = (time.monotonic() + wait, group.unreachable, group.failing_over)
         return None
     _unreachable.pop(server, None)
     return answer

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from django.http import Http404, HttpRequest, HttpResponse
 
 from dashboard import conf
+from queues.connection import url_problem
 from queues.keys import InvalidName, validate_prefix
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 
@@ -111,6 +112,10 @@ def _entry_problems(position: int, entry: object, seen: set[str]) -> list[str]:
     url = entry.get("url")
     if not isinstance(url, str) or not url.strip():
         found.append(f"{where} has no url (e.g. redis://host:6379/0)")
+    else:
+        wrong = url_problem(url.strip())
+        if wrong is not None:
+            found.append(f"{where} has a url Redis clients cannot use: {wrong}")
     for field in ("prefixes", "queues"):
         value = entry.get(field, [])
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):

@@ -4,7 +4,10 @@ The API promises ``{"error": {"code", "message"}}`` for every failure, also
 those Django answers itself before or around our views (a CSRF failure, a
 wrong method, an unknown path, a body too large, a crash). Pages get pages.
 A Redis that cannot be reached is a 503 for both ("redis_unavailable", or a
-page saying so that reloads itself), never a 500.
+page saying so that reloads itself), never a 500; behind Redis Sentinel, one
+whose master the sentinels are replacing says so ("redis_failing_over"). A
+command Redis refuses for the dashboard's user (its ACL: NOPERM) is a 403 that
+names it ("redis_no_permission").
 
 "Under the API" is asked of the URL resolver (the app's ``dashboard:api``
 namespace), not of a path prefix, so it holds wherever a project mounts the
@@ -26,6 +29,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from dashboard.jsonresponse import JsonResponse
+from dashboard.redis import failing_over
+from queues.errors import is_no_permission
+from queues.read.refs import DEFAULT_CONNECTION
 
 log = logging.getLogger("echomq.http")
 
@@ -35,6 +41,8 @@ API_NAMESPACE = "api"
 # A page that could not reach Redis reloads itself this often (seconds).
 RETRY_AFTER_S = 5
 REDIS_UNAVAILABLE = "redis_unavailable"
+REDIS_FAILING_OVER = "redis_failing_over"
+REDIS_NO_PERMISSION = "redis_no_permission"
 # What the API says when Django, not one of our views, refused a request.
 _CODES = {
     400: ("bad_request", "The request could not be read"),
@@ -117,20 +125,52 @@ def _api_redirect(response: HttpResponseBase) -> JsonResponse:
     return answer
 
 
+def _connection(request: HttpRequest) -> str:
+    """The Redis connection the request's view served (its URL names it, or the default)."""
+    match = request.resolver_match
+    name = match.kwargs.get("connection") if match is not None else None
+    return name if isinstance(name, str) else DEFAULT_CONNECTION
+
+
 def redis_unavailable(request: HttpRequest) -> HttpResponse:
     """503: the API's JSON error, or a page that says so and reloads itself."""
     # A read changed nothing; a command cut off mid-way may have run or not.
     reading = request.method in ("GET", "HEAD")
+    failover = failing_over(_connection(request))
     if is_api_request(request):
-        message = f"Redis unreachable: try again in {RETRY_AFTER_S} seconds."
+        if failover is not None:
+            code = REDIS_FAILING_OVER
+            message = f"Redis is failing over ({failover.describe()}): try again in "
+        else:
+            code, message = REDIS_UNAVAILABLE, "Redis unreachable: try again in "
+        message += f"{RETRY_AFTER_S} seconds."
         if not reading:
             message += " The action may or may not have run: look before repeating it."
-        answer: HttpResponse = json_error(503, REDIS_UNAVAILABLE, message)
+        answer: HttpResponse = json_error(503, code, message)
     else:
-        context = {"retry_after": RETRY_AFTER_S, "reading": reading}
+        context = {
+            "retry_after": RETRY_AFTER_S,
+            "reading": reading,
+            "failover": failover.describe() if failover is not None else "",
+        }
         answer = render(request, "dashboard/redis_unavailable.html", context, status=503)
     answer["Retry-After"] = str(RETRY_AFTER_S)
     return answer
+
+
+def redis_refused(request: HttpRequest, error: Exception) -> HttpResponse:
+    """403: Redis refused a command for the dashboard's Redis user (its ACL),
+    said in words: JSON under the API, a page elsewhere."""
+    said = str(error).split(" script: ", 1)[0].strip()
+    message = (
+        "Redis refused a command this needs: the dashboard's Redis user is not allowed it "
+        f"({said}). Grant it in the user's ACL (docs/deploy.md, 'ACL users')."
+    )
+    if request.method not in ("GET", "HEAD"):
+        message += " The action may have stopped part-way: look before repeating it."
+    if is_api_request(request):
+        return json_error(403, REDIS_NO_PERMISSION, message)
+    return render(request, "dashboard/redis_refused.html", {"message": message}, status=403)
 
 
 class ErrorAnswersMiddleware:
@@ -166,6 +206,9 @@ class ErrorAnswersMiddleware:
         ):
             log.warning("Redis unreachable while serving %s: %s", request.path, exception)
             return redis_unavailable(request)
+        if is_no_permission(exception) and is_app_request(request):
+            log.warning("Redis refused a command while serving %s: %s", request.path, exception)
+            return redis_refused(request, exception)
         return None
 
 

@@ -159,7 +159,10 @@ def _when(at_ms: int, now_ms: int) -> str:
     minute = at_ms // MINUTE_MS
     day = ""
     if at_ms // _DAY_MS != now_ms // _DAY_MS:
-        moment = dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.UTC)
+        try:
+            moment = dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.UTC)
+        except (OverflowError, OSError, ValueError):
+            return f"at {at_ms} ms, a time no clock wrote"  # a score of 1e308, say
         day = f"{moment:%b} {moment.day} "
     ago = now_ms - at_ms
     # Arithmetic, not strftime, for the clock: a page may hold 100 of these.

@@ -11,8 +11,13 @@ Login POSTs run in a pool of their own: each hashes a password for a third of
 a second, and sixteen of them at once in the pages' pool took a viewer's
 ``/api/queues/`` from 7 ms to about 1 s (p50 3.4-15 s on a loaded 2-CPU
 machine, bench/login_flood.py); in their own one-thread pool, p50 5 ms and
-p95 17-96 ms under the same flood. Static files are WhiteNoise's (a
-middleware), answered inside Django like any other request.
+p95 17-96 ms under the same flood. Search steps (dashboard.search) run in a
+small pool of their own too, each session with at most
+:data:`MAX_STEPS_PER_SESSION` of them admitted at once (the rest are refused
+here, at once, without a thread): forty searches at once from one viewer in
+the pages' pool took another user's API answer from 6 ms to 2.6 s
+(bench/abuse.py, phase d). Static files are WhiteNoise's (a middleware),
+answered inside Django like any other request.
 
 Why not a maintained bridge: measured against them with ``bench/dashboard.py
 --sizes 1000 --app ...`` (bench/http_bridges.py), on the 2-CPU VM on
@@ -43,14 +48,18 @@ in asgiref's one thread for synchronous code.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import io
 import sys
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
+from django.conf import settings
 from django.contrib.auth.views import LoginView
 from django.core.handlers.wsgi import WSGIHandler
+from django.http import parse_cookie
 from django.urls import Resolver404, resolve
 
 from dashboard.errors import is_api_path, json_error
@@ -60,11 +69,34 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 _Headers = list[tuple[str, str]]
+V = TypeVar("V", bound=Callable[..., Any])
 # The dashboard's largest POST is a few hundred job ids; anything near this is abuse.
 MAX_BODY_BYTES = 4 * 1024 * 1024
 # Logins waiting for the login pool beyond this are told to come back (each
 # holds its request in memory meanwhile).
 MAX_WAITING_LOGINS = 32
+# The search steps' pool: each step keeps Redis busy up to 60% of its time
+# (queues.read.search.DUTY), so one thread keeps all searches of a process to
+# that share, whoever runs them.
+SEARCH_THREADS = 1
+# Steps one session may have admitted (waiting or running) at once: one per
+# search it may run (dashboard.search.MAX_SEARCHES_PER_USER) and one more, so
+# that a new search gets in to replace the oldest. Beyond, 429 at once.
+MAX_STEPS_PER_SESSION = 3
+# Steps admitted from all sessions at once; beyond, 503 at once.
+MAX_WAITING_STEPS = 64
+# Marks a view whose requests are search steps (see runs_as_search_step).
+_SEARCH_STEP = "echomq_search_step"
+
+
+class _InFlight:
+    """How many requests the pages' pool is serving now: written on the event
+    loop, read by search steps, which let Redis serve those first."""
+
+    count = 0
+
+
+PAGES_IN_FLIGHT = _InFlight()
 
 
 def path_info(scope: Scope) -> str:
@@ -141,16 +173,112 @@ async def _answer(send: Send, status: int, headers: _Headers, body: bytes) -> No
     await send({"type": "http.response.body", "body": body})
 
 
-async def _refuse(send: Send, path_info: str, status: int, code: str, message: str) -> None:
+async def _refuse(
+    send: Send, path_info: str, status: int, code: str, message: str, *, always_json: bool = False
+) -> None:
     """An answer given before Django runs: JSON under the API, text elsewhere."""
     headers = [("Content-Type", "text/plain; charset=utf-8")]
     body = message.encode()
-    if is_api_path(path_info):
+    if always_json or is_api_path(path_info):
         json_answer = json_error(status, code, message)
         headers, body = [("Content-Type", json_answer["Content-Type"])], json_answer.content
     if status == 503:
         headers.append(("Retry-After", "2"))
     await _answer(send, status, headers, body)
+
+
+def runs_as_search_step(view: V) -> V:
+    """Serve ``view`` (a GET) in the search steps' pool, admitted per session."""
+    setattr(view, _SEARCH_STEP, True)
+    return view
+
+
+def is_search_step(method: str, path_info: str) -> bool:
+    """A GET to a view marked by :func:`runs_as_search_step`."""
+    # Every search URL ends so (dashboard.urls): resolving costs 40-380 us a
+    # path, more than the rest of this bridge, so other paths are not resolved.
+    if method != "GET" or not path_info.endswith("/search/"):
+        return False
+    try:
+        view = resolve(path_info).func
+    except Resolver404:
+        return False
+    return bool(getattr(view, _SEARCH_STEP, False))
+
+
+def session_key(scope: Scope) -> str:
+    """Whose search steps these are: the session cookie, else the client's address
+    (a request without a session is refused by the view, after admission)."""
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"cookie":
+            session = parse_cookie(value.decode("latin-1")).get(settings.SESSION_COOKIE_NAME)
+            if session:
+                return "session:" + session
+    client = scope.get("client") or ("", 0)
+    return f"address:{client[0]}"
+
+
+class Admission:
+    """How many requests each key has admitted (waiting or running), bounded
+    per key and in all. Used on the event loop only: no lock."""
+
+    def __init__(self, per_key: int, in_all: int) -> None:
+        self.per_key = per_key
+        self.in_all = in_all
+        self.admitted: dict[str, int] = {}
+        self.total = 0
+
+    def refusal(self, key: str) -> tuple[int, str, str] | None:
+        """None when ``key`` may have one more; else the refusal's status, code, words."""
+        if self.admitted.get(key, 0) >= self.per_key:
+            busy = f"You have {self.per_key} search steps running; ask again when one answers"
+            return 429, "search_busy", busy
+        if self.total >= self.in_all:
+            return 503, "busy", "Too many searches at once; try again in a few seconds"
+        return None
+
+    @contextmanager
+    def admitted_for(self, key: str) -> Iterator[None]:
+        self.admitted[key] = self.admitted.get(key, 0) + 1
+        self.total += 1
+        try:
+            yield
+        finally:
+            self.total -= 1
+            left = self.admitted[key] - 1
+            if left:
+                self.admitted[key] = left
+            else:
+                del self.admitted[key]
+
+
+def leave_bodies_to_the_application() -> None:
+    """Under daphne, have Twisted leave POST bodies unparsed: daphne hands the
+    application the raw body, yet Twisted parses every form and multipart body
+    first, for nothing, and answers one it cannot parse (a multipart body
+    without a boundary) with an empty 400 of its own before the application
+    runs, so the API could not answer it in JSON. Twisted's
+    ``parsePOSTFormSubmission=False`` turns that off; with a Twisted that does
+    not have it, or another server, this does nothing."""
+    try:
+        from daphne import http_protocol
+        from twisted.web.http import Request
+    except ImportError:
+        return
+    if "parsePOSTFormSubmission" not in inspect.signature(Request.__init__).parameters:
+        return
+    daphne_request: Any = http_protocol.WebRequest
+    if getattr(daphne_request, "leaves_bodies_to_the_application", False):
+        return
+
+    class BodiesLeftToTheApplication(daphne_request):  # type: ignore[misc]
+        leaves_bodies_to_the_application = True
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
+
+    # daphne's protocol factory names its request class at each connection.
+    http_protocol.WebRequest = BodiesLeftToTheApplication
 
 
 def checks_password(method: str, path_info: str) -> bool:
@@ -168,12 +296,18 @@ def checks_password(method: str, path_info: str) -> bool:
 class ThreadedDjangoHTTP:
     """An ASGI application for ``http`` scopes that runs Django synchronously."""
 
-    def __init__(self, threads: int = 8, login_threads: int = 1) -> None:
+    def __init__(
+        self, threads: int = 8, login_threads: int = 1, search_threads: int = SEARCH_THREADS
+    ) -> None:
         self.handler = WSGIHandler()
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="django-http")
         # Hashing is CPU work: one thread leaves the other core to the pages.
         self.login_executor = ThreadPoolExecutor(login_threads, thread_name_prefix="django-login")
         self.waiting_logins = 0
+        self.search_executor = ThreadPoolExecutor(
+            search_threads, thread_name_prefix="django-search"
+        )
+        self.search_steps = Admission(MAX_STEPS_PER_SESSION, MAX_WAITING_STEPS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -194,8 +328,25 @@ class ThreadedDjangoHTTP:
         environ = wsgi_environ(scope, bytes(body))
         if checks_password(scope["method"], path_info(scope)):
             await self._login(scope, environ, send)
+        elif is_search_step(scope["method"], path_info(scope)):
+            await self._search_step(scope, environ, send)
         else:
-            await self._serve(self.executor, environ, send)
+            PAGES_IN_FLIGHT.count += 1
+            try:
+                await self._serve(self.executor, environ, send)
+            finally:
+                PAGES_IN_FLIGHT.count -= 1
+
+    async def _search_step(self, scope: Scope, environ: dict[str, Any], send: Send) -> None:
+        key = session_key(scope)
+        refusal = self.search_steps.refusal(key)
+        if refusal is not None:
+            # JSON on the page's search URL too: the page reads it as it reads the API.
+            status, code, message = refusal
+            await _refuse(send, path_info(scope), status, code, message, always_json=True)
+            return
+        with self.search_steps.admitted_for(key):
+            await self._serve(self.search_executor, environ, send)
 
     async def _login(self, scope: Scope, environ: dict[str, Any], send: Send) -> None:
         if self.waiting_logins >= MAX_WAITING_LOGINS:

@@ -21,6 +21,7 @@ from dashboard.permissions import page_permission, user_label
 from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from queues.keys import InvalidName
+from queues.numerals import NotWholeNumber, parse_whole
 from queues.read.refs import QueueRef
 
 
@@ -90,9 +91,10 @@ def _whole_number(form: QueryDict, name: str) -> int | None:
     text = (form.get(name) or "").strip()
     if not text:
         return None
-    if not text.isdigit() or len(text) > 16:
-        raise job_edits.ChangeRefused(f"{name} must be a whole number")
-    return int(text)
+    try:
+        return parse_whole(text)
+    except NotWholeNumber:
+        raise job_edits.ChangeRefused(f"{name} must be a whole number") from None
 
 
 def _form_options(form: QueryDict) -> dict[str, Any]:

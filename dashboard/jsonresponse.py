@@ -23,6 +23,8 @@ import rapidjson
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse
 
+from queues import codec
+
 _DJANGO = DjangoJSONEncoder()
 
 
@@ -34,9 +36,26 @@ class _Encoder(rapidjson.Encoder):
 _ENCODER = _Encoder(number_mode=rapidjson.NM_NAN, ensure_ascii=True)
 
 
+def _printable(value: Any) -> Any:
+    """``value`` with every text in it printable (codec.printable)."""
+    if isinstance(value, str):
+        return codec.printable(value)
+    if isinstance(value, dict):
+        return {_printable(key): _printable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_printable(item) for item in value]
+    return value
+
+
 class JsonResponse(HttpResponse):
     """An ``application/json`` answer of ``data`` (any JSON-able value)."""
 
     def __init__(self, data: Any, **kwargs: Any) -> None:
         kwargs.setdefault("content_type", "application/json")
-        super().__init__(content=_ENCODER(data), **kwargs)
+        try:
+            content = _ENCODER(data)
+        except UnicodeEncodeError:
+            # Half a character in a job's JSON (data, progress, a return value):
+            # rare, so looked for only when the encoder meets one.
+            content = _ENCODER(_printable(data))
+        super().__init__(content=content, **kwargs)

@@ -18,6 +18,7 @@ from redis.asyncio import Redis as AsyncRedis
 from dashboard import connections
 from queues import discovery
 from queues.keys import InvalidName, validate_job_id
+from queues.numerals import NotWholeNumber, parse_whole
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 
 
@@ -108,9 +109,12 @@ def clean_job_ids(raw_ids: list[str]) -> list[str]:
 
 
 def int_param(value: str | None, default: int, *, lowest: int = 0, highest: int = 10**9) -> int:
-    """A non-negative integer query parameter; garbage falls back to the default."""
+    """A whole-number query parameter (queues.numerals), brought within
+    ``lowest``..``highest``; anything else falls back to the default."""
+    if value is None:
+        return default
     try:
-        number = int(value) if value is not None else default
-    except ValueError:
+        number = parse_whole(value)
+    except NotWholeNumber:
         return default
     return max(lowest, min(highest, number))

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 from django.utils.deprecation import MiddlewareMixin
 
 # No inline script or style anywhere: everything is a static file of ours.
+# connect-src is completed per request (socket_sources): 'self' alone does not
+# cover the live socket's ws:// URL in every browser, and "ws: wss:" let a page
+# connect to any host.
 CONTENT_SECURITY_POLICY = "; ".join(
     [
         "default-src 'self'",
         "script-src 'self'",
         "style-src 'self'",
         "img-src 'self' data:",
-        "connect-src 'self' ws: wss:",
+        "connect-src 'self'{sockets}",
         "font-src 'self'",
         "object-src 'none'",
         "base-uri 'self'",
@@ -20,6 +25,27 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "frame-ancestors 'none'",
     ]
 )
+_SOCKET_SCHEME = {"http": "ws", "https": "wss"}
+
+
+def socket_sources(request: HttpRequest) -> list[str]:
+    """Where this page's live socket may connect: the origins the socket's own
+    Origin check accepts (dashboard.live.origin), as WebSocket URLs: the host
+    the page was served from with its scheme (``https`` when the request is
+    secure, SECURE_PROXY_SSL_HEADER included), and each of CSRF_TRUSTED_ORIGINS
+    (a proxy's public name)."""
+    sources = []
+    try:
+        host = request.get_host()  # checked against ALLOWED_HOSTS: no stray characters
+    except DisallowedHost:
+        host = ""
+    if host:
+        sources.append(f"{'wss' if request.is_secure() else 'ws'}://{host}")
+    for origin in settings.CSRF_TRUSTED_ORIGINS:
+        scheme, separator, rest = origin.partition("://")
+        if separator and scheme in _SOCKET_SCHEME:
+            sources.append(f"{_SOCKET_SCHEME[scheme]}://{rest}")
+    return list(dict.fromkeys(sources))
 
 
 class ContentSecurityPolicyMiddleware(MiddlewareMixin):
@@ -27,5 +53,7 @@ class ContentSecurityPolicyMiddleware(MiddlewareMixin):
     so under ASGI it adds no thread switch of its own."""
 
     def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        if "Content-Security-Policy" not in response:
+            sockets = "".join(f" {source}" for source in socket_sources(request))
+            response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.format(sockets=sockets)
         return response

@@ -163,6 +163,11 @@ def _schemas() -> dict[str, Schema]:
                     **_or_null(_TEXT),
                     "description": "Why its Redis did not answer (its queues are left out)",
                 },
+                "failing_over": {
+                    **_BOOLEAN,
+                    "description": "It did not answer because, behind Redis Sentinel, the "
+                    "sentinels are replacing its master",
+                },
                 "queues": {**_COUNT, "description": "How many of its queues are listed"},
             },
             description="One Redis connection the dashboard serves, the default first",
@@ -1127,7 +1132,11 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
     ),
     "SearchBusy": (
         "429",
-        _error("The same user's previous step is still running after a second", ["search_busy"]),
+        _error(
+            "This search's previous step is still running, or the session has as many steps"
+            " running as it may",
+            ["search_busy"],
+        ),
     ),
     "CorruptKey": (
         "409",
@@ -1147,8 +1156,11 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
     "RedisUnavailable": (
         "503",
         _error(
-            "Redis cannot be reached; an action may or may not have run (the message says)",
-            ["redis_unavailable"],
+            "Redis cannot be reached (`redis_failing_over`: behind Redis Sentinel, the "
+            "sentinels are replacing the master); an action may or may not have run "
+            "(the message says); or, for a search step, the server has as many steps "
+            "waiting as it takes (`busy`)",
+            ["redis_unavailable", "redis_failing_over", "busy"],
             headers=["Retry-After"],
         ),
     ),

@@ -94,6 +94,12 @@ def _denial(request: HttpRequest, *, need: Need) -> str | None:
     return None
 
 
+def read_only_note() -> str:
+    """What the pages say where their action buttons would be, when they are off
+    for everyone ("" when they are not)."""
+    return _MESSAGES["read_only"] if read_only() else ""
+
+
 _MESSAGES = {
     "login": "Log in to use the dashboard.",
     "view": "Your account may not view queues (needs staff and dashboard.view_queues).",

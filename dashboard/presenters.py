@@ -417,7 +417,7 @@ def progress_html(progress: Progress, *, text_limit: int = 40) -> SafeString:
         text = value
     else:
         text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
-    text = _truncate(text, text_limit)
+    text = _truncate(codec.printable(text), text_limit)
     return format_html('<span class="muted" title="{}">{}</span>', text, text)
 
 
@@ -614,8 +614,8 @@ def event_detail(fields: Mapping[str, str]) -> str:
     if "failedReason" in fields:
         return first_line(codec.failure_reason(fields["failedReason"]), 200)
     if "delay" in fields:
-        due = fields["delay"]
-        return f"until {exact_time(int(due))}" if due.isdigit() else due
+        due = codec.integer(fields["delay"])
+        return f"until {exact_time(due)}" if due is not None else fields["delay"][:100]
     if "data" in fields:
         return f"progress {fields['data'][:100]}"
     if "prev" in fields:
@@ -623,8 +623,10 @@ def event_detail(fields: Mapping[str, str]) -> str:
     if "count" in fields:
         return f"{fields['count']} jobs"
     if "attemptsMade" in fields:  # retries-exhausted: how many tries it had
-        made = fields["attemptsMade"]
-        return f"after {made} attempt{'' if made == '1' else 's'}" if made.isdigit() else made[:100]
+        made = codec.integer(fields["attemptsMade"])
+        if made is None:
+            return fields["attemptsMade"][:100]
+        return f"after {made:,} attempt{'' if made == 1 else 's'}"
     return fields.get("name", "")[:100]
 
 

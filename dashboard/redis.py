@@ -13,6 +13,8 @@ from dashboard import conf, connections
 from queues.connection import connect
 from queues.read.refs import DEFAULT_CONNECTION
 from queues.redis_server import resolve_redis
+from queues.sentinel import Failover
+from queues.sentinel import failing_over as sentinels_failing_over
 
 # A server of another connection that does not answer must not hold a page
 # (the overview shows it as unreachable, beside the others): its clients give
@@ -23,6 +25,16 @@ from queues.redis_server import resolve_redis
 # hangs. The default connection's client keeps the settings it always had.
 CONNECT_TIMEOUT_S = 2.0
 READ_TIMEOUT_S = 3.0
+
+
+def retry_once() -> Retry:
+    """Once, at once, and only when the connection broke (a pooled connection the
+    server closed): for a caller that paces its own attempts (the history
+    collector tries again every second) or must not hang (another connection's
+    pages). redis-py's default, three more tries after random waits of up to
+    2, 4 and 8 s, could hold the collector off a new master for 14 s after a
+    Sentinel failover, where it must resume within 5 s."""
+    return Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
 
 
 _clients: dict[str, Redis] = {}
@@ -62,6 +74,15 @@ def get_client(connection: str | None = None) -> Redis:
                         url,
                         socket_connect_timeout=CONNECT_TIMEOUT_S,
                         socket_timeout=READ_TIMEOUT_S,
-                        retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+                        retry=retry_once(),
                     )
     return client
+
+
+def failing_over(connection: str) -> Failover | None:
+    """Whether the sentinels are replacing the master of ``connection`` (None: not
+    a Sentinel connection, or not failing over). For a request that could not
+    reach Redis: it asks the sentinels, about a millisecond each."""
+    if connections.named(connection) is None:
+        return None
+    return sentinels_failing_over(get_client(connection))

@@ -9,11 +9,15 @@ Polling rather than the live WebSocket, because it is simpler to bound: the
 server holds nothing between polls (the cursor travels with the page), so a
 search that nobody polls any more costs nothing, with no timer to reap it and
 no per-socket task to cancel; and any dashboard process can answer the next
-poll. Per user, one search at a time: starting one replaces the previous one
-(its next poll is answered 409 ``search_replaced``), and the steps of one
-user never run side by side (a second waits up to a second, then 429).
-Both hold per process; a deployment of several processes bounds a user to
-one step per process.
+poll. Per user, at most :data:`MAX_SEARCHES_PER_USER` searches at once (two
+tabs): starting another replaces the oldest, whose running step stops at its
+next call and whose polls are answered 409 ``search_replaced``; a search's
+steps never run side by side (a second is answered 429 at once). Both hold
+per process. Under the stand-alone site's HTTP bridge (dashboard.http) the
+steps run in a small pool of their own, each session with a bounded number
+admitted, so searches never hold the threads that serve pages and the API;
+under Django's own ASGI handler (a project mounting the app) each request has
+a thread of its own anyway, and the caps above bound what one user runs.
 
 Acting on the matches (``search/act/``) sends the ids the page collected, at
 most :data:`dashboard.actions.MAX_IDS_PER_SET`; each job's own script checks
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,12 +40,20 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard import actions, presenters
 from dashboard.api import BadInput, _body, _json_errors, _text
 from dashboard.errors import json_error
+from dashboard.http import PAGES_IN_FLIGHT, runs_as_search_step
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import int_param, queue_or_404
 from dashboard.permissions import api_permission, page_permission, user_label
 from dashboard.redis import get_client
 from queues.read.lists import JobPage, job_rows
-from queues.read.search import Cursor, QueryError, SearchError, parse_query, search_step
+from queues.read.search import (
+    Cursor,
+    Pacing,
+    QueryError,
+    SearchError,
+    parse_query,
+    search_step,
+)
 from queues.read.states import TAB
 
 # One step's wall time: long enough to amortise a request, short enough that
@@ -48,50 +61,88 @@ from queues.read.states import TAB
 STEP_MS = 200.0
 # Rows (with their fields) one answer carries: the first page of hits.
 MAX_ROWS = 50
-# How long a poll waits for the same user's previous step to finish.
-BUSY_WAIT_S = 1.0
+# A user's searches at once (a tab each); a new one replaces the oldest.
+# dashboard.http admits one step more than this per session.
+MAX_SEARCHES_PER_USER = 2
+# How much longer than its pacing a step rests while pages are being served.
+MAX_YIELD_S = 0.05
+
+
+def _rest_behind_pages(seconds: float) -> None:
+    """A step's rest between calls, made longer while the pages' pool serves a
+    request (at most MAX_YIELD_S), so that its Redis commands do not queue
+    behind the search's calls. With forty searches from one viewer, another
+    user's API p50 was 1.1-3.2x its figure alone without it and 0.4-1.4x with
+    it, in runs on the shared 2-CPU VM at load 7-24 (bench/abuse.py, phase d)."""
+    time.sleep(seconds)
+    until = time.monotonic() + MAX_YIELD_S
+    while PAGES_IN_FLIGHT.count and time.monotonic() < until:
+        time.sleep(0.002)
+
+
+_PACING = Pacing(sleep=_rest_behind_pages)
 
 
 @dataclass(slots=True)
-class _UserSearch:
+class _Search:
+    """One running search: a lock held by its step, and the flag that stops it."""
+
     search_id: str
-    running: threading.Lock = field(default_factory=threading.Lock)
+    stepping: threading.Lock = field(default_factory=threading.Lock)
+    replaced: threading.Event = field(default_factory=threading.Event)
 
 
-class _Searches:
-    """The current search of each user of this process: its id, and a lock
-    that lets one of its steps run at a time. One small entry per user."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_user: dict[str, _UserSearch] = {}
-
-    def start(self, user: str) -> str:
-        search_id = secrets.token_urlsafe(9)
-        with self._lock:
-            previous = self._by_user.get(user)
-            running = previous.running if previous else threading.Lock()
-            self._by_user[user] = _UserSearch(search_id, running)
-        return search_id
-
-    @contextmanager
-    def step(self, user: str, search_id: str) -> Iterator[bool]:
-        """Yields False when ``search_id`` is no longer the user's search."""
-        with self._lock:
-            current = self._by_user.get(user)
-        if current is None or current.search_id != search_id:
-            yield False
-            return
-        if not current.running.acquire(timeout=BUSY_WAIT_S):
-            raise _Busy
-        try:
-            yield True
-        finally:
-            current.running.release()
+class _Replaced(Exception):
+    pass
 
 
 class _Busy(Exception):
     pass
+
+
+class _Searches:
+    """The searches of each user of this process, oldest first: at most
+    MAX_SEARCHES_PER_USER small entries per user, each gone when its search
+    ends or is replaced."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_user: dict[str, list[_Search]] = {}
+
+    def start(self, user: str) -> str:
+        search = _Search(secrets.token_urlsafe(9))
+        with self._lock:
+            searches = self._by_user.setdefault(user, [])
+            while len(searches) >= MAX_SEARCHES_PER_USER:
+                searches.pop(0).replaced.set()  # its running step stops at its next call
+            searches.append(search)
+        return search.search_id
+
+    def _find(self, user: str, search_id: str) -> _Search | None:
+        with self._lock:
+            return next((s for s in self._by_user.get(user, ()) if s.search_id == search_id), None)
+
+    def end(self, user: str, search_id: str) -> None:
+        with self._lock:
+            searches = self._by_user.get(user, [])
+            searches[:] = [s for s in searches if s.search_id != search_id]
+            if not searches:
+                self._by_user.pop(user, None)
+
+    @contextmanager
+    def step(self, user: str, search_id: str) -> Iterator[threading.Event]:
+        """The running search's ``replaced`` flag, while its step runs;
+        _Replaced when it is no longer one of the user's, _Busy when
+        another of its steps is running (both at once, without waiting)."""
+        search = self._find(user, search_id)
+        if search is None:
+            raise _Replaced
+        if not search.stepping.acquire(blocking=False):
+            raise _Busy
+        try:
+            yield search.replaced
+        finally:
+            search.stepping.release()
 
 
 SEARCHES = _Searches()
@@ -120,19 +171,34 @@ def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) 
     search_id = request.GET.get("search") or ""
     if cursor is None:
         search_id = SEARCHES.start(user)
+    replaced = json_error(409, "search_replaced", "A newer search replaced this one")
     try:
-        with SEARCHES.step(user, search_id) as current:
-            if not current:
-                return json_error(409, "search_replaced", "A newer search replaced this one")
+        with SEARCHES.step(user, search_id) as stop:
             step = search_step(
-                client, ref, state, query, cursor, budget_ms=STEP_MS, around=rows_wanted
+                client,
+                ref,
+                state,
+                query,
+                cursor,
+                budget_ms=STEP_MS,
+                around=rows_wanted,
+                pacing=_PACING,
+                stopped=stop.is_set,
             )
+            if stop.is_set():
+                return replaced
+    except _Replaced:
+        return replaced
     except _Busy:
-        return json_error(429, "search_busy", "Your previous search step is still running")
+        return json_error(429, "search_busy", "This search's previous step is still running")
     except QueryError as error:
+        SEARCHES.end(user, search_id)
         return json_error(400, "bad_query", str(error))
     except SearchError as error:
+        SEARCHES.end(user, search_id)
         return json_error(409, "corrupt_key", str(error))
+    if step.done:
+        SEARCHES.end(user, search_id)
     rows = job_rows(client, ref.keys, state, step.hits[:rows_wanted]) if rows_wanted else []
     answer: dict[str, Any] = {
         "search": search_id,
@@ -158,6 +224,7 @@ def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) 
     return JsonResponse(answer)
 
 
+@runs_as_search_step
 @require_GET
 @api_permission()
 @_json_errors
@@ -168,6 +235,7 @@ def api_search(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     return _answer_step(request, prefix, name, markup=False)
 
 
+@runs_as_search_step
 @require_GET
 @page_permission()
 @_json_errors

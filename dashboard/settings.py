@@ -291,9 +291,14 @@ LOGGING = {
             "reserved_attrs": [*RESERVED_ATTRS, "color_message"],
         },
     },
+    "filters": {"one_line_refusals": {"()": "dashboard.log_filters.OneLineRefusals"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "level": LOG_LEVEL}
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {name: {"handlers": [], "propagate": True} for name in _OWN_HANDLERS},
+    "loggers": {
+        **{name: {"handlers": [], "propagate": True} for name in _OWN_HANDLERS},
+        # A refused request (403, 400) is one line, not a traceback.
+        "django.request": {"filters": ["one_line_refusals"], "propagate": True},
+    },
 }

@@ -33,7 +33,14 @@ from dashboard import (
 from dashboard.health import Workers
 from dashboard.health_reads import queue_workers
 from dashboard.lookup import clean_job_ids, int_param, job_id_or_404, queue_or_404
-from dashboard.permissions import can_act, can_change, page_permission, read_only, user_label
+from dashboard.permissions import (
+    can_act,
+    can_change,
+    page_permission,
+    read_only,
+    read_only_note,
+    user_label,
+)
 from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from queues.keys import InvalidName
@@ -102,6 +109,7 @@ def _page(
         can_change=can_change(request.user),
         max_job_data_bytes=conf.max_job_data_bytes(),
         read_only=read_only(),
+        read_only_note=read_only_note(),
     )
     return render(request, template, context, status=status)
 

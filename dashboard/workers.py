@@ -9,7 +9,6 @@ visible) besides refreshing on the queue's events like every queue page.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from dashboard.views import _back, _is_htmx, _page, _queue_context
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
+from queues.numerals import NotWholeNumber, parse_whole
 from queues.read import counts
 from queues.read.limits import Limits, read_limits
 from queues.read.refs import QueueRef
@@ -36,7 +36,6 @@ from queues.read.workers import ConnectedWorker, queue_workers
 
 # How often the tab asks for its workers again while it is visible (ms).
 POLL_MS = 3000
-_WHOLE = re.compile(r"\s*\d{1,9}\s*")
 
 
 # --------------------------------------------------------------------------- display
@@ -156,13 +155,17 @@ def _limit_from(value: Any) -> int | None:
     clears it. An empty field is bad input, never a silent clear."""
     if value is None or (isinstance(value, str) and value.strip() == "none"):
         return None
-    if isinstance(value, str) and _WHOLE.fullmatch(value):
-        value = int(value)
+    must = (
+        f"concurrency must be a whole number from 1 to {MAX_GLOBAL_CONCURRENCY:,},"
+        " or null to clear it"
+    )
+    if isinstance(value, str):
+        try:
+            value = parse_whole(value.strip())
+        except NotWholeNumber:
+            raise BadInput(must) from None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(
-            f"concurrency must be a whole number from 1 to {MAX_GLOBAL_CONCURRENCY:,},"
-            " or null to clear it"
-        )
+        raise BadInput(must)
     if not 1 <= value <= MAX_GLOBAL_CONCURRENCY:
         raise BadInput(f"concurrency must be between 1 and {MAX_GLOBAL_CONCURRENCY:,}")
     return value

@@ -16,6 +16,7 @@ import signal
 from typing import Any
 
 from queues.commands.transitions import RateLimit
+from queues.connection import redacted
 from queues.demo import DEMO_QUEUES, run_demo
 from queues.job import Job
 from queues.keys import DEFAULT_PREFIX
@@ -63,7 +64,7 @@ async def _demo(args: argparse.Namespace) -> None:
     if args.seconds:
         asyncio.get_running_loop().call_later(args.seconds, stop.set)
     names = ", ".join(spec.name for spec in DEMO_QUEUES)
-    print(f"demo traffic on {names} at {url} (prefix {args.prefix!r}); Ctrl-C stops")
+    print(f"demo traffic on {names} at {redacted(url)} (prefix {args.prefix!r}); Ctrl-C stops")
     await run_demo(url, prefix=args.prefix, stop=stop, print_every_s=args.every)
 
 

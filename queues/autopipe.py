@@ -7,12 +7,15 @@ event-loop turn is packed by hiredis, written with a single syscall, and the
 replies, which Redis sends back in order, are parsed by hiredis as they
 arrive and handed to the waiting coroutines.
 
-Plain TCP and unix-socket servers are supported, and Redis Cluster when every
+Plain TCP and unix-socket servers are supported, Redis Cluster when every
 key a caller sends hashes to one slot (a queue with a ``{hash-tag}`` prefix):
 the pipeline then talks to the node owning that slot, found through the
-cluster client, and follows a MOVED answer to the new owner. Anything else
-(TLS, custom connection classes) gets ``None`` from
-:meth:`AutoPipeline.for_client`, and callers keep using their redis-py client.
+cluster client, and follows a MOVED answer to the new owner; and Redis
+Sentinel: the pipeline asks the client's sentinels for the master on every
+connect, and drops a connection that answers READONLY (a master demoted by a
+failover), so it never writes to a replica. Anything else (TLS, custom
+connection classes) gets ``None`` from :meth:`AutoPipeline.for_client`, and
+callers keep using their redis-py client.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import hiredis
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.connection import Connection, UnixDomainSocketConnection
+from redis.asyncio.sentinel import SentinelConnectionPool, SentinelManagedConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
@@ -34,6 +38,7 @@ from queues.scripts import ScriptCall
 
 _NOSCRIPT = "NOSCRIPT"
 _MOVED = "MOVED "
+_READONLY = "READONLY"
 
 # Finds (host, port) of the cluster node owning the pipeline's slot.
 Locator = Callable[[], Awaitable[tuple[str, int]]]
@@ -143,6 +148,8 @@ class AutoPipeline:
         connection is named ``client_name`` (CLIENT SETNAME) when one is given."""
         if isinstance(client, AsyncRedisCluster):
             return cls._for_cluster(client, slot_key, client_name) if slot_key else None
+        if isinstance(client.connection_pool, SentinelConnectionPool):
+            return cls._for_sentinel(client.connection_pool, client_name)
         kwargs: dict[str, Any] = client.connection_pool.connection_kwargs
         kind = client.connection_pool.connection_class
         db = int(kwargs.get("db") or 0)
@@ -178,6 +185,28 @@ class AutoPipeline:
         username, password = kwargs.get("username"), kwargs.get("password")
         return cls(username=username, password=password, locate=locate, client_name=client_name)
 
+    @classmethod
+    def _for_sentinel(
+        cls, pool: SentinelConnectionPool, client_name: str | None
+    ) -> AutoPipeline | None:
+        if pool.connection_class is not SentinelManagedConnection:
+            return None  # TLS: leave it to redis-py
+
+        async def locate() -> tuple[str, int]:
+            # The sentinels' answer, asked anew on every connect: after a
+            # failover it names the new master.
+            host, port = await pool.get_master_address()
+            return str(host), int(port)
+
+        kwargs = pool.connection_kwargs
+        return cls(
+            db=int(kwargs.get("db") or 0),
+            username=kwargs.get("username"),
+            password=kwargs.get("password"),
+            locate=locate,
+            client_name=client_name,
+        )
+
     # -- sending --------------------------------------------------------------
 
     async def execute(self, *args: Any) -> Any:
@@ -189,6 +218,7 @@ class AutoPipeline:
         if isinstance(reply, ResponseError):
             if self._follow_moved(reply):
                 return await self.execute(*args)
+            self._drop_if_demoted(reply)
             raise reply
         return reply
 
@@ -204,6 +234,7 @@ class AutoPipeline:
         if isinstance(reply, ResponseError):
             if self._follow_moved(reply):
                 return await self.run(call)
+            self._drop_if_demoted(reply)
             if not str(reply).startswith(_NOSCRIPT):
                 raise reply
             try:
@@ -228,6 +259,17 @@ class AutoPipeline:
             self._link.close()
             self._link = None
         return True
+
+    def _drop_if_demoted(self, reply: ResponseError) -> None:
+        """READONLY: the server is a replica now (a failover demoted it). The
+        connection is dropped and the caller told Redis went away, so it
+        tries again; the next connect asks the sentinels for the master."""
+        if self._locate is None or not str(reply).startswith(_READONLY):
+            return
+        if self._link is not None:
+            self._link.close()
+            self._link = None
+        raise RedisConnectionError(f"the server is no longer the master: {reply}")
 
     async def _connect(self) -> _Link:
         if self._closed:

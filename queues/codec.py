@@ -10,11 +10,16 @@ what other readers could not parse.
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any, cast
 
 import rapidjson
 
 _MISSING = object()
+# Half a character: JSON lets a writer escape one ("\\ud800"), json.loads
+# keeps it, and no UTF-8 text (a page, an answer, Redis) can hold it.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def text(raw: bytes | str | None) -> str | None:
@@ -24,6 +29,12 @@ def text(raw: bytes | str | None) -> str | None:
     if isinstance(raw, str):
         return raw
     return raw.decode("utf-8", errors="replace")
+
+
+def printable(text: str) -> str:
+    """``text`` fit for a page or an answer: each half character (only JSON
+    text decodes to one) becomes U+FFFD, as invalid UTF-8 does in :func:`text`."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def integer(raw: bytes | str | int | None, default: int | None = None) -> int | None:
@@ -40,6 +51,22 @@ def integer(raw: bytes | str | int | None, default: int | None = None) -> int | 
             return int(float(value))
         except (ValueError, OverflowError, UnboundLocalError):
             return default
+
+
+# Scores are doubles, and another writer may leave +inf or 1e300 there (a
+# finish time no clock wrote): as whole milliseconds they are clamped to the
+# integers a double holds exactly.
+SCORE_LIMIT = 2**53
+
+
+def score_ms(score: float) -> int:
+    """A sorted set's score (a time, mostly) as whole milliseconds, within
+    +-SCORE_LIMIT: +-inf and anything beyond become the limit."""
+    if math.isnan(score):
+        return 0
+    if math.isinf(score) or abs(score) >= SCORE_LIMIT:
+        return SCORE_LIMIT if score > 0 else -SCORE_LIMIT
+    return int(score)
 
 
 def loads(raw: bytes | str | None, default: Any = None) -> Any:
@@ -89,5 +116,5 @@ def failure_reason(raw: bytes | str | None) -> str | None:
     if value and len(value) >= 2 and value[0] == value[-1] == '"':
         decoded = loads(value)
         if isinstance(decoded, str):
-            return decoded
+            return printable(decoded)
     return value

@@ -66,11 +66,11 @@ from redis.exceptions import LockError, RedisError, ResponseError
 
 from queues import codec, scripts
 from queues.collector_report import CollectorReport
-from queues.connection import is_cluster
 from queues.errors import CorruptKey
 from queues.keys import COLLECTOR_LEASE, HistoryKeys, QueueKeys
 from queues.latency import LAST_BUCKET, bucket_counts
 from queues.locks import expire_unheld_lock
+from queues.raw_streams import SINGLE, RawStreams, is_redirect
 from queues.read.refs import QueueRef
 from queues.read.replies import read
 from queues.read.states import TABS
@@ -245,7 +245,7 @@ class QueueFolder:
 
     def fold(self, entries: Sequence[Any]) -> tuple[list[MinuteBatch], list[_Lookup]]:
         """Fold ``entries`` (XRANGE's raw reply: ``[id, [field, value, ...]]``
-        each, bytes; see ``_raw_stream_client``) into the pending minute
+        each, bytes; see queues.raw_streams) into the pending minute
         batches; answers the batches it added to (the last pending one goes
         on when its minute does) and the durations still to look up in job
         hashes.
@@ -355,22 +355,6 @@ def _field(flat: Sequence[bytes], name: bytes, default: bytes | None = None) -> 
     return default
 
 
-def _raw_stream_client(client: Redis) -> Redis:
-    """A client on ``client``'s connections whose XRANGE and XREAD answer
-    Redis' reply as it came (``[id, [field, value, ...]]``; XREAD: ``[[stream,
-    entries], ...]`` or None).
-
-    Measured reason (a stream of 30,000 BullMQ events, one process): redis-py's
-    own XRANGE reply callback builds a dict per entry and took about 60% of the
-    collector's CPU; the raw reply and the fold above took 0.05-0.07 s where
-    the parsed reply and the fold took 0.19-0.24 s. The callback is set on a
-    client of the collector's own, so nothing else sees raw replies."""
-    raw = Redis(connection_pool=client.connection_pool)
-    for command in ("XRANGE", "XREAD"):
-        raw.set_response_callback(command, lambda reply, **_options: reply)
-    return raw
-
-
 def _durations_from_hashes(client: Redis, keys: QueueKeys, lookups: list[_Lookup]) -> None:
     """Add the durations a job hash still tells (see the module's notes)."""
     if not lookups:
@@ -478,7 +462,7 @@ class HistoryCollector:
         record_every_s: float = RECORD_EVERY_S,
     ) -> None:
         self.client = client
-        self._streams = _raw_stream_client(client)
+        self._streams = RawStreams(client)
         self.list_queues = list_queues
         # Host and pid: the status says which process collects.
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -705,57 +689,88 @@ class HistoryCollector:
         (a busy stream most likely has more: asking first was one round trip
         in five of a pass at 10,000 jobs/s), and those of the others whose
         stream holds events after their cursor: one XREAD COUNT 1 per
-        ``NEWS_PER_READ`` streams on a single node (it names only the streams
-        with news). On a cluster, whose streams sit on several nodes, and for
-        a group holding a key that is no stream (XREAD refuses the whole
-        group), every folder is read."""
-        if is_cluster(self.client):
-            return folders
+        ``NEWS_PER_READ`` streams of one hash slot (it names only the streams
+        with news; one XREAD cannot span slots on a cluster), pipelined per
+        node. A group holding a key that is no stream (XREAD refuses the
+        whole group), or whose slot moved, is read whole. On a cluster the
+        answer is in the order of the nodes holding the streams, so a read's
+        group is mostly one node's (one round trip)."""
         found = [folder for folder in folders if folder.had_news]
         quiet = [folder for folder in folders if not folder.had_news] if found else folders
-        for offset in range(0, len(quiet), NEWS_PER_READ):
-            group = quiet[offset : offset + NEWS_PER_READ]
-            keys = [folder.keys.events for folder in group]
-            after = {key: folder.position or "0-0" for key, folder in zip(keys, group, strict=True)}
-            try:
-                reply: Any = self._streams.xread(after, count=1)  # type: ignore[arg-type]
-            except ResponseError:
-                found.extend(group)
-                continue
-            named = {codec.text(stream) for stream, _ in reply or ()}
-            found.extend(folder for folder, key in zip(group, keys, strict=True) if key in named)
+        groups: dict[str, dict[int, list[QueueFolder]]] = {SINGLE: {0: quiet}}
+        if self._streams.cluster:
+            groups = {}
+            for folder in quiet:
+                key = folder.keys.events
+                on_node = groups.setdefault(self._streams.node_of(key), {})
+                on_node.setdefault(self._streams.slot_of(key), []).append(folder)
+        for node, by_slot in groups.items():
+            asked = [
+                in_slot[offset : offset + NEWS_PER_READ]
+                for in_slot in by_slot.values()
+                for offset in range(0, len(in_slot), NEWS_PER_READ)
+            ]
+            pipe = self._streams.on(node).pipeline(transaction=False)
+            for group in asked:
+                pipe.xread({f.keys.events: f.position or "0-0" for f in group}, count=1)
+            replies = pipe.execute(raise_on_error=False)
+            if any(is_redirect(reply) for reply in replies):
+                self._streams.moved()
+            for group, reply in zip(asked, replies, strict=True):
+                if isinstance(reply, Exception):
+                    found.extend(group)
+                    continue
+                named = {codec.text(stream) for stream, _ in reply or ()}
+                found.extend(folder for folder in group if folder.keys.events in named)
+        if self._streams.cluster:
+            found.sort(key=lambda folder: self._streams.node_of(folder.keys.events))
         return found
 
     def _read_and_fold(self, group: list[QueueFolder]) -> list[_Folded]:
-        """Read the streams of ``group`` in one round trip and fold each: the
-        replies (tens of thousands of objects) are gone when this returns."""
-        pipe = self._streams.pipeline(transaction=False)
+        """Read the streams of ``group`` (one round trip per node holding
+        them: one off a cluster) and fold each: the replies (tens of
+        thousands of objects) are gone when this returns."""
+        by_node: dict[str, list[QueueFolder]] = {}
         for folder in group:
-            # From the position itself, one more: finding its event proves
-            # that nothing after it was trimmed, without a command of its own.
-            if folder.position:
-                pipe.xrange(folder.keys.events, folder.position, "+", count=self.batch + 1)
-            else:
-                pipe.xrange(folder.keys.events, "-", "+", count=self.batch)
+            by_node.setdefault(self._streams.node_of(folder.keys.events), []).append(folder)
         folded: list[_Folded] = []
-        for folder, entries in zip(group, pipe.execute(raise_on_error=False), strict=True):
-            folder.had_news = False
-            if isinstance(entries, Exception):
-                continue  # not a stream (a writer's garbage): nothing to fold
-            start = folder.position
-            cursor_found = bool(entries) and entries[0][0] == start.encode()
-            if cursor_found:
-                del entries[0]
-            else:
-                del entries[self.batch :]
-            if not entries:
-                continue
-            folder.had_news = self._folded = True
-            batches, lookups = folder.fold(entries)
-            read_from = start if start and not cursor_found else ""
-            full = len(entries) >= self.batch
-            folded.append(_Folded(folder, batches, lookups, read_from, len(entries), full))
+        for node, on_node in by_node.items():
+            pipe = self._streams.on(node).pipeline(transaction=False)
+            for folder in on_node:
+                # From the position itself, one more: finding its event proves
+                # that nothing after it was trimmed, without a command of its own.
+                if folder.position:
+                    pipe.xrange(folder.keys.events, folder.position, "+", count=self.batch + 1)
+                else:
+                    pipe.xrange(folder.keys.events, "-", "+", count=self.batch)
+            replies = pipe.execute(raise_on_error=False)
+            if any(is_redirect(reply) for reply in replies):
+                # A slot moved: those streams are read on their new node next pass.
+                self._streams.moved()
+            for folder, entries in zip(on_node, replies, strict=True):
+                read_ = self._fold_read(folder, entries)
+                if read_ is not None:
+                    folded.append(read_)
         return folded
+
+    def _fold_read(self, folder: QueueFolder, entries: Any) -> _Folded | None:
+        """Fold what one XRANGE of ``folder``'s stream answered (None: nothing new)."""
+        folder.had_news = False
+        if isinstance(entries, Exception):
+            return None  # not a stream (a writer's garbage), or moved: nothing to fold
+        start = folder.position
+        cursor_found = bool(entries) and entries[0][0] == start.encode()
+        if cursor_found:
+            del entries[0]
+        else:
+            del entries[self.batch :]
+        if not entries:
+            return None
+        folder.had_news = self._folded = True
+        batches, lookups = folder.fold(entries)
+        read_from = start if start and not cursor_found else ""
+        full = len(entries) >= self.batch
+        return _Folded(folder, batches, lookups, read_from, len(entries), full)
 
     def _complete(self, folded: _Folded) -> None:
         """Add to one stream's folded batches what the fold could not know:

@@ -2,7 +2,9 @@
 
 ``redis://``, ``rediss://`` and ``unix://`` URLs give a plain client; adding
 ``cluster=1`` to the query string (``redis://10.0.0.1:7000/?cluster=1``) gives a
-Redis Cluster client, so moving to a cluster is a setting, not a rewrite.
+Redis Cluster client, and ``redis+sentinel://`` (``rediss+sentinel://``) a
+client of the master a set of sentinels names (queues.sentinel), so moving to
+a cluster or behind Sentinel is a setting, not a rewrite.
 Responses stay bytes: job data may be any bytes, and decoding is the reader's
 decision (``queues.codec``).
 """
@@ -17,7 +19,10 @@ from redis.asyncio import BlockingConnectionPool as AsyncBlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
+from redis.connection import parse_url
 from redis.exceptions import RedisClusterException, RedisError
+
+from queues import sentinel
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -42,11 +47,38 @@ def split_cluster_flag(url: str) -> tuple[str, bool]:
     return urlunsplit(parts._replace(query=urlencode(rest))), cluster
 
 
+def redacted(url: str) -> str:
+    """``url`` fit for a log line: its password and the sentinels' as ``***``."""
+    parts = urlsplit(url)
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    user, colon, _password = userinfo.partition(":")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if not colon and not any("password" in name for name, _ in query):
+        return url  # nothing to hide (and urlunsplit would mangle unix:///path)
+    netloc = f"{user}:***@{hosts}" if colon else parts.netloc
+    hidden = [(name, "***" if "password" in name else value) for name, value in query]
+    return urlunsplit(parts._replace(netloc=netloc, query=urlencode(hidden, safe="*/")))
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with a Redis URL, in a sentence (None: ``connect`` takes it)."""
+    try:
+        if sentinel.is_sentinel_url(url):
+            sentinel.parse(url)
+        else:
+            parse_url(split_cluster_flag(url)[0])
+    except ValueError as error:
+        return str(error)
+    return None
+
+
 def connect(url: str, **options: Any) -> Redis:
     """A synchronous client (a ``RedisCluster`` when the URL says cluster=1),
     without a read timeout unless ``options`` give one (NO_READ_TIMEOUT)."""
-    plain, cluster = split_cluster_flag(url)
     options = {**NO_READ_TIMEOUT, **options}
+    if sentinel.is_sentinel_url(url):
+        return sentinel.connect(url, **options)
+    plain, cluster = split_cluster_flag(url)
     if cluster:
         # Any: RedisCluster.from_url has no types before redis-py 8.0.
         cluster_from_url: Any = RedisCluster.from_url
@@ -61,8 +93,10 @@ def connect_async(url: str, *, max_connections: int | None = None, **options: An
     connection, as long as it takes, instead of opening another (on a
     cluster: at most that many per node, and a caller past it gets an error).
     """
-    plain, cluster = split_cluster_flag(url)
     options = {**NO_READ_TIMEOUT, **options}
+    if sentinel.is_sentinel_url(url):
+        return sentinel.connect_async(url, max_connections=max_connections, **options)
+    plain, cluster = split_cluster_flag(url)
     if cluster:
         if max_connections is not None:
             options["max_connections"] = max_connections

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import NoReturn
 
-from redis.exceptions import OutOfMemoryError, ResponseError
+from redis.exceptions import NoPermissionError, OutOfMemoryError, ResponseError
 
 from queues import codec
 
@@ -225,6 +225,24 @@ def raise_refusal(error: ResponseError) -> NoReturn:
     if match is None:
         raise error
     raise CorruptKey(match["key"], match["actual"], match["expected"]) from error
+
+
+# How Redis says its ACL refused a command: NOPERM, or (Redis 7.0, a command
+# inside a script) an ERR naming the script's user.
+_SCRIPT_REFUSED = "The user executing the script can't"
+
+
+def is_no_permission(error: BaseException) -> bool:
+    """Whether Redis refused a command for the user's ACL (``NOPERM``; redis-py
+    raises ``NoPermissionError``, a raw reader a ResponseError; Redis 7.0
+    answers a script's refused command with ``ERR The user executing the
+    script can't ...``)."""
+    if isinstance(error, NoPermissionError):
+        return True
+    text = str(error)
+    return isinstance(error, ResponseError) and (
+        text.startswith("NOPERM") or _SCRIPT_REFUSED in text
+    )
 
 
 def is_out_of_memory(error: BaseException) -> bool:

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from queues.connection import redacted
+
 log = logging.getLogger("echomq.redis")
 
 
@@ -143,5 +145,5 @@ def resolve_redis(environ: dict[str, str] | None = None) -> ResolvedRedis:
         binary, source = server_binary()
         server = LocalRedisServer(binary).start()
         _resolved = ResolvedRedis(server.url, source, server)
-    log.info("using Redis from %s: %s", _resolved.source, _resolved.url)
+    log.info("using Redis from %s: %s", _resolved.source, redacted(_resolved.url))
     return _resolved

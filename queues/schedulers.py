@@ -39,6 +39,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterError, croniter
 from redis import Redis
+from redis.exceptions import ResponseError
 
 from queues import scripts
 from queues.commands import schedulers as cmd
@@ -360,7 +361,10 @@ class JobSchedulers:
             # Its run's id is a checksum of the key and its next run time:
             # read the time first (a run a worker adds meanwhile is not
             # among these ids, and stays, as a taken run does).
-            score: Any = self.connection.zscore(self.keys.repeat, scheduler_id)
+            try:
+                score: Any = self.connection.zscore(self.keys.repeat, scheduler_id)
+            except ResponseError:
+                score = None  # not a sorted set: the script refuses it, changing nothing
             if score is not None and math.isfinite(float(score)):
                 candidates = legacy_run_ids(scheduler_id, int(float(score)))
         call = cmd.remove_job_scheduler(

@@ -3,7 +3,10 @@
 Each file is ``<command>-<KEYS count>.lua``; the count in the name is taken as
 the script's arity so a builder passing the wrong number of keys fails loudly
 here, before Redis sees it. ``--- @include "<name>"`` lines pull a fragment from
-``priv/scripts/includes/`` (each fragment once per script, recursively). Scripts
+``priv/scripts/includes/`` (each fragment once per script, recursively); an
+include inside a function body defines its functions only when that function
+runs, which is how the per-job scripts keep their rare paths from costing
+every call (includes/takeNextJob.lua). Scripts
 are read and hashed once per process; EVALSHA is tried first and a NOSCRIPT
 answer (a restarted or different server) loads the source and retries.
 

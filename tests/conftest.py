@@ -25,6 +25,9 @@ from tests.hosting import built_wheel, host_python, host_site  # noqa: F401
 # No metrics history collector runs unless a test starts one: not in this
 # process (tests import dashboard.asgi), nor in the servers tests start (they
 # inherit the environment; a test wanting one passes ECHOMQ_HISTORY_COLLECTOR=1).
+# The site as shipped runs it on, on every topology: tests/e2e/shipped.py
+# (tests/e2e/topologies/, tests/test_collector_processes.py) keeps none of
+# this environment.
 os.environ["ECHOMQ_HISTORY_COLLECTOR"] = "0"
 
 

@@ -8,6 +8,7 @@ import time
 from redis import Redis
 
 from queues.collector import HistoryCollector
+from queues.connection import connect
 from queues.keys import QueueKeys
 from queues.read.refs import QueueRef
 
@@ -54,3 +55,19 @@ def collect_until_read(collector: HistoryCollector, timeout: float = 20.0) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"{collector.name} did not catch up (holding={collector.holding})")
         time.sleep(0.01)
+
+
+def idle_collector(client: Redis, url: str, refs: list[QueueRef]) -> HistoryCollector:
+    """A collector of ``refs``, each stream holding one job's events, that has
+    read them all and passed once more (a stream read last pass is read again,
+    unasked): its next pass finds every stream quiet. Base time
+    ``IDLE_BASE_MS``, a minute ago."""
+    for n, ref in enumerate(refs):
+        write_events(client, ref, job_events(f"j{n}", IDLE_BASE_MS + n, 5, 5))
+    collector = HistoryCollector(connect(url), lambda: refs, name="idle", record_every_s=0.0)
+    collect_until_read(collector)
+    collector.collect_pass()
+    return collector
+
+
+IDLE_BASE_MS = int(time.time() * 1000) - 60_000

@@ -36,7 +36,8 @@ def placement(client: Redis, keys: QueueKeys) -> dict[str, list[str]]:
         else:
             continue
         for member in members:
-            job_id = member.decode()
+            # Any bytes another writer left: kept apart, not decoded away.
+            job_id = member.decode(errors="surrogateescape")
             if not job_id.startswith("0:"):
                 found[job_id].append(state.name)
     return dict(found)

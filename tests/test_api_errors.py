@@ -4,8 +4,10 @@ the HTTP bridge) and whatever the input; bad input is a 4xx, never a 5xx."""
 
 from __future__ import annotations
 
+import http.client
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from redis import Redis
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job, seed_jobs
+from tests.e2e.server import DashboardServer, free_port, login_cookie, prepare
 
 KEYS = QueueRef("bull", "emails").keys
 API = "/api/queues/bull/emails/"
@@ -248,3 +251,34 @@ def test_half_a_character_in_a_reason_is_refused_not_sent_to_redis(
     response = actor.post(API + "actions/", body, content_type="application/json")
     assert_api_error(response, 400, "bad_request")
     assert Queue("emails", dashboard_redis).get_counts("wait")["wait"] == 1
+
+
+@pytest.fixture
+def daphne(redis_client: Redis, redis_url: str, tmp_path: Path) -> Iterator[DashboardServer]:
+    """The dashboard as ./run.sh serves it: daphne, in a process of its own."""
+    server = DashboardServer(prepare(redis_url, tmp_path), free_port(), tmp_path / "daphne.log")
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_a_multipart_body_without_a_boundary_is_answered_in_json_under_daphne(
+    daphne: DashboardServer,
+) -> None:
+    """Twisted, under daphne, refused it with an empty 400 before the app ran
+    (issue 22, point 12); now it reaches Django like any other body."""
+    cookie = login_cookie(daphne.url)
+    token = cookie.split("csrftoken=", 1)[1].split(";", 1)[0]
+    expected = {"": (403, "csrf_failed"), cookie: (400, "bad_request")}
+    for sent_cookie, (status, code) in expected.items():
+        headers = {"Content-Type": "multipart/form-data"}
+        if sent_cookie:
+            headers |= {"Cookie": sent_cookie, "X-CSRFToken": token}
+        connection = http.client.HTTPConnection("127.0.0.1", daphne.port, timeout=10)
+        body = b"--x\r\nContent-Disposition: form-data\r\n\r\n"
+        connection.request("POST", API + "actions/", body=body, headers=headers)
+        response = connection.getresponse()
+        answer = response.read()
+        connection.close()
+        assert response.getheader("Content-Type") == "application/json", (response.status, answer)
+        assert (response.status, json.loads(answer)["error"]["code"]) == (status, code)

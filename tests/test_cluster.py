@@ -11,21 +11,31 @@ import asyncio
 import signal
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from redis import Redis
 from redis.cluster import RedisCluster
 
 from queues.autopipe import AutoPipeline
+from queues.collector import HistoryCollector
 from queues.connection import connect, connect_async
 from queues.connection_names import queue_name_forms
 from queues.events import QueueEvents
 from queues.job import Job
 from queues.queue import Queue
 from queues.read.error_groups import error_groups
+from queues.read.history import totals
 from queues.read.refs import QueueRef
 from queues.read.workers import queue_workers, read_client_list
 from tests.dashboard_seed import seed_job
+from tests.history_helpers import (
+    IDLE_BASE_MS,
+    collect_until_read,
+    idle_collector,
+    job_events,
+    write_events,
+)
 from tests.test_crash import LOCK_MS, attempts, started_by, wait_for, worker_processes
 from tests.worker_helpers import running, until
 
@@ -249,6 +259,62 @@ def test_failures_are_grouped_and_followed_on_the_cluster(cluster: Redis, queue:
     assert {g.text: g.count for g in after.groups}["timeout after <n> ms on job <n>"] == 399
 
 
+def move_slot(cluster: RedisCluster, key: str) -> None:
+    """Move the slot holding ``key`` (and its keys) to another primary, as
+    ``redis-cli --cluster reshard`` does: the cluster's clients learn it
+    from a MOVED answer."""
+    slot = cluster.keyslot(key)
+    source = cluster.get_node_from_key(key)
+    target = next(node for node in cluster.get_primaries() if node.name != source.name)
+    src = Redis(host=source.host, port=source.port)
+    dst = Redis(host=target.host, port=target.port)
+    src_id, dst_id = (node.execute_command("CLUSTER MYID").decode() for node in (src, dst))
+    dst.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", src_id)
+    src.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", dst_id)
+    while keys := src.execute_command("CLUSTER GETKEYSINSLOT", slot, 100):
+        src.execute_command("MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *keys)
+    for node in cluster.get_primaries():
+        Redis(host=node.host, port=node.port).execute_command(
+            "CLUSTER SETSLOT", slot, "NODE", dst_id
+        )
+    src.close()
+    dst.close()
+
+
+def test_the_history_collector_reads_each_stream_on_its_node_and_follows_a_moved_slot(
+    cluster_url: str, cluster: RedisCluster
+) -> None:
+    """The collector of the shipped site on a cluster: each queue's events
+    stream is read (raw replies) on the primary holding its slot, and a slot
+    moved to another node meanwhile is read there from the next pass on, with
+    nothing lost or counted twice. On main the collector could not be made:
+    a cluster client has no connection_pool."""
+    refs = [QueueRef(f"{{q{n}}}", "orders") for n in range(12)]
+    nodes = {cluster.get_node_from_key(ref.keys.events).name for ref in refs}
+    assert len(nodes) == 3  # the streams sit on every node
+    base = int(time.time() * 1000) - 60_000
+    for ref in refs:
+        write_events(cluster, ref, [e for n in range(5) for e in job_events(f"{n}", base, 2, 3)])
+    collector = HistoryCollector(connect(cluster_url), lambda: refs, name="c", record_every_s=0)
+    collect_until_read(collector)
+    assert {ref: t.figures.completed for ref, t in totals(cluster, refs).items()} == dict.fromkeys(
+        refs, 5
+    )
+
+    moved = refs[0]
+    before = cluster.get_node_from_key(moved.keys.events).name
+    move_slot(cluster, moved.keys.events)
+    write_events(cluster, moved, job_events("later", base + 1000, 2, 3, ok=False))
+    collect_until_read(collector)
+    collect_until_read(collector)  # the pass that met MOVED, then the one on the new node
+    after = totals(cluster, [moved])[moved].figures
+    assert (after.completed, after.failed, after.run.count) == (5, 1, 6)
+    fresh = connect(cluster_url)
+    assert fresh.get_node_from_key(moved.keys.events).name != before  # type: ignore[attr-defined]
+    fresh.close()
+    collector.stop()
+
+
 def test_when_the_newest_kept_jobs_finished_is_read_across_the_nodes(cluster: Redis) -> None:
     from tests.test_read_model import assert_last_finished, seed_last_finished
 
@@ -268,3 +334,65 @@ def test_the_overview_reads_recent_minutes_of_queues_on_every_node(cluster: Redi
         record(cluster, ref, "", batch)
     drawn = with_recent_series(cluster, queue_summaries(cluster, refs, now_ms=now), 30)
     assert [summary.completed_per_minute for summary in drawn] == [[n + 1] for n in range(6)]
+
+
+async def test_live_readers_read_every_slot_with_a_bounded_number_of_readers(
+    cluster_url: str, cluster: RedisCluster, settings: Any
+) -> None:
+    """Queues tagged one by one sit in as many slots: the first BLOCKING_SLOTS
+    get blocking readers, the others one polling reader, and an event of
+    each reaches its subscriber. On main each slot had readers of its own."""
+    from dashboard.live.hub import BLOCKING_SLOTS, POLLED, StreamHub
+
+    settings.REDIS_URL = cluster_url
+    refs = [QueueRef(f"{{s{n}}}", "jobs") for n in range(BLOCKING_SLOTS + 3)]
+    assert len({cluster.keyslot(ref.keys.events) for ref in refs}) == len(refs)
+    reached: set[str] = set()
+
+    class Page:
+        def deliver(self, message: dict[str, Any]) -> None:
+            if message["type"] == "live.events":
+                reached.add(message["queue"])
+
+    page = Page()
+    hub = StreamHub()
+    try:
+        for ref in refs:
+            await hub.acquire(ref.address, page)
+        shards = sorted(reader.shard for reader in hub.readers)
+        assert len(shards) == BLOCKING_SLOTS + 1
+        assert shards[0] == POLLED
+        for ref in refs:
+            cluster.xadd(ref.keys.events, {"event": "waiting", "jobId": "1"})
+        await until(lambda: reached == {ref.address for ref in refs})
+    finally:
+        await hub.close()
+
+
+def test_idle_queues_on_a_cluster_cost_one_xread_a_slot_a_pass(
+    cluster_url: str, cluster: RedisCluster
+) -> None:
+    """Each quiet queue's stream was read with an XRANGE every pass on a
+    cluster (about 5 a second each): a thousand idle queues were 5,000
+    commands a second. Now one XREAD COUNT 1 asks a slot's streams at once."""
+    shared = [QueueRef("{idle}", f"q{n}") for n in range(30)]  # one slot
+    own = [QueueRef(f"{{own{n}}}", "q") for n in range(3)]  # a slot each
+    c = idle_collector(cluster, cluster_url, shared + own)
+
+    def stream_commands() -> dict[str, int]:
+        stats: Any = cluster.info("commandstats", target_nodes=RedisCluster.PRIMARIES)
+        calls = {"xread": 0, "xrange": 0}
+        for node in stats.values():
+            for name in calls:
+                calls[name] += node.get(f"cmdstat_{name}", {}).get("calls", 0)
+        return calls
+
+    cluster.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
+    assert c.collect_pass() is False
+    assert stream_commands() == {"xread": 4, "xrange": 0}
+    write_events(cluster, shared[7], job_events("late", IDLE_BASE_MS + 100, 5, 5))
+    cluster.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
+    c.collect_pass()
+    assert stream_commands() == {"xread": 4, "xrange": 1}
+    assert totals(cluster, [shared[7]])[shared[7]].figures.completed == 2
+    c.stop()

@@ -45,7 +45,13 @@ from queues.read.history import (
     with_recent_series,
 )
 from queues.read.refs import QueueRef
-from tests.history_helpers import collect_until_read, job_events, write_events
+from tests.history_helpers import (
+    IDLE_BASE_MS,
+    collect_until_read,
+    idle_collector,
+    job_events,
+    write_events,
+)
 from tests.worker_helpers import running, until
 
 REF = QueueRef("bull", "hist")
@@ -424,12 +430,8 @@ def test_idle_queues_cost_one_xread_a_pass_and_only_streams_with_news_are_read(
     """A thousand idle queues once cost a thousand XRANGEs every 0.2 s in a
     server process (its pages' floor rose from 2.0 to 3.4 ms)."""
     refs = [QueueRef("bull", f"idle-{n}") for n in range(50)]
-    base = int(time.time() * 1000) - 60_000
-    for n, ref in enumerate(refs):
-        write_events(redis_client, ref, job_events(f"j{n}", base + n, 5, 5))
-    c = HistoryCollector(connect(redis_url), lambda: refs, name="idle", record_every_s=0.0)
-    collect_until_read(c)
-    c.collect_pass()  # the streams read last pass are read once more, unasked
+    base = IDLE_BASE_MS
+    c = idle_collector(redis_client, redis_url, refs)
 
     redis_client.config_resetstat()
     assert c.collect_pass() is False

@@ -10,8 +10,9 @@ import pytest
 from redis import Redis
 
 import queues.collector as collector
-from queues.collector import MinuteBatch, QueueFolder, _raw_stream_client
+from queues.collector import MinuteBatch, QueueFolder
 from queues.latency import bucket_of
+from queues.raw_streams import SINGLE, RawStreams
 from queues.read.refs import QueueRef
 
 REF = QueueRef("bull", "fold")
@@ -24,7 +25,7 @@ def raw_entries(client: Redis, events: list[tuple[str, str, str]]) -> list[objec
         if name in ("completed", "failed"):
             fields["prev"] = "active"
         client.xadd(REF.keys.events, fields, id=stream_id)  # type: ignore[arg-type]
-    reply: list[object] = _raw_stream_client(client).xrange(REF.keys.events, "-", "+")
+    reply: list[object] = RawStreams(client).on(SINGLE).xrange(REF.keys.events, "-", "+")
     return reply
 
 

@@ -94,8 +94,8 @@ def test_the_api_names_each_queues_connection_and_which_answered(
     found = {(q["connection"], q["queue"]): q["counts"]["failed"] for q in body["queues"]}
     assert found == {("default", "bull:emails"): 2, ("staging", "bull:emails"): 3}
     assert body["connections"] == [
-        {"name": "default", "reachable": True, "error": None, "queues": 1},
-        {"name": "staging", "reachable": True, "error": None, "queues": 1},
+        {"name": "default", "reachable": True, "error": None, "failing_over": False, "queues": 1},
+        {"name": "staging", "reachable": True, "error": None, "failing_over": False, "queues": 1},
     ]
     queue = viewer.get(STAGING_API).json()
     assert (queue["connection"], queue["counts"]["failed"]) == ("staging", 3)
@@ -233,13 +233,14 @@ def test_an_unreachable_server_is_asked_again_after_a_while(
         # Within the while: still said to be unreachable, without asking.
         assert viewer.get("/api/queues/").json()["connections"][1]["reachable"] is False
         # The while is over: asked again, it answers.
-        for server, (_, said) in list(connection_groups._unreachable.items()):
-            connection_groups._unreachable[server] = (0.0, said)
+        for server, (_, *said) in list(connection_groups._unreachable.items()):
+            connection_groups._unreachable[server] = (0.0, *said)
         body = viewer.get("/api/queues/").json()
         assert body["connections"][1] == {
             "name": "eu",
             "reachable": True,
             "error": None,
+            "failing_over": False,
             "queues": 1,
         }
     finally:
@@ -255,6 +256,12 @@ BAD_CONNECTIONS = [
     ({"name": "eu", "url": "redis://a", "prefixes": "bull"}, "prefixes must be a list"),
     ({"name": "eu", "url": "redis://a", "prefixes": ["a b"]}, "invalid key prefix"),
     ({"name": "eu", "url": "redis://a", "db": 2}, "unknown fields: db"),
+    ({"name": "eu", "url": "http://a:6379"}, "'eu' has a url Redis clients cannot use: Redis URL"),
+    (
+        {"name": "eu", "url": "redis+sentinel://10.0.0.1:26379"},
+        "ends in /<master name> or /<master name>/<db>",
+    ),
+    ({"name": "eu", "url": "redis+sentinel://10.0.0.1:26379/queues/eu"}, "not 'eu'"),
     ("redis://a", "entry 1 must be an object"),
 ]
 
@@ -268,6 +275,18 @@ def test_a_wrong_connection_setting_is_a_clear_check_error(
     assert problems
     assert {p.id for p in problems} == {"dashboard.E004"}
     assert any(said in p.msg for p in problems), [p.msg for p in problems]
+
+
+def test_a_redis_url_clients_cannot_use_is_a_check_error(settings: Any) -> None:
+    settings.REDIS_URL = "redis+sentinel://10.0.0.1:26379,10.0.0.2:26379"
+    (problem,) = check_connections()
+    assert problem.id == "dashboard.E005"
+    assert problem.msg == (
+        "REDIS_URL is not a URL Redis clients can use: a sentinel URL ends in "
+        "/<master name> or /<master name>/<db>"
+    )
+    settings.REDIS_URL = "redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/queues"
+    assert check_connections() == []
 
 
 def test_a_name_used_twice_and_a_setting_that_is_no_list_are_check_errors(settings: Any) -> None:

@@ -13,7 +13,6 @@ import base64
 import http.client
 import http.cookiejar
 import json
-import os
 import re
 import secrets
 import socket
@@ -37,31 +36,13 @@ from tests.e2e.server import (
     terminate,
     wait_until_serving,
 )
+from tests.e2e.shipped import documented_daphne, documented_environment, kept_environment
 
 ROOT = Path(__file__).resolve().parents[1]
-DEPLOY_DOC = ROOT / "docs" / "deploy.md"
-ENV_FILE = "# /etc/echomq/dashboard.env"
-# What a subprocess keeps of this one's environment: no settings leak in.
-KEPT = ("PATH", "HOME", "LANG", "TMPDIR")
-
-
-def documented_environment() -> dict[str, str]:
-    """The variables of the environment file in docs/deploy.md, its secret key filled in."""
-    blocks = re.findall(r"```sh\n(.*?)```", DEPLOY_DOC.read_text(), re.DOTALL)
-    (block,) = [block for block in blocks if block.startswith(ENV_FILE)]
-    variables = {}
-    for line in block.splitlines():
-        if line.strip() and not line.startswith("#"):
-            name, _, value = line.partition("=")
-            variables[name.strip()] = value.strip()
-    assert variables["SECRET_KEY"] == "", "the document must not show a usable key"
-    # What the document says to run to make one.
-    variables["SECRET_KEY"] = secrets.token_urlsafe(50)
-    return variables
 
 
 def run_manage(variables: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    env = {name: os.environ[name] for name in KEPT if name in os.environ} | variables
+    env = kept_environment() | variables
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
@@ -239,8 +220,7 @@ def test_every_line_daphne_writes_has_the_one_format(
     port = free_port()
     # docs/deploy.md's daphne command: -v 0 leaves out daphne's own access log,
     # a format of its own on stdout (the proxy logs every request).
-    args = [sys.executable, "-m", "daphne", "-v", "0", "--proxy-headers"]
-    args += ["-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"]
+    args = [sys.executable, *documented_daphne(port)]
     env = server_env | {"LOG_FORMAT": log_format, "LOG_LEVEL": "INFO"}
 
     output = serve_and_use(args, env, port, tmp_path / "daphne.log")
@@ -286,7 +266,6 @@ def test_every_line_of_uvicorn_with_workers_has_the_one_format(
 PUBLIC_HOST = "queues.example.com"
 # What docs/deploy.md's nginx adds to each request it forwards over plain http.
 FORWARDED = {"Host": PUBLIC_HOST, "X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"}
-DAPHNE = ["-m", "daphne", "-v", "0", "--proxy-headers", "-b", "127.0.0.1"]
 
 
 def plain_request(port: int, headers: dict[str, str]) -> tuple[str, dict[str, str]]:
@@ -330,12 +309,12 @@ def test_the_documented_daphne_behind_the_tls_proxy(
     del variables["DATABASE_URL"]
     if not trust_the_proxy_header:
         del variables["SECURE_PROXY_SSL_HEADER"]
-    env = {name: os.environ[name] for name in KEPT if name in os.environ} | variables
+    env = kept_environment() | variables
     port = free_port()
     log = tmp_path / "daphne.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, *DAPHNE, "-p", str(port), "dashboard.asgi:application"],
+            [sys.executable, *documented_daphne(port)],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote, urlencode
 
 import pytest
 from django.test import Client
@@ -287,3 +287,85 @@ def test_fuzzed_requests(
     dashboard_redis: Redis, clients: dict[str, Client], kind: str, data: st.DataObject
 ) -> None:
     _check(dashboard_redis, clients, data.draw(fuzzed_requests(kind), label="request"))
+
+
+# Every whole number a request carries (issue 22): its query parameter or form
+# field, where it is one. Each goes through queues.numerals.parse_whole.
+NUMBERS_IN = [
+    ("GET", "/api/queues/bull/emails/jobs/?state=failed", "start"),
+    ("GET", "/api/queues/bull/emails/jobs/?state=failed", "end"),
+    ("GET", "/api/queues/bull/emails/job/1", "logs_start"),
+    ("GET", "/api/queues/bull/emails/job/1", "logs_size"),
+    ("GET", "/api/queues/bull/emails/events/", "count"),
+    ("GET", "/api/queues/bull/emails/events/", "before"),
+    ("GET", "/api/queues/bull/emails/schedulers/", "end"),
+    ("GET", "/api/queues/bull/emails/cohorts/", "count"),
+    ("GET", "/api/queues/bull/emails/search/?state=failed&q=name+~+x", "rows"),
+    ("GET", "/api/queues/bull/emails/search/?state=wait&q=name+~+x&search=s", "cursor"),
+    ("GET", "/api/queues/bull/emails/flow-children/1", "page"),
+    ("GET", "/queues/bull/emails/flow-children/1", "page"),
+    ("GET", "/queues/bull/emails/search/?state=failed&q=data+~+x&search=s", "cursor"),
+    ("GET", "/queues/bull/emails/?state=failed", "page"),
+    ("GET", "/queues/bull/emails/?state=failed", "size"),
+    ("GET", "/queues/bull/emails/job/1", "logs"),
+    ("GET", "/queues/bull/emails/events/", "before"),
+    ("GET", "/queues/bull/emails/schedulers/", "page"),
+    ("GET", "/queues/bull/emails/errors/", "page"),
+    ("GET", "/", "page"),
+    ("POST", "/queues/bull/emails/add/?name=send&data=%7B%7D", "delay"),
+    ("POST", "/queues/bull/emails/add/?name=send&data=%7B%7D", "attempts"),
+    ("POST", "/queues/bull/emails/add/?name=send&data=%7B%7D", "priority"),
+    ("POST", "/queues/bull/emails/bulk/?action=clean&state=failed", "grace_ms"),
+    ("POST", "/api/queues/bull/emails/bulk/?action=clean&state=failed", "grace_ms"),
+    ("POST", "/api/queues/bull/emails/concurrency/", "concurrency"),
+    ("POST", "/queues/bull/emails/concurrency/", "concurrency"),
+]
+# Digits that are no ASCII digits, numbers past what Redis or Lua hold, and
+# cursors and page tokens built of them.
+ODD_NUMBERS = [
+    "²", "\u0661\u0662", "1_000", "+7", " 7", "7\u00a0", "0x10", "1e3", "-1", "",
+    "99999999999999999999", "18446744073709551616", "9" * 5000, "².0.0", "0.\u0663.0",
+    "0.18446744073709551616.0", "0|999999999999999999999999|0|200|", "0|²|0|200|",
+    "\u0660|0|0|200|", "0|0|0|²|", "1-²", "²-0",
+]  # fmt: skip
+numbers = st.one_of(
+    st.text(st.characters(categories=["Nd", "No"]), max_size=8),
+    st.integers().map(str),
+    odd_text,
+)
+
+
+def _number_in(where: tuple[str, str, str], number: str) -> Fuzzed:
+    """The request of ``where`` (method, URL, the parameter) carrying ``number``."""
+    method, url, name = where
+    path, _, query = url.partition("?")
+    fields = dict(pair.split("=", 1) for pair in query.split("&") if pair)
+    fields = {key: unquote(value) for key, value in fields.items()} | {name: number}
+    if method == "GET":
+        return Fuzzed(method, path + "?" + urlencode(_sendable(fields)), "actor")
+    if path.startswith("/api/"):
+        return Fuzzed(method, path, "actor", json.dumps(fields).encode(), "application/json")
+    body = urlencode(_sendable(fields)).encode()
+    return Fuzzed(method, path, "actor", body, "application/x-www-form-urlencoded")
+
+
+def _sendable(fields: dict[str, str]) -> dict[str, bytes]:
+    # Lone surrogates cannot be percent-encoded as UTF-8; sent as broken bytes.
+    return {key: value.encode("utf-8", "surrogatepass") for key, value in fields.items()}
+
+
+def test_every_number_a_request_carries_is_read_or_refused_never_a_500(
+    dashboard_redis: Redis, clients: dict[str, Client]
+) -> None:
+    """Each odd number in each place (27 x 22 requests)."""
+    for where in NUMBERS_IN:
+        for number in ODD_NUMBERS:
+            _check(dashboard_redis, clients, _number_in(where, number))
+
+
+@settings(FUZZ, max_examples=300)
+@given(where=st.sampled_from(NUMBERS_IN), number=numbers)
+def test_any_text_for_a_number_is_read_or_refused_never_a_500(
+    dashboard_redis: Redis, clients: dict[str, Client], where: tuple[str, str, str], number: str
+) -> None:
+    _check(dashboard_redis, clients, _number_in(where, number))

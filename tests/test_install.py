@@ -17,6 +17,7 @@ from __future__ import annotations
 import http.cookiejar
 import os
 import re
+import shutil
 import subprocess
 import time
 import urllib.parse
@@ -53,6 +54,21 @@ def user_env(**extra: str) -> dict[str, str]:
     env.update({k: v for k, v in os.environ.items() if k.startswith("PIP_")})
     env.update(extra)
     return env
+
+
+def run_sh(
+    checkout: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """``./run.sh <args>`` in ``checkout`` as that user would run it; what it said."""
+    return subprocess.run(
+        ["./run.sh", *args],
+        cwd=checkout,
+        env=env or user_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -148,15 +164,7 @@ def test_the_dashboard_command_installs_into_its_own_environment_and_serves_the_
 def test_the_test_command_reuses_the_environment_and_runs_the_checks(
     checkout: Path, dashboard: tuple[str, Path]
 ) -> None:
-    done = subprocess.run(
-        ["./run.sh", "test", "tests/test_errors.py", "-q", "-p", "no:cacheprovider"],
-        cwd=checkout,
-        env=user_env(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = run_sh(checkout, "test", "tests/test_errors.py", "-q", "-p", "no:cacheprovider")
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "creating .venv" not in output, "the second command made its environment again"
@@ -173,16 +181,38 @@ def test_a_failed_install_stops_with_a_message_and_is_tried_again_next_time(
     without its packages, and does not mark the environment installed."""
     checkout = tracked_copy(tmp_path / "echomq")
     env = user_env(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(tmp_path / "no-wheels-here"))
-    done = subprocess.run(
-        ["./run.sh", "dashboard", "--port", str(free_port())],
-        cwd=checkout,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_sh(checkout, "dashboard", "--port", str(free_port()), env=env, timeout=300)
     assert done.returncode != 0
     assert "installing the dependencies failed" in done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert not list((checkout / ".venv").glob(".echomq-installed"))
+
+
+def test_an_npm_that_cannot_reach_its_registry_is_named_and_the_checks_still_run(
+    checkout: Path, tmp_path: Path
+) -> None:
+    """npm's own words (--silent hid them) and ours, then ruff, mypy and the
+    tests as usual: only the accessibility tests need axe-core, and they say so."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    npm = fake / "npm"
+    # As npm does when the registry cannot be reached: its error, unless --silent.
+    npm.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" --silent "*) exit 1 ;; esac\n'
+        "echo 'npm error code ECONNREFUSED' >&2\n"
+        "echo 'npm error request to https://registry.npmjs.org/axe-core failed' >&2\n"
+        "exit 1\n"
+    )
+    npm.chmod(0o755)
+    # The module's checkout is shared: an earlier test's `./run.sh test` may
+    # have installed axe-core already, and then npm is never asked.
+    shutil.rmtree(checkout / ".cache" / "axe", ignore_errors=True)
+    env = user_env()
+    env["PATH"] = f"{fake}:{env['PATH']}"
+    done = run_sh(checkout, "test", "tests/test_errors.py", "-q", "-p", "no:cacheprovider", env=env)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert "installing axe-core" in done.stderr, done.stderr[-3000:]
+    assert "with npm failed" in done.stderr
+    assert "npm error request to https://registry.npmjs.org/axe-core failed" in done.stderr
+    assert re.search(r"\d+ passed", done.stdout), done.stdout[-2000:]

@@ -890,3 +890,16 @@ async def test_an_events_message_stays_under_the_servers_message_limit(redis_cli
     assert sent[:-1] == ids[len(ids) - len(sent) + 1 :]
     assert message["skipped"] == len(ids) + 1 - len(sent)
     await communicator.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
+async def test_an_unknown_queue_name_is_echoed_no_longer_than_an_address_can_be() -> None:
+    """A 200,000-character name came back whole in the error (issue 22)."""
+    communicator = await viewer_socket()
+    name = "bull:" + "x" * 200_000
+    await communicator.send_json_to({"type": "subscribe", "queues": [{"queue": name}]})
+    answer = await communicator.receive_json_from(timeout=10)
+    assert (answer["type"], answer["message"]) == ("error", "unknown queue")
+    assert len(answer["queue"]) <= 400  # the longest address: 40 + 1 + 100 + 1 + 200
+    assert name.startswith(answer["queue"])
+    await communicator.disconnect()

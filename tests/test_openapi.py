@@ -569,11 +569,11 @@ def _searches(
         viewer.get(url("search"), {"state": "nowhere", "q": "name ~ a"}), 400, valid_request=False
     )
     check(viewer.get(url("search", QueueRef("bull", "nowhere")), {"q": "name ~ a"}), 404)
-    started = check(viewer.get(url("search"), {"q": "name ~ a", "rows": "0"}), 200)
     user = permissions.user_label(users["viewer"])
-    current = search.SEARCHES._by_user[user]
-    with current.running:  # a step of this user still running
-        going_on = {"q": "name ~ a", "search": started["search"], "cursor": "0||0|10|"}
+    search_id = search.SEARCHES.start(user)
+    (current,) = (s for s in search.SEARCHES._by_user[user] if s.search_id == search_id)
+    with current.stepping:  # a step of this search still running
+        going_on = {"q": "name ~ a", "search": search_id, "cursor": "0||0|10|"}
         check(viewer.get(url("search"), going_on), 429)
     stale = {"q": "name ~ a", "search": "old", "cursor": "0||0|10|"}
     assert check(viewer.get(url("search"), stale), 409)["error"]["code"] == "search_replaced"

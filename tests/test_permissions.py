@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -278,3 +279,17 @@ def test_the_search_box_for_every_viewer_its_actions_only_for_those_who_may_act(
     html = as_role(role).get(Q + "?state=failed").content.decode()
     assert "data-search-form" in html
     assert ("data-search-act" in html) is (role == "actor")
+
+
+def test_a_refused_request_is_logged_in_one_line(
+    as_role: Callable[[str], Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Django logged each 403 with its whole traceback, at WARNING (issue 22)."""
+    viewer = as_role("viewer")
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        answer = viewer.post("/queues/bull/emails/bulk/", {"action": "pause"})
+    assert answer.status_code == 403
+    (record,) = (r for r in caplog.records if r.name == "django.request")
+    assert record.getMessage() == "Forbidden (Permission denied): /queues/bull/emails/bulk/"
+    assert record.exc_info is None
+    assert "Traceback" not in caplog.text

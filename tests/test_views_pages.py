@@ -866,3 +866,27 @@ def test_the_chart_and_an_empty_tab_give_the_same_last_hour(
     said = re.findall(r"([\d,]+) completed(?:, \d+ failures?)? in the last hour", html)
     assert len(said) >= 2, said  # the chart's readout and the empty tab, at least
     assert set(said) == {"607"}  # 60 full minutes of 10, and 7 so far this minute
+
+
+def _directive(policy: str, name: str) -> list[str]:
+    (found,) = (part.split()[1:] for part in policy.split(";") if part.split()[:1] == [name])
+    return found
+
+
+def test_the_live_socket_may_connect_to_this_site_and_its_trusted_origins_only(
+    dashboard_redis: Redis, viewer: Any, settings: Any
+) -> None:
+    """connect-src named "ws: wss:", any host (issue 22): now the origins the
+    socket's own Origin check accepts (dashboard.live.origin)."""
+    settings.ALLOWED_HOSTS = ["queues.example.com"]
+    settings.CSRF_TRUSTED_ORIGINS = ["https://ops.example.com", "https://*.example.org"]
+    plain = viewer.get("/", HTTP_HOST="queues.example.com:8000")
+    assert _directive(plain["Content-Security-Policy"], "connect-src") == [
+        "'self'", "ws://queues.example.com:8000", "wss://ops.example.com", "wss://*.example.org",
+    ]  # fmt: skip
+    secure = viewer.get("/", HTTP_HOST="queues.example.com", secure=True)
+    assert _directive(secure["Content-Security-Policy"], "connect-src")[:2] == [
+        "'self'",
+        "wss://queues.example.com",
+    ]
+    assert "ws:" not in plain["Content-Security-Policy"].split()

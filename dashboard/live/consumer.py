@@ -42,11 +42,13 @@ server -> browser
         (subscribe again once a status "ok" comes) or "unreadable events stream"
     {"type": "queues", "queues": ["bull:emails", ...]}   every queue the pages list
         (after "discover": at once, then on each change; see dashboard.live.discovery)
-    {"type": "status", "redis": "unreachable" | "ok"}   Redis stopped answering
-        this server (the page's data is stale from then on), or answers again
-        (the page subscribes again from the positions it has: nothing is lost).
-        With several connections: "unreachable" while the default one or one
-        whose queues the socket watches does not answer.
+    {"type": "status", "redis": "unreachable" | "failing_over" | "ok"}   Redis
+        stopped answering this server (the page's data is stale from then on),
+        "failing_over" when behind Sentinel the sentinels are replacing the
+        master, or answers again (the page subscribes again from the
+        positions it has: nothing is lost). With several connections: not "ok"
+        while the default one or one whose queues the socket watches does not
+        answer ("failing_over" when every one of those is failing over).
 
 Close codes: 4401 not logged in, 4403 no permission to view, 4400 bad message
 (not JSON, a binary frame, an unknown type, more than MAX_QUEUES_PER_SOCKET
@@ -121,6 +123,8 @@ CLOSE_BAD_MESSAGE = 4400
 CLOSE_TOO_SLOW = 4408
 CLOSE_SERVER_ERROR = 1011
 REDIS_UNREACHABLE = "Redis unreachable"
+# What a status message says of Redis.
+STATUS_OK, STATUS_UNREACHABLE, STATUS_FAILING_OVER = "ok", "unreachable", "failing_over"
 # The overview subscribes to every queue it lists: this is also how many of
 # them update live on it.
 MAX_QUEUES_PER_SOCKET = 500
@@ -134,6 +138,9 @@ BEHIND_EVENTS = 200
 BEHIND_S = 1.0
 HINT_INTERVAL_S = 1.0
 FEED_KEEP = 500  # the Events tab keeps this many lines; more in one message is waste
+# A queue's address is at most 342 characters (a connection's name 40, a
+# prefix 100, a name 200): an error echoes no more of the name it refuses.
+ECHOED_NAME_CHARS = 400
 # Daphne refuses to send a message over 1 MiB (its --websocket_max_message_size,
 # both ways), and a socket must take its outbox (dashboard.live.outbox) plus one
 # message within STALL_CLOSE_S: an events message is cut to this (within_message_limit).
@@ -261,7 +268,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.stall_watch: asyncio.Task[None] | None = None
         self.giving_up = False
         self.status_changed = asyncio.Event()
-        self.told_reachable = True  # what the page assumes until told otherwise
+        self.told_status = STATUS_OK  # what the page assumes until told otherwise
         # The hubs (one per Redis connection) whose reachability this page hears.
         self.watched_hubs: set[StreamHub] = set()
         client = asyncio.create_task(self._take_client_frames(receive))
@@ -368,10 +375,14 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def _tell_reachability(self) -> None:
         """Tell the page whether Redis answers, when that changed since it was last told."""
-        reachable = all(hub.reachable for hub in self.watched_hubs)
-        if reachable != self.told_reachable:
-            self.told_reachable = reachable
-            await self.send_json({"type": "status", "redis": "ok" if reachable else "unreachable"})
+        down = [hub for hub in self.watched_hubs if not hub.reachable]
+        status = STATUS_OK
+        if down:
+            failing_over = all(hub.failover is not None for hub in down)
+            status = STATUS_FAILING_OVER if failing_over else STATUS_UNREACHABLE
+        if status != self.told_status:
+            self.told_status = status
+            await self.send_json({"type": "status", "redis": status})
 
     # ------------------------------------------------------------ what the client sends
 
@@ -414,7 +425,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def _error(self, queue: object, message: str) -> None:
         if message == REDIS_UNREACHABLE:
             await self._tell_reachability()  # the page hears why before it hears of each queue
-        named = queue if isinstance(queue, str) else None  # echo a name, never a structure
+        # Echo a name, never a structure, and never more of it than any queue's
+        # address can hold: the page matches it to a subscription of its own.
+        named = queue[:ECHOED_NAME_CHARS] if isinstance(queue, str) else None
         await self.send_json({"type": "error", "queue": named, "message": message})
 
     async def _wanted(self, item: object) -> Wanted | None:

@@ -2,15 +2,19 @@
 
 Every page of this process subscribed to a queue shares that queue's
 ``Stream``: its position in the queue's events stream and its subscribers.
-Streams are read by a fixed pool of at most ``READERS`` readers (per hash slot
-on a Redis Cluster, where one XREAD cannot span slots): each an asyncio task
-with one Redis connection of its own that XREADs BLOCK on all of its streams
-at once and hands each stream's batch to that stream's subscribers in this
-process (dashboard.live.fanout: each socket's bounded inbox; the reader never
-waits for a socket). Positions and replays go through one more pool of at
-most ``CONTROL_CONNECTIONS``. So a process holds at most READERS +
-CONTROL_CONNECTIONS connections for the live pages, however many pages watch
-however many queues. Which queues a socket may watch is the consumer's
+Streams are read by a fixed pool of at most ``READERS`` readers: each an
+asyncio task with one Redis connection of its own that XREADs BLOCK on all of
+its streams at once and hands each stream's batch to that stream's
+subscribers in this process (dashboard.live.fanout: each socket's bounded
+inbox; the reader never waits for a socket). On a Redis Cluster, where one
+XREAD cannot span hash slots, the pool is per slot for the first
+``BLOCKING_SLOTS`` slots watched, and one ``PollingReader`` reads every other
+slot's streams. Positions and replays go through one more pool of at most
+``CONTROL_CONNECTIONS`` commands at once. So a process holds at most READERS +
+CONTROL_CONNECTIONS connections for the live pages of one Redis server (on a
+cluster: BLOCKING_SLOTS x READERS blocking readers, and per node one polling
+connection and CONTROL_CONNECTIONS), however many pages watch however many
+queues (docs/deploy.md, "Connections"). Which queues a socket may watch is the consumer's
 business (queues that exist, a bounded number).
 
 A stream starts with its first subscriber and goes with its last
@@ -38,7 +42,11 @@ connection's name before the queue's on another connection).
 Whether Redis answers is one fact per process and server (``StreamHub.reachable``): a
 reader whose read fails, or any live command that cannot reach Redis, reports
 it down, and a probe then pings every ``PROBE_INTERVAL_S`` until Redis answers.
-Each change is handed to every socket of the process directly
+Behind Redis Sentinel the probe also asks the sentinels, after each failed
+ping, whether they are replacing the master (``StreamHub.failover``): the
+pages then say "failing over" instead of "unreachable". The readers ask the
+sentinels for the master on every connect, so they follow the new one by
+themselves. Each change is handed to every socket of the process directly
 (``watch_reachability``).
 """
 
@@ -46,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import time
 import weakref
@@ -71,6 +80,7 @@ from queues.connection import connect_async, split_cluster_flag
 from queues.events import Event
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 from queues.read.stream import newest_id, was_trimmed
+from queues.sentinel import Failover, failing_over_async
 
 log = logging.getLogger("echomq.live")
 T = TypeVar("T")
@@ -90,6 +100,16 @@ READERS = 4
 # A reader takes streams up to this many before another reader starts (while
 # fewer than READERS run): one XREAD over many quiet streams costs little.
 STREAMS_PER_READER = 64
+# On a Redis Cluster one XREAD cannot span hash slots, so blocking readers are
+# per slot; the streams of at most this many slots get them (the first slots
+# watched: a cluster's queues mostly share their prefix's hash tag, one slot).
+# The streams of every other slot share one polling reader, which asks each
+# of its slots once a round (pipelined: one connection per node) and waits
+# POLL_S after a round that brought nothing. Without the cap, queues tagged one
+# by one ({emails}, {sms}, ...) held up to READERS connections per queue.
+BLOCKING_SLOTS = 4
+POLL_S = 0.25
+POLLED = -1  # the shard of the polling reader
 CONTROL_CONNECTIONS = 4
 BLOCK_MS = 2000
 # A read that hears nothing for this long (a network partition gives no error
@@ -271,6 +291,42 @@ class StreamReader:
                 log.warning("live reader: %s is a %s, not a stream (%s)", stream.key, kind, error)
 
 
+class PollingReader(StreamReader):
+    """The streams of the slots past BLOCKING_SLOTS on a cluster: one XREAD a
+    slot a round, without BLOCK, and a pause of POLL_S after an empty round."""
+
+    async def _read(self) -> list[tuple[Stream, list[Any]]]:
+        self.stale = False
+        by_slot: dict[int, dict[str, str]] = {}
+        for key, stream in self.streams.items():
+            if not stream.unreadable:
+                by_slot.setdefault(key_slot(key.encode()), {})[key] = stream.position
+        if not by_slot:
+            self.wake.clear()
+            await self.wake.wait()
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for positions in by_slot.values():
+            pipe.xread(positions, count=READ_BATCH)  # type: ignore[arg-type]
+        found = []
+        for reply in await pipe.execute():
+            for key, entries in reply or ():
+                named = self.streams.get(codec.text(key) or "")
+                if named is not None and entries:
+                    found.append((named, entries))
+        if not found:
+            pause = self.reading = asyncio.ensure_future(asyncio.sleep(POLL_S))
+            try:
+                await pause
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not self.stale or (task is not None and task.cancelling()):
+                    raise
+            finally:
+                self.reading = None
+        return found
+
+
 class StreamHub:
     """The streams, readers and queue-set watcher of one event loop (one server process)."""
 
@@ -280,9 +336,12 @@ class StreamHub:
         self.readers: list[StreamReader] = []
         self.queue_watcher: QueueSetWatcher | None = None
         self.reachable = True
+        # While unreachable behind Sentinel: what the sentinels are doing about it.
+        self.failover: Failover | None = None
         self._listeners: set[Callable[[bool], None]] = set()
         self._probe: asyncio.Task[None] | None = None
         self._client: AsyncRedis | None = None
+        self._asking = asyncio.Semaphore(CONTROL_CONNECTIONS)
 
     @property
     def client(self) -> AsyncRedis:
@@ -335,6 +394,16 @@ class StreamHub:
         plain = not split_cluster_flag(redis_url(self.connection))[1]
         shard = 0 if plain else key_slot(key.encode())
         mine = [reader for reader in self.readers if reader.shard == shard]
+        if not plain and not mine:
+            blocking = {reader.shard for reader in self.readers if reader.shard != POLLED}
+            if len(blocking) >= BLOCKING_SLOTS:
+                shard = POLLED
+                mine = [reader for reader in self.readers if reader.shard == POLLED]
+        if shard == POLLED:
+            if not mine:
+                mine = [PollingReader(self, POLLED)]
+                self.readers.extend(mine)
+            return mine[0]
         roomy = [reader for reader in mine if len(reader.streams) < STREAMS_PER_READER]
         if not roomy and len(mine) < READERS:
             reader = StreamReader(self, shard)
@@ -343,12 +412,21 @@ class StreamHub:
         return min(roomy or mine, key=lambda reader: len(reader.streams))
 
     async def ask(self, command: Awaitable[T]) -> T:
-        """Await a Redis command of the live side; a failure to reach Redis is reported."""
+        """Await a Redis command of the live side, at most CONTROL_CONNECTIONS
+        at once; a failure to reach Redis is reported.
+
+        The bound is kept here, not only by the pool: a cluster client's pool
+        refuses a command past its size instead of waiting (a hundred pages
+        subscribing at once were told "Redis unreachable")."""
         try:
-            return await command
+            async with self._asking:
+                return await command
         except OUTAGE_ERRORS:
             self.report(reachable=False)
             raise
+        finally:
+            if inspect.iscoroutine(command):
+                command.close()  # never started (cancelled while waiting): no warning
 
     # ------------------------------------------------------------ is Redis there
 
@@ -356,6 +434,7 @@ class StreamHub:
         if reachable == self.reachable:
             return
         self.reachable = reachable
+        self.failover = None
         log.log(
             logging.INFO if reachable else logging.WARNING,
             "live: Redis %s%s",
@@ -382,11 +461,22 @@ class StreamHub:
             while not self.reachable:
                 raise_if_cancelled()
                 await asyncio.sleep(PROBE_INTERVAL_S)
-                with contextlib.suppress(*OUTAGE_ERRORS):
+                try:
                     await self.client.ping()
+                except OUTAGE_ERRORS:
+                    await self._ask_sentinels()
+                else:
                     self.report(reachable=True)
         finally:
             self._probe = None
+
+    async def _ask_sentinels(self) -> None:
+        """Whether the sentinels (if any) are replacing the master; the pages hear of a change."""
+        failover = await failing_over_async(self.client)
+        if (failover is None) != (self.failover is None) and not self.reachable:
+            self.failover = failover
+            for listener in list(self._listeners):
+                listener(False)
 
     # ------------------------------------------------------------ the overview's queue set
 

@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 from django.conf import settings
 from django.shortcuts import resolve_url
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
@@ -53,7 +53,13 @@ def connection_badge(ref: QueueRef) -> SafeString:
 
 @register.simple_tag
 def job_url(ref: QueueRef, job_id: str) -> str:
-    return queue_urls.queue_url("dashboard:job", ref, job_id)
+    """The job's page. An id read from Redis (an event's jobId, a child's key)
+    may be none a job can have ("a\\nb"), which reverse() refuses: its link
+    leads to the page saying so."""
+    try:
+        return queue_urls.queue_url("dashboard:job", ref, job_id)
+    except NoReverseMatch:
+        return presenters.job_url(presenters.job_url_prefix(ref), job_id)
 
 
 # The URLs the page script needs, reversed here so that it never pastes paths

@@ -24,7 +24,7 @@
     {0, 0, 0, 0, broken}                 paused / at global concurrency / nothing at all
     {0, 0, 0, due, broken}               nothing ready; the next delayed job is due at `due`
   broken: the jobs met on the way whose keys are broken, as a flat list id,
-  reason, id, reason ... (reasons: includes/keyCheck.lua): ids without a hash
+  reason, id, reason ... (reasons: includes/jobRead.lua): ids without a hash
   ("missing") were dropped, nothing could run them; the others were left
   where they were.
   Refused with a WRONGTYPE error naming the key, nothing changed, when one of
@@ -48,10 +48,17 @@ local queue = {
   limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8], meta = KEYS[9],
   pc = KEYS[10], marker = KEYS[11], base = ARGV[1],
 }
-local refused = structure_refusal(pickup_structures(queue))
-if refused then
-  return refused
+local opts, now = cmsgpack.unpack(ARGV[3]), tonumber(ARGV[2])
+local plan, wrong = plan_pickup(queue, opts, now, 0, false, nil)
+if wrong then
+  return wrong
 end
-queue.cap = events_cap(queue.meta)
-
-return take_next_job(queue, cmsgpack.unpack(ARGV[3]), tonumber(ARGV[2]))
+queue.cap = plan.cap
+if plan.id then
+  -- The start announces the job (the general path probes every key itself).
+  local _, wrong_events = call_typed("stream", queue.events, "XLEN")
+  if wrong_events then
+    return wrong_events
+  end
+end
+return take_planned(queue, plan, opts, now, ARGV[2])

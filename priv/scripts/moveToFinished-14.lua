@@ -40,7 +40,7 @@
     -9 (completing a parent with failed children), -2 (lock gone, e.g. an
     admin failed the job), -6 (lock held by another token or a lock key of
     another type), -3 (not active), {"broken", reason} (the job's keys are
-    broken, e.g. `atm` is not an integer; reasons: includes/keyCheck.lua).
+    broken, e.g. `atm` is not an integer; reasons: includes/jobRead.lua).
     Refused with a WRONGTYPE error naming the key when one of the keys it may
     write has the wrong type.
     Every check runs before the first write, so a refused call changes nothing.
@@ -57,10 +57,9 @@
   wait, active and prioritized are all empty.
 ]]
 
---- @include "lockCheck"
+--- @include "lockStatus"
 --- @include "jobFields"
 --- @include "finishMetrics"
---- @include "parentRelease"
 --- @include "removeJobKeys"
 --- @include "takeNextJob"
 
@@ -70,91 +69,152 @@ local queue = {
   pc = KEYS[10], marker = KEYS[14], base = ARGV[7],
 }
 local stalled_key, finished_key, job_key, metrics_key = KEYS[5], KEYS[11], KEYS[12], KEYS[13]
-local job_id, now = ARGV[1], tonumber(ARGV[2])
+local job_id, now, now_text = ARGV[1], tonumber(ARGV[2]), ARGV[2]
 local field, value, target = ARGV[3], ARGV[4], ARGV[5]
-
+local fetch_next = ARGV[6] == "1"
 local opts = cmsgpack.unpack(ARGV[8])
 local record_points = tonumber(opts.maxMetricsSize) or 0
-local expected = pickup_structures(queue)
-expect(expected, stalled_key, "set")
-expect(expected, finished_key, "zset")
-if record_points > 0 then
-  expect(expected, metrics_key, "hash")
-  expect(expected, metrics_key .. ":data", "list")
-end
-local wrong = structure_refusal(expected)
-if wrong then
-  return wrong
-end
+local keep = type(opts.keepJobs) == "table" and opts.keepJobs or {}
+local keep_count = tonumber(keep.count) or -1
+local keep_age = tonumber(keep.age)
+local keep_limit = tonumber(keep.limit) or 1000
 
-local job_refused = job_refusal(job_key, {"atm"})
-if job_refused then
-  return job_refused
+-- Reads first. Each answers a question the finish asks anyway and proves
+-- the type of the key it reads (wrongType.lua); a key written later that no
+-- read proves is probed. So every refusal comes before the first write.
+local problem, job = read_job(job_key, 2, 3, "name", "timestamp", "atm", "parentKey", "parent",
+  "deid")
+if problem == "missing" then
+  return -1
+elseif problem then
+  return broken_reply(problem)
 end
-if target == "completed" then
+local children, failed_children = job_key .. ":dependencies", job_key .. ":unsuccessful"
+if target == "completed" and redis.call("EXISTS", children, failed_children) > 0 then
   -- pcall: a children key of another type is the job's breakage, not a crash.
-  local pending = redis.pcall("SCARD", job_key .. ":dependencies")
+  local pending = redis.pcall("SCARD", children)
   if type(pending) == "table" then
     return broken_reply("key:dependencies")
   end
   if pending > 0 then
     return -4
   end
-  local failed_children = redis.pcall("ZCARD", job_key .. ":unsuccessful")
-  if type(failed_children) == "table" then
+  local failed_count = redis.pcall("ZCARD", failed_children)
+  if type(failed_count) == "table" then
     return broken_reply("key:unsuccessful")
   end
-  if failed_children > 0 then
+  if failed_count > 0 then
     return -9
   end
 end
-local refused = leave_active(queue.active, stalled_key, job_key, job_id, opts.token)
-if refused ~= 0 then
-  return refused
+local lock_refused = lock_status(job_key, opts.token)
+if lock_refused ~= 0 then
+  return lock_refused
+end
+local stalled_mark, wrong_stalled = call_typed("set", stalled_key, "SISMEMBER", job_id)
+if wrong_stalled then
+  return wrong_stalled
+end
+local has_parent = (job[4] and job[4] ~= "") or job[5]
+local pickup = nil
+if fetch_next then
+  local wrong_pickup
+  pickup, wrong_pickup = plan_pickup(queue, opts, now, 1, has_parent, job_id)
+  if wrong_pickup then
+    return wrong_pickup
+  end
+  queue.cap = pickup.cap
+else
+  local stored, wrong_meta = call_typed("hash", queue.meta, "HGET", "opts.maxLenEvents")
+  if wrong_meta then
+    return wrong_meta
+  end
+  queue.cap = cap_of(stored)
+end
+-- The keys written below that no read above proves, each by a read of its
+-- type: the events the finish emits, the finished set when the job stays,
+-- metrics when recorded, and, when no job is taken, what the drained check
+-- reads (plan_pickup proves them otherwise).
+local _, wrong = call_typed("stream", queue.events, "XLEN")
+if not wrong and keep_count ~= 0 then
+  _, wrong = call_typed("zset", finished_key, "ZCARD")
+end
+if not wrong and record_points > 0 then
+  _, wrong = call_typed("hash", metrics_key, "HLEN")
+  if not wrong then
+    _, wrong = call_typed("list", metrics_key .. ":data", "LLEN")
+  end
+end
+if not wrong and not fetch_next then
+  _, wrong = call_typed("list", queue.wait, "LLEN")
+  if not wrong then
+    _, wrong = call_typed("zset", queue.prioritized, "ZCARD")
+  end
+end
+if wrong then
+  return wrong
+end
+
+-- The first write: a job that is not active (-3) leaves everything as it was.
+local removed, wrong_active = call_typed("list", queue.active, "LREM", "-1", job_id)
+if wrong_active then
+  return wrong_active
+end
+if removed == 0 then
+  return -3
+end
+if opts.token ~= "0" and keep_count ~= 0 then
+  redis.call("DEL", job_key .. ":lock")  -- remove_job_keys takes it otherwise
+end
+if stalled_mark == 1 then
+  redis.call("SREM", stalled_key, job_id)
 end
 set_packed_fields(job_key, ARGV[9])
+if job[6] then
+  rare().release_dedup_id(queue.base, job[6], job_id)
+end
 
-queue.cap = events_cap(queue.meta)
-redis.call("XTRIM", queue.events, "MAXLEN", "~", queue.cap)
-release_dedup_key(queue.base, job_key, job_id)
-
-local parent = parent_of(job_key)
+local flows = has_parent and rare()
+local parent = flows and flows.parent_of(job_key)
 if parent then
   if target == "completed" then
-    child_completed(parent, job_key, value, now)
+    flows.child_completed(parent, job_key, value, now)
   else
-    child_failed(parent, job_key, value, now, opts)
+    flows.child_failed(parent, job_key, value, now, opts)
   end
 end
 
-local attempts_made = redis.call("HINCRBY", job_key, "atm", 1)
-
--- Removes finished jobs (and all their keys) from the target set.
-local function remove_finished(ids)
-  if #ids == 0 then
-    return
-  end
-  for _, id in ipairs(ids) do
-    remove_job_keys(queue.base .. id)
-  end
-  redis.call("ZREM", finished_key, unpack(ids))
+-- The attempt counted from the value read (one HSET with the result),
+-- except past 2^53, where only Redis counts exactly.
+local finish_fields = {field, value, "finishedOn", now_text}
+local attempts = one_more(job[3])
+if attempts then
+  finish_fields[5] = "atm"
+  finish_fields[6] = attempts
+else
+  attempts = redis.call("HINCRBY", job_key, "atm", "1")
 end
-
-local keep = type(opts.keepJobs) == "table" and opts.keepJobs or {}
-local keep_count = tonumber(keep.count) or -1
-local keep_age = tonumber(keep.age)
-local keep_limit = tonumber(keep.limit) or 1000
 if keep_count == 0 then
   remove_job_keys(job_key)
   if parent then
-    child_removed(parent, job_key, now)
+    flows.child_removed(parent, job_key, now)
   end
 else
-  redis.call("HSET", job_key, field, value, "finishedOn", now)
+  redis.call("HSET", job_key, unpack(finish_fields))
   if target == "failed" then
     redis.call("HDEL", job_key, "defa")
   end
-  redis.call("ZADD", finished_key, now, job_id)
+  redis.call("ZADD", finished_key, now_text, job_id)
+  -- Removes finished jobs (and all their keys) from the target set.
+  local function remove_finished(ids)
+    if #ids == 0 then
+      return
+    end
+    for _, id in ipairs(ids) do
+      remove_job_keys(queue.base .. id)
+    end
+    redis.call("ZREM", finished_key, unpack(ids))
+  end
   if keep_age then
     -- Strictly older than `age` seconds; formatted by hand because Lua's
     -- number to string conversion would print large scores as 1.7e+12.
@@ -173,9 +233,9 @@ else
 end
 
 emit_event(queue.events, queue.cap, target, "jobId", job_id, field, value, "prev", "active")
-if target == "failed" and attempts_made >= (tonumber(opts.attempts) or 1) then
+if target == "failed" and tonumber(attempts) >= (tonumber(opts.attempts) or 1) then
   emit_event(queue.events, queue.cap, "retries-exhausted", "jobId", job_id,
-    "attemptsMade", attempts_made)
+    "attemptsMade", attempts)
 end
 
 if record_points > 0 then
@@ -183,8 +243,8 @@ if record_points > 0 then
 end
 
 local reply = 0
-if ARGV[6] == "1" then
-  reply = take_next_job(queue, opts, now)
+if fetch_next then
+  reply = take_planned(queue, pickup, opts, now, now_text)
   if reply[2] ~= 0 then
     return reply
   end

@@ -63,7 +63,7 @@ SAMPLE_CHARS = 300
 # broken writer must not make a look inflate gigabytes).
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 GONE = "gone"  # the part of the jobs whose hash is gone
-_COHORT_ID = re.compile(r"\d{13}-[0-9a-f]{8}\Z")
+_COHORT_ID = re.compile(r"[0-9]{13}-[0-9a-f]{8}\Z")  # ASCII digits: \d takes others
 
 
 def fold_reason(reason: bytes | str | None) -> str:
@@ -281,7 +281,7 @@ def recent_cohorts(
     pipe.zrevrangebyscore(keys.cohort_index(), "+inf", now_ms - KEEP_MS, 0, limit, withscores=True)
     (listed,) = replies(pipe)
     wanted = [
-        (text, int(score))
+        (text, codec.score_ms(score))
         for member, score in listed or []
         if (text := codec.text(member) or "") and is_cohort_id(text)
     ]

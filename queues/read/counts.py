@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from redis import Redis
 
-from queues import scripts, throughput
+from queues import codec, scripts, throughput
 from queues.commands import reads
 from queues.connection import is_cluster
 from queues.keys import InvalidName, QueueKeys
@@ -156,7 +156,7 @@ def _pipelined_summary_replies(
     for index, ref in enumerate(refs):
         chunk = answered[index * per_queue : (index + 1) * per_queue]
         oldest_pairs = chunk[reads.COUNT_REPLIES + 4] or []
-        oldest = int(oldest_pairs[0][1]) if oldest_pairs else -1
+        oldest = codec.score_ms(oldest_pairs[0][1]) if oldest_pairs else -1
         start = windows.recent_start
         if oldest > start:
             start = oldest
@@ -217,8 +217,8 @@ def state_counts(client: Redis, keys: QueueKeys, names: Sequence[str] = ()) -> d
     for _, counted in wanted:
         for state in counted:
             _count(pipe, keys, state)
-    lengths = iter(pipe.execute())
-    return {name: sum(int(next(lengths)) for _ in counted) for name, counted in wanted}
+    lengths = iter(replies(pipe))  # a key of the wrong type counts as empty
+    return {name: sum(int(next(lengths) or 0) for _ in counted) for name, counted in wanted}
 
 
 def one_count_each(client: Redis, refs: Sequence[QueueRef], name: str) -> list[int]:
@@ -230,8 +230,8 @@ def one_count_each(client: Redis, refs: Sequence[QueueRef], name: str) -> list[i
     for ref in refs:
         for state in counted:
             _count(pipe, ref.keys, state)
-    lengths = iter(pipe.execute()) if refs else iter(())
-    return [sum(int(next(lengths)) for _ in counted) for _ in refs]
+    lengths = iter(replies(pipe)) if refs else iter(())  # a wrong-typed key counts as empty
+    return [sum(int(next(lengths) or 0) for _ in counted) for _ in refs]
 
 
 @dataclass(frozen=True, slots=True)

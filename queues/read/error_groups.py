@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 import time
 import uuid
@@ -85,7 +86,11 @@ CLOCK_SKEW_MS = 2_000
 # left for the next look (the page says the index is catching up).
 MAX_CATCH_UP = 50_000
 MAX_REPAIR_CHECKS = 20_000
-BUILD_LOCK_MS = 120_000
+# The build lock is a lease, as the history collector's: renewed while a build
+# runs (every quarter of it), so a dashboard process killed mid-build (its
+# request thread gone with it) holds up the others' builds this long at most;
+# at 120 s a queue's groups said "Counting…" for two minutes after a crash.
+BUILD_LOCK_MS = 15_000
 # Events that never take a job out of failed.
 _NOT_LEAVING = frozenset(
     {"failed", "progress", "added", "retries-exhausted", "duplicated", "deduplicated"}
@@ -178,9 +183,9 @@ class _Index:
     def add(
         self,
         generation: str,
-        entries: Sequence[tuple[str, int, str, str]],
+        entries: Sequence[tuple[str, float, str, str]],
         *,
-        watermark: int | None = None,
+        watermark: float | None = None,
         built: bool = False,
         cursor: str = "",
     ) -> scripts.ScriptCall:
@@ -369,7 +374,7 @@ def _build(client: Redis, index: _Index, *, regroup: bool = False) -> bool:
         cursor = _last_event_id(client, index.keys)
         high: float = float("inf")
         tied = 0  # jobs already read at score == high (ties across batches)
-        watermark: int | None = None
+        watermark: float | None = None
         sampled: set[str] = set()
         renewed = time.monotonic()
         # The next batch is asked for (on a thread of its own) as soon as this
@@ -388,7 +393,7 @@ def _build(client: Redis, index: _Index, *, regroup: bool = False) -> bool:
                 if not failures:
                     break
                 if watermark is None:
-                    watermark = failures[0][1]
+                    watermark = _newest_finite(score for _, score, _ in failures)
                 last = failures[-1][1]
                 tied = tied + len(failures) if last == high else sum(f[1] == last for f in failures)
                 high = last
@@ -498,7 +503,7 @@ def _last_event_id(client: Redis, keys: QueueKeys) -> str:
 
 def _newest_failures(
     client: Redis, index: _Index, high: float, tied: int
-) -> list[tuple[str, int, Any]]:
+) -> list[tuple[str, float, Any]]:
     """The next ``BATCH`` failed jobs at or below score ``high`` (skipping the
     ``tied`` read at ``high`` already), newest first: (id, finishedOn, raw
     failedReason, its first REASON_BYTES: all that folding reads) each, from
@@ -510,7 +515,7 @@ def _newest_failures(
             (index.failed,),
             (
                 index.keys.base,
-                "+inf" if high == float("inf") else int(high),
+                f"{high:+}" if math.isinf(high) else int(high),
                 tied,
                 BATCH,
                 REASON_BYTES,
@@ -523,14 +528,37 @@ def _newest_failures(
     # thread holds the GIL meanwhile, and the thread whose add call has come
     # back waits for it while Redis idles.
     ids = [codec.text(raw) or "" for raw in answer[0::3]]
-    return list(zip(ids, map(int, map(float, answer[1::3])), answer[2::3], strict=False))
+    return list(zip(ids, map(_finished, map(float, answer[1::3])), answer[2::3], strict=False))
+
+
+def _finished(score: float) -> float:
+    """A failed job's score as the index keeps it: an integer (finishedOn in
+    ms), or +-inf as it is when another writer left one, so that the add
+    script finds the job still scored as it was read (int() refused it)."""
+    return int(score) if math.isfinite(score) else score
+
+
+def _scored(reply: Any) -> list[tuple[Any, float]]:
+    """ZRANGE WITHSCORES as (member, score) pairs: a cluster client's
+    transaction answers it flat (member, score, member, ...), unparsed."""
+    if reply and not isinstance(reply[0], list | tuple):
+        return [
+            (member, float(score)) for member, score in zip(reply[::2], reply[1::2], strict=True)
+        ]
+    return list(reply or [])
+
+
+def _newest_finite(scores: Iterable[float]) -> float | None:
+    """The first score a clock could have written: a watermark at +inf would
+    leave every later failure uncounted."""
+    return next((score for score in scores if math.isfinite(score)), None)
 
 
 def _add_members(
     client: Redis,
     index: _Index,
     generation: str,
-    members: Sequence[tuple[str, int]],
+    members: Sequence[tuple[str, float]],
     sampled: set[str],
     writer: _Writer,
 ) -> bool:
@@ -547,7 +575,7 @@ def _add_failures(
     client: Redis,
     index: _Index,
     generation: str,
-    failures: Sequence[tuple[str, int, Any]],
+    failures: Sequence[tuple[str, float, Any]],
     sampled: set[str],
     writer: _Writer,
 ) -> bool:
@@ -616,7 +644,7 @@ def _add_new_failures(client: Redis, index: _Index, state: _State) -> bool:
         )
         if not batch:
             return True
-        members = [(codec.text(raw) or "", int(score)) for raw, score in batch]
+        members = [(codec.text(raw) or "", _finished(score)) for raw, score in batch]
         # Within the skew window most jobs are counted already: skip them
         # without reading their reasons (a job that failed again has a newer score).
         indexed: Any = client.hmget(index.jobs, [job_id for job_id, _ in members])
@@ -628,7 +656,7 @@ def _add_new_failures(client: Redis, index: _Index, state: _State) -> bool:
         writer = _Writer(client)
         if fresh and not _add_members(client, index, state.generation, fresh, sampled, writer):
             return False  # reset meanwhile: the next look starts over
-        top = members[-1][1]
+        top = _newest_finite(score for _, score in reversed(members))
         if not _ran(client, index.add(state.generation, [], watermark=top)):
             return False
         if len(members) < BATCH:
@@ -678,7 +706,8 @@ def _settle_drift(client: Redis, index: _Index, generation: str) -> bool:
         total, watermark, cursor, current = (codec.text(v) for v in state_raw or [None] * 4)
         if (current or "0") != generation:
             return True  # reset meanwhile: the next look starts over
-        if newest and int(newest[0][1]) > (codec.integer(watermark, 0) or 0):
+        newest_score = _newest_finite(score for _, score in _scored(newest))
+        if newest_score is not None and newest_score > (codec.integer(watermark, 0) or 0):
             return True  # failures arrived since this look caught up: the next look
         drift = (codec.integer(total, 0) or 0) - int(failed or 0)
         if drift == 0:

@@ -19,6 +19,7 @@ from queues.keys import InvalidName, validate_job_id
 from queues.read.lists import MAX_PAGE_SIZE
 from queues.read.refs import QueueRef
 from queues.read.replies import read
+from queues.read.stream import parse_stream_id
 
 
 @dataclass(slots=True)
@@ -47,11 +48,6 @@ def event_json(event: Event) -> dict[str, Any]:
     }
 
 
-def _stream_id_ok(stream_id: str) -> bool:
-    ms, _, seq = stream_id.partition("-")
-    return ms.isdigit() and (seq == "" or seq.isdigit()) and len(stream_id) < 48
-
-
 def events_page(
     client: Redis,
     ref: QueueRef,
@@ -72,7 +68,7 @@ def events_page(
     """
     keys = ref.keys
     size = max(1, min(size, MAX_PAGE_SIZE))
-    if before is not None and not _stream_id_ok(before):
+    if before is not None and parse_stream_id(before) is None:
         raise InvalidName(f"invalid stream id {before!r}")
     filtered = bool(event_type or job_id or skip_events)
     batch = size if not filtered else max(size * 4, 200)

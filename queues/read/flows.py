@@ -35,6 +35,7 @@ from redis.exceptions import ResponseError
 
 from queues import codec
 from queues.keys import InvalidName, QueueKeys, validate_job_id
+from queues.numerals import UNSIGNED_64, NotWholeNumber, parse_whole
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 from queues.read.states import BY_ATTENTION, KEY_STATES
 
@@ -458,11 +459,14 @@ def _page_token(kind: int, cursor: int, skip: int) -> str:
 def parse_page_token(token: str) -> tuple[int, int, int]:
     """``kind.cursor.skip`` → numbers; InvalidName when it is not one."""
     parts = token.split(".")
-    if len(parts) != 3 or not all(part.isdigit() and len(part) <= 20 for part in parts):
+    if len(parts) != 3:
         raise InvalidName("not a page of children")
-    kind, cursor, skip = (int(part) for part in parts)
-    if kind >= len(_CHILD_KINDS) or skip > 10_000:
-        raise InvalidName("not a page of children")
+    try:
+        kind = parse_whole(parts[0], len(_CHILD_KINDS) - 1)
+        cursor = parse_whole(parts[1], UNSIGNED_64)  # a SCAN cursor
+        skip = parse_whole(parts[2], 10_000)
+    except NotWholeNumber:
+        raise InvalidName("not a page of children") from None
     return kind, cursor, skip
 
 

@@ -115,7 +115,9 @@ def job_logs(
 
 
 def pretty_json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    return codec.printable(
+        json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    )
 
 
 @dataclass(slots=True)
@@ -229,7 +231,7 @@ def _data_display(job: Job, full: bool) -> tuple[str, bool, int]:
     if not full and len(raw) > DATA_DISPLAY_LIMIT:
         return raw[:DATA_DISPLAY_LIMIT], True, size
     if job.data is not None:
-        return json.dumps(job.data, indent=2, ensure_ascii=False), False, size
+        return codec.printable(json.dumps(job.data, indent=2, ensure_ascii=False)), False, size
     return raw, False, size
 
 

@@ -226,7 +226,7 @@ def _zset_window(
     for raw, score in scored or []:
         job_id = _member_id(raw)
         if job_id is not None:
-            members.append((job_id, int(score)))
+            members.append((job_id, codec.score_ms(score)))
     return found_traces, int(total or 0), members
 
 

@@ -44,6 +44,7 @@ from redis import Redis
 from queues import codec, scripts
 from queues.commands.reads import search_slice
 from queues.keys import MAX_JOB_ID_LENGTH, InvalidName, validate_job_id
+from queues.numerals import NotWholeNumber, parse_whole
 from queues.read import counts
 from queues.read.job import state_of
 from queues.read.refs import QueueRef
@@ -102,6 +103,17 @@ class Query:
         return f"{'.'.join((self.field, *self.path))} {self.op} {value}"
 
 
+def _encodable(value: Any) -> Any:
+    """``value``, unless it is text UTF-8 cannot hold: a JSON string may
+    carry half a character ("\\ud800"), which Redis cannot take."""
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise QueryError("The search is not valid Unicode text") from None
+    return value
+
+
 def _unquoted(raw: str) -> str:
     if len(raw) >= 2 and raw[0] == raw[-1] == '"':
         try:
@@ -109,7 +121,7 @@ def _unquoted(raw: str) -> str:
         except ValueError:
             raise QueryError("The quoted value is not a valid JSON string") from None
         if isinstance(value, str):
-            return value
+            return str(_encodable(value))
     return raw
 
 
@@ -130,7 +142,7 @@ def _scalar(raw: str) -> Any:
         raise QueryError("A path compares with one value (text, number, true, false or null)")
     if isinstance(value, float) and value in (float("inf"), float("-inf")):
         raise QueryError("The number is too large")
-    return value
+    return _encodable(value)
 
 
 def parse_query(text: str) -> Query:
@@ -139,10 +151,7 @@ def parse_query(text: str) -> Query:
         raise QueryError(
             f"The search is {len(text):,} characters long; at most {MAX_QUERY_LENGTH:,}"
         )
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        raise QueryError("The search is not valid Unicode text") from None
+    _encodable(text)
     match = _QUERY.fullmatch(text.strip())
     if match is None:
         raise QueryError(f"Write a field, = or ~, and a value, e.g. {EXAMPLES}")
@@ -208,17 +217,20 @@ def _slice_args(query: Query) -> _Slice:
     return _Slice(hash_field, "contains", first, fold_case, tuple(others))
 
 
-def _finite_number(text: str) -> bool:
+# A sorted set's score as Redis writes it: digits, a point, an exponent.
+_SCORE = re.compile(r"[0-9.eE+-]{1,32}")
+# Redis's lists hold fewer than 2^32 items.
+MAX_LIST_INDEX = 2**32
+MAX_SEARCHED = 10**15
+
+
+def _finite_score(text: str) -> bool:
+    if _SCORE.fullmatch(text) is None:
+        return False
     try:
         return abs(float(text)) != float("inf")
     except ValueError:
         return False
-
-
-_CURSOR = re.compile(
-    rf"(\d)\|(\+inf|[0-9.eE+-]{{0,32}})\|(\d{{1,15}})\|(\d{{1,6}})\|(.{{0,{MAX_JOB_ID_LENGTH}}})",
-    re.S,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,18 +253,26 @@ class Cursor:
     @classmethod
     def decode(cls, text: str, tab: Tab) -> Cursor:
         """A cursor a page sent back; a forged or stale one is a QueryError."""
-        match = _CURSOR.fullmatch(text)
-        if match is None or int(match[1]) >= len(tab.keys):
-            raise QueryError("The search position is not valid: start the search again")
-        key, start, anchor = int(match[1]), match[2], match[5]
+        invalid = QueryError("The search position is not valid: start the search again")
+        parts = text.split("|", 4)
+        if len(parts) != 5 or len(parts[4]) > MAX_JOB_ID_LENGTH:
+            raise invalid
+        raw_key, start, raw_searched, raw_batch, anchor = parts
+        try:
+            key = parse_whole(raw_key, len(tab.keys) - 1)
+            searched = parse_whole(raw_searched, MAX_SEARCHED)
+            batch = min(max(parse_whole(raw_batch), MIN_BATCH), MAX_BATCH)
+            if tab.keys[key].is_list and start:
+                parse_whole(start, MAX_LIST_INDEX)
+        except NotWholeNumber:
+            raise invalid from None
         if tab.keys[key].is_list:
-            valid = (start == "" or start.isdigit()) and anchor == ""
+            valid = anchor == ""
         else:
-            valid = (start == "" and anchor == "") or (_finite_number(start) and anchor != "")
+            valid = (start == "" and anchor == "") or (_finite_score(start) and anchor != "")
         if not valid:
-            raise QueryError("The search position is not valid: start the search again")
-        batch = min(max(int(match[4]), MIN_BATCH), MAX_BATCH)
-        return cls(key, start, anchor, int(match[3]), batch)
+            raise invalid
+        return cls(key, start, anchor, searched, batch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,12 +385,14 @@ def search_step(
     max_hits: int = 50,
     around: int = 0,
     pacing: Pacing | None = None,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> SearchStep:
     """Search on from ``cursor`` (None: from the newest job) for about
     ``budget_ms`` of wall time, or until ``max_hits`` matches are found (the
-    first page appears at once), or to the end of the state. The first
-    ``around`` hits come with the text around their match (the rows a page
-    shows: read inside the call that found them, where the field already is)."""
+    first page appears at once), or to the end of the state, or until
+    ``stopped()`` says so (asked between calls). The first ``around`` hits come
+    with the text around their match (the rows a page shows: read inside the
+    call that found them, where the field already is)."""
     tab = _tab(state)
     if query.field == "id":
         return _by_id(client, ref, tab, query.value)
@@ -426,7 +448,7 @@ def search_step(
             step.cursor = Cursor(at.key + 1, "", "", step.searched, batch)
         else:
             step.cursor = None
-        if step.cursor is None:
+        if step.cursor is None or stopped():
             break
         pacing.rest(elapsed_ms)
         spent_ms = (time.monotonic() - began) * 1000

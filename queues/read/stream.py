@@ -11,7 +11,6 @@ with a hole in it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,24 +18,23 @@ from redis.asyncio import Redis as AsyncRedis
 
 from queues import codec
 from queues.events import Event
+from queues.numerals import UNSIGNED_64, NotWholeNumber, parse_whole
 
-_STREAM_ID = re.compile(r"([0-9]{1,20})(?:-([0-9]{1,20}))?")  # ASCII digits: \d takes others
 ZERO_ID = "0-0"
 # Both halves of a stream id are unsigned 64-bit numbers: Redis refuses a bigger one.
-_ID_PART_MAX = 2**64 - 1
-NEWEST_POSSIBLE = (_ID_PART_MAX, _ID_PART_MAX)
+NEWEST_POSSIBLE = (UNSIGNED_64, UNSIGNED_64)
 
 
 def parse_stream_id(value: object) -> tuple[int, int] | None:
-    """``"1700000000000-3"`` -> (1700000000000, 3); anything else (a number past
-    64 bits too, which Redis would refuse) -> None."""
+    """``"1700000000000-3"`` (or ``"1700000000000"``) -> (1700000000000, 3);
+    anything else (a number past 64 bits too, which Redis would refuse) -> None."""
     if not isinstance(value, str):
         return None
-    match = _STREAM_ID.fullmatch(value)
-    if match is None:
+    ms, dash, seq = value.partition("-")
+    try:
+        return parse_whole(ms, UNSIGNED_64), parse_whole(seq, UNSIGNED_64) if dash else 0
+    except NotWholeNumber:
         return None
-    parsed = int(match.group(1)), int(match.group(2) or 0)
-    return parsed if max(parsed) <= _ID_PART_MAX else None
 
 
 @dataclass(frozen=True, slots=True)

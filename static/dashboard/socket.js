@@ -1,7 +1,8 @@
 // EchoMQ live connection: one WebSocket per page (dashboard/live/consumer.py),
 // reconnected with backoff, its state on html[data-live] for the stylesheet:
-// connecting, subscribing, open (live), closed (reconnecting) or unreachable:
-// the server says Redis does not answer it, so what the page shows is stale
+// connecting, subscribing, open (live), closed (reconnecting), unreachable
+// (the server says Redis does not answer it) or failing-over (it does not, and
+// the sentinels are replacing the master): what the page shows is then stale
 // until a status "ok" (or a fresh socket's subscriptions) says otherwise.
 // The socket's URL and the login page's come from the server (body[data-live-url],
 // body[data-login-url]).
@@ -10,10 +11,10 @@ var BACKOFF_MS = [500, 1000, 2000, 4000, 5000];
 
 var page = null;  // live.js's {queues, subscription}
 var on = null;    // live.js's handlers: opened, events, gap, subscribed, queues
-var socket = null, attempt = 0, stopped = false, redisDown = false;
+var socket = null, attempt = 0, stopped = false, redisDown = "";
 
 function setState(state) {
-  document.documentElement.setAttribute("data-live", redisDown ? "unreachable" : state);
+  document.documentElement.setAttribute("data-live", redisDown || state);
 }
 
 // Dropped while closed: the next connection subscribes afresh.
@@ -45,13 +46,15 @@ function connect() {
     confirmed = {};
     setState("subscribing");
     send({type: "subscribe", queues: page.queues.map(page.subscription)});
-    if (!page.queues.length) { redisDown = false; setState("open"); }
+    if (!page.queues.length) { redisDown = ""; setState("open"); }
   }
   // Redis stopped answering the server: say so; once it answers again, subscribe
   // again from the positions this page has, and the server replays what it missed.
   function onStatus(message) {
-    if (message.redis === "unreachable") { redisDown = true; setState("unreachable"); }
-    else if (redisDown) { redisDown = false; subscribeAll(); }
+    if (message.redis === "unreachable" || message.redis === "failing_over") {
+      redisDown = message.redis === "failing_over" ? "failing-over" : "unreachable";
+      setState(redisDown);
+    } else if (redisDown) { redisDown = ""; subscribeAll(); }
   }
   socket.onopen = function () {
     attempt = 0;
@@ -61,9 +64,9 @@ function connect() {
   socket.onmessage = function (frame) {
     var message = JSON.parse(frame.data);
     if (message.type === "events") on.events(message);
-    else if (message.type === "gap") { redisDown = false; on.gap(message); confirm(message.queue); }
+    else if (message.type === "gap") { redisDown = ""; on.gap(message); confirm(message.queue); }
     else if (message.type === "subscribed") {
-      redisDown = false;  // the server just read Redis for this page
+      redisDown = "";  // the server just read Redis for this page
       on.subscribed(message);
       confirm(message.queue);
     } else if (message.type === "error") confirm(message.queue);  // that queue stays still

@@ -1,7 +1,7 @@
 """A worker of our runtime for the "what became of an action" browser test,
 run as its own process.
 
-    python tests/e2e/cohort_worker.py QUEUE [--sleep S]
+    python tests/e2e/cohort_worker.py QUEUE [--sleep S] [--prefix P]
 
 Each job takes ``--sleep`` seconds, then by its data's ``n``: every fourth
 fails again with a timeout worded like the one it had before ("same
@@ -15,14 +15,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 from typing import Any
 
 from queues.job import Job
+from queues.keys import DEFAULT_PREFIX
 from queues.worker import Worker
+from tests.e2e.worker_process import run_until_terminated
 
 
-async def main(queue: str, sleep: float) -> None:
+async def main(queue: str, sleep: float, prefix: str) -> None:
     async def process(job: Job) -> Any:
         await asyncio.sleep(sleep)
         n = int(job.data["n"])
@@ -32,19 +33,15 @@ async def main(queue: str, sleep: float) -> None:
             raise RuntimeError("card declined")
         return {"sent": n}
 
-    worker = Worker(queue, process, connection_url=os.environ["REDIS_URL"], drain_delay_s=0.2)
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    running = asyncio.create_task(worker.run())
-    print("ready", flush=True)
-    await stop.wait()
-    await worker.close(timeout=5)
-    await running
+    url = os.environ["REDIS_URL"]
+    worker = Worker(queue, process, connection_url=url, prefix=prefix, drain_delay_s=0.2)
+    await run_until_terminated(worker)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("queue")
     parser.add_argument("--sleep", type=float, default=0.2)
+    parser.add_argument("--prefix", default=DEFAULT_PREFIX)
     args = parser.parse_args()
-    asyncio.run(main(args.queue, args.sleep))
+    asyncio.run(main(args.queue, args.sleep, args.prefix))

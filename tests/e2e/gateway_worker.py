@@ -16,11 +16,11 @@ import argparse
 import asyncio
 import os
 import random
-import signal
 from typing import Any
 
 from queues.job import Job
 from queues.worker import Worker
+from tests.e2e.worker_process import run_until_terminated
 
 
 async def main(queue: str) -> None:
@@ -31,13 +31,7 @@ async def main(queue: str) -> None:
         raise TimeoutError(f"gateway timeout after {waited} ms (order {job.data['order']})")
 
     worker = Worker(queue, process, connection_url=os.environ["REDIS_URL"], drain_delay_s=0.2)
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    running = asyncio.create_task(worker.run())
-    print("ready", flush=True)
-    await stop.wait()
-    await worker.close(timeout=5)
-    await running
+    await run_until_terminated(worker)
 
 
 if __name__ == "__main__":

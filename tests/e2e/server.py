@@ -19,7 +19,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,6 +124,11 @@ class DashboardServer:
     cwd: Path = ROOT
     application: str = "dashboard.asgi:application"
     ready_path: str = "/login/"
+    # The command line after the interpreter (None: daphne as above, or
+    # runserver), and what the readiness check sends (a proxy's headers, for
+    # the production profile, which redirects plain http).
+    argv: list[str] | None = None
+    ready_headers: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -131,7 +136,9 @@ class DashboardServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
-        if self.command == "runserver":
+        if self.argv is not None:
+            args = list(self.argv)
+        elif self.command == "runserver":
             args = ["manage.py", "runserver", "--noreload", f"127.0.0.1:{self.port}"]
         else:
             args = ["-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
@@ -144,9 +151,10 @@ class DashboardServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        wait_until_serving(
-            self.command, self.process, self.url + self.ready_path, self.log_path, timeout
+        ready = urllib.request.Request(  # noqa: S310 (our own http:// URL)
+            self.url + self.ready_path, headers=self.ready_headers
         )
+        wait_until_serving(self.command, self.process, ready, self.log_path, timeout)
 
     def log(self) -> str:
         return log_tail(self.log_path)
@@ -190,7 +198,7 @@ def submit_login(
 ) -> int:
     """The login form, filled in as the test user and sent; the answer's status."""
     # Our own http:// server URL, never user input.
-    form = opener.open(base_url + "/login/").read().decode()
+    form = opener.open(base_url + "/login/", timeout=30).read().decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
     assert token is not None
     body = urllib.parse.urlencode(
@@ -200,7 +208,7 @@ def submit_login(
         base_url + "/login/", body, {"Referer": base_url + "/login/"}
     )
     try:
-        with opener.open(login) as response:
+        with opener.open(login, timeout=30) as response:
             status: int = response.status
             return status
     except urllib.error.HTTPError as error:

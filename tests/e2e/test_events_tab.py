@@ -150,7 +150,7 @@ def test_a_live_row_is_the_row_the_server_renders_for_the_same_event(
     odd_ids = ["order:42", "e\u0301" * 30 + "-tail-" + "x" * 20, "<b>&"]
     for job_id in odd_ids:
         redis_client.xadd(
-            stream, {"event": "failed", "jobId": job_id, "failedReason": "Boom\nat x"}
+            keys.events, {"event": "failed", "jobId": job_id, "failedReason": "Boom\nat x"}
         )
     live = page.locator("#event-feed tr.live-new[data-event-id]")
     expect(live).to_have_count(len(odd_ids))

@@ -22,6 +22,7 @@ from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from queues.connection import redacted
 from queues.redis_server import resolve_redis
 
 DEMO_USER = "demo"
@@ -56,7 +57,7 @@ class Command(BaseCommand):
                     "",
                     f"  EchoMQ dashboard   {url}",
                     f"  login              {DEMO_USER} / {password}",
-                    f"  Redis              {redis.url} ({redis.source})",
+                    f"  Redis              {redacted(redis.url)} ({redis.source})",
                     f"  demo traffic       {traffic}",
                     "  stop with Ctrl+C",
                     "",

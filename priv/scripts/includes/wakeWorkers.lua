@@ -4,7 +4,7 @@
 -- "a job is ready now"; member "1" scored with a due time (ms) tells a worker
 -- how long it may sleep before the next delayed job is due.
 local function wake_workers(marker_key)
-  redis.call("ZADD", marker_key, 0, "0")
+  redis.call("ZADD", marker_key, "0", "0")
 end
 
 -- The due time encoded in a delayed score (see delayedScore.lua), nil for a

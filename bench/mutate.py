@@ -1,0 +1,918 @@
+"""Mutation testing of the modules whose mistakes cost most: change one thing
+(a comparison, a bound, a condition, a write), run the tests that cover the
+module, and count the changes no test noticed (docs/mutation.md).
+
+    ./run.sh mutate [module ...]          # niced; no module: every one (an hour or more)
+    ./run.sh mutate --list                # the modules, their tests and mutant counts
+    ./run.sh mutate --report              # the last results as docs/mutation.md's table
+
+Python modules are mutated by cosmic-ray's operators (its AST mutators, used
+as a library), trimmed to the ones that make a plausible mistake: a boundary
+moved (``<`` and ``<=``), a condition negated, ``and``/``or`` swapped, a
+number off by one, a loop that never runs, a handler that catches nothing.
+Not mutated: annotations (``from __future__ import annotations`` makes them
+strings nobody evaluates) and the numbers of module-level constants (a
+constant's value is a decision its own tests pin where it matters). Lua
+scripts, for which no maintained mutator exists, are mutated here (see
+:func:`lua_mutants`): comparisons flipped, ``and``/``or`` swapped, a ``not``
+dropped, a number off by one, a call statement (a ``redis.call`` write, a
+wake-up, an event) deleted.
+
+Each mutant runs in a copy of the checkout (build/mutate/tree: a crash never
+leaves a mutant in the work tree), in a process forked from one that has
+already imported pytest, Django, redis and the test plugins: a fresh
+``python -m pytest`` costs 5-8 s of start-up per mutant on the 2-core
+machine, a fork under 1 s. The child imports the project itself, so code run
+at import (decorator factories, constants) is mutated too. The unmutated
+run records under coverage which test ran each line of a Python module; a
+mutant runs those tests first, and the module's whole test files only when it
+survives them (or no test was seen running its line): most mutants die in the
+first few tests, and a survivor is always one the whole files let through.
+A mutant is killed when a test fails or the run exceeds its timeout; it
+survives when every test passes. Survivors judged equivalent (no input can
+tell them apart from the original) are listed in :data:`EQUIVALENT` with the
+reason, and left out of the kill rate's denominator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "build" / "mutate"  # --work changes it (two runs side by side)
+TREE = WORK / "tree"
+
+# Module -> the test files that cover it (fast ones: no browser). A run of a
+# module is its mutants times these files' time, so keep each list to the
+# files that exercise the module's behaviour. Older files first: a run stops
+# at the first failure, which is how --report --before tells what the older
+# files alone killed.
+TARGETS: dict[str, tuple[str, ...]] = {
+    "dashboard/permissions.py": ("tests/test_permissions.py", "tests/test_permissions_users.py"),
+    "queues/read/cohorts.py": (
+        "tests/test_cohorts.py",
+        "tests/test_views_cohorts.py",
+        "tests/test_cohort_reasons.py",
+    ),
+    "queues/read/search.py": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
+    "queues/read/decode.py": ("tests/test_read_decode.py", "tests/test_read_decode_fields.py"),
+    "queues/collector.py": (
+        "tests/test_collector.py",
+        "tests/test_collector_fold.py",
+        "tests/test_collector_attempts.py",
+    ),
+    "queues/read/error_folding.py": ("tests/test_error_folding.py",),
+    "dashboard/health.py": ("tests/test_health.py",),
+    "priv/scripts/searchJobs-1.lua": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
+    "priv/scripts/moveToFinished-14.lua": (
+        "tests/test_transitions_finished.py",
+        "tests/test_broken_keys.py",
+        "tests/test_flow.py",
+        "tests/test_worker.py",
+        "tests/test_transitions_drained.py",
+        "tests/test_transitions_finished_keys.py",
+        "tests/test_transitions_finished_keep.py",
+    ),
+    "priv/scripts/includes/takeNextJob.lua": ("tests/test_transitions_active.py",),
+    "priv/scripts/requeueJobs-13.lua": (
+        "tests/test_queue_admin.py",
+        "tests/test_broken_keys.py",
+        "tests/test_cohorts.py",
+        "tests/test_requeue_wakes.py",
+        "tests/test_requeue_edges.py",
+    ),
+    "priv/scripts/includes/requeueJobs.lua": (
+        "tests/test_queue_admin.py",
+        "tests/test_broken_keys.py",
+        "tests/test_cohorts.py",
+        "tests/test_requeue_wakes.py",
+        "tests/test_requeue_edges.py",
+    ),
+}
+
+# Survivors no test can kill: (module, original line, mutated line) -> why.
+# Lines are compared stripped, so the entry outlives edits elsewhere in the file.
+_FROZEN = "@dataclass(frozen=True, slots=True)"
+_SLOTS_ONLY = "no code sets an attribute a class does not declare or hashes one of its objects"
+_FROZEN_ONLY = "no code assigns to a field, hashes one, or sets an attribute it does not declare"
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    **{
+        (module, _FROZEN, mutated): _FROZEN_ONLY
+        for module in ("queues/read/search.py", "queues/read/cohorts.py", "dashboard/health.py")
+        for mutated in (
+            "@dataclass(frozen=False, slots=True)",
+            "@dataclass(frozen=True, slots=False)",
+        )
+    },
+    **{
+        (module, "@dataclass(slots=True)", "@dataclass(slots=False)"): _SLOTS_ONLY
+        for module in ("queues/read/search.py", "queues/read/cohorts.py")
+    },
+    **{
+        ("queues/read/cohorts.py", original, mutated): why
+        for original, mutated, why in (
+            *(
+                (line, line.replace("most_common(1)", "most_common( 2)"), "only the first is read")
+                for line in (
+                    "common = Counter(i for i in self.reason_of if i >= 0).most_common(1)",
+                    "common = self.failed_reasons.most_common(1)",
+                )
+            ),
+            *(
+                (line, line.replace("common[0]", "common[ -1]"), "most_common(1): one item")
+                for line in (
+                    'return self.reasons[common[0][0]] if common else ""',
+                    'return common[0][0] if common else ""',
+                )
+            ),
+            (
+                "index = cohort.reason_of[start + offset] if cohort.reason_of else -1",
+                "index = cohort.reason_of[start + offset] if cohort.reason_of else - 2",
+                "any negative index means no previous reason (index >= 0 is what is asked)",
+            ),
+            *(('"v": 1,', f'"v": {n},', "nothing reads the record's version yet") for n in (2, 0)),
+            *(
+                (
+                    'return zlib.compress(json.dumps(record, separators=(",", ":")).encode(), 6)',
+                    'return zlib.compress(json.dumps(record, separators=(",", ":")).encode(),'
+                    f" {n})",
+                    "another compression level inflates to the same record",
+                )
+                for n in (7, 5)
+            ),
+        )
+    },
+    **{
+        ("queues/read/cohorts.py", f"for {loop} in zip({pair}, strict=True):", mutated): (
+            "a pipeline answers one reply per command it was given: the lengths always match"
+        )
+        for loop, pair in (
+            ("(cohort_id, at_ms), raw", "wanted, pipe.execute(raise_on_error=False)"),
+            ("job_id, raw", "chunk, replies(pipe)"),
+        )
+        for mutated in (f"for {loop} in zip({pair}, strict=False):",)
+    },
+    ("queues/read/search.py", "break", "continue"): (
+        "the loop's own condition is the one the break tested (step.cursor is None)"
+    ),
+    **{
+        ("queues/read/search.py", "step = SearchStep([], at, at.searched, 0)", mutated): (
+            "the initial total is overwritten before the step is returned; a SearchError"
+            " raised meanwhile discards the step"
+        )
+        for mutated in (
+            "step = SearchStep([], at, at.searched, 1)",
+            "step = SearchStep([], at, at.searched, -1)",
+        )
+    },
+    (
+        "queues/read/decode.py",
+        "present = {name: value for name, value in zip(fields, values, strict=True)"
+        " if value is not None}",
+        "present = {name: value for name, value in zip(fields, values, strict=False)"
+        " if value is not None}",
+    ): "its callers pass an HMGET's reply with the fields they asked for: the lengths always match",
+    (
+        "queues/read/decode.py",
+        "return job_from_hash(job_id, dict(zip(pairs, pairs, strict=False)))",
+        "return job_from_hash(job_id, dict(zip(pairs, pairs, strict=True)))",
+    ): "zip of one iterator with itself: strict only differs on an odd list, and a pick-up's"
+    " HGETALL is always field, value pairs",
+    (
+        "priv/scripts/moveToFinished-14.lua",
+        "local record_points = tonumber(opts.maxMetricsSize) or 0",
+        "local record_points = tonumber(opts.maxMetricsSize) or 1",
+    ): "the fallback is never taken: FinishOptions.packed, the one writer of these options,"
+    " always sets maxMetricsSize to a number",
+    **{
+        ("priv/scripts/moveToFinished-14.lua", original, mutated): why
+        for original, mutated, why in (
+            (
+                'redis.call("XTRIM", queue.events, "MAXLEN", "~", queue.cap)',
+                "",
+                "every finish then emits its completed or failed event by XADD MAXLEN ~ with"
+                " the same cap, which trims the stream the same way",
+            ),
+            *(
+                (
+                    "local keep_count = tonumber(keep.count) or -1",
+                    f"local keep_count = tonumber(keep.count) or {other}",
+                    "the fallback is never taken: KeepJobs.packed always sends count",
+                )
+                for other in ("-2", "-0")
+            ),
+            (
+                "if keep_count > 0 then",
+                "if keep_count >= 0 then",
+                "keep_count 0 took the branch above (the job removed): here it is -1 or positive",
+            ),
+            *(
+                (
+                    'if target == "failed" and attempts_made >= (tonumber(opts.attempts)'
+                    " or 1) then",
+                    'if target == "failed" and attempts_made >= (tonumber(opts.attempts) or'
+                    f" {other}) then",
+                    "the fallback is never taken: FinishOptions.packed always sends attempts",
+                )
+                for other in ("2", "0")
+            ),
+        )
+    },
+    **{
+        ("priv/scripts/requeueJobs-13.lua", original, mutated): why
+        for original, mutated, why in (
+            (
+                "local passed = tonumber(ARGV[5]) or 0",
+                "local passed = tonumber(ARGV[5]) or 1",
+                "the fallback is never taken: admin.requeue_jobs, the script's one caller,"
+                " always sends pass_over as a number",
+            ),
+            (
+                "local reason_bytes = tonumber(ARGV[6]) or 0",
+                "local reason_bytes = tonumber(ARGV[6]) or 1",
+                "the fallback is never taken: admin.requeue_jobs always sends"
+                " report_reason_bytes as a number",
+            ),
+            (
+                'reported[#reported + 1] = string.sub(reasons[index] or "", 1, reason_bytes)',
+                'reported[#reported + 1] = string.sub(reasons[index] or "", 0, reason_bytes)',
+                "Lua's string.sub takes a start of 0 as 1",
+            ),
+        )
+    },
+    **{
+        ("priv/scripts/searchJobs-1.lua", original, mutated): why
+        for original, mutated, why in (
+            (
+                'local ids, next_start, next_anchor, length = {}, "", "", 0',
+                'local ids, next_start, next_anchor, length = {}, "", "", 1',
+                "both branches that follow set length before it is read",
+            ),
+            (
+                "if string.find(value, text, 1, true) then",
+                "if string.find(value, text, 0, true) then",
+                "Lua 5.1's string.find takes a start of 0 as 1 (it clamps init - 1 at 0)",
+            ),
+            (
+                "local answer = {0, next_start, next_anchor, length, 0}",
+                "local answer = {1, next_start, next_anchor, length, 0}",
+                "answer[1] is set to #ids before the answer is returned",
+            ),
+            (
+                "local answer = {0, next_start, next_anchor, length, 0}",
+                "local answer = {0, next_start, next_anchor, length, 1}",
+                "answer[5] is set to the unchecked count before the answer is returned",
+            ),
+        )
+    },
+}
+
+# cosmic-ray operators kept (the rest replace an operator with an unrelated
+# one, e.g. + with **, which fails at once and only costs time).
+_PY_COMPARISONS = {
+    ("Lt", "LtE"),
+    ("LtE", "Lt"),
+    ("Gt", "GtE"),
+    ("GtE", "Gt"),
+    ("Eq", "NotEq"),
+    ("NotEq", "Eq"),
+    ("Is", "IsNot"),
+    ("IsNot", "Is"),
+}
+_PY_BINARY = {("Add", "Sub"), ("Sub", "Add"), ("Mul", "Div"), ("Div", "Mul"), ("FloorDiv", "Mul")}
+_PY_PLAIN = {
+    "AddNot",
+    "ReplaceTrueWithFalse",
+    "ReplaceFalseWithTrue",
+    "ReplaceAndWithOr",
+    "ReplaceOrWithAnd",
+    "ReplaceBreakWithContinue",
+    "ReplaceContinueWithBreak",
+    "ExceptionReplacer",
+    "NumberReplacer",
+    "ZeroIterationForLoop",
+    "ReplaceUnaryOperator_USub_UAdd",
+    "ReplaceUnaryOperator_Delete_Not",
+}
+
+
+def _kept_operator(name: str) -> bool:
+    short = name.split("/", 1)[1]
+    if short in _PY_PLAIN:
+        return True
+    for prefix, pairs in (
+        ("ReplaceComparisonOperator_", _PY_COMPARISONS),
+        ("ReplaceBinaryOperator_", _PY_BINARY),
+    ):
+        if short.startswith(prefix):
+            return tuple(short[len(prefix) :].split("_")) in pairs
+    return False
+
+
+@dataclass
+class Mutant:
+    module: str
+    line: int  # 1-based, in the original file
+    operator: str
+    original: str  # the original line, stripped
+    mutated: str  # the line as mutated, stripped ("" when deleted)
+    source: str = ""  # the whole mutated file (not stored in the results)
+    outcome: str = ""  # killed, survived, timeout, equivalent
+    seconds: float = 0.0
+    failed_test: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"L{self.line} {self.operator}: `{self.original}` -> `{self.mutated}`"
+
+
+def _changed_line(original: str, mutated: str) -> tuple[int, str, str]:
+    """The first line that differs: its number, and its text before and after."""
+    before, after = original.splitlines(), mutated.splitlines()
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag != "equal":
+            old = " ".join(line.strip() for line in before[a1:a2])
+            new = " ".join(line.strip() for line in after[b1:b2])
+            return a1 + 1, old, new
+    return 0, "", ""
+
+
+def _unmutated_lines(source: str) -> tuple[set[int], set[int]]:
+    """Lines of annotations, and lines of module-level constants (whose
+    numbers are not mutated; their other expressions are)."""
+    import ast
+
+    tree = ast.parse(source)
+
+    def span(node: ast.AST) -> set[int]:
+        first = getattr(node, "lineno", 0)
+        return set(range(first, (getattr(node, "end_lineno", None) or first) + 1))
+
+    annotations: set[int] = set()
+    for node in ast.walk(tree):
+        annotation = None
+        if isinstance(node, ast.arg | ast.AnnAssign):
+            annotation = node.annotation
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            annotation = node.returns
+        if annotation is not None:
+            annotations |= span(annotation)
+    constants: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            constants |= span(node)
+    return annotations, constants
+
+
+def _in_parameters(node: object) -> bool:
+    parent = getattr(node, "parent", None)
+    return getattr(parent, "type", "") in ("parameters", "param", "lambdef", "typedargslist")
+
+
+def python_mutants(module: str, source: str) -> Iterator[Mutant]:
+    from cosmic_ray import plugins
+    from cosmic_ray.ast import ast_nodes, get_ast
+    from cosmic_ray.mutating import mutate_code
+
+    annotations, constants = _unmutated_lines(source)
+    nodes = list(ast_nodes(get_ast(source)))
+    for name in plugins.operator_names():
+        if not _kept_operator(name):
+            continue
+        operator = plugins.get_operator(name)()
+        positions = [(node, pos) for node in nodes for pos in operator.mutation_positions(node)]
+        for occurrence, (node, (start, _end)) in enumerate(positions):
+            line = start[0]
+            if line in annotations or (line in constants and name.endswith("NumberReplacer")):
+                continue
+            if _in_parameters(node):
+                continue  # the bare * of keyword-only parameters is no multiplication
+            try:
+                mutated = mutate_code(source, operator, occurrence)
+            except AttributeError:  # cosmic-ray cannot replace a dotted exception name
+                continue
+            if mutated is None or mutated == source:
+                continue
+            number, old, new = _changed_line(source, mutated)
+            yield Mutant(module, number or line, name.split("/", 1)[1], old, new, mutated)
+
+
+# --- Lua --------------------------------------------------------------------------------
+
+_LUA_COMPARE = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "~=", "~=": "=="}
+_LUA_TOKEN = re.compile(r"<=|>=|==|~=|<|>|\band\b|\bor\b|\bnot\s+|(?<![\w.\[])\d+(?![\w.])")
+# A statement that is a call: `name(...)`, `a.b(...)`, `a:b(...)`, `redis.call(...)`.
+_LUA_CALL = re.compile(r"[A-Za-z_][\w.:]*\s*\(")
+
+
+def _lua_code_mask(lines: list[str]) -> list[str]:
+    """Each line with comments and string contents blanked, so the mutator
+    touches code only (a `--[[ ... ]]` header, a "<" inside a string)."""
+    masked = []
+    in_block = False
+    for line in lines:
+        out = []
+        i = 0
+        quote = ""
+        while i < len(line):
+            if in_block:
+                end = line.find("]]", i)
+                if end < 0:
+                    out.append(" " * (len(line) - i))
+                    i = len(line)
+                    continue
+                out.append(" " * (end + 2 - i))
+                i = end + 2
+                in_block = False
+                continue
+            char = line[i]
+            if quote:
+                if char == "\\":
+                    out.append("  ")
+                    i += 2
+                    continue
+                out.append(char if char == quote else " ")
+                quote = "" if char == quote else quote
+                i += 1
+                continue
+            if line.startswith("--[[", i):
+                in_block = True
+                out.append("    ")
+                i += 4
+                continue
+            if line.startswith("--", i):
+                out.append(" " * (len(line) - i))
+                break
+            if char in "\"'":
+                quote = char
+            out.append(char)
+            i += 1
+        masked.append("".join(out)[: len(line)].ljust(len(line)))
+    return masked
+
+
+def _statement_end(masked: list[str], first: int) -> int:
+    """The last line of the call statement starting at ``first`` (its parentheses balanced)."""
+    depth = 0
+    for index in range(first, len(masked)):
+        depth += masked[index].count("(") - masked[index].count(")")
+        if depth <= 0:
+            return index
+    return first
+
+
+def lua_mutants(module: str, source: str) -> Iterator[Mutant]:
+    lines = source.split("\n")
+    masked = _lua_code_mask(lines)
+    for index, code in enumerate(masked):
+        if index == 0 and code.startswith("#!"):
+            continue
+        for match in _LUA_TOKEN.finditer(code):
+            word = match.group()
+            if word in _LUA_COMPARE:
+                replacements = [(_LUA_COMPARE[word], "compare")]
+            elif word in ("and", "or"):
+                replacements = [("or" if word == "and" else "and", "and/or")]
+            elif word.startswith("not"):
+                replacements = [("", "drop not")]
+            else:
+                before = code[: match.start()].rstrip()
+                if before.endswith(("KEYS[", "ARGV[")):
+                    continue  # which key or argument: wrong ones fail every call at once
+                value = int(word)
+                replacements = [(str(value + 1), "number+1")]
+                if value > 0:
+                    replacements.append((str(value - 1), "number-1"))
+            for text, operator in replacements:
+                line = lines[index]
+                changed = line[: match.start()] + text + line[match.end() :]
+                mutated = [*lines[:index], changed, *lines[index + 1 :]]
+                yield Mutant(
+                    module, index + 1, operator, line.strip(), changed.strip(), "\n".join(mutated)
+                )
+        statement = code.strip()
+        call = _LUA_CALL.match(statement)
+        if call and not statement.startswith(("local ", "return", "if ", "function")):
+            last = _statement_end(masked, index)
+            deleted = [*lines[:index], *([""] * (last - index + 1)), *lines[last + 1 :]]
+            original = " ".join(line.strip() for line in lines[index : last + 1])
+            yield Mutant(module, index + 1, "delete call", original, "", "\n".join(deleted))
+
+
+# --- running ----------------------------------------------------------------------------
+
+
+def copy_tree() -> None:
+    """The checkout's files (tracked and new, not ignored) into TREE, afresh."""
+    if TREE.exists():
+        shutil.rmtree(TREE)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.split(b"\0")
+    for raw in listed:
+        if not raw:
+            continue
+        name = raw.decode()
+        source = ROOT / name
+        if not source.is_file():
+            continue  # deleted in the work tree, not yet in git
+        target = TREE / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+
+
+def warm_up() -> None:
+    """Import what every test run needs and nothing of the project's own: the
+    forked children import the project after its file was mutated."""
+    sys.dont_write_bytecode = True  # the tree's modules change under the same mtime second
+    os.chdir(TREE)
+    sys.path.insert(0, str(TREE))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+    for name in (
+        "pytest",
+        "django",
+        "django.test",
+        "redis",
+        "hypothesis",
+        "pytest_django",
+        "pytest_asyncio",
+        "pytest_timeout",
+        "channels",
+        "daphne",
+        "bullmq",
+        "msgpack",
+        "rapidjson",
+        "croniter",
+        "prometheus_client",
+    ):
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    for prefix in ("dashboard", "queues", "tests"):
+        assert not any(m == prefix or m.startswith(prefix + ".") for m in sys.modules), prefix
+
+
+def run_tests(
+    tests: tuple[str, ...], timeout: float, log: Path, *, measure: Path | None = None
+) -> tuple[str, float, str]:
+    """("killed" | "survived" | "timeout", seconds, first failed test) of one
+    pytest run of ``tests`` in a forked child; with ``measure`` (a module's
+    file), which test ran each of its lines, into WORK/coverage.db."""
+    began = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: its own process group, so a timeout ends all it started
+        os.setsid()
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        import builtins
+
+        import pytest
+        from cosmic_ray.exceptions import CosmicRayTestingException
+
+        # What ExceptionReplacer puts in an except clause: a handler that catches nothing.
+        builtins.CosmicRayTestingException = CosmicRayTestingException  # type: ignore[attr-defined]
+        args = [
+            *tests,
+            "-x",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "-m",
+            "not browser and not install and not host and not cluster",
+            f"--timeout={int(timeout)}",
+            # The plugins imported before the fork are not assertion-rewritten: fine.
+            "-W",
+            "ignore::pytest.PytestAssertRewriteWarning",
+        ]
+        code = int(pytest.main(args, plugins=_coverage_plugins(measure)))
+        sys.stdout.flush()
+        os._exit(code)
+    outcome = ""
+    while not outcome:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            outcome = "survived" if os.waitstatus_to_exitcode(status) == 0 else "killed"
+        elif time.monotonic() - began > timeout:
+            _end_group(pid)
+            os.waitpid(pid, 0)
+            outcome = "timeout"
+        else:
+            time.sleep(0.05)
+    _end_group(pid)  # what the tests left running (a server a failed test did not stop)
+    seconds = time.monotonic() - began
+    failed = ""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    found = re.search(r"^(?:FAILED|ERROR) (\S+)", text, re.M)
+    if found:
+        failed = found.group(1)
+    return outcome, seconds, failed
+
+
+def _coverage_plugins(measure: Path | None) -> list[object]:
+    """A pytest plugin that records, under coverage, the node id of the test
+    running each line of ``measure`` (setup and teardown included: a fixture
+    may be what calls the module). Lines run at import get no test."""
+    if measure is None:
+        return []
+    import coverage
+    import pytest
+
+    cov = coverage.Coverage(data_file=str(WORK / "coverage.db"), include=[str(measure)])
+    cov.start()
+
+    class Contexts:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+            cov.switch_context(item.nodeid)
+            yield
+            cov.switch_context("")
+
+        def pytest_sessionfinish(self) -> None:
+            cov.stop()
+            cov.save()
+
+    return [Contexts()]
+
+
+def _tests_by_line(module_file: Path, source: str) -> dict[int, list[str] | None]:
+    """For each line the tests ran: the node ids that ran it, or None when
+    it ran at import (every test depends on it). A multi-line statement's
+    lines share what any of its lines got."""
+    import ast
+
+    import coverage
+
+    data = coverage.CoverageData(basename=str(WORK / "coverage.db"))
+    data.read()
+    by_line = data.contexts_by_lineno(str(module_file))
+    found: dict[int, list[str] | None] = {}
+    for line, contexts in by_line.items():
+        ids = [context for context in contexts if context]
+        found[line] = ids if len(ids) == len(contexts) else None
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.stmt) and not hasattr(node, "body"):
+            span = range(node.lineno, (node.end_lineno or node.lineno) + 1)
+            if any(line in found for line in span):
+                merged: set[str] = set()
+                at_import = False
+                for line in span:
+                    ids = found.get(line, [])
+                    if ids is None:
+                        at_import = True
+                    else:
+                        merged.update(ids)
+                for line in span:
+                    found.setdefault(line, None if at_import else sorted(merged))
+    return found
+
+
+def _end_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def mutants_of(module: str, source: str | None = None) -> list[Mutant]:
+    """The mutants of ``module``: of ``source`` when given (the copy a run
+    tests, which the work tree may have moved past meanwhile)."""
+    if source is None:
+        source = (ROOT / module).read_text()
+    found = (
+        lua_mutants(module, source) if module.endswith(".lua") else python_mutants(module, source)
+    )
+    return list(found)
+
+
+def _in_order(node_ids: list[str], files: tuple[str, ...]) -> tuple[str, ...]:
+    """Node ids in the order of their files in TARGETS (older files first)."""
+    rank = {name: index for index, name in enumerate(files)}
+    return tuple(sorted(node_ids, key=lambda n: (rank.get(n.split("::")[0], len(rank)), n)))
+
+
+def run_module(module: str, *, only_lines: set[int] | None = None) -> list[Mutant]:
+    # Test files not in the tree (yet) are left out: a run on an older checkout.
+    tests = tuple(name for name in TARGETS[module] if (TREE / name).exists())
+    mutants = mutants_of(module, (TREE / module).read_text())
+    if only_lines:
+        mutants = [m for m in mutants if m.line in only_lines]
+    logs = WORK / "logs" / module.replace("/", "_")
+    logs.mkdir(parents=True, exist_ok=True)
+    target = TREE / module
+    original = target.read_text()
+    python = module.endswith(".py")
+    (WORK / "coverage.db").unlink(missing_ok=True)
+    outcome, baseline, failed = run_tests(
+        tests, 900, logs / "baseline.txt", measure=target if python else None
+    )
+    if outcome != "survived":
+        raise SystemExit(
+            f"{module}: its tests fail unmutated ({failed}; see {logs / 'baseline.txt'})"
+        )
+    # Python: which tests ran each line (a line run at import: all of them);
+    # Lua is not measured, every mutant runs the whole files.
+    by_line = _tests_by_line(target, original) if python else {}
+    timeout = baseline * 3 + 20
+    print(f"{module}: {len(mutants)} mutants, tests {baseline:.1f} s unmutated", flush=True)
+    try:
+        for number, mutant in enumerate(mutants, 1):
+            reason = EQUIVALENT.get((module, mutant.original, mutant.mutated))
+            selected = by_line.get(mutant.line) if python else None
+            target.write_text(mutant.source)
+            log = logs / f"{number}.txt"
+            if selected:
+                mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(
+                    _in_order(selected, tests), timeout, log
+                )
+            if not selected or mutant.outcome == "survived":
+                # Survived the tests that ran its line, or no test was seen
+                # running it: the whole files decide (code run once per process,
+                # such as a URLconf's decorators, is seen by one test only).
+                mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(tests, timeout, log)
+            if mutant.outcome == "survived" and reason:
+                mutant.outcome = "equivalent"
+            mark = {"killed": ".", "timeout": "T", "survived": "S", "equivalent": "="}
+            print(mark[mutant.outcome], end="" if number % 50 else "\n", flush=True)
+    finally:
+        target.write_text(original)
+    print()
+    return mutants
+
+
+def results_path(module: str) -> Path:
+    return WORK / f"{module.replace('/', '_')}.json"
+
+
+def _killed(mutant: dict[str, object]) -> bool:
+    return mutant["outcome"] in ("killed", "timeout")
+
+
+def save(module: str, mutants: list[Mutant], minutes: float) -> None:
+    """The run's results (every mutant, its outcome and the first test that
+    failed) as build/mutate/<module>.json, which --report reads."""
+    record = {
+        "module": module,
+        "tests": [name for name in TARGETS[module] if (TREE / name).exists()],
+        "minutes": round(minutes, 1),
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+        "mutants": [
+            {k: v for k, v in asdict(mutant).items() if k != "source"} for mutant in mutants
+        ],
+    }
+    results_path(module).write_text(json.dumps(record, indent=1) + "\n")
+
+
+def recheck(into: Path, module: str, mutants: list[Mutant]) -> None:
+    """Replace the outcomes of ``mutants`` in the results kept in ``into``
+    (a run rechecked after new tests, without running every mutant again)."""
+    path = into / f"{module.replace('/', '_')}.json"
+    record = json.loads(path.read_text())
+    fresh = {(m.line, m.operator, m.original, m.mutated): m for m in mutants}
+    for kept in record["mutants"]:
+        found = fresh.get((kept["line"], kept["operator"], kept["original"], kept["mutated"]))
+        if found is not None:
+            kept.update(outcome=found.outcome, failed_test=found.failed_test, rechecked=True)
+    record["rechecked"] = time.strftime("%Y-%m-%d %H:%M")
+    path.write_text(json.dumps(record, indent=1) + "\n")
+
+
+def rate(killed: int, mutants: int, equivalent: int) -> str:
+    counted = mutants - equivalent
+    return f"{100.0 * killed / counted:.0f}%" if counted else "-"
+
+
+def _existed(ref: str, name: str) -> bool:
+    found = subprocess.run(
+        ["git", "cat-file", "-e", f"{ref}:{name}"], cwd=ROOT, check=False, capture_output=True
+    )
+    return found.returncode == 0
+
+
+def _label(kept: dict[str, object]) -> str:
+    fields = Mutant.__dataclass_fields__
+    return Mutant(**{k: v for k, v in kept.items() if k in fields}).label  # type: ignore[arg-type]
+
+
+def report(before: str | None) -> None:
+    """The last results per module; with ``before`` (a git ref), also the kill
+    rate the test files of that ref alone had: each run gives the files in
+    TARGETS' order, older files first, and stops at the first failure, so a
+    mutant whose first failure is in a file the ref lacks passed all of the
+    ref's files (exact while new tests go into new files)."""
+    head = "| module | mutants | killed | equivalent | survived | kill rate | minutes |"
+    if before:
+        head = head.replace("| kill rate |", f"| kill rate at {before} | kill rate |")
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    survivors: dict[str, list[str]] = {}
+    equivalents: dict[str, list[tuple[str, str]]] = {}
+    for module in TARGETS:
+        path = results_path(module)
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        mutants = data["mutants"]
+        for mutant in mutants:  # EQUIVALENT may have grown since the run
+            key = (module, mutant["original"], mutant["mutated"])
+            if mutant["outcome"] == "survived" and key in EQUIVALENT:
+                mutant["outcome"] = "equivalent"
+        killed = sum(_killed(m) for m in mutants)
+        equivalent = sum(m["outcome"] == "equivalent" for m in mutants)
+        survived = [m for m in mutants if m["outcome"] == "survived"]
+        cells = [f"`{module}`", str(len(mutants)), str(killed), str(equivalent), str(len(survived))]
+        if before:
+            old = {name for name in data["tests"] if _existed(before, name)}
+            killed_then = sum(
+                _killed(m) and (not m["failed_test"] or m["failed_test"].split("::")[0] in old)
+                for m in mutants
+            )
+            cells.append(rate(killed_then, len(mutants), equivalent))
+        cells += [rate(killed, len(mutants), equivalent), f"{data['minutes']:.0f}"]
+        print("| " + " | ".join(cells) + " |")
+        survivors[module] = [_label(m) for m in survived]
+        equivalents[module] = [
+            (_label(m), EQUIVALENT[(module, str(m["original"]), str(m["mutated"]))])
+            for m in mutants
+            if m["outcome"] == "equivalent"
+        ]
+    for module, labels in survivors.items():
+        if labels:
+            print(f"\n{module}, survived:")
+            for label in labels:
+                print(f"  - {label}")
+    for module, found in equivalents.items():
+        if found:
+            print(f"\n{module}, equivalent:")
+            for label, why in found:
+                print(f"  - {label}: {why}")
+
+
+def main() -> None:
+    global WORK, TREE
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", help="modules of TARGETS (default: all)")
+    parser.add_argument("--list", action="store_true", help="list modules and mutant counts")
+    parser.add_argument("--report", action="store_true", help="print the last results")
+    parser.add_argument("--before", help="with --report: also the kill rate at this git ref")
+    parser.add_argument("--lines", help="only mutants on these lines (1,5,9), to recheck")
+    parser.add_argument("--work", type=Path, default=WORK, help="where the copy and results go")
+    parser.add_argument(
+        "--into", type=Path, help="with --lines: update these mutants in that --work's results"
+    )
+    args = parser.parse_args()
+    WORK, TREE = args.work.resolve(), args.work.resolve() / "tree"
+    into = args.into.resolve() if args.into else None  # before warm_up's chdir
+    if args.report:
+        report(args.before)
+        return
+    modules = args.modules or list(TARGETS)
+    unknown = [m for m in modules if m not in TARGETS]
+    if unknown:
+        raise SystemExit(f"not in TARGETS: {', '.join(unknown)} (known: {', '.join(TARGETS)})")
+    if args.list:
+        for module in modules:
+            print(f"{module}: {len(mutants_of(module))} mutants; {' '.join(TARGETS[module])}")
+        return
+    only = {int(n) for n in args.lines.split(",")} if args.lines else None
+    WORK.mkdir(parents=True, exist_ok=True)
+    copy_tree()
+    warm_up()
+    for module in modules:
+        began = time.monotonic()
+        mutants = run_module(module, only_lines=only)
+        minutes = (time.monotonic() - began) / 60
+        if only is None:
+            save(module, mutants, minutes)
+        elif into:
+            recheck(into, module, mutants)
+        killed = sum(m.outcome in ("killed", "timeout") for m in mutants)
+        equivalent = sum(m.outcome == "equivalent" for m in mutants)
+        survived = [m for m in mutants if m.outcome == "survived"]
+        print(
+            f"{module}: {killed} of {len(mutants)} killed, {equivalent} equivalent,"
+            f" {len(survived)} survived: {rate(killed, len(mutants), equivalent)}"
+            f" in {minutes:.1f} min"
+        )
+        for mutant in survived:
+            print(f"  survived {mutant.label}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""What Redis runs per job, pinned (issue 24): the worker's hot path, bulk adds
+and retry-all.
+
+Redis is the limit every worker of a queue shares, and in a script each
+command costs about the same whatever it does (the call, its reply turned
+into Lua and back), so a check added to the per-job path shows up here as a
+command per job before it shows up in a benchmark. Each test runs jobs on a
+private redis-server (no other test's commands in its ``INFO
+commandstats``) and compares the calls per job of every command with the
+budgets below. A change that adds a command to a path fails here until its
+budget is raised on purpose, with the reason beside it and in the commit.
+
+Budgets allow ``SLACK`` per job for what is not per job: the worker's first
+pick-ups and its stalled check, the add scripts' once-per-call checks, this
+test's own polling.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from redis import Redis
+
+from queues import scripts
+from queues.connection import connect
+from queues.job import Job
+from queues.queue import Queue, now_ms
+from queues.redis_server import LocalRedisServer, server_binary
+from tests.test_queue_admin import finish
+from tests.worker_helpers import running, until
+
+JOBS = 1000
+SLACK = 0.05
+
+# A busy worker finishing a job (completed, removeOnComplete) and taking the
+# next in the same call: moveToFinished with fetch next.
+WORKER_BUDGET = {
+    # One script call per job: the finish takes the next job.
+    "evalsha": 1,
+    # Reads, all before the first write; each proves the type of the key it
+    # reads, so nothing the call writes later can fail half-way.
+    "hmget": 3,  # the job's fields, the queue's meta, the next job's fields
+    "get": 1,  # the lock the worker must hold
+    "exists": 1,  # a completing job's pending or failed children (flows)
+    "sismember": 1,  # the job's stalled mark: proves `stalled`, SREM only when marked
+    "zrangebyscore": 1,  # delayed jobs that are due
+    "lrange": 1,  # the tail of wait: the next job, and whether another follows
+    "zscore": 1,  # the wake-up marker: proves `marker`, ZADD only when gone
+    "xlen": 1,  # proves `events`, which no read touches and both XADDs write
+    # Writes: the finish, then the start of the next job.
+    "lrem": 1,  # out of active (the first write: -3 when not active)
+    "del": 1,  # the job and its keys (removeOnComplete), its lock included
+    "xadd": 2,  # completed, active
+    "rpoplpush": 1,  # the next job from wait to active
+    "set": 1,  # its lock
+    "hset": 1,  # its processedOn, processedBy and attempts started
+    "hgetall": 1,  # its fields, the answer
+}
+
+# Queue.add_bulk of plain jobs: addJobs-10 takes 100 jobs per call.
+ADD_BUDGET = {
+    "evalsha": 0.01,
+    "incr": 1,  # the id counter
+    "exists": 1,  # no key has the new id yet (a restored backup, another writer)
+    "hset": 1,  # the job hash
+    "lpush": 1,  # into wait
+    "xadd": 2,  # added, waiting
+}
+
+# Queue.retry_all of failed jobs: requeueJobs-13 moves a batch of 1,000 per
+# call, pushing and removing the batch's ids in one command each.
+RETRY_ALL_BUDGET = {
+    "evalsha": 0.01,  # a batch per call, and the one walk of the lists (listedJobs)
+    "hmget": 1,  # the job's check, and its failedReason when the caller tracks it
+    "hdel": 1,  # its failure (failedReason, finishedOn ...), as the retry clears it
+    "xadd": 1,  # waiting
+}
+
+# The hot scripts with their includes inlined define this many functions
+# outside the lazily built rare-path steps: each is a closure made on every
+# call (a per-job cost), so these only grow on purpose too.
+DEFINED_BUDGET = {"moveToActive": 19, "moveToFinished": 24}
+# Reading these stats and naming connections are not the scripts' commands.
+OWN = {"info", "client|setname"}
+
+
+@pytest.fixture
+def private_redis() -> Iterator[tuple[str, Redis]]:
+    server = LocalRedisServer(server_binary()[0]).start()
+    client = connect(server.url)
+    try:
+        yield server.url, client
+    finally:
+        client.close()
+        server.stop()
+
+
+def calls(client: Redis) -> dict[str, int]:
+    stats: dict[str, Any] = client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(s["calls"]) for name, s in stats.items()}
+
+
+def per_job(
+    before: dict[str, int], after: dict[str, int], own: dict[str, int] | None = None
+) -> dict[str, float]:
+    """Calls per job between two readings, less ``own`` (the test's commands)."""
+    own = own or {}
+    used = {
+        name: (count - before.get(name, 0) - own.get(name, 0)) / JOBS
+        for name, count in after.items()
+        if name not in OWN
+    }
+    return {name: round(count, 3) for name, count in used.items() if count > 0}
+
+
+def over_budget(used: dict[str, float], budget: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """Commands used more than their budget (unlisted commands have none)."""
+    return {
+        name: (count, budget.get(name, 0))
+        for name, count in used.items()
+        if count > budget.get(name, 0) + SLACK
+    }
+
+
+def _plain_jobs(queue: Queue) -> list[str]:
+    return queue.add_bulk([("tiny", {"n": i}, {"removeOnComplete": True}) for i in range(JOBS)])
+
+
+async def test_a_processed_job_costs_one_script_call_and_its_budgeted_commands(
+    private_redis: tuple[str, Redis],
+) -> None:
+    url, client = private_redis
+    queue = Queue("budget", client)
+    _plain_jobs(queue)
+    seen, polls = 0, 0
+
+    async def noop(job: Job) -> None:
+        nonlocal seen
+        seen += 1
+
+    def all_finished() -> bool:
+        nonlocal polls
+        polls += 1
+        return client.llen(queue.keys.active) == 0
+
+    before = calls(client)
+    # Ten slots: the last ten finishes find nothing to take (their drained
+    # check and the next due time are the SLACK), a hundred would be 10%.
+    async with running("budget", noop, url=url, concurrency=10):
+        await until(lambda: seen == JOBS, timeout=60)
+        await until(all_finished, timeout=10)
+        used = per_job(before, calls(client), own={"llen": polls})
+    assert over_budget(used, WORKER_BUDGET) == {}, used
+
+
+def test_a_job_added_in_bulk_costs_its_budgeted_commands(
+    private_redis: tuple[str, Redis],
+) -> None:
+    _, client = private_redis
+    before = calls(client)
+    _plain_jobs(Queue("budget", client))
+    used = per_job(before, calls(client))
+    assert over_budget(used, ADD_BUDGET) == {}, used
+
+
+def test_a_job_retried_by_retry_all_costs_its_budgeted_commands(
+    private_redis: tuple[str, Redis],
+) -> None:
+    _, client = private_redis
+    queue = Queue("budget", client)
+    ids = queue.add_bulk([("n", {"i": i}, None) for i in range(JOBS)])
+    finish(client, queue, ids, "failed", at=now_ms() - 1000)
+    before = calls(client)
+    assert queue.retry_all().count == JOBS
+    used = per_job(before, calls(client))
+    assert over_budget(used, RETRY_ALL_BUDGET) == {}, used
+
+
+def _defined_on_every_call(source: str) -> list[str]:
+    """The functions a script defines outside its lazily built steps."""
+    lazy = re.search(r"rare_steps = \(function\(\).*?end\)\(\)", source, re.S)
+    eager = source if lazy is None else source[: lazy.start()] + source[lazy.end() :]
+    return re.findall(r"local function (\w+)", eager)
+
+
+@pytest.mark.parametrize("name", sorted(DEFINED_BUDGET))
+def test_the_hot_scripts_define_only_what_their_common_path_runs(name: str) -> None:
+    defined = _defined_on_every_call(scripts.load_scripts()[name].source)
+    assert len(defined) <= DEFINED_BUDGET[name], defined

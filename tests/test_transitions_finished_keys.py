@@ -1,0 +1,66 @@
+"""moveToFinished checks every key it may write before its first write
+(issue 26's mutation run): a stalled set, a finished set or a metrics key of
+the wrong type is refused by name with nothing changed; the metrics keys
+only when the worker keeps metrics, and a worker keeping a single point of
+metrics records it."""
+
+from __future__ import annotations
+
+import pytest
+from redis import Redis
+from redis.exceptions import ResponseError
+
+from queues.keys import QueueKeys
+from tests.keyspace import snapshot
+from tests.transition_helpers import TOKEN, finish, finish_options, seed_job
+
+
+def _active(client: Redis, keys: QueueKeys) -> None:
+    seed_job(
+        client,
+        keys,
+        "exp-3317",
+        state="active",
+        name="export-csv",
+        data={"report": "monthly-revenue", "month": "2026-11"},
+        lock_token=TOKEN,
+    )
+
+
+@pytest.mark.parametrize(
+    ("broken", "metrics"),
+    [
+        ("stalled", 0),
+        ("completed", 0),
+        ("metrics_completed", 60),
+        ("metrics_completed", 1),
+        ("metrics_data", 60),
+    ],
+)
+def test_a_key_of_the_wrong_type_is_refused_by_name_before_any_write(
+    redis_client: Redis, keys: QueueKeys, broken: str, metrics: int
+) -> None:
+    _active(redis_client, keys)
+    key = keys.metrics_completed + ":data" if broken == "metrics_data" else getattr(keys, broken)
+    redis_client.set(key, "left by a migration script")
+    before = snapshot(redis_client)
+    with pytest.raises(ResponseError, match=key):
+        finish(redis_client, keys, "exp-3317", options=finish_options(max_metrics_size=metrics))
+    assert snapshot(redis_client) == before
+
+
+def test_metrics_keys_are_not_checked_when_the_worker_keeps_no_metrics(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    _active(redis_client, keys)
+    redis_client.set(keys.metrics_completed, "left by a migration script")
+    assert finish(redis_client, keys, "exp-3317") == 0
+    assert redis_client.zscore(keys.completed, "exp-3317") is not None
+
+
+def test_a_worker_keeping_one_point_of_metrics_records_it(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    _active(redis_client, keys)
+    finish(redis_client, keys, "exp-3317", options=finish_options(max_metrics_size=1))
+    assert redis_client.hget(keys.metrics_completed, "count") == b"1"
