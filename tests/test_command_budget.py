@@ -102,7 +102,7 @@ RETRY_ALL_BUDGET = {
 # Functions the hot scripts define at their top level, includes inlined:
 # each is a closure made on every call (a per-job cost), so these only grow
 # on purpose too. The general paths are defined inside a function, only by
-# a call that takes them.
+# a call that takes them (wrongType.lua's refusal_of among them).
 DEFINED_BUDGET = {"moveToActive": 9, "moveToFinished": 11}
 # Reading these stats and naming connections are not the scripts' commands.
 OWN = {"info", "client|setname"}
