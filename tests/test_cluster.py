@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -41,16 +40,6 @@ from tests.worker_helpers import running, until
 
 pytestmark = pytest.mark.cluster
 PREFIX = "{bull}"
-
-
-@pytest.fixture
-def cluster(cluster_url: str) -> Iterator[Redis]:
-    client = connect(cluster_url)
-    assert isinstance(client, RedisCluster)
-    client.flushall()
-    yield client
-    client.flushall()
-    client.close()
 
 
 @pytest.fixture
