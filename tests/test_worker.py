@@ -323,15 +323,20 @@ async def test_a_close_with_timeout_releases_what_is_still_running(
 async def test_locks_are_renewed_so_a_long_job_is_not_taken_as_stalled(
     redis_url: str, redis_client: Redis, queue: Queue
 ) -> None:
+    # A 2 s lock renewed every second: a 500 ms lock (renewed every 250 ms)
+    # lapsed on this 2-core machine at load 17 (the job recovered as stalled),
+    # where the process, and the sync calls below on the loop the renewals
+    # share, are held up for longer than a quarter of a second.
     job_id = queue.add("long")
     checker = Worker("work", echo_after(0), connection_url=redis_url, stalled_interval_ms=100)
     async with running(
-        QUEUE, echo_after(1.5), url=redis_url, lock_duration_ms=500, stalled_interval_ms=100
+        QUEUE, echo_after(4.6), url=redis_url, lock_duration_ms=2_000, stalled_interval_ms=100
     ):
         await until(lambda: queue.get_state(job_id) == "active")
         # Checks spanning more than twice the lock duration: without renewal
         # the job would be marked at one check and recovered at a later one.
-        for _ in range(10):
+        started = time.monotonic()
+        while time.monotonic() - started < 4.2:
             redis_client.delete(queue.keys.stalled_check)  # run each check, whoever ran last
             assert await checker.check_stalled() == []
             await asyncio.sleep(0.12)
