@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -73,7 +72,7 @@ from queues.errors import (
 )
 from queues.flow import children_values
 from queues.job import Job
-from queues.job_options import InvalidJobOptions
+from queues.job_options import InvalidJobOptions, to_json
 from queues.keys import DEFAULT_PREFIX, QueueKeys
 from queues.pickup import decode_answer
 from queues.reconnect import Outage
@@ -102,11 +101,6 @@ RECONNECT_LONGEST_S = 5.0
 ERROR_BACKOFF_S = 1.0
 # Broken jobs a worker remembers having logged (then it starts afresh).
 MAX_REPORTED_BROKEN = 1000
-
-
-# Built once: json.dumps with options makes a new encoder per call. Strict JSON,
-# since NaN or Infinity would be unreadable for other runtimes.
-_RESULT_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 class UnrecoverableError(Exception):
@@ -269,8 +263,9 @@ class Worker:
             await self.client.aclose()
 
     async def update_progress(self, job: Job, progress: Any) -> None:
-        """Record a job's progress (any JSON value) and emit a ``progress`` event."""
-        call = admin.update_progress(self.keys, job.id, codec.dumps(progress))
+        """Record a job's progress (any JSON value) and emit a ``progress`` event;
+        InvalidJobOptions, and nothing written, for what JSON cannot say (NaN)."""
+        call = admin.update_progress(self.keys, job.id, to_json(progress))
         raise_for_code(await self._run(call), "updateProgress", job.id)
         job.progress = progress
 
@@ -451,8 +446,8 @@ class Worker:
         if result is None:  # most processors return nothing: skip the encoder
             return await self._finish(job, "completed", "null", None)
         try:
-            value = _RESULT_ENCODER.encode(result)
-        except (TypeError, ValueError) as exc:
+            value = codec.dumps(result)
+        except codec.UNENCODABLE as exc:
             return await self._handle_failure(job, exc)
         return await self._finish(job, "completed", value, None)
 

@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from redis import Redis
 
-from dashboard import charts, queue_urls, user_cache
+from dashboard import charts, queue_urls, short_cache, user_cache
 from queues import discovery
 from queues.read.lists import job_page, job_page_if_exists
 from queues.read.refs import QueueRef
@@ -40,7 +40,7 @@ def test_a_signed_in_user_is_read_from_the_database_once_not_per_request(
 ) -> None:
     client = _signed_in(viewer_user)
     assert client.get(API_QUEUES).status_code == 200  # reads the user (and permissions)
-    # Nor its session: the process keeps it a few seconds (dashboard.session_cache).
+    # Nor its session: the process keeps it a few seconds (dashboard.short_cache).
     with django_assert_num_queries(0):
         for _ in range(3):
             assert client.get(API_QUEUES).status_code == 200
@@ -73,8 +73,8 @@ def test_a_change_made_elsewhere_applies_within_the_ttl(
     # Another process's change: no signal reaches this one.
     User.objects.filter(pk=viewer_user.pk).update(password="!changed-elsewhere")
     assert client.get(API_QUEUES).status_code == 200  # cached, for the TTL at most
-    later = user_cache.time.monotonic() + user_cache.USER_CACHE_TTL_S + 1
-    monkeypatch.setattr(user_cache.time, "monotonic", lambda: later)
+    later = short_cache.time.monotonic() + short_cache.TTL_S + 1
+    monkeypatch.setattr(short_cache.time, "monotonic", lambda: later)
     assert client.get(API_QUEUES).status_code == 401
 
 
@@ -88,11 +88,11 @@ def test_logging_out_signs_out_whatever_is_cached(viewer_user: User) -> None:
 def test_the_cache_holds_at_most_max_users(
     dashboard_redis: Redis, make_user: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(user_cache, "MAX_USERS", 3)
+    monkeypatch.setattr(user_cache.users, "most", 3)
     clients = [_signed_in(make_user("viewer", f"user-{n}")) for n in range(5)]
     for client in clients:
         assert client.get(API_QUEUES).status_code == 200
-        assert len(user_cache._users) <= 3
+        assert len(user_cache.users) <= 3
 
 
 def _seed_queues(client: Redis, names: list[str]) -> None:
