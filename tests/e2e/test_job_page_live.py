@@ -49,6 +49,17 @@ def wait_for_new_progress(page: Page, seen: str) -> str:
     return progress_text(page)
 
 
+def open_chatty_job(page: Page, client: Redis, job_id: str) -> None:
+    """An active import job with 60 log lines (a page and a bit), open and live."""
+    seed_job(
+        client, KEYS, job_id, state="active", name="import",
+        fields={"processedOn": now_ms(), "progress": json.dumps({"step": 0, "of": 5})},
+    )  # fmt: skip
+    client.rpush(KEYS.logs(job_id), *[f"line {n}" for n in range(1, 61)])
+    page.goto(job_url(job_id))
+    wait_live(page)
+
+
 def test_the_flash_message_stays_while_the_job_page_refreshes(
     page: Page, processes: Processes, redis_client: Redis
 ) -> None:
@@ -117,13 +128,7 @@ def test_a_fail_reason_being_typed_keeps_its_text_and_focus_while_the_page_refre
 def test_a_log_page_turned_to_a_scrolled_box_and_a_closed_fold_stay_as_they_are(
     page: Page, processes: Processes, redis_client: Redis
 ) -> None:
-    seed_job(
-        redis_client, KEYS, "chatty-1", state="active", name="import",
-        fields={"processedOn": now_ms(), "progress": json.dumps({"step": 0, "of": 5})},
-    )  # fmt: skip
-    redis_client.rpush(KEYS.logs("chatty-1"), *[f"line {n}" for n in range(1, 61)])
-    page.goto(job_url("chatty-1"))
-    wait_live(page)
+    open_chatty_job(page, redis_client, "chatty-1")
     logs = page.locator("ol.logs")
     scrolled = logs.evaluate("box => { box.scrollTop = box.scrollHeight; return box.scrollTop; }")
     assert scrolled > 0, "50 log lines overflow their box"
@@ -153,13 +158,7 @@ def test_a_refresh_asked_before_the_log_page_was_turned_does_not_turn_it_back(
     """A refresh in flight when the user turns the log page answers with the
     old page's logs: drawn, it turned the page back (until the next event).
     Here the refresh is held until the page is turned."""
-    seed_job(
-        redis_client, KEYS, "chatty-2", state="active", name="import",
-        fields={"processedOn": now_ms(), "progress": json.dumps({"step": 0, "of": 5})},
-    )  # fmt: skip
-    redis_client.rpush(KEYS.logs("chatty-2"), *[f"line {n}" for n in range(1, 61)])
-    page.goto(job_url("chatty-2"))
-    wait_live(page)
+    open_chatty_job(page, redis_client, "chatty-2")
     held: list[Route] = []
 
     def hold_refreshes(route: Route) -> None:
