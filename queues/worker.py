@@ -87,6 +87,13 @@ DEFAULT_METRICS_POINTS = 14 * 24 * 60
 # is noticed and a stale delayed due time is re-read.
 MAX_BLOCK_S = 10.0
 MIN_BLOCK_S = 0.001
+# Redis ends a blocked command's wait on its clock tick (every 1/hz s: 100 ms
+# at its default hz of 10), so a BZPOPMIN timed to a delayed job's due time
+# returned up to 100 ms past it (measured 0-126 ms; a scheduler's run every
+# 200 ms then skipped slots under load). The block ends a tick early and the
+# worker sleeps the rest on its own clock: a job added in that last tick
+# waits at most a tick, as every delayed job did before.
+REDIS_TICK_S = 0.1
 # Waits between the fetch loop's attempts while Redis is unreachable.
 RECONNECT_FIRST_S = 0.2
 RECONNECT_LONGEST_S = 5.0
@@ -339,9 +346,13 @@ class Worker:
         ``block_until_ms`` -1 means "no delayed job known": wait ``drain_delay``.
         """
         if block_until_ms > 0:
-            timeout = min((block_until_ms - _now_ms()) / 1000, MAX_BLOCK_S)
-            if timeout < MIN_BLOCK_S:
+            remaining = (block_until_ms - _now_ms()) / 1000
+            if remaining < MIN_BLOCK_S:
                 return 0
+            if remaining <= REDIS_TICK_S:
+                await self._sleep(remaining)
+                return 0
+            timeout = min(remaining - REDIS_TICK_S, MAX_BLOCK_S)
         else:
             timeout = max(min(self.drain_delay_s, MAX_BLOCK_S), MIN_BLOCK_S)
         self._blocking = asyncio.ensure_future(self.client.bzpopmin(self.keys.marker, timeout))
@@ -350,7 +361,9 @@ class Worker:
         finally:
             self._blocking = None
         if popped is None:
-            return 0
+            # Timed out: a due time still ahead is waited for again (the
+            # last tick of it by the sleep above).
+            return block_until_ms if block_until_ms > _now_ms() else 0
         # Member "1" scored in the future: the next delayed job is not due yet.
         # Another writer may have scored it +inf: then look again now.
         due = codec.integer(popped[2], 0) or 0

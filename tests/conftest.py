@@ -107,6 +107,22 @@ def cluster_url() -> Iterator[str]:
     cluster.stop()
 
 
+@pytest.fixture
+def cluster(cluster_url: str) -> Iterator[Redis]:
+    """A client of the session's cluster, flushed before and after the test.
+    FLUSHALL goes to every primary; KEYS (redis-py sends it to one node) would
+    leave the keys of the other nodes to the next test: a wait list of 22
+    jobs where a test added 20."""
+    from redis.cluster import RedisCluster
+
+    client = connect(cluster_url)
+    assert isinstance(client, RedisCluster)
+    client.flushall()
+    yield client
+    client.flushall()
+    client.close()
+
+
 # --- dashboard: Django settings pointing at the test Redis, users by role -------------
 
 

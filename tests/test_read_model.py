@@ -231,35 +231,27 @@ def test_page_cost_does_not_depend_on_queue_size(redis_client: Redis) -> None:
 
 @pytest.mark.cluster
 @pytest.mark.parametrize("prefix", ["{bull}", "bull"])
-def test_the_read_model_on_a_redis_cluster(cluster_url: str, prefix: str) -> None:
+def test_the_read_model_on_a_redis_cluster(cluster: Redis, prefix: str) -> None:
     """Hash-tagged queues keep each read on one node; untagged ones spread
     their keys over nodes, which the pipelines (never the script) handle."""
-    from queues.connection import connect
-
-    client = connect(cluster_url)
-    client.flushall()
-    try:
-        refs = [QueueRef(prefix, "orders"), QueueRef(prefix, "mails")]
-        keys = refs[0].keys
-        for n in range(1, 4):
-            seed_job(client, keys, str(n), state="failed", score=n)
-        seed_job(client, keys, "w", state="wait")
-        client.rpush(keys.logs("3"), "log line")
-        seed_events(client, keys, [("failed", {"jobId": "3", "failedReason": "x"})])
-        client.set(refs[1].keys.id, 1)
-        found = discovery.discover_queues(client, [prefix])
-        assert sorted(r.name for r in found) == ["mails", "orders"]
-        orders, mails = counts.queue_summaries(client, refs)
-        assert (orders.counts["failed"], orders.counts["wait"], mails.total) == (3, 1, 0)
-        page = job_page(client, refs[0], "failed", size=2)
-        assert [row.job.id for row in page.rows] == ["3", "2"]
-        detail = job_detail(client, refs[0], "3")
-        assert detail is not None
-        assert (detail.state, detail.logs) == ("failed", ["log line"])
-        assert [e.job_id for e in job_events(client, refs[0], "3")] == ["3"]
-    finally:
-        client.flushall()
-        client.close()
+    refs = [QueueRef(prefix, "orders"), QueueRef(prefix, "mails")]
+    keys = refs[0].keys
+    for n in range(1, 4):
+        seed_job(cluster, keys, str(n), state="failed", score=n)
+    seed_job(cluster, keys, "w", state="wait")
+    cluster.rpush(keys.logs("3"), "log line")
+    seed_events(cluster, keys, [("failed", {"jobId": "3", "failedReason": "x"})])
+    cluster.set(refs[1].keys.id, 1)
+    found = discovery.discover_queues(cluster, [prefix])
+    assert sorted(r.name for r in found) == ["mails", "orders"]
+    orders, mails = counts.queue_summaries(cluster, refs)
+    assert (orders.counts["failed"], orders.counts["wait"], mails.total) == (3, 1, 0)
+    page = job_page(cluster, refs[0], "failed", size=2)
+    assert [row.job.id for row in page.rows] == ["3", "2"]
+    detail = job_detail(cluster, refs[0], "3")
+    assert detail is not None
+    assert (detail.state, detail.logs) == ("failed", ["log line"])
+    assert [e.job_id for e in job_events(cluster, refs[0], "3")] == ["3"]
 
 
 @pytest.mark.parametrize(

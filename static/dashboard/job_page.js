@@ -40,8 +40,13 @@ function watchedIds(queue) {
 }
 
 var refreshJob = throttled(300, function () {
+  var url = location.href;
   // A removed job answers 404 with a page that says so: show that too.
-  return getText(location.href, false, true).then(function (html) {
+  return getText(url, false, true).then(function (html) {
+    // The user turned a log page (htmx replaced the address) while this was
+    // asked: its answer holds the old page's logs, and drawn it would turn
+    // the page back. Asked again for the page shown.
+    if (url !== location.href) { refreshJob(); return; }
     var next = new DOMParser().parseFromString(html, "text/html").querySelector("main");
     if (!next) return;
     if (document.querySelector("dialog[open]")) { jobFocusWaiting = true; return; }
