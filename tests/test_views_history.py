@@ -61,7 +61,7 @@ def test_a_history_never_collected_says_so_instead_of_a_flat_chart_of_zeros(
     a_day_ago = int(time.time() * 1000) - 86_400_000 - 60_000
     dashboard_redis.hset(COLLECTOR_STATUS, mapping={"holder": "t", "caught_up_ms": a_day_ago})
     stale = client.get(URL, {"range": "1h"}).content.decode()
-    assert "Nothing recorded in the last 1 hour, and the collector last caught up 1 d ago" in stale
+    assert "Nothing recorded in the last hour, and the collector last caught up 1 d ago" in stale
     # A current collector with nothing in the range: an idle queue, drawn.
     collect_until_read(HistoryCollector(connect(redis_url), lambda: [REF], name="t"))
     idle = client.get(URL, {"range": "1h"}).content.decode()
@@ -74,7 +74,7 @@ def test_each_range_draws_its_slots_with_exact_readouts(
 ) -> None:
     seed(dashboard_redis, redis_url)
     client = client_as("viewer")
-    expected = {"1h": 60, "24h": 288, "7d": 168, "30d": 180}
+    expected = {"1h": 61, "24h": 288, "7d": 168, "30d": 180}
     bars = {"1h": "1 min", "24h": "5 min", "7d": "1 h", "30d": "4 h"}
     for name, count in expected.items():
         answer = client.get(URL, {"range": name})
@@ -101,7 +101,7 @@ def test_the_first_load_draws_the_shortest_range_that_holds_the_data(
     viewer = client_as("viewer")
     first = viewer.get(URL).content.decode()
     assert 'data-range="1h"' in first
-    assert len(slots(first)) == 60
+    assert len(slots(first)) == 61
     assert 'aria-current="true">1h<' in first
     assert 'data-range="24h"' in viewer.get(URL, {"range": "24h"}).content.decode()
     # Two hours of history: the day it spans.
