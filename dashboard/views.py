@@ -115,18 +115,24 @@ def _page(
 
 
 def _queue_context(
-    ref: QueueRef, summary: counts.QueueSummary, tab: str, workers: Workers | None = None
+    ref: QueueRef,
+    summary: counts.QueueSummary,
+    tab: str,
+    workers: Workers | None = None,
+    *,
+    chart: bool = True,
 ) -> dict[str, Any]:
     """What every tab of a queue shows above its own part; ``workers`` (when
-    counted) lets the health say "no workers" rather than "nothing active"."""
+    counted) lets the health say "no workers" rather than "nothing active".
+    ``chart``: the header's chart is read (its history and audit rows) for a
+    whole page, not for a fragment, which does not show it."""
     base_url = queue_url("dashboard:queue", ref)
     return {
         "ref": ref,
         "summary": summary,
         "tab": tab,
         "cells": presenters.count_cells(base_url, summary.counts),
-        # Built when the template shows it: fragments of the page read no audit rows.
-        "chart": functools.partial(charts.queue_chart_for, summary, workers),
+        "chart": charts.queue_chart_for(summary, workers) if chart else "",
     }
 
 
@@ -282,7 +288,9 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     # so the tab, the bulk buttons and the pager of one answer never disagree.
     summary.counts[state] = jobs.total
     counted = queue_workers(client, [summary])
-    context = _queue_context(ref, summary, state, counted.get(ref) if counted else None)
+    context = _queue_context(
+        ref, summary, state, counted.get(ref) if counted else None, chart=not _is_htmx(request)
+    )
     hour = charts.hour_totals(summary)
     completed_last_hour = hour[0] if hour is not None else None
     acting = can_act(request.user)
@@ -334,7 +342,7 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     except InvalidName:
         return HttpResponseBadRequest("Not a stream id")
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
-    context = _queue_context(ref, summary, "events")
+    context = _queue_context(ref, summary, "events", chart=not _is_htmx(request))
     context.update(
         page=page,
         event_type=shown,
@@ -385,12 +393,12 @@ def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
         "logs_has_next": detail.logs_start + len(detail.logs) < detail.logs_total,
         **flows.flow_context(client, ref, job_id),
         "editable": detail.state in job_edits.EDITABLE_STATES,
-        # Read when the template shows them: the page's fragments read no audit rows.
-        "changes": functools.partial(job_edits.changes_of_job, ref, job_id, detail.job.timestamp),
     }
     fragment = request.GET.get("fragment")
     if _is_htmx(request) and fragment in ("data", "logs"):
         return _page(request, f"dashboard/_job_{fragment}.html", context)
+    # Read for the whole page only: its fragments show no audit rows.
+    context["changes"] = job_edits.changes_of_job(ref, job_id, detail.job.timestamp)
     return _page(request, "dashboard/job.html", context)
 
 
