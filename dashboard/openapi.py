@@ -18,6 +18,7 @@ from collections.abc import Collection, Iterator
 from importlib import metadata
 from typing import Any
 
+import msgspec
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
@@ -30,12 +31,11 @@ from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.errors import ErrorCode
 from queues.job_options import MAX_PRIORITY
 from queues.keys import MAX_JOB_ID_LENGTH
+from queues.read import answers, flows
 from queues.read import error_groups as read_error_groups
-from queues.read import flows
 from queues.read import schedulers as read_schedulers
 from queues.read import search as read_search
-from queues.read.counts import METRICS_POINTS
-from queues.read.job import DATA_DISPLAY_LIMIT
+from queues.read.answers import MAX_RANGE
 from queues.read.refs import DEFAULT_CONNECTION
 from queues.read.states import STATES
 
@@ -123,177 +123,6 @@ def _schemas() -> dict[str, Schema]:
         "Error": _object(
             {"error": _schema("ErrorDetail")},
             description="Every error under the API, whoever answered it",
-        ),
-        "QueueSummary": _object(
-            {
-                "queue": {**_TEXT, "description": "`prefix:name`"},
-                "prefix": _TEXT,
-                "name": _TEXT,
-                "connection": {
-                    **_TEXT,
-                    "description": "The Redis connection it is on (`default`, or a name "
-                    "from `ECHOMQ_CONNECTIONS`)",
-                },
-                "counts": _object(
-                    dict.fromkeys(STATES, _COUNT),
-                    description="Jobs per state; `wait` holds the paused list too",
-                ),
-                "paused": _BOOLEAN,
-                "metrics": _object(
-                    {
-                        "completed_per_minute": _array(_COUNT, maxItems=METRICS_POINTS),
-                        "failed_per_minute": _array(_COUNT, maxItems=METRICS_POINTS),
-                    },
-                    description="Finishes per full minute, oldest first (empty without "
-                    "worker metrics)",
-                ),
-            }
-        ),
-        "QueueList": _object(
-            {
-                "queues": _array(_schema("QueueSummary")),
-                "connections": _array(_schema("Connection")),
-            }
-        ),
-        "Connection": _object(
-            {
-                "name": _TEXT,
-                "reachable": _BOOLEAN,
-                "error": {
-                    **_or_null(_TEXT),
-                    "description": "Why its Redis did not answer (its queues are left out)",
-                },
-                "failing_over": {
-                    **_BOOLEAN,
-                    "description": "It did not answer because, behind Redis Sentinel, the "
-                    "sentinels are replacing its master",
-                },
-                "queues": {**_COUNT, "description": "How many of its queues are listed"},
-            },
-            description="One Redis connection the dashboard serves, the default first",
-        ),
-        "ProgressBar": _object(
-            {
-                "percent": {"type": "integer", "minimum": 0, "maximum": 100},
-                "done": _or_null(_NUMBER),
-                "total": _or_null(_NUMBER),
-            },
-            description="A progress value the dashboard can draw as a bar: a percent, or "
-            "counted work (`done` of `total`; null for a plain percent)",
-        ),
-        "JobRow": _object(
-            {
-                "id": _JOB_ID,
-                "state": _STATE,
-                "missing": {**_BOOLEAN, "description": "Listed in the state, its hash gone"},
-                "name": _STRING,
-                "timestamp": _MOMENT,
-                "processed_on": _MOMENT,
-                "finished_on": _MOMENT,
-                "attempts_made": _INTEGER,
-                "attempts": {**_INTEGER, "minimum": 1},
-                "progress": _ANY,
-                "progress_bar": _or_null(_schema("ProgressBar")),
-                "failed_reason": _or_null({**_STRING, "description": "Its first line"}),
-                "priority": _INTEGER,
-                "delay": _INTEGER,
-                "due": {**_MOMENT, "description": "When a delayed job becomes ready"},
-            }
-        ),
-        "JobPage": _object(
-            {
-                "queue": _TEXT,
-                "state": _STATE,
-                "start": _COUNT,
-                "end": {**_COUNT, "description": "One-based index of the last job shown"},
-                "total": {**_COUNT, "description": "Jobs in the state"},
-                "jobs": _array(_schema("JobRow"), maxItems=api.MAX_RANGE),
-            }
-        ),
-        "FailedAttempt": _object(
-            {
-                "attempt": _or_null({"type": "integer", "minimum": 1}),
-                "reason": _STRING,
-                "trace": {**_STRING, "description": "The stack trace; empty when none kept"},
-            }
-        ),
-        "Event": _object(
-            {
-                "id": {**_STREAM_ID, "description": "The stream id"},
-                "event": _STRING,
-                "job_id": _or_null(_STRING),
-                "timestamp": _COUNT,
-                "fields": _map(_STRING),
-            }
-        ),
-        "EventPage": _object(
-            {
-                "queue": _TEXT,
-                "events": _array(_schema("Event"), maxItems=api.MAX_RANGE),
-                "next_before": _or_null(
-                    {**_STREAM_ID, "description": "Pass as `before` for older events"}
-                ),
-                "newest_id": _or_null(_STREAM_ID),
-            }
-        ),
-        "JobDetail": _object(
-            {
-                "queue": _TEXT,
-                "id": _JOB_ID,
-                "state": {
-                    "enum": [*STATES, None],
-                    "description": "null: the hash exists but no state holds the id",
-                },
-                "name": _STRING,
-                "data": {
-                    "description": "The job's data; null when truncated or not JSON "
-                    "(then see `data_text`)"
-                },
-                "data_text": _or_null(_STRING),
-                "data_truncated": {
-                    **_BOOLEAN,
-                    "description": f"Over {DATA_DISPLAY_LIMIT // 1024} KB: "
-                    "`data_text` holds the start; `?full=1` for all",
-                },
-                "data_size": {**_COUNT, "description": "Bytes"},
-                "opts": _or_null({"type": "object"}),
-                "opts_text": _or_null({**_STRING, "description": "opts that are not JSON"}),
-                "timestamp": _MOMENT,
-                "delay": _INTEGER,
-                "priority": _INTEGER,
-                "processed_on": _MOMENT,
-                "finished_on": _MOMENT,
-                "attempts_made": _INTEGER,
-                "attempts_started": _INTEGER,
-                "attempts": {**_INTEGER, "minimum": 1},
-                "stalled_counter": _INTEGER,
-                "processed_by": _or_null(_STRING),
-                "progress": _ANY,
-                "progress_bar": _or_null(_schema("ProgressBar")),
-                "returnvalue": _ANY,
-                "failed_reason": _or_null(_STRING),
-                "stacktrace": _array(_STRING),
-                "failed_attempts": _array(_schema("FailedAttempt")),
-                "deferred_failure": _or_null(_STRING),
-                "lock": _or_null(
-                    _object({"token": _STRING, "ttl_ms": _or_null(_COUNT)}),
-                ),
-                "logs": _object({"start": _COUNT, "total": _COUNT, "lines": _array(_STRING)}),
-                "parent": _or_null(_object({"queue": _TEXT, "id": _JOB_ID})),
-                "children": _object(
-                    {
-                        "pending": _array(_STRING),
-                        "pending_total": _COUNT,
-                        "processed": _map(_STRING),
-                        "processed_total": _COUNT,
-                    }
-                ),
-                "extra": {**_map(_STRING), "description": "Hash fields no runtime defines"},
-                "events": {
-                    **_array(_schema("Event")),
-                    "description": "Its latest events, newest first",
-                },
-            }
         ),
         "JobOutcome": _object(
             {
@@ -460,7 +289,7 @@ def _error_group_schemas() -> dict[str, Schema]:
                 "group": _GROUP_KEY,
                 "start": _COUNT,
                 "total": {**_COUNT, "description": "Jobs in the group"},
-                "jobs": _array(_schema("JobRow"), maxItems=api.MAX_RANGE),
+                "jobs": _array(_schema("JobRow"), maxItems=MAX_RANGE),
             },
             description="Newest failure first",
         ),
@@ -1219,7 +1048,7 @@ def _query(name: str, description: str, schema: Schema) -> Schema:
 
 
 def _page_size(default: int) -> Schema:
-    return {"type": "integer", "minimum": 1, "maximum": api.MAX_RANGE, "default": default}
+    return {"type": "integer", "minimum": 1, "maximum": MAX_RANGE, "default": default}
 
 
 # --------------------------------------------------------------------------- operations
@@ -1343,7 +1172,7 @@ OPERATIONS: dict[str, tuple[str, Schema]] = {
                 _query(
                     "end",
                     f"Position of the last job, inclusive (default `start` + 49; at "
-                    f"most {api.MAX_RANGE} jobs a page)" + _GARBAGE,
+                    f"most {MAX_RANGE} jobs a page)" + _GARBAGE,
                     _COUNT,
                 ),
             ],
@@ -1852,7 +1681,7 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
         ],
         "paths": paths,
         "components": {
-            "schemas": _schemas(),
+            "schemas": {**_schemas(), **_declared_schemas()},
             "responses": {name: answer for name, (_, answer) in _ERRORS.items()},
             "parameters": _PARAMETERS,
             "headers": _HEADERS,
@@ -1878,6 +1707,14 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
             },
         },
     }
+
+
+def _declared_schemas() -> dict[str, Schema]:
+    """The answers declared as Structs (queues.read.answers), as msgspec describes them."""
+    _, components = msgspec.json.schema_components(
+        answers.SHAPES, ref_template="#/components/schemas/{name}"
+    )
+    return components
 
 
 def _csrf_header() -> str:
