@@ -415,57 +415,6 @@ def _scheduler_schemas() -> dict[str, Schema]:
         "skipped": _array(_schema("SkippedJob"), maxItems=0),
     }
     return {
-        "Scheduler": _object(
-            {
-                "id": {**_STRING, "description": "The member of the `repeat` zset"},
-                "kind": {
-                    "type": "string",
-                    "enum": ["scheduler", "legacy"],
-                    "description": "A 5.x job scheduler, or a legacy repeatable job",
-                },
-                "name": {**_or_null(_STRING), "description": "The template's job name"},
-                "pattern": {**_or_null(_STRING), "description": "Cron pattern"},
-                "every": {**_or_null(_INTEGER), "description": "Milliseconds between runs"},
-                "tz": _or_null(_STRING),
-                "next_run": {**_MOMENT, "description": "When the next run is due (ms)"},
-                "pending_job_id": {
-                    **_or_null(_JOB_ID),
-                    "description": "The next run's job (`repeat:<id>:<ms>`); a worker may "
-                    "have taken it already",
-                },
-                "iterations": {**_or_null(_COUNT), "description": "Runs added so far (`ic`)"},
-                "limit": _or_null(_COUNT),
-                "start_date": _MOMENT,
-                "end_date": _MOMENT,
-                "template": _object(
-                    {
-                        "data": {
-                            **_or_null(_STRING),
-                            "description": "JSON text as stored; null when empty or over "
-                            f"{read_schedulers.TEMPLATE_DISPLAY_LIMIT:,} bytes",
-                        },
-                        "data_size": _COUNT,
-                        "opts": _or_null(_STRING),
-                        "opts_size": _COUNT,
-                    }
-                ),
-                "notes": {
-                    **_array(_TEXT),
-                    "description": "What is wrong with the definition, in words (empty: sound)",
-                },
-                "can_run_now": _BOOLEAN,
-            }
-        ),
-        "SchedulerPage": _object(
-            {
-                "queue": _TEXT,
-                "start": _COUNT,
-                "end": _COUNT,
-                "total": _COUNT,
-                "schedulers": _array(_schema("Scheduler"), maxItems=read_schedulers.MAX_PAGE_SIZE),
-            },
-            description="Soonest next run first",
-        ),
         "SchedulerActionRequest": _object(
             {
                 "action": {"type": "string", "enum": list(actions.SCHEDULER_ACTIONS)},

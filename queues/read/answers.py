@@ -23,6 +23,10 @@ from queues.read.states import STATES
 MAX_RANGE = 500
 # The most full minutes a queue's series holds (queues.read.counts reads them).
 METRICS_POINTS = 30
+# A page of job schedulers holds at most this many (queues.read.schedulers).
+SCHEDULER_PAGE_MAX = 500
+# Templates bigger than this are not read for a list: its size is said instead.
+TEMPLATE_DISPLAY_LIMIT = 4 * 1024
 # Job data past this many characters is cut in a job's answer (queues.read.job).
 DATA_DISPLAY_LIMIT = 64 * 1024
 
@@ -256,4 +260,66 @@ class JobDetail(Answer):
     events: Annotated[list[Event], Meta(description="Its latest events, newest first")]
 
 
-SHAPES: tuple[type[Answer], ...] = (QueueList, QueueSummary, JobPage, EventPage, JobDetail)
+class Template(Answer):
+    data: Annotated[
+        str | None,
+        Meta(
+            description="JSON text as stored; null when empty or over "
+            f"{TEMPLATE_DISPLAY_LIMIT:,} bytes"
+        ),
+    ]
+    data_size: Count
+    opts: str | None
+    opts_size: Count
+
+
+class Scheduler(Answer):
+    id: Annotated[str, Meta(description="The member of the `repeat` zset")]
+    kind: Annotated[
+        str,
+        Meta(
+            description="A 5.x job scheduler, or a legacy repeatable job",
+            extra_json_schema={"enum": ["scheduler", "legacy"]},
+        ),
+    ]
+    name: Annotated[str | None, Meta(description="The template's job name")]
+    pattern: Annotated[str | None, Meta(description="Cron pattern")]
+    every: Annotated[int | None, Meta(description="Milliseconds between runs")]
+    tz: str | None
+    next_run: Annotated[int | None, Meta(description="When the next run is due (ms)")]
+    pending_job_id: Annotated[
+        JobId | None,
+        Meta(
+            description="The next run's job (`repeat:<id>:<ms>`); a worker may have taken it "
+            "already"
+        ),
+    ]
+    iterations: Annotated[Count | None, Meta(description="Runs added so far (`ic`)")]
+    limit: Count | None
+    start_date: Moment
+    end_date: Moment
+    template: Template
+    notes: Annotated[
+        list[Text], Meta(description="What is wrong with the definition, in words (empty: sound)")
+    ]
+    can_run_now: bool
+
+
+class SchedulerPage(Answer):
+    """Soonest next run first."""
+
+    queue: Text
+    start: Count
+    end: Count
+    total: Count
+    schedulers: Annotated[list[Scheduler], Meta(max_length=SCHEDULER_PAGE_MAX)]
+
+
+SHAPES: tuple[type[Answer], ...] = (
+    QueueList,
+    QueueSummary,
+    JobPage,
+    EventPage,
+    JobDetail,
+    SchedulerPage,
+)
