@@ -2,7 +2,7 @@
 
     python bench/connections.py [--pages 100] [--processes 2] [--queues 20]
 
-Three Redis connections configured, as README "Several Redis servers" does:
+Three Redis connections configured, as docs/configuration.md ("Several Redis servers") does:
 the default one (a redis-server), "staging" (another) and "eu" (a 3-node
 cluster whose queues sit under ten hash-tagged prefixes, so in ten slots),
 ``--queues`` queues on each. The site as shipped (tests/e2e/shipped.py:

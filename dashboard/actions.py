@@ -174,7 +174,7 @@ def _with_broken(message: str, skipped: Sequence[errors.SkippedJob]) -> str:
     return f"{message}; {_broken_words(skipped)}" if skipped else message
 
 
-def _refusal(error: Exception, done: str) -> ActionRefused:
+def refusal_for(error: Exception, done: str) -> ActionRefused:
     """The ActionRefused for Redis refusing to start (the rest of) an action;
     ``done`` says what happened before it, "" when nothing did."""
     before = f" {done} before that; the rest was left as it was." if done else ""
@@ -202,7 +202,7 @@ def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
     return ". ".join(parts)
 
 
-def _audit(
+def record_audit(
     user: str, result: ActionResult, jobs: str, outcome: str, *, diff: str = "", job: str = ""
 ) -> int | None:
     """The log line, and the row (for a change to one job, dashboard.job_edits:
@@ -289,16 +289,16 @@ def job_action(
         except (OutOfMemoryError, errors.CorruptKey) as error:
             moved = sum(o.ok for o in outcomes)
             done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {_PAST[action]}"
-            refusal = _refusal(error, done if moved else "")
+            refusal = refusal_for(error, done if moved else "")
             stopped = ActionResult(action, ref, outcomes, moved, message=str(refusal))
-            _audit(user, stopped, ids, f"moved={moved} refused:{refusal.code}")
+            record_audit(user, stopped, ids, f"moved={moved} refused:{refusal.code}")
             raise refusal from error
         else:
             outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {_PAST[action]}"))
     result = ActionResult(action, ref, outcomes, sum(o.ok for o in outcomes))
     result.message = _summary(action, outcomes)
     broken = [o.job_id for o in outcomes if o.code == "JOB_BROKEN"]
-    audit_id = _audit(
+    audit_id = record_audit(
         user,
         result,
         ids,
@@ -393,7 +393,7 @@ def queue_action(
         refusal = _bulk_refusal(action, state, error)
         result.count = error.done.count if isinstance(error, BulkStopped) else 0
         result.message = str(refusal)
-        audit_id = _audit(
+        audit_id = record_audit(
             user, result, f"state={state}", f"count={result.count} refused:{refusal.code}"
         )
         if isinstance(error, BulkStopped) and action in COHORT_ACTIONS:
@@ -403,7 +403,7 @@ def queue_action(
         raise refusal from error
     result.message = _with_broken(result.message, result.skipped)
     skipped = ",".join(job.job_id for job in result.skipped[:20])
-    audit_id = _audit(
+    audit_id = record_audit(
         user,
         result,
         f"state={state}",
@@ -425,10 +425,10 @@ def _bulk_done(bulk: BulkResult, result: ActionResult) -> str:
 def _bulk_refusal(action: str, state: str, error: Exception) -> ActionRefused:
     """A refusal of a bulk action, saying what its completed batches did."""
     if not isinstance(error, BulkStopped) or not error.done.count:
-        return _refusal(error.refusal if isinstance(error, BulkStopped) else error, "")
+        return refusal_for(error.refusal if isinstance(error, BulkStopped) else error, "")
     which = "delayed" if action == "promote_all" else state
     done = f"{error.done.count:,} {which} jobs were {_BULK_PAST.get(action, 'moved')}"
-    return _refusal(error.refusal, _with_broken(done, list(error.done.skipped.values())))
+    return refusal_for(error.refusal, _with_broken(done, list(error.done.skipped.values())))
 
 
 def _age(ms: int) -> str:
@@ -455,9 +455,9 @@ def set_global_concurrency(
     try:
         previous = Queue(ref.name, client, prefix=ref.prefix).set_global_concurrency(limit)
     except (OutOfMemoryError, errors.CorruptKey) as error:
-        refusal = _refusal(error, "")
+        refusal = refusal_for(error, "")
         result.message = str(refusal)
-        _audit(user, result, setting, f"refused:{refusal.code}")
+        record_audit(user, result, setting, f"refused:{refusal.code}")
         raise refusal from error
     # Whatever another writer stored is quoted, and cut: it goes into a log line.
     before = (previous if previous.isdigit() else repr(previous))[:40] if previous else "none"
@@ -472,7 +472,7 @@ def set_global_concurrency(
             f"Global concurrency of {ref.name} set to {limit:,} ({was}): at most {limit:,}"
             f" {jobs} run at once, across all workers"
         )
-    _audit(user, result, setting, f"previous={before}")
+    record_audit(user, result, setting, f"previous={before}")
     return result
 
 
@@ -537,14 +537,14 @@ def scheduler_action(
     try:
         outcome = _scheduler_outcome(owner, action, scheduler_id)
     except (OutOfMemoryError, errors.CorruptKey) as error:
-        refusal = _refusal(error, "")
+        refusal = refusal_for(error, "")
         result.message = str(refusal)
-        _audit(user, result, f"scheduler={scheduler_id}", f"refused:{refusal.code}")
+        record_audit(user, result, f"scheduler={scheduler_id}", f"refused:{refusal.code}")
         raise refusal from error
     result.outcomes.append(outcome)
     result.count = int(outcome.ok)
     result.message = outcome.message
-    _audit(user, result, f"scheduler={scheduler_id}", "ok" if outcome.ok else outcome.code)
+    record_audit(user, result, f"scheduler={scheduler_id}", "ok" if outcome.ok else outcome.code)
     return result
 
 
@@ -647,15 +647,17 @@ def act_on_ids(
                     moved.append(job_id)
         except (OutOfMemoryError, errors.CorruptKey) as error:
             done = f"{result.count:,} jobs were {_PAST[action]}" if result.count else ""
-            refusal = _refusal(error, done)
+            refusal = refusal_for(error, done)
             result.message = str(refusal)
-            audit_id = _audit(user, result, jobs, f"moved={result.count} refused:{refusal.code}")
+            audit_id = record_audit(
+                user, result, jobs, f"moved={result.count} refused:{refusal.code}"
+            )
             if action in COHORT_ACTIONS:
                 _record(client, result, moved, user, started, state, reasons, audit_id)
             raise refusal from error
     result.message = _set_summary(action, result, len(ids))
     broken = ",".join(job.job_id for job in result.skipped[:20])
-    audit_id = _audit(
+    audit_id = record_audit(
         user,
         result,
         jobs,

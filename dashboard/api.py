@@ -10,16 +10,13 @@ every POST of the site.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import actions, json_input
+from dashboard import actions
 from dashboard.connection_groups import queue_groups
-from dashboard.errors import json_error
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import (
     clean_job_ids,
@@ -31,7 +28,7 @@ from dashboard.lookup import (
 )
 from dashboard.permissions import api_permission, user_label
 from dashboard.redis import get_client
-from queues.keys import InvalidName
+from dashboard.web import BadInput, json_errors, request_body, text_field
 from queues.numerals import NotWholeNumber, parse_whole
 from queues.read import answers, counts
 from queues.read.answers import MAX_RANGE
@@ -40,59 +37,8 @@ from queues.read.job import job_detail
 from queues.read.lists import job_page, job_page_if_exists
 from queues.read.states import STATES
 
-V = TypeVar("V", bound=Callable[..., HttpResponse])
 # A hundred years: ages beyond it are typos, and they must stay exact in Lua's doubles.
 MAX_MILLISECONDS = 100 * 365 * 86_400_000
-
-
-class BadInput(ValueError):
-    pass
-
-
-def _json_errors(view: V) -> V:
-    """Turn lookups' 404s and bad input into JSON errors (never an HTML page)."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            return view(request, *args, **kwargs)
-        except Http404 as error:
-            return json_error(404, "not_found", str(error) or "Not found")
-        except actions.ActionRefused as error:
-            return json_error(error.status, error.code, str(error))
-        except (BadInput, InvalidName) as error:
-            return json_error(400, "bad_request", str(error))
-
-    return cast(V, wrapper)
-
-
-def _body(request: HttpRequest) -> dict[str, Any]:
-    if request.content_type == "application/json":
-        try:
-            body = json_input.loads(request.body or b"{}", "The body")
-        except json_input.JsonRefused as error:
-            raise BadInput(str(error)) from None
-        if not isinstance(body, dict):
-            raise BadInput("The body must be a JSON object")
-        return body
-    data: dict[str, Any] = {key: request.POST.get(key) for key in request.POST}
-    if "ids" in request.POST:
-        data["ids"] = request.POST.getlist("ids")
-    return data
-
-
-def _text(body: dict[str, Any], name: str, default: str = "") -> str:
-    value = body.get(name)
-    if value is None or value == "":
-        return default
-    if not isinstance(value, str):
-        raise BadInput(f"{name} must be a string")
-    try:
-        # JSON lets "\ud800" (half a character) through; Redis takes UTF-8 only.
-        value.encode()
-    except UnicodeEncodeError:
-        raise BadInput(f"{name} is not valid Unicode text") from None
-    return value
 
 
 def _milliseconds(body: dict[str, Any], name: str) -> int | None:
@@ -116,7 +62,7 @@ def _milliseconds(body: dict[str, Any], name: str) -> int | None:
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def queues(request: HttpRequest) -> HttpResponse:
     """Every queue of every connection; ``connections`` says which answered."""
     groups = queue_groups()
@@ -130,7 +76,7 @@ def queues(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def queue(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
@@ -152,7 +98,7 @@ def _page_window(request: HttpRequest) -> tuple[str, int, int]:
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def jobs(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``?state=failed&start=0&end=49`` (inclusive end, like LRANGE).
 
@@ -174,7 +120,7 @@ def jobs(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def job(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
@@ -196,7 +142,7 @@ def job(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpRespon
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def events(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
@@ -213,12 +159,12 @@ def events(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 @require_POST
 @api_permission(act=True)
-@_json_errors
+@json_errors
 def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``{"action": "retry", "ids": ["1", "2"], "state": "failed", "reason": "..."}``"""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = _body(request)
+    body = request_body(request)
     raw_ids = body.get("ids", body.get("id"))
     if isinstance(raw_ids, str):
         raw_ids = [raw_ids]
@@ -227,11 +173,11 @@ def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     result = actions.job_action(
         client,
         ref,
-        _text(body, "action"),
+        text_field(body, "action"),
         clean_job_ids(raw_ids),
         user=user_label(request.user),
-        state=_text(body, "state", "failed"),
-        reason=_text(body, "reason")[:1000],
+        state=text_field(body, "state", "failed"),
+        reason=text_field(body, "reason")[:1000],
     )
     body = result.as_json()
     if result.status != 200:
@@ -243,19 +189,19 @@ def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 @require_POST
 @api_permission(act=True)
-@_json_errors
+@json_errors
 def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``{"action": "retry_all" | "promote_all" | "clean" | "pause" | "resume", ...}``"""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = _body(request)
+    body = request_body(request)
     grace_ms = _milliseconds(body, "grace_ms")
     result = actions.queue_action(
         client,
         ref,
-        _text(body, "action"),
+        text_field(body, "action"),
         user=user_label(request.user),
-        state=_text(body, "state", "failed"),
+        state=text_field(body, "state", "failed"),
         grace_ms=-1 if grace_ms is None else grace_ms,
     )
     return JsonResponse(result.as_json())

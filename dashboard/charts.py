@@ -422,7 +422,7 @@ def queue_chart_for(summary: QueueSummary, workers: Workers | None = None) -> Sa
     """The queue page's chart with the queue's admin actions of the hour from
     the audit trail, under its health in words (``workers``: its connected
     workers when counted). Reads the history and the audit rows: called by
-    the views of the pages that show it (views._queue_context), never while a
+    the views of the pages that show it (web.queue_context), never while a
     template renders."""
     if summary.recent is None:
         return mark_safe("")

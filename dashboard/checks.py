@@ -103,7 +103,7 @@ def check_connections() -> list[CheckMessage]:
                 f"REDIS_URL is not a URL Redis clients can use: {wrong}",
                 hint="redis://host:6379/0, rediss://… for TLS, ?cluster=1 for Redis Cluster, "
                 "redis+sentinel://host:26379,host:26379/<master name> behind Sentinel "
-                "(README, Configuration).",
+                "(docs/configuration.md).",
                 id="dashboard.E005",
             )
         )
@@ -111,7 +111,7 @@ def check_connections() -> list[CheckMessage]:
         Error(
             problem,
             hint='Each entry: {"name": "staging", "url": "redis://host:6379/0", '
-            '"prefixes": ["bull"], "queues": []} (README, Several Redis servers).',
+            '"prefixes": ["bull"], "queues": []} (docs/configuration.md, Several Redis servers).',
             id="dashboard.E004",
         )
         for problem in connections.problems()

@@ -1,6 +1,6 @@
 """Recording an action's cohort: the jobs a retry or promote moved, kept 24
 hours so the queue page can say what became of them (queues/read/cohorts.py
-reads them back; the README's "Recent actions" lists the keys).
+reads them back; docs/pages.md, "Recent actions", lists the keys).
 
 :func:`record_cohort` is the one place a cohort is written; every action that
 moves jobs back to run calls it after moving them (dashboard/actions.py:

@@ -22,13 +22,12 @@ from django.views.decorators.http import require_GET
 from redis import Redis
 
 from dashboard import presenters
-from dashboard.api import BadInput, _json_errors
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import int_param, queue_or_404
 from dashboard.permissions import api_permission, page_permission
 from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
-from dashboard.views import _page
+from dashboard.web import BadInput, json_errors, render_page
 from queues.read.cohorts import (
     GONE,
     Breakdown,
@@ -114,6 +113,12 @@ class Part:
     url: str
 
     @property
+    def words(self) -> str:
+        """Its badge: "2 failed again", "1 of them with the same reason as
+        before"; every one of the failed part's jobs: "all of them ..."."""
+        return f"{self.count:,} {self.label}"
+
+    @property
     def within_failed(self) -> bool:
         """A part of the failed part (drawn dashed beside it)."""
         return self.name == FAILED_SAME
@@ -124,6 +129,17 @@ class Part:
         if self.name == GONE:
             return "other"
         return _FAILED_TAB if self.name == FAILED_SAME else self.name
+
+
+class AllOfThem(Part):
+    """The same-reason part when every job of the failed part beside it is in
+    it: "all of them ...", not a second count the reader must compare."""
+
+    __slots__ = ()
+
+    @property
+    def words(self) -> str:
+        return f"all {self.label}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,10 +183,11 @@ class CohortView:
             shown.append(Part(name, part_label(name), len(ids), f"{self.url}?part={name}"))
             if name == _FAILED_TAB and self.cohort.reasons:
                 same = len(self.counted.failed_same)
+                url = f"{self.url}?part={FAILED_SAME}"
                 shown.append(
-                    Part(
-                        FAILED_SAME, part_label(FAILED_SAME), same, f"{self.url}?part={FAILED_SAME}"
-                    )
+                    AllOfThem(FAILED_SAME, part_label(FAILED_SAME), same, url)
+                    if same == len(ids) > 1
+                    else Part(FAILED_SAME, part_label(FAILED_SAME), same, url)
                 )
         return shown
 
@@ -246,7 +263,7 @@ def panel(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         # Whole steps of REFRESH_MS: the same cohorts answer the same markup.
         "next_ms": REFRESH_MS * max(1, math.ceil(took_ms / LOOK_DUTY / REFRESH_MS)),
     }
-    return _page(request, "dashboard/_recent_actions.html", context)
+    return render_page(request, "dashboard/_recent_actions.html", context)
 
 
 def _cohort_or_404(client: Redis, ref: QueueRef, cohort_id: str) -> Cohort:
@@ -315,12 +332,12 @@ def cohort_page(request: HttpRequest, prefix: str, name: str, cohort_id: str) ->
         "next_page": page_number + 1 if start + PAGE_SIZE < len(ids) else None,
         "shows_reason": look.part in (_FAILED_TAB, FAILED_SAME),
     }
-    return _page(request, "dashboard/cohort.html", context)
+    return render_page(request, "dashboard/cohort.html", context)
 
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def api_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """The queue's cohorts of the last 24 hours, newest first, broken down."""
     client = get_client()
@@ -340,7 +357,7 @@ def api_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def api_one(request: HttpRequest, prefix: str, name: str, cohort_id: str) -> HttpResponse:
     """One cohort broken down, and the ids of one part (``?part=``), paged."""
     look = _look_at_part(prefix, name, cohort_id, request.GET.get("part", ""))

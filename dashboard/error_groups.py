@@ -27,13 +27,22 @@ from django.views.decorators.vary import vary_on_headers
 from redis import Redis
 
 from dashboard import actions, presenters
-from dashboard.api import BadInput, _body, _json_errors, _text
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import int_param, queue_or_404
 from dashboard.permissions import api_permission, can_act, page_permission, user_label
 from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
-from dashboard.views import PAGE_SIZES, _back, _is_htmx, _page, _queue_context
+from dashboard.web import (
+    PAGE_SIZES,
+    BadInput,
+    is_htmx,
+    json_errors,
+    queue_context,
+    redirect_back,
+    render_page,
+    request_body,
+    text_field,
+)
 from queues import errors
 from queues.read import counts, lists
 from queues.read import error_groups as read
@@ -157,15 +166,13 @@ def groups_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         # tabs are built, or a failure between the two reads showed the tab at
         # 178 beside groups adding up to 180 (issue 21).
         summary.counts[TAB] = grouped.failed
-    context: dict[str, Any] = _queue_context(ref, summary, TAB, chart=not _is_htmx(request))
-    context.update(fragment=_is_htmx(request), groups_url=_groups_url(ref), corrupt=corrupt)
+    context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
+    context.update(fragment=is_htmx(request), groups_url=_groups_url(ref), corrupt=corrupt)
     context.update(grouped=grouped, acting=can_act(request.user), group_actions=GROUP_ACTIONS)
     if group:
         return _group_jobs(request, client, ref, group, grouped, context)
-    template = (
-        "dashboard/_error_groups.html" if _is_htmx(request) else "dashboard/error_groups.html"
-    )
-    return _page(request, template, context)
+    template = "dashboard/_error_groups.html" if is_htmx(request) else "dashboard/error_groups.html"
+    return render_page(request, template, context)
 
 
 def _group_jobs(
@@ -199,9 +206,9 @@ def _group_jobs(
         page_sizes=PAGE_SIZES,
     )
     template = (
-        "dashboard/_error_group_jobs.html" if _is_htmx(request) else "dashboard/error_groups.html"
+        "dashboard/_error_group_jobs.html" if is_htmx(request) else "dashboard/error_groups.html"
     )
-    return _page(request, template, context)
+    return render_page(request, template, context)
 
 
 @require_POST
@@ -219,11 +226,11 @@ def group_action_page(request: HttpRequest, prefix: str, name: str) -> HttpRespo
         )
     except (actions.ActionRefused, errors.CorruptKey) as error:
         messages.error(request, str(error))
-        return _back(request, _groups_url(ref))
+        return redirect_back(request, _groups_url(ref))
     clean = not (outcome.broken or outcome.moved_meanwhile or outcome.left)
     level = messages.SUCCESS if outcome.result.count and clean else messages.WARNING
     messages.add_message(request, level, outcome.result.message)
-    return _back(request, _groups_url(ref))
+    return redirect_back(request, _groups_url(ref))
 
 
 # -- the API -------------------------------------------------------------------------
@@ -231,7 +238,7 @@ def group_action_page(request: HttpRequest, prefix: str, name: str) -> HttpRespo
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def api_groups(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
@@ -244,7 +251,7 @@ def api_groups(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def api_group_jobs(request: HttpRequest, prefix: str, name: str, group: str) -> HttpResponse:
     """``?start=0&size=50``: a group's jobs, newest failure first."""
     client = get_client()
@@ -271,18 +278,18 @@ def api_group_jobs(request: HttpRequest, prefix: str, name: str, group: str) -> 
 
 @require_POST
 @api_permission(act=True)
-@_json_errors
+@json_errors
 def api_group_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``{"action": "retry" | "remove", "group": "<key>"}``"""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = _body(request)
+    body = request_body(request)
     group = body.get("group")
     if not isinstance(group, str):
         raise BadInput("group must be the key of an error group (a string)")
     try:
         outcome = group_action(
-            client, ref, group, _text(body, "action"), user=user_label(request.user)
+            client, ref, group, text_field(body, "action"), user=user_label(request.user)
         )
     except errors.CorruptKey as error:
         raise actions.QueueKeyCorrupt(str(error)) from error

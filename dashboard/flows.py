@@ -11,11 +11,11 @@ from django.views.decorators.http import require_GET
 from redis import Redis
 
 from dashboard import flow_html
-from dashboard.api import _json_errors
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import job_id_or_404, queue_or_404
 from dashboard.permissions import api_permission, page_permission
 from dashboard.redis import get_client
+from dashboard.web import json_errors
 from queues.keys import InvalidName
 from queues.read import flows
 from queues.read.refs import QueueRef
@@ -88,7 +88,7 @@ def flow_children(request: HttpRequest, prefix: str, name: str, job_id: str) -> 
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def api_flow(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
     """The tree the job belongs to; ``{"flow": null}`` when it is in none."""
     client, ref, job_id = _job_in(prefix, name, job_id)
@@ -101,7 +101,7 @@ def api_flow(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def api_flow_children(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
     """``?page=<a node's next_page>``: the next page of that node's children."""
     client, ref, job_id = _job_in(prefix, name, job_id)

@@ -117,6 +117,9 @@ def _rising(recent: RecentFinishes) -> str | None:
 
 
 def _pace(per_minute: float) -> str:
+    """ "0.2/min", "2.4/min", "21,293/min": a tenth only where it is worth reading."""
+    if per_minute >= 10:
+        return f"{per_minute:,.0f}/min"
     return f"{per_minute:,.1f}/min".replace(".0/", "/")
 
 
@@ -175,13 +178,16 @@ def _since_words(last: LastFinished | None, now_ms: int) -> str:
     the newest finishedOn is the last moment a worker is known to have been
     there (when it left is written nowhere). With completed jobs not kept
     (removeOnComplete), a later job may have completed unseen: the words say
-    which set dated it."""
+    which set dated it. Nothing kept finished: the job next in line has
+    waited since it was added, so no worker has taken a job since then."""
     if last is None:
         return ""
     if last.completed_ms is not None:
         return f"last job finished {_when(last.newest_ms or last.completed_ms, now_ms)}"
     if last.failed_ms is not None:
         return f"last failure {_when(last.failed_ms, now_ms)}, completed jobs not kept"
+    if last.oldest_waiting_ms is not None:
+        return f"none finished; the oldest added {_when(last.oldest_waiting_ms, now_ms)}"
     return "no finished job kept to date it"
 
 

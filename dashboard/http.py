@@ -1,48 +1,18 @@
 """HTTP for the ASGI server: Django's synchronous handler, run in a thread pool.
 
 Every dashboard view is synchronous (sync Redis client, sync ORM). Under
-Django's ASGI handler each request then crosses between the event loop and a
-worker thread once per middleware hook, the view and the request signals,
-about fifteen times; on a busy machine those switches cost more than the page.
-Here the whole request (middleware, view, signals) runs in one pool thread,
-as under a WSGI server, while WebSockets stay on Channels in the same process.
+Django's ASGI handler each request crosses between the event loop and a
+worker thread once per middleware hook, the view and the request signals;
+here the whole request runs in one pool thread, as under a WSGI server, while
+WebSockets stay on Channels in the same process. Login POSTs (a password hash
+each) and search steps (:data:`MAX_STEPS_PER_SESSION` admitted per session,
+the rest refused at once) run in pools of their own, so neither can starve
+the pages. Static files are WhiteNoise's, answered inside Django.
 
-Login POSTs run in a pool of their own: each hashes a password for a third of
-a second, and sixteen of them at once in the pages' pool took a viewer's
-``/api/queues/`` from 7 ms to about 1 s (p50 3.4-15 s on a loaded 2-CPU
-machine, bench/login_flood.py); in their own one-thread pool, p50 5 ms and
-p95 17-96 ms under the same flood. Search steps (dashboard.search) run in a
-small pool of their own too, each session with at most
-:data:`MAX_STEPS_PER_SESSION` of them admitted at once (the rest are refused
-here, at once, without a thread): forty searches at once from one viewer in
-the pages' pool took another user's API answer from 6 ms to 2.6 s
-(bench/abuse.py, phase d). Static files are WhiteNoise's (a middleware),
-answered inside Django like any other request.
-
-Why not a maintained bridge: measured against them with ``bench/dashboard.py
---sizes 1000 --app ...`` (bench/http_bridges.py), on the 2-CPU VM on
-2026-12-01, six rounds of each variant run alternately while the machine's
-load average moved between 2.3 and 19. Median of the rounds' p50s in ms (this
-module / a2wsgi 1.10 ``WSGIMiddleware`` with 8 threads / Django's ASGI handler):
-
-    server floor (anonymous API call)   1.0 /  1.6 /  5.2
-    overview page                      14.3 / 17.7 / 21.1
-    overview JSON                       6.0 /  6.7 / 10.8
-    failed page (50 rows)              10.7 / 17.6 / 21.5
-    failed JSON (50 rows)               5.8 /  6.8 /  9.8
-    job page                            6.8 / 10.9 / 12.4
-    retry-all of 100k jobs (s)          1.2 /  2.6 /  2.5
-
-a2wsgi crosses to the event loop and back for each response message (start,
-body, end) and would still need the login pool and the body bound around it.
-Django's handler, measured with the dashboard's synchronous views, hops
-threads per middleware hook; async views (not tried) would need an async Redis
-client under every read model, and WhiteNoise's middleware and the error
-answers' are synchronous, so their hops would stay. asgiref's
-``WsgiToAsgi`` could not serve the dashboard at all: Django's WSGI handler
-writes Set-Cookie values with a leading space, which uvicorn's h11 refuses
-(the first page that sets the CSRF cookie fails), and it runs every request
-in asgiref's one thread for synchronous code.
+Why hand-written rather than a maintained bridge (a2wsgi, asgiref's
+``WsgiToAsgi``, Django's own handler), and what the pools bought: measured in
+docs/benchmarks.md ("bench/http_bridges.py", "bench/login_flood.py",
+"bench/abuse.py").
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from redis import Redis
 from redis.exceptions import OutOfMemoryError, ResponseError
 
 from dashboard import conf, json_input
-from dashboard.actions import ActionRefused, ActionResult, Outcome, _audit, _refusal
+from dashboard.actions import ActionRefused, ActionResult, Outcome, record_audit, refusal_for
 from dashboard.models import AuditEntry
 from queues import codec, errors
 from queues.job_options import MAX_PRIORITY, InvalidJobOptions, to_json
@@ -258,7 +258,9 @@ def _record(user: str, change: JobChange) -> None:
     outcome = Outcome(change.job_id, True, "ok", change.message)
     result = ActionResult(change.action, change.ref, [outcome], count=1, message=change.message)
     source = f" source={change.source_id}" if change.source_id else ""
-    _audit(user, result, change.job_id, f"changed=1{source}", diff=change.diff, job=change.job_id)
+    record_audit(
+        user, result, change.job_id, f"changed=1{source}", diff=change.diff, job=change.job_id
+    )
 
 
 def _record_refusal(
@@ -267,7 +269,7 @@ def _record_refusal(
     """The audit entry of a change Redis or the job's state refused."""
     outcome = Outcome(job_id, False, refusal.code, str(refusal))
     result = ActionResult(action, ref, [outcome], count=0, message=str(refusal))
-    _audit(user, result, job_id, f"changed=0 refused:{refusal.code}", job=job_id)
+    record_audit(user, result, job_id, f"changed=0 refused:{refusal.code}", job=job_id)
 
 
 def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
@@ -295,7 +297,7 @@ def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
             status=409,
             code="job_not_in_state",
         )
-    return _refusal(error, "")
+    return refusal_for(error, "")
 
 
 def edit_data(client: Redis, ref: QueueRef, job_id: str, data: Any, *, user: str) -> JobChange:
@@ -325,7 +327,7 @@ def _add(queue: Queue, name: str, data: Any, opts: Mapping[str, Any]) -> str:
     except InvalidJobOptions as error:
         raise ChangeRefused(str(error)) from None
     except (OutOfMemoryError, errors.CorruptKey) as error:
-        raise _refusal(error, "") from error
+        raise refusal_for(error, "") from error
 
 
 def add_job(

@@ -20,13 +20,22 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from dashboard import actions, scheduler_rows
-from dashboard.api import BadInput, _body, _json_errors, _text
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import int_param, queue_or_404
 from dashboard.permissions import api_permission, can_act, page_permission, user_label
 from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
-from dashboard.views import PAGE_SIZES, _back, _is_htmx, _page, _queue_context
+from dashboard.web import (
+    PAGE_SIZES,
+    BadInput,
+    is_htmx,
+    json_errors,
+    queue_context,
+    redirect_back,
+    render_page,
+    request_body,
+    text_field,
+)
 from queues.read import counts
 from queues.read import schedulers as read
 from queues.read.refs import QueueRef
@@ -49,7 +58,7 @@ def page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     page_number, size = _page_params(request)
     listed = read.scheduler_page(client, ref, start=(page_number - 1) * size, size=size)
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
-    context: dict[str, Any] = _queue_context(ref, summary, TAB, chart=not _is_htmx(request))
+    context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
     now_ms = int(time.time() * 1000)
     context.update(
         listed=listed,
@@ -58,11 +67,11 @@ def page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         page_sizes=PAGE_SIZES,
         size=size,
         scheduler_actions=actions.SCHEDULER_ACTIONS,
-        fragment=_is_htmx(request),
+        fragment=is_htmx(request),
     )
-    if _is_htmx(request):
-        return _page(request, "dashboard/_scheduler_table.html", context)
-    return _page(request, "dashboard/schedulers.html", context)
+    if is_htmx(request):
+        return render_page(request, "dashboard/_scheduler_table.html", context)
+    return render_page(request, "dashboard/schedulers.html", context)
 
 
 @require_POST
@@ -81,10 +90,10 @@ def page_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         )
     except actions.ActionRefused as error:
         messages.error(request, str(error))
-        return _back(request, fallback)
+        return redirect_back(request, fallback)
     level = messages.SUCCESS if result.ok else messages.WARNING
     messages.add_message(request, level, result.message)
-    return _back(request, fallback)
+    return redirect_back(request, fallback)
 
 
 def _schedulers_url(ref: QueueRef) -> str:
@@ -93,7 +102,7 @@ def _schedulers_url(ref: QueueRef) -> str:
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def api_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``?start=0&end=49`` (inclusive end, like the jobs list)."""
     client = get_client()
@@ -108,14 +117,18 @@ def api_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 @require_POST
 @api_permission(act=True)
-@_json_errors
+@json_errors
 def api_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``{"action": "run_now" | "remove", "id": "<scheduler id>"}``"""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = _body(request)
+    body = request_body(request)
     result = actions.scheduler_action(
-        client, ref, _text(body, "action"), _text(body, "id"), user=user_label(request.user)
+        client,
+        ref,
+        text_field(body, "action"),
+        text_field(body, "id"),
+        user=user_label(request.user),
     )
     answer = result.as_json()
     if result.status != 200:

@@ -38,13 +38,13 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import actions, presenters
-from dashboard.api import BadInput, _body, _json_errors, _text
 from dashboard.errors import json_error
 from dashboard.http import PAGES_IN_FLIGHT, runs_as_search_step
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import int_param, queue_or_404
 from dashboard.permissions import api_permission, page_permission, user_label
 from dashboard.redis import get_client
+from dashboard.web import BadInput, json_errors, request_body, text_field
 from queues.read.lists import JobPage, job_rows
 from queues.read.search import (
     Cursor,
@@ -227,7 +227,7 @@ def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) 
 @runs_as_search_step
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def api_search(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``?state=failed&q=reason ~ timeout`` starts a search; then
     ``&search=<id>&cursor=<cursor>`` goes on. ``rows`` (0-50): how many of
@@ -238,7 +238,7 @@ def api_search(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 @runs_as_search_step
 @require_GET
 @page_permission()
-@_json_errors
+@json_errors
 def page_search(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """The queue page's search box: :func:`api_search` plus ``rows_html``."""
     return _answer_step(request, prefix, name, markup=True)
@@ -246,22 +246,22 @@ def page_search(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 @require_POST
 @api_permission(act=True)
-@_json_errors
+@json_errors
 def api_act(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``{"action": "retry" | "promote" | "remove", "state": "failed", "ids": [...]}``:
     the matches of a search, each job moved by its own script if it is still there."""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = _body(request)
+    body = request_body(request)
     ids = body.get("ids")
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise BadInput("ids must be a list of job ids")
     result = actions.act_on_ids(
         client,
         ref,
-        _text(body, "action"),
+        text_field(body, "action"),
         ids,
         user=user_label(request.user),
-        state=_text(body, "state", "failed"),
+        state=text_field(body, "state", "failed"),
     )
     return JsonResponse(result.as_set_json())

@@ -15,7 +15,7 @@ ECHOMQ_METRICS_TOKEN bearer token for Prometheus at /metrics/ (unset: off)
 DATABASE_URL   e.g. postgres://user:password@host/name (unset: SQLite at ECHOMQ_DB)
 LOG_LEVEL, LOG_FORMAT  INFO by default; "plain" or "json"
 
-Behind an HTTPS-terminating proxy (see the README's Configuration table):
+Behind an HTTPS-terminating proxy (docs/configuration.md, "Behind a proxy"):
 CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST,
 SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_SSL_REDIRECT,
 SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS, SECURE_HSTS_PRELOAD.
@@ -36,7 +36,7 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
-def _env_flag(name: str, default: bool = False) -> bool:
+def env_flag(name: str, default: bool = False) -> bool:
     value = os.environ.get(name)
     if value is None:
         return default
@@ -47,7 +47,7 @@ def _env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-def _env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int) -> int:
     value = os.environ.get(name, "").strip()
     if not value:
         return default
@@ -79,10 +79,10 @@ def _proxy_ssl_header(name: str) -> tuple[str, str] | None:
     return "HTTP_" + header.upper().replace("-", "_"), "https"
 
 
-DEBUG = _env_flag("DEBUG")
+DEBUG = env_flag("DEBUG")
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG and not _env_flag("ECHOMQ_DEV_SECRET", default=True):
+    if not DEBUG and not env_flag("ECHOMQ_DEV_SECRET", default=True):
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
     # Development and tests only: a fixed key is fine when nothing is exposed.
     SECRET_KEY = "echomq-dev-insecure-key-set-SECRET_KEY-in-production"  # noqa: S105
@@ -92,21 +92,21 @@ ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver
 # The origins a browser shows for this site, e.g. "https://queues.example.com".
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS")
 SECURE_PROXY_SSL_HEADER = _proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
-USE_X_FORWARDED_HOST = _env_flag("USE_X_FORWARDED_HOST")
-SESSION_COOKIE_SECURE = _env_flag("SESSION_COOKIE_SECURE")
-CSRF_COOKIE_SECURE = _env_flag("CSRF_COOKIE_SECURE")
-SECURE_SSL_REDIRECT = _env_flag("SECURE_SSL_REDIRECT")
-SECURE_HSTS_SECONDS = _env_int("SECURE_HSTS_SECONDS", 0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
-SECURE_HSTS_PRELOAD = _env_flag("SECURE_HSTS_PRELOAD")
+USE_X_FORWARDED_HOST = env_flag("USE_X_FORWARDED_HOST")
+SESSION_COOKIE_SECURE = env_flag("SESSION_COOKIE_SECURE")
+CSRF_COOKIE_SECURE = env_flag("CSRF_COOKIE_SECURE")
+SECURE_SSL_REDIRECT = env_flag("SECURE_SSL_REDIRECT")
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_flag("SECURE_HSTS_PRELOAD")
 
 # None means "resolve at first use" (queues.redis_server: private server or embedded).
 REDIS_URL: str | None = os.environ.get("REDIS_URL") or None
 ECHOMQ_QUEUES = _env_list("ECHOMQ_QUEUES")
 ECHOMQ_PREFIXES = _env_list("ECHOMQ_PREFIXES", "bull")
 ECHOMQ_CONNECTIONS = _env_json("ECHOMQ_CONNECTIONS", [])
-ECHOMQ_READ_ONLY = _env_flag("ECHOMQ_READ_ONLY")
-ECHOMQ_HISTORY_COLLECTOR = _env_flag("ECHOMQ_HISTORY_COLLECTOR", default=True)
+ECHOMQ_READ_ONLY = env_flag("ECHOMQ_READ_ONLY")
+ECHOMQ_HISTORY_COLLECTOR = env_flag("ECHOMQ_HISTORY_COLLECTOR", default=True)
 ECHOMQ_METRICS_TOKEN = os.environ.get("ECHOMQ_METRICS_TOKEN", "").strip() or None
 
 INSTALLED_APPS = [
@@ -171,7 +171,7 @@ if os.environ.get("DATABASE_URL", "").strip():
     DATABASES = {
         "default": dj_database_url.parse(
             os.environ["DATABASE_URL"].strip(),
-            conn_max_age=_env_int("DATABASE_CONN_MAX_AGE", 0),
+            conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
             conn_health_checks=True,
         )
     }
@@ -203,8 +203,8 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = _env_int("ECHOMQ_LOGIN_FAILURE_LIMIT", 5)
-AXES_COOLOFF_TIME = timedelta(seconds=_env_int("ECHOMQ_LOGIN_COOLOFF_SECONDS", 15 * 60))
+AXES_FAILURE_LIMIT = env_int("ECHOMQ_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("ECHOMQ_LOGIN_COOLOFF_SECONDS", 15 * 60))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False

@@ -8,47 +8,39 @@ import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.middleware import HtmxDetails
 
 from dashboard import (
     action_bars,
     actions,
     charts,
-    conf,
     connection_groups,
     connections,
     flows,
     job_edits,
     presenters,
 )
-from dashboard.health import Workers
 from dashboard.health_reads import queue_workers
 from dashboard.lookup import clean_job_ids, int_param, job_id_or_404, queue_or_404
 from dashboard.permissions import (
     can_act,
-    can_change,
     page_permission,
-    read_only,
-    read_only_note,
     user_label,
 )
 from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
+from dashboard.web import PAGE_SIZES, is_htmx, queue_context, redirect_back, render_page
 from queues.keys import InvalidName
 from queues.read import counts, events, lists, states
 from queues.read.job import job_detail
 from queues.read.refs import QueueRef
 
-PAGE_SIZES = (20, 50, 100, 200)
 # The overview's rows per page: a screenful and more, and the most one live
 # socket follows comfortably (dashboard.live.consumer.MAX_QUEUES_PER_SOCKET).
 OVERVIEW_PAGE_SIZE = 100
@@ -84,56 +76,6 @@ EVENT_TYPES = (
 # the moves shown. "waiting" stays: it is also how a retry or a promotion
 # shows ("did my retry work?"), and "retries-exhausted" marks a failure as final.
 QUIET_EVENTS = ("progress", "added", "duplicated", "deduplicated", "drained")
-
-
-def _is_htmx(request: HttpRequest) -> bool:
-    """An htmx swap, which wants only the fragment it replaces.
-
-    htmx 2 sends ``HX-Request`` on a history restore too (Back to a URL it
-    pushed, when its snapshot is gone): that request gets the whole page, or
-    the bare fragment would become the page. Views answering both ways also
-    vary on ``HX-Request``, so the browser's cache never hands a fragment to a
-    plain navigation of the same URL (Back after leaving the page).
-
-    Read from the headers here rather than from django-htmx's middleware, so
-    a project need not install that middleware for the app."""
-    htmx = HtmxDetails(request)
-    return bool(htmx) and not htmx.history_restore_request
-
-
-def _page(
-    request: HttpRequest, template: str, context: dict[str, Any], status: int = 200
-) -> HttpResponse:
-    context.update(
-        can_act=can_act(request.user),
-        can_change=can_change(request.user),
-        max_job_data_bytes=conf.max_job_data_bytes(),
-        read_only=read_only(),
-        read_only_note=read_only_note(),
-    )
-    return render(request, template, context, status=status)
-
-
-def _queue_context(
-    ref: QueueRef,
-    summary: counts.QueueSummary,
-    tab: str,
-    workers: Workers | None = None,
-    *,
-    chart: bool = True,
-) -> dict[str, Any]:
-    """What every tab of a queue shows above its own part; ``workers`` (when
-    counted) lets the health say "no workers" rather than "nothing active".
-    ``chart``: the header's chart is read (its history and audit rows) for a
-    whole page, not for a fragment, which does not show it."""
-    base_url = queue_url("dashboard:queue", ref)
-    return {
-        "ref": ref,
-        "summary": summary,
-        "tab": tab,
-        "cells": presenters.count_cells(base_url, summary.counts),
-        "chart": charts.queue_chart_for(summary, workers) if chart else "",
-    }
 
 
 @dataclass(slots=True)
@@ -244,8 +186,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         "spark_slots": counts.METRICS_POINTS,  # the minutes a sparkline's width stands for
         "states": states.STATES,
     }
-    template = "dashboard/_overview_list.html" if _is_htmx(request) else "dashboard/overview.html"
-    return _page(request, template, context)
+    template = "dashboard/_overview_list.html" if is_htmx(request) else "dashboard/overview.html"
+    return render_page(request, template, context)
 
 
 @dataclass(slots=True)
@@ -288,8 +230,8 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     # so the tab, the bulk buttons and the pager of one answer never disagree.
     summary.counts[state] = jobs.total
     counted = queue_workers(client, [summary])
-    context = _queue_context(
-        ref, summary, state, counted.get(ref) if counted else None, chart=not _is_htmx(request)
+    context = queue_context(
+        ref, summary, state, counted.get(ref) if counted else None, chart=not is_htmx(request)
     )
     hour = charts.hour_totals(summary)
     completed_last_hour = hour[0] if hour is not None else None
@@ -309,14 +251,14 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         bar=action_bars.action_bar(ref, state) if acting else None,
         clean_ages=action_bars.CLEAN_AGES,
         default_clean_age=action_bars.DEFAULT_CLEAN_AGE_MS,
-        fragment=_is_htmx(request),
+        fragment=is_htmx(request),
         empty_hint=""
         if jobs.rows
         else presenters.empty_tab_hint(state, summary, completed_last_hour),
     )
-    if _is_htmx(request):
-        return _page(request, "dashboard/_job_table.html", context)
-    return _page(request, "dashboard/queue.html", context)
+    if is_htmx(request):
+        return render_page(request, "dashboard/_job_table.html", context)
+    return render_page(request, "dashboard/queue.html", context)
 
 
 @require_GET
@@ -342,7 +284,7 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     except InvalidName:
         return HttpResponseBadRequest("Not a stream id")
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
-    context = _queue_context(ref, summary, "events", chart=not _is_htmx(request))
+    context = queue_context(ref, summary, "events", chart=not is_htmx(request))
     context.update(
         page=page,
         event_type=shown,
@@ -351,9 +293,9 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         quiet_events=QUIET_EVENTS,
         continued=bool(request.GET.get("before")),
     )
-    if _is_htmx(request):
-        return _page(request, "dashboard/_event_rows.html", context)
-    return _page(request, "dashboard/events.html", context)
+    if is_htmx(request):
+        return render_page(request, "dashboard/_event_rows.html", context)
+    return render_page(request, "dashboard/events.html", context)
 
 
 @require_GET
@@ -375,7 +317,7 @@ def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
     )
     if detail is None:
         context = {"ref": ref, "job_id": job_id}
-        return _page(request, "dashboard/job_missing.html", context, status=404)
+        return render_page(request, "dashboard/job_missing.html", context, status=404)
     job_actions = actions.ACTIONS_BY_STATE.get(detail.state or "", ("remove",))
     context = {
         "ref": ref,
@@ -395,11 +337,11 @@ def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
         "editable": detail.state in job_edits.EDITABLE_STATES,
     }
     fragment = request.GET.get("fragment")
-    if _is_htmx(request) and fragment in ("data", "logs"):
-        return _page(request, f"dashboard/_job_{fragment}.html", context)
+    if is_htmx(request) and fragment in ("data", "logs"):
+        return render_page(request, f"dashboard/_job_{fragment}.html", context)
     # Read for the whole page only: its fragments show no audit rows.
     context["changes"] = job_edits.changes_of_job(ref, job_id, detail.job.timestamp)
-    return _page(request, "dashboard/job.html", context)
+    return render_page(request, "dashboard/job.html", context)
 
 
 def _job_query(logs_page: int, *, full: bool) -> str:
@@ -428,14 +370,6 @@ def _queue_url(ref: QueueRef, state: str | None = None) -> str:
     return f"{url}?state={state}" if state else url
 
 
-def _back(request: HttpRequest, fallback: str) -> HttpResponse:
-    target = request.POST.get("next", "")
-    safe = url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    )
-    return redirect(target if target and safe else fallback)
-
-
 @require_POST
 @page_permission(act=True)
 def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
@@ -455,10 +389,10 @@ def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         )
     except (InvalidName, actions.ActionRefused) as error:
         messages.error(request, str(error))
-        return _back(request, _queue_url(ref, state))
+        return redirect_back(request, _queue_url(ref, state))
     level = messages.SUCCESS if result.ok and result.count else messages.WARNING
     messages.add_message(request, level, result.message)
-    return _back(request, _queue_url(ref, state))
+    return redirect_back(request, _queue_url(ref, state))
 
 
 @require_POST
@@ -482,7 +416,7 @@ def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         # Jobs left behind as broken need a look: not a plain success.
         level = messages.WARNING if result.skipped else messages.SUCCESS
         messages.add_message(request, level, result.message)
-    return _back(request, _queue_url(ref, state))
+    return redirect_back(request, _queue_url(ref, state))
 
 
 def live_socket_over_http(request: HttpRequest) -> HttpResponse:

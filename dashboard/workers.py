@@ -20,13 +20,20 @@ from django.views.decorators.vary import vary_on_headers
 from redis import Redis
 
 from dashboard import actions, presenters
-from dashboard.api import BadInput, _body, _json_errors
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import queue_or_404
 from dashboard.permissions import api_permission, page_permission, user_label
 from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
-from dashboard.views import _back, _is_htmx, _page, _queue_context
+from dashboard.web import (
+    BadInput,
+    is_htmx,
+    json_errors,
+    queue_context,
+    redirect_back,
+    render_page,
+    request_body,
+)
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.numerals import NotWholeNumber, parse_whole
 from queues.read import counts
@@ -142,12 +149,12 @@ def workers_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
     context = _tab_context(client, ref)
-    if _is_htmx(request):
+    if is_htmx(request):
         context["ref"] = ref
-        return _page(request, "dashboard/_workers_live.html", context)
+        return render_page(request, "dashboard/_workers_live.html", context)
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
-    context.update(_queue_context(ref, summary, "workers"))
-    return _page(request, "dashboard/workers.html", context)
+    context.update(queue_context(ref, summary, "workers"))
+    return render_page(request, "dashboard/workers.html", context)
 
 
 def _limit_from(value: Any) -> int | None:
@@ -186,7 +193,7 @@ def global_concurrency_action(request: HttpRequest, prefix: str, name: str) -> H
         messages.error(request, str(error))
     else:
         messages.success(request, result.message)
-    return _back(request, back)
+    return redirect_back(request, back)
 
 
 # --------------------------------------------------------------------------- JSON
@@ -194,7 +201,7 @@ def global_concurrency_action(request: HttpRequest, prefix: str, name: str) -> H
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def workers_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
@@ -213,7 +220,7 @@ def workers_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 @require_GET
 @api_permission()
-@_json_errors
+@json_errors
 def limits_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     client = get_client()
     ref = queue_or_404(client, prefix, name)
@@ -222,12 +229,12 @@ def limits_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
 
 @require_POST
 @api_permission(act=True)
-@_json_errors
+@json_errors
 def global_concurrency_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``{"concurrency": 5}`` sets it, ``{"concurrency": null}`` clears it."""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = _body(request)
+    body = request_body(request)
     if "concurrency" not in body:
         raise BadInput("concurrency is required: a whole number, or null to clear it")
     result = actions.set_global_concurrency(

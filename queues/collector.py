@@ -112,8 +112,8 @@ BACKLOG_EVERY_S = 10.0
 # a third of a pass's fixed cost (bench/collector.py). A collector that dies
 # loses only what it had not recorded, which the next one reads again from
 # the recorded cursor: no gap, no double count (if the stream still holds
-# it). The history and its lag are this much later (the README's alert fires
-# at 120 s).
+# it). The history and its lag are this much later (docs/history.md's alert
+# fires at 120 s).
 RECORD_EVERY_S = 1.0
 QUEUES_EVERY_S = 10.0
 TRACKED_JOBS = 20_000

@@ -1,7 +1,7 @@
 """The Redis connections one server process of the site as shipped holds stay
 within docs/deploy.md's budget ("Connections"), however many pages are open.
 
-Three Redis connections (README, "Several Redis servers"): the default one
+Three Redis connections (docs/configuration.md, "Several Redis servers"): the default one
 and "staging" (each a redis-server) and "eu", a 3-node cluster whose 12
 queues are tagged one by one (``{q0}``, ``{q1}``, ...: 12 hash slots, as
 BullMQ's docs suggest tagging queue names). 50 and then 100 live sockets,

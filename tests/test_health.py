@@ -125,6 +125,12 @@ CASES = [
         ("rising", "failures rising", "12 failed, last 5 min (2.4/min now, was 0.2/min)"),
         id="pace rising, rate unknown",
     ),
+    # A storm: whole numbers past ten a minute ("21,292.4/min" read as noise).
+    pytest.param(
+        summary(finishes(None, 106_462, (None, 0), 5.0, "finished jobs"), active=1),
+        ("rising", "failures rising", "106,462 failed, last 5 min (21,292/min now, was 0/min)"),
+        id="pace of a storm",
+    ),
     pytest.param(
         summary(finishes(None, 12, (None, 24), 5.0, "finished jobs"), active=1),
         ("", "", "12 failed, last 5 min"),
@@ -329,6 +335,12 @@ SINCE_CASES = [
         LastFinished(None, NOW_MS - 5 * MINUTE),
         "last failure 5 min ago (10:51 UTC), completed jobs not kept",
         id="failures only",
+    ),
+    # Nothing kept finished: the job next in line dates it (no worker took a job since).
+    pytest.param(
+        LastFinished(None, None, NOW_MS - 14 * MINUTE),
+        "none finished; the oldest added 14 min ago (10:42 UTC)",
+        id="nothing kept, oldest waiting",
     ),
     pytest.param(LastFinished(None, None), "no finished job kept to date it", id="nothing kept"),
 ]

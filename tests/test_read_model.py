@@ -472,8 +472,10 @@ def test_the_wait_page_spanning_wait_and_paused_holds_exactly_its_size(
 
 
 def seed_last_finished(client: Redis, prefix: str = "bull") -> list[QueueRef]:
-    """Four queues: both sets kept, completed jobs not kept, nothing kept, and
-    another writer's garbage (a completed key of another type, an inf score)."""
+    """Four queues: both sets kept, completed jobs not kept, nothing kept (two
+    jobs waiting, the older one next in line), and another writer's garbage
+    (a completed key of another type, an inf score, a wait list's tail with
+    no job hash)."""
     both, failures, nothing, garbage = (
         QueueRef(prefix, name) for name in ("both", "failures", "nothing", "garbage")
     )
@@ -481,18 +483,24 @@ def seed_last_finished(client: Redis, prefix: str = "bull") -> list[QueueRef]:
     seed_job(client, both.keys, "c2", state="completed", score=1_764_000_060_000)
     seed_job(client, both.keys, "f1", state="failed", score=1_764_000_030_000)
     seed_job(client, failures.keys, "f1", state="failed", score=1_764_000_090_000)
+    seed_job(client, nothing.keys, "w1", state="wait", fields={"timestamp": 1_764_000_100_000})
+    seed_job(client, nothing.keys, "w2", state="wait", fields={"timestamp": 1_764_000_200_000})
     client.set(garbage.keys.completed, "not a set")
     client.zadd(garbage.keys.failed, {"odd": float("inf")})
+    client.rpush(garbage.keys.wait, "gone")
     return [both, failures, nothing, garbage]
 
 
 def assert_last_finished(client: Redis, refs: list[QueueRef]) -> None:
     found = counts.last_finished(client, refs)
-    assert [(found[ref].completed_ms, found[ref].failed_ms) for ref in refs] == [
-        (1_764_000_060_000, 1_764_000_030_000),
-        (None, 1_764_000_090_000),
-        (None, None),
-        (None, None),
+    assert [
+        (found[ref].completed_ms, found[ref].failed_ms, found[ref].oldest_waiting_ms)
+        for ref in refs
+    ] == [
+        (1_764_000_060_000, 1_764_000_030_000, None),
+        (None, 1_764_000_090_000, None),
+        (None, None, 1_764_000_100_000),
+        (None, None, None),
     ]
     assert found[refs[0]].newest_ms == 1_764_000_060_000
 

@@ -1,85 +1,14 @@
-"""The WebSocket a dashboard page keeps open to receive a queue's events live.
+"""The WebSocket a dashboard page keeps open to receive its queues' events live.
 
-Protocol (JSON text frames):
+One ``LiveConsumer`` per socket: it checks who may watch what (at connect and
+every ``RECHECK_S``), subscribes to the queues a page names through the
+process's shared readers (dashboard.live.hub), replays what the page missed
+before handing it the live feed, and sends through a bounded outbox
+(dashboard.live.outbox), closing a page that stops reading. Everything a socket
+holds is let go when it ends, however it ends (``__call__``).
 
-browser -> server
-    {"type": "subscribe", "queues": [{"queue": "bull:emails", "last_id": "1700000000000-0"}]}
-        A queue is named by its address (``QueueRef.address``): ``prefix:name``
-        on the default Redis connection, ``<connection> prefix:name`` on
-        another (dashboard.connections); every message names it the same way.
-        ``last_id`` is the newest event the page already shows (from the page's
-        ``data-last-id`` or the last message it received); omit it (or null) to
-        start from now. Subscribing again to a queue replaces the old position.
-        Optional per queue, for pages that need less than every event:
-        ``"job": id`` sends only that job's events (a job page; a list of at
-        most MAX_JOBS_PER_FILTER ids: those jobs', a flow's tree), ``"bodies":
-        false`` sends how many events came and their names instead of the
-        events (pages that refetch counts and lists). Only queues the pages
-        show may be watched (configured, or under a served prefix with a trace
-        in Redis: dashboard.lookup.served_queues), at most
-        MAX_QUEUES_PER_SOCKET per socket and per message.
-    {"type": "unsubscribe", "queues": ["bull:emails"]}
-    {"type": "discover"}
-        the page lists queues: send the set of queues now and whenever it changes
-
-server -> browser
-    {"type": "subscribed", "queue": q, "last_id": id}   position confirmed; replay follows
-    {"type": "events", "queue": q, "events": [{"id", "event", "job_id", "row"}, ...],
-     "last_id": id, "skipped": n, "refresh": bool}
-        (with ``"bodies": false``: ``"events": []`` plus ``"count": n`` and
-        ``"kinds": [event names]``)
-        oldest first; every event carries its stream id, ``last_id`` is the
-        position to resume from. ``refresh`` (with ``skipped`` events left out,
-        possibly all of them) means the page fell behind: reload counts rather
-        than applying each event. With no events, no count and no refresh it
-        only moves ``last_id``: a page with a job filter hears its position at
-        most every POSITION_EVERY_S while other jobs' events pass.
-    {"type": "gap", "queue": q, "last_id": id}   events were trimmed away, too
-        many were missed, or the page did not read them in time (below):
-        reload counts and lists, continue from ``last_id``
-    {"type": "error", "queue": q, "message": text}   that queue is not watched:
-        "unknown queue", "bad filter", "too many queues", "Redis unreachable"
-        (subscribe again once a status "ok" comes) or "unreadable events stream"
-    {"type": "queues", "queues": ["bull:emails", ...]}   every queue the pages list
-        (after "discover": at once, then on each change; see dashboard.live.discovery)
-    {"type": "status", "redis": "unreachable" | "failing_over" | "ok"}   Redis
-        stopped answering this server (the page's data is stale from then on),
-        "failing_over" when behind Sentinel the sentinels are replacing the
-        master, or answers again (the page subscribes again from the
-        positions it has: nothing is lost). With several connections: not "ok"
-        while the default one or one whose queues the socket watches does not
-        answer ("failing_over" when every one of those is failing over).
-
-Close codes: 4401 not logged in, 4403 no permission to view, 4400 bad message
-(not JSON, a binary frame, an unknown type, more than MAX_QUEUES_PER_SOCKET
-queues in one message), 4408 too slow: the page did not take what it was sent
-for STALL_CLOSE_S (it reconnects later and resumes from its position).
-Access is checked at connect and again every ``RECHECK_S`` seconds: a socket
-whose session no longer holds (expired, the password changed, the user
-deactivated) is closed with 4401, one whose user lost the view permission or
-staff status with 4403. Sessions are kept in the database (settings), so
-logging out in another tab closes this socket at its next check (within the
-session cache's 10 s when the logout went through another process).
-
-What the server holds for a socket is bounded: its subscriptions (above), and
-what it has sent that the client did not take yet (dashboard.live.outbox).
-While that outbox is full no events are sent; the subscriptions that missed
-some get ``gap`` once the client has caught up, and a client that does not
-catch up within STALL_CLOSE_S is closed with 4408. Everything a socket holds
-is let go when it ends, however it ends (``__call__``).
-
-No event is lost between the replay and the live feed: the consumer registers
-its subscription with the stream (dashboard.live.hub), then puts a barrier in
-its own inbox (dashboard.live.fanout) and replays when it reaches the barrier.
-Every event the reader handed out before the registration was already in the
-stream then, so the replay has it; every event handed out after it is in the
-inbox behind the barrier. Events seen by both are dropped by stream id.
-
-The socket's messages, the client's frames and what the readers hand it, go
-through one inbox that the socket's task takes in order (``__call__``): no
-channel layer, no task per message. Under daphne a batch that finds the task
-waiting on an empty inbox is sent by the reader's hand-out directly
-(``_send_now``, the same steps as ``live_events``): it would have been next.
+The messages both ways, the close codes, and why the replay cannot lose or
+repeat an event: docs/live.md ("The socket's messages").
 """
 
 from __future__ import annotations

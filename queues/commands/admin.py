@@ -39,7 +39,7 @@ def _flag(value: bool) -> str:
     return "1" if value else "0"
 
 
-def _add_keys(keys: QueueKeys) -> tuple[str, ...]:
+def add_keys(keys: QueueKeys) -> tuple[str, ...]:
     return (
         keys.wait,
         keys.paused,
@@ -54,7 +54,7 @@ def _add_keys(keys: QueueKeys) -> tuple[str, ...]:
     )
 
 
-def _job_args(job: PreparedJob) -> tuple[ScriptArg, ...]:
+def job_args(job: PreparedJob) -> tuple[ScriptArg, ...]:
     # The twelve per-job arguments of addJob and addJobs (addJobSteps.lua).
     return (
         job.job_id,
@@ -73,15 +73,15 @@ def _job_args(job: PreparedJob) -> tuple[ScriptArg, ...]:
 
 
 def add_job(keys: QueueKeys, job: PreparedJob) -> ScriptCall:
-    return scripts.call("addJob", _add_keys(keys), (keys.base, *_job_args(job)))
+    return scripts.call("addJob", add_keys(keys), (keys.base, *job_args(job)))
 
 
 def add_jobs(keys: QueueKeys, jobs: Sequence[PreparedJob]) -> ScriptCall:
     """Many adds in one call; its result lists one addJob result per job."""
     args: list[ScriptArg] = [keys.base]
     for job in jobs:
-        args.extend(_job_args(job))
-    return scripts.call("addJobs", _add_keys(keys), tuple(args))
+        args.extend(job_args(job))
+    return scripts.call("addJobs", add_keys(keys), tuple(args))
 
 
 def _requeue_keys(keys: QueueKeys, source: RequeueSource) -> tuple[str, ...]:

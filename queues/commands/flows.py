@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from queues import scripts
-from queues.commands.admin import _job_args
+from queues.commands.admin import job_args
 from queues.job_options import PreparedJob
 from queues.keys import QueueKeys
 from queues.scripts import ScriptArg, ScriptCall
@@ -27,5 +27,5 @@ def add_flow(nodes: Sequence[FlowNodeCall]) -> ScriptCall:
         raise ValueError("a flow has at least one job")
     args: list[ScriptArg] = []
     for node in nodes:
-        args.extend((node.keys.base, "1" if node.has_children else "0", *_job_args(node.job)))
+        args.extend((node.keys.base, "1" if node.has_children else "0", *job_args(node.job)))
     return scripts.call("addFlow", (nodes[0].keys.meta,), tuple(args))

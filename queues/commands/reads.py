@@ -93,7 +93,8 @@ def cohort_states(
 
 
 def last_finished(queues: Sequence[QueueKeys]) -> scripts.ScriptCall:
-    """The newest completed and failed scores of many queues (single-node Redis only)."""
+    """The newest completed and failed scores of many queues and their oldest
+    waiting job's timestamp (single-node Redis only)."""
     return scripts.call("lastFinished", (), tuple(keys.base for keys in queues))
 
 

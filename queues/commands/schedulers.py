@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from queues import scripts
-from queues.commands.admin import _add_keys
+from queues.commands.admin import add_keys
 from queues.keys import QueueKeys
 from queues.scripts import ScriptCall
 
 
 def _add_and_repeat_keys(keys: QueueKeys) -> tuple[str, ...]:
     # The ten keys of addJob (the scripts add a run through its steps), then `repeat`.
-    return (*_add_keys(keys), keys.repeat)
+    return (*add_keys(keys), keys.repeat)
 
 
 def _text(value: int | str | None) -> str:

@@ -240,10 +240,13 @@ class LastFinished:
     finishedOn: the finished sets' score), None where the set keeps none. It
     dates the last moment a worker of the queue is known to have been alive;
     when the workers left is written nowhere (a connection closing leaves no
-    key and no event)."""
+    key and no event). ``oldest_waiting_ms``: when the job next in line was
+    added (the wait list's tail), how long the queue has waited at least,
+    for a queue that keeps no finished job to date it by."""
 
     completed_ms: int | None
     failed_ms: int | None
+    oldest_waiting_ms: int | None = None
 
     @property
     def newest_ms(self) -> int | None:
@@ -269,17 +272,37 @@ def last_finished(client: Redis, refs: Sequence[QueueRef]) -> dict[QueueRef, Las
     if not refs:
         return {}
     if not is_cluster(client):
-        scores = list(scripts.run(client, reads.last_finished([ref.keys for ref in refs])))
+        found = list(scripts.run(client, reads.last_finished([ref.keys for ref in refs])))
     else:
-        pipe = client.pipeline(transaction=False)
-        for ref in refs:
-            pipe.zrange(ref.keys.completed, -1, -1, withscores=True)
-            pipe.zrange(ref.keys.failed, -1, -1, withscores=True)
-        scores = [reply[0][1] if reply else None for reply in replies(pipe)]
+        found = _last_finished_per_node(client, refs)
     return {
-        ref: LastFinished(_finished_on(scores[2 * n]), _finished_on(scores[2 * n + 1]))
+        ref: LastFinished(*(_finished_on(found[3 * n + i]) for i in range(3)))
         for n, ref in enumerate(refs)
     }
+
+
+def _last_finished_per_node(client: Redis, refs: Sequence[QueueRef]) -> list[Any]:
+    """lastFinished-0.lua's answer read with pipelines where the queues' keys
+    sit on several nodes: the sets' newest scores and the wait list's tail,
+    then the tail jobs' timestamps (a second round, the ids known)."""
+    pipe = client.pipeline(transaction=False)
+    for ref in refs:
+        pipe.zrange(ref.keys.completed, -1, -1, withscores=True)
+        pipe.zrange(ref.keys.failed, -1, -1, withscores=True)
+        pipe.lindex(ref.keys.wait, -1)
+    first = replies(pipe)
+    tails = [first[3 * n + 2] for n in range(len(refs))]
+    pipe = client.pipeline(transaction=False)
+    for ref, tail in zip(refs, tails, strict=True):
+        if isinstance(tail, bytes):
+            pipe.hget(ref.keys.job(tail.decode(errors="replace")), "timestamp")
+    added = iter(replies(pipe)) if any(isinstance(tail, bytes) for tail in tails) else iter(())
+    found: list[Any] = []
+    for n, tail in enumerate(tails):
+        completed, failed = first[3 * n], first[3 * n + 1]
+        found += [completed[0][1] if completed else None, failed[0][1] if failed else None]
+        found.append(next(added) if isinstance(tail, bytes) else None)
+    return found
 
 
 def is_paused(client: Redis, keys: QueueKeys) -> bool:

@@ -4,7 +4,7 @@ The progress shapes drawn as a bar; every other value is shown as (short)
 JSON. A number is a percent. An object is counted work when it holds one key
 of each tuple below, both numbers, the total above zero: {"step": 1, "of": 5},
 {"current": 3, "total": 8}, {"done": 2, "total": 4}, {"value": 30, "max": 120}...
-(the README lists them under "Reading the pages").
+(docs/pages.md lists them under "Progress").
 """
 
 from __future__ import annotations

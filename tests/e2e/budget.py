@@ -42,8 +42,8 @@ Server = tuple[str, int]  # host, port of one redis-server (a cluster node)
 def three_connections(
     workdir: Path, queues: dict[str, list[QueueRef]], processes: int
 ) -> Iterator[ShippedSite]:
-    """The site as shipped on three Redis connections (README, "Several Redis
-    servers"): "default" and "staging" each a redis-server, "eu" a 3-node
+    """The site as shipped on three Redis connections (docs/configuration.md,
+    "Several Redis servers"): "default" and "staging" each a redis-server, "eu" a 3-node
     cluster; ``queues`` (by connection name, in that order) hold a job each
     before the site starts."""
     topology = Several(

@@ -72,7 +72,7 @@ ENV_FILE = "# /etc/echomq/dashboard.env"
 KEPT = ("PATH", "HOME", "LANG", "TMPDIR")
 # The user's own host name: the one the browser reaches the front by.
 HOST = "127.0.0.1"
-# The bearer token Prometheus would send (README: without it /metrics is off).
+# The bearer token Prometheus would send (docs/history.md: without it /metrics is off).
 METRICS_TOKEN = "prometheus-" + "x" * 24
 COHORT_WORKER = Path(__file__).with_name("cohort_worker.py")
 
@@ -155,8 +155,8 @@ class ClusterRedis:
 
 @dataclass
 class Several:
-    """Several Redis servers served by one dashboard (README, "Several Redis
-    servers"): the first is ``REDIS_URL``'s, each other one an entry of
+    """Several Redis servers served by one dashboard (docs/configuration.md,
+    "Several Redis servers"): the first is ``REDIS_URL``'s, each other one an entry of
     ``ECHOMQ_CONNECTIONS`` named by ``names`` with its queues' ``prefixes``."""
 
     topologies: list[Topology]

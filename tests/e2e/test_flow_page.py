@@ -64,8 +64,8 @@ def test_more_children_load_on_demand(
     nodes = page.locator(f'#job-flow [data-flow-job="{root.id}"] > ul > li.flow-node')
     expect(nodes).to_have_count(50)
     # Once subscribed the page refetches itself, and a refresh shows the first
-    # page of children again (pages loaded by hand go: a known limit, in the
-    # README): let that happen before loading more.
+    # page of children again (pages loaded by hand go: a known limit, in
+    # docs/pages.md): let that happen before loading more.
     wait_live(page)
     page.wait_for_load_state("networkidle")
     page.get_by_role("button", name="More children").click()

@@ -1,6 +1,6 @@
 """A Django project that is not ours, mounting the EchoMQ dashboard app.
 
-What it must write to do so is what the README's "Mounting in your project"
+What it must write to do so is what docs/mounting.md
 says, and no more: INSTALLED_APPS, MIDDLEWARE, the URL include, the socket
 route (asgi.py) and REDIS_URL. Everything else is its own: a
 custom user model with its own login page (people), its own "api" namespace,
