@@ -434,70 +434,8 @@ def _scheduler_schemas() -> dict[str, Schema]:
 
 
 def _worker_schemas() -> dict[str, Schema]:
-    """The workers tab's answers (dashboard.workers, queues.read)."""
-    seconds = {"type": "integer", "minimum": 0}
-    limit_number = {"type": ["integer", "number", "null"]}
-    stored = _or_null({**_STRING, "description": "As stored (cut at 100 characters)"})
+    """The workers tab's requests (its answers: queues.read.answers)."""
     return {
-        "ConnectedWorker": _object(
-            {
-                "name": {**_STRING, "description": "The worker's name; empty when unnamed"},
-                "connection_name": {**_TEXT, "description": "Its connections' CLIENT SETNAME"},
-                "host": _STRING,
-                "addresses": _array(_STRING, minItems=1),
-                "node": _or_null({**_STRING, "description": "The cluster node (`host:port`)"}),
-                "connections": {"type": "integer", "minimum": 1},
-                "connected_s": {**seconds, "description": "The oldest connection's age"},
-                "idle_s": {**seconds, "description": "Since its last command (blocked = idle)"},
-            },
-            description="A worker: its connections of one name, host and node",
-        ),
-        "WorkerList": _object(
-            {
-                "queue": _TEXT,
-                "known": {**_BOOLEAN, "description": "false: the server refused CLIENT LIST"},
-                "refusal": _or_null(
-                    {**_STRING, "description": "Why the workers are not known (the server's words)"}
-                ),
-                "nodes": {
-                    **_array(_STRING),
-                    "description": "The cluster's nodes listed (empty on a single server)",
-                },
-                "count": _or_null(_COUNT),
-                "workers": _array(_schema("ConnectedWorker")),
-            }
-        ),
-        "Limits": _object(
-            {
-                "queue": _TEXT,
-                "global_concurrency": {
-                    **limit_number,
-                    "description": "The most jobs active at once across all workers; null "
-                    "when none is set (or what is stored is not a number)",
-                },
-                "global_concurrency_stored": stored,
-                "active": _COUNT,
-                "rate_limit": _or_null(
-                    _object({"max": _NUMBER, "duration_ms": _NUMBER}),
-                ),
-                "rate_limit_stored": _or_null(
-                    _object({"max": stored, "duration": stored}),
-                ),
-                "window": _or_null(
-                    _object(
-                        {"started": _INTEGER, "ends_in_ms": _COUNT},
-                        description="The rate limiter's current window: jobs started in it",
-                    )
-                ),
-                "rate_limited_ms": {
-                    **_COUNT,
-                    "description": "No job starts for this long (0: not rate-limited)",
-                },
-                "rate_limited_until": _MOMENT,
-                "read_at": {**_COUNT, "description": "When this was read (ms)"},
-                "problem": _or_null({**_STRING, "description": "A limits key of the wrong type"}),
-            }
-        ),
         "GlobalConcurrencyRequest": _object(
             {
                 "concurrency": {

@@ -315,7 +315,81 @@ class SchedulerPage(Answer):
     schedulers: Annotated[list[Scheduler], Meta(max_length=SCHEDULER_PAGE_MAX)]
 
 
+Seconds = Annotated[int, Meta(ge=0)]
+Stored = Annotated[str, Meta(description="As stored (cut at 100 characters)")] | None
+
+
+class ConnectedWorker(Answer):
+    """A worker: its connections of one name, host and node."""
+
+    name: Annotated[str, Meta(description="The worker's name; empty when unnamed")]
+    connection_name: Annotated[
+        str, Meta(min_length=1, description="Its connections' CLIENT SETNAME")
+    ]
+    host: str
+    addresses: Annotated[list[str], Meta(min_length=1)]
+    node: Annotated[str, Meta(description="The cluster node (`host:port`)")] | None
+    connections: Annotated[int, Meta(ge=1)]
+    connected_s: Annotated[int, Meta(ge=0, description="The oldest connection's age")]
+    idle_s: Annotated[int, Meta(ge=0, description="Since its last command (blocked = idle)")]
+
+
+class WorkerList(Answer):
+    queue: Text
+    known: Annotated[bool, Meta(description="false: the server refused CLIENT LIST")]
+    refusal: (
+        Annotated[str, Meta(description="Why the workers are not known (the server's words)")]
+        | None
+    )
+    nodes: Annotated[
+        list[str], Meta(description="The cluster's nodes listed (empty on a single server)")
+    ]
+    count: Count | None
+    workers: list[ConnectedWorker]
+
+
+class RateLimit(Answer):
+    max: int | float
+    duration_ms: int | float
+
+
+class StoredRateLimit(Answer):
+    max: Stored
+    duration: Stored
+
+
+class Window(Answer):
+    """The rate limiter's current window: jobs started in it."""
+
+    started: int
+    ends_in_ms: Count
+
+
+class Limits(Answer):
+    queue: Text
+    global_concurrency: Annotated[
+        int | float | None,
+        Meta(
+            description="The most jobs active at once across all workers; null when none is "
+            "set (or what is stored is not a number)"
+        ),
+    ]
+    global_concurrency_stored: Stored
+    active: Count
+    rate_limit: RateLimit | None
+    rate_limit_stored: StoredRateLimit | None
+    window: Window | None
+    rate_limited_ms: Annotated[
+        int, Meta(ge=0, description="No job starts for this long (0: not rate-limited)")
+    ]
+    rate_limited_until: Moment
+    read_at: Annotated[int, Meta(ge=0, description="When this was read (ms)")]
+    problem: Annotated[str, Meta(description="A limits key of the wrong type")] | None
+
+
 SHAPES: tuple[type[Answer], ...] = (
+    WorkerList,
+    Limits,
     QueueList,
     QueueSummary,
     JobPage,
