@@ -1,4 +1,4 @@
-"""moveToActive-11 against a real Redis: every step, every way it answers."""
+"""moveToActive-1 against a real Redis: every step, every way it answers."""
 
 from __future__ import annotations
 
