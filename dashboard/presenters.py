@@ -636,24 +636,27 @@ def event_row_html(event: Event, job_prefix: str, *, one_job: bool = False) -> S
     for the live feed, whose socket carries these rows (dashboard.live.streams).
     ``job_prefix``: presenters.job_url_prefix of the event's queue. Built with
     html.escape (what Django's escape calls, without its lazy-string wrapping):
-    the live layer renders every event of a followed queue, 6 us each here."""
+    the live layer renders every event of a followed queue. The time (digits)
+    and the state's colour (a name from states.EVENT_TONES) need no escaping;
+    the event's name and its job id are escaped once each."""
     esc = html.escape
     when = exact_time(event.timestamp_ms)
     job_id = event.job_id
-    job_cell = ""
+    name = esc(event.event)
+    job_cell = job_attribute = ""
+    if job_id:
+        job_attribute = f' data-job-id="{esc(job_id)}"'
     if not one_job:
         link = ""
         if job_id:
             # Truncator counts combining accents as nothing: only a longer id can be cut.
-            shown = job_id if len(job_id) <= 40 else Truncator(job_id).chars(40)
-            link = f'<a href="{esc(job_url(job_prefix, job_id))}">{esc(shown)}</a>'
+            shown = esc(job_id if len(job_id) <= 40 else Truncator(job_id).chars(40))
+            link = f'<a href="{esc(job_url(job_prefix, job_id))}">{shown}</a>'
         job_cell = f'<td class="id">{link}</td>\n  '
-    job_attribute = f' data-job-id="{esc(job_id)}"' if job_id else ""
-    return mark_safe(  # noqa: S308 - every value in it is escaped
-        f'<tr data-event-id="{esc(event.stream_id)}" data-event="{esc(event.event)}"'
-        f"{job_attribute}>"
-        f'\n  <td class="time"><time title="{esc(when)}">{esc(when[11:23])}</time></td>'
-        f'\n  <td><span class="badge state-{esc(event_state(event.event))}">{esc(event.event)}'
+    return mark_safe(  # noqa: S308 - every value in it is escaped or made of safe characters
+        f'<tr data-event-id="{esc(event.stream_id)}" data-event="{name}"{job_attribute}>'
+        f'\n  <td class="time"><time title="{when}">{when[11:23]}</time></td>'
+        f'\n  <td><span class="badge state-{event_state(event.event)}">{name}'
         f'</span></td>\n  {job_cell}  <td class="detail">{esc(event_detail(event.fields))}</td>'
         "\n</tr>\n"
     )
