@@ -23,7 +23,8 @@ its size) and JSON at that many queues, next to bull-board's overview JSON.
 ``--app`` serves another ASGI
 application instead (bench/http_bridges.py has the HTTP bridges
 dashboard.http was measured against). Finally it times retry-all of 100k
-failed jobs through the JSON API and the server process's RSS growth.
+failed jobs through the JSON API and the server process's RSS growth
+(bench/retry_all.py times it beside bull-board's).
 ``--only`` (words of the endpoints' labels, comma-separated) times those
 endpoints alone, beside the server floor, and skips retry-all: a small run
 for one page on a shared machine. ``--without-metrics`` seeds the

@@ -30,13 +30,13 @@ from dashboard.permissions import api_permission, user_label
 from dashboard.redis import get_client
 from dashboard.web import BadInput, json_errors, request_body, text_field
 from queues.numerals import NotWholeNumber, parse_whole
-from queues.read import counts
+from queues.read import answers, counts
+from queues.read.answers import MAX_RANGE
 from queues.read.events import event_json, events_page, job_events
 from queues.read.job import job_detail
 from queues.read.lists import job_page, job_page_if_exists
 from queues.read.states import STATES
 
-MAX_RANGE = 500
 # A hundred years: ages beyond it are typos, and they must stay exact in Lua's doubles.
 MAX_MILLISECONDS = 100 * 365 * 86_400_000
 
@@ -67,10 +67,10 @@ def queues(request: HttpRequest) -> HttpResponse:
     """Every queue of every connection; ``connections`` says which answered."""
     groups = queue_groups()
     return JsonResponse(
-        {
-            "queues": [s.as_json() for group in groups for s in group.summaries],
-            "connections": [group.as_json() for group in groups],
-        }
+        answers.QueueList(
+            queues=[s.as_json() for group in groups for s in group.summaries],
+            connections=[group.as_json() for group in groups],
+        )
     )
 
 
@@ -135,9 +135,9 @@ def job(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpRespon
     )
     if detail is None:
         raise Http404(f"No job {job_id} in {ref.qualified}")
-    body = detail.as_json()
-    body["events"] = [event_json(e) for e in job_events(client, ref, job_id, size=30)]
-    return JsonResponse(body)
+    return JsonResponse(
+        detail.as_json([event_json(e) for e in job_events(client, ref, job_id, size=30)])
+    )
 
 
 @require_GET

@@ -16,8 +16,8 @@ class DashboardConfig(AppConfig):
         from django.db.models.signals import m2m_changed, post_delete, post_save
 
         from dashboard.checks import check_project
-        from dashboard.permissions import clear_permission_cache
-        from dashboard.user_cache import clear_user_cache
+        from dashboard.permissions import permission_answers
+        from dashboard.user_cache import users
 
         checks.register(check_project)
 
@@ -25,7 +25,7 @@ class DashboardConfig(AppConfig):
         # and so does any change to a user (active flag, password) their
         # cached user objects.
         user_model = get_user_model()
-        for clear in (clear_permission_cache, clear_user_cache):
+        for clear in (permission_answers.clear, users.clear):
             user_logged_in.connect(clear)
             user_logged_out.connect(clear)
             for model in (user_model, Group):

@@ -421,8 +421,9 @@ def health_note(health: Health) -> SafeString:
 def queue_chart_for(summary: QueueSummary, workers: Workers | None = None) -> SafeString:
     """The queue page's chart with the queue's admin actions of the hour from
     the audit trail, under its health in words (``workers``: its connected
-    workers when counted). Called by the template (lazily): a page fragment
-    that does not show the chart reads no audit rows."""
+    workers when counted). Reads the history and the audit rows: called by
+    the views of the pages that show it (web.queue_context), never while a
+    template renders."""
     if summary.recent is None:
         return mark_safe("")
     health = health_note(queue_health(summary, workers))

@@ -30,7 +30,7 @@ from dashboard import connections
 from dashboard.health import Workers
 from dashboard.lookup import all_queues
 from dashboard.redis import failing_over, get_client
-from queues.read import counts
+from queues.read import answers, counts
 from queues.read.history import with_recent_series
 from queues.read.refs import QueueRef
 from queues.sentinel import is_sentinel_url
@@ -61,14 +61,14 @@ class ConnectionGroup:
     def reachable(self) -> bool:
         return not self.unreachable
 
-    def as_json(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "reachable": self.reachable,
-            "error": self.unreachable or None,
-            "failing_over": bool(self.failing_over),
-            "queues": len(self.summaries),
-        }
+    def as_json(self) -> answers.Connection:
+        return answers.Connection(
+            name=self.name,
+            reachable=self.reachable,
+            error=self.unreachable or None,
+            failing_over=bool(self.failing_over),
+            queues=len(self.summaries),
+        )
 
 
 CountWorkers = Callable[[Redis, list[counts.QueueSummary]], dict[QueueRef, Workers] | None]

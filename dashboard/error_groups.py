@@ -166,7 +166,7 @@ def groups_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         # tabs are built, or a failure between the two reads showed the tab at
         # 178 beside groups adding up to 180 (issue 21).
         summary.counts[TAB] = grouped.failed
-    context: dict[str, Any] = queue_context(ref, summary, TAB)
+    context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
     context.update(fragment=is_htmx(request), groups_url=_groups_url(ref), corrupt=corrupt)
     context.update(grouped=grouped, acting=can_act(request.user), group_actions=GROUP_ACTIONS)
     if group:

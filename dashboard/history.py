@@ -119,8 +119,8 @@ FAILING_RATE = 0.05
 
 
 def _failure_rate(rate: float | None) -> str:
-    if rate is None:
-        return ""
+    if rate is None:  # nothing finished: the dash the wait and run cells show for none
+        return format_ms(None)
     if rate < FAILING_RATE:
         return percent(rate)
     return format_html('<span class="badge state-{}">{}</span>', FAILED.name, percent(rate))

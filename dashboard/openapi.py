@@ -18,6 +18,7 @@ from collections.abc import Collection, Iterator
 from importlib import metadata
 from typing import Any
 
+import msgspec
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
@@ -30,12 +31,11 @@ from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.errors import ErrorCode
 from queues.job_options import MAX_PRIORITY
 from queues.keys import MAX_JOB_ID_LENGTH
+from queues.read import answers, flows
 from queues.read import error_groups as read_error_groups
-from queues.read import flows
 from queues.read import schedulers as read_schedulers
 from queues.read import search as read_search
-from queues.read.counts import METRICS_POINTS
-from queues.read.job import DATA_DISPLAY_LIMIT
+from queues.read.answers import MAX_RANGE
 from queues.read.refs import DEFAULT_CONNECTION
 from queues.read.states import STATES
 
@@ -123,177 +123,6 @@ def _schemas() -> dict[str, Schema]:
         "Error": _object(
             {"error": _schema("ErrorDetail")},
             description="Every error under the API, whoever answered it",
-        ),
-        "QueueSummary": _object(
-            {
-                "queue": {**_TEXT, "description": "`prefix:name`"},
-                "prefix": _TEXT,
-                "name": _TEXT,
-                "connection": {
-                    **_TEXT,
-                    "description": "The Redis connection it is on (`default`, or a name "
-                    "from `ECHOMQ_CONNECTIONS`)",
-                },
-                "counts": _object(
-                    dict.fromkeys(STATES, _COUNT),
-                    description="Jobs per state; `wait` holds the paused list too",
-                ),
-                "paused": _BOOLEAN,
-                "metrics": _object(
-                    {
-                        "completed_per_minute": _array(_COUNT, maxItems=METRICS_POINTS),
-                        "failed_per_minute": _array(_COUNT, maxItems=METRICS_POINTS),
-                    },
-                    description="Finishes per full minute, oldest first (empty without "
-                    "worker metrics)",
-                ),
-            }
-        ),
-        "QueueList": _object(
-            {
-                "queues": _array(_schema("QueueSummary")),
-                "connections": _array(_schema("Connection")),
-            }
-        ),
-        "Connection": _object(
-            {
-                "name": _TEXT,
-                "reachable": _BOOLEAN,
-                "error": {
-                    **_or_null(_TEXT),
-                    "description": "Why its Redis did not answer (its queues are left out)",
-                },
-                "failing_over": {
-                    **_BOOLEAN,
-                    "description": "It did not answer because, behind Redis Sentinel, the "
-                    "sentinels are replacing its master",
-                },
-                "queues": {**_COUNT, "description": "How many of its queues are listed"},
-            },
-            description="One Redis connection the dashboard serves, the default first",
-        ),
-        "ProgressBar": _object(
-            {
-                "percent": {"type": "integer", "minimum": 0, "maximum": 100},
-                "done": _or_null(_NUMBER),
-                "total": _or_null(_NUMBER),
-            },
-            description="A progress value the dashboard can draw as a bar: a percent, or "
-            "counted work (`done` of `total`; null for a plain percent)",
-        ),
-        "JobRow": _object(
-            {
-                "id": _JOB_ID,
-                "state": _STATE,
-                "missing": {**_BOOLEAN, "description": "Listed in the state, its hash gone"},
-                "name": _STRING,
-                "timestamp": _MOMENT,
-                "processed_on": _MOMENT,
-                "finished_on": _MOMENT,
-                "attempts_made": _INTEGER,
-                "attempts": {**_INTEGER, "minimum": 1},
-                "progress": _ANY,
-                "progress_bar": _or_null(_schema("ProgressBar")),
-                "failed_reason": _or_null({**_STRING, "description": "Its first line"}),
-                "priority": _INTEGER,
-                "delay": _INTEGER,
-                "due": {**_MOMENT, "description": "When a delayed job becomes ready"},
-            }
-        ),
-        "JobPage": _object(
-            {
-                "queue": _TEXT,
-                "state": _STATE,
-                "start": _COUNT,
-                "end": {**_COUNT, "description": "One-based index of the last job shown"},
-                "total": {**_COUNT, "description": "Jobs in the state"},
-                "jobs": _array(_schema("JobRow"), maxItems=api.MAX_RANGE),
-            }
-        ),
-        "FailedAttempt": _object(
-            {
-                "attempt": _or_null({"type": "integer", "minimum": 1}),
-                "reason": _STRING,
-                "trace": {**_STRING, "description": "The stack trace; empty when none kept"},
-            }
-        ),
-        "Event": _object(
-            {
-                "id": {**_STREAM_ID, "description": "The stream id"},
-                "event": _STRING,
-                "job_id": _or_null(_STRING),
-                "timestamp": _COUNT,
-                "fields": _map(_STRING),
-            }
-        ),
-        "EventPage": _object(
-            {
-                "queue": _TEXT,
-                "events": _array(_schema("Event"), maxItems=api.MAX_RANGE),
-                "next_before": _or_null(
-                    {**_STREAM_ID, "description": "Pass as `before` for older events"}
-                ),
-                "newest_id": _or_null(_STREAM_ID),
-            }
-        ),
-        "JobDetail": _object(
-            {
-                "queue": _TEXT,
-                "id": _JOB_ID,
-                "state": {
-                    "enum": [*STATES, None],
-                    "description": "null: the hash exists but no state holds the id",
-                },
-                "name": _STRING,
-                "data": {
-                    "description": "The job's data; null when truncated or not JSON "
-                    "(then see `data_text`)"
-                },
-                "data_text": _or_null(_STRING),
-                "data_truncated": {
-                    **_BOOLEAN,
-                    "description": f"Over {DATA_DISPLAY_LIMIT // 1024} KB: "
-                    "`data_text` holds the start; `?full=1` for all",
-                },
-                "data_size": {**_COUNT, "description": "Bytes"},
-                "opts": _or_null({"type": "object"}),
-                "opts_text": _or_null({**_STRING, "description": "opts that are not JSON"}),
-                "timestamp": _MOMENT,
-                "delay": _INTEGER,
-                "priority": _INTEGER,
-                "processed_on": _MOMENT,
-                "finished_on": _MOMENT,
-                "attempts_made": _INTEGER,
-                "attempts_started": _INTEGER,
-                "attempts": {**_INTEGER, "minimum": 1},
-                "stalled_counter": _INTEGER,
-                "processed_by": _or_null(_STRING),
-                "progress": _ANY,
-                "progress_bar": _or_null(_schema("ProgressBar")),
-                "returnvalue": _ANY,
-                "failed_reason": _or_null(_STRING),
-                "stacktrace": _array(_STRING),
-                "failed_attempts": _array(_schema("FailedAttempt")),
-                "deferred_failure": _or_null(_STRING),
-                "lock": _or_null(
-                    _object({"token": _STRING, "ttl_ms": _or_null(_COUNT)}),
-                ),
-                "logs": _object({"start": _COUNT, "total": _COUNT, "lines": _array(_STRING)}),
-                "parent": _or_null(_object({"queue": _TEXT, "id": _JOB_ID})),
-                "children": _object(
-                    {
-                        "pending": _array(_STRING),
-                        "pending_total": _COUNT,
-                        "processed": _map(_STRING),
-                        "processed_total": _COUNT,
-                    }
-                ),
-                "extra": {**_map(_STRING), "description": "Hash fields no runtime defines"},
-                "events": {
-                    **_array(_schema("Event")),
-                    "description": "Its latest events, newest first",
-                },
-            }
         ),
         "JobOutcome": _object(
             {
@@ -460,7 +289,7 @@ def _error_group_schemas() -> dict[str, Schema]:
                 "group": _GROUP_KEY,
                 "start": _COUNT,
                 "total": {**_COUNT, "description": "Jobs in the group"},
-                "jobs": _array(_schema("JobRow"), maxItems=api.MAX_RANGE),
+                "jobs": _array(_schema("JobRow"), maxItems=MAX_RANGE),
             },
             description="Newest failure first",
         ),
@@ -586,57 +415,6 @@ def _scheduler_schemas() -> dict[str, Schema]:
         "skipped": _array(_schema("SkippedJob"), maxItems=0),
     }
     return {
-        "Scheduler": _object(
-            {
-                "id": {**_STRING, "description": "The member of the `repeat` zset"},
-                "kind": {
-                    "type": "string",
-                    "enum": ["scheduler", "legacy"],
-                    "description": "A 5.x job scheduler, or a legacy repeatable job",
-                },
-                "name": {**_or_null(_STRING), "description": "The template's job name"},
-                "pattern": {**_or_null(_STRING), "description": "Cron pattern"},
-                "every": {**_or_null(_INTEGER), "description": "Milliseconds between runs"},
-                "tz": _or_null(_STRING),
-                "next_run": {**_MOMENT, "description": "When the next run is due (ms)"},
-                "pending_job_id": {
-                    **_or_null(_JOB_ID),
-                    "description": "The next run's job (`repeat:<id>:<ms>`); a worker may "
-                    "have taken it already",
-                },
-                "iterations": {**_or_null(_COUNT), "description": "Runs added so far (`ic`)"},
-                "limit": _or_null(_COUNT),
-                "start_date": _MOMENT,
-                "end_date": _MOMENT,
-                "template": _object(
-                    {
-                        "data": {
-                            **_or_null(_STRING),
-                            "description": "JSON text as stored; null when empty or over "
-                            f"{read_schedulers.TEMPLATE_DISPLAY_LIMIT:,} bytes",
-                        },
-                        "data_size": _COUNT,
-                        "opts": _or_null(_STRING),
-                        "opts_size": _COUNT,
-                    }
-                ),
-                "notes": {
-                    **_array(_TEXT),
-                    "description": "What is wrong with the definition, in words (empty: sound)",
-                },
-                "can_run_now": _BOOLEAN,
-            }
-        ),
-        "SchedulerPage": _object(
-            {
-                "queue": _TEXT,
-                "start": _COUNT,
-                "end": _COUNT,
-                "total": _COUNT,
-                "schedulers": _array(_schema("Scheduler"), maxItems=read_schedulers.MAX_PAGE_SIZE),
-            },
-            description="Soonest next run first",
-        ),
         "SchedulerActionRequest": _object(
             {
                 "action": {"type": "string", "enum": list(actions.SCHEDULER_ACTIONS)},
@@ -656,70 +434,8 @@ def _scheduler_schemas() -> dict[str, Schema]:
 
 
 def _worker_schemas() -> dict[str, Schema]:
-    """The workers tab's answers (dashboard.workers, queues.read)."""
-    seconds = {"type": "integer", "minimum": 0}
-    limit_number = {"type": ["integer", "number", "null"]}
-    stored = _or_null({**_STRING, "description": "As stored (cut at 100 characters)"})
+    """The workers tab's requests (its answers: queues.read.answers)."""
     return {
-        "ConnectedWorker": _object(
-            {
-                "name": {**_STRING, "description": "The worker's name; empty when unnamed"},
-                "connection_name": {**_TEXT, "description": "Its connections' CLIENT SETNAME"},
-                "host": _STRING,
-                "addresses": _array(_STRING, minItems=1),
-                "node": _or_null({**_STRING, "description": "The cluster node (`host:port`)"}),
-                "connections": {"type": "integer", "minimum": 1},
-                "connected_s": {**seconds, "description": "The oldest connection's age"},
-                "idle_s": {**seconds, "description": "Since its last command (blocked = idle)"},
-            },
-            description="A worker: its connections of one name, host and node",
-        ),
-        "WorkerList": _object(
-            {
-                "queue": _TEXT,
-                "known": {**_BOOLEAN, "description": "false: the server refused CLIENT LIST"},
-                "refusal": _or_null(
-                    {**_STRING, "description": "Why the workers are not known (the server's words)"}
-                ),
-                "nodes": {
-                    **_array(_STRING),
-                    "description": "The cluster's nodes listed (empty on a single server)",
-                },
-                "count": _or_null(_COUNT),
-                "workers": _array(_schema("ConnectedWorker")),
-            }
-        ),
-        "Limits": _object(
-            {
-                "queue": _TEXT,
-                "global_concurrency": {
-                    **limit_number,
-                    "description": "The most jobs active at once across all workers; null "
-                    "when none is set (or what is stored is not a number)",
-                },
-                "global_concurrency_stored": stored,
-                "active": _COUNT,
-                "rate_limit": _or_null(
-                    _object({"max": _NUMBER, "duration_ms": _NUMBER}),
-                ),
-                "rate_limit_stored": _or_null(
-                    _object({"max": stored, "duration": stored}),
-                ),
-                "window": _or_null(
-                    _object(
-                        {"started": _INTEGER, "ends_in_ms": _COUNT},
-                        description="The rate limiter's current window: jobs started in it",
-                    )
-                ),
-                "rate_limited_ms": {
-                    **_COUNT,
-                    "description": "No job starts for this long (0: not rate-limited)",
-                },
-                "rate_limited_until": _MOMENT,
-                "read_at": {**_COUNT, "description": "When this was read (ms)"},
-                "problem": _or_null({**_STRING, "description": "A limits key of the wrong type"}),
-            }
-        ),
         "GlobalConcurrencyRequest": _object(
             {
                 "concurrency": {
@@ -1219,7 +935,7 @@ def _query(name: str, description: str, schema: Schema) -> Schema:
 
 
 def _page_size(default: int) -> Schema:
-    return {"type": "integer", "minimum": 1, "maximum": api.MAX_RANGE, "default": default}
+    return {"type": "integer", "minimum": 1, "maximum": MAX_RANGE, "default": default}
 
 
 # --------------------------------------------------------------------------- operations
@@ -1343,7 +1059,7 @@ OPERATIONS: dict[str, tuple[str, Schema]] = {
                 _query(
                     "end",
                     f"Position of the last job, inclusive (default `start` + 49; at "
-                    f"most {api.MAX_RANGE} jobs a page)" + _GARBAGE,
+                    f"most {MAX_RANGE} jobs a page)" + _GARBAGE,
                     _COUNT,
                 ),
             ],
@@ -1852,7 +1568,7 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
         ],
         "paths": paths,
         "components": {
-            "schemas": _schemas(),
+            "schemas": {**_schemas(), **_declared_schemas()},
             "responses": {name: answer for name, (_, answer) in _ERRORS.items()},
             "parameters": _PARAMETERS,
             "headers": _HEADERS,
@@ -1878,6 +1594,14 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
             },
         },
     }
+
+
+def _declared_schemas() -> dict[str, Schema]:
+    """The answers declared as Structs (queues.read.answers), as msgspec describes them."""
+    _, components = msgspec.json.schema_components(
+        answers.SHAPES, ref_template="#/components/schemas/{name}"
+    )
+    return components
 
 
 def _csrf_header() -> str:

@@ -17,7 +17,6 @@ ask for. A model with no permissions at all lets nobody in (and
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, Literal, TypeVar, cast
@@ -29,6 +28,7 @@ from django.http import HttpRequest, HttpResponse
 
 from dashboard import conf
 from dashboard.errors import json_error
+from dashboard.short_cache import ShortCache
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
 VIEW_PERMISSION = "dashboard.view_queues"
@@ -42,15 +42,9 @@ def read_only() -> bool:
     return conf.read_only()
 
 
-# Permission answers per user, kept briefly: has_perm costs two database
-# queries per request otherwise. Changes made in this process clear it at once
-# (signals wired in apps.py); changes from elsewhere apply within the TTL.
-PERMISSION_CACHE_TTL_S = 10.0
-_permission_cache: dict[tuple[object, str, str], tuple[float, bool]] = {}
-
-
-def clear_permission_cache(**_: object) -> None:
-    _permission_cache.clear()
+# Permission answers per user, kept briefly (dashboard.short_cache): has_perm
+# costs two database queries per request otherwise.
+permission_answers: ShortCache[tuple[object, str, str], bool] = ShortCache()
 
 
 def _has_perm(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
@@ -59,12 +53,10 @@ def _has_perm(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
     if check is None:
         return False
     key = (user.pk, user.get_username(), permission)
-    now = time.monotonic()
-    cached = _permission_cache.get(key)
-    if cached is not None and cached[0] > now:
-        return cached[1]
-    allowed = bool(check(permission))
-    _permission_cache[key] = (now + PERMISSION_CACHE_TTL_S, allowed)
+    allowed = permission_answers.get(key)
+    if allowed is None:
+        allowed = bool(check(permission))
+        permission_answers.put(key, allowed)
     return allowed
 
 

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from django.utils.html import conditional_escape, escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import Truncator
 
 from dashboard import charts
 
@@ -29,14 +30,15 @@ from dashboard.formatting import thousands as thousands
 from dashboard.health import Health, Workers, queue_health
 from dashboard.queue_urls import PATH_SAFE, queue_url, queue_url_maker
 from queues import codec
+from queues.events import Event
 from queues.read.counts import METRICS_POINTS, QueueSummary
-from queues.read.failures import FailedAttempt
+from queues.read.failures import FailedAttempt, first_line
 from queues.read.job import JobDetail
 from queues.read.lists import JobPage
 from queues.read.progress import Progress
 from queues.read.refs import QueueRef
 from queues.read.search import FoundText
-from queues.read.states import LABELS, TAB, TABS
+from queues.read.states import EVENT_TONES, LABELS, TAB, TABS
 from queues.throughput import MINUTE_MS
 
 # Words for every state a page names, and the events tab.
@@ -600,3 +602,61 @@ def job_buttons(
         )
         buttons.append(JobButton(action, label, style, question.format(job=job, named=named)))
     return buttons
+
+
+def event_state(event: str) -> str:
+    """The state colour of an event's badge (the state it leads to)."""
+    return EVENT_TONES.get(event, "other")
+
+
+def event_detail(fields: Mapping[str, str]) -> str:
+    """The one short detail worth a glance: reason, due time, progress, previous state."""
+    if "failedReason" in fields:
+        return first_line(codec.failure_reason(fields["failedReason"]), 200)
+    if "delay" in fields:
+        due = codec.integer(fields["delay"])
+        return f"until {exact_time(due)}" if due is not None else fields["delay"][:100]
+    if "data" in fields:
+        return f"progress {fields['data'][:100]}"
+    if "prev" in fields:
+        return f"from {STATE_LABELS.get(fields['prev'], fields['prev'] or 'unknown')}"
+    if "count" in fields:
+        return f"{fields['count']} jobs"
+    if "attemptsMade" in fields:  # retries-exhausted: how many tries it had
+        made = codec.integer(fields["attemptsMade"])
+        if made is None:
+            return fields["attemptsMade"][:100]
+        return f"after {made:,} attempt{'' if made == 1 else 's'}"
+    return fields.get("name", "")[:100]
+
+
+def event_row_html(event: Event, job_prefix: str, *, one_job: bool = False) -> SafeString:
+    """An event as a row of the events tab (``one_job``: of a job page's events,
+    without the job column): the one rendering of an event, for the pages and
+    for the live feed, whose socket carries these rows (dashboard.live.streams).
+    ``job_prefix``: presenters.job_url_prefix of the event's queue. Built with
+    html.escape (what Django's escape calls, without its lazy-string wrapping):
+    the live layer renders every event of a followed queue. The time (digits)
+    and the state's colour (a name from states.EVENT_TONES) need no escaping;
+    the event's name and its job id are escaped once each."""
+    esc = html.escape
+    when = exact_time(event.timestamp_ms)
+    job_id = event.job_id
+    name = esc(event.event)
+    job_cell = job_attribute = ""
+    if job_id:
+        job_attribute = f' data-job-id="{esc(job_id)}"'
+    if not one_job:
+        link = ""
+        if job_id:
+            # Truncator counts combining accents as nothing: only a longer id can be cut.
+            shown = esc(job_id if len(job_id) <= 40 else Truncator(job_id).chars(40))
+            link = f'<a href="{esc(job_url(job_prefix, job_id))}">{shown}</a>'
+        job_cell = f'<td class="id">{link}</td>\n  '
+    return mark_safe(  # noqa: S308 - every value in it is escaped or made of safe characters
+        f'<tr data-event-id="{esc(event.stream_id)}" data-event="{name}"{job_attribute}>'
+        f'\n  <td class="time"><time title="{when}">{when[11:23]}</time></td>'
+        f'\n  <td><span class="badge state-{event_state(event.event)}">{name}'
+        f'</span></td>\n  {job_cell}  <td class="detail">{esc(event_detail(event.fields))}</td>'
+        "\n</tr>\n"
+    )

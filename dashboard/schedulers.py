@@ -58,7 +58,7 @@ def page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     page_number, size = _page_params(request)
     listed = read.scheduler_page(client, ref, start=(page_number - 1) * size, size=size)
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
-    context: dict[str, Any] = queue_context(ref, summary, TAB)
+    context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
     now_ms = int(time.time() * 1000)
     context.update(
         listed=listed,

@@ -217,17 +217,17 @@ AXES_VERBOSE = False
 
 # Sessions in the database: logging out deletes the session, so a copy of the
 # cookie (another tab, another machine, a stolen one) stops working, at once
-# in the process that served the logout and within SESSION_CACHE_TTL_S (10 s)
+# in the process that served the logout and within dashboard.short_cache.TTL_S (10 s)
 # in the others. Signed-cookie sessions cost no read but could not be
 # revoked: a copied cookie stayed valid until it expired, logout or not.
 # Each process keeps the sessions it read for at most that TTL (measured
-# reason in dashboard/session_cache.py), as it keeps the signed-in user.
+# reason in dashboard/short_cache.py), as it keeps the signed-in user.
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_CACHE_ALIAS = "sessions"
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "sessions": {
-        "BACKEND": "dashboard.session_cache.ShortLivedLocMemCache",
+        "BACKEND": "dashboard.short_cache.ShortLivedLocMemCache",
         "OPTIONS": {"MAX_ENTRIES": 10_000},
     },
 }
@@ -252,6 +252,12 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # (manage.py collectstatic copies them there).
 WHITENOISE_USE_FINDERS = True
 STATIC_ROOT = os.environ.get("STATIC_ROOT") or None
+if STATIC_ROOT:
+    # Collected files under hashed names, the modules' imports included.
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "dashboard.static_files.HashedStaticFiles"},
+    }
 
 # One format for every log line of a server process: Django's, daphne's or
 # uvicorn's, Channels', django-axes' and ours (echomq.*, echomq.audit), all

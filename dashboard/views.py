@@ -230,7 +230,9 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     # so the tab, the bulk buttons and the pager of one answer never disagree.
     summary.counts[state] = jobs.total
     counted = queue_workers(client, [summary])
-    context = queue_context(ref, summary, state, counted.get(ref) if counted else None)
+    context = queue_context(
+        ref, summary, state, counted.get(ref) if counted else None, chart=not is_htmx(request)
+    )
     hour = charts.hour_totals(summary)
     completed_last_hour = hour[0] if hour is not None else None
     acting = can_act(request.user)
@@ -282,7 +284,7 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     except InvalidName:
         return HttpResponseBadRequest("Not a stream id")
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
-    context = queue_context(ref, summary, "events")
+    context = queue_context(ref, summary, "events", chart=not is_htmx(request))
     context.update(
         page=page,
         event_type=shown,
@@ -333,12 +335,12 @@ def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
         "logs_has_next": detail.logs_start + len(detail.logs) < detail.logs_total,
         **flows.flow_context(client, ref, job_id),
         "editable": detail.state in job_edits.EDITABLE_STATES,
-        # Read when the template shows them: the page's fragments read no audit rows.
-        "changes": functools.partial(job_edits.changes_of_job, ref, job_id, detail.job.timestamp),
     }
     fragment = request.GET.get("fragment")
     if is_htmx(request) and fragment in ("data", "logs"):
         return render_page(request, f"dashboard/_job_{fragment}.html", context)
+    # Read for the whole page only: its fragments show no audit rows.
+    context["changes"] = job_edits.changes_of_job(ref, job_id, detail.job.timestamp)
     return render_page(request, "dashboard/job.html", context)
 
 

@@ -8,7 +8,6 @@ another view module's private names: the feature modules then sit beside
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
@@ -114,18 +113,24 @@ def render_page(
 
 
 def queue_context(
-    ref: QueueRef, summary: counts.QueueSummary, tab: str, workers: Workers | None = None
+    ref: QueueRef,
+    summary: counts.QueueSummary,
+    tab: str,
+    workers: Workers | None = None,
+    *,
+    chart: bool = True,
 ) -> dict[str, Any]:
     """What every tab of a queue shows above its own part; ``workers`` (when
-    counted) lets the health say "no workers" rather than "nothing active"."""
+    counted) lets the health say "no workers" rather than "nothing active".
+    ``chart``: the header's chart is read (its history and audit rows) for a
+    whole page, not for a fragment, which does not show it."""
     base_url = queue_url("dashboard:queue", ref)
     return {
         "ref": ref,
         "summary": summary,
         "tab": tab,
         "cells": presenters.count_cells(base_url, summary.counts),
-        # Built when the template shows it: fragments of the page read no audit rows.
-        "chart": functools.partial(charts.queue_chart_for, summary, workers),
+        "chart": charts.queue_chart_for(summary, workers) if chart else "",
     }
 
 

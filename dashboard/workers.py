@@ -36,7 +36,7 @@ from dashboard.web import (
 )
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.numerals import NotWholeNumber, parse_whole
-from queues.read import counts
+from queues.read import answers, counts
 from queues.read.limits import Limits, read_limits
 from queues.read.refs import QueueRef
 from queues.read.workers import ConnectedWorker, queue_workers
@@ -207,14 +207,14 @@ def workers_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     ref = queue_or_404(client, prefix, name)
     workers, clients = queue_workers(client, ref)
     return JsonResponse(
-        {
-            "queue": ref.qualified,
-            "known": workers is not None,
-            "refusal": clients.error,
-            "nodes": list(clients.nodes),
-            "count": None if workers is None else len(workers),
-            "workers": [worker.as_json() for worker in workers or []],
-        }
+        answers.WorkerList(
+            queue=ref.qualified,
+            known=workers is not None,
+            refusal=clients.error,
+            nodes=list(clients.nodes),
+            count=None if workers is None else len(workers),
+            workers=[worker.as_json() for worker in workers or []],
+        )
     )
 
 

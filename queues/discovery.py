@@ -2,9 +2,10 @@
 
 A queue has no entry in any registry: it is the set of keys under
 ``<prefix>:<name>:``. Walking the keyspace to find them (SCAN for the ``meta``
-and ``id`` keys) costs Redis time in proportion to every key it holds, the
-application's own included: on a production Redis with ten million unrelated
-keys one full walk is seconds of Redis time. So discovery has two sources:
+and ``id`` keys and the job states', TRACE_SUFFIXES) costs Redis time in
+proportion to every key it holds, the application's own included: on a
+production Redis with ten million unrelated keys one full walk is seconds of
+Redis time. So discovery has two sources:
 
 - **Connections.** Workers name their Redis connections after their queue
   (BullMQ for Node.js: ``<prefix>:<base64 of the name>``, the Python port:
@@ -46,6 +47,7 @@ from queues.connection import REDIS_FAILURES, is_cluster
 from queues.connection_names import queue_names_of
 from queues.keys import InvalidName, validate_prefix
 from queues.read.refs import QueueRef
+from queues.read.states import KEY_STATES
 from queues.read.workers import recent_client_list
 
 # QueueRef's own order (prefix, then name) as a C-level key: the dataclass's
@@ -69,30 +71,44 @@ OUTAGES = REDIS_FAILURES
 MIN_PASS_S = 10.0  # a pass of a small keyspace starts at most this often
 MAX_PAUSE_S = 2.0  # the longest pause after one SCAN call
 CONNECTIONS_INTERVAL_S = 5.0
-_QUEUE_SUFFIXES = (":meta", ":id")
+# The keys whose existence says a queue exists: the ones our runtime and
+# BullMQ write first (meta, the id counter), and every key state, since a
+# queue another tool wrote, or one whose meta and id a person deleted, may
+# have none of those two and still hold jobs.
+TRACE_SUFFIXES = ("meta", "id", *(state.name for state in KEY_STATES))
 
 
 def _glob_escape(text: str) -> str:
     return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
 
 
+def _letters(position: int) -> str:
+    return "".join(sorted({suffix[position] for suffix in TRACE_SUFFIXES}))
+
+
+# One pattern for every suffix (a SCAN per pattern would walk the keyspace
+# once each): their first two letters. It lets some other keys through (a
+# job's dependencies, the metrics, ids starting so), which queue_from_key drops.
+_SUFFIX_GLOB = f"*:[{_letters(0)}][{_letters(1)}]*"
+
+
 def _scan_pattern(prefix: str) -> str:
-    # One pattern for both suffixes; it also lets a few other keys through
-    # (metrics:...), which queue_from_key drops.
-    return _glob_escape(prefix + ":") + "*:[mi][ed]*"
+    return _glob_escape(prefix + ":") + _SUFFIX_GLOB
 
 
 def queue_from_key(key: str, prefixes: Iterable[str]) -> QueueRef | None:
-    """The queue whose ``meta`` or ``id`` key this is, or None."""
+    """The queue whose trace key (``meta``, ``id``, a state) this is, or None."""
     for prefix in prefixes:
         head = prefix + ":"
         if not key.startswith(head):
             continue
-        for suffix in _QUEUE_SUFFIXES:
-            if key.endswith(suffix):
+        for suffix in TRACE_SUFFIXES:
+            if key.endswith(":" + suffix):
                 with contextlib.suppress(InvalidName):
-                    # A job key or a name we could never address safely is skipped.
-                    return QueueRef(prefix, key[len(head) : -len(suffix)])
+                    # A job's own key (bull:q:7:failed would name a queue
+                    # "q:7", and no queue name holds ':') or a name we could
+                    # never address safely is skipped.
+                    return QueueRef(prefix, key[len(head) : -len(suffix) - 1])
     return None
 
 
@@ -107,18 +123,23 @@ def queues_named_by_connection(name: str, prefixes: Iterable[str]) -> list[Queue
 
 
 def queue_exists(client: Redis, ref: QueueRef) -> bool:
-    """True when the queue has left any trace (meta or id key)."""
+    """True when the queue has left any trace (meta, id or a state's key)."""
     return queues_exist(client, [ref])[0]
 
 
 def trace_keys(refs: Sequence[QueueRef]) -> list[str]:
-    """The keys whose existence says a queue exists: meta and id, two per queue
+    """The keys whose existence says a queue exists, TRACE_SUFFIXES' per queue
     (EXISTS each; :func:`any_per_queue` reads the answers)."""
-    return [key for ref in refs for key in (ref.keys.meta, ref.keys.id)]
+    return [
+        key
+        for ref in refs
+        for key in (ref.keys.meta, ref.keys.id, *(ref.keys.state(s.name) for s in KEY_STATES))
+    ]
 
 
 def any_per_queue(found: list[int]) -> list[bool]:
-    return [bool(meta or id_) for meta, id_ in zip(found[::2], found[1::2], strict=True)]
+    size = len(TRACE_SUFFIXES)
+    return [any(found[start : start + size]) for start in range(0, len(found), size)]
 
 
 def queues_exist(client: Redis, refs: Sequence[QueueRef]) -> list[bool]:

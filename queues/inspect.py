@@ -12,11 +12,13 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from queues.connection import connect
 from queues.discovery import scan_queues
 from queues.keys import DEFAULT_PREFIX
 from queues.read.counts import queue_summaries
-from queues.read.events import events_page
+from queues.read.events import event_json, events_page, job_events
 from queues.read.job import job_detail
 from queues.read.lists import job_page
 from queues.read.refs import QueueRef
@@ -44,14 +46,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         ref = QueueRef(args.prefix, args.queue)
         if args.job:
             detail = job_detail(client, ref, args.job)
-            answer = detail.as_json() if detail else {"error": f"no job {args.job}"}
+            latest = [event_json(e) for e in job_events(client, ref, args.job, size=30)]
+            answer = detail.as_json(latest) if detail else {"error": f"no job {args.job}"}
         elif args.events:
             answer = events_page(client, ref, size=args.count).as_json()
         elif args.state:
             answer = job_page(client, ref, args.state, start=args.start, size=args.count).as_json()
         else:
             answer = queue_summaries(client, [ref])[0].as_json()
-    print(json.dumps(answer, indent=2, ensure_ascii=False, default=str))
+    print(json.dumps(msgspec.to_builtins(answer, enc_hook=str), indent=2, ensure_ascii=False))
     return 0
 
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from typing import Any, NamedTuple, TypedDict, cast
+from typing import Any, NamedTuple, TypedDict
 
-import rapidjson
-
+from queues import codec
 from queues.keys import validate_custom_job_id
 
 MAX_PRIORITY = 2**21
@@ -95,29 +94,12 @@ class PreparedJob(NamedTuple):
     parent_json: str = ""  # "" = none
 
 
-# One encoder for every job, built once. The standard library's public API
-# (json.JSONEncoder.encode) builds a fresh C encoder on every call: in a bulk
-# add of 50,000 tiny jobs the Python process then spent 7.0-7.8 us of CPU per
-# job against 5.7-5.9 with this one, which is as fast as the private C encoder
-# it replaces (5.5-6.5). Medians of 7-15 alternated rounds per run, 2-3 runs
-# each, load average 3-8, on 2026-12-01; bench/json_encoding.py measures it.
-# NM_NONE refuses NaN and Infinity, which JSON has no words for (orjson would
-# write them as null, changing the job's data). The other modes keep what
-# json.dumps does: bytes are refused, int and float keys become strings.
-_ENCODER = rapidjson.Encoder(
-    ensure_ascii=False,
-    number_mode=rapidjson.NM_NONE,
-    bytes_mode=rapidjson.BM_NONE,
-    mapping_mode=rapidjson.MM_COERCE_KEYS_TO_STRINGS,
-)
-
-
 def to_json(value: Any) -> str:
-    """Compact JSON that every BullMQ runtime parses (no NaN/Infinity)."""
+    """A value a caller gives for a job field (data, options, progress) as
+    codec.dumps writes it, or InvalidJobOptions saying why it cannot be."""
     try:
-        # Without a stream to write to, the encoder returns the text.
-        return cast(str, _ENCODER(value))
-    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        return codec.dumps(value)
+    except codec.UNENCODABLE as exc:
         raise InvalidJobOptions(f"not JSON-serialisable: {exc}") from None
 
 

@@ -293,7 +293,8 @@ class Queue:
         completed/failed, created for the others); at most ``limit`` (0 = all).
         "wait" covers the wait and paused lists. ``ids`` lists the deleted ones
         (``keep_ids=False`` for cleaning millions); a job whose key is not a job
-        hash is left where it was and listed in ``skipped``. Raises
+        hash, or that another state holds too, is left where it was and
+        listed in ``skipped``. Raises
         :class:`BulkStopped` when Redis refuses a batch."""
         cutoff = now_ms() - grace_ms
         result = BulkResult()
@@ -343,7 +344,9 @@ class Queue:
 
     def drain(self, delayed: bool = False, *, batch: int = 1000) -> list[SkippedJob]:
         """Delete the jobs not started yet (and delayed ones when asked).
-        Returns the jobs left where they were because their key is not a job hash."""
+        Returns the jobs left where they were because their key is not a job
+        hash or another state holds them too (``states:wait,failed``:
+        deleting the hash would leave that state an id without a job)."""
         call = admin.drain(self.keys, delayed=delayed, batch=batch, now_ms=now_ms())
         result = BulkResult()
         more = 1

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -73,7 +72,7 @@ from queues.errors import (
 )
 from queues.flow import children_values
 from queues.job import Job
-from queues.job_options import InvalidJobOptions
+from queues.job_options import InvalidJobOptions, to_json
 from queues.keys import DEFAULT_PREFIX, QueueKeys
 from queues.pickup import decode_answer
 from queues.reconnect import Outage
@@ -88,6 +87,13 @@ DEFAULT_METRICS_POINTS = 14 * 24 * 60
 # is noticed and a stale delayed due time is re-read.
 MAX_BLOCK_S = 10.0
 MIN_BLOCK_S = 0.001
+# Redis ends a blocked command's wait on its clock tick (every 1/hz s: 100 ms
+# at its default hz of 10), so a BZPOPMIN timed to a delayed job's due time
+# returned up to 100 ms past it (measured 0-126 ms; a scheduler's run every
+# 200 ms then skipped slots under load). The block ends a tick early and the
+# worker sleeps the rest on its own clock: a job added in that last tick
+# waits at most a tick, as every delayed job did before.
+REDIS_TICK_S = 0.1
 # Waits between the fetch loop's attempts while Redis is unreachable.
 RECONNECT_FIRST_S = 0.2
 RECONNECT_LONGEST_S = 5.0
@@ -95,11 +101,6 @@ RECONNECT_LONGEST_S = 5.0
 ERROR_BACKOFF_S = 1.0
 # Broken jobs a worker remembers having logged (then it starts afresh).
 MAX_REPORTED_BROKEN = 1000
-
-
-# Built once: json.dumps with options makes a new encoder per call. Strict JSON,
-# since NaN or Infinity would be unreadable for other runtimes.
-_RESULT_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 class UnrecoverableError(Exception):
@@ -262,8 +263,9 @@ class Worker:
             await self.client.aclose()
 
     async def update_progress(self, job: Job, progress: Any) -> None:
-        """Record a job's progress (any JSON value) and emit a ``progress`` event."""
-        call = admin.update_progress(self.keys, job.id, codec.dumps(progress))
+        """Record a job's progress (any JSON value) and emit a ``progress`` event;
+        InvalidJobOptions, and nothing written, for what JSON cannot say (NaN)."""
+        call = admin.update_progress(self.keys, job.id, to_json(progress))
         raise_for_code(await self._run(call), "updateProgress", job.id)
         job.progress = progress
 
@@ -344,9 +346,13 @@ class Worker:
         ``block_until_ms`` -1 means "no delayed job known": wait ``drain_delay``.
         """
         if block_until_ms > 0:
-            timeout = min((block_until_ms - _now_ms()) / 1000, MAX_BLOCK_S)
-            if timeout < MIN_BLOCK_S:
+            remaining = (block_until_ms - _now_ms()) / 1000
+            if remaining < MIN_BLOCK_S:
                 return 0
+            if remaining <= REDIS_TICK_S:
+                await self._sleep(remaining)
+                return 0
+            timeout = min(remaining - REDIS_TICK_S, MAX_BLOCK_S)
         else:
             timeout = max(min(self.drain_delay_s, MAX_BLOCK_S), MIN_BLOCK_S)
         self._blocking = asyncio.ensure_future(self.client.bzpopmin(self.keys.marker, timeout))
@@ -355,7 +361,9 @@ class Worker:
         finally:
             self._blocking = None
         if popped is None:
-            return 0
+            # Timed out: a due time still ahead is waited for again (the
+            # last tick of it by the sleep above).
+            return block_until_ms if block_until_ms > _now_ms() else 0
         # Member "1" scored in the future: the next delayed job is not due yet.
         # Another writer may have scored it +inf: then look again now.
         due = codec.integer(popped[2], 0) or 0
@@ -438,8 +446,8 @@ class Worker:
         if result is None:  # most processors return nothing: skip the encoder
             return await self._finish(job, "completed", "null", None)
         try:
-            value = _RESULT_ENCODER.encode(result)
-        except (TypeError, ValueError) as exc:
+            value = codec.dumps(result)
+        except codec.UNENCODABLE as exc:
             return await self._handle_failure(job, exc)
         return await self._finish(job, "completed", value, None)
 

@@ -64,14 +64,14 @@ def test_a_logout_through_another_process_applies_within_the_session_cache_ttl(
     ann: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each process keeps the sessions it read for a few seconds
-    (dashboard.session_cache). Another process's logout deletes the row, not
+    (dashboard.short_cache). Another process's logout deletes the row, not
     this process's copy: the copy goes when its time is up."""
     from django.conf import settings
     from django.contrib.sessions.models import Session
 
-    from dashboard import session_cache
+    from dashboard import short_cache
 
-    monkeypatch.setattr(session_cache, "SESSION_CACHE_TTL_S", 0.5)
+    monkeypatch.setattr(short_cache, "TTL_S", 0.5)
     client = Client()
     assert _login(client, "ann", PASSWORD).status_code == 302
     key = client.cookies[settings.SESSION_COOKIE_NAME].value

@@ -496,6 +496,95 @@ def test_drain_and_obliterate_leave_keys_that_are_no_job_hash(
     assert not redis_client.exists(queue.keys.meta, queue.keys.events)
 
 
+# Job 2 of the drained state, which another state holds too (a hand LPUSH or
+# ZADD, another writer), and the reason drain reports it with: the state it
+# meets the job in first (it drains wait, paused, prioritized, delayed).
+DRAIN_DOUBLES = {
+    ("wait", "failed"): "states:wait,failed",
+    ("wait", "active"): "states:wait,active",
+    ("paused", "completed"): "states:paused,completed",
+    ("prioritized", "active"): "states:prioritized,active",
+    ("delayed", "waiting-children"): "states:delayed,waiting-children",
+    ("delayed", "wait"): "states:wait,delayed",
+}
+
+
+@pytest.mark.parametrize(("state", "also"), DRAIN_DOUBLES)
+def test_drain_leaves_a_job_another_state_holds_too_and_says_so(
+    redis_client: Redis, queue: Queue, state: str, also: str
+) -> None:
+    for job_id in ("1", "2", "3"):
+        dashboard_seed.seed_job(redis_client, queue.keys, job_id, state=state, score=1)
+    dashboard_seed.seed_job(redis_client, queue.keys, "2", state=also, score=1)
+    job_before = redis_client.hgetall(queue.keys.job("2"))
+
+    skipped = queue.drain(delayed=True, batch=2)
+
+    assert skipped == [SkippedJob("2", DRAIN_DOUBLES[state, also])]
+    where = placement(redis_client, queue.keys)
+    assert list(where) == ["2"]
+    assert sorted(where["2"]) == sorted([state, also])
+    assert redis_client.hgetall(queue.keys.job("2")) == job_before
+    assert not redis_client.exists(queue.keys.job("1"), queue.keys.job("3"))
+
+
+def test_drain_without_delayed_leaves_a_waiting_job_delayed_holds_too(
+    redis_client: Redis, queue: Queue
+) -> None:
+    dashboard_seed.seed_job(redis_client, queue.keys, "1", state="wait")
+    dashboard_seed.seed_job(redis_client, queue.keys, "1", state="delayed", score=1)
+    assert queue.drain() == [SkippedJob("1", "states:wait,delayed")]
+    assert sorted(states_of(redis_client, queue.keys, "1")) == ["delayed", "wait"]
+
+
+def test_drain_reads_each_other_list_once_a_call_not_once_a_job(
+    redis_client: Redis, queue: Queue
+) -> None:
+    """The lists are read whole per call (LRANGE), never walked per job
+    (LPOS): 3,000 waiting jobs in 3 calls beside 500 active ones."""
+    dashboard_seed.seed_jobs(redis_client, queue.keys, "wait", 3000)
+    redis_client.rpush(queue.keys.active, *(f"a{n}" for n in range(500)))
+    redis_client.config_resetstat()
+    assert queue.drain(batch=1000) == []
+    stats = redis_client.info("commandstats")
+    assert "cmdstat_lpos" not in stats
+    assert stats["cmdstat_evalsha"]["calls"] == 4  # the last finds wait empty
+    assert redis_client.llen(queue.keys.wait) == 0
+    assert redis_client.llen(queue.keys.active) == 500
+
+
+@pytest.mark.parametrize(
+    ("state", "also"), [("wait", "active"), ("paused", "active"), ("wait", "paused")]
+)
+def test_clean_of_a_list_leaves_a_job_another_list_holds_too(
+    redis_client: Redis, queue: Queue, state: str, also: str
+) -> None:
+    for job_id in ("1", "2", "3"):
+        dashboard_seed.seed_job(redis_client, queue.keys, job_id, state=state)
+    dashboard_seed.seed_job(redis_client, queue.keys, "2", state=also, fields={"timestamp": 1})
+    job_before = redis_client.hgetall(queue.keys.job("2"))
+    result = queue.clean("wait", grace_ms=0)
+    assert result.skipped == {"2": SkippedJob("2", f"states:{state},{also}")}
+    assert sorted(result.ids) == ["1", "3"]
+    assert sorted(states_of(redis_client, queue.keys, "2")) == sorted([state, also])
+    assert redis_client.hgetall(queue.keys.job("2")) == job_before
+
+
+def test_a_list_of_another_type_holds_no_job_for_drain_and_clean(
+    redis_client: Redis, queue: Queue
+) -> None:
+    """The states drain and a clean of wait only read are passed over when
+    broken, as listedJobs does: they hold no job, and refusing would stop an
+    operator from freeing memory (a clean still refuses a broken sorted set,
+    as it did)."""
+    dashboard_seed.seed_jobs(redis_client, queue.keys, "wait", 4)
+    redis_client.set(queue.keys.active, "x")
+    assert queue.clean("wait", grace_ms=0, limit=2).count == 2
+    redis_client.set(queue.keys.completed, "x")
+    assert queue.drain() == []
+    assert redis_client.llen(queue.keys.wait) == 0
+
+
 def test_a_job_id_named_like_a_queue_key_never_deletes_that_key(
     redis_client: Redis, queue: Queue
 ) -> None:

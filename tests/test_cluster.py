@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -41,16 +40,6 @@ from tests.worker_helpers import running, until
 
 pytestmark = pytest.mark.cluster
 PREFIX = "{bull}"
-
-
-@pytest.fixture
-def cluster(cluster_url: str) -> Iterator[Redis]:
-    client = connect(cluster_url)
-    assert isinstance(client, RedisCluster)
-    client.flushall()
-    yield client
-    client.flushall()
-    client.close()
 
 
 @pytest.fixture
@@ -111,18 +100,19 @@ async def test_locks_are_renewed_on_the_cluster(cluster_url: str, queue: Queue) 
 
     async def slow(job: Job) -> None:
         # Over twice the lock duration: without renewal the worker's own
-        # stalled checker (every 100 ms) would take the job back.
-        await asyncio.sleep(1.2)
+        # stalled checker (every 100 ms) would take the job back. A 2 s lock,
+        # as tests/test_worker.py's: a 500 ms one lapses under load.
+        await asyncio.sleep(4.5)
 
     async with running(
         "orders",
         slow,
         url=cluster_url,
         prefix=PREFIX,
-        lock_duration_ms=500,
+        lock_duration_ms=2_000,
         stalled_interval_ms=100,
     ):
-        await until(lambda: queue.get_state(job_id) == "completed")
+        await until(lambda: queue.get_state(job_id) == "completed", timeout=20)
     job = queue.get_job(job_id)
     assert job is not None
     assert job.stalled_counter == 0

@@ -25,8 +25,10 @@ import pytest
 from redis import Redis
 
 from queues import scripts
+from queues.commands.transitions import move_to_active
 from queues.connection import connect
 from queues.job import Job
+from queues.pickup import decode_answer
 from queues.queue import Queue, now_ms
 from queues.redis_server import LocalRedisServer, server_binary
 from tests.test_queue_admin import finish
@@ -36,19 +38,21 @@ JOBS = 1000
 SLACK = 0.05
 
 # A busy worker finishing a job (completed, removeOnComplete) and taking the
-# next in the same call: moveToFinished with fetch next.
+# next in the same call: moveToFinished with fetch next, its straight-line
+# path (priv/scripts/moveToFinished-1.lua).
 WORKER_BUDGET = {
     # One script call per job: the finish takes the next job.
     "evalsha": 1,
     # Reads, all before the first write; each proves the type of the key it
     # reads, so nothing the call writes later can fail half-way.
-    "hmget": 3,  # the job's fields, the queue's meta, the next job's fields
-    "get": 1,  # the lock the worker must hold
+    "hmget": 2,  # the queue's meta, the job's fields
     "exists": 1,  # a completing job's pending or failed children (flows)
+    "get": 1,  # the lock the worker must hold
     "sismember": 1,  # the job's stalled mark: proves `stalled`, SREM only when marked
-    "zrangebyscore": 1,  # delayed jobs that are due
+    "zrange": 1,  # the first delayed job: due (the general path promotes), or when next
     "lrange": 1,  # the tail of wait: the next job, and whether another follows
-    "zscore": 1,  # the wake-up marker: proves `marker`, ZADD only when gone
+    "hgetall": 1,  # the next job: checked, then its fields are the answer
+    # No ZSCORE of the wake-up marker: a finish consumed none and writes none.
     "xlen": 1,  # proves `events`, which no read touches and both XADDs write
     # Writes: the finish, then the start of the next job.
     "lrem": 1,  # out of active (the first write: -3 when not active)
@@ -57,7 +61,23 @@ WORKER_BUDGET = {
     "rpoplpush": 1,  # the next job from wait to active
     "set": 1,  # its lock
     "hset": 1,  # its processedOn, processedBy and attempts started
-    "hgetall": 1,  # its fields, the answer
+}
+
+# A worker with free slots taking a job (moveToActive, the common pick-up):
+# what every job costs on a queue whose workers are not all busy.
+PICKUP_BUDGET = {
+    "evalsha": 1,
+    "hmget": 1,  # the queue's meta: paused, concurrency, rate limit, events cap
+    "zrange": 1,  # the first delayed job: due, or when next
+    "lrange": 1,  # the tail of wait: the job, and whether another follows
+    "hgetall": 1,  # the job: checked, then its fields are the answer
+    "zscore": 1,  # the wake-up marker, when another job stays ready: proves it
+    "xlen": 1,  # proves `events`, which the start's XADD writes
+    # No LLEN of active: the move into it is the first write and proves it.
+    "rpoplpush": 1,  # from wait to active
+    "set": 1,  # its lock
+    "xadd": 1,  # active
+    "hset": 1,  # processedOn, processedBy, attempts started
 }
 
 # Queue.add_bulk of plain jobs: addJobs-10 takes 100 jobs per call.
@@ -79,12 +99,11 @@ RETRY_ALL_BUDGET = {
     "xadd": 1,  # waiting
 }
 
-# The hot scripts with their includes inlined define this many functions
-# outside the lazily built rare-path steps: each is a closure made on every
-# call (a per-job cost), so these only grow on purpose too. One more each
-# for includes/wrongType.lua's refusal_of (7f059d6): a command the user's ACL
-# refuses is answered as Redis said it, not named a wrong type.
-DEFINED_BUDGET = {"moveToActive": 20, "moveToFinished": 25}
+# Functions the hot scripts define at their top level, includes inlined:
+# each is a closure made on every call (a per-job cost), so these only grow
+# on purpose too. The general paths are defined inside a function, only by
+# a call that takes them (wrongType.lua's refusal_of among them).
+DEFINED_BUDGET = {"moveToActive": 9, "moveToFinished": 11}
 # Reading these stats and naming connections are not the scripts' commands.
 OWN = {"info", "client|setname"}
 
@@ -158,6 +177,20 @@ async def test_a_processed_job_costs_one_script_call_and_its_budgeted_commands(
     assert over_budget(used, WORKER_BUDGET) == {}, used
 
 
+def test_a_job_picked_up_costs_its_budgeted_commands(
+    private_redis: tuple[str, Redis],
+) -> None:
+    _, client = private_redis
+    queue = Queue("budget", client)
+    _plain_jobs(queue)
+    before = calls(client)
+    for _ in range(JOBS):
+        call = move_to_active(queue.keys, token="tok", lock_duration_ms=30_000, now_ms=now_ms())
+        assert decode_answer(scripts.run(client, call), "moveToActive").job_id
+    used = per_job(before, calls(client))
+    assert over_budget(used, PICKUP_BUDGET) == {}, used
+
+
 def test_a_job_added_in_bulk_costs_its_budgeted_commands(
     private_redis: tuple[str, Redis],
 ) -> None:
@@ -181,11 +214,43 @@ def test_a_job_retried_by_retry_all_costs_its_budgeted_commands(
     assert over_budget(used, RETRY_ALL_BUDGET) == {}, used
 
 
+# Lua's comments and strings, so that the words left are code.
+_LUA_NOISE = re.compile(
+    r"--\[(=*)\[.*?\]\1\]|--[^\n]*|\[(=*)\[.*?\]\2\]|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'",
+    re.S,
+)
+# What opens a block closed by `end` (if, do of while and for, function) or
+# by `until` (repeat).
+_OPENS = {"if", "do", "function", "repeat"}
+_CLOSES = {"end", "until"}
+
+
 def _defined_on_every_call(source: str) -> list[str]:
-    """The functions a script defines outside its lazily built steps."""
-    lazy = re.search(r"rare_steps = \(function\(\).*?end\)\(\)", source, re.S)
-    eager = source if lazy is None else source[: lazy.start()] + source[lazy.end() :]
-    return re.findall(r"local function (\w+)", eager)
+    """The functions a script defines at its top level (a chunk's top level
+    runs on every call; a function's body only when it is called)."""
+    words = re.findall(r"[A-Za-z_]\w*", _LUA_NOISE.sub(" ", source))
+    defined, depth = [], 0
+    for index, word in enumerate(words):
+        if depth == 0 and word == "local" and words[index + 1 : index + 2] == ["function"]:
+            defined.append(words[index + 2])
+        if word in _OPENS:
+            depth += 1
+        elif word in _CLOSES:
+            depth -= 1
+    assert depth == 0, "unbalanced blocks: the counter misread the source"
+    return defined
+
+
+def test_the_counter_sees_only_the_top_level() -> None:
+    source = """
+    local function a() if x then return "end" end end  -- end
+    local function b()
+      --[[ function c() ]]
+      local function hidden() while y do repeat z() until w end end
+      for i = 1, 2 do end
+    end
+    """
+    assert _defined_on_every_call(source) == ["a", "b"]
 
 
 @pytest.mark.parametrize("name", sorted(DEFINED_BUDGET))

@@ -10,9 +10,6 @@ from queues.keys import QueueKeys
 
 KEYS = QueueKeys("mail", prefix="{bull}")
 B = "{bull}:mail:"
-# The first ten KEYS of moveToActive and moveToFinished, in protocol order.
-SHARED_KEYS = ["wait", "active", "prioritized", "events", "stalled", "limiter", "delayed"]
-SHARED_KEYS += ["paused", "meta", "pc"]
 
 
 def _unpack(raw: object) -> object:
@@ -20,7 +17,7 @@ def _unpack(raw: object) -> object:
     return msgpack.unpackb(raw, raw=False)
 
 
-def test_move_to_active_keys_follow_the_protocol_order_and_pack_the_options() -> None:
+def test_move_to_active_takes_wait_as_its_key_and_plain_options() -> None:
     c = t.move_to_active(
         KEYS,
         token="tok",
@@ -29,22 +26,17 @@ def test_move_to_active_keys_follow_the_protocol_order_and_pack_the_options() ->
         worker_name="w1",
         limiter=t.RateLimit(max=10, duration_ms=1000),
     )
-    assert [k.removeprefix(B) for k in c.keys] == [*SHARED_KEYS, "marker"]
-    assert c.args[:2] == (B, 123)
-    assert _unpack(c.args[2]) == {
-        "token": "tok",
-        "lockDuration": 5000,
-        "name": "w1",
-        "limiter": {"max": 10, "duration": 1000},
-    }
+    assert c.keys == (KEYS.wait,)
+    assert c.args[:5] == (B, 123, "tok", "5000", "w1")
+    assert _unpack(c.args[5]) == {"max": 10, "duration": 1000}
 
 
-def test_move_to_active_omits_absent_name_and_limiter() -> None:
+def test_move_to_active_without_name_and_limiter_sends_empty_ones() -> None:
     c = t.move_to_active(KEYS, token="0", lock_duration_ms=1, now_ms=1)
-    assert _unpack(c.args[2]) == {"token": "0", "lockDuration": 1}
+    assert c.args == (B, 1, "0", "1", "", b"")
 
 
-def test_move_to_finished_keys_args_and_option_table() -> None:
+def test_move_to_finished_takes_the_job_key_and_packs_only_the_rarer_options() -> None:
     options = t.FinishOptions(
         lock_duration_ms=3000,
         attempts=3,
@@ -65,27 +57,13 @@ def test_move_to_finished_keys_args_and_option_table() -> None:
         options=options,
         extra_fields={"stacktrace": '["x"]'},
     )
-    assert [k.removeprefix(B) for k in c.keys] == [
-        *SHARED_KEYS,
-        "failed",
-        "42",
-        "metrics:failed",
-        "marker",
-    ]
-    assert c.args[:7] == ("42", 99, "failedReason", "boom", "failed", 1, B)
-    assert _unpack(c.args[7]) == {
-        "token": "tok",
-        "lockDuration": 3000,
-        "name": "w",
-        "keepJobs": {"count": 5, "age": 60, "limit": 1000},
-        "attempts": 3,
-        "maxMetricsSize": 100,
-        "fpof": True,
-    }
-    assert _unpack(c.args[8]) == ["stacktrace", '["x"]']
+    assert c.keys == (B + "42",)
+    assert c.args[:10] == (B, "42", 99, "failed", "boom", "tok", "5", "3", "3000", "w")
+    assert _unpack(c.args[10]) == {"age": 60, "limit": 1000, "maxMetricsSize": 100, "fpof": True}
+    assert _unpack(c.args[11]) == ["stacktrace", '["x"]']
 
 
-def test_move_to_finished_completed_uses_returnvalue_and_no_fields_argument() -> None:
+def test_a_common_completion_has_no_rarer_options_and_no_fields_argument() -> None:
     c = t.move_to_finished(
         KEYS,
         "7",
@@ -96,13 +74,8 @@ def test_move_to_finished_completed_uses_returnvalue_and_no_fields_argument() ->
         fetch_next=False,
         options=t.FinishOptions(lock_duration_ms=1, attempts=1, keep=t.KeepJobs.remove()),
     )
-    assert c.keys[10] == KEYS.completed
-    assert c.keys[12] == KEYS.metrics_completed
-    assert c.args[2:6] == ("returnvalue", '{"a":1}', "completed", 0)
-    assert len(c.args) == 8
-    table = _unpack(c.args[7])
-    assert isinstance(table, dict)
-    assert table["keepJobs"] == {"count": 0}
+    # Keep "0" (remove), no next job ("0" as its lock duration), nothing rare.
+    assert c.args[3:] == ("completed", '{"a":1}', "tok", "0", "1", "0", "", b"")
 
 
 def test_move_to_delayed_and_stalled_and_extend_lock_keys() -> None:
@@ -136,19 +109,23 @@ def test_move_to_delayed_and_stalled_and_extend_lock_keys() -> None:
 
 
 @pytest.mark.parametrize(
-    ("option", "expected"),
+    ("option", "count", "by_age"),
     [
-        (True, {"count": 0}),
-        (False, {"count": -1}),
-        (None, {"count": -1}),
-        (10, {"count": 10}),
-        ({"age": 3600}, {"count": -1, "age": 3600, "limit": 1000}),
-        ({"age": 60, "count": 5, "limit": 20}, {"count": 5, "age": 60, "limit": 20}),
-        ("garbage", {"count": -1}),
+        (True, "0", {}),
+        (False, "-1", {}),
+        (None, "-1", {}),
+        (10, "10", {}),
+        (-3, "-1", {}),
+        ({"age": 3600}, "-1", {"age": 3600, "limit": 1000}),
+        ({"age": 60, "count": 5, "limit": 20}, "5", {"age": 60, "limit": 20}),
+        ("garbage", "-1", {}),
     ],
 )
-def test_keep_jobs_reads_bullmq_remove_options(option: object, expected: dict[str, int]) -> None:
-    assert t.KeepJobs.from_option(option).packed() == expected
+def test_keep_jobs_reads_bullmq_remove_options(
+    option: object, count: str, by_age: dict[str, int]
+) -> None:
+    keep = t.KeepJobs.from_option(option)
+    assert (keep.count_arg(), keep.by_age()) == (count, by_age)
 
 
 def test_builders_refuse_bad_values_before_redis() -> None:

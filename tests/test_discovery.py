@@ -47,6 +47,37 @@ def test_queues_are_found_by_meta_or_id_under_the_served_prefixes_only(
     assert [r.qualified for r in found] == ["bull:configured", "bull:emails", "bull:reports"]
 
 
+def test_a_queue_with_jobs_but_no_meta_or_id_key_is_found_by_its_states(
+    redis_client: Redis,
+) -> None:
+    """Another tool's queue, or ours after a hand DEL of meta and id: any key
+    state holding its jobs makes it a queue; a job's own keys, the metrics and
+    a scheduler's keys do not make one of their job or of themselves."""
+    for state, key in [
+        ("failed", "bull:imports:failed"),
+        ("delayed", "bull:reminders:delayed"),
+        ("waiting-children", "bull:reports:waiting-children"),
+        ("completed", "bull:thumbs:completed"),
+    ]:
+        redis_client.zadd(key, {"7": 1_764_905_000_000})
+        redis_client.hset(key.rsplit(":", 1)[0] + ":7", "name", state)
+    redis_client.rpush("bull:webhooks:wait", "1")
+    redis_client.rpush("bull:sync:paused", "1")
+    redis_client.rpush("bull:render:active", "1")
+    redis_client.xadd("bull:ignored:events", {"event": "added", "jobId": "1"})  # no job state
+    redis_client.hset("bull:ignored:meta-data", "x", 1)
+    redis_client.hset("bull:imports:7:dependencies", "bull:imports:8", 1)
+    redis_client.zadd("bull:imports:7:failed", {"bull:imports:8": 1})
+    redis_client.lpush("bull:imports:metrics:completed", 1)
+    refs = [
+        QueueRef("bull", name)
+        for name in ("imports", "reminders", "reports", "thumbs", "webhooks", "sync", "render")
+    ]
+    assert names(redis_client) == sorted(ref.qualified for ref in refs)
+    assert discovery.queues_exist(redis_client, refs) == [True] * len(refs)
+    assert not discovery.queue_exists(redis_client, QueueRef("bull", "ignored"))
+
+
 def test_a_prefix_with_glob_characters_matches_only_itself(redis_client: Redis) -> None:
     redis_client.set("b[u]ll:a:id", 1)
     redis_client.set("bull:b:id", 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from msgspec import to_builtins
 from redis import Redis
 
 from queues import inspect
@@ -22,7 +23,7 @@ def test_command_line_prints_the_same_json(
     seed_job(redis_client, KEYS, "9", state="failed")
     inspect.main(["--url", redis_url])
     (queue,) = json.loads(capsys.readouterr().out)
-    assert queue == counts.queue_summaries(redis_client, [REF])[0].as_json()
+    assert queue == to_builtins(counts.queue_summaries(redis_client, [REF])[0].as_json())
     inspect.main(["emails", "--url", redis_url, "--state", "failed"])
     assert json.loads(capsys.readouterr().out)["jobs"][0]["id"] == "9"
     inspect.main(["emails", "--url", redis_url, "--job", "9"])

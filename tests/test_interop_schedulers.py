@@ -26,6 +26,7 @@ import pytest
 from redis import Redis
 
 from queues import codec
+from queues.keys import QueueKeys
 from queues.schedulers import JobSchedulers, Repeat
 from tests.scheduler_helpers import (
     BullmqSchedulerScripts,
@@ -45,6 +46,7 @@ NAME = "cron-shared"
 EVERY = 200
 EVERY_ON_PEER = 1500
 ITERATIONS = 21
+KEYS = QueueKeys(NAME)
 
 
 @pytest.fixture
@@ -96,7 +98,7 @@ async def test_a_scheduler_bullmq_wrote_runs_on_our_worker_every_run_once(
     async with running(NAME, runs, url=redis_url):
         await until(lambda: len(runs.ids) >= ITERATIONS, timeout=40)
     assert runs.ids[0] == first
-    assert_every_run_once_on_the_grid(runs.ids, EVERY)
+    assert_every_run_once_on_the_grid(redis_client, KEYS, runs.ids, EVERY)
     assert iteration_count(redis_client, "beat") == len(runs.ids) + 1
     # bullmq reads what our worker did.
     done = await bullmq.Job.fromId(peer_queue, runs.ids[10])
@@ -121,7 +123,7 @@ async def test_a_scheduler_our_runtime_wrote_runs_on_bullmq_s_worker_every_run_o
         await worker.close()
     assert peer.ids[0] == first
     assert peer.names == {"beat"}
-    assert_every_run_once_on_the_grid(peer.ids, EVERY_ON_PEER)
+    assert_every_run_once_on_the_grid(redis_client, KEYS, peer.ids, EVERY_ON_PEER)
     assert iteration_count(redis_client, "beat") >= len(peer.ids)
     last = redis_client.hgetall(f"bull:{NAME}:{peer.ids[-2]}")
     assert codec.loads(last[b"returnvalue"]) == {"peer": peer.ids[-2], "data": {"from": "us"}}
@@ -138,7 +140,7 @@ def next_even_second(after_ms: int) -> int:
 
 
 async def test_a_per_second_cron_bullmq_wrote_runs_on_our_worker_second_after_second(
-    redis_url: str, theirs: BullmqSchedulerScripts
+    redis_url: str, redis_client: Redis, theirs: BullmqSchedulerScripts
 ) -> None:
     start = next_whole_second(int(time.time() * 1000))
     theirs.upsert("sec", name="sec", data={}, pattern="* * * * * *", next_ms=start)
@@ -146,11 +148,11 @@ async def test_a_per_second_cron_bullmq_wrote_runs_on_our_worker_second_after_se
     async with running(NAME, runs, url=redis_url):
         await until(lambda: len(runs.ids) >= 4, timeout=20)
     assert run_time(runs.ids[0]) == start
-    assert_every_run_once_on_the_grid(runs.ids, 1000)
+    assert_every_run_once_on_the_grid(redis_client, KEYS, runs.ids, 1000)
 
 
 async def test_a_two_second_cron_our_runtime_wrote_runs_on_bullmq_s_worker(
-    redis_url: str, ours: JobSchedulers, theirs: BullmqSchedulerScripts
+    redis_url: str, redis_client: Redis, ours: JobSchedulers, theirs: BullmqSchedulerScripts
 ) -> None:
     ours.upsert("sec", Repeat(pattern="*/2 * * * * *"), name="sec")
     peer = PeerRuns(theirs, next_ms=next_even_second)
@@ -160,7 +162,7 @@ async def test_a_two_second_cron_our_runtime_wrote_runs_on_bullmq_s_worker(
     finally:
         await worker.close()
     assert all(run_time(job_id) % 2000 == 0 for job_id in peer.ids)
-    assert_every_run_once_on_the_grid(peer.ids, 2000)
+    assert_every_run_once_on_the_grid(redis_client, KEYS, peer.ids, 2000)
 
 
 async def test_run_now_and_remove_on_a_scheduler_bullmq_wrote_show_through_bullmq_s_api(

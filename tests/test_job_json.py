@@ -1,4 +1,5 @@
-"""The JSON a job's data and options are stored as: what json.dumps writes, NaN refused."""
+"""The JSON a job's fields are stored as: what json.dumps writes, NaN and Infinity
+refused by every path that writes one (queues.codec.dumps, the one encoder)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from redis import Redis
 
+from queues.job import Job
 from queues.job_options import InvalidJobOptions, prepare_job, to_json
+from queues.queue import Queue
+from tests.worker_helpers import running, until
 
 # What job data looks like: JSON's own shapes, with every finite float.
 JSON_VALUES = st.recursive(
@@ -82,3 +87,54 @@ def test_what_json_cannot_say_is_refused() -> None:
     for value in [b"bytes", {"a": {1, 2}}, object(), looped, deep, "\ud800"]:
         with pytest.raises(InvalidJobOptions):
             to_json(value)
+
+
+# Every path that writes a caller's value into a job field, as (queue, job id) -> write.
+QUEUE_WRITES = {
+    "Queue.add data": lambda q, _id, x: q.add("n", {"amount": x}),
+    "Queue.add opts": lambda q, _id, x: q.add("n", None, {"backoff": {"type": "x", "delay": x}}),
+    "Queue.update_data": lambda q, job_id, x: q.update_data(job_id, [x]),
+    "Queue.update_progress": lambda q, job_id, x: q.update_progress(job_id, x),
+}
+NOT_JSON = pytest.mark.parametrize(
+    "number", [math.nan, math.inf, -math.inf], ids=["NaN", "Infinity", "-Infinity"]
+)
+
+
+@NOT_JSON
+@pytest.mark.parametrize("write", QUEUE_WRITES.values(), ids=QUEUE_WRITES.keys())
+def test_every_queue_write_of_a_job_field_refuses_what_json_cannot_say(
+    redis_client: Redis, number: float, write: Any
+) -> None:
+    queue = Queue("json-policy", redis_client)
+    job_id = queue.add("report", {"rows": 3})
+    before = redis_client.hgetall(queue.keys.job(job_id))
+    events = redis_client.xlen(queue.keys.events)
+    with pytest.raises(InvalidJobOptions, match="not JSON-serialisable"):
+        write(queue, job_id, number)
+    assert redis_client.hgetall(queue.keys.job(job_id)) == before
+    assert redis_client.xlen(queue.keys.events) == events
+
+
+@NOT_JSON
+async def test_a_worker_refuses_progress_json_cannot_say_as_the_queue_does(
+    redis_url: str, redis_client: Redis, number: float
+) -> None:
+    """BullMQ's readers JSON.parse the progress field: "NaN" would throw there."""
+    queue = Queue("json-policy", redis_client)
+    refused: list[str] = []
+
+    async def report(job: Job) -> None:
+        try:
+            await worker.update_progress(job, {"done": number})
+        except InvalidJobOptions as exc:
+            refused.append(str(exc))
+
+    async with running("json-policy", report, url=redis_url) as worker:
+        job_id = queue.add("report", {"rows": 3})
+        await until(lambda: queue.get_state(job_id) == "completed")
+    assert refused
+    assert "not JSON-serialisable" in refused[0]
+    assert redis_client.hget(queue.keys.job(job_id), "progress") in (None, b"0")
+    names = [fields[b"event"] for _, fields in redis_client.xrange(queue.keys.events)]
+    assert b"progress" not in names

@@ -15,12 +15,14 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
 from redis import Redis
 
+from dashboard import presenters
 from dashboard.asgi import application
 from dashboard.live import consumer as consumer_module
 from dashboard.live.consumer import LiveConsumer
 from dashboard.live.fanout import Batch
 from dashboard.live.hub import get_hub
 from queues.connection import connect
+from queues.events import Event
 from queues.keys import QueueKeys
 from tests.outage import RestartableRedis, restartable_redis
 
@@ -133,16 +135,12 @@ async def test_subscribe_from_now_then_receive_each_xadd(redis_client: Redis) ->
     message = await communicator.receive_json_from(timeout=5)
     assert message["type"] == "events"
     assert message["refresh"] is False
-    assert message["events"] == [
-        {
-            "id": new,
-            "event": "completed",
-            "job_id": "2",
-            "fields": {"returnvalue": "42"},
-            "state": "completed",
-            "detail": "",
-        }
-    ]
+    # The row as the Events tab renders its own (one rendering: presenters.event_row_html).
+    row = presenters.event_row_html(
+        Event(new, "completed", "2", {"returnvalue": "42"}), "/queues/bull/emails/job/"
+    )
+    assert message["events"] == [{"id": new, "event": "completed", "job_id": "2", "row": row}]
+    assert '<a href="/queues/bull/emails/job/2">2</a>' in row
     await communicator.disconnect()
 
 
@@ -278,7 +276,7 @@ async def test_a_socket_that_falls_behind_gets_a_refresh_hint_not_the_backlog(
     tip = (await subscribe(communicator))["last_id"]
     ms = int(tip.split("-")[0])
     stale = [
-        {"id": f"{ms + n}-0", "event": "added", "job_id": str(n), "fields": {}} for n in range(1, 4)
+        {"id": f"{ms + n}-0", "event": "added", "job_id": str(n), "row": ""} for n in range(1, 4)
     ]
     # What the reader hands out, as if it had waited in the inbox for 5 seconds.
     get_hub().streams[QUEUE].fan_out(Batch(QUEUE, stale, time.monotonic() - 5).message())
@@ -367,10 +365,10 @@ async def test_a_socket_whose_user_keeps_access_stays_open_across_rechecks(
 async def test_revoking_the_view_permission_closes_an_open_socket_with_4403(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from dashboard import permissions
+    from dashboard import short_cache
 
     # A recheck racing the removal could cache the old answer for its 10 s TTL.
-    monkeypatch.setattr(permissions, "PERMISSION_CACHE_TTL_S", 0.0)
+    monkeypatch.setattr(short_cache, "TTL_S", 0.0)
     communicator, user = await subscribed_with_quick_rechecks(monkeypatch)
     view = await asyncio.to_thread(Permission.objects.get, codename="view_queues")
     await asyncio.to_thread(user.user_permissions.remove, view)
@@ -875,8 +873,10 @@ async def test_an_events_message_stays_under_the_servers_message_limit(redis_cli
     from dashboard.live.consumer import MESSAGE_BYTES
 
     start = add_event(redis_client, "0")
-    ids = [add_event(redis_client, str(n), "progress", data="x" * 3000) for n in range(400)]
-    huge = add_event(redis_client, "big", "failed", stacktrace="y" * 2 * MESSAGE_BYTES)
+    # A row carries its job id three times: ids another writer made 1 KB long.
+    ids = [add_event(redis_client, f"{n}-" + "x" * 1000, "progress") for n in range(400)]
+    # Its row (the id three times) is over the limit, the id alone is not.
+    huge = add_event(redis_client, "y" * (MESSAGE_BYTES // 2), "failed")
     communicator = await viewer_socket()
     assert (await subscribe(communicator, start))["type"] == "subscribed"
     output = await communicator.receive_output(timeout=5)
@@ -886,7 +886,7 @@ async def test_an_events_message_stays_under_the_servers_message_limit(redis_cli
     assert message["last_id"] == huge
     sent = [e["id"] for e in message["events"]]
     assert sent[-1] == huge
-    assert message["events"][-1]["fields"] == {}  # too big on its own
+    assert message["events"][-1]["row"] == ""  # too big on its own
     assert sent[:-1] == ids[len(ids) - len(sent) + 1 :]
     assert message["skipped"] == len(ids) + 1 - len(sent)
     await communicator.disconnect()

@@ -11,7 +11,6 @@ from redis import Redis
 
 from queues import scripts
 from queues.commands import transitions as t
-from queues.connection import connect
 from queues.errors import JobBelongsToJobScheduler, JobNotExist, JobNotInState, SkippedJob
 from queues.pickup import decode_answer
 from queues.queue import BulkResult, Queue, now_ms
@@ -551,21 +550,17 @@ def test_add_log_with_keep_and_get_logs(queue: Queue) -> None:
 
 
 @pytest.mark.cluster
-def test_queue_works_on_a_redis_cluster_with_a_hash_tag_prefix(cluster_url: str) -> None:
-    client = connect(cluster_url)
-    queue = Queue("clustered", client, prefix="{bull}")
-    try:
-        ids = queue.add_bulk([("a", {"i": i}, None) for i in range(20)])
-        later = queue.add("d", opts={"delay": 60_000, "deduplication": {"id": "once"}})
-        assert queue.get_counts("wait", "delayed") == {"wait": 20, "delayed": 1}
-        assert [j.id for j in queue.get_jobs("wait", 0, 1)] == ids[:-3:-1]
-        queue.fail(ids[0], "no")
-        assert queue.retry_all(batch=7).count == 1
-        assert queue.promote_all().count == 1
-        queue.pause()
-        assert queue.get_state(later) == "paused"
-        queue.obliterate(batch=5)
-        assert queue.get_counts() == dict.fromkeys(queue.get_counts(), 0)
-        assert not client.exists(queue.keys.meta, queue.keys.id, queue.keys.events)
-    finally:
-        client.close()
+def test_queue_works_on_a_redis_cluster_with_a_hash_tag_prefix(cluster: Redis) -> None:
+    queue = Queue("clustered", cluster, prefix="{bull}")
+    ids = queue.add_bulk([("a", {"i": i}, None) for i in range(20)])
+    later = queue.add("d", opts={"delay": 60_000, "deduplication": {"id": "once"}})
+    assert queue.get_counts("wait", "delayed") == {"wait": 20, "delayed": 1}
+    assert [j.id for j in queue.get_jobs("wait", 0, 1)] == ids[:-3:-1]
+    queue.fail(ids[0], "no")
+    assert queue.retry_all(batch=7).count == 1
+    assert queue.promote_all().count == 1
+    queue.pause()
+    assert queue.get_state(later) == "paused"
+    queue.obliterate(batch=5)
+    assert queue.get_counts() == dict.fromkeys(queue.get_counts(), 0)
+    assert not cluster.exists(queue.keys.meta, queue.keys.id, queue.keys.events)

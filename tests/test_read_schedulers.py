@@ -9,6 +9,7 @@ import time
 
 import msgpack
 import pytest
+from msgspec import to_builtins
 from redis import Redis
 
 from queues.read.refs import QueueRef
@@ -79,7 +80,7 @@ def test_schedulers_bullmq_wrote_are_listed_with_their_definition_soonest_first(
     )  # fmt: skip
     assert legacy.iterations is None
     assert not legacy.can_run_now
-    as_json = page.as_json()
+    as_json = to_builtins(page.as_json())
     assert [s["kind"] for s in as_json["schedulers"]] == ["scheduler", "scheduler", "legacy"]
 
 
@@ -128,7 +129,7 @@ def test_the_pending_run_of_a_legacy_key_is_found_by_its_checksum_id(redis_clien
     rows = rows_by_id(redis_client)
     assert rows[key].pending_job_id == run_id
     assert rows["poll::::60000"].pending_job_id is None
-    assert scheduler_page(redis_client, REF).as_json()["schedulers"][0]["pending_job_id"] == run_id
+    assert scheduler_page(redis_client, REF).as_json().schedulers[0].pending_job_id == run_id
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from redis import Redis
 
 from queues import codec
 from queues.job_options import InvalidJobOptions
-from queues.keys import InvalidName, validate_custom_job_id, validate_job_id
+from queues.keys import InvalidName, QueueKeys, validate_custom_job_id, validate_job_id
 from queues.queue import Queue
 from queues.schedulers import (
     InvalidSchedule,
@@ -28,6 +28,7 @@ from tests.scheduler_helpers import Runs, assert_every_run_once_on_the_grid, run
 from tests.worker_helpers import running, until
 
 QUEUE = "sched"
+KEYS = QueueKeys(QUEUE)
 
 
 @pytest.fixture
@@ -294,7 +295,7 @@ async def test_our_worker_keeps_an_every_schedule_without_drift_or_duplicates(
     runs = Runs()
     async with running(QUEUE, runs, url=redis_url):
         await until(lambda: len(runs.ids) >= 21, timeout=30)
-    assert_every_run_once_on_the_grid(runs.ids, 200)
+    assert_every_run_once_on_the_grid(redis_client, KEYS, runs.ids, 200)
     assert all(job_id.startswith("repeat:tick:") for job_id in runs.ids)
     # One run is pending, every processed one completed, and ic counts them all.
     pending = f"repeat:tick:{next_run(redis_client, 'tick')}"
@@ -318,20 +319,20 @@ async def test_two_workers_on_one_schedule_run_each_iteration_once(
         running(QUEUE, runs, url=redis_url, name="b"),
     ):
         await until(lambda: len(runs.ids) >= 20, timeout=40)
-    assert_every_run_once_on_the_grid(runs.ids, 400)
+    assert_every_run_once_on_the_grid(redis_client, KEYS, runs.ids, 400)
     duplicated = [event for event in stream_events(redis_client) if event[0] == "duplicated"]
     assert duplicated == []
 
 
 async def test_a_per_second_cron_runs_on_whole_seconds_one_after_the_other(
-    redis_url: str, schedulers: JobSchedulers
+    redis_url: str, redis_client: Redis, schedulers: JobSchedulers
 ) -> None:
     schedulers.upsert("sec", Repeat(pattern="* * * * * *"), name="tick")
     runs = Runs()
     async with running(QUEUE, runs, url=redis_url):
         await until(lambda: len(runs.ids) >= 3, timeout=15)
     assert all(run_time(job_id) % 1000 == 0 for job_id in runs.ids)
-    assert_every_run_once_on_the_grid(runs.ids, 1000)
+    assert_every_run_once_on_the_grid(redis_client, KEYS, runs.ids, 1000)
 
 
 async def test_a_limit_stops_the_schedule_after_that_many_runs(

@@ -1,4 +1,4 @@
-"""moveToActive-11 against a real Redis: every step, every way it answers."""
+"""moveToActive-1 against a real Redis: every step, every way it answers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from redis import Redis
 from queues import scripts
 from queues.commands import transitions as tr
 from queues.commands.transitions import Fetched, RateLimit
-from queues.connection import connect
 from queues.keys import QueueKeys
 from queues.pickup import decode_answer
 from tests.transition_helpers import (
@@ -292,34 +291,29 @@ def test_the_last_job_taken_leaves_no_wake_marker(redis_client: Redis, keys: Que
 
 
 @pytest.mark.cluster
-def test_a_job_lifecycle_runs_on_a_redis_cluster_with_a_hash_tag_prefix(cluster_url: str) -> None:
-    client = connect(cluster_url)
+def test_a_job_lifecycle_runs_on_a_redis_cluster_with_a_hash_tag_prefix(cluster: Redis) -> None:
     keys = QueueKeys("clustered", prefix="{bull}")
-    try:
-        for job_id in ("1", "2", "3"):
-            seed_job(client, keys, job_id)
-        first = fetch(client, keys)
-        assert first.job_id == "1"
-        extend = tr.extend_lock(keys, "1", token=TOKEN, lock_duration_ms=LOCK_MS)
-        assert scripts.run(client, extend) == 1
-        delay = tr.move_to_delayed(keys, "1", token=TOKEN, now_ms=NOW, delay_ms=0)
-        assert scripts.run(client, delay) == 0
-        options = finish_options(max_metrics_size=5, keep=tr.KeepJobs(count=1))
-        nxt = fetch(client, keys)
-        assert nxt.job_id == "2"
-        answer = finish(client, keys, "2", fetch_next=True, options=options)
-        # The promoted job was LPUSHed: 3, already waiting, runs first.
-        assert decode_answer(answer, "moveToActive").job_id == "3"
-        client.delete(keys.lock("3"))
-        stalled = tr.move_stalled_jobs_to_wait(
-            keys, max_stalled_count=1, now_ms=NOW, stalled_interval_ms=1
-        )
-        assert tr.decode_stalled(scripts.run(client, stalled)).recovered == []
-        time.sleep(0.01)
-        assert tr.decode_stalled(scripts.run(client, stalled)).recovered == ["3"]
-        assert client.lrange(keys.wait, 0, -1) == [b"1", b"3"]
-        assert client.zrange(keys.completed, 0, -1) == [b"2"]
-        assert client.hget(keys.metrics_completed, "count") == b"1"
-    finally:
-        client.delete(*client.keys("{bull}:clustered:*"))
-        client.close()
+    for job_id in ("1", "2", "3"):
+        seed_job(cluster, keys, job_id)
+    first = fetch(cluster, keys)
+    assert first.job_id == "1"
+    extend = tr.extend_lock(keys, "1", token=TOKEN, lock_duration_ms=LOCK_MS)
+    assert scripts.run(cluster, extend) == 1
+    delay = tr.move_to_delayed(keys, "1", token=TOKEN, now_ms=NOW, delay_ms=0)
+    assert scripts.run(cluster, delay) == 0
+    options = finish_options(max_metrics_size=5, keep=tr.KeepJobs(count=1))
+    nxt = fetch(cluster, keys)
+    assert nxt.job_id == "2"
+    answer = finish(cluster, keys, "2", fetch_next=True, options=options)
+    # The promoted job was LPUSHed: 3, already waiting, runs first.
+    assert decode_answer(answer, "moveToActive").job_id == "3"
+    cluster.delete(keys.lock("3"))
+    stalled = tr.move_stalled_jobs_to_wait(
+        keys, max_stalled_count=1, now_ms=NOW, stalled_interval_ms=1
+    )
+    assert tr.decode_stalled(scripts.run(cluster, stalled)).recovered == []
+    time.sleep(0.01)
+    assert tr.decode_stalled(scripts.run(cluster, stalled)).recovered == ["3"]
+    assert cluster.lrange(keys.wait, 0, -1) == [b"1", b"3"]
+    assert cluster.zrange(keys.completed, 0, -1) == [b"2"]
+    assert cluster.hget(keys.metrics_completed, "count") == b"1"

@@ -1,4 +1,4 @@
-"""moveToFinished-14 against a real Redis: each step, each code, the events."""
+"""moveToFinished-1 against a real Redis: each step, each code, the events."""
 
 from __future__ import annotations
 

@@ -3,9 +3,10 @@ first write (issue 10's guarantee, kept by issue 24's cheaper checks).
 
 moveToActive and moveToFinished no longer probe every key they may touch:
 each key is proven by a read the call makes anyway (meta by its HMGET, wait
-by the read of its tail, delayed by the due read, marker by the wake-up
-check, stalled by the job's mark), by the first write itself (active), or
-by a probe when nothing else reads it (events, the finished set, metrics).
+by the read of its tail, delayed by the due read, marker by moveToActive's
+wake-up check (a finish never writes it), stalled by the job's mark), by the
+first write itself (active), or by a probe when nothing else reads it
+(events, the finished set, metrics).
 Whichever way, a key of the wrong type refuses the whole call, naming the
 key, and every key stays byte for byte as it was.
 """
@@ -83,7 +84,6 @@ def _finish(client: Redis, keys: QueueKeys, **options: object) -> object:
         ("stalled", 2, {}),
         ("delayed", 2, {}),
         ("meta", 2, {}),
-        ("marker", 2, {}),
         ("prioritized", 1, {}),  # read when wait holds fewer than two jobs
         ("limiter", 2, {"limiter": t.RateLimit(max=10, duration_ms=1000)}),
         ("completed", 2, {"keep": t.KeepJobs.keep_all()}),
@@ -102,6 +102,20 @@ def test_a_finish_taking_the_next_job_refuses_a_key_of_the_wrong_type_naming_it(
         _finish(redis_client, keys, **options)
     assert refused.value.key == key
     assert snapshot(redis_client) == before
+
+
+def test_a_finish_taking_the_next_job_leaves_the_wake_up_marker_as_it_was(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """A finish consumed no marker (a pick-up restores the one that woke its
+    worker), so it neither reads nor writes one, even with jobs still ready
+    behind the one it takes: one ZSCORE less per job."""
+    _finishing(redis_client, keys, waiting=2)
+    redis_client.delete(keys.marker)
+    fetched = _finish(redis_client, keys)
+    assert fetched[1] == b"2"  # the next job, taken
+    assert redis_client.exists(keys.marker) == 0
+    assert redis_client.llen(keys.wait) == 1
 
 
 @pytest.mark.parametrize("structure", ["wait", "prioritized", "events", "stalled"])
@@ -184,3 +198,24 @@ def test_a_finish_refused_for_a_wrong_type_can_be_retried_once_repaired(
         ),
     )
     assert answer[1] == b"2"
+
+
+@pytest.mark.parametrize("source", ["wait", "prioritized"])
+@pytest.mark.parametrize("structure", ["active", "events"])
+def test_the_common_pickup_refuses_a_key_it_writes_before_it_moves_a_job(
+    redis_client: Redis, keys: QueueKeys, source: str, structure: str
+) -> None:
+    """Without a rate limit a pick-up takes the straight-line path, whose
+    first write, the move into active, is what proves active: it fails
+    before it pops, and the call is refused naming the key, nothing moved."""
+    if source == "wait":
+        seed_job(redis_client, keys, "2")
+    else:
+        seed_job(redis_client, keys, "p", state="prioritized", priority=1)
+    key = keys.base + structure
+    BREAKERS[structure](redis_client, key)
+    before = snapshot(redis_client)
+    with pytest.raises(CorruptKey) as refused:
+        fetch(redis_client, keys)
+    assert refused.value.key == key
+    assert snapshot(redis_client) == before

@@ -61,7 +61,7 @@ def test_a_history_never_collected_says_so_instead_of_a_flat_chart_of_zeros(
     a_day_ago = int(time.time() * 1000) - 86_400_000 - 60_000
     dashboard_redis.hset(COLLECTOR_STATUS, mapping={"holder": "t", "caught_up_ms": a_day_ago})
     stale = client.get(URL, {"range": "1h"}).content.decode()
-    assert "Nothing recorded in the last 1 hour, and the collector last caught up 1 d ago" in stale
+    assert "Nothing recorded in the last hour, and the collector last caught up 1 d ago" in stale
     # A current collector with nothing in the range: an idle queue, drawn.
     collect_until_read(HistoryCollector(connect(redis_url), lambda: [REF], name="t"))
     idle = client.get(URL, {"range": "1h"}).content.decode()
@@ -74,7 +74,7 @@ def test_each_range_draws_its_slots_with_exact_readouts(
 ) -> None:
     seed(dashboard_redis, redis_url)
     client = client_as("viewer")
-    expected = {"1h": 60, "24h": 288, "7d": 168, "30d": 180}
+    expected = {"1h": 61, "24h": 288, "7d": 168, "30d": 180}
     bars = {"1h": "1 min", "24h": "5 min", "7d": "1 h", "30d": "4 h"}
     for name, count in expected.items():
         answer = client.get(URL, {"range": name})
@@ -101,7 +101,7 @@ def test_the_first_load_draws_the_shortest_range_that_holds_the_data(
     viewer = client_as("viewer")
     first = viewer.get(URL).content.decode()
     assert 'data-range="1h"' in first
-    assert len(slots(first)) == 60
+    assert len(slots(first)) == 61
     assert 'aria-current="true">1h<' in first
     assert 'data-range="24h"' in viewer.get(URL, {"range": "24h"}).content.decode()
     # Two hours of history: the day it spans.
@@ -169,6 +169,23 @@ def test_the_overview_sums_up_the_last_hour_most_failing_first(
     assert cells[4].endswith(" ms")
     assert "bull:quiet" not in html  # nothing happened there
     assert client_as(None).get("/history/last-hour/").status_code == 302
+
+
+def test_a_queue_where_nothing_finished_says_it_has_no_failure_rate_as_it_has_no_times(
+    dashboard_redis: Redis, redis_url: str, client_as: Callable[[str | None], Any], settings: Any
+) -> None:
+    """A queue without a worker is in the last hour by its backlog alone: its
+    failure rate cell was empty beside the dashes of its wait and run (on a
+    phone a label "failure rate, 1 h" followed by nothing)."""
+    stuck = QueueRef("bull", "reports")
+    settings.ECHOMQ_QUEUES = [stuck.qualified]
+    Queue(stuck.name, dashboard_redis).add("monthly-report")
+    collect_until_read(HistoryCollector(connect(redis_url), lambda: [stuck], name="t"))
+    html = client_as("viewer").get("/history/last-hour/").content.decode()
+    row = re.search(r'<tr data-summary-queue="bull:reports">(.*?)</tr>', html, re.S)
+    assert row is not None
+    cells = re.findall(r'<td class="num"[^>]*>(.*?)</td>', row.group(1), re.S)
+    assert cells == ["0", "0", "\u2013", "\u2013", "\u2013", "1"]
 
 
 def test_the_last_hour_is_read_once_for_every_viewer_within_its_cache_time(

@@ -50,6 +50,26 @@ def test_overview_lists_every_queue_with_counts_paused_and_hooks(
     assert html.index("bull:a-quiet-one") < html.index('data-queue="bull:emails"')
 
 
+def test_a_queue_without_meta_or_id_is_listed_and_opens_when_it_holds_jobs(
+    dashboard_redis: Redis, viewer: Any
+) -> None:
+    """A queue another tool wrote, or ours after a hand DEL of meta and id."""
+    keys = QueueRef("bull", "imports").keys
+    seed_jobs(dashboard_redis, keys, "failed", 2)
+    seed_job(dashboard_redis, keys, "3", state="wait")
+    dashboard_redis.delete(keys.meta, keys.id)
+    html = _html(viewer.get("/"))
+    row = html[html.index('data-queue="bull:imports"') :]
+    assert re.search(r'data-count-state="failed" title="2 failed">2<', row)
+    page = _html(viewer.get("/queues/bull/imports/?state=failed"))
+    assert re.search(r'data-count-state="failed" title="2">2<', page)
+    assert 'data-job-id="1"' in page
+    assert viewer.get("/queues/bull/imports/job/1").status_code == 200
+    answer = viewer.get("/api/queues/bull/imports/jobs/?state=wait")
+    assert answer.status_code == 200
+    assert [job["id"] for job in answer.json()["jobs"]] == ["3"]
+
+
 def test_overview_without_queues_says_so(dashboard_redis: Redis, viewer: Any) -> None:
     assert "No queues yet" in _html(viewer.get("/"))
 

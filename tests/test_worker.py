@@ -207,6 +207,35 @@ async def test_a_delayed_job_runs_when_due_without_busy_polling(
     assert calls <= 6  # the add, a pick-up or two: no polling loop
 
 
+async def test_a_delayed_job_is_taken_when_due_not_on_redis_s_next_clock_tick(
+    redis_url: str, redis_client: Redis, queue: Queue
+) -> None:
+    """Redis ends a blocked command's wait on its clock tick (every 100 ms at
+    its default hz 10), so a BZPOPMIN timed to a due time returned up to 100
+    ms past it: a run every 200 ms then skipped slots under load. Each job
+    here is due 5 ms after a tick (found by a BZPOPMIN timing out), where the
+    next tick is 95 ms away; nothing else talks to Redis meanwhile."""
+    due: dict[str, int] = {}
+    late: list[float] = []
+    taken = asyncio.Event()
+
+    async def record(job: Job) -> None:
+        late.append(time.time() * 1000 - due[job.id])
+        taken.set()
+
+    async with running(QUEUE, record, url=redis_url, drain_delay_s=5):
+        for _ in range(5):
+            await asyncio.sleep(0.05)  # the worker is blocked on the marker
+            redis_client.bzpopmin("tick-finder", 0.001)  # returns on a tick
+            tick = time.time() * 1000
+            delay = int(tick + 205 - time.time() * 1000)
+            taken.clear()
+            job_id = queue.add("on-time", None, {"delay": delay})
+            due[job_id] = int(redis_client.hget(queue.keys.job(job_id), "timestamp") or 0) + delay
+            await asyncio.wait_for(taken.wait(), 5)
+    assert sorted(late)[2] < 45, f"taken {sorted(late)} ms after they were due"
+
+
 async def test_a_wait_past_redis_pys_default_read_timeout_is_no_outage(
     redis_url: str, queue: Queue, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -294,15 +323,20 @@ async def test_a_close_with_timeout_releases_what_is_still_running(
 async def test_locks_are_renewed_so_a_long_job_is_not_taken_as_stalled(
     redis_url: str, redis_client: Redis, queue: Queue
 ) -> None:
+    # A 2 s lock renewed every second: a 500 ms lock (renewed every 250 ms)
+    # lapsed on this 2-core machine at load 17 (the job recovered as stalled),
+    # where the process, and the sync calls below on the loop the renewals
+    # share, are held up for longer than a quarter of a second.
     job_id = queue.add("long")
     checker = Worker("work", echo_after(0), connection_url=redis_url, stalled_interval_ms=100)
     async with running(
-        QUEUE, echo_after(1.5), url=redis_url, lock_duration_ms=500, stalled_interval_ms=100
+        QUEUE, echo_after(4.6), url=redis_url, lock_duration_ms=2_000, stalled_interval_ms=100
     ):
         await until(lambda: queue.get_state(job_id) == "active")
         # Checks spanning more than twice the lock duration: without renewal
         # the job would be marked at one check and recovered at a later one.
-        for _ in range(10):
+        started = time.monotonic()
+        while time.monotonic() - started < 4.2:
             redis_client.delete(queue.keys.stalled_check)  # run each check, whoever ran last
             assert await checker.check_stalled() == []
             await asyncio.sleep(0.12)

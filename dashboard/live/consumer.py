@@ -478,7 +478,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 replay = Replay([], False, await hub.ask(newest_id(hub.client, stream_key)))
             else:
                 replay = await hub.ask(
-                    replay_after(hub.client, stream_key, sub.resume_from, REPLAY_LIMIT)
+                    replay_after(hub.client, sub.ref, stream_key, sub.resume_from, REPLAY_LIMIT)
                 )
         except OUTAGE_ERRORS:
             sub.barrier = self._start(self._barrier_later(sub))
@@ -677,14 +677,14 @@ def _hub_of(address: str) -> StreamHub:
 def within_message_limit(message: dict[str, Any]) -> str:
     """The events message as JSON text of at most MESSAGE_BYTES: its newest events
     that fit, the older ones counted as skipped (with refresh); an event too big
-    on its own goes without its fields."""
+    on its own (a job id of megabytes) goes without its row."""
     text = json.dumps(message)
     events = message["events"]
     while len(text) > MESSAGE_BYTES and events:
         if len(events) > 1:
             events = events[len(events) // 2 :]
-        elif events[0]["fields"] or events[0]["detail"]:
-            events = [{**events[0], "fields": {}, "detail": ""}]
+        elif events[0]["row"]:
+            events = [{**events[0], "row": ""}]
         else:
             events = []
         left_out = len(message["events"]) - len(events)

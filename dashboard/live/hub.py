@@ -264,7 +264,9 @@ class StreamReader:
 
     async def _publish(self, stream: Stream, entries: list[Any]) -> bool:
         """Hand one stream's new entries to its subscribers; False when there was a gap instead."""
-        events: list[EventPayload] = [payload(Event.from_entry(i, raw)) for i, raw in entries]
+        events: list[EventPayload] = [
+            payload(Event.from_entry(i, raw), stream.ref) for i, raw in entries
+        ]
         # A big batch means a burst: it may have trimmed entries we never read.
         if len(events) >= GAP_CHECK_BATCH and await self._gap_if_trimmed(stream, stream.position):
             return False

@@ -12,11 +12,9 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from dashboard import action_bars, conf, connections, formatting, presenters, queue_urls
-from queues import codec
+from queues.events import Event
 from queues.job import Job
-from queues.read.failures import first_line
 from queues.read.refs import QueueRef
-from queues.read.states import EVENT_TONES
 
 register = template.Library()
 
@@ -136,28 +134,7 @@ def attempts(job: Job) -> SafeString:
     return presenters.attempts_html(job.attempts_made, job.attempts)
 
 
-@register.filter
-def event_state(event: str) -> str:
-    return EVENT_TONES.get(event, "other")
-
-
-@register.filter
-def event_detail(fields: dict[str, str]) -> str:
-    """The one short detail worth a glance: reason, due time, progress, previous state."""
-    if "failedReason" in fields:
-        return first_line(codec.failure_reason(fields["failedReason"]), 200)
-    if "delay" in fields:
-        due = codec.integer(fields["delay"])
-        return f"until {presenters.exact_time(due)}" if due is not None else fields["delay"][:100]
-    if "data" in fields:
-        return f"progress {fields['data'][:100]}"
-    if "prev" in fields:
-        return f"from {state_label(fields['prev'])}"
-    if "count" in fields:
-        return f"{fields['count']} jobs"
-    if "attemptsMade" in fields:  # retries-exhausted: how many tries it had
-        made = codec.integer(fields["attemptsMade"])
-        if made is None:
-            return fields["attemptsMade"][:100]
-        return f"after {made:,} attempt{'' if made == 1 else 's'}"
-    return fields.get("name", "")[:100]
+@register.simple_tag
+def event_row(event: Event, ref: QueueRef, one_job: bool = False) -> SafeString:
+    """An event's row (presenters.event_row_html: the live feed's rows are the same)."""
+    return presenters.event_row_html(event, presenters.job_url_prefix(ref), one_job=one_job)

@@ -268,6 +268,9 @@ def clean_jobs(
             keys.completed,
             keys.failed,
             keys.waiting_children,
+            keys.wait,
+            keys.paused,
+            keys.active,
         ),
         (keys.base, state, cutoff_ms, limit, now_ms, pass_over, *_pairs(listed)),
     )
@@ -278,7 +281,19 @@ def drain(keys: QueueKeys, *, delayed: bool, batch: int, now_ms: int) -> ScriptC
         raise ValueError("batch must be positive")
     return scripts.call(
         "drain",
-        (keys.wait, keys.paused, keys.prioritized, keys.delayed, keys.pc, keys.meta, keys.events),
+        (
+            keys.wait,
+            keys.paused,
+            keys.prioritized,
+            keys.delayed,
+            keys.pc,
+            keys.meta,
+            keys.events,
+            keys.active,
+            keys.completed,
+            keys.failed,
+            keys.waiting_children,
+        ),
         (keys.base, _flag(delayed), batch, now_ms),
     )
 

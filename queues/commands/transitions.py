@@ -3,7 +3,12 @@
 Each function returns a :class:`~queues.scripts.ScriptCall` for one script of
 ``priv/scripts`` with the KEYS order fixed by docs/protocol.md. Option tables travel
 msgpack-packed (the Lua side unpacks them with ``cmsgpack``), so their key
-names (``token``, ``lockDuration``, ``keepJobs`` ...) are part of the protocol.
+names (``limiter``, ``maxMetricsSize`` ...) are part of the protocol. The
+worker's two per-job scripts, moveToActive and moveToFinished, take one key
+and their common options as plain arguments instead (each argument and each
+unpacked table costs Redis per job; the scripts derive the queue's other
+keys from its prefix): their values are checked here, and the scripts pass
+them to Redis as they are.
 
 The shared answer of moveToActive and of moveToFinished-with-fetch-next is
 decoded into a :class:`Fetched` by ``queues.pickup.decode_answer``.
@@ -85,12 +90,17 @@ class KeepJobs:
             )
         return cls.keep_all()
 
-    def packed(self) -> dict[str, int]:
-        table: dict[str, int] = {"count": -1 if self.count is None else self.count}
-        if self.age_s is not None:
-            table["age"] = self.age_s
-            table["limit"] = DEFAULT_KEEP_LIMIT if self.limit is None else self.limit
-        return table
+    def count_arg(self) -> str:
+        """moveToFinished's keep argument: "0" delete, "N" keep the newest N,
+        "-1" keep all (a negative count keeps all, as ``None`` does)."""
+        return "-1" if self.count is None or self.count < 0 else str(self.count)
+
+    def by_age(self) -> dict[str, int]:
+        """The age rule for moveToFinished's rarer options (empty: none)."""
+        if self.age_s is None:
+            return {}
+        limit = DEFAULT_KEEP_LIMIT if self.limit is None else self.limit
+        return {"age": self.age_s, "limit": limit}
 
 
 def _optional_int(value: object) -> int | None:
@@ -124,22 +134,29 @@ class FinishOptions:
     continue_parent_on_failure: bool = False
     ignore_dependency_on_failure: bool = False
     remove_dependency_on_failure: bool = False
-    # The msgpack option table without the token, as (entries, packed pairs):
-    # built at the first finish, then reused (a worker shares one FinishOptions
-    # between all its jobs of one kind, so this is once per worker and kind).
-    _packed: tuple[int, bytes] | None = field(default=None, init=False, repr=False, compare=False)
+    # moveToFinished's option arguments (keep, attempts, lock duration, worker
+    # name, rarer options): built at the first finish, then reused (a worker
+    # shares one FinishOptions between all its jobs of one kind, so this is
+    # once per worker and kind).
+    _args: tuple[str, str, str, str, bytes] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
-    def packed_without_token(self) -> tuple[int, bytes]:
-        """Check the options and pack them (once): the entry count and the
-        concatenated key/value pairs of the moveToFinished option table."""
-        if self._packed is not None:
-            return self._packed
+    def finish_args(self) -> tuple[str, str, str, str, bytes]:
+        """Check the options and turn them into ARGV[7..11] of moveToFinished
+        (once): keep, attempts, lock duration, worker name, and the rarer
+        options msgpack-packed, or b"" when there are none, which the
+        script's straight-line path needs."""
+        if self._args is not None:
+            return self._args
         if self.attempts < 0 or self.max_metrics_size < 0:
             raise ValueError("attempts and max_metrics_size must not be negative")
-        table = _lock_options(self.lock_duration_ms, self.worker_name, self.limiter)
-        table["keepJobs"] = self.keep.packed()
-        table["attempts"] = self.attempts
-        table["maxMetricsSize"] = self.max_metrics_size
+        _check_lock_duration(self.lock_duration_ms)
+        rare: dict[str, Any] = dict(self.keep.by_age())
+        if self.max_metrics_size:
+            rare["maxMetricsSize"] = self.max_metrics_size
+        if self.limiter is not None:
+            rare["limiter"] = self.limiter.packed()
         for flag, enabled in (
             ("fpof", self.fail_parent_on_failure),
             ("cpof", self.continue_parent_on_failure),
@@ -147,11 +164,16 @@ class FinishOptions:
             ("rdof", self.remove_dependency_on_failure),
         ):
             if enabled:
-                table[flag] = True
-        pairs = b"".join(_pack(key) + _pack(value) for key, value in table.items())
-        packed = (len(table), pairs)
-        object.__setattr__(self, "_packed", packed)  # frozen: a cache, not state
-        return packed
+                rare[flag] = True
+        args = (
+            self.keep.count_arg(),
+            str(self.attempts),
+            str(self.lock_duration_ms),
+            self.worker_name,
+            _pack(rare) if rare else b"",
+        )
+        object.__setattr__(self, "_args", args)  # frozen: a cache, not state
+        return args
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,31 +198,17 @@ def _pack(value: Any) -> bytes:
     return packed
 
 
-# One packer for the per-finish token: msgpack.packb builds a Packer per call.
-# Packing a str runs no Python code, so sharing it cannot interleave.
-_PACKER = msgpack.Packer(use_bin_type=True)
-_TOKEN_KEY = _pack("token")
-
-
 def _check_token(token: str) -> str:
     if not token:
         raise ValueError("a lock token is required (use NO_LOCK_TOKEN for no lock)")
     return token
 
 
-def _lock_options(
-    lock_duration_ms: int, worker_name: str, limiter: RateLimit | None
-) -> dict[str, Any]:
-    """The pickup option table (moveToActive's, and moveToFinished's when it
-    fetches the next job) without the token."""
+def _check_lock_duration(lock_duration_ms: int) -> str:
+    """The lock duration as the scripts take it: integer text, at least 1 ms."""
     if lock_duration_ms < 1:
         raise ValueError(f"lock duration must be >= 1 ms, got {lock_duration_ms}")
-    table: dict[str, Any] = {"lockDuration": lock_duration_ms}
-    if worker_name:
-        table["name"] = worker_name
-    if limiter is not None:
-        table["limiter"] = limiter.packed()
-    return table
+    return str(int(lock_duration_ms))
 
 
 def _flat_fields(fields: Mapping[str, str] | None) -> bytes | None:
@@ -212,22 +220,6 @@ def _flat_fields(fields: Mapping[str, str] | None) -> bytes | None:
     return _pack(flat)
 
 
-def _pickup_keys(keys: QueueKeys) -> tuple[str, ...]:
-    """KEYS[1..10] of moveToActive and moveToFinished: both may take a job."""
-    return (
-        keys.wait,
-        keys.active,
-        keys.prioritized,
-        keys.events,
-        keys.stalled,
-        keys.limiter,
-        keys.delayed,
-        keys.paused,
-        keys.meta,
-        keys.pc,
-    )
-
-
 def move_to_active(
     keys: QueueKeys,
     *,
@@ -237,12 +229,17 @@ def move_to_active(
     worker_name: str = "",
     limiter: RateLimit | None = None,
 ) -> ScriptCall:
-    options = {"token": _check_token(token)}
-    options.update(_lock_options(lock_duration_ms, worker_name, limiter))
     return scripts.call(
         "moveToActive",
-        (*_pickup_keys(keys), keys.marker),
-        (keys.base, now_ms, _pack(options)),
+        (keys.wait,),
+        (
+            keys.base,
+            now_ms,
+            _check_token(token),
+            _check_lock_duration(lock_duration_ms),
+            worker_name,
+            b"" if limiter is None else _pack(limiter.packed()),
+        ),
     )
 
 
@@ -262,35 +259,26 @@ def move_to_finished(
     validate_job_id(job_id)
     if target not in ("completed", "failed"):
         raise ValueError(f"unknown finish target {target!r}")
-    result_field = "returnvalue" if target == "completed" else "failedReason"
-    entries, pairs = options.packed_without_token()
-    # A msgpack map is its header then its pairs: the token goes first,
-    # the rest is the options' cached bytes.
-    table = _PACKER.pack_map_header(entries + 1) + _TOKEN_KEY + _PACKER.pack(_check_token(token))
+    keep, attempts, lock_ms, worker_name, rare = options.finish_args()
     args: tuple[scripts.ScriptArg, ...] = (
+        keys.base,
         job_id,
         now_ms,
-        result_field,
-        value,
         target,
-        1 if fetch_next else 0,
-        keys.base,
-        table + pairs,
+        value,
+        _check_token(token),
+        keep,
+        attempts,
+        lock_ms if fetch_next else "0",
+        worker_name,
+        rare,
     )
+    # Absent rather than empty when there are none (most completions): each
+    # argument costs Redis about as much as a short command.
     packed_fields = _flat_fields(extra_fields)
     if packed_fields is not None:
         args = (*args, packed_fields)
-    return scripts.call(
-        "moveToFinished",
-        (
-            *_pickup_keys(keys),
-            keys.finished(target),
-            keys.job(job_id),
-            keys.metrics(target),
-            keys.marker,
-        ),
-        args,
-    )
+    return scripts.call("moveToFinished", (keys.job(job_id),), args)
 
 
 def move_to_delayed(

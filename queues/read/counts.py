@@ -22,12 +22,12 @@ from queues import codec, scripts, throughput
 from queues.commands import reads
 from queues.connection import is_cluster
 from queues.keys import InvalidName, QueueKeys
+from queues.read import answers
+from queues.read.answers import METRICS_POINTS as METRICS_POINTS
 from queues.read.refs import QueueRef
 from queues.read.replies import replies
 from queues.read.states import COUNTED_KEYS, KEY_STATE, KEY_STATES, TAB, TABS, KeyState
 from queues.throughput import RecentFinishes, Windows
-
-METRICS_POINTS = 30
 
 
 @dataclass(slots=True)
@@ -54,19 +54,19 @@ class QueueSummary:
     def total(self) -> int:
         return sum(self.counts.values())
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "queue": self.ref.qualified,
-            "prefix": self.ref.prefix,
-            "name": self.ref.name,
-            "connection": self.ref.connection,
-            "counts": dict(self.counts),
-            "paused": self.paused,
-            "metrics": {
-                "completed_per_minute": self.completed_per_minute,
-                "failed_per_minute": self.failed_per_minute,
-            },
-        }
+    def as_json(self) -> answers.QueueSummary:
+        return answers.QueueSummary(
+            queue=self.ref.qualified,
+            prefix=self.ref.prefix,
+            name=self.ref.name,
+            connection=self.ref.connection,
+            counts=answers.counts_of(self.counts),
+            paused=self.paused,
+            metrics=answers.Metrics(
+                completed_per_minute=self.completed_per_minute,
+                failed_per_minute=self.failed_per_minute,
+            ),
+        )
 
 
 def _count(pipe: Any, keys: QueueKeys, state: KeyState) -> None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
 
 from redis import Redis
 
 from queues import codec
 from queues.events import Event
 from queues.keys import InvalidName, validate_job_id
+from queues.read import answers
 from queues.read.lists import MAX_PAGE_SIZE
 from queues.read.refs import QueueRef
 from queues.read.replies import read
@@ -29,23 +29,23 @@ class EventPage:
     next_before: str | None  # pass as ``before`` for the next (older) page
     newest_id: str | None  # the newest stream id that exists, for live resume
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "queue": self.ref.qualified,
-            "events": [event_json(e) for e in self.events],
-            "next_before": self.next_before,
-            "newest_id": self.newest_id,
-        }
+    def as_json(self) -> answers.EventPage:
+        return answers.EventPage(
+            queue=self.ref.qualified,
+            events=[event_json(e) for e in self.events],
+            next_before=self.next_before,
+            newest_id=self.newest_id,
+        )
 
 
-def event_json(event: Event) -> dict[str, Any]:
-    return {
-        "id": event.stream_id,
-        "event": event.event,
-        "job_id": event.job_id,
-        "timestamp": event.timestamp_ms,
-        "fields": event.fields,
-    }
+def event_json(event: Event) -> answers.Event:
+    return answers.Event(
+        id=event.stream_id,
+        event=event.event,
+        job_id=event.job_id,
+        timestamp=event.timestamp_ms,
+        fields=event.fields,
+    )
 
 
 def events_page(

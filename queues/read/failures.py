@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from queues.job import Job
+from queues.read.answers import FailedAttempt as FailedAttemptAnswer
 
 
 def first_line(text: str | None, limit: int = 300) -> str:
@@ -23,8 +23,8 @@ class FailedAttempt:
     reason: str
     trace: str
 
-    def as_json(self) -> dict[str, Any]:
-        return {"attempt": self.number, "reason": self.reason, "trace": self.trace}
+    def as_json(self) -> FailedAttemptAnswer:
+        return FailedAttemptAnswer(attempt=self.number, reason=self.reason, trace=self.trace)
 
 
 def trace_reason(trace: str) -> str:

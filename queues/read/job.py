@@ -17,14 +17,14 @@ from redis import Redis
 from queues import codec
 from queues.job import Job
 from queues.keys import InvalidName, QueueKeys, validate_job_id
+from queues.read import answers
+from queues.read.answers import DATA_DISPLAY_LIMIT as DATA_DISPLAY_LIMIT
 from queues.read.decode import job_from_hash
 from queues.read.failures import FailedAttempt, failed_attempts
 from queues.read.progress import Progress, read_progress
 from queues.read.refs import QueueRef
 from queues.read.replies import replies
 from queues.read.states import FAILED, KEY_STATES, TAB_OF_KEY, TABS, KeyState
-
-DATA_DISPLAY_LIMIT = 64 * 1024
 
 # Which key holds a job is asked in the same round trip as what else the
 # caller reads: every sorted set by ZSCORE, the active list (as long as the
@@ -178,51 +178,53 @@ class JobDetail:
     def returnvalue_display(self) -> str:
         return pretty_json(self.job.returnvalue)[:DATA_DISPLAY_LIMIT]
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, events: list[answers.Event]) -> answers.JobDetail:
+        """The job's answer, with ``events`` (its latest, newest first: read apart)."""
         job = self.job
         parent = self.parent_ref
         data: Any = job.data if not self.data_truncated and job.data is not None else None
-        return {
-            "queue": self.ref.qualified,
-            "id": job.id,
-            "state": self.state,
-            "name": job.name,
-            "data": data,
-            "data_text": None if data is not None else self.data_display,
-            "data_truncated": self.data_truncated,
-            "data_size": self.data_size,
-            "opts": job.opts if job.opts else None,
-            "opts_text": None if job.opts else job.opts_text,
-            "timestamp": job.timestamp,
-            "delay": job.delay,
-            "priority": job.priority,
-            "processed_on": job.processed_on,
-            "finished_on": job.finished_on,
-            "attempts_made": job.attempts_made,
-            "attempts_started": job.attempts_started,
-            "attempts": job.attempts,
-            "stalled_counter": job.stalled_counter,
-            "processed_by": job.processed_by,
-            "progress": job.progress,
-            "progress_bar": self.progress.as_json(),
-            "returnvalue": job.returnvalue,
-            "failed_reason": job.failed_reason,
-            "stacktrace": job.stacktrace,
-            "failed_attempts": [attempt.as_json() for attempt in self.failed_attempts],
-            "deferred_failure": job.deferred_failure,
-            "lock": {"token": self.lock_token, "ttl_ms": self.lock_ttl_ms}
+        return answers.JobDetail(
+            queue=self.ref.qualified,
+            id=job.id,
+            state=self.state,
+            name=job.name,
+            data=data,
+            data_text=None if data is not None else self.data_display,
+            data_truncated=self.data_truncated,
+            data_size=self.data_size,
+            opts=job.opts if job.opts else None,
+            opts_text=None if job.opts else job.opts_text,
+            timestamp=job.timestamp,
+            delay=job.delay,
+            priority=job.priority,
+            processed_on=job.processed_on,
+            finished_on=job.finished_on,
+            attempts_made=job.attempts_made,
+            attempts_started=job.attempts_started,
+            attempts=job.attempts,
+            stalled_counter=job.stalled_counter,
+            processed_by=job.processed_by,
+            progress=job.progress,
+            progress_bar=self.progress.as_json(),
+            returnvalue=job.returnvalue,
+            failed_reason=job.failed_reason,
+            stacktrace=job.stacktrace,
+            failed_attempts=[attempt.as_json() for attempt in self.failed_attempts],
+            deferred_failure=job.deferred_failure,
+            lock=answers.Lock(token=self.lock_token, ttl_ms=self.lock_ttl_ms)
             if self.lock_token is not None
             else None,
-            "logs": {"start": self.logs_start, "total": self.logs_total, "lines": self.logs},
-            "parent": {"queue": parent[0].qualified, "id": parent[1]} if parent else None,
-            "children": {
-                "pending": self.children_pending,
-                "pending_total": self.children_pending_total,
-                "processed": self.children_processed,
-                "processed_total": self.children_processed_total,
-            },
-            "extra": job.extra,
-        }
+            logs=answers.Logs(start=self.logs_start, total=self.logs_total, lines=self.logs),
+            parent=answers.Parent(queue=parent[0].qualified, id=parent[1]) if parent else None,
+            children=answers.Children(
+                pending=self.children_pending,
+                pending_total=self.children_pending_total,
+                processed=self.children_processed,
+                processed_total=self.children_processed_total,
+            ),
+            extra=job.extra,
+            events=events,
+        )
 
 
 def _data_display(job: Job, full: bool) -> tuple[str, bool, int]:

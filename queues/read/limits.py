@@ -27,6 +27,7 @@ from redis import Redis
 from redis.exceptions import ResponseError
 
 from queues import codec
+from queues.read import answers
 from queues.read.refs import QueueRef
 
 # A finite decimal number, as Lua's tonumber reads it in the workers' scripts
@@ -90,26 +91,26 @@ class Limits:
     def rate_limited_until_ms(self) -> int | None:
         return self.read_at_ms + self.rate_limited_ms if self.rate_limited_ms > 0 else None
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "queue": self.ref.qualified,
-            "global_concurrency": self.concurrency,
-            "global_concurrency_stored": self.concurrency_raw,
-            "active": self.active,
-            "rate_limit": None
-            if self.rate_max is None
-            else {"max": self.rate_max, "duration_ms": self.rate_duration_ms},
-            "rate_limit_stored": None
+    def as_json(self) -> answers.Limits:
+        return answers.Limits(
+            queue=self.ref.qualified,
+            global_concurrency=self.concurrency,
+            global_concurrency_stored=self.concurrency_raw,
+            active=self.active,
+            rate_limit=None
+            if self.rate_max is None or self.rate_duration_ms is None
+            else answers.RateLimit(max=self.rate_max, duration_ms=self.rate_duration_ms),
+            rate_limit_stored=None
             if self.rate_max_raw is None and self.rate_duration_raw is None
-            else {"max": self.rate_max_raw, "duration": self.rate_duration_raw},
-            "window": None
+            else answers.StoredRateLimit(max=self.rate_max_raw, duration=self.rate_duration_raw),
+            window=None
             if self.window_count is None
-            else {"started": self.window_count, "ends_in_ms": self.window_left_ms},
-            "rate_limited_ms": self.rate_limited_ms,
-            "rate_limited_until": self.rate_limited_until_ms,
-            "read_at": self.read_at_ms,
-            "problem": self.problem,
-        }
+            else answers.Window(started=self.window_count, ends_in_ms=self.window_left_ms),
+            rate_limited_ms=self.rate_limited_ms,
+            rate_limited_until=self.rate_limited_until_ms,
+            read_at=self.read_at_ms,
+            problem=self.problem,
+        )
 
 
 def _rate_limit(max_raw: Any, duration_raw: Any) -> tuple[int | float | None, int | float | None]:

@@ -19,6 +19,7 @@ from queues.commands import reads
 from queues.connection import is_cluster
 from queues.job import Job
 from queues.keys import InvalidName, QueueKeys, validate_job_id
+from queues.read import answers
 from queues.read.decode import job_from_values
 from queues.read.failures import first_line
 from queues.read.progress import Progress, read_progress
@@ -70,25 +71,25 @@ class JobRow:
     def progress(self) -> Progress:
         return read_progress(self.job.progress)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> answers.JobRow:
         job = self.job
-        return {
-            "id": job.id,
-            "state": self.state,
-            "missing": self.missing,
-            "name": job.name,
-            "timestamp": job.timestamp,
-            "processed_on": job.processed_on,
-            "finished_on": job.finished_on,
-            "attempts_made": job.attempts_made,
-            "attempts": job.attempts,
-            "progress": job.progress,
-            "progress_bar": self.progress.as_json(),
-            "failed_reason": self.reason_line or None,
-            "priority": job.priority,
-            "delay": job.delay,
-            "due": self.due_ms,
-        }
+        return answers.JobRow(
+            id=job.id,
+            state=self.state,
+            missing=self.missing,
+            name=job.name,
+            timestamp=job.timestamp,
+            processed_on=job.processed_on,
+            finished_on=job.finished_on,
+            attempts_made=job.attempts_made,
+            attempts=job.attempts,
+            progress=job.progress,
+            progress_bar=self.progress.as_json(),
+            failed_reason=self.reason_line or None,
+            priority=job.priority,
+            delay=job.delay,
+            due=self.due_ms,
+        )
 
 
 class PagePosition:
@@ -126,15 +127,15 @@ class JobPage(PagePosition):
     total: int
     rows: list[JobRow]
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "queue": self.ref.qualified,
-            "state": self.state,
-            "start": self.start,
-            "end": self.end,
-            "total": self.total,
-            "jobs": [row.as_json() for row in self.rows],
-        }
+    def as_json(self) -> answers.JobPage:
+        return answers.JobPage(
+            queue=self.ref.qualified,
+            state=self.state,
+            start=self.start,
+            end=self.end,
+            total=self.total,
+            jobs=[row.as_json() for row in self.rows],
+        )
 
 
 def list_windows(lengths: Sequence[int], start: int, stop: int) -> list[tuple[int, int] | None]:

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from queues.read.answers import ProgressBar
+
 PROGRESS_DONE_KEYS = ("step", "current", "done", "completed", "processed", "value")
 PROGRESS_TOTAL_KEYS = ("of", "total", "max")
 
@@ -40,10 +42,10 @@ class Progress:
     def counted(self) -> bool:
         return self.total is not None
 
-    def as_json(self) -> dict[str, Any] | None:
+    def as_json(self) -> ProgressBar | None:
         if self.percent is None:
             return None
-        return {"percent": self.percent, "done": self.done, "total": self.total}
+        return ProgressBar(percent=self.percent, done=self.done, total=self.total)
 
 
 def read_progress(value: Any) -> Progress:

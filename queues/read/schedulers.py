@@ -28,13 +28,14 @@ from redis import Redis
 
 from queues import codec
 from queues.keys import is_scheduler_run_id
+from queues.read import answers
+from queues.read.answers import SCHEDULER_PAGE_MAX
+from queues.read.answers import TEMPLATE_DISPLAY_LIMIT as TEMPLATE_DISPLAY_LIMIT
 from queues.read.lists import PagePosition
 from queues.read.refs import QueueRef
 from queues.schedulers import is_legacy_repeat_key, legacy_run_ids
 
-MAX_PAGE_SIZE = 500
-# Templates bigger than this are not read for a list: its size is said instead.
-TEMPLATE_DISPLAY_LIMIT = 4 * 1024
+MAX_PAGE_SIZE = SCHEDULER_PAGE_MAX
 
 # The small fields of a definition, read with one HMGET per scheduler.
 _FIELDS = ("name", "pattern", "every", "tz", "limit", "startDate", "endDate", "ic", "offset")
@@ -107,29 +108,29 @@ class SchedulerRow:
             return f"every {_duration(self.every_ms)}"
         return ""
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.scheduler_id,
-            "kind": "legacy" if self.is_legacy else "scheduler",
-            "name": self.name,
-            "pattern": self.pattern,
-            "every": self.every_ms,
-            "tz": self.tz,
-            "next_run": self.next_run_ms,
-            "pending_job_id": self.pending_job_id,
-            "iterations": self.iterations,
-            "limit": self.limit,
-            "start_date": self.start_ms,
-            "end_date": self.end_ms,
-            "template": {
-                "data": self.data.text,
-                "data_size": self.data.size,
-                "opts": self.opts.text,
-                "opts_size": self.opts.size,
-            },
-            "notes": list(self.notes),
-            "can_run_now": self.can_run_now,
-        }
+    def as_json(self) -> answers.Scheduler:
+        return answers.Scheduler(
+            id=self.scheduler_id,
+            kind="legacy" if self.is_legacy else "scheduler",
+            name=self.name,
+            pattern=self.pattern,
+            every=self.every_ms,
+            tz=self.tz,
+            next_run=self.next_run_ms,
+            pending_job_id=self.pending_job_id,
+            iterations=self.iterations,
+            limit=self.limit,
+            start_date=self.start_ms,
+            end_date=self.end_ms,
+            template=answers.Template(
+                data=self.data.text,
+                data_size=self.data.size,
+                opts=self.opts.text,
+                opts_size=self.opts.size,
+            ),
+            notes=list(self.notes),
+            can_run_now=self.can_run_now,
+        )
 
 
 @dataclass(slots=True)
@@ -140,14 +141,14 @@ class SchedulerPage(PagePosition):
     total: int
     rows: list[SchedulerRow]
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "queue": self.ref.qualified,
-            "start": self.start,
-            "end": self.end,
-            "total": self.total,
-            "schedulers": [row.as_json() for row in self.rows],
-        }
+    def as_json(self) -> answers.SchedulerPage:
+        return answers.SchedulerPage(
+            queue=self.ref.qualified,
+            start=self.start,
+            end=self.end,
+            total=self.total,
+            schedulers=[row.as_json() for row in self.rows],
+        )
 
 
 def _duration(ms: int) -> str:

@@ -39,6 +39,7 @@ from redis.exceptions import ResponseError
 
 from queues.connection import is_cluster
 from queues.connection_names import match_worker, queue_name_forms
+from queues.read import answers
 from queues.read.refs import QueueRef
 
 UNIX_SOCKET_HOST = "Redis's machine (unix socket)"
@@ -99,17 +100,17 @@ class ConnectedWorker:
     def connections(self) -> int:
         return len(self.addresses)
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "connection_name": self.connection_name,
-            "host": self.host,
-            "addresses": list(self.addresses),
-            "node": self.node,
-            "connections": self.connections,
-            "connected_s": self.connected_s,
-            "idle_s": self.idle_s,
-        }
+    def as_json(self) -> answers.ConnectedWorker:
+        return answers.ConnectedWorker(
+            name=self.name,
+            connection_name=self.connection_name,
+            host=self.host,
+            addresses=list(self.addresses),
+            node=self.node,
+            connections=self.connections,
+            connected_s=self.connected_s,
+            idle_s=self.idle_s,
+        )
 
 
 def _seconds(text: str) -> int:

@@ -5,26 +5,28 @@
 // dashboard/cohorts.py): once when the page opens, then again whenever
 // live.js says this queue's jobs moved (the "echomq:queue-moved" event), no
 // sooner than the last answer's data-next-ms (the server spaces looks at big
-// cohorts out), and when the page becomes visible again. Counting a cohort costs Redis a look at each of its jobs, so a page
-// nobody looks at (hidden) asks nothing. Nothing moves under the pointer:
-// while the panel is in use (hold.js: a mouse or a finger on it, a touch
-// scroll, the focus in it), a changed answer waits (the heading says so) and
+// cohorts out), and when the page becomes visible again. Counting a cohort
+// costs Redis a look at each of its jobs, so a page nobody looks at (hidden)
+// asks nothing. Nothing moves under the pointer: while the panel is in use
+// (refresh.js heldPart), a changed answer waits (the heading says so) and
 // goes in when that ends; an answer that would change the panel's height (a
 // cohort or a line more or less) also waits while the jobs table below it is
 // in use, so no row jumps away. On a narrow screen the panel is folded to its
 // heading and one line (details[data-cohorts-fold]) until the person opens
 // it; what they chose is kept across updates.
-(function () {
-  "use strict";
 
-  var panel = document.getElementById("recent-actions");
-  if (!panel || !window.fetch) return;
+import {watch} from "./hold.js";
+import {getText, heldPart} from "./refresh.js";
+
+var panel = document.getElementById("recent-actions");
+if (panel && window.fetch) start(panel);
+
+function start(panel) {
   var main = document.querySelector("main[data-queue]");
   var queue = main ? main.getAttribute("data-queue") : null;
   var url = panel.getAttribute("data-poll-url");
   var gap = 2000;  // until the first answer says
   var shown = "";
-  var waiting = null;  // a changed answer held while the panel is in use
   var wanted = false;  // jobs moved since the last answer was asked for
   var inFlight = false;
   var lastAsked = 0;
@@ -33,10 +35,7 @@
   var table = document.getElementById("job-table");
   var narrow = window.matchMedia("(max-width: 700px)");
   var chosenOpen = null;  // the person's own open or close, once they made one
-  var panelHold = window.echomqHold(panel, release);
-  var tableHold = table ? window.echomqHold(table, release) : null;
-
-  function inUse() { return !!panelHold.why(); }
+  var tableHold = table ? watch(table, function () { held.release(); }) : null;
 
   function shape(html) {  // what decides the panel's height: its lines
     var holder = document.createElement("template");
@@ -46,41 +45,40 @@
     }).join(",");
   }
 
-  function wouldMoveTable(html) {
-    return !!tableHold && !!tableHold.why() && shape(html) !== shape(shown);
+  // Why an answer waits: the panel in use, or the table below it in use
+  // while the answer would change the panel's height.
+  function busy(html, why) {
+    if (shown === "") return "";
+    if (why) return {why: why, where: "the panel"};
+    var tableWhy = tableHold ? tableHold.why() : "";
+    return tableWhy && shape(html) !== shape(shown) ? {why: tableWhy, where: "the table"} : "";
   }
 
-  function put(html) {
-    waiting = null;
-    panel.classList.remove("held");
-    if (html === shown) return;
-    shown = html;
-    panel.innerHTML = html;
-    panel.hidden = html === "";
-    var fold = panel.querySelector("details[data-cohorts-fold]");
-    if (fold) fold.open = chosenOpen !== null ? chosenOpen : !narrow.matches;
-  }
+  var held = heldPart(panel, {
+    busy: busy,
+    put: function (html) {
+      panel.classList.remove("held");
+      if (html === shown) return;
+      shown = html;
+      panel.innerHTML = html;
+      panel.hidden = html === "";
+      var fold = panel.querySelector("details[data-cohorts-fold]");
+      if (fold) fold.open = chosenOpen !== null ? chosenOpen : !narrow.matches;
+    },
+    waits: function (html, reason) {
+      if (html === shown) return;
+      panel.classList.add("held");
+      var note = panel.querySelector("[data-hold-note]");
+      var words = reason.why === "focus" ? reason.where + " has focus" : reason.why;
+      if (note) note.textContent = " · paused while " + words + ": an update waits";
+    },
+  });
 
   function take(html) {
     html = html.trim();
     var spacing = /data-next-ms="(\d+)"/.exec(html);
     gap = Math.max(500, spacing ? Number(spacing[1]) : 2000);
-    if (shown !== "" && (inUse() || wouldMoveTable(html))) {
-      if (html !== shown) {
-        waiting = html;
-        panel.classList.add("held");
-        var note = panel.querySelector("[data-hold-note]");
-        var why = panelHold.why(), where = "the panel";
-        if (!why && tableHold) { why = tableHold.why(); where = "the table"; }
-        if (note) note.textContent = " · paused while " + (why === "focus" ? where + " has focus" : why) + ": an update waits";
-      }
-      return;
-    }
-    put(html);
-  }
-
-  function release() {
-    if (waiting !== null && !inUse() && !wouldMoveTable(waiting)) put(waiting);
+    held.offer(html);
   }
 
   function ask() {
@@ -90,8 +88,7 @@
     wanted = false;
     inFlight = true;
     lastAsked = Date.now();
-    fetch(url, {headers: {"HX-Request": "true"}, credentials: "same-origin"})
-      .then(function (r) { if (!r.ok) throw new Error(url + ": " + r.status); return r.text(); })
+    getText(url, true)
       .then(take)
       .catch(function () { /* the next movement asks again */ })
       .then(function () { inFlight = false; if (wanted) schedule(); });
@@ -118,4 +115,4 @@
   window.addEventListener("pagehide", function () { if (timer !== null) clearTimeout(timer); timer = null; });
   window.addEventListener("pageshow", function (event) { if (event.persisted) schedule(); });
   ask();
-})();
+}

@@ -5,52 +5,37 @@
 // asked for again every data-poll-ms while the page is visible, as the htmx
 // fragment the server renders for it (dashboard/workers.py), and at once when
 // the page becomes visible again. Nothing moves under the pointer: while the
-// part is in use (hold.js: a mouse or a finger on it, a touch scroll, the
-// focus in it), a changed answer waits and goes in when that ends. The URL
-// comes from the server (data-poll-url).
-(function () {
-  "use strict";
+// part is in use (refresh.js heldPart), a changed answer waits and goes in
+// when that ends. The URL comes from the server (data-poll-url).
 
-  var part = document.getElementById("workers-live");
-  if (!part || !window.fetch) return;
+import {getText, heldPart} from "./refresh.js";
+
+var part = document.getElementById("workers-live");
+if (part && window.fetch) start(part);
+
+function start(part) {
   var url = part.getAttribute("data-poll-url");
   var every = Math.max(1000, Number(part.getAttribute("data-poll-ms")) || 3000);
   var shown = part.innerHTML.trim();
-  var waiting = null;  // a changed answer held while the part is in use
   var timer = null;
   var inFlight = false;
 
-  var hold = window.echomqHold(part, release);
-  function inUse() { return !!hold.why(); }
-
-  function put(html) {
-    waiting = null;
-    part.classList.remove("held");
-    if (html === shown) return;
-    shown = html;
-    part.innerHTML = html;
-  }
-
-  function take(html) {
-    html = html.trim();
-    if (inUse()) {
-      if (html !== shown) { waiting = html; part.classList.add("held"); }
-      return;
-    }
-    put(html);
-  }
-
-  function release() {
-    if (waiting !== null && !inUse()) put(waiting);
-  }
+  var held = heldPart(part, {
+    put: function (html) {
+      part.classList.remove("held");
+      if (html === shown) return;
+      shown = html;
+      part.innerHTML = html;
+    },
+    waits: function (html) { if (html !== shown) part.classList.add("held"); },
+  });
 
   function poll() {
     timer = null;
     if (document.visibilityState !== "visible" || inFlight) { schedule(); return; }
     inFlight = true;
-    fetch(url, {headers: {"HX-Request": "true"}, credentials: "same-origin"})
-      .then(function (r) { if (!r.ok) throw new Error(url + ": " + r.status); return r.text(); })
-      .then(take)
+    getText(url, true)
+      .then(function (html) { held.offer(html.trim()); })
       .catch(function () { /* the next poll tries again */ })
       .then(function () { inFlight = false; schedule(); });
   }
@@ -67,4 +52,4 @@
   window.addEventListener("pagehide", function () { if (timer !== null) clearTimeout(timer); timer = null; });
   window.addEventListener("pageshow", function (event) { if (event.persisted) poll(); });
   schedule();
-})();
+}

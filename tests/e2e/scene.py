@@ -8,9 +8,20 @@ its usual 5% of corrupt images and one job running, ``payments`` truly failing
 
 Jobs move through real processes (BullMQ 2.20.1 workers from ``peer.py``) and
 the admin action goes through the dashboard's own form, so job pages, events
-and the audit trail are what the runtime and the dashboard wrote. The hour of
-per-minute history before the test is written the way a worker with metrics
-enabled would have left it (``seed_metrics``): nobody waits an hour in a test.
+and the audit trail are what the runtime and the dashboard wrote. Nobody waits
+an hour in a test: the hour before it is written twice, as the two writers of
+per-minute figures would have left it. The workers' metrics (``seed_metrics``)
+draw the overview's sparklines; the dashboard's own history (the keys of
+queues.keys.HistoryKeys, written by the collector's script through
+queues.collector.record, one batch a minute with its counts, wait and run
+durations and backlog sample) fills the overview's "Last hour" table and the
+queue page's history chart, with the same minutes' counts. The shipped
+dashboard collects that history itself; the scene's server does not
+(tests/conftest.py turns the collector off in every test process), because the
+scene's hour is written again before each page with a new "now", which a
+live collector's cursor would refuse: the scene says instead, through the
+collector's own report (CollectorReport.caught_up), that a collector caught up
+as the hour was written.
 """
 
 from __future__ import annotations
@@ -24,7 +35,15 @@ from typing import Any
 from playwright.sync_api import Browser, Page, expect
 from redis import Redis
 
-from queues.keys import QueueKeys
+from queues.collector import (
+    BACKLOG_TABS,
+    MINUTE_MS,
+    MinuteBatch,
+    minute_of,
+    record,
+)
+from queues.collector_report import CollectorReport
+from queues.keys import HistoryKeys, QueueKeys
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import now_ms, seed_metrics
 from tests.e2e.conftest import Processes, wait_live
@@ -88,20 +107,99 @@ def _keys(name: str) -> QueueKeys:
     return QueueRef("bull", name).keys
 
 
+# The hour before the scene, per queue: completed and failed per full minute,
+# oldest first (reports has no worker: nothing finishes there), and how long
+# its jobs waited and ran (ms). Payments' failed charges ran into the card
+# gateway's 10 s timeout: its incident shows in the run p95 too.
+INCIDENT = [0] * (HOUR - 12) + [14, 22, 30, 31, 36, 35, 38, 40, 37, 41, 39, 42]
+RARE = [1 if minute % 17 == 8 else 0 for minute in range(HOUR)]  # one in the last 5 min
+HOUR_BEFORE: dict[str, tuple[list[int], list[int]]] = {
+    "emails": (_steady(360), RARE),
+    "thumbnails": (_steady(118), [6] * HOUR),
+    "payments": (_steady(90), INCIDENT),
+}
+WAIT_MS = {"emails": 35, "thumbnails": 1_800, "payments": 20}
+RUN_MS = {"emails": 240, "thumbnails": 1_400, "payments": 650}
+FAILED_RUN_MS = {"emails": 30_000, "thumbnails": 90, "payments": 10_000}
+# How many minutes the dashboard's history holds, the current one included:
+# one less than the hour a page reads, so that it still fits in the hour when
+# a minute begins between the seeding and the page's read (a history spanning
+# more than an hour is drawn over 24 hours, the hour a sliver at its end).
+HISTORY_MINUTES = HOUR  # the 1h range reads 61 (queues.read.history.RANGES)
+# The scene's collector, as the status hash names it ("<host>:<pid>:<token>").
+COLLECTOR = "dash-1:4127:9f3c2a"
+
+
 def seed_history(redis: Redis, now: int) -> None:
-    """The hour before ``now`` as workers with metrics would have recorded it;
-    written again before each page is looked at, so its newest minute is the
-    one before the page's (the scene's workers keep no metrics themselves)."""
-    incident = [0] * (HOUR - 12) + [14, 22, 30, 31, 36, 35, 38, 40, 37, 41, 39, 42]
-    rare = [1 if minute % 17 == 8 else 0 for minute in range(HOUR)]  # one in the last 5 min
-    so_far = (now % 60_000) / 60_000
-    for name, completed, failed in (
-        ("emails", _steady(360), rare),
-        ("thumbnails", _steady(118), [6] * HOUR),
-        ("payments", _steady(90), incident),
-    ):
+    """The hour before ``now`` as workers with metrics would have recorded it,
+    and as the dashboard's history collector would have (see the module's
+    notes); written again before each page is looked at, so its newest minute
+    is the one before the page's (the scene's workers keep no metrics themselves)."""
+    so_far = (now % MINUTE_MS) / MINUTE_MS
+    for name, (completed, failed) in HOUR_BEFORE.items():
         this_minute = (int(completed[-1] * so_far), int(failed[-1] * so_far))
         seed_metrics(redis, _keys(name), completed, failed, now, this_minute=this_minute)
+    for name in (*HOUR_BEFORE, "reports"):
+        _record_hour(redis, QueueRef("bull", name), now)
+    CollectorReport(redis).caught_up(COLLECTOR)
+
+
+def history_minutes(name: str, now: int) -> dict[int, tuple[int, int]]:
+    """minute -> (completed, failed) of ``name``'s history as ``seed_history``
+    writes it at ``now``: the last HISTORY_MINUTES - 1 full minutes (the
+    newest of the workers' metrics) and the current one so far."""
+    completed, failed = HOUR_BEFORE.get(name, ([0] * HOUR, [0] * HOUR))
+    full = HISTORY_MINUTES - 1
+    so_far = (now % MINUTE_MS) / MINUTE_MS
+    current = minute_of(now)
+    minutes = {
+        current - full + n: (done, lost)
+        for n, (done, lost) in enumerate(zip(completed[-full:], failed[-full:], strict=True))
+    }
+    minutes[current] = (int(completed[-1] * so_far), int(failed[-1] * so_far))
+    return minutes
+
+
+def _record_hour(redis: Redis, ref: QueueRef, now: int) -> None:
+    """``ref``'s history (any earlier seeding's gone) as the collector records
+    it: one batch a minute through its script, each going on from the last."""
+    keys = HistoryKeys(ref.name, ref.prefix)
+    # All of it: an earlier seeding's oldest minutes lie before this hour, and
+    # a history spanning more than an hour is drawn over 24 hours.
+    earlier = list(redis.scan_iter(match=keys.base + "*"))
+    if earlier:
+        redis.delete(*earlier)
+    minutes = history_minutes(ref.name, now)
+    backlog = _backlog(redis, ref.keys)
+    cursor = ""
+    for minute, (completed, failed) in sorted(minutes.items()):
+        # The cursor a collector would have recorded: the minute's last event
+        # (the current minute's: now).
+        batch = MinuteBatch(minute, f"{min(now, minute * MINUTE_MS + MINUTE_MS - 1)}-0")
+        batch.add.update({"c": completed, "f": failed})
+        for n in range(completed + failed):
+            # Spread evenly from half to twice the queue's usual times.
+            spread = 0.5 + (n * 37 % 100) / 66
+            batch.duration("w", int(WAIT_MS.get(ref.name, 0) * spread))
+            run = RUN_MS if n < completed else FAILED_RUN_MS
+            batch.duration("r", int(run.get(ref.name, 0) * spread))
+        batch.set["b"] = backlog
+        batch.max["bx"] = backlog
+        record(redis, ref, cursor, batch)
+        cursor = batch.last_id
+
+
+def _backlog(redis: Redis, keys: QueueKeys) -> int:
+    """The jobs ready to run now, counted as the collector samples its backlog."""
+    pipe = redis.pipeline(transaction=False)
+    for tab in BACKLOG_TABS:
+        for state in tab.keys:
+            key = keys.state(state.name)
+            if state.is_list:
+                pipe.llen(key)
+            else:
+                pipe.zcard(key)
+    return sum(pipe.execute())
 
 
 # Every page kind the looking tests visit, by a name that reads in a test id.

@@ -7,6 +7,7 @@ from playwright.sync_api import Page, expect
 from redis import Redis
 
 from queues.keys import QueueKeys
+from tests.dashboard_seed import seed_job
 from tests.e2e.conftest import Processes, wait_live
 
 
@@ -132,3 +133,34 @@ def test_keyboard_focus_in_the_feed_holds_it_too(page: Page, processes: Processe
     expect(page.locator(f'#event-feed tr[data-job-id="{later}"]')).to_have_count(0)
     page.get_by_label("Job id", exact=True).focus()
     expect(page.locator(f'#event-feed tr[data-job-id="{later}"]')).to_have_count(1)
+
+
+def test_a_live_row_is_the_row_the_server_renders_for_the_same_event(
+    page: Page, redis_client: Redis
+) -> None:
+    """One rendering of an event (presenters.event_row_html): the socket carries
+    the row, so a live row and the same row after a reload are the same markup,
+    whatever the job id holds (':' kept as the server's URLs keep it, combining
+    accents counted as Django's truncation counts them)."""
+    queue = "e2e-one-row"
+    keys = QueueKeys(queue)
+    seed_job(redis_client, keys, "seed", state="wait")
+    redis_client.xadd(keys.events, {"event": "waiting", "jobId": "seed"})
+    open_feed(page, queue)
+    odd_ids = ["order:42", "e\u0301" * 30 + "-tail-" + "x" * 20, "<b>&"]
+    for job_id in odd_ids:
+        redis_client.xadd(
+            keys.events, {"event": "failed", "jobId": job_id, "failedReason": "Boom\nat x"}
+        )
+    live = page.locator("#event-feed tr.live-new[data-event-id]")
+    expect(live).to_have_count(len(odd_ids))
+    rows = "rows => rows.map(r => { r.removeAttribute('class'); return r.outerHTML; })"
+    drawn_live = page.eval_on_selector_all("#event-feed tr.live-new[data-event-id]", rows)
+    page.reload()
+    wait_live(page)
+    ids = [row.split('data-event-id="')[1].split('"')[0] for row in drawn_live]
+    rendered = [
+        page.eval_on_selector(f'#event-rows tr[data-event-id="{event_id}"]', "r => r.outerHTML")
+        for event_id in ids
+    ]
+    assert drawn_live == rendered

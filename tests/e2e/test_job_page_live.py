@@ -14,10 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 from redis import Redis
 
 from queues.keys import QueueKeys
+from queues.queue import Queue
 from tests.dashboard_seed import now_ms, seed_job
 from tests.e2e.conftest import Process, Processes, wait_live
 from tests.e2e.server import DashboardServer
@@ -46,6 +47,17 @@ def wait_for_new_progress(page: Page, seen: str) -> str:
     """Waits until a refresh shows another step than ``seen``; returns it."""
     expect(page.locator('[data-block="progress"] .pct')).not_to_have_text(seen, timeout=5000)
     return progress_text(page)
+
+
+def open_chatty_job(page: Page, client: Redis, job_id: str) -> None:
+    """An active import job with 60 log lines (a page and a bit), open and live."""
+    seed_job(
+        client, KEYS, job_id, state="active", name="import",
+        fields={"processedOn": now_ms(), "progress": json.dumps({"step": 0, "of": 5})},
+    )  # fmt: skip
+    client.rpush(KEYS.logs(job_id), *[f"line {n}" for n in range(1, 61)])
+    page.goto(job_url(job_id))
+    wait_live(page)
 
 
 def test_the_flash_message_stays_while_the_job_page_refreshes(
@@ -116,13 +128,7 @@ def test_a_fail_reason_being_typed_keeps_its_text_and_focus_while_the_page_refre
 def test_a_log_page_turned_to_a_scrolled_box_and_a_closed_fold_stay_as_they_are(
     page: Page, processes: Processes, redis_client: Redis
 ) -> None:
-    seed_job(
-        redis_client, KEYS, "chatty-1", state="active", name="import",
-        fields={"processedOn": now_ms(), "progress": json.dumps({"step": 0, "of": 5})},
-    )  # fmt: skip
-    redis_client.rpush(KEYS.logs("chatty-1"), *[f"line {n}" for n in range(1, 61)])
-    page.goto(job_url("chatty-1"))
-    wait_live(page)
+    open_chatty_job(page, redis_client, "chatty-1")
     logs = page.locator("ol.logs")
     scrolled = logs.evaluate("box => { box.scrollTop = box.scrollHeight; return box.scrollTop; }")
     assert scrolled > 0, "50 log lines overflow their box"
@@ -142,6 +148,41 @@ def test_a_log_page_turned_to_a_scrolled_box_and_a_closed_fold_stay_as_they_are(
     page.get_by_role("link", name="Later →").click()
     expect(logs).to_have_attribute("start", "51")
     wait_for_new_progress(page, wait_for_new_progress(page, seen))
+    expect(logs).to_have_attribute("start", "51")
+    expect(page.locator("ol.logs li").first).to_have_text("line 51")
+
+
+def test_a_refresh_asked_before_the_log_page_was_turned_does_not_turn_it_back(
+    page: Page, redis_client: Redis
+) -> None:
+    """A refresh in flight when the user turns the log page answers with the
+    old page's logs: drawn, it turned the page back (until the next event).
+    Here the refresh is held until the page is turned."""
+    open_chatty_job(page, redis_client, "chatty-2")
+    held: list[Route] = []
+
+    def hold_refreshes(route: Route) -> None:
+        refresh = (
+            route.request.headers.get("x-live-refresh") and "fragment=" not in route.request.url
+        )
+        if refresh and not held:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route(f"**{job_url('chatty-2')}*", hold_refreshes)
+    Queue(QUEUE, redis_client).update_progress("chatty-2", {"step": 1, "of": 5})
+    deadline = time.monotonic() + 10
+    while not held:
+        assert time.monotonic() < deadline, "the event asked for no refresh"
+        page.wait_for_timeout(50)
+    page.get_by_role("link", name="Later →").click()
+    logs = page.locator("ol.logs")
+    expect(logs).to_have_attribute("start", "51")
+    held[0].continue_()
+    # The page asks again for the page shown: the event's progress, page 2 kept.
+    expect(page.locator('[data-block="progress"] .pct')).to_have_text("1 of 5")
+    page.wait_for_timeout(500)
     expect(logs).to_have_attribute("start", "51")
     expect(page.locator("ol.logs li").first).to_have_text("line 51")
 

@@ -23,7 +23,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import SHOTS_ROOT, wait_live
-from tests.e2e.scene import PAGE_KINDS, Scene, page_path, visit
+from tests.e2e.scene import HISTORY_MINUTES, HOUR_BEFORE, PAGE_KINDS, Scene, page_path, visit
 from tests.e2e.server import ROOT, DashboardServer
 
 SHOTS = SHOTS_ROOT / "pages"
@@ -90,6 +90,75 @@ def chart_is_readable(page: Page, marker: str | None = None) -> None:
         ))  # fmt: skip
 
 
+def number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def seeded_hour(name: str) -> tuple[range, range]:
+    """The completed and failed counts a page may show for ``name``'s last hour
+    of history (scene.history_minutes): its full minutes and from none to all
+    of the current one's (it is written with how far the minute has gone)."""
+    completed, failed = HOUR_BEFORE.get(name, ([0], [0]))
+    full = HISTORY_MINUTES - 1
+
+    def bounds(minutes: list[int]) -> range:
+        return range(sum(minutes[-full:]), sum(minutes[-full:]) + minutes[-1] + 1)
+
+    return bounds(completed), bounds(failed)
+
+
+def shown_rate_agrees(shown: str, completed: range, failed: range) -> bool:
+    """Whether a failure rate as the pages write it ("7.3%") lies between the
+    lowest and the highest rate those counts allow (give or take its rounding)."""
+    value = float(shown.rstrip("%")) / 100
+    low = failed.start / (failed.start + completed[-1])
+    high = failed[-1] / (failed[-1] + completed.start)
+    return low * 0.95 <= value <= high * 1.05
+
+
+def check_last_hour(page: Page) -> None:
+    """The overview's "Last hour" (the dashboard's history): the scene's four
+    queues, most failing first, with the hour's counts the scene recorded and
+    the payments incident's failure rate marked."""
+    section = page.locator(".history-summary")
+    summary = section.locator("tr[data-summary-queue]")
+    expect(summary).to_have_count(4)
+    assert summary.evaluate_all("rows => rows.map(r => r.dataset.summaryQueue)") == [
+        "bull:payments",
+        "bull:thumbnails",
+        "bull:emails",
+        "bull:reports",
+    ]
+    # The ready jobs each queue holds (the collector's backlog sample).
+    for name, waiting in (("payments", "0"), ("thumbnails", "11"), ("emails", "0")):
+        row = section.locator(f'tr[data-summary-queue="bull:{name}"]')
+        cells = row.locator("td").all_inner_texts()
+        completed, failed, rate, wait, run, backlog = (cell.strip() for cell in cells)
+        done, lost = seeded_hour(name)
+        assert number(completed) in done, (name, completed, done)
+        assert number(failed) in lost, (name, failed, lost)
+        assert shown_rate_agrees(rate, done, lost), (name, rate)
+        assert re.fullmatch(r"[\d.]+ m?s", wait), (name, wait)
+        assert re.fullmatch(r"[\d.]+ m?s", run), (name, run)
+        assert backlog == waiting, (name, backlog)
+    # Failing from 5% on: payments' incident is marked, thumbnails' usual 4.8% is not.
+    expect(section.locator('tr[data-summary-queue="bull:payments"] .badge')).to_have_count(1)
+    expect(section.locator('tr[data-summary-queue="bull:thumbnails"] .badge')).to_have_count(0)
+    # Its failed charges waited out the gateway's 10 s timeout.
+    payments = section.locator('tr[data-summary-queue="bull:payments"]')
+    expect(payments.locator('[data-label="run p95"]')).to_have_text(re.compile(r"^\d+\.\d s$"))
+    # Nothing finished in reports (no rate, no times); its waiting jobs are its backlog.
+    reports = section.locator('tr[data-summary-queue="bull:reports"] td').all_inner_texts()
+    none = "\u2013"  # a dash
+    assert [cell.strip() for cell in reports] == ["0", "0", none, none, none, "3"], reports
+
+
+def history_is_the_hour(page: Page) -> None:
+    """The queue page's history panel draws the scene's hour over one hour (a
+    history reaching further back is drawn over 24 hours, the hour a sliver)."""
+    expect(page.locator("[data-history-chart]")).to_have_attribute("data-range", "1h")
+
+
 def check_overview(page: Page, scene: Scene) -> None:
     queue_rows = page.locator("#queue-rows tr[data-queue]")
     expect(queue_rows).to_have_count(4)
@@ -104,10 +173,15 @@ def check_overview(page: Page, scene: Scene) -> None:
     expect(page.locator('tr[data-queue="bull:thumbnails"] .badge')).to_have_count(0)
     # Its jobs wait and no worker is connected: said so, not guessed from "nothing active".
     expect(page.locator('tr[data-queue="bull:reports"] .badge')).to_have_text("no workers")
+    check_last_hour(page)
     for name in ("emails", "payments", "thumbnails"):
         expect(page.locator(f'tr[data-queue="bull:{name}"] svg.sparkline')).to_have_count(1)
-    expect(page.locator('tr[data-queue="bull:reports"] td.spark')).to_have_text(
-        "workers keep no metrics"
+    # Its workers keep no metrics (it has none): the dashboard's history draws
+    # its line, flat, as the collector covered every minute of it.
+    expect(page.locator('tr[data-queue="bull:reports"] svg.sparkline')).to_have_attribute(
+        "aria-label",
+        "0 completed, 0 failures in the last 30 min; full height 1/min up, 1/min down;"
+        " from the dashboard's history",
     )
     expect(
         page.locator('tr[data-queue="bull:thumbnails"] [data-count-state="active"]')
@@ -126,28 +200,47 @@ def check_queue_failed(page: Page, scene: Scene) -> None:
     )
     expect(page.locator(".queue-chart .badge")).to_have_text("failing")
     chart_is_readable(page, marker="retry all by oncall: 8 failed jobs moved back to waiting")
+    # The history panel: the same hour as the overview's "Last hour" row.
+    history_is_the_hour(page)
+    history = page.locator("[data-history-chart]")
+    readout = history.locator("[data-chart-readout]")
+    expect(readout).to_have_text(re.compile(r" in the last hour; wait p95 "))
+    said = re.fullmatch(
+        r"([\d,]+) completed, ([\d,]+) failures in the last hour; wait p95 [\d.]+ m?s,"
+        r" run p95 [\d.]+ s",
+        readout.inner_text(),
+    )
+    assert said, readout.inner_text()
+    done, lost = seeded_hour("payments")
+    assert number(said[1]) in done, (said[0], done)
+    assert number(said[2]) in lost, (said[0], lost)
+    assert history.locator("rect.bar-failed").count() >= 12  # the incident's minutes
 
 
 def check_queue_waiting(page: Page, scene: Scene) -> None:
     assert tab_count(page, "wait") == "11"
     assert rows(page) == 11
     chart_is_readable(page)
+    history_is_the_hour(page)
 
 
 def check_queue_delayed(page: Page, scene: Scene) -> None:
     assert tab_count(page, "delayed") == "4"
     assert rows(page) == 4
     expect(page.locator("#job-table tr[data-job-id]").first).to_contain_text("newsletter")
+    history_is_the_hour(page)
 
 
 def check_queue_completed(page: Page, scene: Scene) -> None:
     assert tab_count(page, "completed") == "6"
     expect(page.locator(f'#job-table tr[data-job-id="{scene.retried_job}"]')).to_contain_text("2/2")
+    history_is_the_hour(page)
 
 
 def check_queue_active(page: Page, scene: Scene) -> None:
     assert tab_count(page, "active") == "1"
     expect(page.locator(f'#job-table tr[data-job-id="{scene.active_job}"]')).to_be_visible()
+    history_is_the_hour(page)
 
 
 def job_state(page: Page, state: str, job_id: str) -> None:

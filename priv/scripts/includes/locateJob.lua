@@ -53,14 +53,49 @@ end
 local function zset_holders(states, ids)
   local holder = {}
   for _, state in ipairs(states) do
-    -- An empty state (most queues leave some unused) holds nothing.
-    local slices = redis.call("EXISTS", state.key) == 1 and #ids or 0
+    -- An empty state (most queues leave some unused) holds nothing; a list
+    -- state is for list_holders.
+    local slices = not state.list and redis.call("EXISTS", state.key) == 1 and #ids or 0
     for first = 1, slices, 1000 do
       local last = math.min(first + 999, #ids)
       local scores = redis.call("ZMSCORE", state.key, unpack(ids, first, last))
       for offset, score in ipairs(scores) do
         if score and holder[ids[first + offset - 1]] == nil then
           holder[ids[first + offset - 1]] = state.name
+        end
+      end
+    end
+  end
+  return holder
+end
+
+-- The states of `states` that hold anything, for a script that only reads
+-- them: an empty one is passed over (most queues leave some unused), and so
+-- is a key of another type, which holds no job (a script that writes a state
+-- refuses that with structure_refusal before its first write).
+local function occupied_states(states)
+  local found = {}
+  for _, state in ipairs(states) do
+    local size = redis.pcall(state.list and "LLEN" or "ZCARD", state.key)
+    if type(size) == "number" and size > 0 then
+      found[#found + 1] = state
+    end
+  end
+  return found
+end
+
+-- Which ids the list states of `states` hold: id -> that state's name, each
+-- list read whole (LRANGE), so the cost is their length, not a walk of a
+-- list per id (LPOS). Meant for lists that are short while the caller works:
+-- active (the running jobs) and, beside the one being deleted from, the
+-- other of wait and paused (pausing renames one into the other).
+local function list_holders(states)
+  local holder = {}
+  for _, state in ipairs(states) do
+    if state.list then
+      for _, job_id in ipairs(redis.call("LRANGE", state.key, 0, -1)) do
+        if holder[job_id] == nil then
+          holder[job_id] = state.name
         end
       end
     end

@@ -193,7 +193,8 @@ local function take_next_job(q, opts, now, plan)
     if deferred then
       fail_deferred(q, job_id, q.base .. job_id, deferred, now)
     else
-      local wake = redis.call("LLEN", q.wait) > 0 or redis.call("ZCARD", q.prioritized) > 0
+      local wake = plan.may_wake
+        and (redis.call("LLEN", q.wait) > 0 or redis.call("ZCARD", q.prioritized) > 0)
       local fields_now = start_job(q, job_id, opts, now, max, duration, nil, wake)
       return {fields_now, job_id, 0, 0, broken}
     end

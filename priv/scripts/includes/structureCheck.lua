@@ -15,9 +15,9 @@ local PROBE = {list = "LLEN", zset = "ZCARD", hash = "HLEN", set = "SCARD", stre
 local function structure_refusal(expected)
   for index = 1, #expected, 2 do
     local key, want = expected[index], expected[index + 1]
-    local probed = redis.pcall(PROBE[want], key)
-    if type(probed) == "table" and probed["err"] then
-      return refusal_of(probed, key, want)
+    local probed, refusal = call_typed(want, key, PROBE[want])
+    if refusal then
+      return refusal
     elseif want == "counter" and probed and not is_integer_text(probed) then
       return wrong_type_reply(key, "string that is not an integer", want)
     end

@@ -11,7 +11,9 @@ local BATCH_TOMBSTONE = "0:taken"
 -- scheduler's next run), or nil to take it. Kept ids stay where they are, so
 -- a later call looks at them again. Reported ones are appended to `skipped`
 -- as id, reason pairs. Every id is judged before the first write.
-local function take_batch(key, is_list, count, keep, skipped)
+-- `prepare(chunk)`, when given, is called with each chunk of ids read before
+-- they are judged (to ask other keys about a chunk at once).
+local function take_batch(key, is_list, count, keep, skipped, prepare)
   local taken, positions = {}, {}
   if count <= 0 then
     return taken
@@ -23,6 +25,9 @@ local function take_batch(key, is_list, count, keep, skipped)
       chunk = redis.call("LRANGE", key, start, start + chunk_size - 1)
     else
       chunk = redis.call("ZRANGE", key, start, start + chunk_size - 1)
+    end
+    if prepare then
+      prepare(chunk)
     end
     for offset, id in ipairs(chunk) do
       if #taken >= count then

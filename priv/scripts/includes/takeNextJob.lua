@@ -176,7 +176,8 @@ local function plan_pickup(q, opts, now, leaving, general, finishing)
     if refusal then
       return nil, refusal
     end
-    return {general = true, cap = cap, max = max, duration = duration, may_take = may_take}
+    return {general = true, cap = cap, max = max, duration = duration, may_take = may_take,
+      may_wake = leaving == 0}
   end
 
   local reset_limiter = false
@@ -204,16 +205,21 @@ local function plan_pickup(q, opts, now, leaving, general, finishing)
     return {cap = cap, reset_limiter = reset_limiter, drop_pc = true,
       reply = {0, 0, 0, next_delayed_due(q.delayed, now) or 0, {}}}
   end
-  local marked, wrong_marker = call_typed("zset", q.marker, "ZSCORE", "0")
-  if wrong_marker then
-    return nil, wrong_marker
-  end
   -- Another job stays ready after this one (at most two were read, from the
-  -- tail of wait, then from the head of prioritized): leave the wake-up
-  -- marker for the other workers, unless it is there.
-  local others = #tail + (head == tail and 0 or #head) - 1
+  -- tail of wait, then from the head of prioritized): a pick-up leaves the
+  -- wake-up marker for the other workers, unless it is there, as the
+  -- marker that woke its worker may be the one it consumed. A finish
+  -- consumed none, and leaves it as it was.
+  local wake = false
+  if leaving == 0 and #tail + (head == tail and 0 or #head) > 1 then
+    local marked, wrong_marker = call_typed("zset", q.marker, "ZSCORE", "0")
+    if wrong_marker then
+      return nil, wrong_marker
+    end
+    wake = not marked
+  end
   return {cap = cap, reset_limiter = reset_limiter, max = max, duration = duration, id = job_id,
-    from_wait = #tail > 0, started = one_more(fields[3]), wake = others > 0 and not marked}
+    from_wait = #tail > 0, started = one_more(fields[3]), wake = wake}
 end
 
 -- The writes of a plan (see plan_pickup), after the caller's own. `now_text`

@@ -12,25 +12,21 @@ local function wrong_type_reply(key, actual, want)
     .. ", expected a " .. want .. "; nothing was changed")
 end
 
--- What to answer for a failed redis.pcall on `key`: a WRONGTYPE is the
--- key's type, named; any other error (the user's ACL refusing the command,
--- Redis out of memory) is answered as Redis gave it, not as a wrong type.
-local function refusal_of(failed, key, want)
-  if string.sub(failed["err"], 1, 9) == "WRONGTYPE" then
-    return wrong_type_reply(key, key_type(key), want)
-  end
-  return failed
-end
-
 -- A command made with redis.pcall before the script's first write (a read,
 -- or that first write itself) proves the key's type for the rest of the
 -- call, since nothing else runs meanwhile. Answers the command's answer, or
--- nil and the refusal to return when the key holds another type (`want`:
--- the type the script expects, named in the refusal).
+-- nil and the refusal to return when it failed: a WRONGTYPE names the key's
+-- type (`want`: the type the script expects); any other error (the user's
+-- ACL refusing the command, Redis out of memory) is answered as Redis gave
+-- it, not as a wrong type. One function, not two: the hot scripts pay for
+-- each closure they define on every call (tests/test_command_budget.py).
 local function call_typed(want, key, command, ...)
   local answer = redis.pcall(command, key, ...)
   if type(answer) == "table" and answer["err"] then
-    return nil, refusal_of(answer, key, want)
+    if string.sub(answer["err"], 1, 9) == "WRONGTYPE" then
+      return nil, wrong_type_reply(key, key_type(key), want)
+    end
+    return nil, answer
   end
   return answer
 end

@@ -12,6 +12,10 @@
   KEYS[6] completed        } over): deleting its hash would leave the other
   KEYS[7] failed           } state an id without a job
   KEYS[8] waiting-children }
+  KEYS[9] wait    } wait and paused only: the list states a deleted job must
+  KEYS[10] paused } not also be in (the one KEYS[1] names is passed over),
+  KEYS[11] active } read whole by each call (see Cost); only read, so one of
+                    another type holds no job
 
   ARGV[1] key prefix "<prefix>:<queue>:"
   ARGV[2] state name (completed, failed, delayed, prioritized, wait, paused)
@@ -30,15 +34,21 @@
   Returns: {deleted, skipped, looked_at}: the ids deleted (at most `limit`);
   the jobs left where they were because their key is not a job hash, their
   timestamp is not a number (states cleaned by creation time) or another
-  state holds them too (a sorted set, or a list as ARGV[7] on say), as a
-  flat list id, reason, id, reason ... (reasons: includes/keyCheck.lua);
+  state holds them too (a sorted set; for a list, another of KEYS[9..11];
+  for a sorted set, a list as ARGV[7] on say), as a flat list id, reason,
+  id, reason ... (reasons: includes/jobRead.lua);
   and, for completed/failed, how many ids past the passed-over ones this call
   looked at (fewer than `limit`: nothing older is left). Ids without a hash
   count as old and are deleted. Delayed jobs that are a job scheduler's next
   run are kept. Other states are scanned whole when needed, so jobs kept
   there (too young, a scheduler's, broken) are looked at again by each call.
   Refused with a WRONGTYPE error naming the key, nothing changed, when one of
-  the KEYS has the wrong type.
+  KEYS[1..8] has the wrong type.
+
+  Cost (wait and paused): each call reads the other two lists whole, once:
+  active holds the running jobs, and of wait and paused one is empty but
+  while a queue is paused or resumed. Searching them per job (LPOS) would
+  walk a list for every id.
 
   Memory: runs when Redis is over maxmemory (allow-oom): deleting jobs is how
   an operator frees memory, and a clean writes only one event.
@@ -71,6 +81,14 @@ for index, name in ipairs({"prioritized", "delayed", "completed", "failed", "wai
     others[#others + 1] = {name = name, key = KEYS[3 + index]}
   end
 end
+local other_lists = {}
+if is_list then
+  for index, name in ipairs({"wait", "paused", "active"}) do
+    if name ~= state then
+      other_lists[#other_lists + 1] = {name = name, key = KEYS[8 + index], list = true}
+    end
+  end
+end
 local expected = {set_key, is_list and "list" or "zset", KEYS[2], "stream", KEYS[3], "hash"}
 for _, other in ipairs(others) do
   expect(expected, other.key, "zset")
@@ -83,6 +101,15 @@ end
 local listed = {}
 for index = 7, #ARGV - 1, 2 do
   listed[ARGV[index]] = ARGV[index + 1]
+end
+-- A list's copies in the other lists, read once the list is found to hold
+-- something to look at.
+local listed_read = false
+local function list_copies()
+  if not listed_read then
+    listed = list_holders(occupied_states(other_lists))
+    listed_read = true
+  end
 end
 
 -- Only the states cleaned by creation time compute with the timestamp.
@@ -153,6 +180,9 @@ else
         ids[#ids + 1] = chunk[offset]
         index_of[#ids] = low + offset - 1
       end
+    end
+    if #ids > 0 then
+      list_copies()
     end
     sort_chunk(ids, true, function(position)
       positions[#positions + 1] = index_of[position]

@@ -1,0 +1,142 @@
+"""Retry-all of many failed jobs over HTTP: ours beside bull-board's, same Redis.
+
+    python bench/retry_all.py [--jobs 100000] [--rounds 3] [--app dashboard.asgi:application]
+
+One private redis-server, our dashboard (the real ASGI app, as bench/dashboard.py
+serves it) and bull-board 9.10 on BullMQ 5 (npm, in a scratch folder:
+bench/bullboard_peer.py) both on it. Each round seeds ``--jobs`` failed jobs
+into the queue ``big`` and retries them all through one dashboard's HTTP API
+(ours: ``POST /api/queues/bull/big/bulk/ {"action": "retry_all"}``, which also
+records the action's cohort for "Recent actions"; bull-board:
+``PUT /api/queues/big/retry/failed``), then seeds again for the other one; the
+order alternates round by round so load from other work on the machine falls
+on both alike. Timed: the request's wall time, and Redis's CPU over it
+(``/proc/<redis pid>/stat``) per retried job. Printed: each round, the ranges
+and medians, and ours / bull-board of the median times (target <= 0.1).
+Where Node or npm is missing, ours alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import bullboard_peer  # bench/, on the path as the script's folder
+
+
+def _dashboard_bench() -> Any:
+    """bench/dashboard.py (the stack, the session, the seeding), loaded by
+    its path: its module name is the Django app's package name."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_dashboard", Path(__file__).resolve().parent / "dashboard.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _dashboard_bench()  # puts the repository on sys.path, too
+
+from queues.connection import connect  # noqa: E402
+from tests.dashboard_seed import seed_failed_bulk  # noqa: E402
+
+
+def redis_cpu(pid: int) -> float:
+    """User + system CPU seconds of the Redis server so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def reseed(client: object, jobs: int) -> None:
+    """The queue ``big`` holding ``jobs`` failed jobs and nothing else: what
+    the last round left (its jobs now waiting, their events) goes first."""
+    keys = bench.BIG.keys
+    doomed = list(client.scan_iter(match=f"{keys.base}*", count=10_000))  # type: ignore[attr-defined]
+    for first in range(0, len(doomed), 10_000):
+        client.unlink(*doomed[first : first + 10_000])  # type: ignore[attr-defined]
+    seed_failed_bulk(client, keys, jobs)  # type: ignore[arg-type]
+
+
+def timed(pid: int, action: Callable[[], int], jobs: int) -> tuple[float, float]:
+    """Seconds of ``action`` and Redis's CPU per job (us) over it."""
+    cpu, started = redis_cpu(pid), time.perf_counter()
+    retried = action()
+    elapsed = time.perf_counter() - started
+    assert retried == jobs, f"retried {retried} of {jobs}"
+    return elapsed, (redis_cpu(pid) - cpu) / jobs * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--app", default="dashboard.asgi:application")
+    args = parser.parse_args()
+    peer_folder, why_not = bullboard_peer.prepare()
+    print(
+        f"retry-all of {args.jobs:,} failed jobs over HTTP, {args.rounds} rounds; peer: "
+        f"{'bull-board 9.10.1 (npm) on BullMQ 5' if peer_folder else why_not}; "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    workdir = Path(tempfile.mkdtemp(prefix="echomq-bench-retry-"))
+    stack = bench.start_stack(0, workdir, args.app, peer_folder)
+    assert stack.redis.process is not None
+    pid = stack.redis.process.pid
+    client = connect(stack.redis.url)
+
+    def ours() -> int:
+        status, body = stack.session.post_json(
+            "/api/queues/bull/big/bulk/", {"action": "retry_all"}
+        )
+        assert status == 200, (status, body)
+        return int(body["count"])
+
+    def theirs() -> int:
+        assert stack.peer_port is not None
+        peer = bench.Session(stack.peer_port)
+        status, body = peer.request("PUT", f"/api/queues/{bench.BIG.name}/retry/failed")
+        assert status == 200, (status, body)
+        return int(bench.json.loads(body)["retried"])
+
+    runs: dict[str, list[tuple[float, float]]] = {"ours": [], "bull-board": []}
+    sides = [("ours", ours)] + ([("bull-board", theirs)] if stack.peer_port else [])
+    try:
+        for round_ in range(args.rounds):
+            for label, action in sides if round_ % 2 == 0 else sides[::-1]:
+                reseed(client, args.jobs)
+                seconds, cpu = timed(pid, action, args.jobs)
+                assert client.llen(bench.BIG.keys.wait) == args.jobs
+                runs[label].append((seconds, cpu))
+                print(f"  round {round_ + 1} {label:<10} {seconds:6.2f} s  redis {cpu:5.1f} us/job")
+    finally:
+        bench.stop_stack(stack)
+    medians = {}
+    for label, values in runs.items():
+        if not values:
+            continue
+        seconds = sorted(v[0] for v in values)
+        cpus = sorted(v[1] for v in values)
+        medians[label] = statistics.median(seconds)
+        print(
+            f"{label:<10} {seconds[0]:.2f}-{seconds[-1]:.2f} s (median {medians[label]:.2f})"
+            f" | redis cpu per job {cpus[0]:.1f}-{cpus[-1]:.1f} us"
+        )
+    if "bull-board" in medians:
+        ratio = medians["ours"] / medians["bull-board"]
+        print(f"ours / bull-board: {ratio:.3f} (target <= 0.1)")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
