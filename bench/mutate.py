@@ -89,7 +89,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     ),
     "dashboard/health.py": ("tests/test_health.py", "tests/test_health_edges.py"),
     "priv/scripts/searchJobs-1.lua": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
-    "priv/scripts/moveToFinished-14.lua": (
+    "priv/scripts/moveToFinished-1.lua": (
         "tests/test_transitions_finished.py",
         "tests/test_broken_keys.py",
         "tests/test_flow.py",
@@ -111,8 +111,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     # or promote: the admin tests drive them through Queue's methods.
     **dict.fromkeys(
         (
-            "priv/scripts/cleanJobsInSet-8.lua",
-            "priv/scripts/drain-7.lua",
+            "priv/scripts/cleanJobsInSet-11.lua",
+            "priv/scripts/drain-11.lua",
             "priv/scripts/listedJobs-4.lua",
             "priv/scripts/requeueJob-13.lua",
         ),
@@ -216,13 +216,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ): "zip of one iterator with itself: strict only differs on an odd list, and a pick-up's"
     " HGETALL is always field, value pairs",
     (
-        "priv/scripts/moveToFinished-14.lua",
+        "priv/scripts/moveToFinished-1.lua",
         "local record_points = tonumber(opts.maxMetricsSize) or 0",
         "local record_points = tonumber(opts.maxMetricsSize) or 1",
     ): "the fallback is never taken: FinishOptions.packed, the one writer of these options,"
     " always sets maxMetricsSize to a number",
     **{
-        ("priv/scripts/moveToFinished-14.lua", original, mutated): why
+        ("priv/scripts/moveToFinished-1.lua", original, mutated): why
         for original, mutated, why in (
             (
                 'redis.call("XTRIM", queue.events, "MAXLEN", "~", queue.cap)',
