@@ -16,14 +16,13 @@ from django.http import HttpRequest, HttpResponse
 from django.test import Client, RequestFactory
 from redis import Redis
 
-from dashboard import permissions
+from dashboard import short_cache
 from dashboard.permissions import (
-    PERMISSION_CACHE_TTL_S,
     VIEW_PERMISSION,
     api_permission,
     can_view,
-    clear_permission_cache,
     page_permission,
+    permission_answers,
 )
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
@@ -192,13 +191,13 @@ class PasswordOnlyPerson:
 
 
 def test_a_user_model_without_a_staff_flag_leaves_the_decision_to_the_permission() -> None:
-    clear_permission_cache()
+    permission_answers.clear()
     assert can_view(EmailPerson(41, "ana@acme-payments.example", {VIEW_PERMISSION}))
     assert not can_view(EmailPerson(42, "bo@acme-payments.example", set()))
 
 
 def test_a_user_model_without_permissions_lets_nobody_in() -> None:
-    clear_permission_cache()
+    permission_answers.clear()
     assert not can_view(PasswordOnlyPerson())
 
 
@@ -206,18 +205,18 @@ def test_a_permission_answer_is_kept_for_its_ttl_and_asked_again_after(
     monkeypatch: pytest.MonkeyPatch, django_assert_num_queries: Any
 ) -> None:
     """has_perm costs database queries per request: an answer is kept
-    PERMISSION_CACHE_TTL_S seconds. A grant taken away by another process
+    short_cache.TTL_S seconds. A grant taken away by another process
     (no signal here) applies when it lapses, not before."""
-    clear_permission_cache()
+    permission_answers.clear()
     clock = [5_000.0]
-    monkeypatch.setattr(permissions.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(short_cache.time, "monotonic", lambda: clock[0])
     viewer = _employee("night.oncall", staff=True)
     viewer = User.objects.get(pk=viewer.pk)  # as a request loads it: no cached permissions
     assert can_view(viewer)
     # Another process revokes the grant: a queryset delete sends no m2m signal.
     User.user_permissions.through.objects.filter(user_id=viewer.pk).delete()
     viewer = User.objects.get(pk=viewer.pk)
-    clock[0] += PERMISSION_CACHE_TTL_S - 0.001
+    clock[0] += short_cache.TTL_S - 0.001
     with django_assert_num_queries(0):
         assert can_view(viewer)  # the kept answer: no query
     clock[0] += 0.001  # exactly the TTL later: lapsed, asked again
