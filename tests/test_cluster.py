@@ -340,6 +340,8 @@ async def test_live_readers_read_every_slot_with_a_bounded_number_of_readers(
     reached: set[str] = set()
 
     class Page:
+        bodies = True
+
         def deliver(self, message: dict[str, Any]) -> None:
             if message["type"] == "live.events":
                 reached.add(message["queue"])

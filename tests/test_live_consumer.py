@@ -542,6 +542,43 @@ async def test_without_bodies_a_page_gets_how_many_events_and_their_names(
 
 
 @pytest.mark.usefixtures("hub")
+async def test_rows_are_rendered_only_for_a_queue_a_page_shows_the_events_of(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overview and count-only pages follow every queue without bodies: the
+    reader renders no row for them, and once per event when an Events tab joins."""
+    from dashboard.live import streams
+
+    rendered: list[str] = []
+
+    def counting(event: Event, job_prefix: str) -> str:
+        rendered.append(event.stream_id)
+        return presenters.event_row_html(event, job_prefix)
+
+    monkeypatch.setattr(streams, "event_row_html", counting)
+    user = await asyncio.to_thread(make_user)
+    overview, counts = await connect_as(user), await connect_as(user)
+    for socket in (overview, counts):
+        assert (await subscribe(socket, bodies=False))["type"] == "subscribed"
+    quiet = [add_event(redis_client, "order-7", "progress", data="40") for _ in range(3)]
+    for socket in (overview, counts):
+        counted = 0
+        while counted < len(quiet):
+            counted += (await socket.receive_json_from(timeout=5))["count"]
+    assert rendered == []
+
+    events_tab = await connect_as(user)
+    assert (await subscribe(events_tab, last_id=quiet[-1]))["type"] == "subscribed"
+    shown = add_event(redis_client, "order-7", "completed", returnvalue='{"sent":true}')
+    message = await events_tab.receive_json_from(timeout=5)
+    assert [event["id"] for event in message["events"]] == [shown]
+    assert message["events"][0]["row"].startswith(f'<tr data-event-id="{shown}"')
+    assert rendered == [shown]
+    for socket in (overview, counts, events_tab):
+        await socket.disconnect()
+
+
+@pytest.mark.usefixtures("hub")
 @pytest.mark.parametrize("options", [{"job": "a:b"}, {"job": 7}, {"bodies": "no"}])
 async def test_a_bad_filter_is_refused_for_that_queue(options: dict[str, Any]) -> None:
     communicator = await viewer_socket()

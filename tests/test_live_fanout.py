@@ -185,6 +185,8 @@ async def test_a_subscriber_released_while_a_batch_is_handed_out_gets_no_more_an
     got: dict[str, list[str]] = {"a": [], "b": [], "c": []}
 
     class Releasing:
+        bodies = True
+
         def __init__(self, name: str) -> None:
             self.name = name
 

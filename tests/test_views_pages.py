@@ -422,6 +422,24 @@ def test_times_for_humans() -> None:
     assert exact_time(10**20) == str(10**20)
 
 
+@pytest.mark.parametrize(
+    ("ms", "exact"),
+    [
+        # Times the events tab shows to the millisecond, from the live feed and
+        # the page alike: a millisecond is never lost to a float's rounding.
+        (1_764_893_581_219, "2025-12-05 00:13:01.219 UTC"),
+        (-1, "1969-12-31 23:59:59.999 UTC"),
+        (253_402_300_799_999, "9999-12-31 23:59:59.999 UTC"),
+        (203_716_219_437_219, "8425-07-05 14:43:57.219 UTC"),
+        (253_402_300_800_000, "253402300800000"),
+    ],
+)
+def test_exact_times_keep_every_millisecond(ms: int, exact: str) -> None:
+    from dashboard.presenters import exact_time
+
+    assert exact_time(ms) == exact
+
+
 def test_json_highlighting_escapes_everything() -> None:
     from dashboard.presenters import highlight_json
 

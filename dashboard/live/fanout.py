@@ -59,6 +59,10 @@ Message = dict[str, Any]
 class Subscriber(Protocol):
     """What a stream hands its batches to (a socket's subscription to one queue)."""
 
+    @property
+    def bodies(self) -> bool:
+        """Whether it shows events (their rows), not only counts them."""
+
     def deliver(self, message: Message) -> None: ...
 
 

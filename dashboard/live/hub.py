@@ -264,13 +264,15 @@ class StreamReader:
 
     async def _publish(self, stream: Stream, entries: list[Any]) -> bool:
         """Hand one stream's new entries to its subscribers; False when there was a gap instead."""
-        events: list[EventPayload] = [
-            payload(Event.from_entry(i, raw), stream.ref) for i, raw in entries
-        ]
         # A big batch means a burst: it may have trimmed entries we never read.
-        if len(events) >= GAP_CHECK_BATCH and await self._gap_if_trimmed(stream, stream.position):
+        if len(entries) >= GAP_CHECK_BATCH and await self._gap_if_trimmed(stream, stream.position):
             return False
-        # No await from here on: the position moves with the hand-out.
+        # No await from here on: the position moves with the hand-out, and the
+        # subscribers that get the batch are the ones asked whether rows are needed.
+        rows = any(sub.bodies for sub in stream.subscribers)
+        events: list[EventPayload] = [
+            payload(Event.from_entry(i, raw), stream.ref, row=rows) for i, raw in entries
+        ]
         stream.fan_out(Batch(stream.ref, events, time.monotonic()).message())
         stream.position = events[-1]["id"]
         return True

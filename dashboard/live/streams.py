@@ -37,13 +37,15 @@ def _job_prefix(address: str) -> str:
     return job_url_prefix(QueueRef.from_address(address))
 
 
-def payload(event: Event, address: str) -> EventPayload:
-    """``event`` of the queue at ``address`` (``QueueRef.address``)."""
+def payload(event: Event, address: str, *, row: bool = True) -> EventPayload:
+    """``event`` of the queue at ``address`` (``QueueRef.address``); ``row=False``:
+    its row left empty, for when no page that gets it shows events (a count-only
+    subscription): rendering is most of an event's cost on the server."""
     return {
         "id": event.stream_id,
         "event": event.event,
         "job_id": event.job_id,
-        "row": event_row_html(event, _job_prefix(address)),
+        "row": event_row_html(event, _job_prefix(address)) if row else "",
     }
 
 
