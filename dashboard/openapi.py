@@ -201,7 +201,6 @@ def _schemas() -> dict[str, Schema]:
             "if": {"properties": {"action": {"const": "clean"}}},
             "then": {"required": ["grace_ms"]},
         },
-        **_flow_schemas(),
         **_worker_schemas(),
         **_cohort_schemas(),
         **_change_schemas(),
@@ -536,96 +535,6 @@ def _cohort_schemas() -> dict[str, Schema]:
                 "start": _COUNT,
                 "total": {**_COUNT, "description": "Tracked jobs in this part"},
                 "ids": _array(_JOB_ID, maxItems=cohorts.MAX_PAGE_SIZE),
-            }
-        ),
-    }
-
-
-def _flow_schemas() -> dict[str, Schema]:
-    """A job's flow tree and a page of a node's children (queues.read.flows)."""
-    job_ref = _object({"queue": _TEXT, "id": _JOB_ID})
-    token = {
-        "type": ["string", "null"],
-        "pattern": "^[0-9]+\\.[0-9]+\\.[0-9]+$",
-        "description": "Pass as `page` to flow-children for the next page; null: all shown",
-    }
-    return {
-        "FlowDependencies": _object(
-            {
-                "pending": {**_COUNT, "description": "Children not finished (`:dependencies`)"},
-                "processed": {**_COUNT, "description": "Completed children (`:processed`)"},
-                "ignored": {
-                    **_COUNT,
-                    "description": "Failed children the parent went on without (`:failed`)",
-                },
-                "failed": {
-                    **_COUNT,
-                    "description": "Failed children that failed the parent (`:unsuccessful`)",
-                },
-            }
-        ),
-        "FlowNode": _object(
-            {
-                "queue": _TEXT,
-                "id": _JOB_ID,
-                "name": _STRING,
-                "state": {"type": ["string", "null"], "enum": [*STATES, None]},
-                "missing": {**_BOOLEAN, "description": "Named by its parent, its hash is gone"},
-                "not_a_job": {**_BOOLEAN, "description": "Its key holds no job"},
-                "relation": _or_null(
-                    {**_STRING, "description": "Why its parent lists it: pending, completed..."}
-                ),
-                "timestamp": _MOMENT,
-                "processed_on": _MOMENT,
-                "finished_on": _MOMENT,
-                "duration_ms": _or_null(_COUNT),
-                "failed_reason": _or_null(_STRING),
-                "dependencies": _schema("FlowDependencies"),
-                "children": {
-                    **_array(_schema("FlowNode")),
-                    "description": f"At most {flows.PAGE_SIZE} read per parent (failed first)",
-                },
-                "next_page": token,
-                "children_not_read": {
-                    **_BOOLEAN,
-                    "description": "Children below the depth or size shown: ask flow-children",
-                },
-                "problems": _array(_STRING),
-            }
-        ),
-        "FlowTree": _object(
-            {
-                "flow": _or_null(
-                    _object(
-                        {
-                            "job": job_ref,
-                            "root": _schema("FlowNode"),
-                            "path": {
-                                **_array(job_ref),
-                                "description": "The root, its children down to this job",
-                            },
-                            "problems": {
-                                **_array(_STRING),
-                                "description": "A parent gone, not a job, a loop: shown from "
-                                "the highest job reached",
-                            },
-                            "deeper_not_shown": _BOOLEAN,
-                            "max_depth": _COUNT,
-                            "page_size": _COUNT,
-                        }
-                    )
-                )
-            },
-            description="`flow` null: the job has no parent and no children",
-        ),
-        "FlowChildrenPage": _object(
-            {
-                "queue": _TEXT,
-                "id": _JOB_ID,
-                "dependencies": _schema("FlowDependencies"),
-                "children": _array(_schema("FlowNode")),
-                "next_page": token,
-                "problems": _array(_STRING),
             }
         ),
     }

@@ -27,6 +27,10 @@ METRICS_POINTS = 30
 SCHEDULER_PAGE_MAX = 500
 # Templates bigger than this are not read for a list: its size is said instead.
 TEMPLATE_DISPLAY_LIMIT = 4 * 1024
+# A flow is read at most this many levels below its root (queues.read.flows)...
+FLOW_MAX_DEPTH = 10
+# ... and at most this many children of one parent at a time.
+FLOW_PAGE_SIZE = 50
 # Job data past this many characters is cut in a job's answer (queues.read.job).
 DATA_DISPLAY_LIMIT = 64 * 1024
 
@@ -387,7 +391,88 @@ class Limits(Answer):
     problem: Annotated[str, Meta(description="A limits key of the wrong type")] | None
 
 
+class FlowDependencies(Answer):
+    """A parent's children by kind (BullMQ's getDependencies)."""
+
+    pending: Annotated[int, Meta(ge=0, description="Children not finished (`:dependencies`)")]
+    processed: Annotated[int, Meta(ge=0, description="Completed children (`:processed`)")]
+    ignored: Annotated[
+        int, Meta(ge=0, description="Failed children the parent went on without (`:failed`)")
+    ]
+    failed: Annotated[
+        int, Meta(ge=0, description="Failed children that failed the parent (`:unsuccessful`)")
+    ]
+
+
+PageToken = Annotated[
+    Annotated[str, Meta(pattern="^[0-9]+\\.[0-9]+\\.[0-9]+$")] | None,
+    Meta(description="Pass as `page` to flow-children for the next page; null: all shown"),
+]
+
+
+class FlowNode(Answer):
+    queue: Text
+    id: JobId
+    name: str
+    state: Annotated[str | None, Meta(extra_json_schema={"enum": [*STATES, None]})]
+    missing: Annotated[bool, Meta(description="Named by its parent, its hash is gone")]
+    not_a_job: Annotated[bool, Meta(description="Its key holds no job")]
+    relation: (
+        Annotated[str, Meta(description="Why its parent lists it: pending, completed...")] | None
+    )
+    timestamp: Moment
+    processed_on: Moment
+    finished_on: Moment
+    duration_ms: Count | None
+    failed_reason: str | None
+    dependencies: FlowDependencies
+    children: Annotated[
+        list[FlowNode],
+        Meta(description=f"At most {FLOW_PAGE_SIZE} read per parent (failed first)"),
+    ]
+    next_page: PageToken
+    children_not_read: Annotated[
+        bool, Meta(description="Children below the depth or size shown: ask flow-children")
+    ]
+    problems: list[str]
+
+
+class JobRef(Answer):
+    queue: Text
+    id: JobId
+
+
+class Flow(Answer):
+    job: JobRef
+    root: FlowNode
+    path: Annotated[list[JobRef], Meta(description="The root, its children down to this job")]
+    problems: Annotated[
+        list[str],
+        Meta(description="A parent gone, not a job, a loop: shown from the highest job reached"),
+    ]
+    deeper_not_shown: bool
+    max_depth: Count
+    page_size: Count
+
+
+class FlowTree(Answer):
+    """`flow` null: the job has no parent and no children."""
+
+    flow: Flow | None
+
+
+class FlowChildrenPage(Answer):
+    queue: Text
+    id: JobId
+    dependencies: FlowDependencies
+    children: list[FlowNode]
+    next_page: PageToken
+    problems: list[str]
+
+
 SHAPES: tuple[type[Answer], ...] = (
+    FlowTree,
+    FlowChildrenPage,
     WorkerList,
     Limits,
     QueueList,
