@@ -234,64 +234,6 @@ def _error_group_schemas() -> dict[str, Schema]:
         }
     )
     return {
-        "ErrorGroup": _object(
-            {
-                "key": _GROUP_KEY,
-                "text": {
-                    **_TEXT,
-                    "description": "The folded reason: numbers, ids, hex, quoted values, paths "
-                    "and URLs replaced by `<n>`, `<uuid>`, `<hex>`, `<str>`, `<path>`, `<url>`",
-                },
-                "count": {**_COUNT, "description": "Failed jobs in the group"},
-                "first_seen": {**_MOMENT, "description": "The oldest failure counted (ms)"},
-                "last_seen": {**_MOMENT, "description": "The newest failure counted (ms)"},
-                "sample": _object(
-                    {
-                        "job": _or_null(_JOB_ID),
-                        "reason": {
-                            **_STRING,
-                            "maxLength": read_error_groups.MAX_SAMPLE_REASON,
-                        },
-                        "stacktrace": {
-                            **_STRING,
-                            "maxLength": read_error_groups.MAX_SAMPLE_TRACE,
-                            "description": 'Its latest attempt\'s stack trace ("" when none)',
-                        },
-                    },
-                    description="One job of the group, as it was when the group was first seen",
-                ),
-            }
-        ),
-        "ErrorGroups": _object(
-            {
-                "queue": _TEXT,
-                "failed": {**_COUNT, "description": "Failed jobs in the queue"},
-                "indexed": {**_COUNT, "description": "Failed jobs the groups count"},
-                "complete": {
-                    **_BOOLEAN,
-                    "description": "False while the index is being built or catching up "
-                    "(ask again)",
-                },
-                "regrouping": {
-                    **_BOOLEAN,
-                    "description": "True while the index is counted again because this "
-                    "dashboard folds reasons by newer rules (the groups are the old ones, "
-                    "then fill in anew; ask again)",
-                },
-                "groups": _array(_schema("ErrorGroup"), maxItems=read_error_groups.MAX_GROUPS + 1),
-            },
-            description="Most jobs first",
-        ),
-        "ErrorGroupJobs": _object(
-            {
-                "queue": _TEXT,
-                "group": _GROUP_KEY,
-                "start": _COUNT,
-                "total": {**_COUNT, "description": "Jobs in the group"},
-                "jobs": _array(_schema("JobRow"), maxItems=MAX_RANGE),
-            },
-            description="Newest failure first",
-        ),
         "ErrorGroupActionRequest": _object(
             {"action": {"type": "string", "enum": ["retry", "remove"]}, "group": _GROUP_KEY}
         ),

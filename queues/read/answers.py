@@ -31,6 +31,13 @@ TEMPLATE_DISPLAY_LIMIT = 4 * 1024
 FLOW_MAX_DEPTH = 10
 # ... and at most this many children of one parent at a time.
 FLOW_PAGE_SIZE = 50
+# The kinds of error a queue's failed jobs are grouped into (queues.read.error_groups);
+# the failures beyond them count in one more group, keyed OTHER.
+ERROR_GROUPS_MAX = 200
+ERROR_GROUP_OTHER = "other"
+# A group's sample keeps this much of its reason and of its stack trace.
+ERROR_SAMPLE_REASON_MAX = 2_000
+ERROR_SAMPLE_TRACE_MAX = 8_000
 # Job data past this many characters is cut in a job's answer (queues.read.job).
 DATA_DISPLAY_LIMIT = 64 * 1024
 
@@ -470,7 +477,83 @@ class FlowChildrenPage(Answer):
     problems: list[str]
 
 
+GroupKey = Annotated[
+    str,
+    Meta(
+        pattern=f"^([0-9a-f]{{16}}|{ERROR_GROUP_OTHER})$",
+        description="16 hex digits of the folded text's SHA-1, or `other` for the kinds "
+        f"beyond the {ERROR_GROUPS_MAX} kept",
+    ),
+]
+
+
+class ErrorSample(Answer):
+    """One job of the group, as it was when the group was first seen."""
+
+    job: JobId | None
+    reason: Annotated[str, Meta(max_length=ERROR_SAMPLE_REASON_MAX)]
+    stacktrace: Annotated[
+        str,
+        Meta(
+            max_length=ERROR_SAMPLE_TRACE_MAX,
+            description='Its latest attempt\'s stack trace ("" when none)',
+        ),
+    ]
+
+
+class ErrorGroup(Answer):
+    key: GroupKey
+    text: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            description="The folded reason: numbers, ids, hex, quoted values, paths and URLs "
+            "replaced by `<n>`, `<uuid>`, `<hex>`, `<str>`, `<path>`, `<url>`",
+        ),
+    ]
+    count: Annotated[int, Meta(ge=0, description="Failed jobs in the group")]
+    first_seen: Annotated[
+        int | None, Meta(description="The oldest failure counted (ms); null when not set")
+    ]
+    last_seen: Annotated[
+        int | None, Meta(description="The newest failure counted (ms); null when not set")
+    ]
+    sample: ErrorSample
+
+
+class ErrorGroups(Answer):
+    """Most jobs first."""
+
+    queue: Text
+    failed: Annotated[int, Meta(ge=0, description="Failed jobs in the queue")]
+    indexed: Annotated[int, Meta(ge=0, description="Failed jobs the groups count")]
+    complete: Annotated[
+        bool,
+        Meta(description="False while the index is being built or catching up (ask again)"),
+    ]
+    regrouping: Annotated[
+        bool,
+        Meta(
+            description="True while the index is counted again because this dashboard folds "
+            "reasons by newer rules (the groups are the old ones, then fill in anew; ask again)"
+        ),
+    ]
+    groups: Annotated[list[ErrorGroup], Meta(max_length=ERROR_GROUPS_MAX + 1)]
+
+
+class ErrorGroupJobs(Answer):
+    """Newest failure first."""
+
+    queue: Text
+    group: GroupKey
+    start: Count
+    total: Annotated[int, Meta(ge=0, description="Jobs in the group")]
+    jobs: Annotated[list[JobRow], Meta(max_length=MAX_RANGE)]
+
+
 SHAPES: tuple[type[Answer], ...] = (
+    ErrorGroups,
+    ErrorGroupJobs,
     FlowTree,
     FlowChildrenPage,
     WorkerList,
