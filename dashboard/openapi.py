@@ -25,6 +25,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.views.decorators.http import require_GET
 
 from dashboard import actions, api, cohorts, job_edits, search
+from dashboard import answers as dashboard_answers
 from dashboard.jsonresponse import JsonResponse
 from dashboard.permissions import api_permission
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
@@ -270,47 +271,6 @@ _SCHEDULER_CODES = ["SCHEDULER_NOT_EXIST", "SCHEDULER_BROKEN"]
 def _search_schemas(action_result: dict[str, Schema]) -> dict[str, Schema]:
     """A search's steps and acting on its matches (dashboard.search)."""
     return {
-        "SearchStep": _object(
-            {
-                "search": {**_TEXT, "description": "This search's id: send it with `cursor`"},
-                "query": {**_TEXT, "description": "The query as understood, normalised"},
-                "state": _STATE,
-                "hits": {
-                    **_array(_JOB_ID),
-                    "description": "Ids this step found, newest first (a job sharing its "
-                    "finish time with one that left meanwhile may come again: drop repeats)",
-                },
-                "rows": _array(_schema("JobRow"), maxItems=search.MAX_ROWS),
-                "found": {
-                    **_map(_schema("SearchFound")),
-                    "description": "Why each row matched, by job id: its field's text around "
-                    f"the match ({read_search.AROUND_BYTES} bytes each side). None for a search "
-                    "by id or by a JSON path's value",
-                },
-                "searched": {**_COUNT, "description": "Jobs looked at so far"},
-                "total": {**_COUNT, "description": "Jobs in the state now"},
-                "unchecked": {
-                    **_COUNT,
-                    "description": "Jobs this step passed over: the field is over "
-                    f"{read_search.MAX_FIELD_BYTES:,} bytes",
-                },
-                "cursor": {
-                    **_or_null(_TEXT),
-                    "description": "Where the next step goes on; null when the search is done",
-                },
-                "done": _BOOLEAN,
-            }
-        ),
-        "SearchFound": _object(
-            {
-                "field": {"type": "string", "enum": ["name", "reason", "data"]},
-                "before": {"type": "string", "description": "The field's text before the match"},
-                "match": {"type": "string", "description": "The text that matched, as stored"},
-                "after": {"type": "string", "description": "The field's text after the match"},
-                "more_before": {**_BOOLEAN, "description": "The field goes on before `before`"},
-                "more_after": {**_BOOLEAN, "description": "The field goes on after `after`"},
-            }
-        ),
         "SearchActRequest": _object(
             {
                 "action": {"type": "string", "enum": list(actions.SET_ACTIONS)},
@@ -1448,9 +1408,10 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
 
 
 def _declared_schemas() -> dict[str, Schema]:
-    """The answers declared as Structs (queues.read.answers), as msgspec describes them."""
+    """The answers declared as Structs (queues.read.answers, dashboard.answers), as
+    msgspec describes them."""
     _, components = msgspec.json.schema_components(
-        answers.SHAPES, ref_template="#/components/schemas/{name}"
+        (*answers.SHAPES, *dashboard_answers.SHAPES), ref_template="#/components/schemas/{name}"
     )
     return components
 

@@ -551,6 +551,17 @@ class ErrorGroupJobs(Answer):
     jobs: Annotated[list[JobRow], Meta(max_length=MAX_RANGE)]
 
 
+class SearchFound(Answer):
+    """Why a job matched a search: its field's text around the match."""
+
+    field: Annotated[str, Meta(extra_json_schema={"enum": ["name", "reason", "data"]})]
+    before: Annotated[str, Meta(description="The field's text before the match")]
+    match: Annotated[str, Meta(description="The text that matched, as stored")]
+    after: Annotated[str, Meta(description="The field's text after the match")]
+    more_before: Annotated[bool, Meta(description="The field goes on before `before`")]
+    more_after: Annotated[bool, Meta(description="The field goes on after `after`")]
+
+
 SHAPES: tuple[type[Answer], ...] = (
     ErrorGroups,
     ErrorGroupJobs,
