@@ -15,6 +15,8 @@ from queues.read.answers import Answer, JobId, JobRow, SearchFound, State, Text
 
 # Rows (with their fields) a search step carries: the first page of hits.
 SEARCH_ROWS_MAX = 50
+# The changes to a job the dashboard makes (dashboard.job_edits).
+EDIT_ACTIONS = ("edit_data", "duplicate", "add")
 
 
 class SearchStep(Answer):
@@ -63,4 +65,19 @@ class SearchStep(Answer):
     ) = msgspec.UNSET
 
 
-SHAPES: tuple[type[Answer], ...] = (SearchStep,)
+class JobChange(Answer):
+    action: Annotated[str, Meta(extra_json_schema={"enum": list(EDIT_ACTIONS)})]
+    queue: Text
+    id: Annotated[JobId, Meta(description="The job edited, or the new job")]
+    source: Annotated[JobId | None, Meta(description="The job a duplicate copied")]
+    message: Annotated[str, Meta(description="What happened, as the page says it")]
+    diff: Annotated[
+        str,
+        Meta(
+            description="The job's name, data and options before and after, as a unified diff "
+            "(as the audit trail keeps it)"
+        ),
+    ]
+
+
+SHAPES: tuple[type[Answer], ...] = (SearchStep, JobChange)

@@ -469,20 +469,6 @@ def _change_schemas() -> dict[str, Schema]:
     }
     assert set(options) == set(job_edits.ADD_OPTIONS)
     return {
-        "JobChange": _object(
-            {
-                "action": {"type": "string", "enum": list(job_edits.EDIT_ACTIONS)},
-                "queue": _TEXT,
-                "id": {**_JOB_ID, "description": "The job edited, or the new job"},
-                "source": {**_or_null(_JOB_ID), "description": "The job a duplicate copied"},
-                "message": {**_STRING, "description": "What happened, as the page says it"},
-                "diff": {
-                    **_STRING,
-                    "description": "The job's name, data and options before and after, as a "
-                    "unified diff (as the audit trail keeps it)",
-                },
-            }
-        ),
         "EditDataRequest": _object({"id": _JOB_ID, "data": data}),
         "DuplicateJobRequest": _object({"id": _JOB_ID}),
         "AddJobRequest": _object(
