@@ -1,5 +1,5 @@
-"""The JSON shapes of the answers the dashboard itself makes (a search's
-steps...), each declared once as a msgspec Struct, as queues.read.answers
+"""The JSON shapes of the answers the dashboard itself makes (its errors, a
+search's steps, a job's changes...), each declared once as a msgspec Struct, as queues.read.answers
 declares the read model's: the views build them, msgspec encodes them, and
 the OpenAPI document describes them (dashboard/openapi.py)."""
 
@@ -17,6 +17,17 @@ from queues.read.answers import Answer, JobId, JobRow, SearchFound, State, Text
 SEARCH_ROWS_MAX = 50
 # The changes to a job the dashboard makes (dashboard.job_edits).
 EDIT_ACTIONS = ("edit_data", "duplicate", "add")
+
+
+class ErrorDetail(Answer):
+    code: Text
+    message: Text
+
+
+class Error(Answer):
+    """Every error under the API, whoever answered it."""
+
+    error: ErrorDetail
 
 
 class SearchStep(Answer):
@@ -80,4 +91,4 @@ class JobChange(Answer):
     ]
 
 
-SHAPES: tuple[type[Answer], ...] = (SearchStep, JobChange)
+SHAPES: tuple[type[Answer], ...] = (Error, SearchStep, JobChange)

@@ -120,11 +120,6 @@ def _schemas() -> dict[str, Schema]:
         "skipped": _array(_schema("SkippedJob")),
     }
     return {
-        "ErrorDetail": _object({"code": _TEXT, "message": _TEXT}),
-        "Error": _object(
-            {"error": _schema("ErrorDetail")},
-            description="Every error under the API, whoever answered it",
-        ),
         "JobOutcome": _object(
             {
                 "id": _JOB_ID,
