@@ -44,7 +44,7 @@ from dashboard.web import (
     text_field,
 )
 from queues import errors
-from queues.read import counts, lists
+from queues.read import answers, counts, lists
 from queues.read import error_groups as read
 from queues.read.refs import QueueRef
 
@@ -266,13 +266,13 @@ def api_group_jobs(request: HttpRequest, prefix: str, name: str, group: str) -> 
     ids = read.group_job_ids(client, ref, group, start=start, size=size)
     rows = lists.job_rows(client, ref.keys, TAB, ids)
     return JsonResponse(
-        {
-            "queue": ref.qualified,
-            "group": group,
-            "start": start,
-            "total": total,
-            "jobs": [row.as_json() for row in rows],
-        }
+        answers.ErrorGroupJobs(
+            queue=ref.qualified,
+            group=group,
+            start=start,
+            total=total,
+            jobs=[row.as_json() for row in rows],
+        )
     )
 
 

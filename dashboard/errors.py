@@ -28,6 +28,7 @@ from django.urls import Resolver404, URLResolver, resolve
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from dashboard import answers
 from dashboard.jsonresponse import JsonResponse
 from dashboard.redis import failing_over
 from queues.errors import is_no_permission
@@ -55,7 +56,9 @@ _CODES = {
 
 
 def json_error(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+    return JsonResponse(
+        answers.Error(error=answers.ErrorDetail(code=code, message=message)), status=status
+    )
 
 
 def _inside(app_names: list[str], *namespaces: str) -> bool:

@@ -17,7 +17,7 @@ from dashboard.permissions import api_permission, page_permission
 from dashboard.redis import get_client
 from dashboard.web import json_errors
 from queues.keys import InvalidName
-from queues.read import flows
+from queues.read import answers, flows
 from queues.read.refs import QueueRef
 
 # How many queues (and job ids in all) a job page follows live for its tree:
@@ -96,7 +96,7 @@ def api_flow(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpR
         tree = flows.read_flow(client, ref, job_id)
     except flows.JobNotInKeyspace:
         raise Http404(f"No job {job_id} in {ref.qualified}") from None
-    return JsonResponse({"flow": tree.as_json() if tree else None})
+    return JsonResponse(answers.FlowTree(flow=tree.as_json() if tree else None))
 
 
 @require_GET

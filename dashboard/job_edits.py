@@ -28,7 +28,7 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import OutOfMemoryError, ResponseError
 
-from dashboard import conf, json_input
+from dashboard import answers, conf, json_input
 from dashboard.actions import ActionRefused, ActionResult, Outcome, record_audit, refusal_for
 from dashboard.models import AuditEntry
 from queues import codec, errors
@@ -37,7 +37,7 @@ from queues.queue import Queue
 from queues.read.refs import QueueRef
 from queues.read.states import TAB, TABS
 
-EDIT_ACTIONS = ("edit_data", "duplicate", "add")
+EDIT_ACTIONS = answers.EDIT_ACTIONS
 # The states (as the pages name them) a job's data may be edited in: no
 # worker holds it and it has not completed. updateData-8.lua enforces it.
 EDITABLE_STATES = tuple(tab.name for tab in TABS if not tab.not_editable)
@@ -94,15 +94,15 @@ class JobChange:
     diff: str
     source_id: str | None = None  # the job a duplicate copied
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "queue": self.ref.qualified,
-            "id": self.job_id,
-            "source": self.source_id,
-            "message": self.message,
-            "diff": self.diff,
-        }
+    def as_json(self) -> answers.JobChange:
+        return answers.JobChange(
+            action=self.action,
+            queue=self.ref.qualified,
+            id=self.job_id,
+            source=self.source_id,
+            message=self.message,
+            diff=self.diff,
+        )
 
 
 # --------------------------------------------------------------------------- input

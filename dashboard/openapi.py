@@ -25,6 +25,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.views.decorators.http import require_GET
 
 from dashboard import actions, api, cohorts, job_edits, search
+from dashboard import answers as dashboard_answers
 from dashboard.jsonresponse import JsonResponse
 from dashboard.permissions import api_permission
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
@@ -119,11 +120,6 @@ def _schemas() -> dict[str, Schema]:
         "skipped": _array(_schema("SkippedJob")),
     }
     return {
-        "ErrorDetail": _object({"code": _TEXT, "message": _TEXT}),
-        "Error": _object(
-            {"error": _schema("ErrorDetail")},
-            description="Every error under the API, whoever answered it",
-        ),
         "JobOutcome": _object(
             {
                 "id": _JOB_ID,
@@ -201,7 +197,6 @@ def _schemas() -> dict[str, Schema]:
             "if": {"properties": {"action": {"const": "clean"}}},
             "then": {"required": ["grace_ms"]},
         },
-        **_flow_schemas(),
         **_worker_schemas(),
         **_cohort_schemas(),
         **_change_schemas(),
@@ -235,64 +230,6 @@ def _error_group_schemas() -> dict[str, Schema]:
         }
     )
     return {
-        "ErrorGroup": _object(
-            {
-                "key": _GROUP_KEY,
-                "text": {
-                    **_TEXT,
-                    "description": "The folded reason: numbers, ids, hex, quoted values, paths "
-                    "and URLs replaced by `<n>`, `<uuid>`, `<hex>`, `<str>`, `<path>`, `<url>`",
-                },
-                "count": {**_COUNT, "description": "Failed jobs in the group"},
-                "first_seen": {**_MOMENT, "description": "The oldest failure counted (ms)"},
-                "last_seen": {**_MOMENT, "description": "The newest failure counted (ms)"},
-                "sample": _object(
-                    {
-                        "job": _or_null(_JOB_ID),
-                        "reason": {
-                            **_STRING,
-                            "maxLength": read_error_groups.MAX_SAMPLE_REASON,
-                        },
-                        "stacktrace": {
-                            **_STRING,
-                            "maxLength": read_error_groups.MAX_SAMPLE_TRACE,
-                            "description": 'Its latest attempt\'s stack trace ("" when none)',
-                        },
-                    },
-                    description="One job of the group, as it was when the group was first seen",
-                ),
-            }
-        ),
-        "ErrorGroups": _object(
-            {
-                "queue": _TEXT,
-                "failed": {**_COUNT, "description": "Failed jobs in the queue"},
-                "indexed": {**_COUNT, "description": "Failed jobs the groups count"},
-                "complete": {
-                    **_BOOLEAN,
-                    "description": "False while the index is being built or catching up "
-                    "(ask again)",
-                },
-                "regrouping": {
-                    **_BOOLEAN,
-                    "description": "True while the index is counted again because this "
-                    "dashboard folds reasons by newer rules (the groups are the old ones, "
-                    "then fill in anew; ask again)",
-                },
-                "groups": _array(_schema("ErrorGroup"), maxItems=read_error_groups.MAX_GROUPS + 1),
-            },
-            description="Most jobs first",
-        ),
-        "ErrorGroupJobs": _object(
-            {
-                "queue": _TEXT,
-                "group": _GROUP_KEY,
-                "start": _COUNT,
-                "total": {**_COUNT, "description": "Jobs in the group"},
-                "jobs": _array(_schema("JobRow"), maxItems=MAX_RANGE),
-            },
-            description="Newest failure first",
-        ),
         "ErrorGroupActionRequest": _object(
             {"action": {"type": "string", "enum": ["retry", "remove"]}, "group": _GROUP_KEY}
         ),
@@ -329,47 +266,6 @@ _SCHEDULER_CODES = ["SCHEDULER_NOT_EXIST", "SCHEDULER_BROKEN"]
 def _search_schemas(action_result: dict[str, Schema]) -> dict[str, Schema]:
     """A search's steps and acting on its matches (dashboard.search)."""
     return {
-        "SearchStep": _object(
-            {
-                "search": {**_TEXT, "description": "This search's id: send it with `cursor`"},
-                "query": {**_TEXT, "description": "The query as understood, normalised"},
-                "state": _STATE,
-                "hits": {
-                    **_array(_JOB_ID),
-                    "description": "Ids this step found, newest first (a job sharing its "
-                    "finish time with one that left meanwhile may come again: drop repeats)",
-                },
-                "rows": _array(_schema("JobRow"), maxItems=search.MAX_ROWS),
-                "found": {
-                    **_map(_schema("SearchFound")),
-                    "description": "Why each row matched, by job id: its field's text around "
-                    f"the match ({read_search.AROUND_BYTES} bytes each side). None for a search "
-                    "by id or by a JSON path's value",
-                },
-                "searched": {**_COUNT, "description": "Jobs looked at so far"},
-                "total": {**_COUNT, "description": "Jobs in the state now"},
-                "unchecked": {
-                    **_COUNT,
-                    "description": "Jobs this step passed over: the field is over "
-                    f"{read_search.MAX_FIELD_BYTES:,} bytes",
-                },
-                "cursor": {
-                    **_or_null(_TEXT),
-                    "description": "Where the next step goes on; null when the search is done",
-                },
-                "done": _BOOLEAN,
-            }
-        ),
-        "SearchFound": _object(
-            {
-                "field": {"type": "string", "enum": ["name", "reason", "data"]},
-                "before": {"type": "string", "description": "The field's text before the match"},
-                "match": {"type": "string", "description": "The text that matched, as stored"},
-                "after": {"type": "string", "description": "The field's text after the match"},
-                "more_before": {**_BOOLEAN, "description": "The field goes on before `before`"},
-                "more_after": {**_BOOLEAN, "description": "The field goes on after `after`"},
-            }
-        ),
         "SearchActRequest": _object(
             {
                 "action": {"type": "string", "enum": list(actions.SET_ACTIONS)},
@@ -541,96 +437,6 @@ def _cohort_schemas() -> dict[str, Schema]:
     }
 
 
-def _flow_schemas() -> dict[str, Schema]:
-    """A job's flow tree and a page of a node's children (queues.read.flows)."""
-    job_ref = _object({"queue": _TEXT, "id": _JOB_ID})
-    token = {
-        "type": ["string", "null"],
-        "pattern": "^[0-9]+\\.[0-9]+\\.[0-9]+$",
-        "description": "Pass as `page` to flow-children for the next page; null: all shown",
-    }
-    return {
-        "FlowDependencies": _object(
-            {
-                "pending": {**_COUNT, "description": "Children not finished (`:dependencies`)"},
-                "processed": {**_COUNT, "description": "Completed children (`:processed`)"},
-                "ignored": {
-                    **_COUNT,
-                    "description": "Failed children the parent went on without (`:failed`)",
-                },
-                "failed": {
-                    **_COUNT,
-                    "description": "Failed children that failed the parent (`:unsuccessful`)",
-                },
-            }
-        ),
-        "FlowNode": _object(
-            {
-                "queue": _TEXT,
-                "id": _JOB_ID,
-                "name": _STRING,
-                "state": {"type": ["string", "null"], "enum": [*STATES, None]},
-                "missing": {**_BOOLEAN, "description": "Named by its parent, its hash is gone"},
-                "not_a_job": {**_BOOLEAN, "description": "Its key holds no job"},
-                "relation": _or_null(
-                    {**_STRING, "description": "Why its parent lists it: pending, completed..."}
-                ),
-                "timestamp": _MOMENT,
-                "processed_on": _MOMENT,
-                "finished_on": _MOMENT,
-                "duration_ms": _or_null(_COUNT),
-                "failed_reason": _or_null(_STRING),
-                "dependencies": _schema("FlowDependencies"),
-                "children": {
-                    **_array(_schema("FlowNode")),
-                    "description": f"At most {flows.PAGE_SIZE} read per parent (failed first)",
-                },
-                "next_page": token,
-                "children_not_read": {
-                    **_BOOLEAN,
-                    "description": "Children below the depth or size shown: ask flow-children",
-                },
-                "problems": _array(_STRING),
-            }
-        ),
-        "FlowTree": _object(
-            {
-                "flow": _or_null(
-                    _object(
-                        {
-                            "job": job_ref,
-                            "root": _schema("FlowNode"),
-                            "path": {
-                                **_array(job_ref),
-                                "description": "The root, its children down to this job",
-                            },
-                            "problems": {
-                                **_array(_STRING),
-                                "description": "A parent gone, not a job, a loop: shown from "
-                                "the highest job reached",
-                            },
-                            "deeper_not_shown": _BOOLEAN,
-                            "max_depth": _COUNT,
-                            "page_size": _COUNT,
-                        }
-                    )
-                )
-            },
-            description="`flow` null: the job has no parent and no children",
-        ),
-        "FlowChildrenPage": _object(
-            {
-                "queue": _TEXT,
-                "id": _JOB_ID,
-                "dependencies": _schema("FlowDependencies"),
-                "children": _array(_schema("FlowNode")),
-                "next_page": token,
-                "problems": _array(_STRING),
-            }
-        ),
-    }
-
-
 def _change_schemas() -> dict[str, Schema]:
     """Editing a job's data, duplicating a job, adding a job (dashboard.job_edits)."""
     data = {
@@ -658,20 +464,6 @@ def _change_schemas() -> dict[str, Schema]:
     }
     assert set(options) == set(job_edits.ADD_OPTIONS)
     return {
-        "JobChange": _object(
-            {
-                "action": {"type": "string", "enum": list(job_edits.EDIT_ACTIONS)},
-                "queue": _TEXT,
-                "id": {**_JOB_ID, "description": "The job edited, or the new job"},
-                "source": {**_or_null(_JOB_ID), "description": "The job a duplicate copied"},
-                "message": {**_STRING, "description": "What happened, as the page says it"},
-                "diff": {
-                    **_STRING,
-                    "description": "The job's name, data and options before and after, as a "
-                    "unified diff (as the audit trail keeps it)",
-                },
-            }
-        ),
         "EditDataRequest": _object({"id": _JOB_ID, "data": data}),
         "DuplicateJobRequest": _object({"id": _JOB_ID}),
         "AddJobRequest": _object(
@@ -1597,9 +1389,10 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
 
 
 def _declared_schemas() -> dict[str, Schema]:
-    """The answers declared as Structs (queues.read.answers), as msgspec describes them."""
+    """The answers declared as Structs (queues.read.answers, dashboard.answers), as
+    msgspec describes them."""
     _, components = msgspec.json.schema_components(
-        answers.SHAPES, ref_template="#/components/schemas/{name}"
+        (*answers.SHAPES, *dashboard_answers.SHAPES), ref_template="#/components/schemas/{name}"
     )
     return components
 

@@ -32,12 +32,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import actions, presenters
+from dashboard import actions, answers, presenters
 from dashboard.errors import json_error
 from dashboard.http import PAGES_IN_FLIGHT, runs_as_search_step
 from dashboard.jsonresponse import JsonResponse
@@ -59,8 +58,7 @@ from queues.read.states import TAB
 # One step's wall time: long enough to amortise a request, short enough that
 # the page shows progress several times a second and a cancel is felt at once.
 STEP_MS = 200.0
-# Rows (with their fields) one answer carries: the first page of hits.
-MAX_ROWS = 50
+MAX_ROWS = answers.SEARCH_ROWS_MAX
 # A user's searches at once (a tab each); a new one replaces the oldest.
 # dashboard.http admits one step more than this per session.
 MAX_SEARCHES_PER_USER = 2
@@ -200,27 +198,25 @@ def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) 
     if step.done:
         SEARCHES.end(user, search_id)
     rows = job_rows(client, ref.keys, state, step.hits[:rows_wanted]) if rows_wanted else []
-    answer: dict[str, Any] = {
-        "search": search_id,
-        "query": query.text,
-        "state": state,
-        "hits": step.hits,
-        "rows": [row.as_json() for row in rows],
+    answer = answers.SearchStep(
+        search=search_id,
+        query=query.text,
+        state=state,
+        hits=step.hits,
+        rows=[row.as_json() for row in rows],
         # Why each row matched: its field's text around the match.
-        "found": {
+        found={
             row.job.id: step.found[row.job.id].as_json() for row in rows if row.job.id in step.found
         },
-        "searched": step.searched,
-        "total": step.total,
-        "unchecked": step.unchecked,
-        "cursor": step.cursor.encode() if step.cursor else None,
-        "done": step.done,
-    }
+        searched=step.searched,
+        total=step.total,
+        unchecked=step.unchecked,
+        cursor=step.cursor.encode() if step.cursor else None,
+        done=step.done,
+    )
     if markup:
         page = JobPage(ref, state, 0, len(rows), len(rows), rows)
-        answer["rows_html"] = str(
-            presenters.job_rows_html(page, selectable=False, found=step.found)
-        )
+        answer.rows_html = str(presenters.job_rows_html(page, selectable=False, found=step.found))
     return JsonResponse(answer)
 
 

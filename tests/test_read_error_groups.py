@@ -669,7 +669,7 @@ def test_an_index_counted_by_older_rules_is_counted_again_in_the_background(
     assert looked.old_rules
     assert not looked.complete
     assert len(looked.groups) == 30
-    assert looked.as_json()["regrouping"] is True
+    assert looked.as_json().regrouping is True
 
     regrouped = _counted_again(redis_client)
     assert not regrouped.regrouping

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from msgspec import to_builtins
 from redis import Redis
 
 from queues.flow import FlowJob, FlowProducer
@@ -50,7 +51,12 @@ def test_a_childs_tree_shows_its_root_parents_and_children_across_queues(
     assert tree.parent.id == pack.id
     shown = tree.root
     assert (shown.name, shown.state) == ("ship", "waiting-children")
-    assert shown.dependencies.as_json() == {"pending": 2, "processed": 0, "ignored": 0, "failed": 0}
+    assert to_builtins(shown.dependencies.as_json()) == {
+        "pending": 2,
+        "processed": 0,
+        "ignored": 0,
+        "failed": 0,
+    }
     assert {child.id for child in shown.children} == {pack.id, root.children[1].id}
     [pack_shown] = [child for child in shown.children if child.id == pack.id]
     assert pack_shown.state == "waiting-children"
@@ -59,7 +65,7 @@ def test_a_childs_tree_shows_its_root_parents_and_children_across_queues(
     assert tree.problems == []
     assert not tree.deeper_not_shown
     # The JSON the API gives is the same tree.
-    body = tree.as_json()
+    body = to_builtins(tree.as_json())
     assert body["root"]["children"][0]["queue"] in ("bull:items",)
     assert body["path"][-1] == {"queue": "bull:parts", "id": pick_node.id}
 
@@ -87,7 +93,7 @@ def test_counts_and_relations_follow_each_childs_fate(redis_client: Redis) -> No
     _child_of(redis_client, orders, "waiting", orders, "p")
     tree = read_flow(redis_client, ORDERS, "p")
     assert tree is not None
-    assert tree.root.dependencies.as_json() == {
+    assert to_builtins(tree.root.dependencies.as_json()) == {
         "pending": 1,
         "processed": 1,
         "ignored": 1,
@@ -301,7 +307,7 @@ def test_corrupt_dependency_keys_are_problems_on_their_node(redis_client: Redis)
     assert "its dependencies key is not a set" in problems
     assert "lists 'not a key', which is not a job key" in problems
     assert [child.id for child in tree.root.children] == ["c"]
-    body = tree.as_json()
+    body = to_builtins(tree.as_json())
     assert body["root"]["problems"] == problems
 
 

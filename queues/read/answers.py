@@ -27,6 +27,17 @@ METRICS_POINTS = 30
 SCHEDULER_PAGE_MAX = 500
 # Templates bigger than this are not read for a list: its size is said instead.
 TEMPLATE_DISPLAY_LIMIT = 4 * 1024
+# A flow is read at most this many levels below its root (queues.read.flows)...
+FLOW_MAX_DEPTH = 10
+# ... and at most this many children of one parent at a time.
+FLOW_PAGE_SIZE = 50
+# The kinds of error a queue's failed jobs are grouped into (queues.read.error_groups);
+# the failures beyond them count in one more group, keyed OTHER.
+ERROR_GROUPS_MAX = 200
+ERROR_GROUP_OTHER = "other"
+# A group's sample keeps this much of its reason and of its stack trace.
+ERROR_SAMPLE_REASON_MAX = 2_000
+ERROR_SAMPLE_TRACE_MAX = 8_000
 # Job data past this many characters is cut in a job's answer (queues.read.job).
 DATA_DISPLAY_LIMIT = 64 * 1024
 
@@ -387,7 +398,175 @@ class Limits(Answer):
     problem: Annotated[str, Meta(description="A limits key of the wrong type")] | None
 
 
+class FlowDependencies(Answer):
+    """A parent's children by kind (BullMQ's getDependencies)."""
+
+    pending: Annotated[int, Meta(ge=0, description="Children not finished (`:dependencies`)")]
+    processed: Annotated[int, Meta(ge=0, description="Completed children (`:processed`)")]
+    ignored: Annotated[
+        int, Meta(ge=0, description="Failed children the parent went on without (`:failed`)")
+    ]
+    failed: Annotated[
+        int, Meta(ge=0, description="Failed children that failed the parent (`:unsuccessful`)")
+    ]
+
+
+PageToken = Annotated[
+    Annotated[str, Meta(pattern="^[0-9]+\\.[0-9]+\\.[0-9]+$")] | None,
+    Meta(description="Pass as `page` to flow-children for the next page; null: all shown"),
+]
+
+
+class FlowNode(Answer):
+    queue: Text
+    id: JobId
+    name: str
+    state: Annotated[str | None, Meta(extra_json_schema={"enum": [*STATES, None]})]
+    missing: Annotated[bool, Meta(description="Named by its parent, its hash is gone")]
+    not_a_job: Annotated[bool, Meta(description="Its key holds no job")]
+    relation: (
+        Annotated[str, Meta(description="Why its parent lists it: pending, completed...")] | None
+    )
+    timestamp: Moment
+    processed_on: Moment
+    finished_on: Moment
+    duration_ms: Count | None
+    failed_reason: str | None
+    dependencies: FlowDependencies
+    children: Annotated[
+        list[FlowNode],
+        Meta(description=f"At most {FLOW_PAGE_SIZE} read per parent (failed first)"),
+    ]
+    next_page: PageToken
+    children_not_read: Annotated[
+        bool, Meta(description="Children below the depth or size shown: ask flow-children")
+    ]
+    problems: list[str]
+
+
+class JobRef(Answer):
+    queue: Text
+    id: JobId
+
+
+class Flow(Answer):
+    job: JobRef
+    root: FlowNode
+    path: Annotated[list[JobRef], Meta(description="The root, its children down to this job")]
+    problems: Annotated[
+        list[str],
+        Meta(description="A parent gone, not a job, a loop: shown from the highest job reached"),
+    ]
+    deeper_not_shown: bool
+    max_depth: Count
+    page_size: Count
+
+
+class FlowTree(Answer):
+    """`flow` null: the job has no parent and no children."""
+
+    flow: Flow | None
+
+
+class FlowChildrenPage(Answer):
+    queue: Text
+    id: JobId
+    dependencies: FlowDependencies
+    children: list[FlowNode]
+    next_page: PageToken
+    problems: list[str]
+
+
+GroupKey = Annotated[
+    str,
+    Meta(
+        pattern=f"^([0-9a-f]{{16}}|{ERROR_GROUP_OTHER})$",
+        description="16 hex digits of the folded text's SHA-1, or `other` for the kinds "
+        f"beyond the {ERROR_GROUPS_MAX} kept",
+    ),
+]
+
+
+class ErrorSample(Answer):
+    """One job of the group, as it was when the group was first seen."""
+
+    job: JobId | None
+    reason: Annotated[str, Meta(max_length=ERROR_SAMPLE_REASON_MAX)]
+    stacktrace: Annotated[
+        str,
+        Meta(
+            max_length=ERROR_SAMPLE_TRACE_MAX,
+            description='Its latest attempt\'s stack trace ("" when none)',
+        ),
+    ]
+
+
+class ErrorGroup(Answer):
+    key: GroupKey
+    text: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            description="The folded reason: numbers, ids, hex, quoted values, paths and URLs "
+            "replaced by `<n>`, `<uuid>`, `<hex>`, `<str>`, `<path>`, `<url>`",
+        ),
+    ]
+    count: Annotated[int, Meta(ge=0, description="Failed jobs in the group")]
+    first_seen: Annotated[
+        int | None, Meta(description="The oldest failure counted (ms); null when not set")
+    ]
+    last_seen: Annotated[
+        int | None, Meta(description="The newest failure counted (ms); null when not set")
+    ]
+    sample: ErrorSample
+
+
+class ErrorGroups(Answer):
+    """Most jobs first."""
+
+    queue: Text
+    failed: Annotated[int, Meta(ge=0, description="Failed jobs in the queue")]
+    indexed: Annotated[int, Meta(ge=0, description="Failed jobs the groups count")]
+    complete: Annotated[
+        bool,
+        Meta(description="False while the index is being built or catching up (ask again)"),
+    ]
+    regrouping: Annotated[
+        bool,
+        Meta(
+            description="True while the index is counted again because this dashboard folds "
+            "reasons by newer rules (the groups are the old ones, then fill in anew; ask again)"
+        ),
+    ]
+    groups: Annotated[list[ErrorGroup], Meta(max_length=ERROR_GROUPS_MAX + 1)]
+
+
+class ErrorGroupJobs(Answer):
+    """Newest failure first."""
+
+    queue: Text
+    group: GroupKey
+    start: Count
+    total: Annotated[int, Meta(ge=0, description="Jobs in the group")]
+    jobs: Annotated[list[JobRow], Meta(max_length=MAX_RANGE)]
+
+
+class SearchFound(Answer):
+    """Why a job matched a search: its field's text around the match."""
+
+    field: Annotated[str, Meta(extra_json_schema={"enum": ["name", "reason", "data"]})]
+    before: Annotated[str, Meta(description="The field's text before the match")]
+    match: Annotated[str, Meta(description="The text that matched, as stored")]
+    after: Annotated[str, Meta(description="The field's text after the match")]
+    more_before: Annotated[bool, Meta(description="The field goes on before `before`")]
+    more_after: Annotated[bool, Meta(description="The field goes on after `after`")]
+
+
 SHAPES: tuple[type[Answer], ...] = (
+    ErrorGroups,
+    ErrorGroupJobs,
+    FlowTree,
+    FlowChildrenPage,
     WorkerList,
     Limits,
     QueueList,

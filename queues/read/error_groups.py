@@ -60,16 +60,18 @@ from redis.exceptions import LockError, OutOfMemoryError, ResponseError
 from queues import codec, errors, scripts
 from queues.keys import QueueKeys
 from queues.locks import expire_unheld_lock
+from queues.read import answers
 from queues.read.decode import job_from_values
 from queues.read.error_folding import REASON_BYTES, RULES_VERSION, fold_field
 from queues.read.refs import QueueRef
 from queues.read.replies import read, replies
 
-MAX_GROUPS = 200
-OTHER = "other"
+# Declared with the answers that carry them (queues.read.answers.ErrorGroups).
+MAX_GROUPS = answers.ERROR_GROUPS_MAX
+OTHER = answers.ERROR_GROUP_OTHER
 OTHER_TEXT = f"Other errors (beyond the {MAX_GROUPS} kinds kept)"
-MAX_SAMPLE_REASON = 2_000
-MAX_SAMPLE_TRACE = 8_000
+MAX_SAMPLE_REASON = answers.ERROR_SAMPLE_REASON_MAX
+MAX_SAMPLE_TRACE = answers.ERROR_SAMPLE_TRACE_MAX
 # Jobs per read (the build: one failedReasons call, its ids and reasons; a
 # catch-up: one ZRANGE and a pipeline of HGETs), and jobs per add call: each
 # Redis call stays well under 10 ms (bench/grouping.py at 100,000, load 2.5:
@@ -115,19 +117,19 @@ class ErrorGroup:
     sample_reason: str
     sample_trace: str
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "text": self.text,
-            "count": self.count,
-            "first_seen": self.first_seen,
-            "last_seen": self.last_seen,
-            "sample": {
-                "job": self.sample_job or None,
-                "reason": self.sample_reason,
-                "stacktrace": self.sample_trace,
-            },
-        }
+    def as_json(self) -> answers.ErrorGroup:
+        return answers.ErrorGroup(
+            key=self.key,
+            text=self.text,
+            count=self.count,
+            first_seen=self.first_seen,
+            last_seen=self.last_seen,
+            sample=answers.ErrorSample(
+                job=self.sample_job or None,
+                reason=self.sample_reason,
+                stacktrace=self.sample_trace,
+            ),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,15 +149,15 @@ class ErrorGroups:
     regrouping: bool = False
     old_rules: bool = False
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "queue": self.ref.qualified,
-            "failed": self.failed,
-            "indexed": self.indexed,
-            "complete": self.complete,
-            "regrouping": self.regrouping,
-            "groups": [group.as_json() for group in self.groups],
-        }
+    def as_json(self) -> answers.ErrorGroups:
+        return answers.ErrorGroups(
+            queue=self.ref.qualified,
+            failed=self.failed,
+            indexed=self.indexed,
+            complete=self.complete,
+            regrouping=self.regrouping,
+            groups=[group.as_json() for group in self.groups],
+        )
 
 
 class _Index:

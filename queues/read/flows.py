@@ -36,11 +36,14 @@ from redis.exceptions import ResponseError
 from queues import codec
 from queues.keys import InvalidName, QueueKeys, validate_job_id
 from queues.numerals import UNSIGNED_64, NotWholeNumber, parse_whole
+from queues.read import answers
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 from queues.read.states import BY_ATTENTION, KEY_STATES
 
-MAX_DEPTH = 10
-PAGE_SIZE = 50
+# Declared with the answers that carry them (queues.read.answers.Flow).
+MAX_DEPTH = answers.FLOW_MAX_DEPTH
+PAGE_SIZE = answers.FLOW_PAGE_SIZE
+
 NODE_BUDGET = 200
 # Scan calls one page of children may make (a sparse set can answer empty batches).
 _SCANS_PER_PAGE = 8
@@ -133,13 +136,13 @@ class Dependencies:
     def total(self) -> int:
         return self.pending + self.processed + self.ignored + self.failed
 
-    def as_json(self) -> dict[str, int]:
-        return {
-            "pending": self.pending,
-            "processed": self.processed,
-            "ignored": self.ignored,
-            "failed": self.failed,
-        }
+    def as_json(self) -> answers.FlowDependencies:
+        return answers.FlowDependencies(
+            pending=self.pending,
+            processed=self.processed,
+            ignored=self.ignored,
+            failed=self.failed,
+        )
 
 
 @dataclass(slots=True)
@@ -177,26 +180,26 @@ class TreeNode:
             return None
         return max(0, self.finished_on - self.processed_on)
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "queue": self.ref.qualified,
-            "id": self.id,
-            "name": self.name,
-            "state": self.state,
-            "missing": self.missing,
-            "not_a_job": self.not_a_job,
-            "relation": self.relation,
-            "timestamp": self.timestamp,
-            "processed_on": self.processed_on,
-            "finished_on": self.finished_on,
-            "duration_ms": self.duration_ms,
-            "failed_reason": self.failed_reason,
-            "dependencies": self.dependencies.as_json(),
-            "children": [child.as_json() for child in self.children],
-            "next_page": self.next_page,
-            "children_not_read": self.children_not_read,
-            "problems": self.problems,
-        }
+    def as_json(self) -> answers.FlowNode:
+        return answers.FlowNode(
+            queue=self.ref.qualified,
+            id=self.id,
+            name=self.name,
+            state=self.state,
+            missing=self.missing,
+            not_a_job=self.not_a_job,
+            relation=self.relation,
+            timestamp=self.timestamp,
+            processed_on=self.processed_on,
+            finished_on=self.finished_on,
+            duration_ms=self.duration_ms,
+            failed_reason=self.failed_reason,
+            dependencies=self.dependencies.as_json(),
+            children=[child.as_json() for child in self.children],
+            next_page=self.next_page,
+            children_not_read=self.children_not_read,
+            problems=self.problems,
+        )
 
 
 @dataclass(slots=True)
@@ -213,16 +216,16 @@ class FlowTree:
     def parent(self) -> TreeNode | None:
         return self.path[-2] if len(self.path) > 1 else None
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "job": {"queue": self.focus[0].qualified, "id": self.focus[1]},
-            "root": self.root.as_json(),
-            "path": [{"queue": node.ref.qualified, "id": node.id} for node in self.path],
-            "problems": self.problems,
-            "deeper_not_shown": self.deeper_not_shown,
-            "max_depth": MAX_DEPTH,
-            "page_size": PAGE_SIZE,
-        }
+    def as_json(self) -> answers.Flow:
+        return answers.Flow(
+            job=answers.JobRef(queue=self.focus[0].qualified, id=self.focus[1]),
+            root=self.root.as_json(),
+            path=[answers.JobRef(queue=node.ref.qualified, id=node.id) for node in self.path],
+            problems=self.problems,
+            deeper_not_shown=self.deeper_not_shown,
+            max_depth=MAX_DEPTH,
+            page_size=PAGE_SIZE,
+        )
 
 
 @dataclass(slots=True)
@@ -231,15 +234,15 @@ class ChildrenPage:
     children: list[TreeNode]
     next_page: str | None
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "queue": self.parent.ref.qualified,
-            "id": self.parent.id,
-            "dependencies": self.parent.dependencies.as_json(),
-            "children": [child.as_json() for child in self.children],
-            "next_page": self.next_page,
-            "problems": self.parent.problems,
-        }
+    def as_json(self) -> answers.FlowChildrenPage:
+        return answers.FlowChildrenPage(
+            queue=self.parent.ref.qualified,
+            id=self.parent.id,
+            dependencies=self.parent.dependencies.as_json(),
+            children=[child.as_json() for child in self.children],
+            next_page=self.next_page,
+            problems=self.parent.problems,
+        )
 
 
 # -- reading nodes ---------------------------------------------------------------

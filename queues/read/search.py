@@ -45,7 +45,7 @@ from queues import codec, scripts
 from queues.commands.reads import search_slice
 from queues.keys import MAX_JOB_ID_LENGTH, InvalidName, validate_job_id
 from queues.numerals import NotWholeNumber, parse_whole
-from queues.read import counts
+from queues.read import answers, counts
 from queues.read.job import state_of
 from queues.read.refs import QueueRef
 from queues.read.states import TAB, TAB_OF_KEY, Tab
@@ -288,15 +288,15 @@ class FoundText:
     more_before: bool
     more_after: bool
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "field": self.name,
-            "before": self.before,
-            "match": self.match,
-            "after": self.after,
-            "more_before": self.more_before,
-            "more_after": self.more_after,
-        }
+    def as_json(self) -> answers.SearchFound:
+        return answers.SearchFound(
+            field=self.name,
+            before=self.before,
+            match=self.match,
+            after=self.after,
+            more_before=self.more_before,
+            more_after=self.more_after,
+        )
 
 
 def _found_text(name: str, raw: list[Any]) -> FoundText:

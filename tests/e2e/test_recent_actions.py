@@ -176,7 +176,11 @@ def test_on_a_phone_the_panel_is_one_line_that_opens_and_the_jobs_stay_on_the_fi
         box = panel.bounding_box()
         assert box is not None
         assert box["height"] <= 60, f"the folded panel is {box['height']} px high"
-        first = page.locator("#job-table tr[data-job-id]").first.bounding_box()
+        # Read once the row is drawn: a live refresh may be swapping the table in
+        # at that moment (CI once read no box at all).
+        first_row = page.locator("#job-table tr[data-job-id]").first
+        expect(first_row).to_be_visible()
+        first = first_row.bounding_box()
         assert first is not None
         assert first["y"] + first["height"] <= 844, "the first job is below the first screen"
 
