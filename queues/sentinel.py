@@ -72,11 +72,17 @@ def is_sentinel_url(url: str) -> bool:
 
 def parse(url: str) -> SentinelAddress:
     """The parts of a sentinel URL; InvalidSentinelURL says what is missing."""
-    parts = urlsplit(url)
-    tls = SCHEMES.get(parts.scheme.lower())
+    # The host list is cut out by hand: urlsplit reads one host, and some
+    # Python 3.11 releases (Debian 12's 3.11.2) refuse a list holding an IPv6
+    # address in brackets ("Invalid IPv6 URL").
+    scheme, _, after_scheme = url.partition("://")
+    tls = SCHEMES.get(scheme.lower())
     if tls is None:
-        raise InvalidSentinelURL(f"not a sentinel URL: {parts.scheme}://")
-    userinfo, _, hosts = parts.netloc.rpartition("@")
+        raise InvalidSentinelURL(f"not a sentinel URL: {scheme}://")
+    end = min((at for at in map(after_scheme.find, "/?#") if at >= 0), default=len(after_scheme))
+    netloc = after_scheme[:end]
+    parts = urlsplit(f"{scheme}://sentinels{after_scheme[end:]}")
+    userinfo, _, hosts = netloc.rpartition("@")
     sentinels = tuple(_host_and_port(entry) for entry in hosts.split(",") if entry)
     if not sentinels:
         raise InvalidSentinelURL("a sentinel URL lists its sentinels: host:port[,host:port...]")

@@ -179,8 +179,13 @@ def test_on_a_phone_the_panel_is_one_line_that_opens_and_the_jobs_stay_on_the_fi
         # Read once the row is drawn: a live refresh may be swapping the table in
         # at that moment (CI once read no box at all).
         first_row = page.locator("#job-table tr[data-job-id]").first
-        expect(first_row).to_be_visible()
-        first = first_row.bounding_box()
+        first = None
+        for _ in range(50):  # up to 5 s for a row that stays put long enough to measure
+            expect(first_row).to_be_visible()
+            first = first_row.bounding_box()
+            if first is not None:
+                break
+            page.wait_for_timeout(100)
         assert first is not None
         assert first["y"] + first["height"] <= 844, "the first job is below the first screen"
 
