@@ -8,6 +8,7 @@ from redis import Redis
 
 from queues import scripts
 from queues.commands import admin
+from queues.commands import transitions as t
 from queues.queue import Queue, now_ms
 from tests.queue_helpers import stream_events
 
@@ -122,3 +123,96 @@ def test_cleaning_a_large_delayed_set_by_age_takes_exactly_the_old_jobs(
 
     assert sorted(removed, key=int) == old
     assert [j.decode() for j in redis_client.zrange(queue.keys.delayed, 0, -1)] == young
+
+
+def _listed(
+    client: Redis, queue: Queue, start: tuple[int, int], budget: int
+) -> tuple[int, int, list[tuple[str, str]]]:
+    """One listedJobs call: (next list, next index, [(id, list name), ...])."""
+    call = admin.listed_jobs(queue.keys, "failed", start=start, budget=budget)
+    next_list, next_index, flat = scripts.run(client, call)
+    found = [
+        (job_id.decode(), name.decode()) for job_id, name in zip(flat[::2], flat[1::2], strict=True)
+    ]
+    return int(next_list), int(next_index), found
+
+
+def _failed_and_pushed_back(client: Redis, queue: Queue, job_ids: list[str]) -> None:
+    """Jobs that failed an hour ago and that someone also pushed back to wait
+    by hand afterwards (issue 22's probe): the failed set holds them too."""
+    hour_ago = now_ms() - 3_600_000
+    client.zadd(queue.keys.failed, dict.fromkeys(job_ids, hour_ago))
+
+
+def test_the_search_for_listed_jobs_looks_at_exactly_its_budget_a_call(
+    redis_client: Redis,
+) -> None:
+    """Each call looks at at most its budget of list entries, carries what is
+    left of it over to the next list, and says where the next call starts:
+    wait's 2 entries, empty paused and 1 of active with a budget of 3, then
+    active's others one at a time. A call that read one entry more, stopped
+    with 1 left, or stayed in a finished list would skip an entry or never
+    end."""
+    queue = Queue("emails", redis_client)
+    running = queue.add_bulk([("send-welcome", WELCOME, None)] * 3)
+    for _ in running:  # three workers took them
+        pickup = t.move_to_active(queue.keys, token="tok", lock_duration_ms=30_000, now_ms=now_ms())
+        scripts.run(redis_client, pickup)
+    waiting = queue.add_bulk([("send-welcome", WELCOME, None)] * 2)
+    wait_order = [j.decode() for j in redis_client.lrange(queue.keys.wait, 0, -1)]
+    active_order = [j.decode() for j in redis_client.lrange(queue.keys.active, 0, -1)]
+    assert sorted(wait_order) == sorted(waiting)
+    assert sorted(active_order) == sorted(running)
+    _failed_and_pushed_back(redis_client, queue, [wait_order[1], *active_order])
+
+    assert _listed(redis_client, queue, (1, 0), 3) == (
+        3,
+        1,
+        [(wait_order[1], "wait"), (active_order[0], "active")],
+    )
+    assert _listed(redis_client, queue, (3, 1), 1) == (3, 2, [(active_order[1], "active")])
+    assert _listed(redis_client, queue, (3, 2), 1) == (3, 3, [(active_order[2], "active")])
+    # Active is done with the budget used up exactly: the next call finds it
+    # empty from there, which ends the search.
+    assert _listed(redis_client, queue, (3, 3), 5) == (0, 0, [])
+
+
+def test_the_search_for_listed_jobs_reads_a_long_wait_list_whole_across_its_slices(
+    redis_client: Redis,
+) -> None:
+    """ZMSCORE is asked 1,000 ids at a time: a backlog of 2,500 emails whose
+    1,000th, 1,001st and 2,500th entries (and the first) failed earlier and
+    were pushed back is found once each, none twice, none skipped at a
+    slice's edge."""
+    queue = Queue("emails", redis_client)
+    queue.add_bulk([("send-welcome", {**WELCOME, "n": n}, None) for n in range(2500)])
+    wait_order = [j.decode() for j in redis_client.lrange(queue.keys.wait, 0, -1)]
+    pushed_back = [wait_order[i] for i in (0, 998, 999, 1000, 1001, 1999, 2000, 2499)]
+    _failed_and_pushed_back(redis_client, queue, pushed_back)
+
+    assert _listed(redis_client, queue, (1, 0), 5000) == (
+        0,
+        0,
+        [(job_id, "wait") for job_id in pushed_back],
+    )
+
+
+def test_a_one_job_retry_answers_0_done_then_minus_3_once_the_job_moved(
+    redis_client: Redis,
+) -> None:
+    """requeueJob's answers are its contract with every client that calls it
+    (the dashboard's set actions, Queue.retry, a host's own code): 0 done, -3
+    when the job is no longer in the source set. A bounce that failed with a
+    real SMTP reply is retried once; the second retry finds it in wait."""
+    queue = Queue("emails", redis_client)
+    (job_id,) = queue.add_bulk([("send-welcome", WELCOME, None)])
+    redis_client.lrem(queue.keys.wait, 1, job_id)
+    redis_client.zadd(queue.keys.failed, {job_id: now_ms() - 60_000})
+    redis_client.hset(
+        queue.keys.job(job_id), "failedReason", "550 5.1.1 <mira.okafor@example.org>: unknown"
+    )
+    retry = admin.requeue_job(queue.keys, job_id, "failed")
+
+    assert scripts.run(redis_client, retry) == 0
+    assert scripts.run(redis_client, retry) == -3
+    assert redis_client.lrange(queue.keys.wait, 0, -1) == [job_id.encode()]
