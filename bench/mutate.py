@@ -422,6 +422,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a list of 0 means every list was looked at: the caller stops there and never"
         " reads the index beside it"
     ),
+    (
+        "priv/scripts/listedJobs-4.lua",
+        "while list <= 3 and budget > 0 do",
+        "while list <= 4 and budget > 0 do",
+    ): "a fourth turn asks LRANGE of KEYS[5], which is nil: redis.pcall answers an error"
+    " ('arguments must be strings or integers'), read as an empty list, and the loop"
+    " ends with list 5, answered as 0 like 4: the same answer, one failed call more",
 }
 
 # cosmic-ray operators kept (the rest replace an operator with an unrelated
