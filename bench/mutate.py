@@ -66,6 +66,21 @@ _BULK_TESTS = (
     "tests/test_commands_admin.py",
     "tests/test_bulk_edges.py",
 )
+_FINISH_TESTS = (
+    "tests/test_transitions_finished.py",
+    "tests/test_broken_keys.py",
+    "tests/test_flow.py",
+    "tests/test_worker.py",
+    "tests/test_transitions_drained.py",
+    "tests/test_transitions_finished_keys.py",
+    "tests/test_transitions_finished_keep.py",
+)
+_PICKUP_TESTS = (
+    "tests/test_transitions_active.py",
+    "tests/test_pickup.py",
+    "tests/test_global_concurrency.py",
+    "tests/test_transitions_wrong_types.py",
+)
 TARGETS: dict[str, tuple[str, ...]] = {
     "dashboard/permissions.py": ("tests/test_permissions.py", "tests/test_permissions_users.py"),
     "queues/read/cohorts.py": (
@@ -89,16 +104,26 @@ TARGETS: dict[str, tuple[str, ...]] = {
     ),
     "dashboard/health.py": ("tests/test_health.py", "tests/test_health_edges.py"),
     "priv/scripts/searchJobs-1.lua": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
-    "priv/scripts/moveToFinished-1.lua": (
-        "tests/test_transitions_finished.py",
-        "tests/test_broken_keys.py",
-        "tests/test_flow.py",
-        "tests/test_worker.py",
-        "tests/test_transitions_drained.py",
-        "tests/test_transitions_finished_keys.py",
-        "tests/test_transitions_finished_keep.py",
+    # The hot path: a worker's pick-up (moveToActive with its straight-line
+    # takeReady and its general path takeNextJob/pickupGeneral) and its
+    # finish (moveToFinished, straight-line, with the general finishGeneral;
+    # a finish that takes the next job runs takeReady too).
+    **dict.fromkeys(
+        (
+            "priv/scripts/moveToFinished-1.lua",
+            "priv/scripts/includes/finishGeneral.lua",
+        ),
+        _FINISH_TESTS,
     ),
-    "priv/scripts/includes/takeNextJob.lua": ("tests/test_transitions_active.py",),
+    **dict.fromkeys(
+        (
+            "priv/scripts/moveToActive-1.lua",
+            "priv/scripts/includes/takeNextJob.lua",
+            "priv/scripts/includes/pickupGeneral.lua",
+        ),
+        _PICKUP_TESTS,
+    ),
+    "priv/scripts/includes/takeReady.lua": (*_PICKUP_TESTS, "tests/test_transitions_finished.py"),
     "priv/scripts/requeueJobs-13.lua": (
         "tests/test_queue_admin.py",
         "tests/test_broken_keys.py",
