@@ -4,13 +4,16 @@ Redis; jobs added as producers add them."""
 
 from __future__ import annotations
 
+import pytest
 from redis import Redis
 
 from queues import scripts
 from queues.commands import admin
 from queues.commands import transitions as t
-from queues.queue import Queue, now_ms
+from queues.errors import CorruptKey
+from queues.queue import BulkStopped, Queue, now_ms
 from tests.queue_helpers import stream_events
+from tests.test_queue_admin import finish
 
 WELCOME = {"to": "mira.okafor@example.org", "template": "welcome-v3", "locale": "de-DE"}
 
@@ -216,3 +219,117 @@ def test_a_one_job_retry_answers_0_done_then_minus_3_once_the_job_moved(
     assert scripts.run(redis_client, retry) == 0
     assert scripts.run(redis_client, retry) == -3
     assert redis_client.lrange(queue.keys.wait, 0, -1) == [job_id.encode()]
+
+
+# -- cleanJobsInSet at its edges ------------------------------------------------------
+
+
+def _failed_bounces(client: Redis, queue: Queue, count: int, *, at: int) -> list[str]:
+    """``count`` welcome emails that bounced (one after another, from ``at``)."""
+    ids = queue.add_bulk([("send-welcome", {**WELCOME, "n": n}, None) for n in range(count)])
+    finish(client, queue, ids, "failed", at=at)
+    for job_id in ids:
+        client.hset(queue.keys.job(job_id), "failedReason", "550 5.1.1 mailbox unavailable")
+    return ids
+
+
+def test_a_clean_in_small_batches_passes_over_the_broken_job_it_reported(
+    redis_client: Redis,
+) -> None:
+    """The oldest failed job's key was overwritten by hand (a string): each
+    batch of a clean with a limit reads from the front of the set, so the
+    next batch must pass over the job the first one reported, or it reads
+    only that one again and never reaches the rest."""
+    queue = Queue("emails", redis_client)
+    ids = _failed_bounces(redis_client, queue, 6, at=now_ms() - 3_600_000)
+    redis_client.delete(queue.keys.job(ids[0]))
+    redis_client.set(queue.keys.job(ids[0]), "550 5.1.1 mailbox unavailable")
+
+    result = queue.clean("failed", grace_ms=60_000, limit=3)
+
+    assert result.ids == ids[1:4]
+    assert [(s.job_id, s.reason) for s in result.skipped.values()] == [(ids[0], "type:string")]
+    remaining = [j.decode() for j in redis_client.zrange(queue.keys.failed, 0, -1)]
+    assert remaining == [ids[0], *ids[4:]]
+
+
+def test_a_clean_of_waiting_or_delayed_jobs_deletes_no_more_than_its_limit(
+    redis_client: Redis,
+) -> None:
+    """Five reminders added an hour ago, due tomorrow, and five sign-up
+    emails stuck in wait: a clean with a limit of 2 deletes two of each
+    (the oldest), not a third."""
+    queue = Queue("emails", redis_client)
+    hour_ago = now_ms() - 3_600_000
+    later = {"delay": 86_400_000, "timestamp": hour_ago}
+    delayed = queue.add_bulk([("send-reminder", WELCOME, later)] * 5)
+    waiting = queue.add_bulk([("send-welcome", WELCOME, {"timestamp": hour_ago})] * 5)
+
+    assert queue.clean("delayed", grace_ms=60_000, limit=2).ids == delayed[:2]
+    assert queue.clean("wait", grace_ms=60_000, limit=2).ids == waiting[:2]
+    assert queue.get_counts("delayed", "wait") == {"delayed": 3, "wait": 3}
+
+
+def test_a_job_created_exactly_at_the_cutoff_is_cleaned(redis_client: Redis) -> None:
+    """The cutoff is "created at or before": a sign-up email whose timestamp
+    is the cutoff itself goes, one a millisecond younger stays."""
+    queue = Queue("emails", redis_client)
+    cutoff = now_ms() - 3_600_000
+    at_cutoff, younger = queue.add_bulk(
+        [
+            ("send-welcome", WELCOME, {"timestamp": cutoff}),
+            ("send-welcome", WELCOME, {"timestamp": cutoff + 1}),
+        ]
+    )
+    call = admin.clean_jobs(queue.keys, "wait", cutoff_ms=cutoff, limit=10, now_ms=now_ms())
+
+    deleted, skipped, _ = scripts.run(redis_client, call)
+
+    assert (deleted, skipped) == ([at_cutoff.encode()], [])
+    assert redis_client.lrange(queue.keys.wait, 0, -1) == [younger.encode()]
+
+
+def test_a_clean_of_wait_leaves_an_old_bullmq_marker_and_the_young_jobs_in_order(
+    redis_client: Redis,
+) -> None:
+    """A queue that older BullMQ workers served still holds their "0:<delay>"
+    marker in wait; it is no job, so a clean neither deletes nor reports it.
+    Exactly one old job deleted (one position overwritten, then swept) leaves
+    wait as it was around it; the clean says so in one cleaned event."""
+    queue = Queue("emails", redis_client)
+    hour_ago = now_ms() - 3_600_000
+    (old,) = queue.add_bulk([("send-welcome", WELCOME, {"timestamp": hour_ago})])
+    redis_client.lpush(queue.keys.wait, "0:1500")
+    young = queue.add_bulk([("send-welcome", WELCOME, None)] * 2)
+    redis_client.delete(queue.keys.events)
+
+    result = queue.clean("wait", grace_ms=60_000)
+
+    assert (result.ids, result.skipped) == ([old], {})
+    assert redis_client.lrange(queue.keys.wait, 0, -1) == [
+        young[1].encode(),
+        young[0].encode(),
+        b"0:1500",
+    ]
+    assert stream_events(redis_client, queue) == [{"event": "cleaned", "count": "1"}]
+    # A clean that finds nothing to delete says nothing.
+    assert queue.clean("wait", grace_ms=60_000).ids == []
+    assert len(stream_events(redis_client, queue)) == 1
+
+
+def test_a_clean_refuses_a_broken_sorted_set_it_only_reads(redis_client: Redis) -> None:
+    """Cleaning completed jobs reads the failed set (a job in both must not
+    lose its hash): a failed key someone overwrote with a string refuses the
+    clean naming that key, before anything is deleted."""
+    queue = Queue("emails", redis_client)
+    ids = queue.add_bulk([("send-welcome", WELCOME, None)] * 3)
+    finish(redis_client, queue, ids, "completed", at=now_ms() - 3_600_000)
+    redis_client.delete(queue.keys.failed)
+    redis_client.set(queue.keys.failed, "oops")
+
+    with pytest.raises(BulkStopped) as stopped:
+        queue.clean("completed", grace_ms=60_000)
+
+    assert isinstance(stopped.value.refusal, CorruptKey)
+    assert stopped.value.refusal.key == queue.keys.failed
+    assert redis_client.zcard(queue.keys.completed) == 3
