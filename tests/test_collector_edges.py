@@ -15,10 +15,11 @@ from queues.collector import (
     MINUTE_MS,
     MINUTES_KEPT_MS,
     RECENT_SLOTS,
+    SAME_ATTEMPT_MS,
     HistoryCollector,
 )
 from queues.connection import connect
-from queues.keys import HistoryKeys
+from queues.keys import COLLECTOR_LEASE, HistoryKeys
 from queues.latency import LAST_BUCKET, bucket_of
 from queues.read.history import totals
 from queues.read.refs import QueueRef
@@ -116,3 +117,70 @@ def test_a_start_seen_in_one_pass_times_a_finish_read_in_the_next(
     figures = totals(redis_client, [REF])[REF].figures
     assert (figures.completed, figures.wait.buckets) == (1, {bucket_of(35): 1})
     assert figures.run.buckets == {bucket_of(1_850): 1}
+
+
+def test_a_delayed_job_waits_from_when_it_was_due_and_a_start_one_second_off_is_its_own(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """Waits the collector takes from a job's hash (it did not see the job
+    become ready): a payment reminder delayed 15 minutes waited from when it
+    was due, processedOn - timestamp - delay (1.2 s), not from when it was
+    added. A receipt whose worker wrote processedOn exactly SAME_ATTEMPT_MS
+    before its active event (a slow round trip) is still that attempt's."""
+    at = HOUR_START + 41 * MINUTE_MS
+    delay = 15 * MINUTE_MS
+    hashes = {
+        "inv-2024-0311": {"timestamp": at - delay - 1_200, "delay": delay, "processedOn": at},
+        "inv-2024-0312": {"timestamp": at - 3_000, "delay": 0, "processedOn": at - SAME_ATTEMPT_MS},
+    }
+    for job_id, times in hashes.items():
+        redis_client.hset(
+            REF.keys.job(job_id),
+            mapping={
+                "name": "send-invoice",
+                "data": '{"invoice":"' + job_id.upper() + '"}',
+                **times,
+            },
+        )
+        event(redis_client, REF, at, "active", job_id, prev="waiting")
+    collect_until_read(_collector(redis_url))
+    wait = totals(redis_client, [REF])[REF].figures.wait
+    assert (wait.buckets, wait.sum_ms) == ({bucket_of(1_200): 1, bucket_of(2_000): 1}, 3_200)
+
+
+def test_the_queue_list_and_the_backlogs_are_read_every_ten_seconds_not_every_pass(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A pass runs every fraction of a second; the list of queues (a SCAN of
+    the keyspace in the dashboard) and each queue's backlog (a count of
+    every waiting state) are read only every QUEUES_EVERY_S and
+    BACKLOG_EVERY_S: three passes in a row ask once."""
+    asked: list[int] = []
+
+    def list_queues() -> list[QueueRef]:
+        asked.append(1)
+        return [REF]
+
+    collector = HistoryCollector(connect(redis_url), list_queues, record_every_s=0.0)
+    event(redis_client, REF, HOUR_START + 43 * MINUTE_MS, "waiting", "inv-2024-0400")
+    collector.step()
+    redis_client.config_resetstat()
+    collector.step()
+    collector.step()
+    stats = redis_client.info("commandstats")
+    assert len(asked) == 1
+    assert "cmdstat_llen" not in stats
+    assert "cmdstat_zcard" not in stats
+
+
+def test_the_lease_is_renewed_every_renew_every_s_not_every_pass(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """Renewing the lease is a round trip: a pass renews it only once
+    renew_every_s has gone by since it was taken or last renewed."""
+    collector = _collector(redis_url, lease_s=30.0, renew_every_s=20.0)
+    collector.step()
+    assert collector.holding
+    time.sleep(0.3)
+    collector.step()
+    assert redis_client.pttl(COLLECTOR_LEASE) <= 29_750
