@@ -184,3 +184,47 @@ def test_the_lease_is_renewed_every_renew_every_s_not_every_pass(
     time.sleep(0.3)
     collector.step()
     assert redis_client.pttl(COLLECTOR_LEASE) <= 29_750
+
+
+def test_a_minute_of_events_is_recorded_in_one_write(redis_client: Redis, redis_url: str) -> None:
+    """A minute's events fold into one batch, written by one recordHistory
+    call however many milliseconds they span (at 10,000 jobs/s a write per
+    millisecond would be thousands a pass); the backlog sample is the pass's
+    other write."""
+    start = HOUR_START + 47 * MINUTE_MS
+    events = []
+    for n in range(12):
+        events += job_events(f"inv-2024-05{n:02d}", start + 900 * n, 35 + n, 410 + 7 * n)
+    write_events(redis_client, REF, events)
+    collector = _collector(redis_url)
+    redis_client.config_resetstat()
+    collect_until_read(collector)
+    assert totals(redis_client, [REF])[REF].figures.completed == 12
+    assert redis_client.info("commandstats")["cmdstat_evalsha"]["calls"] == 2
+
+
+def test_passes_between_two_records_add_to_the_minutes_one_batch(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A collector records every RECORD_EVERY_S, not every pass: the passes
+    between two records fold into the minute's pending batch, which the
+    record then writes once (a write per pass is what the interval saves),
+    also when a pass begins at the very millisecond the minute begins."""
+    collector = _collector(redis_url, record_every_s=3600.0)
+    start = HOUR_START + 51 * MINUTE_MS
+    write_events(redis_client, REF, job_events("inv-2024-0600", start - 9_000, 40, 700))
+    collect_until_read(collector)  # the first pass records: nothing was pending
+    redis_client.config_resetstat()
+    passes = [
+        [(start, "waiting", "inv-2024-0601", {})],
+        [(start, "active", "inv-2024-0601", {"prev": "waiting"})],
+        *(job_events(f"inv-2024-060{n}", start + 5_000 * n, 40, 700) for n in range(2, 5)),
+    ]
+    for events in passes:  # each pass reads what was added since the last
+        write_events(redis_client, REF, events)
+        assert collector.step() is False
+        assert collector.read_last_pass == len(events)
+    assert "cmdstat_evalsha" not in redis_client.info("commandstats")
+    collect_until_read(collector)  # a pass that reads nothing records
+    assert totals(redis_client, [REF])[REF].figures.completed == 4
+    assert redis_client.info("commandstats")["cmdstat_evalsha"]["calls"] == 1
