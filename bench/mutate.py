@@ -834,11 +834,17 @@ def warm_up() -> None:
 
 
 def run_tests(
-    tests: tuple[str, ...], timeout: float, log: Path, *, measure: Path | None = None
+    tests: tuple[str, ...],
+    timeout: float,
+    log: Path,
+    *,
+    measure: Path | None = None,
+    lookups: Path | None = None,
 ) -> tuple[str, float, str]:
     """("killed" | "survived" | "timeout", seconds, first failed test) of one
     pytest run of ``tests`` in a forked child; with ``measure`` (a module's
-    file), which test ran each of its lines, into WORK/coverage.db."""
+    file), which test ran each of its lines, into WORK/coverage.db; with
+    ``lookups`` (a JSON file), which scripts each test looked up."""
     began = time.monotonic()
     pid = os.fork()
     if pid == 0:  # the child: its own process group, so a timeout ends all it started
@@ -872,7 +878,8 @@ def run_tests(
             "-W",
             "ignore::pytest.PytestAssertRewriteWarning",
         ]
-        code = int(pytest.main(args, plugins=_coverage_plugins(measure)))
+        plugins = [*_coverage_plugins(measure), *_lookup_plugins(lookups)]
+        code = int(pytest.main(args, plugins=plugins))
         sys.stdout.flush()
         os._exit(code)
     outcome = ""
@@ -920,6 +927,81 @@ def _coverage_plugins(measure: Path | None) -> list[object]:
             cov.save()
 
     return [Contexts()]
+
+
+def _lookup_plugins(record: Path | None) -> list[object]:
+    """A pytest plugin that records which scripts each test looked up, as
+    JSON {script name: [node ids]} into ``record``: every call, run,
+    pipelined call and SCRIPT LOAD of the project goes through
+    ``queues.scripts.script``. A lookup outside a test (at import, in a
+    module-level constant) is recorded under ""."""
+    if record is None:
+        return []
+    import pytest
+
+    from queues import scripts as project_scripts  # in the child, after the fork
+
+    seen: dict[str, set[str]] = {}
+    current = [""]
+    look_up = project_scripts.script
+
+    def script(name: str) -> object:
+        seen.setdefault(name, set()).add(current[0])
+        return look_up(name)
+
+    project_scripts.script = script  # type: ignore[assignment]
+
+    class Lookups:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+            current[0] = item.nodeid
+            yield
+            current[0] = ""
+
+        def pytest_sessionfinish(self) -> None:
+            assert record is not None
+            record.write_text(json.dumps({name: sorted(ids) for name, ids in seen.items()}))
+
+    return [Lookups()]
+
+
+_LUA_INCLUDE = re.compile(r'^\s*---\s*@include\s+"([\w-]+)"', re.M)
+
+
+def _scripts_running(module: str) -> set[str]:
+    """The script names whose source holds ``module``: its own name for a
+    script, every script that inlines it (directly or through another
+    include) for an include."""
+    scripts_dir = TREE / "priv" / "scripts"
+    includes: dict[str, set[str]] = {}  # file stem (or script name) -> includes named
+    for path in [*scripts_dir.glob("*.lua"), *(scripts_dir / "includes").glob("*.lua")]:
+        key = path.stem if path.parent.name == "includes" else path.stem.rsplit("-", 1)[0]
+        includes[("include:" if path.parent.name == "includes" else "") + key] = set(
+            _LUA_INCLUDE.findall(path.read_text())
+        )
+    target = Path(module)
+    if target.parent.name != "includes":
+        return {target.stem.rsplit("-", 1)[0]}
+
+    def holds(key: str, seen: set[str]) -> bool:
+        for name in includes.get(key, ()):
+            if name == target.stem:
+                return True
+            if name not in seen and holds("include:" + name, seen | {name}):
+                return True
+        return False
+
+    return {key for key in includes if not key.startswith("include:") and holds(key, set())}
+
+
+def _tests_by_script(record: Path, names: set[str]) -> list[str]:
+    """The tests that looked up one of ``names`` in the unmutated run. A
+    lookup outside a test (a test module's parameters built at collection, a
+    project constant) names no test: the tests that use what it built are
+    missed here, which costs only time, since a mutant that survives the
+    selection runs the whole files."""
+    seen: dict[str, list[str]] = json.loads(record.read_text()) if record.exists() else {}
+    return sorted({node for name in names for node in seen.get(name, []) if node})
 
 
 def _tests_by_line(module_file: Path, source: str) -> dict[int, list[str] | None]:
@@ -995,22 +1077,31 @@ def run_module(
     original = target.read_text()
     python = module.endswith(".py")
     (WORK / "coverage.db").unlink(missing_ok=True)
+    lookups = WORK / "lookups.json"
+    lookups.unlink(missing_ok=True)
     outcome, baseline, failed = run_tests(
-        tests, 900, logs / "baseline.txt", measure=target if python else None
+        tests,
+        900,
+        logs / "baseline.txt",
+        measure=target if python else None,
+        lookups=None if python else lookups,
     )
     if outcome != "survived":
         raise SystemExit(
             f"{module}: its tests fail unmutated ({failed}; see {logs / 'baseline.txt'})"
         )
-    # Python: which tests ran each line (a line run at import: all of them);
-    # Lua is not measured, every mutant runs the whole files.
+    # Python: which tests ran each line (a line run at import: all of them).
+    # Lua: the tests that ran a script holding the module; a mutant runs
+    # them first, as a line's tests for Python, then the whole files if it
+    # survived them.
     by_line = _tests_by_line(target, original) if python else {}
+    by_script = None if python else _tests_by_script(lookups, _scripts_running(module))
     timeout = baseline * 3 + 20
     print(f"{module}: {len(mutants)} mutants, tests {baseline:.1f} s unmutated", flush=True)
     try:
         for number, mutant in enumerate(mutants, 1):
             reason = EQUIVALENT.get((module, mutant.original, mutant.mutated))
-            selected = by_line.get(mutant.line) if python else None
+            selected = by_line.get(mutant.line) if python else by_script
             target.write_text(mutant.source)
             log = logs / f"{number}.txt"
             if selected:
