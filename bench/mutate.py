@@ -77,12 +77,16 @@ _FINISH_TESTS = (
     "tests/test_transitions_drained.py",
     "tests/test_transitions_finished_keys.py",
     "tests/test_transitions_finished_keep.py",
+    "tests/test_command_budget.py",
 )
+# test_command_budget.py: the straight-line paths exist for their cost, and a
+# mutant that sends every job down the general path answers the same.
 _PICKUP_TESTS = (
     "tests/test_transitions_active.py",
     "tests/test_pickup.py",
     "tests/test_global_concurrency.py",
     "tests/test_transitions_wrong_types.py",
+    "tests/test_command_budget.py",
 )
 TARGETS: dict[str, tuple[str, ...]] = {
     "dashboard/permissions.py": ("tests/test_permissions.py", "tests/test_permissions_users.py"),
