@@ -333,3 +333,24 @@ def test_a_clean_refuses_a_broken_sorted_set_it_only_reads(redis_client: Redis) 
     assert isinstance(stopped.value.refusal, CorruptKey)
     assert stopped.value.refusal.key == queue.keys.failed
     assert redis_client.zcard(queue.keys.completed) == 3
+
+
+def test_a_clean_keeps_every_failed_job_a_list_also_holds(redis_client: Redis) -> None:
+    """Issue 22's probe, twice over: two bounced emails were pushed back to
+    wait by hand and a third is running again. Cleaning failed jobs leaves
+    all three (deleting a hash would leave the list an id without a job)
+    and reports each; the other bounces go."""
+    queue = Queue("emails", redis_client)
+    ids = _failed_bounces(redis_client, queue, 6, at=now_ms() - 3_600_000)
+    redis_client.lpush(queue.keys.wait, ids[1], ids[4])
+    redis_client.lpush(queue.keys.active, ids[2])
+
+    result = queue.clean("failed", grace_ms=60_000)
+
+    assert sorted(result.ids) == sorted([ids[0], ids[3], ids[5]])
+    assert {s.job_id: s.reason for s in result.skipped.values()} == {
+        ids[1]: "states:failed,wait",
+        ids[4]: "states:failed,wait",
+        ids[2]: "states:failed,active",
+    }
+    assert all(redis_client.exists(queue.keys.job(i)) for i in (ids[1], ids[2], ids[4]))
