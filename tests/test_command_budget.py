@@ -103,7 +103,11 @@ RETRY_ALL_BUDGET = {
 # each is a closure made on every call (a per-job cost), so these only grow
 # on purpose too. The general paths are defined inside a function, only by
 # a call that takes them (wrongType.lua's refusal_of among them).
-DEFINED_BUDGET = {"moveToActive": 9, "moveToFinished": 11}
+# moveToFinished 11 -> 13: its straight-line and general paths share the
+# finish's own steps (includes/finishSteps.lua: settle_finished_job,
+# announce_finish) so that each is written once; two closures more per call
+# cost nothing bench/runtime.py can see (docs/benchmarks.md, perf3).
+DEFINED_BUDGET = {"moveToActive": 9, "moveToFinished": 13}
 # Reading these stats and naming connections are not the scripts' commands.
 OWN = {"info", "client|setname"}
 
