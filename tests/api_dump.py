@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from redis import Redis
 
 from tests import test_openapi
-
-# The walk's fixtures (pytest finds them by their own names).
-from tests.test_openapi import document as _document  # noqa: F401
-from tests.test_openapi import users as _users  # noqa: F401
 
 _MOMENTS = re.compile(
     rb"[0-9]{13}-[0-9a-f]+|1[0-9]{12}|[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9:.]+"
@@ -41,11 +38,12 @@ def _body(request: Any) -> bytes:
 
 def test_dump_every_api_answer(
     dashboard_redis: Redis,
-    users: dict[str, Any],
-    document: dict[str, Any],
+    make_user: Callable[..., Any],
     monkeypatch: pytest.MonkeyPatch,
     settings: Any,
 ) -> None:
+    users = {role: make_user(role) for role in ("viewer", "actor", "editor", "nonstaff")}
+    document = test_openapi._client(users["viewer"]).get(test_openapi.url("schema")).json()
     lines: list[bytes] = []
     checked = test_openapi.Checked.__call__
 
