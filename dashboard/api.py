@@ -16,6 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import actions
+from dashboard import answers as dashboard_answers
 from dashboard.connection_groups import queue_groups
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import (
@@ -179,12 +180,11 @@ def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         state=text_field(body, "state", "failed"),
         reason=text_field(body, "reason")[:1000],
     )
-    body = result.as_json()
     if result.status != 200:
         # Nothing moved: the error names why, the per-id results stay alongside.
-        first = next(o for o in result.outcomes if not o.ok)
-        body["error"] = {"code": first.code.lower(), "message": result.message}
-    return JsonResponse(body, status=result.status)
+        refused = result.answer(dashboard_answers.ActionRefused, error=result.error)
+        return JsonResponse(refused, status=result.status)
+    return JsonResponse(result.answer(dashboard_answers.ActionResult))
 
 
 @require_POST
@@ -204,4 +204,4 @@ def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         state=text_field(body, "state", "failed"),
         grace_ms=-1 if grace_ms is None else grace_ms,
     )
-    return JsonResponse(result.as_json())
+    return JsonResponse(result.answer(dashboard_answers.ActionResult))

@@ -108,54 +108,16 @@ _STREAM_ID: Schema = {"type": "string", "pattern": "^[0-9]+-[0-9]+$"}
 
 
 def _schemas() -> dict[str, Schema]:
-    action_result = {
-        "action": {
-            "type": "string",
-            "enum": [*actions.JOB_ACTIONS, *actions.QUEUE_ACTIONS, *actions.LIMIT_ACTIONS],
-        },
-        "queue": _TEXT,
-        "count": {**_COUNT, "description": "Jobs moved"},
-        "message": {**_STRING, "description": "What happened, in the words the page shows"},
-        "results": _array(_schema("JobOutcome"), maxItems=actions.MAX_JOBS_PER_ACTION),
-        "skipped": _array(_schema("SkippedJob")),
-    }
     return {
-        "JobOutcome": _object(
-            {
-                "id": _JOB_ID,
-                "ok": _BOOLEAN,
-                "code": {
-                    "type": "string",
-                    "enum": ["ok", *_refusal_codes(upper=True)],
-                    "description": "`ok`, or why the job was not moved",
-                },
-                "message": _TEXT,
-            }
-        ),
-        "SkippedJob": _object(
-            {
-                "id": {**_STRING, "description": "As the queue's key holds it"},
-                "reason": {**_TEXT, "description": "Why, in words"},
-                "code": {
-                    **_TEXT,
-                    "description": "`missing`, `not_a_job`, `type:<type>`, `field:<name>`, "
-                    "`key:<name>` or `states:<a>,<b>`",
-                },
-            },
-            description="A job a bulk action left where it was because its keys are broken",
-        ),
-        "ActionResult": _object(action_result),
-        "ActionRefused": _object(
-            {**action_result, "error": _schema("ErrorDetail")},
-            description="Nothing moved: `error` says why, `results` has one entry per id",
-        ),
         "JobActionRequest": {
             **_object(
                 {
-                    "action": {"type": "string", "enum": list(actions.JOB_ACTIONS)},
+                    "action": {"type": "string", "enum": list(dashboard_answers.JOB_ACTIONS)},
                     "ids": {
                         "anyOf": [
-                            _array(_JOB_ID, minItems=1, maxItems=actions.MAX_JOBS_PER_ACTION),
+                            _array(
+                                _JOB_ID, minItems=1, maxItems=dashboard_answers.MAX_JOBS_PER_ACTION
+                            ),
                             _JOB_ID,
                         ]
                     },
@@ -177,7 +139,7 @@ def _schemas() -> dict[str, Schema]:
         "QueueActionRequest": {
             **_object(
                 {
-                    "action": {"type": "string", "enum": list(actions.QUEUE_ACTIONS)},
+                    "action": {"type": "string", "enum": list(dashboard_answers.QUEUE_ACTIONS)},
                     "state": {
                         **_FINISHED_STATE,
                         "default": "failed",
@@ -198,7 +160,6 @@ def _schemas() -> dict[str, Schema]:
             "then": {"required": ["grace_ms"]},
         },
         **_worker_schemas(),
-        **_cohort_schemas(),
         **_change_schemas(),
         "OpenAPIDocument": {
             "type": "object",
@@ -206,7 +167,7 @@ def _schemas() -> dict[str, Schema]:
             "properties": {"openapi": {"type": "string", "pattern": "^3\\.1\\."}},
         },
         **_scheduler_schemas(),
-        **_search_schemas(action_result),
+        **_search_schemas(),
         **_error_group_schemas(),
     }
 
@@ -221,41 +182,9 @@ _GROUP_KEY: Schema = {
 
 def _error_group_schemas() -> dict[str, Schema]:
     """The failed tab grouped by error (queues.read.error_groups, dashboard.error_groups)."""
-    outcome = _object(
-        {
-            "id": _JOB_ID,
-            "ok": _BOOLEAN,
-            "code": {"type": "string", "enum": ["ok", *_refusal_codes(upper=True)]},
-            "message": _TEXT,
-        }
-    )
     return {
         "ErrorGroupActionRequest": _object(
             {"action": {"type": "string", "enum": ["retry", "remove"]}, "group": _GROUP_KEY}
-        ),
-        "ErrorGroupActionResult": _object(
-            {
-                "action": {"type": "string", "enum": ["retry", "remove"]},
-                "queue": _TEXT,
-                "group": _GROUP_KEY,
-                "count": {**_COUNT, "description": "Jobs moved"},
-                "asked": {**_COUNT, "description": "Jobs of the group this call tried"},
-                "moved_meanwhile": {
-                    **_COUNT,
-                    "description": "Jobs no longer failed when their turn came: left alone",
-                },
-                "broken": {
-                    **_array(_JOB_ID, maxItems=20),
-                    "description": "Jobs whose keys are broken, left in failed (the first 20)",
-                },
-                "left": {**_COUNT, "description": "Jobs of the group beyond this call's share"},
-                "message": _STRING,
-                "results": {
-                    **_array(outcome, maxItems=20),
-                    "description": "The first 20 jobs that were not moved, and why",
-                },
-                "skipped": _array(_schema("SkippedJob"), maxItems=0),
-            }
         ),
     }
 
@@ -263,68 +192,31 @@ def _error_group_schemas() -> dict[str, Schema]:
 _SCHEDULER_CODES = ["SCHEDULER_NOT_EXIST", "SCHEDULER_BROKEN"]
 
 
-def _search_schemas(action_result: dict[str, Schema]) -> dict[str, Schema]:
+def _search_schemas() -> dict[str, Schema]:
     """A search's steps and acting on its matches (dashboard.search)."""
     return {
         "SearchActRequest": _object(
             {
-                "action": {"type": "string", "enum": list(actions.SET_ACTIONS)},
+                "action": {"type": "string", "enum": list(dashboard_answers.SET_ACTIONS)},
                 "state": {**_STATE, "description": "The state the search ran in"},
                 "ids": _array(_JOB_ID, minItems=1, maxItems=actions.MAX_IDS_PER_SET),
             }
-        ),
-        "SearchActResult": _object(
-            {
-                **action_result,
-                "moved_meanwhile": {
-                    **_COUNT,
-                    "description": "Jobs no longer in the state (moved or gone): skipped",
-                },
-            },
-            description="`results` lists only the jobs refused for another reason",
         ),
     }
 
 
 def _scheduler_schemas() -> dict[str, Schema]:
     """The schedulers tab's answers (queues.read.schedulers, actions.scheduler_action)."""
-    result = {
-        "action": {"type": "string", "enum": list(actions.SCHEDULER_ACTIONS)},
-        "queue": _TEXT,
-        "count": {**_COUNT, "description": "1 when the action ran, else 0"},
-        "message": {**_STRING, "description": "What happened, in the words the page shows"},
-        "results": _array(
-            _object(
-                {
-                    "id": {
-                        **_TEXT,
-                        "description": "`run_now`: the new job's id; `remove`: the scheduler's",
-                    },
-                    "ok": _BOOLEAN,
-                    "code": {"type": "string", "enum": ["ok", *_SCHEDULER_CODES]},
-                    "message": _TEXT,
-                }
-            ),
-            minItems=1,
-            maxItems=1,
-        ),
-        "skipped": _array(_schema("SkippedJob"), maxItems=0),
-    }
     return {
         "SchedulerActionRequest": _object(
             {
-                "action": {"type": "string", "enum": list(actions.SCHEDULER_ACTIONS)},
+                "action": {"type": "string", "enum": list(dashboard_answers.SCHEDULER_ACTIONS)},
                 "id": {
                     **_TEXT,
                     "maxLength": actions.MAX_SCHEDULER_ID_LENGTH,
                     "description": "The scheduler's id (`id` of a listed scheduler)",
                 },
             }
-        ),
-        "SchedulerActionResult": _object(result),
-        "SchedulerActionRefused": _object(
-            {**result, "error": _schema("ErrorDetail")},
-            description="Nothing changed: `error` says why",
         ),
     }
 
@@ -348,93 +240,6 @@ def _worker_schemas() -> dict[str, Schema]:
 
 
 _COHORT_ID: Schema = {"type": "string", "pattern": "^[0-9]{13}-[0-9a-f]{8}$"}
-
-
-def _cohort_schemas() -> dict[str, Schema]:
-    """What became of recent actions (dashboard.cohorts, queues.read.cohorts)."""
-    parts = {"type": "string", "enum": list(cohorts.PARTS)}
-    return {
-        "Cohort": {
-            "description": "A recent retry or promote and where its jobs are now; "
-            "an unreadable record has only `id`, `at_ms` and `problem`",
-            "oneOf": [
-                _object(
-                    {
-                        "id": _COHORT_ID,
-                        "action": {**_TEXT, "description": "retry, promote, retry_all, ..."},
-                        "source": {**_STRING, "description": "The state the jobs came from"},
-                        "user": _STRING,
-                        "at_ms": _COUNT,
-                        "at": {**_STRING, "description": "The same moment in UTC, for people"},
-                        "count": {**_COUNT, "description": "Jobs the action moved"},
-                        "tracked": {
-                            **_COUNT,
-                            "description": "Of those, the ones followed (the first 100,000)",
-                        },
-                        "audit_id": _or_null(
-                            {**_INTEGER, "description": "The action's AuditEntry (its record)"}
-                        ),
-                        "breakdown": _or_null(
-                            _object(
-                                {
-                                    "parts": {
-                                        **_map(_COUNT),
-                                        "propertyNames": parts,
-                                        "description": "Tracked jobs per state now, and `gone`"
-                                        " (their hash removed since)",
-                                    },
-                                    "failed_same": _or_null(
-                                        {
-                                            **_COUNT,
-                                            "description": "Failed again with the kind of reason"
-                                            " they had before (folded as the error groups fold"
-                                            " it); null when none was recorded",
-                                        }
-                                    ),
-                                    "failed_reason": _or_null(
-                                        {
-                                            **_STRING,
-                                            "description": "The commonest kind of reason now",
-                                        }
-                                    ),
-                                    "failed_sample": _or_null(
-                                        {**_STRING, "description": "A reason of that kind"}
-                                    ),
-                                },
-                                description="null when this answer's budget of jobs to look"
-                                " at was spent on newer cohorts (ask for the cohort itself)",
-                            )
-                        ),
-                        "previous_reason": _or_null(
-                            {
-                                **_STRING,
-                                "description": "The commonest kind of reason the jobs had"
-                                " failed with before",
-                            }
-                        ),
-                        "previous_sample": _or_null(
-                            {**_STRING, "description": "One of the jobs' own reasons of it"}
-                        ),
-                        "problem": {"type": "null"},
-                    }
-                ),
-                _object({"id": _COHORT_ID, "at_ms": _COUNT, "problem": _TEXT}),
-            ],
-        },
-        "CohortList": _object(
-            {"queue": _TEXT, "cohorts": _array(_schema("Cohort"), maxItems=20)},
-        ),
-        "CohortJobs": _object(
-            {
-                "queue": _TEXT,
-                "cohort": _schema("Cohort"),
-                "part": parts,
-                "start": _COUNT,
-                "total": {**_COUNT, "description": "Tracked jobs in this part"},
-                "ids": _array(_JOB_ID, maxItems=cohorts.MAX_PAGE_SIZE),
-            }
-        ),
-    }
 
 
 def _change_schemas() -> dict[str, Schema]:
@@ -1020,7 +825,7 @@ OPERATIONS: dict[str, tuple[str, Schema]] = {
                 _query(
                     "count",
                     "Ids at most" + _GARBAGE,
-                    {**_page_size(cohorts.PAGE_SIZE), "maximum": cohorts.MAX_PAGE_SIZE},
+                    {**_page_size(cohorts.PAGE_SIZE), "maximum": dashboard_answers.COHORT_IDS_MAX},
                 ),
             ],
             "responses": {

@@ -260,4 +260,6 @@ def api_act(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         user=user_label(request.user),
         state=text_field(body, "state", "failed"),
     )
-    return JsonResponse(result.as_set_json())
+    return JsonResponse(
+        result.answer(answers.SearchActResult, moved_meanwhile=result.moved_meanwhile)
+    )

@@ -20,6 +20,7 @@ from django.views.decorators.vary import vary_on_headers
 from redis import Redis
 
 from dashboard import actions, presenters
+from dashboard import answers as dashboard_answers
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import queue_or_404
 from dashboard.permissions import api_permission, page_permission, user_label
@@ -240,4 +241,4 @@ def global_concurrency_json(request: HttpRequest, prefix: str, name: str) -> Htt
     result = actions.set_global_concurrency(
         client, ref, _limit_from(body["concurrency"]), user=user_label(request.user)
     )
-    return JsonResponse(result.as_json())
+    return JsonResponse(result.answer(dashboard_answers.ActionResult))
