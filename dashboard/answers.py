@@ -225,6 +225,9 @@ COHORT_IDS_MAX = 500
 CohortPart = Annotated[str, _one_of(COHORT_PARTS)]
 
 
+CohortId = Annotated[str, Meta(pattern="^[0-9]{13}-[0-9a-f]{8}$")]
+
+
 class CohortBreakdown(Answer):
     parts: Annotated[
         dict[CohortPart, Count],
@@ -245,7 +248,7 @@ class Cohort(Answer, kw_only=True):
     """A recent retry or promote and where its jobs are now; an unreadable
     record has only `id`, `at_ms` and `problem`."""
 
-    id: Annotated[str, Meta(pattern="^[0-9]{13}-[0-9a-f]{8}$")]
+    id: CohortId
     action: Annotated[str, Meta(min_length=1, description="retry, promote, retry_all, ...")] | (
         msgspec.UnsetType
     ) = msgspec.UNSET

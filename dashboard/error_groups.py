@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from redis import Redis
 
-from dashboard import actions, presenters
+from dashboard import actions, bodies, presenters
 from dashboard import answers as dashboard_answers
 from dashboard.answers import GROUP_ACTIONS, LISTED_REFUSALS
 from dashboard.jsonresponse import JsonResponse
@@ -36,14 +36,12 @@ from dashboard.queue_urls import queue_url
 from dashboard.redis import get_client
 from dashboard.web import (
     PAGE_SIZES,
-    BadInput,
     is_htmx,
     json_errors,
     queue_context,
     redirect_back,
     render_page,
     request_body,
-    text_field,
 )
 from queues import errors
 from queues.read import answers, counts, lists
@@ -281,14 +279,9 @@ def api_group_action(request: HttpRequest, prefix: str, name: str) -> HttpRespon
     """``{"action": "retry" | "remove", "group": "<key>"}``"""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = request_body(request)
-    group = body.get("group")
-    if not isinstance(group, str):
-        raise BadInput("group must be the key of an error group (a string)")
+    body = request_body(request, bodies.ErrorGroupActionRequest)
     try:
-        outcome = group_action(
-            client, ref, group, text_field(body, "action"), user=user_label(request.user)
-        )
+        outcome = group_action(client, ref, body.group, body.action, user=user_label(request.user))
     except errors.CorruptKey as error:
         raise actions.QueueKeyCorrupt(str(error)) from error
     return JsonResponse(outcome.answer())

@@ -17,9 +17,10 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
+from msgspec import UNSET
 from redis import Redis
 
-from dashboard import actions, presenters
+from dashboard import actions, bodies, presenters
 from dashboard import answers as dashboard_answers
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import queue_or_404
@@ -235,10 +236,10 @@ def global_concurrency_json(request: HttpRequest, prefix: str, name: str) -> Htt
     """``{"concurrency": 5}`` sets it, ``{"concurrency": null}`` clears it."""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = request_body(request)
-    if "concurrency" not in body:
+    body = request_body(request, bodies.GlobalConcurrencyRequest)
+    if body.concurrency is UNSET:
         raise BadInput("concurrency is required: a whole number, or null to clear it")
     result = actions.set_global_concurrency(
-        client, ref, _limit_from(body["concurrency"]), user=user_label(request.user)
+        client, ref, _limit_from(body.concurrency), user=user_label(request.user)
     )
     return JsonResponse(result.answer(dashboard_answers.ActionResult))
