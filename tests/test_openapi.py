@@ -472,7 +472,19 @@ def _changes(check: Checked, users: dict[str, Any]) -> None:
     assert jammed["error"]["code"] == "corrupt_key"
 
 
-# The changes' bodies when the server or Redis is the trouble (edit, duplicate, add).
+# The group of "broken" (its key is no hash: no reason), the one failed job left by then.
+_FULL_GROUP = {"action": "retry", "group": group_key(NO_REASON)}
+# One POST of each operation, as the actor sends it (the changes: as the editor), for
+# what every operation answers alike: not logged in, forbidden, too large, Redis full
+# or gone, a bug.
+_ACTS = [
+    ("job_actions", {"action": "retry", "ids": ["f3"]}),
+    ("queue_actions", {"action": "retry_all"}),
+    ("global_concurrency", {"concurrency": 2}),
+    ("scheduler_actions", {"action": "run_now", "id": "beat"}),
+    ("search_act", {"action": "retry", "state": "failed", "ids": ["f3"]}),
+    ("error_group_actions", _FULL_GROUP),
+]
 _CHANGE_POSTS = [
     ("edit_job_data", {"id": "f4", "data": {"to": "d"}}),
     ("duplicate_job", {"id": "w1"}),
@@ -480,72 +492,74 @@ _CHANGE_POSTS = [
 ]
 
 
-def _change_troubles(
+def _gets() -> list[str]:
+    """One GET of each operation (every one but the schema's needs Redis)."""
+    queue = ["queues", "queue", "jobs", "events", "schedulers", "workers", "limits", "cohorts"]
+    reads = [url(name) for name in (*queue, "search", "error_groups")]
+    reads += [url(name, job_id="f3") for name in ("job", "flow", "flow_children")]
+    reads += [url("cohort", cohort_id=NO_COHORT), url("error_group_jobs", group="0" * 16)]
+    return [*reads, url("schema")]
+
+
+def _posting(users: dict[str, Any], **kw: Any) -> list[tuple[Client, str, dict[str, Any]]]:
+    actor, editor = _client(users["actor"], **kw), _client(users["editor"], **kw)
+    return [(actor, *post) for post in _ACTS] + [(editor, *post) for post in _CHANGE_POSTS]
+
+
+def _troubles(
     check: Checked, users: dict[str, Any], client: Redis, settings: Any, monkeypatch: Any
 ) -> None:
-    editor = _client(users["editor"])
+    """Bodies over the limits, Redis full, a view crashing, Redis gone: every operation."""
+    posts = _posting(users)
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
-    for name, body in _CHANGE_POSTS:
-        padded = {**body, "padding": "x" * 2_000}
-        check(_post(editor, name, padded), 413, valid_request=False)
+    for poster, name, body in posts:
+        check(_post(poster, name, {**body, "padding": "x" * 2_000}), 413, valid_request=False)
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = limit
     settings.ECHOMQ_MAX_JOB_DATA_BYTES = 100
+    editor = _client(users["editor"])
     big = check(_post(editor, "edit_job_data", {"id": "f4", "data": "x" * 200}), 413)
     assert big["error"]["code"] == "data_too_large"
     check(_post(editor, "duplicate_job", {"id": "big"}), 413)
     check(_post(editor, "add_job", {"name": "send", "data": "x" * 200}), 413)
     del settings.ECHOMQ_MAX_JOB_DATA_BYTES
     with redis_full(client):
-        for name, body in _CHANGE_POSTS:
-            assert check(_post(editor, name, body), 507)["error"]["code"] == "redis_out_of_memory"
+        for poster, name, body in posts:
+            full = check(_post(poster, name, body), 507)
+            assert full["error"]["code"] == "redis_out_of_memory"
+    viewer = _client(users["viewer"])
 
     def crash(*args: Any) -> bool:
         raise RuntimeError("a bug")
 
     with monkeypatch.context() as patched:
         patched.setattr(permissions, "can_view", crash)
-        for name, body in _CHANGE_POSTS:
-            check(_post(editor, name, body), 500)
-
-
-def _changes_without_redis(check: Checked, users: dict[str, Any]) -> None:
-    editor = _client(users["editor"])
-    for name, body in _CHANGE_POSTS:
-        check(_post(editor, name, body), 503)
+        for target in _gets():
+            check(viewer.get(target), 500)
+        for poster, name, body in posts:
+            check(_post(poster, name, body), 500)
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    discovery.clear_discovery_cache()
+    for target in _gets()[:-1]:
+        check(viewer.get(target), 503)
+    for poster, name, body in posts:
+        check(_post(poster, name, body), 503)
 
 
 def _refusals(check: Checked, users: dict[str, Any]) -> None:
     """Who may not, and requests refused before any view ran."""
-    reads = [url("queues"), url("schema"), url("queue"), url("jobs"), url("events")]
-    reads.append(url("schedulers"))
-    reads.append(url("job", job_id="f3"))
-    reads += [url("flow", job_id="f3"), url("flow_children", job_id="f3")]
-    reads += [url("workers"), url("limits"), url("search")]
-    reads += [url("cohorts"), url("cohort", cohort_id=NO_COHORT)]
-    reads += [url("error_groups"), url("error_group_jobs", group="0" * 16)]
-    posts = [
-        ("search_act", {"action": "retry", "state": "failed", "ids": ["f3"]}),
-        ("job_actions", {"action": "remove", "ids": ["f3"]}),
-        ("queue_actions", {"action": "pause"}),
-        ("global_concurrency", {"concurrency": 2}),
-        ("scheduler_actions", {"action": "run_now", "id": "beat"}),
-        ("error_group_actions", {"action": "retry", "group": "0" * 16}),
-        *_CHANGE_POSTS,
-    ]
     for who, status in ((None, 401), (users["nonstaff"], 403)):
         client = _client(who)
         logged_in = who is not None  # without the session cookie the request breaks the rules
-        for target in reads:
+        for target in _gets():
             check(client.get(target), status, valid_request=logged_in)
-        for name, body in posts:
+        for name, body in (*_ACTS, *_CHANGE_POSTS):
             check(_post(client, name, body), status, valid_request=logged_in)
     viewer = _client(users["viewer"])
-    for name, body in posts:
+    for name, body in (*_ACTS, *_CHANGE_POSTS):
         assert check(_post(viewer, name, body), 403)["error"]["code"] == "forbidden"
-    no_token = _client(users["actor"], csrf=False)
-    for name, body in posts:
-        refused = check(_post(no_token, name, body), 403, valid_request=False)
+    for poster, name, body in _posting(users, csrf=False):
+        refused = check(_post(poster, name, body), 403, valid_request=False)
         assert refused["error"]["code"] == "csrf_failed"
 
 
@@ -593,92 +607,6 @@ def _searches(
     client.zrem(EMAILS.keys.failed, "s4")
 
 
-def _too_large(check: Checked, actor: Client, settings: Any) -> None:
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
-    ids = [f"job-{n}" for n in range(200)]
-    check(_post(actor, "job_actions", {"action": "remove", "ids": ids}), 413, valid_request=False)
-    body = {"action": "pause", "padding": "x" * 2_000}
-    check(_post(actor, "queue_actions", body, form=True), 413, valid_request=False)
-    padded = {"concurrency": "2", "padding": "x" * 2_000}
-    check(_post(actor, "global_concurrency", padded, form=True), 413, valid_request=False)
-    body = {"action": "remove", "id": "beat", "padding": "x" * 2_000}
-    check(_post(actor, "scheduler_actions", body), 413, valid_request=False)
-    check(_post(actor, "search_act", {"action": "remove", "ids": ids}), 413, valid_request=False)
-    body = {"action": "retry", "group": "0" * 16, "padding": "x" * 2_000}
-    check(_post(actor, "error_group_actions", body), 413, valid_request=False)
-    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = limit
-
-
-# The group of "broken" (its key is no hash: no reason), the one failed job left by then.
-_FULL_GROUP = {"action": "retry", "group": group_key(NO_REASON)}
-
-
-def _redis_full(check: Checked, actor: Client, client: Redis) -> None:
-    with redis_full(client):
-        full = check(_post(actor, "job_actions", {"action": "retry", "ids": ["f3"]}), 507)
-        assert full["error"]["code"] == "redis_out_of_memory"
-        check(_post(actor, "queue_actions", {"action": "retry_all"}), 507)
-        check(_post(actor, "global_concurrency", {"concurrency": 2}), 507)
-        check(_post(actor, "scheduler_actions", {"action": "run_now", "id": "beat"}), 507)
-        check(
-            _post(actor, "search_act", {"action": "retry", "state": "failed", "ids": ["f3"]}), 507
-        )
-        full = check(_post(actor, "error_group_actions", _FULL_GROUP), 507)
-        assert full["error"]["code"] == "redis_out_of_memory"
-
-
-def _redis_gone(check: Checked, viewer: Client, actor: Client, settings: Any) -> None:
-    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
-    discovery.clear_discovery_cache()
-    for target in (url("queues"), url("queue"), url("jobs"), url("events"), url("schedulers")):
-        check(viewer.get(target), 503)
-    check(viewer.get(url("job", job_id="f3")), 503)
-    check(viewer.get(url("flow", job_id="f3")), 503)
-    check(viewer.get(url("flow_children", job_id="f3")), 503)
-    check(_post(actor, "job_actions", {"action": "remove", "ids": ["f3"]}), 503)
-    check(_post(actor, "queue_actions", {"action": "pause"}), 503)
-    check(viewer.get(url("workers")), 503)
-    check(viewer.get(url("limits")), 503)
-    check(viewer.get(url("cohorts")), 503)
-    check(viewer.get(url("cohort", cohort_id=NO_COHORT)), 503)
-    check(_post(actor, "global_concurrency", {"concurrency": 2}), 503)
-    check(_post(actor, "scheduler_actions", {"action": "remove", "id": "beat"}), 503)
-    check(viewer.get(url("search"), {"q": "name ~ x"}), 503)
-    check(_post(actor, "search_act", {"action": "remove", "state": "failed", "ids": ["f3"]}), 503)
-    check(viewer.get(url("error_groups")), 503)
-    check(viewer.get(url("error_group_jobs", group="0" * 16)), 503)
-    check(_post(actor, "error_group_actions", {"action": "retry", "group": "0" * 16}), 503)
-
-
-def _crashing(check: Checked, viewer: Client, actor: Client, monkeypatch: Any) -> None:
-    def crash(*args: Any) -> bool:
-        raise RuntimeError("a bug")
-
-    with monkeypatch.context() as patched:
-        patched.setattr(permissions, "can_view", crash)
-        reads = (url("queues"), url("schema"), url("queue"), url("jobs"), url("events"))
-        for target in (*reads, url("schedulers")):
-            check(viewer.get(target), 500)
-        check(viewer.get(url("job", job_id="f3")), 500)
-        check(viewer.get(url("flow", job_id="f3")), 500)
-        check(viewer.get(url("flow_children", job_id="f3")), 500)
-        check(_post(actor, "job_actions", {"action": "remove", "ids": ["f3"]}), 500)
-        check(_post(actor, "queue_actions", {"action": "pause"}), 500)
-        check(viewer.get(url("workers")), 500)
-        check(viewer.get(url("limits")), 500)
-        check(viewer.get(url("cohorts")), 500)
-        check(viewer.get(url("cohort", cohort_id=NO_COHORT)), 500)
-        check(_post(actor, "global_concurrency", {"concurrency": 2}), 500)
-        check(_post(actor, "scheduler_actions", {"action": "remove", "id": "beat"}), 500)
-        check(viewer.get(url("search"), {"q": "name ~ x"}), 500)
-        body = {"action": "remove", "state": "failed", "ids": ["f3"]}
-        check(_post(actor, "search_act", body), 500)
-        check(viewer.get(url("error_groups")), 500)
-        check(viewer.get(url("error_group_jobs", group="0" * 16)), 500)
-        check(_post(actor, "error_group_actions", {"action": "retry", "group": "0" * 16}), 500)
-
-
 def test_every_documented_answer_is_given_and_matches_the_document(
     dashboard_redis: Redis,
     users: dict[str, Any],
@@ -699,12 +627,7 @@ def test_every_documented_answer_is_given_and_matches_the_document(
     _scheduler_actions(check, actor)
     _changes(check, users)
     _refusals(check, users)
-    _too_large(check, actor, settings)
-    _redis_full(check, actor, dashboard_redis)
-    _crashing(check, viewer, actor, monkeypatch)
-    _change_troubles(check, users, dashboard_redis, settings, monkeypatch)
-    _redis_gone(check, viewer, actor, settings)
-    _changes_without_redis(check, users)
+    _troubles(check, users, dashboard_redis, settings, monkeypatch)
     assert check.seen == check.documented()
     assert {"job_not_in_state", "job_broken", "corrupt_key", "csrf_failed"} <= check.codes
 
