@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlencode
 
+import msgspec
 import pytest
 import schemathesis
 from django.conf import settings as django_settings
@@ -44,10 +45,12 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from dashboard import permissions, search
+from dashboard import answers as dashboard_answers
+from dashboard import bodies, permissions, search
 from dashboard.cohort_record import record_cohort
-from dashboard.openapi import OPERATIONS
+from dashboard.openapi import OPERATIONS, OpenAPIDocument
 from queues import discovery
+from queues.read import answers
 from queues.read.error_folding import NO_REASON, group_key
 from queues.read.job import DATA_DISPLAY_LIMIT
 from queues.read.refs import QueueRef
@@ -860,3 +863,41 @@ def test_a_queue_on_another_redis_connection_is_answered_as_the_document_says(
     assert [c["name"] for c in listed["connections"]] == ["default", "staging"]
     unknown = {**on_staging, "connection": "nope"}
     check(viewer.get(reverse(f"{API}:queue", kwargs=unknown)), 404)
+
+
+def test_every_schema_is_generated_and_every_body_is_read_as_the_document_says(
+    dashboard_redis: Redis, document: dict[str, Any], make_user: Callable[..., Any]
+) -> None:
+    """No schema is written by hand: the components are the declared Structs as
+    msgspec describes them. And each POST's body is read by the Struct its
+    operation names: the documented example passes the document, a field of
+    the wrong type fails the document and is refused (400) with that field named."""
+    shapes = (*answers.SHAPES, *dashboard_answers.SHAPES, *bodies.BODIES, OpenAPIDocument)
+    _, declared = msgspec.json.schema_components(shapes, ref_template="#/components/schemas/{name}")
+    assert document["components"]["schemas"] == json.loads(json.dumps(declared))
+    _seed(dashboard_redis)
+    superuser = _client(make_user("superuser"))
+    registry = Registry().with_resource(
+        "urn:api", Resource.from_contents(document, default_specification=DRAFT202012)
+    )
+    by_id = {operation["operationId"]: name for name, (_, operation) in OPERATIONS.items()}
+    posts = [item["post"] for item in document["paths"].values() if "post" in item]
+    assert len(posts) == len(bodies.BODIES)
+    refused = 0
+    for operation in posts:
+        content = operation["requestBody"]["content"]["application/json"]
+        schema = {**content["schema"], "$ref": "urn:api" + content["schema"]["$ref"]}
+        validator = Draft202012Validator(schema, registry=registry)
+        body = content["example"]
+        validator.validate(body)
+        target = url(by_id[operation["operationId"]])
+        for field_ in body:
+            wrong = {**body, field_: [{"not": "this"}]}
+            if validator.is_valid(wrong):
+                continue  # data: any JSON value
+            answer = superuser.post(target, json.dumps(wrong), content_type="application/json")
+            assert answer.status_code == 400, (target, field_, answer.content)
+            message = answer.json()["error"]["message"]
+            assert field_ in message or "ids" in message, (target, message)
+            refused += 1
+    assert refused >= 2 * len(posts)
