@@ -23,8 +23,7 @@ from dashboard.actions import FINISHED_STATES, MAX_IDS_PER_SET, MAX_SCHEDULER_ID
 from dashboard.answers import JOB_ACTIONS, MAX_JOBS_PER_ACTION, QUEUE_ACTIONS, SET_ACTIONS
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.job_options import MAX_PRIORITY
-from queues.keys import MAX_JOB_ID_LENGTH
-from queues.read.answers import ERROR_GROUP_OTHER
+from queues.read.answers import ERROR_GROUP_OTHER, JobId
 from queues.read.states import STATES
 
 Schema = dict[str, Any]
@@ -32,12 +31,7 @@ FINISHED = tuple(FINISHED_STATES)
 # The most milliseconds an age may be: a century.
 MAX_MILLISECONDS = 100 * 365 * 86_400_000
 
-_JOB_ID: Schema = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": MAX_JOB_ID_LENGTH,
-    "pattern": "^([^:\\u0000-\\u001f\\u007f]+|repeat:[^\\u0000-\\u001f\\u007f]+:[0-9]{1,16})$",
-}
+_JOB_ID: Schema = msgspec.json.schema(JobId)
 
 
 def _doc(schema: Schema, description: str | None = None) -> Meta:

@@ -71,18 +71,20 @@ def _of(shape: Any, **more: Any) -> Schema:
 def _error(
     status: str,
     description: str,
-    *codes: str,
+    codes: str,
+    *,
     refused: tuple[Shape, list[str]] | None = None,
     headers: tuple[str, ...] = (),
 ) -> tuple[str, Schema]:
-    """An error answer: ``Error`` with one of ``codes``; with ``refused``,
-    alternatively that Struct (the per-id results beside the error) with one of its codes."""
+    """An error answer: ``Error`` with one of ``codes`` (space-separated); with
+    ``refused``, alternatively that Struct (the per-id results beside the error)
+    with one of its codes."""
 
     def coded(shape: Shape, codes: list[str]) -> Schema:
         only = {"properties": {"error": {"properties": {"code": {"enum": codes}}}}}
         return {"allOf": [_of(shape), only]}
 
-    schema = coded(dashboard_answers.Error, list(codes))
+    schema = coded(dashboard_answers.Error, codes.split())
     if refused:
         schema = {"oneOf": [schema, coded(*refused)]}
     answer: Schema = {
@@ -111,19 +113,17 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
         "403",
         "The user may not act (`dashboard.act_on_queues`), the dashboard is read-only, "
         "or the CSRF check failed (`csrf_failed`: the message says how to send the token)",
-        "forbidden",
-        "csrf_failed",
+        "forbidden csrf_failed",
     ),
     "ForbiddenToChange": _error(
         "403",
         "The user may not change jobs (`dashboard.change_jobs`), the dashboard is "
         "read-only, or the CSRF check failed (`csrf_failed`)",
-        "forbidden",
-        "csrf_failed",
+        "forbidden csrf_failed",
     ),
     "NotFound": _error("404", "No such queue, job or API path", "not_found"),
     "ChangeNotFound": _error(
-        "404", "No such queue (`not_found`), or no job with that id", "not_found", "job_not_exist"
+        "404", "No such queue (`not_found`), or no job with that id", "not_found job_not_exist"
     ),
     "ChangeRefused": _error(
         "409",
@@ -131,16 +131,13 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
         "worker took it, it completed: `job_not_in_state`), its key is not a job hash or "
         "its data is not JSON (`job_broken`), or a key of the queue has the wrong type "
         "(`corrupt_key`)",
-        "job_not_in_state",
-        "job_broken",
-        "corrupt_key",
+        "job_not_in_state job_broken corrupt_key",
     ),
     "ChangeTooLarge": _error(
         "413",
         "A body over Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` (`body_too_large`), or data "
         "over `ECHOMQ_MAX_JOB_DATA_BYTES` (`data_too_large`): nothing was changed",
-        "body_too_large",
-        "data_too_large",
+        "body_too_large data_too_large",
     ),
     "JobNotFound": _error(
         "404",
@@ -181,15 +178,13 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
         "400",
         "A query that cannot run (`bad_query`: the message says why, e.g. too long, no "
         "operator, an unknown field, a forged cursor) or an unknown state (`bad_request`)",
-        "bad_query",
-        "bad_request",
+        "bad_query bad_request",
     ),
     "SearchConflict": _error(
         "409",
         "A newer search of the same user replaced this one (`search_replaced`), or the "
         "state's key has the wrong type (`corrupt_key`)",
-        "search_replaced",
-        "corrupt_key",
+        "search_replaced corrupt_key",
     ),
     "SearchBusy": _error(
         "429",
@@ -214,9 +209,7 @@ _ERRORS: dict[str, tuple[str, Schema]] = {
         "sentinels are replacing the master); an action may or may not have run "
         "(the message says); or, for a search step, the server has as many steps "
         "waiting as it takes (`busy`)",
-        "redis_unavailable",
-        "redis_failing_over",
-        "busy",
+        "redis_unavailable redis_failing_over busy",
         headers=("Retry-After",),
     ),
     "RedisOutOfMemory": _error(
