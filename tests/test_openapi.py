@@ -744,6 +744,20 @@ def test_an_answer_the_document_does_not_describe_fails_validation(
         check(TAMPERINGS[tampering](response), response.status_code)
 
 
+@pytest.mark.parametrize("change", [{"problem": None}, {"problem": "x", "action": "retry"}])
+def test_a_cohort_half_readable_fails_validation(
+    dashboard_redis: Redis, document: dict[str, Any], users: dict[str, Any], change: Any
+) -> None:
+    """A cohort is readable (every field, no problem) or not (id, at_ms, problem only)."""
+    _seed(dashboard_redis)
+    check = Checked(document)
+    response = _client(users["viewer"]).get(url("cohorts"))
+    unreadable = check(response, 200)["cohorts"][1]
+    assert set(unreadable) == {"id", "at_ms", "problem"}
+    with pytest.raises(OpenAPIError):
+        check(_tampered(response, lambda body: body["cohorts"][1].update(change)), 200)
+
+
 # Mounted under a prefix of a host project's choosing (this module is the URLconf).
 urlpatterns = [path("ops/queues/", include("dashboard.urls"))]
 
