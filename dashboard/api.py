@@ -29,8 +29,7 @@ from dashboard.lookup import (
 )
 from dashboard.permissions import api_permission, user_label
 from dashboard.redis import get_client
-from dashboard.web import BadInput, json_errors, request_body
-from queues.numerals import NotWholeNumber, parse_whole
+from dashboard.web import BadInput, json_errors, request_body, whole_number
 from queues.read import answers, counts
 from queues.read.answers import MAX_RANGE
 from queues.read.events import event_json, events_page, job_events
@@ -45,14 +44,9 @@ def _milliseconds(value: int | str | None, name: str) -> int | None:
     string of digits (a form field); None when not given."""
     if value is None or value == "":
         return None
-    if isinstance(value, str):
-        try:
-            value = parse_whole(value.strip())
-        except NotWholeNumber:
-            raise BadInput(f"{name} must be an integer (milliseconds)") from None
-    if not 0 <= value <= MAX_MILLISECONDS:
-        raise BadInput(f"{name} must be between 0 and {MAX_MILLISECONDS:,} (milliseconds)")
-    return value
+    must = f"{name} must be an integer (milliseconds)"
+    within = f"{name} must be between 0 and {MAX_MILLISECONDS:,} (milliseconds)"
+    return whole_number(value, 0, MAX_MILLISECONDS, must=must, within=within)
 
 
 @require_GET

@@ -25,6 +25,7 @@ from dashboard.health import Workers
 from dashboard.permissions import can_act, can_change, read_only, read_only_note
 from dashboard.queue_urls import queue_url
 from queues.keys import InvalidName
+from queues.numerals import NotWholeNumber, parse_whole
 from queues.read import counts
 from queues.read.refs import QueueRef
 
@@ -83,6 +84,21 @@ def request_body(request: HttpRequest, shape: type[B]) -> B:
     except UnicodeEncodeError:  # msgspec's, for half a character where a list goes
         name = next(k for k, v in fields.items() if isinstance(v, str) and not _utf8(v))
     raise BadInput(shape.refusals.get(name, f"{name} must be a string"))
+
+
+def whole_number(value: object, low: int, high: int, *, must: str, within: str) -> int:
+    """A JSON integer or a string of digits (a form field) from ``low`` to
+    ``high``; else BadInput saying ``must`` (not one) or ``within`` (out of range)."""
+    if isinstance(value, str):
+        try:
+            value = parse_whole(value.strip())
+        except NotWholeNumber:
+            raise BadInput(must) from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInput(must)
+    if not low <= value <= high:
+        raise BadInput(within)
+    return value
 
 
 # msgspec's words for where a value is wrong: "... - at `$.ids[0]`", "... field `ids`".

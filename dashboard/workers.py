@@ -35,9 +35,9 @@ from dashboard.web import (
     redirect_back,
     render_page,
     request_body,
+    whole_number,
 )
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
-from queues.numerals import NotWholeNumber, parse_whole
 from queues.read import answers, counts
 from queues.read.limits import Limits, read_limits
 from queues.read.refs import QueueRef
@@ -168,16 +168,8 @@ def _limit_from(value: Any) -> int | None:
         f"concurrency must be a whole number from 1 to {MAX_GLOBAL_CONCURRENCY:,},"
         " or null to clear it"
     )
-    if isinstance(value, str):
-        try:
-            value = parse_whole(value.strip())
-        except NotWholeNumber:
-            raise BadInput(must) from None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(must)
-    if not 1 <= value <= MAX_GLOBAL_CONCURRENCY:
-        raise BadInput(f"concurrency must be between 1 and {MAX_GLOBAL_CONCURRENCY:,}")
-    return value
+    within = f"concurrency must be between 1 and {MAX_GLOBAL_CONCURRENCY:,}"
+    return whole_number(value, 1, MAX_GLOBAL_CONCURRENCY, must=must, within=within)
 
 
 @require_POST
