@@ -29,7 +29,8 @@ from redis import Redis
 from redis.exceptions import OutOfMemoryError, ResponseError
 
 from dashboard import answers, conf, json_input
-from dashboard.actions import ActionRefused, ActionResult, Outcome, record_audit, refusal_for
+from dashboard.actions import ActionRefused, ActionResult, record_audit, refusal_for
+from dashboard.answers import JobOutcome as Outcome
 from dashboard.models import AuditEntry
 from queues import codec, errors
 from queues.job_options import MAX_PRIORITY, InvalidJobOptions, to_json

@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from dashboard import actions, scheduler_rows
+from dashboard import actions, answers, bodies, scheduler_rows
 from dashboard.jsonresponse import JsonResponse
 from dashboard.lookup import int_param, queue_or_404
 from dashboard.permissions import api_permission, can_act, page_permission, user_label
@@ -34,7 +34,6 @@ from dashboard.web import (
     redirect_back,
     render_page,
     request_body,
-    text_field,
 )
 from queues.read import counts
 from queues.read import schedulers as read
@@ -66,7 +65,7 @@ def page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         page_number=page_number,
         page_sizes=PAGE_SIZES,
         size=size,
-        scheduler_actions=actions.SCHEDULER_ACTIONS,
+        scheduler_actions=answers.SCHEDULER_ACTIONS,
         fragment=is_htmx(request),
     )
     if is_htmx(request):
@@ -122,16 +121,11 @@ def api_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``{"action": "run_now" | "remove", "id": "<scheduler id>"}``"""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = request_body(request)
+    body = request_body(request, bodies.SchedulerActionRequest)
     result = actions.scheduler_action(
-        client,
-        ref,
-        text_field(body, "action"),
-        text_field(body, "id"),
-        user=user_label(request.user),
+        client, ref, body.action, body.id, user=user_label(request.user)
     )
-    answer = result.as_json()
     if result.status != 200:
-        first = result.outcomes[0]
-        answer["error"] = {"code": first.code.lower(), "message": result.message}
-    return JsonResponse(answer, status=result.status)
+        refused = result.answer(answers.SchedulerActionRefused, error=result.error)
+        return JsonResponse(refused, status=result.status)
+    return JsonResponse(result.answer(answers.SchedulerActionResult))
