@@ -113,11 +113,13 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "priv/scripts/searchJobs-1.lua": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
     # The hot path: a worker's pick-up (moveToActive with its straight-line
     # takeReady and its general path takeNextJob/pickupGeneral) and its
-    # finish (moveToFinished, straight-line, with the general finishGeneral;
-    # a finish that takes the next job runs takeReady too).
+    # finish (moveToFinished, straight-line, with the general finishGeneral,
+    # both running the finish's own steps of finishSteps; a finish that takes
+    # the next job runs takeReady too).
     **dict.fromkeys(
         (
             "priv/scripts/moveToFinished-1.lua",
+            "priv/scripts/includes/finishSteps.lua",
             "priv/scripts/includes/finishGeneral.lua",
         ),
         _FINISH_TESTS,
