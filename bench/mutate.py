@@ -525,6 +525,10 @@ EQUIVALENT.update(
             'if string.sub(chunk[offset], 1, 2) ~= "0:" then',
             'if string.sub(chunk[offset], 0, 2) ~= "0:" then',
         ): "Lua's string.sub takes a start of 0 as 1",
+        (_CLEAN, "if #positions > 0 then", "if #positions >= 0 then"): (
+            "an LREM of a value the list does not hold removes nothing (and Redis"
+            " replicates no effect for it)"
+        ),
         (_CLEAN, "if #ids > 0 then", "if #ids >= 0 then"): (
             "the other lists are then read also for a chunk of markers only; what they"
             " hold is looked up only for the ids of a chunk, and there are none"

@@ -354,3 +354,28 @@ def test_a_clean_keeps_every_failed_job_a_list_also_holds(redis_client: Redis) -
         ids[2]: "states:failed,active",
     }
     assert all(redis_client.exists(queue.keys.job(i)) for i in (ids[1], ids[2], ids[4]))
+
+
+def test_one_clean_call_reads_a_long_list_chunk_after_chunk_without_a_gap(
+    redis_client: Redis,
+) -> None:
+    """One call of the script with a limit above the list's length reads
+    wait from its tail in chunks of 1,000: a backlog of 2,500 sign-up emails
+    all added an hour ago goes whole, the entries at the chunks' edges
+    too. (Queue.clean's calls of 1,000 each rescan from the tail, which
+    would hide a gap left at an edge by a call that reached its limit.)"""
+    queue = Queue("emails", redis_client)
+    hour_ago = now_ms() - 3_600_000
+    specs = [
+        ("send-welcome", {**WELCOME, "n": n}, {"timestamp": hour_ago + n}) for n in range(2500)
+    ]
+    ids = queue.add_bulk(specs)
+    call = admin.clean_jobs(
+        queue.keys, "wait", cutoff_ms=now_ms() - 60_000, limit=5000, now_ms=now_ms()
+    )
+
+    deleted, skipped, _ = scripts.run(redis_client, call)
+
+    assert (len(deleted), skipped) == (2500, [])
+    assert sorted(job_id.decode() for job_id in deleted) == sorted(ids)
+    assert redis_client.llen(queue.keys.wait) == 0
