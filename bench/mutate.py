@@ -570,6 +570,15 @@ EQUIVALENT.update(
                 " way and read the same values; only an entry whose first field is not"
                 " event yet whose second is jobId would be misread, and no writer makes one",
             ),
+            *(
+                (
+                    f"for {loop} in zip({pair}, pipe.execute(raise_on_error=False), strict=True):",
+                    f"for {loop} in zip({pair}, pipe.execute(raise_on_error=False), strict=False):",
+                    "a pipeline answers one reply per command it was given: the lengths"
+                    " always match",
+                )
+                for loop, pair in (("lookup, reply", "lookups"), ("ref, cursor", "missing"))
+            ),
             (
                 "self._queues_at = -QUEUES_EVERY_S",
                 "self._queues_at = +QUEUES_EVERY_S",

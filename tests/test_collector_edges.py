@@ -6,7 +6,10 @@ as BullMQ writes them (tests/history_helpers.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from redis import Redis
@@ -278,3 +281,33 @@ def test_stop_returns_once_the_collector_has_handed_the_lease_back(redis_url: st
     collector.stop()
     assert not thread.is_alive()
     assert collector.client.exists(COLLECTOR_LEASE) == 0
+
+
+def test_an_idle_collector_passes_every_idle_s(redis_client: Redis, redis_url: str) -> None:
+    """Holding the lease with nothing to read, the collector's thread asks
+    for news once every idle_s (0.4 s: about five times in two seconds), not
+    in a busy loop, nor at the standby's pace, nor at the busy pace."""
+    collector = _collector(redis_url, idle_s=0.4, standby_poll_s=30.0)
+    redis_client.config_resetstat()
+    collector.start()
+    time.sleep(2.0)
+    collector.stop()
+    news_reads = redis_client.info("commandstats")["cmdstat_xread"]["calls"]
+    assert 2 <= news_reads <= 8
+
+
+def test_a_process_that_exits_without_stopping_its_collector_is_not_held_open(
+    redis_url: str,
+) -> None:
+    """The collector's thread is a daemon: a process that ends without
+    calling stop() (a management command that returns, an interpreter
+    exiting on an error) is not kept alive by it."""
+    program = (
+        "from queues.collector import HistoryCollector\n"
+        "from queues.connection import connect\n"
+        f"collector = HistoryCollector(connect({redis_url!r}), lambda: [], idle_s=0.05)\n"
+        "collector.start()\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", program], cwd=root, timeout=20, check=False)
+    assert done.returncode == 0
