@@ -64,3 +64,20 @@ def test_a_worker_keeping_one_point_of_metrics_records_it(
     _active(redis_client, keys)
     finish(redis_client, keys, "exp-3317", options=finish_options(max_metrics_size=1))
     assert redis_client.hget(keys.metrics_completed, "count") == b"1"
+
+
+def test_a_job_whose_hash_was_removed_while_it_ran_is_answered_missing(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """Someone removed the export's hash by hand while its worker ran it
+    (its lock and its place in active stay): the finish answers -1, no such
+    job, and writes nothing, with or without taking the next job (the
+    straight-line path, taken only with the next job, hands it to the
+    general one); finishing it anyway would leave a hash of a few fields
+    with no name, data or timestamp, and an id in completed."""
+    _active(redis_client, keys)
+    redis_client.delete(keys.job("exp-3317"))
+    before = snapshot(redis_client)
+    for fetch_next in (True, False):
+        assert finish(redis_client, keys, "exp-3317", fetch_next=fetch_next) == -1
+        assert snapshot(redis_client) == before
