@@ -11,8 +11,9 @@ from redis import Redis
 from redis.exceptions import ResponseError
 
 from queues.keys import QueueKeys
+from queues.queue import Queue
 from tests.keyspace import snapshot
-from tests.transition_helpers import TOKEN, finish, finish_options, seed_job
+from tests.transition_helpers import TOKEN, fetch, finish, finish_options, seed_job
 
 
 def _active(client: Redis, keys: QueueKeys) -> None:
@@ -81,3 +82,21 @@ def test_a_job_whose_hash_was_removed_while_it_ran_is_answered_missing(
     for fetch_next in (True, False):
         assert finish(redis_client, keys, "exp-3317", fetch_next=fetch_next) == -1
         assert snapshot(redis_client) == before
+
+
+def test_a_deduplicated_job_frees_its_id_when_it_finishes_taking_the_next_job(
+    redis_client: Redis,
+) -> None:
+    """A job added with a deduplication id (no ttl) holds it while it waits
+    and runs; its finish, taking the next job as a busy worker's does,
+    frees it, so the next add with that id is a new job."""
+    queue = Queue("invoices", redis_client)
+    dedup = {"deduplication": {"id": "invoice-2024-0311"}}
+    first = queue.add("send-invoice", {"invoice": "INV-2024-0311"}, dedup)
+    assert queue.add("send-invoice", {"invoice": "INV-2024-0311"}, dedup) == first
+    assert fetch(redis_client, queue.keys).job_id == first
+
+    finish(redis_client, queue.keys, first, fetch_next=True)
+
+    assert redis_client.exists(queue.keys.deduplication("invoice-2024-0311")) == 0
+    assert queue.add("send-invoice", {"invoice": "INV-2024-0311"}, dedup) != first
