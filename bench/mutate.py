@@ -540,6 +540,18 @@ EQUIVALENT.update(
     }
 )
 
+_MADE = 'if #made > 15 or not (made == "0" or string.find(made, "^%-?[1-9]%d*$")) then'
+EQUIVALENT.update(
+    {
+        ("priv/scripts/moveToFinished-1.lua", _MADE, _MADE.replace("#made > 15", other)): (
+            "a count of 15 digits is exact as a Lua number, so either path writes the same"
+            " count (the general path by HINCRBY); only which path a count nobody reaches"
+            " by running takes"
+        )
+        for other in ("#made >= 15", "#made > 14")
+    }
+)
+
 _FAST_ENTRY = 'if len(flat) >= 4 and flat[0] == b"event" and flat[2] == b"jobId":'
 _TICK = (
     "time.monotonic() is a float of nanoseconds: a difference of exactly the interval"

@@ -100,3 +100,19 @@ def test_a_deduplicated_job_frees_its_id_when_it_finishes_taking_the_next_job(
 
     assert redis_client.exists(queue.keys.deduplication("invoice-2024-0311")) == 0
     assert queue.add("send-invoice", {"invoice": "INV-2024-0311"}, dedup) != first
+
+
+@pytest.mark.parametrize("made", ["999999999999999", "9007199254740993"])
+def test_an_attempts_count_past_2_to_the_53_is_counted_exactly(
+    redis_client: Redis, keys: QueueKeys, made: str
+) -> None:
+    """A counter no worker reaches by running (a writer's garbage, or a
+    count set by hand): 15 digits are exact as a Lua number, 16 may not be
+    (2^53 + 1 reads as 2^53), so past 15 digits the finish leaves the
+    counting to Redis (HINCRBY) on every path, taking the next job or not."""
+    for fetch_next in (True, False):
+        _active(redis_client, keys)
+        redis_client.hset(keys.job("exp-3317"), "atm", made)
+        finish(redis_client, keys, "exp-3317", fetch_next=fetch_next)
+        assert redis_client.hget(keys.job("exp-3317"), "atm") == str(int(made) + 1).encode()
+        redis_client.flushdb()
