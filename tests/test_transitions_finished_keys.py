@@ -116,3 +116,19 @@ def test_an_attempts_count_past_2_to_the_53_is_counted_exactly(
         finish(redis_client, keys, "exp-3317", fetch_next=fetch_next)
         assert redis_client.hget(keys.job("exp-3317"), "atm") == str(int(made) + 1).encode()
         redis_client.flushdb()
+
+
+def test_an_attempts_count_that_is_no_integer_is_refused_on_every_path(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """A job whose attempts counter another writer set to "2.5": its finish is
+    refused naming the field, nothing written, whether or not it takes the
+    next job (the straight-line path hands such a job to the general one)."""
+    for fetch_next in (True, False):
+        _active(redis_client, keys)
+        redis_client.hset(keys.job("exp-3317"), "atm", "2.5")
+        before = snapshot(redis_client)
+        answer = finish(redis_client, keys, "exp-3317", fetch_next=fetch_next)
+        assert answer == [b"broken", b"field:atm"]
+        assert snapshot(redis_client) == before
+        redis_client.flushdb()
