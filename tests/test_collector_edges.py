@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,8 @@ from queues.collector import (
 from queues.connection import connect
 from queues.keys import COLLECTOR_LEASE, HistoryKeys
 from queues.latency import LAST_BUCKET, bucket_of
-from queues.read.history import totals
+from queues.queue import Queue
+from queues.read.history import recent, totals
 from queues.read.refs import QueueRef
 from tests.history_helpers import collect_until_read, event, job_events, write_events
 
@@ -280,6 +282,7 @@ def test_stop_returns_once_the_collector_has_handed_the_lease_back(redis_url: st
         time.sleep(0.01)
     collector.stop()
     assert not thread.is_alive()
+    assert not collector.holding
     assert collector.client.exists(COLLECTOR_LEASE) == 0
 
 
@@ -330,3 +333,57 @@ def test_a_job_key_that_is_no_hash_gives_no_duration_and_the_others_still_count(
     collect_until_read(_collector(redis_url))
     wait = totals(redis_client, [REF])[REF].figures.wait
     assert (wait.buckets, wait.sum_ms) == ({bucket_of(640): 1}, 640)
+
+
+def test_a_fold_goes_on_past_an_event_without_a_job_and_a_failure_that_never_ran(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A minute's stream as BullMQ writes it: a drained event (no jobId) and
+    an admin's fail of a waiting invoice (prev=waiting: it never ran, no
+    run time) sit between job events; the events after them are folded too."""
+    at = HOUR_START + 59 * MINUTE_MS
+    events = [
+        *job_events("inv-2024-1000", at, 15, 420),
+        (at + 500, "drained", "", {}),
+        (at + 600, "waiting", "inv-2024-1001", {}),
+        (at + 620, "active", "inv-2024-1001", {"prev": "waiting"}),
+        (at + 700, "failed", "inv-2024-1002", {"failedReason": "cancelled", "prev": "waiting"}),
+        (at + 1_130, "completed", "inv-2024-1001", {"returnvalue": "null", "prev": "active"}),
+        *job_events("inv-2024-1003", at + 2_000, 25, 380),
+    ]
+    for ms, name, job_id, fields in events:
+        flat = {"event": name, **({"jobId": job_id} if job_id else {}), **fields}
+        redis_client.xadd(REF.keys.events, flat, id=f"{ms}-*")  # type: ignore[arg-type]
+    collect_until_read(_collector(redis_url))
+    figures = totals(redis_client, [REF])[REF].figures
+    assert (figures.completed, figures.failed) == (3, 1)
+    assert figures.run.buckets == Counter(bucket_of(ms) for ms in (420, 510, 380))
+    assert figures.run.sum_ms == 420 + 510 + 380
+
+
+def test_a_backlog_state_of_the_wrong_type_counts_as_empty(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A queue whose prioritized key another writer overwrote with a string:
+    the backlog is sampled from its other states, and the pass goes on."""
+    queue = Queue(REF.name, redis_client, prefix=REF.prefix)
+    queue.add_bulk([("send-invoice", {"invoice": f"INV-2024-11{n:02d}"}, None) for n in range(4)])
+    redis_client.set(REF.keys.prioritized, "left by a migration script")
+    collect_until_read(_collector(redis_url))
+    now = int(time.time() * 1000)
+    assert recent(redis_client, [REF], now_ms=now)[REF].backlog == 4
+
+
+def test_a_collector_that_lost_its_lease_stands_by(redis_client: Redis, redis_url: str) -> None:
+    """The lease lapsed (a long pause of the process) and another collector
+    took it: the next renewal fails, and this one stands by instead of
+    collecting beside the new holder."""
+    first = _collector(redis_url, renew_every_s=0.0)
+    first.step()
+    assert first.holding
+    redis_client.delete(COLLECTOR_LEASE)
+    second = _collector(redis_url)
+    second.step()
+    assert second.holding
+    first.step()
+    assert not first.holding
