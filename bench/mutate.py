@@ -606,13 +606,6 @@ EQUIVALENT.update(
                 " thousand idle queues), and records none that holds nothing pending",
             ),
             (
-                "continue",
-                "break",
-                "the fold stops after an entry it has already taken as its position (an event"
-                " without a job, a failure that never ran): the next pass reads on from there"
-                " and folds the rest, the same figures for one read more",
-            ),
-            (
                 "self._queues_at = -QUEUES_EVERY_S",
                 "self._queues_at = +QUEUES_EVERY_S",
                 "time.monotonic() counts from the host's boot: the first pass reads the"

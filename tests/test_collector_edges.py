@@ -319,16 +319,21 @@ def test_a_process_that_exits_without_stopping_its_collector_is_not_held_open(
 def test_a_job_key_that_is_no_hash_gives_no_duration_and_the_others_still_count(
     redis_client: Redis, redis_url: str
 ) -> None:
-    """Two invoices became active in a pass that did not see them become
-    ready; one's key was overwritten with a string by another writer. Its
-    wait is unknown and left out; the other's, from its hash, is counted."""
+    """Three invoices became active in a pass that did not see them become
+    ready: one's key was overwritten with a string by another writer, one's
+    hash has no processedOn (a writer that does not set it). Their waits are
+    unknown and left out; the third's, from its hash, is counted."""
     at = HOUR_START + 57 * MINUTE_MS
+    redis_client.set(REF.keys.job("inv-2024-0901"), "INV-2024-0901 sent")
+    redis_client.hset(
+        REF.keys.job("inv-2024-0902"),
+        mapping={"name": "send-invoice", "timestamp": at - 900, "delay": 0},
+    )
     redis_client.hset(
         REF.keys.job("inv-2024-0900"),
         mapping={"name": "send-invoice", "timestamp": at - 640, "delay": 0, "processedOn": at},
     )
-    redis_client.set(REF.keys.job("inv-2024-0901"), "INV-2024-0901 sent")
-    for job_id in ("inv-2024-0900", "inv-2024-0901"):
+    for job_id in ("inv-2024-0901", "inv-2024-0902", "inv-2024-0900"):
         event(redis_client, REF, at, "active", job_id, prev="waiting")
     collect_until_read(_collector(redis_url))
     wait = totals(redis_client, [REF])[REF].figures.wait
