@@ -132,3 +132,20 @@ def test_an_attempts_count_that_is_no_integer_is_refused_on_every_path(
         assert answer == [b"broken", b"field:atm"]
         assert snapshot(redis_client) == before
         redis_client.flushdb()
+
+
+def test_a_parent_with_pending_children_is_refused_also_when_taking_the_next_job(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """The export's worker completes it while a child it waits for is still
+    pending (a flow whose parent was started by hand): refused with -4 and
+    nothing written, as without fetch-next; failing it is still allowed."""
+    _active(redis_client, keys)
+    redis_client.sadd(keys.dependencies("exp-3317"), keys.job("exp-3317-part-2"))
+    before = snapshot(redis_client)
+    assert finish(redis_client, keys, "exp-3317", fetch_next=True) == -4
+    assert snapshot(redis_client) == before
+    finish(
+        redis_client, keys, "exp-3317", target="failed", value="part 2 never ran", fetch_next=True
+    )
+    assert redis_client.zscore(keys.failed, "exp-3317") is not None
