@@ -617,6 +617,13 @@ EQUIVALENT.update(
                 " thousand idle queues), and records none that holds nothing pending",
             ),
             (
+                "except RedisError as error:",
+                "except CosmicRayTestingException as error:",
+                "the handler after it catches the error instead and does the same (the"
+                " folders dropped, a second's wait, the stored cursors read again); only the"
+                " log line differs, an error with its traceback for a warning",
+            ),
+            (
                 "self._queues_at = -QUEUES_EVERY_S",
                 "self._queues_at = +QUEUES_EVERY_S",
                 "time.monotonic() counts from the host's boot: the first pass reads the"
