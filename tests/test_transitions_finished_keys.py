@@ -149,3 +149,20 @@ def test_a_parent_with_pending_children_is_refused_also_when_taking_the_next_job
         redis_client, keys, "exp-3317", target="failed", value="part 2 never ran", fetch_next=True
     )
     assert redis_client.zscore(keys.failed, "exp-3317") is not None
+
+
+@pytest.mark.parametrize("broken", ["completed", "stalled", "events"])
+def test_a_key_of_the_wrong_type_is_refused_also_when_taking_the_next_job(
+    redis_client: Redis, keys: QueueKeys, broken: str
+) -> None:
+    """The straight-line finish (taken only with fetch-next) reads the
+    finished set, the stalled set and the events before its first write and
+    hands a key of another type to the general path, which refuses it by
+    name: nothing is half-written."""
+    _active(redis_client, keys)
+    key = getattr(keys, broken)
+    redis_client.set(key, "left by a migration script")
+    before = snapshot(redis_client)
+    with pytest.raises(ResponseError, match=key):
+        finish(redis_client, keys, "exp-3317", fetch_next=True)
+    assert snapshot(redis_client) == before
