@@ -567,6 +567,10 @@ EQUIVALENT[
     ("priv/scripts/moveToFinished-1.lua", "local finished_count = 0", "local finished_count = 1")
 ] = "read only when the job is kept (keep ~= '0'), which sets it from ZCARD first"
 
+EQUIVALENT[
+    ("priv/scripts/moveToFinished-1.lua", "- (tonumber(keep) or 0)", "- (tonumber(keep) or 1)")
+] = "the fallback is never taken: KeepJobs.packed always sends keep as integer text"
+
 _FAST_ENTRY = 'if len(flat) >= 4 and flat[0] == b"event" and flat[2] == b"jobId":'
 _TICK = (
     "time.monotonic() is a float of nanoseconds: a difference of exactly the interval"
