@@ -33,7 +33,7 @@ brought a burst big enough to have trimmed unread entries) checks whether the
 stream still holds what follows its position; when it does not, it hands out
 ``live.gap`` and continues from the newest entry, and pages reload.
 
-With several Redis connections (dashboard.connections) each has a hub of its
+With several Redis connections (dashboard.core.connections) each has a hub of its
 own: its readers, its control pool, its reachability. So the bounds above
 hold per server, and a server that does not answer leaves the others' pages
 live. A stream's ``ref`` is the queue's address (``QueueRef.address``: the
@@ -70,11 +70,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from dashboard.core.redis import redis_url
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Message, Subscriber
 from dashboard.live.streams import EventPayload, payload
-from dashboard.redis import redis_url
 from queues import codec
 from queues.connection import connect_async, split_cluster_flag
 from queues.events import Event
