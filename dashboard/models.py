@@ -27,9 +27,9 @@ class QueuesAccess(models.Model):
 
 
 class AuditEntry(models.Model):
-    """One admin action as ``dashboard.shared.actions`` ran it (retry, promote, fail,
+    """One admin action as ``dashboard.acting.actions`` ran it (retry, promote, fail,
     remove, retry all, promote all, clean, pause, resume) or
-    ``dashboard.shared.job_edits`` (edit data, duplicate, add), whatever it moved:
+    ``dashboard.acting.job_edits`` (edit data, duplicate, add), whatever it moved:
     the audit trail, and the markers on the queue page's chart."""
 
     at = models.DateTimeField(default=timezone.now)

@@ -24,13 +24,13 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.views.decorators.http import require_GET
 
+from dashboard.acting import actions, job_edits
 from dashboard.browse import api
 from dashboard.cohorts import views as cohorts
 from dashboard.core import answers as dashboard_answers
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.permissions import api_permission
 from dashboard.search import views as search
-from dashboard.shared import actions, job_edits
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.errors import ErrorCode
 from queues.job_options import MAX_PRIORITY
@@ -441,7 +441,7 @@ def _cohort_schemas() -> dict[str, Schema]:
 
 
 def _change_schemas() -> dict[str, Schema]:
-    """Editing a job's data, duplicating a job, adding a job (dashboard.shared.job_edits)."""
+    """Editing a job's data, duplicating a job, adding a job (dashboard.acting.job_edits)."""
     data = {
         "description": "Any JSON value: the job's data (in a form: its JSON text). At most "
         "`ECHOMQ_MAX_JOB_DATA_BYTES` (1 MiB by default) once encoded"

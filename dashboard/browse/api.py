@@ -15,6 +15,7 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.acting import actions
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import (
     clean_job_ids,
@@ -26,7 +27,6 @@ from dashboard.core.lookup import (
 )
 from dashboard.core.permissions import api_permission, user_label
 from dashboard.core.redis import get_client
-from dashboard.shared import actions
 from dashboard.shared.connection_groups import queue_groups
 from dashboard.shared.web import BadInput, json_errors, request_body, text_field
 from queues.numerals import NotWholeNumber, parse_whole

@@ -1,5 +1,5 @@
 """HTML pages. Thin: validate the URL, ask the read model, render; actions go
-through ``dashboard.shared.actions``. One view serves its full page and, for htmx
+through ``dashboard.acting.actions``. One view serves its full page and, for htmx
 requests, only the fragment that changed."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from dashboard.acting import actions, job_edits
 from dashboard.browse.health_reads import queue_workers
 from dashboard.core import connections
 from dashboard.core.lookup import clean_job_ids, int_param, job_id_or_404, queue_or_404
@@ -27,7 +28,7 @@ from dashboard.core.permissions import (
 from dashboard.core.queue_urls import queue_url
 from dashboard.core.redis import get_client
 from dashboard.flows import views as flows
-from dashboard.shared import action_bars, actions, charts, connection_groups, job_edits, presenters
+from dashboard.shared import action_bars, charts, connection_groups, presenters
 from dashboard.shared.web import PAGE_SIZES, is_htmx, queue_context, redirect_back, render_page
 from queues.keys import InvalidName
 from queues.read import counts, events, lists, states

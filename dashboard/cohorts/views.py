@@ -2,7 +2,7 @@
 cohort's page (its jobs, one part at a time) and their JSON.
 
 A retry or promote keeps the jobs it moved for 24 hours (recorded by
-dashboard/shared/cohort_record.py). Looking at them asks Redis where each one is now
+dashboard/acting/cohort_record.py). Looking at them asks Redis where each one is now
 (queues.read.cohorts.breakdown): nothing is computed while nobody looks, and
 one look breaks down at most :data:`IDS_PER_LOOK` jobs in all; the panel
 refreshes as the queue's events arrive (static/dashboard/cohorts.js, at most

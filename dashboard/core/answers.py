@@ -15,7 +15,7 @@ from queues.read.answers import Answer, JobId, JobRow, SearchFound, State, Text
 
 # Rows (with their fields) a search step carries: the first page of hits.
 SEARCH_ROWS_MAX = 50
-# The changes to a job the dashboard makes (dashboard.shared.job_edits).
+# The changes to a job the dashboard makes (dashboard.acting.job_edits).
 EDIT_ACTIONS = ("edit_data", "duplicate", "add")
 
 

@@ -1,5 +1,5 @@
 """The JSON API's changes to jobs: edit a job's data, duplicate a job, add a
-job. Same rules as the pages (``dashboard.shared.job_edits``), same errors as the
+job. Same rules as the pages (``dashboard.acting.job_edits``), same errors as the
 rest of the API (``{"error": {"code", "message"}}``), and the CSRF token on
 every POST; they need ``dashboard.change_jobs``.
 
@@ -14,11 +14,11 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
+from dashboard.acting import job_edits
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import clean_job_ids, queue_or_404
 from dashboard.core.permissions import api_permission, user_label
 from dashboard.core.redis import get_client
-from dashboard.shared import job_edits
 from dashboard.shared.web import BadInput, json_errors, request_body, text_field
 
 

@@ -1,6 +1,6 @@
 """The pages' forms that change jobs: edit a job's data (job page), duplicate
 a job (job page), add a job (queue page). Each posts here, runs through
-``dashboard.shared.job_edits`` and comes back to a page with a message saying what
+``dashboard.acting.job_edits`` and comes back to a page with a message saying what
 happened, or why nothing did. They need ``dashboard.change_jobs``."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 from redis import Redis
 
+from dashboard.acting import job_edits
+from dashboard.acting.actions import ActionRefused
 from dashboard.core.lookup import clean_job_ids, queue_or_404
 from dashboard.core.permissions import page_permission, user_label
 from dashboard.core.queue_urls import queue_url
 from dashboard.core.redis import get_client
-from dashboard.shared import job_edits
-from dashboard.shared.actions import ActionRefused
 from queues.keys import InvalidName
 from queues.numerals import NotWholeNumber, parse_whole
 from queues.read.refs import QueueRef

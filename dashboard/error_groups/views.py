@@ -8,7 +8,7 @@ queue's events make the page refetch its fragment (at most once a second),
 and the rows, keyed by group, follow.
 
 Retrying or removing a group runs the existing one-job scripts over the
-group's jobs (dashboard.shared.actions.act_on_ids): each job is checked by its
+group's jobs (dashboard.acting.actions.act_on_ids): each job is checked by its
 script, so one that moved meanwhile is left alone and counted, and a broken
 one is reported; a retry is followed as a cohort (Recent actions). The
 index forgets the jobs an action moved at once.
@@ -26,12 +26,13 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from redis import Redis
 
+from dashboard.acting import actions
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import int_param, queue_or_404
 from dashboard.core.permissions import api_permission, can_act, page_permission, user_label
 from dashboard.core.queue_urls import queue_url
 from dashboard.core.redis import get_client
-from dashboard.shared import actions, presenters
+from dashboard.shared import presenters
 from dashboard.shared.web import (
     PAGE_SIZES,
     BadInput,
@@ -97,7 +98,7 @@ def group_action(
 ) -> GroupActionResult:
     """Retry or remove every failed job of an error group (up to
     ``MAX_GROUP_ACTION_JOBS`` per call), each through its own script
-    (dashboard.shared.actions.act_on_ids: a job that moved meanwhile is skipped and
+    (dashboard.acting.actions.act_on_ids: a job that moved meanwhile is skipped and
     counted, a broken one named)."""
     if action not in GROUP_ACTIONS:
         raise actions.ActionRefused(f"Unknown action {action!r}: retry or remove a group")

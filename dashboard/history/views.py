@@ -28,13 +28,13 @@ from redis import Redis
 from dashboard.core import connections
 from dashboard.core.lookup import queue_or_404
 from dashboard.core.permissions import page_permission
+from dashboard.core.queue_urls import queue_url
 from dashboard.core.redis import get_client
 from dashboard.history.chart import format_ms, history_chart, history_missing, markers_for
 from dashboard.shared import connection_groups
 from dashboard.shared.charts import FAILURES_MEANING
 from dashboard.shared.formatting import thousands
 from dashboard.shared.health import percent
-from dashboard.templatetags.dashboard_tags import queue_url
 from queues.read.history import (
     DEFAULT_RANGE,
     LAGGING_S,
@@ -50,7 +50,7 @@ from queues.read.states import FAILED
 
 
 def range_links(ref: QueueRef, chosen: str) -> SafeString:
-    base = queue_url(ref, "history")
+    base = queue_url("dashboard:history", ref)
     links = format_html_join(
         "",
         '<a class="btn btn-small{}" href="{}?range={}" hx-get="{}?range={}"'

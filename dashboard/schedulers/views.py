@@ -2,7 +2,7 @@
 JSON API (list, run now, remove).
 
 The list comes from the read model (queues.read.schedulers), one page at a
-time; the actions run through dashboard.shared.actions (one script each, audited),
+time; the actions run through dashboard.acting.actions (one script each, audited),
 so the page's buttons and the API say the same thing. The tab's table rides
 on the queue page's live refresh (static/dashboard/live.js, #job-table): when
 a scheduler's run is added, taken or finished, the queue's events make the
@@ -19,13 +19,13 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from dashboard.acting import actions
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import int_param, queue_or_404
 from dashboard.core.permissions import api_permission, can_act, page_permission, user_label
 from dashboard.core.queue_urls import queue_url
 from dashboard.core.redis import get_client
 from dashboard.schedulers import rows as scheduler_rows
-from dashboard.shared import actions
 from dashboard.shared.web import (
     PAGE_SIZES,
     BadInput,

@@ -20,7 +20,7 @@ under Django's own ASGI handler (a project mounting the app) each request has
 a thread of its own anyway, and the caps above bound what one user runs.
 
 Acting on the matches (``search/act/``) sends the ids the page collected, at
-most :data:`dashboard.shared.actions.MAX_IDS_PER_SET`; each job's own script checks
+most :data:`dashboard.acting.actions.MAX_IDS_PER_SET`; each job's own script checks
 it is still where the search found it.
 """
 
@@ -36,13 +36,14 @@ from dataclasses import dataclass, field
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.acting import actions
 from dashboard.core import answers
 from dashboard.core.errors import json_error
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import int_param, queue_or_404
 from dashboard.core.permissions import api_permission, page_permission, user_label
 from dashboard.core.redis import get_client
-from dashboard.shared import actions, presenters
+from dashboard.shared import presenters
 from dashboard.shared.web import BadInput, json_errors, request_body, text_field
 from dashboard.site.http import PAGES_IN_FLIGHT, runs_as_search_step
 from queues.read.lists import JobPage, job_rows

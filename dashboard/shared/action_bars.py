@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dashboard.shared.actions import ACTIONS_BY_STATE
+from dashboard.acting.actions import ACTIONS_BY_STATE
 from queues.read.refs import QueueRef
 
 DAY_MS = 86_400_000

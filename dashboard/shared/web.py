@@ -17,11 +17,12 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.middleware import HtmxDetails
 
+from dashboard.acting import actions
 from dashboard.core import conf, json_input
 from dashboard.core.errors import json_error
 from dashboard.core.permissions import can_act, can_change, read_only, read_only_note
 from dashboard.core.queue_urls import queue_url
-from dashboard.shared import actions, charts, presenters
+from dashboard.shared import charts, presenters
 from dashboard.shared.health import Workers
 from queues.keys import InvalidName
 from queues.read import counts

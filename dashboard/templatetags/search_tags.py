@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django import template
 
-from dashboard.shared.actions import MAX_IDS_PER_SET, SET_ACTIONS
+from dashboard.acting.actions import MAX_IDS_PER_SET, SET_ACTIONS
 from queues.read.refs import QueueRef
 from queues.read.states import TAB
 

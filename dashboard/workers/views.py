@@ -19,12 +19,13 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from redis import Redis
 
+from dashboard.acting import actions
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import queue_or_404
 from dashboard.core.permissions import api_permission, page_permission, user_label
 from dashboard.core.queue_urls import queue_url
 from dashboard.core.redis import get_client
-from dashboard.shared import actions, presenters
+from dashboard.shared import presenters
 from dashboard.shared.web import (
     BadInput,
     is_htmx,

@@ -3,7 +3,7 @@ hours so the queue page can say what became of them (queues/read/cohorts.py
 reads them back; docs/pages.md, "Recent actions", lists the keys).
 
 :func:`record_cohort` is the one place a cohort is written; every action that
-moves jobs back to run calls it after moving them (dashboard/shared/actions.py:
+moves jobs back to run calls it after moving them (dashboard/acting/actions.py:
 single and selected ids, retry all, promote all; an action on a set of ids,
 such as search results or an error group, calls it the same way). Recording
 is an extra, never part of the action: when Redis cannot take it, the action

@@ -28,9 +28,9 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import OutOfMemoryError, ResponseError
 
+from dashboard.acting.actions import ActionRefused, ActionResult, Outcome, record_audit, refusal_for
 from dashboard.core import answers, conf, json_input
 from dashboard.models import AuditEntry
-from dashboard.shared.actions import ActionRefused, ActionResult, Outcome, record_audit, refusal_for
 from queues import codec, errors
 from queues.job_options import MAX_PRIORITY, InvalidJobOptions, to_json
 from queues.queue import Queue

@@ -22,8 +22,8 @@ from django.db import DatabaseError, transaction
 from redis import Redis
 from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 
+from dashboard.acting.cohort_record import record_cohort
 from dashboard.models import AuditEntry
-from dashboard.shared.cohort_record import record_cohort
 from queues import errors, scripts
 from queues.commands import admin
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, FinishedState, RequeueSource
@@ -205,7 +205,7 @@ def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
 def record_audit(
     user: str, result: ActionResult, jobs: str, outcome: str, *, diff: str = "", job: str = ""
 ) -> int | None:
-    """The log line, and the row (for a change to one job, dashboard.shared.job_edits:
+    """The log line, and the row (for a change to one job, dashboard.acting.job_edits:
     that ``job`` and the ``diff`` of its name, data or options). The action has
     happened by now: a database that cannot take the row is logged, and the
     user still gets the answer. Returns the row's id (None when not stored)."""
@@ -326,7 +326,7 @@ def _record(
     reasons: dict[str, str],
     audit_id: int | None,
 ) -> None:
-    """Keep what ``result`` moved as a cohort (dashboard/shared/cohort_record.py)."""
+    """Keep what ``result`` moved as a cohort (dashboard/acting/cohort_record.py)."""
     record_cohort(
         client,
         result.ref,
