@@ -16,19 +16,31 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import DatabaseError, transaction
 from redis import Redis
 from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 
 from dashboard.acting.cohort_record import record_cohort
+from dashboard.core import answers
+from dashboard.core.answers import (
+    JOB_ACTIONS,
+    LIMIT_ACTIONS,
+    MAX_JOBS_PER_ACTION,
+    QUEUE_ACTIONS,
+    SCHEDULER_ACTIONS,
+    SET_ACTIONS,
+    SchedulerOutcome,
+)
+from dashboard.core.answers import JobOutcome as Outcome
 from dashboard.models import AuditEntry
 from queues import errors, scripts
 from queues.commands import admin
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, FinishedState, RequeueSource
 from queues.keys import InvalidName, QueueKeys, validate_job_id
 from queues.queue import BulkResult, BulkStopped, Queue, now_ms
+from queues.read.answers import Answer
 from queues.read.cohorts import MAX_TRACKED, previous_reasons
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 from queues.read.states import TAB, TABS
@@ -36,12 +48,9 @@ from queues.schedulers import JobSchedulers, SchedulerRefused, describe_refusal
 from queues.scripts import ScriptCall
 
 audit = logging.getLogger("echomq.audit")
+_Answer = TypeVar("_Answer", bound=Answer)
 
-JOB_ACTIONS = ("retry", "promote", "fail", "remove")
-QUEUE_ACTIONS = ("retry_all", "promote_all", "clean", "pause", "resume")
-LIMIT_ACTIONS = ("set_global_concurrency", "clear_global_concurrency")
 FINISHED_STATES: dict[str, FinishedState] = {"failed": "failed", "completed": "completed"}
-MAX_JOBS_PER_ACTION = 500
 
 # Which single-job actions each state's jobs can take (what the buttons offer).
 ACTIONS_BY_STATE: dict[str, tuple[str, ...]] = {tab.name: tab.actions for tab in TABS}
@@ -87,20 +96,6 @@ NAMED_BROKEN = 3
 
 
 @dataclass(slots=True)
-class Outcome:
-    job_id: str
-    ok: bool
-    code: str  # "ok" or the script error's name (e.g. "JOB_NOT_IN_STATE")
-    message: str
-
-    @property
-    def status(self) -> int:
-        if self.ok:
-            return 200
-        return 404 if self.code in ("JOB_NOT_EXIST", "SCHEDULER_NOT_EXIST") else 409
-
-
-@dataclass(slots=True)
 class ActionResult:
     action: str
     ref: QueueRef
@@ -125,26 +120,28 @@ class ActionResult:
             return 200
         return next(o.status for o in self.outcomes if not o.ok)
 
-    def as_json(self) -> dict[str, Any]:
-        return {
+    @property
+    def error(self) -> answers.ErrorDetail:
+        """Why nothing moved (the first refusal), as the API says it."""
+        first = next(o for o in self.outcomes if not o.ok)
+        return answers.ErrorDetail(code=first.code.lower(), message=self.message)
+
+    def answer(self, shape: type[_Answer], **more: Any) -> _Answer:
+        """This result as the API answers it: ``shape`` (answers.ActionResult or
+        one of its kin), with the fields ``more`` adds or replaces."""
+        skipped = [
+            answers.SkippedJob(id=j.job_id, reason=j.describe(), code=j.reason)
+            for j in self.skipped
+        ]
+        fields: dict[str, Any] = {
             "action": self.action,
             "queue": self.ref.qualified,
             "count": self.count,
             "message": self.message,
-            "results": [
-                {"id": o.job_id, "ok": o.ok, "code": o.code, "message": o.message}
-                for o in self.outcomes
-            ],
-            "skipped": [
-                {"id": job.job_id, "reason": job.describe(), "code": job.reason}
-                for job in self.skipped
-            ],
+            "results": self.outcomes,
+            "skipped": skipped,
         }
-
-    def as_set_json(self) -> dict[str, Any]:
-        """:meth:`as_json` of an :func:`act_on_ids` action, with how many jobs
-        had moved meanwhile; ``results`` lists only the refused jobs."""
-        return {**self.as_json(), "moved_meanwhile": self.moved_meanwhile}
+        return shape(**(fields | more))
 
 
 def _refusal_message(action: str, job_id: str, error: errors.ScriptError, state: str) -> str:
@@ -297,7 +294,7 @@ def job_action(
             outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {_PAST[action]}"))
     result = ActionResult(action, ref, outcomes, sum(o.ok for o in outcomes))
     result.message = _summary(action, outcomes)
-    broken = [o.job_id for o in outcomes if o.code == "JOB_BROKEN"]
+    broken = [o.id for o in outcomes if o.code == "JOB_BROKEN"]
     audit_id = record_audit(
         user,
         result,
@@ -306,7 +303,7 @@ def job_action(
         + (f" broken={','.join(broken[:20])}" if broken else ""),
     )
     if action in COHORT_ACTIONS:
-        moved_ids = [o.job_id for o in outcomes if o.ok]
+        moved_ids = [o.id for o in outcomes if o.ok]
         source = "delayed" if action == "promote" else state
         _record(client, result, moved_ids, user, started, source, reasons, audit_id)
     return result
@@ -478,7 +475,6 @@ def set_global_concurrency(
 
 # -- job schedulers ---------------------------------------------------------------
 
-SCHEDULER_ACTIONS = ("run_now", "remove")
 # A scheduler id comes from the page or the API and becomes part of the key
 # repeat:<id>: printable, bounded (BullMQ's ids may hold ':', so that stays).
 MAX_SCHEDULER_ID_LENGTH = 1000
@@ -499,28 +495,30 @@ def _scheduler_outcome(owner: JobSchedulers, action: str, scheduler_id: str) -> 
     try:
         if action == "run_now":
             job_id = owner.run_now(scheduler_id)
-            return Outcome(
+            return SchedulerOutcome(
                 job_id, True, "ok", f"Job scheduler {scheduler_id} ran now: job {job_id} added"
             )
         removed = owner.remove(scheduler_id)
     except SchedulerRefused as refused:
         missing = refused.reason == "scheduler:missing"
         verb = "run" if action == "run_now" else "removed"
-        return Outcome(
+        return SchedulerOutcome(
             scheduler_id,
             False,
             "SCHEDULER_NOT_EXIST" if missing else "SCHEDULER_BROKEN",
             f"Job scheduler {scheduler_id} was not {verb}: {describe_refusal(refused.reason)}",
         )
     if not removed.existed:
-        return Outcome(
+        return SchedulerOutcome(
             scheduler_id,
             False,
             "SCHEDULER_NOT_EXIST",
             f"Job scheduler {scheduler_id} no longer exists — it was removed already",
         )
     pending = f" with its pending run {removed.pending_job_id}" if removed.pending_job_id else ""
-    return Outcome(scheduler_id, True, "ok", f"Job scheduler {scheduler_id} removed{pending}")
+    return SchedulerOutcome(
+        scheduler_id, True, "ok", f"Job scheduler {scheduler_id} removed{pending}"
+    )
 
 
 def scheduler_action(
@@ -550,7 +548,6 @@ def scheduler_action(
 
 # -- acting on an explicit set of ids (a search result, an error group, a cohort) --
 
-SET_ACTIONS = ("retry", "promote", "remove")
 # The most ids one call of act_on_ids takes: a search keeps this many matches
 # for acting; beyond it the person narrows the search.
 MAX_IDS_PER_SET = 10_000

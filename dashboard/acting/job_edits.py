@@ -28,8 +28,9 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import OutOfMemoryError, ResponseError
 
-from dashboard.acting.actions import ActionRefused, ActionResult, Outcome, record_audit, refusal_for
+from dashboard.acting.actions import ActionRefused, ActionResult, record_audit, refusal_for
 from dashboard.core import answers, conf, json_input
+from dashboard.core.answers import JobOutcome as Outcome
 from dashboard.models import AuditEntry
 from queues import codec, errors
 from queues.job_options import MAX_PRIORITY, InvalidJobOptions, to_json

@@ -10,12 +10,12 @@ every POST of the site.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
+from msgspec import UNSET
 
 from dashboard.acting import actions
+from dashboard.core import answers as dashboard_answers
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import (
     clean_job_ids,
@@ -27,9 +27,10 @@ from dashboard.core.lookup import (
 )
 from dashboard.core.permissions import api_permission, user_label
 from dashboard.core.redis import get_client
+from dashboard.shared import bodies
+from dashboard.shared.bodies import MAX_MILLISECONDS
 from dashboard.shared.connection_groups import queue_groups
-from dashboard.shared.web import BadInput, json_errors, request_body, text_field
-from queues.numerals import NotWholeNumber, parse_whole
+from dashboard.shared.web import BadInput, json_errors, request_body, whole_number
 from queues.read import answers, counts
 from queues.read.answers import MAX_RANGE
 from queues.read.events import event_json, events_page, job_events
@@ -37,27 +38,16 @@ from queues.read.job import job_detail
 from queues.read.lists import job_page, job_page_if_exists
 from queues.read.states import STATES
 
+
 # A hundred years: ages beyond it are typos, and they must stay exact in Lua's doubles.
-MAX_MILLISECONDS = 100 * 365 * 86_400_000
-
-
-def _milliseconds(body: dict[str, Any], name: str) -> int | None:
+def _milliseconds(value: int | str | None, name: str) -> int | None:
     """A whole number of milliseconds, 0 up to a century: a JSON integer or a
     string of digits (a form field); None when not given."""
-    value = body.get(name)
     if value is None or value == "":
         return None
     must = f"{name} must be an integer (milliseconds)"
-    if isinstance(value, str):
-        try:
-            value = parse_whole(value.strip())
-        except NotWholeNumber:
-            raise BadInput(must) from None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(must)
-    if not 0 <= value <= MAX_MILLISECONDS:
-        raise BadInput(f"{name} must be between 0 and {MAX_MILLISECONDS:,} (milliseconds)")
-    return value
+    within = f"{name} must be between 0 and {MAX_MILLISECONDS:,} (milliseconds)"
+    return whole_number(value, 0, MAX_MILLISECONDS, must=must, within=within)
 
 
 @require_GET
@@ -164,8 +154,8 @@ def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``{"action": "retry", "ids": ["1", "2"], "state": "failed", "reason": "..."}``"""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = request_body(request)
-    raw_ids = body.get("ids", body.get("id"))
+    body = request_body(request, bodies.JobActionRequest)
+    raw_ids = body.id if body.ids is UNSET else body.ids
     if isinstance(raw_ids, str):
         raw_ids = [raw_ids]
     if not isinstance(raw_ids, list) or not all(isinstance(i, str) for i in raw_ids):
@@ -173,18 +163,17 @@ def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     result = actions.job_action(
         client,
         ref,
-        text_field(body, "action"),
+        body.action,
         clean_job_ids(raw_ids),
         user=user_label(request.user),
-        state=text_field(body, "state", "failed"),
-        reason=text_field(body, "reason")[:1000],
+        state=body.state,
+        reason=body.reason[:1000],
     )
-    body = result.as_json()
     if result.status != 200:
         # Nothing moved: the error names why, the per-id results stay alongside.
-        first = next(o for o in result.outcomes if not o.ok)
-        body["error"] = {"code": first.code.lower(), "message": result.message}
-    return JsonResponse(body, status=result.status)
+        refused = result.answer(dashboard_answers.ActionRefused, error=result.error)
+        return JsonResponse(refused, status=result.status)
+    return JsonResponse(result.answer(dashboard_answers.ActionResult))
 
 
 @require_POST
@@ -194,14 +183,14 @@ def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``{"action": "retry_all" | "promote_all" | "clean" | "pause" | "resume", ...}``"""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = request_body(request)
-    grace_ms = _milliseconds(body, "grace_ms")
+    body = request_body(request, bodies.QueueActionRequest)
+    grace_ms = _milliseconds(body.grace_ms, "grace_ms")
     result = actions.queue_action(
         client,
         ref,
-        text_field(body, "action"),
+        body.action,
         user=user_label(request.user),
-        state=text_field(body, "state", "failed"),
+        state=body.state,
         grace_ms=-1 if grace_ms is None else grace_ms,
     )
-    return JsonResponse(result.as_json())
+    return JsonResponse(result.answer(dashboard_answers.ActionResult))

@@ -15,12 +15,13 @@ import datetime as dt
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 from redis import Redis
 
+from dashboard.core import answers
+from dashboard.core.answers import COHORT_IDS_MAX, COHORT_PARTS, COHORTS_MAX, FAILED_SAME
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import int_param, queue_or_404
 from dashboard.core.permissions import api_permission, page_permission
@@ -40,7 +41,7 @@ from queues.read.cohorts import (
 )
 from queues.read.job import load_jobs
 from queues.read.refs import QueueRef
-from queues.read.states import FAILED, STATES, TAB_OF_KEY, WAIT, label
+from queues.read.states import FAILED, TAB_OF_KEY, WAIT, label
 
 # Jobs one look breaks down, all cohorts together (about 7 ms of Redis and
 # 12 ms in all per 1,000): the newest cohorts first; older ones beyond it are listed without
@@ -49,17 +50,12 @@ IDS_PER_LOOK = 200_000
 # The panel's cohorts and the ids a cohort page or its JSON lists at once.
 PANEL_COHORTS = 5
 PAGE_SIZE = 50
-MAX_PAGE_SIZE = 500
 # How often the panel may ask again while events keep coming (ms), and at
 # most which share of a viewer's time its looks may take: a look at big
 # cohorts (about 1.25 s at 100,000 jobs) spaces the next one out to 14 s.
 REFRESH_MS = 2000
 LOOK_DUTY = 0.1
-# "failed again, same reason": a part of the failed ones, linked on its own.
-FAILED_SAME = "failed-same"
 _FAILED_TAB = TAB_OF_KEY[FAILED.name]
-# What a cohort's jobs are split into: where they are now, or gone.
-PARTS = (*STATES, GONE, FAILED_SAME)
 _PAST = {
     "retry": "retried",
     "promote": "promoted",
@@ -201,31 +197,30 @@ class CohortView:
         now = self.top_failed_reason
         return bool(now) and now == self.cohort.top_previous_reason
 
-    def as_json(self) -> dict[str, Any]:
-        c = self.cohort
-        counted = self.counted
-        return {
-            "id": c.id,
-            "action": c.action,
-            "source": c.source,
-            "user": c.user,
-            "at_ms": c.at_ms,
-            "at": self.at,
-            "count": c.count,
-            "tracked": c.tracked,
-            "audit_id": c.audit_id,
-            "breakdown": None
+    def answer(self) -> answers.Cohort:
+        c, counted = self.cohort, self.counted
+        return answers.Cohort(
+            id=c.id,
+            action=c.action,
+            source=c.source,
+            user=c.user,
+            at_ms=c.at_ms,
+            at=self.at,
+            count=c.count,
+            tracked=c.tracked,
+            audit_id=c.audit_id,
+            breakdown=None
             if counted is None
-            else {
-                "parts": {name: len(ids) for name, ids in counted.parts.items()},
-                "failed_same": len(counted.failed_same) if c.reasons else None,
-                "failed_reason": counted.top_failed_reason or None,
-                "failed_sample": counted.top_failed_sample or None,
-            },
-            "previous_reason": c.top_previous_reason or None,
-            "previous_sample": c.top_previous_sample or None,
-            "problem": None,
-        }
+            else answers.CohortBreakdown(
+                parts={name: len(ids) for name, ids in counted.parts.items()},
+                failed_same=len(counted.failed_same) if c.reasons else None,
+                failed_reason=counted.top_failed_reason or None,
+                failed_sample=counted.top_failed_sample or None,
+            ),
+            previous_reason=c.top_previous_reason or None,
+            previous_sample=c.top_previous_sample or None,
+            problem=None,
+        )
 
 
 def _views(client: Redis, ref: QueueRef, limit: int) -> list[CohortView | Unreadable]:
@@ -244,8 +239,10 @@ def _views(client: Redis, ref: QueueRef, limit: int) -> list[CohortView | Unread
     return shown
 
 
-def _unreadable_json(cohort: Unreadable) -> dict[str, Any]:
-    return {"id": cohort.id, "at_ms": cohort.at_ms, "problem": f"not readable: {cohort.problem}"}
+def _unreadable(cohort: Unreadable) -> answers.Cohort:
+    return answers.Cohort(
+        id=cohort.id, at_ms=cohort.at_ms, problem=f"not readable: {cohort.problem}"
+    )
 
 
 @require_GET
@@ -300,8 +297,8 @@ def _look_at_part(prefix: str, name: str, cohort_id: str, part: str) -> PartLook
     cohort = _cohort_or_404(client, ref, cohort_id)
     counted = breakdown(client, ref.keys, cohort)
     part = part or next(iter(counted.parts), GONE)
-    if part not in PARTS:
-        raise BadInput(f"part must be one of {', '.join(PARTS)}")
+    if part not in COHORT_PARTS:
+        raise BadInput(f"part must be one of {', '.join(COHORT_PARTS)}")
     return PartLook(client, CohortView(cohort, ref, counted), part, _part_ids(counted, part))
 
 
@@ -342,16 +339,16 @@ def api_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """The queue's cohorts of the last 24 hours, newest first, broken down."""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    limit = int_param(request.GET.get("count"), PANEL_COHORTS, lowest=1, highest=20)
+    limit = int_param(request.GET.get("count"), PANEL_COHORTS, lowest=1, highest=COHORTS_MAX)
     shown = _views(client, ref, limit)
     return JsonResponse(
-        {
-            "queue": ref.qualified,
-            "cohorts": [
-                _unreadable_json(item) if isinstance(item, Unreadable) else item.as_json()
+        answers.CohortList(
+            queue=ref.qualified,
+            cohorts=[
+                _unreadable(item) if isinstance(item, Unreadable) else item.answer()
                 for item in shown
             ],
-        }
+        )
     )
 
 
@@ -362,14 +359,14 @@ def api_one(request: HttpRequest, prefix: str, name: str, cohort_id: str) -> Htt
     """One cohort broken down, and the ids of one part (``?part=``), paged."""
     look = _look_at_part(prefix, name, cohort_id, request.GET.get("part", ""))
     start = int_param(request.GET.get("start"), 0)
-    count = int_param(request.GET.get("count"), PAGE_SIZE, lowest=1, highest=MAX_PAGE_SIZE)
+    count = int_param(request.GET.get("count"), PAGE_SIZE, lowest=1, highest=COHORT_IDS_MAX)
     return JsonResponse(
-        {
-            "queue": look.view.ref.qualified,
-            "cohort": look.view.as_json(),
-            "part": look.part,
-            "start": start,
-            "total": len(look.ids),
-            "ids": look.ids[start : start + count],
-        }
+        answers.CohortJobs(
+            queue=look.view.ref.qualified,
+            cohort=look.view.answer(),
+            part=look.part,
+            start=start,
+            total=len(look.ids),
+            ids=look.ids[start : start + count],
+        )
     )

@@ -27,22 +27,22 @@ from django.views.decorators.vary import vary_on_headers
 from redis import Redis
 
 from dashboard.acting import actions
+from dashboard.core import answers as dashboard_answers
+from dashboard.core.answers import GROUP_ACTIONS, LISTED_REFUSALS
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import int_param, queue_or_404
 from dashboard.core.permissions import api_permission, can_act, page_permission, user_label
 from dashboard.core.queue_urls import queue_url
 from dashboard.core.redis import get_client
-from dashboard.shared import presenters
+from dashboard.shared import bodies, presenters
 from dashboard.shared.web import (
     PAGE_SIZES,
-    BadInput,
     is_htmx,
     json_errors,
     queue_context,
     redirect_back,
     render_page,
     request_body,
-    text_field,
 )
 from queues import errors
 from queues.read import answers, counts, lists
@@ -50,12 +50,9 @@ from queues.read import error_groups as read
 from queues.read.refs import QueueRef
 
 TAB = "failed"
-GROUP_ACTIONS = ("retry", "remove")
 # One click moves at most this many jobs of a group (the rest: click again),
 # so one request holds a bounded list of ids.
 MAX_GROUP_ACTION_JOBS = actions.MAX_IDS_PER_SET
-# Refusals a result lists one by one (the rest are counted).
-LISTED_REFUSALS = 20
 _GROUP_KEY = re.compile(rf"[0-9a-f]{{16}}\Z|{read.OTHER}\Z")
 _PAST = {"retry": "retried", "remove": "removed"}
 
@@ -80,17 +77,16 @@ class GroupActionResult:
     broken: list[str] = field(default_factory=list)
     left: int = 0  # jobs of the group beyond this click's share
 
-    def as_json(self) -> dict[str, Any]:
-        body = self.result.as_json()
-        body["results"] = body["results"][:LISTED_REFUSALS]
-        body.update(
+    def answer(self) -> dashboard_answers.ErrorGroupActionResult:
+        return self.result.answer(
+            dashboard_answers.ErrorGroupActionResult,
+            results=self.result.outcomes[:LISTED_REFUSALS],
             group=self.group,
             asked=self.asked,
             moved_meanwhile=self.moved_meanwhile,
             broken=self.broken[:LISTED_REFUSALS],
             left=self.left,
         )
-        return body
 
 
 def group_action(
@@ -290,14 +286,9 @@ def api_group_action(request: HttpRequest, prefix: str, name: str) -> HttpRespon
     """``{"action": "retry" | "remove", "group": "<key>"}``"""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = request_body(request)
-    group = body.get("group")
-    if not isinstance(group, str):
-        raise BadInput("group must be the key of an error group (a string)")
+    body = request_body(request, bodies.ErrorGroupActionRequest)
     try:
-        outcome = group_action(
-            client, ref, group, text_field(body, "action"), user=user_label(request.user)
-        )
+        outcome = group_action(client, ref, body.group, body.action, user=user_label(request.user))
     except errors.CorruptKey as error:
         raise actions.QueueKeyCorrupt(str(error)) from error
-    return JsonResponse(outcome.as_json())
+    return JsonResponse(outcome.answer())

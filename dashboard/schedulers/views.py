@@ -20,12 +20,14 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from dashboard.acting import actions
+from dashboard.core import answers
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import int_param, queue_or_404
 from dashboard.core.permissions import api_permission, can_act, page_permission, user_label
 from dashboard.core.queue_urls import queue_url
 from dashboard.core.redis import get_client
 from dashboard.schedulers import rows as scheduler_rows
+from dashboard.shared import bodies
 from dashboard.shared.web import (
     PAGE_SIZES,
     BadInput,
@@ -35,7 +37,6 @@ from dashboard.shared.web import (
     redirect_back,
     render_page,
     request_body,
-    text_field,
 )
 from queues.read import counts
 from queues.read import schedulers as read
@@ -67,7 +68,7 @@ def page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         page_number=page_number,
         page_sizes=PAGE_SIZES,
         size=size,
-        scheduler_actions=actions.SCHEDULER_ACTIONS,
+        scheduler_actions=answers.SCHEDULER_ACTIONS,
         fragment=is_htmx(request),
     )
     if is_htmx(request):
@@ -123,16 +124,11 @@ def api_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """``{"action": "run_now" | "remove", "id": "<scheduler id>"}``"""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = request_body(request)
+    body = request_body(request, bodies.SchedulerActionRequest)
     result = actions.scheduler_action(
-        client,
-        ref,
-        text_field(body, "action"),
-        text_field(body, "id"),
-        user=user_label(request.user),
+        client, ref, body.action, body.id, user=user_label(request.user)
     )
-    answer = result.as_json()
     if result.status != 200:
-        first = result.outcomes[0]
-        answer["error"] = {"code": first.code.lower(), "message": result.message}
-    return JsonResponse(answer, status=result.status)
+        refused = result.answer(answers.SchedulerActionRefused, error=result.error)
+        return JsonResponse(refused, status=result.status)
+    return JsonResponse(result.answer(answers.SchedulerActionResult))

@@ -43,8 +43,8 @@ from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import int_param, queue_or_404
 from dashboard.core.permissions import api_permission, page_permission, user_label
 from dashboard.core.redis import get_client
-from dashboard.shared import presenters
-from dashboard.shared.web import BadInput, json_errors, request_body, text_field
+from dashboard.shared import bodies, presenters
+from dashboard.shared.web import BadInput, json_errors, request_body
 from dashboard.site.http import PAGES_IN_FLIGHT, runs_as_search_step
 from queues.read.lists import JobPage, job_rows
 from queues.read.search import (
@@ -250,16 +250,10 @@ def api_act(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     the matches of a search, each job moved by its own script if it is still there."""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = request_body(request)
-    ids = body.get("ids")
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise BadInput("ids must be a list of job ids")
+    body = request_body(request, bodies.SearchActRequest)
     result = actions.act_on_ids(
-        client,
-        ref,
-        text_field(body, "action"),
-        ids,
-        user=user_label(request.user),
-        state=text_field(body, "state", "failed"),
+        client, ref, body.action, body.ids, user=user_label(request.user), state=body.state
     )
-    return JsonResponse(result.as_set_json())
+    return JsonResponse(
+        result.answer(answers.SearchActResult, moved_meanwhile=result.moved_meanwhile)
+    )

@@ -8,10 +8,12 @@ another view module's private names: the feature modules then sit beside
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from functools import wraps
+from functools import cache, wraps
 from typing import Any, TypeVar, cast
 
+import msgspec
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -22,13 +24,15 @@ from dashboard.core import conf, json_input
 from dashboard.core.errors import json_error
 from dashboard.core.permissions import can_act, can_change, read_only, read_only_note
 from dashboard.core.queue_urls import queue_url
-from dashboard.shared import charts, presenters
+from dashboard.shared import bodies, charts, presenters
 from dashboard.shared.health import Workers
 from queues.keys import InvalidName
+from queues.numerals import NotWholeNumber, parse_whole
 from queues.read import counts
 from queues.read.refs import QueueRef
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
+B = TypeVar("B", bound=bodies.Body)
 # The rows a list page offers to show at once.
 PAGE_SIZES = (20, 50, 100, 200)
 
@@ -54,35 +58,72 @@ def json_errors(view: V) -> V:
     return cast(V, wrapper)
 
 
-def request_body(request: HttpRequest) -> dict[str, Any]:
-    """A POST's fields: its JSON object, or its form fields (``ids`` as a list)."""
+def request_body(request: HttpRequest, shape: type[B]) -> B:
+    """A POST's fields as ``shape`` (dashboard.shared.bodies): its JSON object, or its
+    form fields (``ids`` as a list); BadInput saying what is wrong."""
     if request.content_type == "application/json":
         try:
-            body = json_input.loads(request.body or b"{}", "The body")
+            fields = json_input.loads(request.body or b"{}", "The body")
         except json_input.JsonRefused as error:
             raise BadInput(str(error)) from None
-        if not isinstance(body, dict):
+        if not isinstance(fields, dict):
             raise BadInput("The body must be a JSON object")
-        return body
-    data: dict[str, Any] = {key: request.POST.get(key) for key in request.POST}
-    if "ids" in request.POST:
-        data["ids"] = request.POST.getlist("ids")
-    return data
-
-
-def text_field(body: dict[str, Any], name: str, default: str = "") -> str:
-    """A string field of ``body`` (``default`` when absent or empty)."""
-    value = body.get(name)
-    if value is None or value == "":
-        return default
-    if not isinstance(value, str):
-        raise BadInput(f"{name} must be a string")
+    else:
+        fields = {key: request.POST.get(key) for key in request.POST}
+        if "ids" in request.POST:
+            fields["ids"] = request.POST.getlist("ids")
+    for name, default in _words(shape).items():
+        value = fields.get(name)
+        if value is None or value == "":
+            fields[name] = default
+        elif isinstance(value, str) and not _utf8(value):
+            raise BadInput(f"{name} is not valid Unicode text")
     try:
-        # JSON lets "\ud800" (half a character) through; Redis takes UTF-8 only.
-        value.encode()
-    except UnicodeEncodeError:
-        raise BadInput(f"{name} is not valid Unicode text") from None
+        return msgspec.convert(fields, shape)
+    except msgspec.ValidationError as error:
+        found = _FIELD.search(str(error))
+        name = found.group(1) if found else "The body"
+    except UnicodeEncodeError:  # msgspec's, for half a character where a list goes
+        name = next(k for k, v in fields.items() if isinstance(v, str) and not _utf8(v))
+    raise BadInput(shape.refusals.get(name, f"{name} must be a string"))
+
+
+def whole_number(value: object, low: int, high: int, *, must: str, within: str) -> int:
+    """A JSON integer or a string of digits (a form field) from ``low`` to
+    ``high``; else BadInput saying ``must`` (not one) or ``within`` (out of range)."""
+    if isinstance(value, str):
+        try:
+            value = parse_whole(value.strip())
+        except NotWholeNumber:
+            raise BadInput(must) from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInput(must)
+    if not low <= value <= high:
+        raise BadInput(within)
     return value
+
+
+# msgspec's words for where a value is wrong: "... - at `$.ids[0]`", "... field `ids`".
+_FIELD = re.compile(r"(?:at `\$\.|field `)(\w+)")
+
+
+@cache
+def _words(shape: type[bodies.Body]) -> dict[str, str]:
+    """The text fields of ``shape`` (marked bodies.Words) and their defaults."""
+    return {
+        field.name: "" if field.required else field.default
+        for field in msgspec.structs.fields(shape)
+        if any(isinstance(mark, bodies.Words) for mark in getattr(field.type, "__metadata__", ()))
+    }
+
+
+def _utf8(text: str) -> bool:
+    # JSON lets "\ud800" (half a character) through; Redis takes UTF-8 only.
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def is_htmx(request: HttpRequest) -> bool:

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from django import template
 
-from dashboard.acting.actions import MAX_IDS_PER_SET, SET_ACTIONS
+from dashboard.acting.actions import MAX_IDS_PER_SET
+from dashboard.core.answers import SET_ACTIONS
 from queues.read.refs import QueueRef
 from queues.read.states import TAB
 

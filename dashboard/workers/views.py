@@ -17,15 +17,17 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
+from msgspec import UNSET
 from redis import Redis
 
 from dashboard.acting import actions
+from dashboard.core import answers as dashboard_answers
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import queue_or_404
 from dashboard.core.permissions import api_permission, page_permission, user_label
 from dashboard.core.queue_urls import queue_url
 from dashboard.core.redis import get_client
-from dashboard.shared import presenters
+from dashboard.shared import bodies, presenters
 from dashboard.shared.web import (
     BadInput,
     is_htmx,
@@ -34,9 +36,9 @@ from dashboard.shared.web import (
     redirect_back,
     render_page,
     request_body,
+    whole_number,
 )
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
-from queues.numerals import NotWholeNumber, parse_whole
 from queues.read import answers, counts
 from queues.read.limits import Limits, read_limits
 from queues.read.refs import QueueRef
@@ -167,16 +169,8 @@ def _limit_from(value: Any) -> int | None:
         f"concurrency must be a whole number from 1 to {MAX_GLOBAL_CONCURRENCY:,},"
         " or null to clear it"
     )
-    if isinstance(value, str):
-        try:
-            value = parse_whole(value.strip())
-        except NotWholeNumber:
-            raise BadInput(must) from None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(must)
-    if not 1 <= value <= MAX_GLOBAL_CONCURRENCY:
-        raise BadInput(f"concurrency must be between 1 and {MAX_GLOBAL_CONCURRENCY:,}")
-    return value
+    within = f"concurrency must be between 1 and {MAX_GLOBAL_CONCURRENCY:,}"
+    return whole_number(value, 1, MAX_GLOBAL_CONCURRENCY, must=must, within=within)
 
 
 @require_POST
@@ -235,10 +229,10 @@ def global_concurrency_json(request: HttpRequest, prefix: str, name: str) -> Htt
     """``{"concurrency": 5}`` sets it, ``{"concurrency": null}`` clears it."""
     client = get_client()
     ref = queue_or_404(client, prefix, name)
-    body = request_body(request)
-    if "concurrency" not in body:
+    body = request_body(request, bodies.GlobalConcurrencyRequest)
+    if body.concurrency is UNSET:
         raise BadInput("concurrency is required: a whole number, or null to clear it")
     result = actions.set_global_concurrency(
-        client, ref, _limit_from(body["concurrency"]), user=user_label(request.user)
+        client, ref, _limit_from(body.concurrency), user=user_label(request.user)
     )
-    return JsonResponse(result.as_json())
+    return JsonResponse(result.answer(dashboard_answers.ActionResult))
