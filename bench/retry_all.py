@@ -53,7 +53,8 @@ from tests.dashboard_seed import seed_failed_bulk  # noqa: E402
 
 
 def redis_cpu(pid: int) -> float:
-    """User + system CPU seconds of the Redis server so far."""
+    """User + system CPU seconds of a process so far (the Redis server, a
+    dashboard)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -68,13 +69,16 @@ def reseed(client: object, jobs: int) -> None:
     seed_failed_bulk(client, keys, jobs)  # type: ignore[arg-type]
 
 
-def timed(pid: int, action: Callable[[], int], jobs: int) -> tuple[float, float]:
-    """Seconds of ``action`` and Redis's CPU per job (us) over it."""
-    cpu, started = redis_cpu(pid), time.perf_counter()
+def timed(
+    pid: int, server_pid: int, action: Callable[[], int], jobs: int
+) -> tuple[float, float, float]:
+    """Seconds of ``action``, Redis's CPU per job (us) over it, and the CPU
+    seconds of the dashboard process ``server_pid`` over it."""
+    cpu, server, started = redis_cpu(pid), redis_cpu(server_pid), time.perf_counter()
     retried = action()
     elapsed = time.perf_counter() - started
     assert retried == jobs, f"retried {retried} of {jobs}"
-    return elapsed, (redis_cpu(pid) - cpu) / jobs * 1e6
+    return elapsed, (redis_cpu(pid) - cpu) / jobs * 1e6, redis_cpu(server_pid) - server
 
 
 def main() -> None:
@@ -109,16 +113,20 @@ def main() -> None:
         assert status == 200, (status, body)
         return int(bench.json.loads(body)["retried"])
 
-    runs: dict[str, list[tuple[float, float]]] = {"ours": [], "bull-board": []}
+    runs: dict[str, list[tuple[float, float, float]]] = {"ours": [], "bull-board": []}
+    servers = {"ours": stack.server.pid, "bull-board": stack.peer.pid if stack.peer else 0}
     sides = [("ours", ours)] + ([("bull-board", theirs)] if stack.peer_port else [])
     try:
         for round_ in range(args.rounds):
             for label, action in sides if round_ % 2 == 0 else sides[::-1]:
                 reseed(client, args.jobs)
-                seconds, cpu = timed(pid, action, args.jobs)
+                seconds, cpu, server = timed(pid, servers[label], action, args.jobs)
                 assert client.llen(bench.BIG.keys.wait) == args.jobs
-                runs[label].append((seconds, cpu))
-                print(f"  round {round_ + 1} {label:<10} {seconds:6.2f} s  redis {cpu:5.1f} us/job")
+                runs[label].append((seconds, cpu, server))
+                print(
+                    f"  round {round_ + 1} {label:<10} {seconds:6.2f} s  redis {cpu:5.1f} us/job"
+                    f"  dashboard cpu {server:5.2f} s"
+                )
     finally:
         bench.stop_stack(stack)
     medians = {}
@@ -127,10 +135,12 @@ def main() -> None:
             continue
         seconds = sorted(v[0] for v in values)
         cpus = sorted(v[1] for v in values)
+        servers_cpu = sorted(v[2] for v in values)
         medians[label] = statistics.median(seconds)
         print(
             f"{label:<10} {seconds[0]:.2f}-{seconds[-1]:.2f} s (median {medians[label]:.2f})"
             f" | redis cpu per job {cpus[0]:.1f}-{cpus[-1]:.1f} us"
+            f" | dashboard cpu {servers_cpu[0]:.2f}-{servers_cpu[-1]:.2f} s"
         )
     if "bull-board" in medians:
         ratio = medians["ours"] / medians["bull-board"]

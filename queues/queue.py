@@ -396,12 +396,13 @@ class Queue:
 
 def _add_reported(result: BulkResult, reported: Sequence[Any], track: int) -> None:
     """Keep the moved jobs a batch reported (id, previous reason pairs), up to
-    ``track`` ids in all."""
-    pairs = iter(reported or ())
-    for raw_id, raw_reason in zip(pairs, pairs, strict=True):
-        if len(result.ids) >= track:
-            return
-        job_id = _text(raw_id)
-        result.ids.append(job_id)
+    ``track`` ids in all. Sliced rather than walked pair by pair: a retry-all
+    hands 100,000 of them over."""
+    flat = reported or ()
+    end = 2 * max(track - len(result.ids), 0)
+    ids = [_text(raw_id) for raw_id in flat[0:end:2]]
+    result.ids.extend(ids)
+    reasons = result.previous_reasons
+    for job_id, raw_reason in zip(ids, flat[1:end:2], strict=True):
         if raw_reason:
-            result.previous_reasons[job_id] = _text(raw_reason)
+            reasons[job_id] = _text(raw_reason)

@@ -98,6 +98,25 @@ def test_retry_all_passes_over_more_broken_jobs_than_a_batch_holds(
     assert queue.get_counts("failed", "wait") == {"failed": 25, "wait": 35}
 
 
+def test_retry_all_takes_each_batch_after_the_broken_jobs_out_by_its_own_ranks(
+    redis_client: Redis, queue: Queue
+) -> None:
+    # The broken jobs failed first, so they stay at the front of failed; a
+    # later batch whose every job moves leaves failed by rank, from the
+    # count passed over (the ranks its ids were read at), never from 0.
+    ids = queue.add_bulk([("n", {"i": i}, None) for i in range(30)])
+    first = now_ms() - 10_000
+    for position, job_id in enumerate(ids):
+        finish(redis_client, queue, [job_id], "failed", at=first + position)
+    for job_id in ids[:3]:
+        redis_client.set(queue.keys.job(job_id), "corrupt")
+    result = queue.retry_all(batch=5)
+    assert (result.count, sorted(result.skipped, key=int)) == (27, ids[:3])
+    assert [m.decode() for m in redis_client.zrange(queue.keys.failed, 0, -1)] == ids[:3]
+    waiting = [m.decode() for m in redis_client.lrange(queue.keys.wait, 0, -1)]
+    assert sorted(waiting, key=int) == ids[3:]
+
+
 def test_promote_all_leaves_a_broken_delayed_job_and_a_two_state_one(
     redis_client: Redis, queue: Queue
 ) -> None:

@@ -98,10 +98,7 @@ if refused then
   return refused
 end
 
-local listed = {}
-for index = 7, #ARGV - 1, 2 do
-  listed[ARGV[index]] = ARGV[index + 1]
-end
+local listed = listed_in_args(7)
 -- A list's copies in the other lists, read once the list is found to hold
 -- something to look at.
 local listed_read = false
@@ -129,14 +126,7 @@ local function sort_chunk(ids, by_age, take)
     if problem == "missing" then
       problem, fields = nil, {}
     end
-    local also = holder[job_id] or listed[job_id]
-    if not problem and also then
-      problem = "states:" .. state .. "," .. also
-    end
-    if problem then
-      skipped[#skipped + 1] = job_id
-      skipped[#skipped + 1] = problem
-    else
+    if not skipped_job(skipped, job_id, problem, state, holder, listed) then
       local created = as_number(fields[at.timestamp])
       local young = by_age and created ~= nil and created > cutoff
       local scheduled = state == "delayed" and fields[at.rjk]

@@ -55,8 +55,7 @@
 ]]
 
 --- @include "takeReady"
---- @include "jobFields"
---- @include "removeJobKeys"
+--- @include "finishSteps"
 
 -- Everything but the common finish: the general path, defined only on a
 -- call that takes it (includes/finishGeneral.lua).
@@ -72,7 +71,7 @@ end
 -- reads, and hands anything else to the general path before the first
 -- write; the general path then decides (and refuses) as it always has.
 local job_key, base, job_id, now_text = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
-local target, value, token, keep, lock_ms = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[9]
+local target, token, keep, lock_ms = ARGV[4], ARGV[6], ARGV[7], ARGV[9]
 if ARGV[11] ~= "" or lock_ms == "0" then
   return in_general()
 end
@@ -128,21 +127,8 @@ end
 if redis.pcall("LREM", active_key, "-1", job_id) ~= 1 then
   return in_general()
 end
-if token ~= "0" and keep ~= "0" then
-  redis.call("DEL", job_key .. ":lock")  -- remove_job_keys takes it otherwise
-end
-if stalled_mark == 1 then
-  redis.call("SREM", stalled_key, job_id)
-end
-set_packed_fields(job_key, ARGV[12])
-local field = target == "completed" and "returnvalue" or "failedReason"
-if keep == "0" then
-  remove_job_keys(job_key)
-else
-  redis.call("HSET", job_key, field, value, "finishedOn", now_text, "atm", attempts)
-  if target == "failed" then
-    redis.call("HDEL", job_key, "defa")
-  end
+settle_finished_job(job_key, stalled_key, stalled_mark, attempts)
+if keep ~= "0" then
   local excess = finished_count + redis.call("ZADD", finished_key, now_text, job_id)
     - (tonumber(keep) or 0)
   if keep ~= "-1" and excess > 0 then
@@ -156,10 +142,7 @@ else
     redis.call("ZREM", finished_key, unpack(oldest))
   end
 end
-emit_event(events, cap, target, "jobId", job_id, field, value, "prev", "active")
-if target == "failed" and tonumber(attempts) >= (tonumber(ARGV[8]) or 1) then
-  emit_event(events, cap, "retries-exhausted", "jobId", job_id, "attemptsMade", attempts)
-end
+announce_finish(events, cap, attempts)
 
 if next_id then
   -- No wake-up marker: a finish consumed none (a pick-up restores the one

@@ -54,7 +54,7 @@ local listed = states_holding(job_states({"active", q.active, "wait", q.wait, "p
 if #listed > 0 then
   return broken_reply("states:" .. ARGV[3] .. "," .. listed[1].name)
 end
-local moved, skipped = requeue_jobs(q, ARGV[1], {job_id}, ARGV[3])
+local moved, skipped = requeue_jobs(q, ARGV[1], {job_id}, ARGV[3], nil, nil, 0)
 if moved == 0 then
   return broken_reply(skipped[2])
 end

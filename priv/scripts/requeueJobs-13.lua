@@ -60,18 +60,7 @@ local max_score = ARGV[4]
 local passed = tonumber(ARGV[5]) or 0
 local ids = redis.call("ZRANGEBYSCORE", q.source, "-inf", max_score,
   "LIMIT", passed, tonumber(ARGV[3]))
-local listed = {}
-for index = 7, #ARGV - 1, 2 do
-  listed[ARGV[index]] = ARGV[index + 1]
-end
-local moved, skipped, movable, reasons = requeue_jobs(q, ARGV[1], ids, ARGV[2], listed)
+local moved, skipped, reported = requeue_jobs(q, ARGV[1], ids, ARGV[2], listed_in_args(7),
+  passed, tonumber(ARGV[6]) or 0)
 local beyond = redis.call("ZCOUNT", q.source, "-inf", max_score) - passed - #skipped / 2
-local reported = {}
-local reason_bytes = tonumber(ARGV[6]) or 0
-if reason_bytes > 0 then
-  for index, job_id in ipairs(movable) do
-    reported[#reported + 1] = job_id
-    reported[#reported + 1] = string.sub(reasons[index] or "", 1, reason_bytes)
-  end
-end
 return {moved, math.max(beyond, 0), skipped, reported}

@@ -180,13 +180,19 @@ def build_cohort(
     reasons: dict[str, int] = {}
     samples: list[str] = []
     reason_of = []
+    # A reason met before has its kind's index already: jobs of one action
+    # often failed with the very same text, folded once here.
+    index_of_reason: dict[str, int] = {}
     for job_id in tracked:
         reason = previous_reasons.get(job_id, "")
-        folded = fold_reason(reason)
-        index = reasons.get(folded, -1) if folded else -1
-        if folded and index < 0 and len(reasons) < MAX_REASONS:
-            index = reasons[folded] = len(reasons)
-            samples.append(sample_reason(reason))
+        index = index_of_reason.get(reason)
+        if index is None:
+            folded = fold_reason(reason)
+            index = reasons.get(folded, -1) if folded else -1
+            if folded and index < 0 and len(reasons) < MAX_REASONS:
+                index = reasons[folded] = len(reasons)
+                samples.append(sample_reason(reason))
+            index_of_reason[reason] = index
         reason_of.append(index)
     return Cohort(
         cohort_id,

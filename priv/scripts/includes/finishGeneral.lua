@@ -1,7 +1,6 @@
 --- @include "lockStatus"
---- @include "jobFields"
+--- @include "finishSteps"
 --- @include "finishMetrics"
---- @include "removeJobKeys"
 --- @include "takeNextJob"
 
 -- The general path of moveToFinished-1.lua, for every call its straight-line
@@ -22,7 +21,6 @@ local function finish_in_general()
   }
   local job_id, now, now_text = ARGV[2], tonumber(ARGV[3]), ARGV[3]
   local target, value = ARGV[4], ARGV[5]
-  local field = target == "completed" and "returnvalue" or "failedReason"
   local stalled_key, finished_key = base .. "stalled", base .. target
   local metrics_key = base .. "metrics:" .. target
   local fetch_next = ARGV[9] ~= "0"
@@ -117,47 +115,26 @@ local function finish_in_general()
   if removed == 0 then
     return -3
   end
-  if opts.token ~= "0" and keep_count ~= 0 then
-    redis.call("DEL", job_key .. ":lock")  -- remove_job_keys takes it otherwise
-  end
-  if stalled_mark == 1 then
-    redis.call("SREM", stalled_key, job_id)
-  end
-  set_packed_fields(job_key, ARGV[12])
+  -- The flow parent is read before the job's own writes, which may delete
+  -- the job (its parentKey with it); the parent is told after them.
+  local flows = has_parent and rare()
+  local parent = flows and flows.parent_of(job_key)
+  local attempts = settle_finished_job(job_key, stalled_key, stalled_mark, one_more(job[3]))
   if job[6] then
     rare().release_dedup_id(queue.base, job[6], job_id)
   end
-
-  local flows = has_parent and rare()
-  local parent = flows and flows.parent_of(job_key)
   if parent then
     if target == "completed" then
       flows.child_completed(parent, job_key, value, now)
     else
       flows.child_failed(parent, job_key, value, now, opts)
     end
-  end
-
-  -- The attempt counted from the value read (one HSET with the result),
-  -- except past 2^53, where only Redis counts exactly.
-  local finish_fields = {field, value, "finishedOn", now_text}
-  local attempts = one_more(job[3])
-  if attempts then
-    finish_fields[5] = "atm"
-    finish_fields[6] = attempts
-  else
-    attempts = redis.call("HINCRBY", job_key, "atm", "1")
-  end
-  if keep_count == 0 then
-    remove_job_keys(job_key)
-    if parent then
+    if keep_count == 0 then
       flows.child_removed(parent, job_key, now)
     end
-  else
-    redis.call("HSET", job_key, unpack(finish_fields))
-    if target == "failed" then
-      redis.call("HDEL", job_key, "defa")
-    end
+  end
+
+  if keep_count ~= 0 then
     redis.call("ZADD", finished_key, now_text, job_id)
     -- Removes finished jobs (and all their keys) from the target set.
     local function remove_finished(ids)
@@ -185,12 +162,7 @@ local function finish_in_general()
       end
     end
   end
-
-  emit_event(queue.events, queue.cap, target, "jobId", job_id, field, value, "prev", "active")
-  if target == "failed" and tonumber(attempts) >= (tonumber(opts.attempts) or 1) then
-    emit_event(queue.events, queue.cap, "retries-exhausted", "jobId", job_id,
-      "attemptsMade", attempts)
-  end
+  announce_finish(queue.events, queue.cap, attempts)
 
   if record_points > 0 then
     record_metrics(metrics_key, record_points, now)

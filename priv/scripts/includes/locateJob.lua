@@ -25,16 +25,32 @@ local function holds(state, job_id)
   return redis.call("ZSCORE", state.key, job_id) ~= false
 end
 
--- Every state holding the job, in the order given: more than one means a
--- writer left the id in two places, which a move must not make worse.
-local function states_holding(states, job_id)
+-- The states of `states` for which `test(state)` is true, in the order given.
+local function states_where(states, test)
   local found = {}
   for _, state in ipairs(states) do
-    if holds(state, job_id) then
+    if test(state) then
       found[#found + 1] = state
     end
   end
   return found
+end
+
+-- Notes that `name` holds `job_id` in `holder` (id -> state name), unless
+-- a state before it does: the first state in the caller's order names a job
+-- held twice.
+local function note_holder(holder, job_id, name)
+  if holder[job_id] == nil then
+    holder[job_id] = name
+  end
+end
+
+-- Every state holding the job, in the order given: more than one means a
+-- writer left the id in two places, which a move must not make worse.
+local function states_holding(states, job_id)
+  return states_where(states, function(state)
+    return holds(state, job_id)
+  end)
 end
 
 -- The broken-job reason for a job found in several states, naming them.
@@ -60,8 +76,8 @@ local function zset_holders(states, ids)
       local last = math.min(first + 999, #ids)
       local scores = redis.call("ZMSCORE", state.key, unpack(ids, first, last))
       for offset, score in ipairs(scores) do
-        if score and holder[ids[first + offset - 1]] == nil then
-          holder[ids[first + offset - 1]] = state.name
+        if score then
+          note_holder(holder, ids[first + offset - 1], state.name)
         end
       end
     end
@@ -74,14 +90,10 @@ end
 -- is a key of another type, which holds no job (a script that writes a state
 -- refuses that with structure_refusal before its first write).
 local function occupied_states(states)
-  local found = {}
-  for _, state in ipairs(states) do
+  return states_where(states, function(state)
     local size = redis.pcall(state.list and "LLEN" or "ZCARD", state.key)
-    if type(size) == "number" and size > 0 then
-      found[#found + 1] = state
-    end
-  end
-  return found
+    return type(size) == "number" and size > 0
+  end)
 end
 
 -- Which ids the list states of `states` hold: id -> that state's name, each
@@ -94,13 +106,38 @@ local function list_holders(states)
   for _, state in ipairs(states) do
     if state.list then
       for _, job_id in ipairs(redis.call("LRANGE", state.key, 0, -1)) do
-        if holder[job_id] == nil then
-          holder[job_id] = state.name
-        end
+        note_holder(holder, job_id, state.name)
       end
     end
   end
   return holder
+end
+
+-- The jobs a bulk action's caller found in a list state too (listedJobs-4.lua),
+-- passed as pairs id, that state's name from ARGV[first] on: id -> name.
+local function listed_in_args(first)
+  local listed = {}
+  for index = first, #ARGV - 1, 2 do
+    listed[ARGV[index]] = ARGV[index + 1]
+  end
+  return listed
+end
+
+-- Whether a batch leaves `job_id`, of state `state`, where it is: when the
+-- job check found a `problem`, or another state holds the job too (`holder`:
+-- zset_holders's answer; `listed`: listed_in_args's, or nil), the job is
+-- reported in `skipped` (a flat list id, reason) and true is answered.
+local function skipped_job(skipped, job_id, problem, state, holder, listed)
+  local also = holder[job_id] or (listed and listed[job_id])
+  if not problem and also then
+    problem = "states:" .. state .. "," .. also
+  end
+  if not problem then
+    return false
+  end
+  skipped[#skipped + 1] = job_id
+  skipped[#skipped + 1] = problem
+  return true
 end
 
 local function take_job_out(state, job_id)

@@ -38,36 +38,40 @@ end
 -- (keyCheck.lua), or that another sorted-set state also holds, or that
 -- `listed` names (id -> the list state holding it too, found by
 -- listedJobs-4.lua; nil for none), is left in its source set and reported.
--- The others leave the source set together.
+-- The others leave the source set together: by rank when `first_rank` is
+-- given and every id moves (`ids` are then the source's ranks first_rank on,
+-- as the caller's ZRANGEBYSCORE from -inf read them, and ZREMRANGEBYRANK
+-- finds none of them by member), else by id.
 -- The target list and whether workers may be woken are read once.
 -- Returns how many jobs were requeued, the skipped ones as a flat list of
--- id, reason pairs, the requeued ids, and the failedReason each held before
--- (false when none; read with the checks, since a retry deletes it): the
--- dashboard keeps them to say later what became of the jobs it moved.
-local function requeue_jobs(q, queue_base, ids, prev, listed)
+-- id, reason pairs, and, when `reason_bytes` > 0, the requeued ids each with
+-- the first `reason_bytes` bytes of the failedReason it held before ("" when
+-- none; read with the checks, since a retry deletes it): the dashboard keeps
+-- them to say later what became of the jobs it moved.
+local function requeue_jobs(q, queue_base, ids, prev, listed, first_rank, reason_bytes)
   local check, at = job_checker({"priority"}, {}, {"failedReason"})
   local holder = zset_holders(q.others, ids)
-  local movable, priorities, skipped, reasons = {}, {}, {}, {}
+  local movable, priorities, skipped, reported = {}, {}, {}, {}
   for _, job_id in ipairs(ids) do
     local problem, fields = check(queue_base .. job_id)
-    local also = holder[job_id] or (listed and listed[job_id])
-    if not problem and also then
-      problem = "states:" .. prev .. "," .. also
-    end
-    if problem then
-      skipped[#skipped + 1] = job_id
-      skipped[#skipped + 1] = problem
-    else
+    if not skipped_job(skipped, job_id, problem, prev, holder, listed) then
       movable[#movable + 1] = job_id
       priorities[#movable] = as_number(fields[at.priority]) or 0
-      reasons[#movable] = fields[at.failedReason]
+      if reason_bytes > 0 then
+        reported[#reported + 1] = job_id
+        reported[#reported + 1] = string.sub(fields[at.failedReason] or "", 1, reason_bytes)
+      end
     end
   end
   if #movable == 0 then
-    return 0, skipped, movable, reasons
+    return 0, skipped, reported
   end
 
-  call_sliced("ZREM", q.source, movable)
+  if first_rank and #movable == #ids then
+    redis.call("ZREMRANGEBYRANK", q.source, first_rank, first_rank + #ids - 1)
+  else
+    call_sliced("ZREM", q.source, movable)
+  end
   local list, wake = ready_list(q)
   local cap = events_cap(q.meta)
   -- Plain jobs are pushed together at the end: one LPUSH of many ids keeps
@@ -91,5 +95,5 @@ local function requeue_jobs(q, queue_base, ids, prev, listed)
   if wake then
     wake_workers(q.marker)
   end
-  return #movable, skipped, movable, reasons
+  return #movable, skipped, reported
 end
