@@ -275,6 +275,21 @@ def check_events(page: Page, scene: Scene) -> None:
     ).to_have_count(1)
 
 
+def toolbar_labels_beside_their_controls(page: Page) -> None:
+    """A toolbar's label reads with its control: when the toolbar wraps (a
+    phone), the two stay on one line ("Job id" once sat at the end of the
+    line above its input)."""
+    pairs = page.evaluate(
+        """() => [...document.querySelectorAll('.toolbar label[for]')].map(label => {
+            const control = document.getElementById(label.htmlFor);
+            const a = label.getBoundingClientRect(), b = control.getBoundingClientRect();
+            return [label.textContent.trim(), a.top + a.height / 2, b.top, b.bottom];
+        })"""
+    )
+    for text, middle, top, bottom in pairs:
+        assert top <= middle <= bottom, f"the label {text!r} is not on its control's line"
+
+
 def check_login(page: Page, scene: Scene) -> None:
     expect(page.get_by_label("Username")).to_be_visible()
     expect(page.get_by_label("Password")).to_be_visible()
@@ -318,6 +333,7 @@ def test_screenshot_shows_what_the_page_must(
     with visit(browser, scene_server.url, auth_state, fresh_scene, kind, **LOOKS[look]) as page:
         try:
             CHECKS[kind](page, fresh_scene)
+            toolbar_labels_beside_their_controls(page)
             text = page.locator("body").inner_text()
             lost = LOST_VALUE.search(text)
             around = text[max(0, lost.start() - 80) : lost.end() + 80] if lost else ""
