@@ -1,53 +1,24 @@
 """The events-stream readers of one server process, shared by all of its pages.
 
-Every page of this process subscribed to a queue shares that queue's
-``Stream``: its position in the queue's events stream and its subscribers.
-Streams are read by a fixed pool of at most ``READERS`` readers: each an
-asyncio task with one Redis connection of its own that XREADs BLOCK on all of
-its streams at once and hands each stream's batch to that stream's
-subscribers in this process (dashboard.live.fanout: each socket's bounded
-inbox; the reader never waits for a socket). On a Redis Cluster, where one
-XREAD cannot span hash slots, the pool is per slot for the first
-``BLOCKING_SLOTS`` slots watched, and one ``PollingReader`` reads every other
-slot's streams. Positions and replays go through one more pool of at most
-``CONTROL_CONNECTIONS`` commands at once. So a process holds at most READERS +
-CONTROL_CONNECTIONS connections for the live pages of one Redis server (on a
-cluster: BLOCKING_SLOTS x READERS blocking readers, and per node one polling
-connection and CONTROL_CONNECTIONS), however many pages watch however many
-queues (docs/deploy.md, "Connections"). Which queues a socket may watch is the consumer's
-business (queues that exist, a bounded number).
+A queue watched by any page of the process has one ``Stream`` (its position
+and subscribers) from its first subscriber to its last (``release`` is
+synchronous, so a cancelled consumer cannot skip it). A fixed pool of at most
+``READERS`` readers, each one connection XREADing BLOCK on its streams, hands
+each batch to the stream's subscribers (dashboard.live.fanout) and never waits
+for a socket; a reader whose streams changed cancels its read and reads again,
+and one left with none closes its connection. On a Redis Cluster the pool is
+per slot for the first ``BLOCKING_SLOTS`` slots and one ``PollingReader``
+reads the rest; positions and replays share ``CONTROL_CONNECTIONS``. So the
+connections are bounded per server whatever the pages (docs/live.md, "A few
+shared readers"; docs/deploy.md, "Connections"). A reader that may have missed
+entries checks the stream still holds what follows its position, else hands
+out ``live.gap`` and goes on from the newest.
 
-A stream starts with its first subscriber and goes with its last
-(``release`` is synchronous, so a cancelled consumer cannot skip it); a
-reader whose last stream went closes its connection at once. A reader whose
-set of streams changed cancels its blocked read and reads again with the new
-set (redis-py drops a connection whose command was cancelled; the next read
-opens another).
-
-Each process reads the streams itself and hands what it read only to its own
-sockets: with several server processes, every process sees every event, and
-no page receives one twice.
-
-A reader that may have missed entries (its connection dropped, or one read
-brought a burst big enough to have trimmed unread entries) checks whether the
-stream still holds what follows its position; when it does not, it hands out
-``live.gap`` and continues from the newest entry, and pages reload.
-
-With several Redis connections (dashboard.connections) each has a hub of its
-own: its readers, its control pool, its reachability. So the bounds above
-hold per server, and a server that does not answer leaves the others' pages
-live. A stream's ``ref`` is the queue's address (``QueueRef.address``: the
-connection's name before the queue's on another connection).
-
-Whether Redis answers is one fact per process and server (``StreamHub.reachable``): a
-reader whose read fails, or any live command that cannot reach Redis, reports
-it down, and a probe then pings every ``PROBE_INTERVAL_S`` until Redis answers.
-Behind Redis Sentinel the probe also asks the sentinels, after each failed
-ping, whether they are replacing the master (``StreamHub.failover``): the
-pages then say "failing over" instead of "unreachable". The readers ask the
-sentinels for the master on every connect, so they follow the new one by
-themselves. Each change is handed to every socket of the process directly
-(``watch_reachability``).
+Each Redis connection (dashboard.connections) has a hub of its own, and
+``StreamHub.reachable`` is one fact per process and server: a failed read or
+command reports it down, a probe pings every ``PROBE_INTERVAL_S`` (and asks
+the sentinels whether they are failing over, ``StreamHub.failover``) until it
+answers, and each change goes to every socket (``watch_reachability``).
 """
 
 from __future__ import annotations
