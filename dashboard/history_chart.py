@@ -1,16 +1,10 @@
 """The queue page's history chart (1 h / 24 h / 7 d / 30 d), drawn on the server as SVG.
 
-Drawn the way dashboard.charts draws the hour chart, with its pieces: x and y
-in % of the SVG's box, a hit area and a ``<title>`` per slot, the count scale
-in its own narrow SVG, admin actions from the audit trail as markers, and
-``static/dashboard/chart.js`` reading the slot or marker under the pointer out
-in words (each slot carries its readout in ``data-readout``). Three bands
-share the time axis: jobs finished per slot (completed above the line, failed
-below), wait and run time (p95 solid, p50 dashed), and the backlog.
-
-A slot is one point of the range or a few merged (24 h: 5 minutes; 30 d:
-4 hours), so a chart has at most 288 slots; merging is exact (the buckets add
-up, queues.read.history).
+Drawn as dashboard.charts draws the hour chart (x and y in %, a hit area,
+``<title>`` and ``data-readout`` per slot for chart.js, the count scale in its
+own SVG, audit markers), in three bands on one time axis: finished jobs
+(failed below the line), wait and run time (p95 solid, p50 dashed), backlog.
+A slot is a point of the range or a few merged exactly (at most 288).
 """
 
 from __future__ import annotations
