@@ -57,13 +57,10 @@ log = logging.getLogger("echomq.live")
 T = TypeVar("T")
 
 READ_BATCH = 500  # events per stream per XREAD, and at most per batch handed out
-# At most one batch per queue every coalescing window: a lone event
-# goes out at once, a busy stream in batches. The window grows with the
-# subscribers, since each message costs every socket (and every browser) it
-# reaches: 10 ms for a few pages, 20 ms from 7 on (at most 50 messages/s), so
-# an event waits 10 ms on average. A 30 ms window was measured too
-# (bench/live.py, 20 pages): the pages used no less CPU, because a page pays
-# mostly per row drawn rather than per message, and every event waited longer.
+# At most one batch per queue every coalescing window (a lone event goes out at
+# once): 10 ms for a few pages, 20 ms from 7 on, as each message costs every
+# socket and browser it reaches. 30 ms saved the pages no CPU (they pay per row
+# drawn) and made every event wait longer.
 COALESCE_PER_SUBSCRIBER_S = 0.003
 COALESCE_RANGE_S = (0.01, 0.02)
 GAP_CHECK_BATCH = 100  # a read this big may follow a trim: check for a gap
@@ -71,13 +68,10 @@ READERS = 4
 # A reader takes streams up to this many before another reader starts (while
 # fewer than READERS run): one XREAD over many quiet streams costs little.
 STREAMS_PER_READER = 64
-# On a Redis Cluster one XREAD cannot span hash slots, so blocking readers are
-# per slot; the streams of at most this many slots get them (the first slots
-# watched: a cluster's queues mostly share their prefix's hash tag, one slot).
-# The streams of every other slot share one polling reader, which asks each
-# of its slots once a round (pipelined: one connection per node) and waits
-# POLL_S after a round that brought nothing. Without the cap, queues tagged one
-# by one ({emails}, {sms}, ...) held up to READERS connections per queue.
+# On a Redis Cluster blocking readers are per slot (one XREAD cannot span
+# slots), for the first BLOCKING_SLOTS slots watched; every other slot's streams
+# share one polling reader (docs/live.md). Without the cap, queues tagged one by
+# one ({emails}, {sms}, ...) held up to READERS connections per queue.
 BLOCKING_SLOTS = 4
 POLL_S = 0.25
 POLLED = -1  # the shard of the polling reader

@@ -14,8 +14,9 @@ server it watches nothing and is never full (uvicorn's ``send`` waits instead).
 
 It also sends a ``SharedText`` (a batch's frame, dashboard.live.fanout)
 framed once as autobahn's ``PreparedMessage`` and written by each socket's
-protocol, in the ASGI path's order: the per-socket ASGI path was two thirds
-of daphne's CPU per message (docs/live.md, "A few shared readers").
+protocol, in the ASGI path's order: the per-socket ASGI path was about two
+thirds of daphne's CPU per message (docs/benchmarks.md, "Runs of 2026-12-02
+(perf-live)").
 """
 
 from __future__ import annotations
