@@ -90,11 +90,9 @@ def history_fragment(request: HttpRequest, prefix: str, name: str) -> HttpRespon
 
 SUMMARY_QUEUES = 200
 SUMMARY_ROWS = 15
-# Reading the last hour of 200 queues is 12,000 small hashes: about 0.3 s of
-# this process's CPU and 50 ms of Redis (a 2-core VM, 2026-12-02), and every
-# overview load asks for it, so a few viewers reloading kept a core busy. The
-# figures move by the minute: one reading serves every viewer of the process
-# for this long (Django's cache; per process with the default local memory).
+# The last hour of 200 queues is 12,000 small hashes, and every overview load
+# asks for it (docs/benchmarks.md, "Figures that were in the code's comments"):
+# one reading serves every viewer of the process this long (Django's cache).
 SUMMARY_CACHE_S = 10
 
 
