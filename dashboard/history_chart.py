@@ -22,8 +22,10 @@ from dashboard.charts import (
     MAX_MARKERS,
     Marker,
     action_markers,
+    grid_svg,
     half_scales,
     nice_ceiling,
+    scale_svg,
 )
 from dashboard.formatting import compact, failures, thousands
 from dashboard.models import AuditEntry
@@ -142,9 +144,8 @@ def _line(
 
 
 def _grid() -> str:
-    lines = "".join(
-        f'<line class="{kind}" x1="0" x2="100%" y1="{y}%" y2="{y}%"/>'
-        for kind, y in (
+    return grid_svg(
+        (
             ("grid", _C_TOP),
             ("axis", _C_AXIS),
             ("grid", _C_BOTTOM),
@@ -154,7 +155,6 @@ def _grid() -> str:
             ("axis", _B_BOTTOM),
         )
     )
-    return f'<g class="grid-lines">{lines}</g>'
 
 
 def _scale(top_done: int, top_failed: int, top_ms: float, top_backlog: int) -> str:
@@ -167,12 +167,7 @@ def _scale(top_done: int, top_failed: int, top_ms: float, top_backlog: int) -> s
         (_B_TOP, compact(top_backlog)),
         (_B_BOTTOM, "0"),
     )
-    texts = "".join(
-        f'<text class="tick" x="100%" dx="-6" y="{y}%" dominant-baseline="middle"'
-        f' text-anchor="end">{text}</text>'
-        for y, text in labels
-    )
-    return f'<svg class="chart-scale" width="52" height="300" aria-hidden="true">{texts}</svg>'
+    return scale_svg(labels, 300)
 
 
 def _band_titles(slot: str) -> str:

@@ -163,11 +163,15 @@ def is_search_step(method: str, path_info: str) -> bool:
     # path, more than the rest of this bridge, so other paths are not resolved.
     if method != "GET" or not path_info.endswith("/search/"):
         return False
+    return bool(getattr(_view_at(path_info), _SEARCH_STEP, False))
+
+
+def _view_at(path_info: str) -> Any:
+    """The view ``path_info`` resolves to, or None."""
     try:
-        view = resolve(path_info).func
+        return resolve(path_info).func
     except Resolver404:
-        return False
-    return bool(getattr(view, _SEARCH_STEP, False))
+        return None
 
 
 def session_key(scope: Scope) -> str:
@@ -249,11 +253,7 @@ def checks_password(method: str, path_info: str) -> bool:
     """A POST to a login view (Django's LoginView or a subclass, wherever mounted)."""
     if method != "POST":
         return False
-    try:
-        view = resolve(path_info).func
-    except Resolver404:
-        return False
-    view_class = getattr(view, "view_class", None)
+    view_class = getattr(_view_at(path_info), "view_class", None)
     return isinstance(view_class, type) and issubclass(view_class, LoginView)
 
 
