@@ -234,7 +234,7 @@ NORMALISE = [
 CLOCK_FIELDS = {"read_at", "search"}
 
 
-def normalise(body: bytes) -> bytes:
+def normalise(body: bytes, sort_keys: bool = False) -> bytes:
     """``body`` without what depends on the clock or the session; a JSON body
     printed one field a line (so that a diff says which field differs)."""
     for pattern, replacement in NORMALISE:
@@ -244,7 +244,10 @@ def normalise(body: bytes) -> bytes:
             answer = json.loads(body)
         except ValueError:
             return body
-        return json.dumps(_without_clock(answer), indent=1, ensure_ascii=False).encode()
+        printed = json.dumps(
+            _without_clock(answer), indent=1, ensure_ascii=False, sort_keys=sort_keys
+        )
+        return printed.encode()
     return body
 
 
@@ -334,17 +337,17 @@ def serve(label: str, path: Path, redis_url: str, workdir: Path, now: int) -> It
         server.wait(10)
 
 
-def fetch(tree: Tree, name: str, path: str) -> bytes:
+def fetch(tree: Tree, name: str, path: str, sort_keys: bool = False) -> bytes:
     """One answer, normalised, after a line saying its status and path; the
     login page and static files as a stranger asks for them."""
     anonymous = name == "login" or name.startswith("static")
     session = Session(tree.port) if anonymous else tree.session
     headers = {"HX-Request": "true"} if name.endswith("-htmx") else {}
     status, body = session.request("GET", path, **headers)
-    return b"%d GET %s\n" % (status, path.encode()) + normalise(body)
+    return b"%d GET %s\n" % (status, path.encode()) + normalise(body, sort_keys)
 
 
-def run(specs: list[str], out: Path, keep: bool) -> int:
+def run(specs: list[str], out: Path, keep: bool, sort_keys: bool = False) -> int:
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="page_diff_") as scratch:
         redis = LocalRedisServer(server_binary()[0]).start()
         stack.callback(redis.stop)
@@ -372,15 +375,15 @@ def run(specs: list[str], out: Path, keep: bool) -> int:
         answers: dict[str, list[bytes]] = {}
         again = 0
         for name, path in urls.items():
-            answers[name] = [fetch(tree, name, path) for tree in trees]
+            answers[name] = [fetch(tree, name, path, sort_keys) for tree in trees]
             if len(set(answers[name])) > 1:  # once more: a minute may have begun
                 again += 1
-                answers[name] = [fetch(tree, name, path) for tree in trees]
+                answers[name] = [fetch(tree, name, path, sort_keys) for tree in trees]
         static = sorted({m.decode() for a in answers.values() for m in
                          re.findall(rb'(?:href|src)="(/static/[^"?#]+)"', a[0])})  # fmt: skip
         for path in static:
             name = "static" + path.removeprefix("/static").replace("/", "-")
-            answers[name] = [fetch(tree, name, path) for tree in trees]
+            answers[name] = [fetch(tree, name, path, sort_keys) for tree in trees]
         differ = 0
         for n, tree in enumerate(trees):
             folder = out / tree.label
@@ -409,8 +412,11 @@ def main() -> None:
     parser.add_argument("trees", nargs="+", help="git refs or tree paths (the first is the base)")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "page_diff")
     parser.add_argument("--keep", action="store_true", help="keep the servers up until Enter")
+    parser.add_argument(
+        "--sort-keys", action="store_true", help="compare JSON objects whatever their keys' order"
+    )
     args = parser.parse_args()
-    sys.exit(run(args.trees, args.out, args.keep))
+    sys.exit(run(args.trees, args.out, args.keep, args.sort_keys))
 
 
 if __name__ == "__main__":
