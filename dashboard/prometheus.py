@@ -170,20 +170,8 @@ class Families:
             self.history_stopped.add_metric(_labels(ref), 1 if ref in reading.stopped else 0)
 
     def all(self) -> list[Metric]:
-        return [
-            self.up,
-            self.jobs,
-            self.paused,
-            self.workers,
-            self.completed,
-            self.failed,
-            self.backlog,
-            self.wait,
-            self.run,
-            self.gaps,
-            self.history_stopped,
-            self.lag,
-        ]
+        """Every family, in the order ``__init__`` made them."""
+        return list(vars(self).values())
 
 
 class QueueCollector(Collector):
