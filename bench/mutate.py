@@ -67,7 +67,10 @@ _BULK_TESTS = (
     "tests/test_bulk_edges.py",
 )
 TARGETS: dict[str, tuple[str, ...]] = {
-    "dashboard/permissions.py": ("tests/test_permissions.py", "tests/test_permissions_users.py"),
+    "dashboard/core/permissions.py": (
+        "tests/test_permissions.py",
+        "tests/test_permissions_users.py",
+    ),
     "queues/read/cohorts.py": (
         "tests/test_cohorts.py",
         "tests/test_views_cohorts.py",
@@ -87,7 +90,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_read_error_groups.py",
         "tests/test_error_folding_edges.py",
     ),
-    "dashboard/health.py": ("tests/test_health.py", "tests/test_health_edges.py"),
+    "dashboard/shared/health.py": ("tests/test_health.py", "tests/test_health_edges.py"),
     "priv/scripts/searchJobs-1.lua": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
     "priv/scripts/moveToFinished-1.lua": (
         "tests/test_transitions_finished.py",
@@ -135,7 +138,11 @@ _FROZEN_ONLY = "no code assigns to a field, hashes one, or sets an attribute it 
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{
         (module, _FROZEN, mutated): _FROZEN_ONLY
-        for module in ("queues/read/search.py", "queues/read/cohorts.py", "dashboard/health.py")
+        for module in (
+            "queues/read/search.py",
+            "queues/read/cohorts.py",
+            "dashboard/shared/health.py",
+        )
         for mutated in (
             "@dataclass(frozen=False, slots=True)",
             "@dataclass(frozen=True, slots=False)",
@@ -377,7 +384,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         )
     },
     **{
-        ("dashboard/health.py", original, mutated): why
+        ("dashboard/shared/health.py", original, mutated): why
         for original, mutated, why in (
             (
                 "if value == 0 or value >= 10:",

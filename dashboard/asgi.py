@@ -19,9 +19,9 @@ get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from dashboard import collector  # noqa: E402
-from dashboard.http import ThreadedDjangoHTTP, leave_bodies_to_the_application  # noqa: E402
+from dashboard.history import collector  # noqa: E402
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
+from dashboard.site.http import ThreadedDjangoHTTP, leave_bodies_to_the_application  # noqa: E402
 
 # Every body reaches Django, so a malformed one is answered as the app answers.
 leave_bodies_to_the_application()
@@ -29,12 +29,12 @@ leave_bodies_to_the_application()
 application = ProtocolTypeRouter(
     {
         # Views are synchronous: each request (static files too) runs in one pool
-        # thread (dashboard.http), not hopping threads per middleware as under
+        # thread (dashboard.site.http), not hopping threads per middleware as under
         # Django's ASGI handler.
         "http": ThreadedDjangoHTTP(),
         "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns())),
     }
 )
 
-# The metrics history: one collector among all server processes (dashboard.collector).
+# The metrics history: one collector among all server processes (dashboard.history.collector).
 collector.start()

@@ -24,10 +24,13 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.views.decorators.http import require_GET
 
-from dashboard import actions, api, cohorts, job_edits, search
-from dashboard import answers as dashboard_answers
-from dashboard.jsonresponse import JsonResponse
-from dashboard.permissions import api_permission
+from dashboard.browse import api
+from dashboard.cohorts import views as cohorts
+from dashboard.core import answers as dashboard_answers
+from dashboard.core.jsonresponse import JsonResponse
+from dashboard.core.permissions import api_permission
+from dashboard.search import views as search
+from dashboard.shared import actions, job_edits
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.errors import ErrorCode
 from queues.job_options import MAX_PRIORITY
@@ -220,7 +223,7 @@ _GROUP_KEY: Schema = {
 
 
 def _error_group_schemas() -> dict[str, Schema]:
-    """The failed tab grouped by error (queues.read.error_groups, dashboard.error_groups)."""
+    """The failed tab grouped by error (queues.read.error_groups, dashboard.error_groups.views)."""
     outcome = _object(
         {
             "id": _JOB_ID,
@@ -264,7 +267,7 @@ _SCHEDULER_CODES = ["SCHEDULER_NOT_EXIST", "SCHEDULER_BROKEN"]
 
 
 def _search_schemas(action_result: dict[str, Schema]) -> dict[str, Schema]:
-    """A search's steps and acting on its matches (dashboard.search)."""
+    """A search's steps and acting on its matches (dashboard.search.views)."""
     return {
         "SearchActRequest": _object(
             {
@@ -351,7 +354,7 @@ _COHORT_ID: Schema = {"type": "string", "pattern": "^[0-9]{13}-[0-9a-f]{8}$"}
 
 
 def _cohort_schemas() -> dict[str, Schema]:
-    """What became of recent actions (dashboard.cohorts, queues.read.cohorts)."""
+    """What became of recent actions (dashboard.cohorts.views, queues.read.cohorts)."""
     parts = {"type": "string", "enum": list(cohorts.PARTS)}
     return {
         "Cohort": {
@@ -438,7 +441,7 @@ def _cohort_schemas() -> dict[str, Schema]:
 
 
 def _change_schemas() -> dict[str, Schema]:
-    """Editing a job's data, duplicating a job, adding a job (dashboard.job_edits)."""
+    """Editing a job's data, duplicating a job, adding a job (dashboard.shared.job_edits)."""
     data = {
         "description": "Any JSON value: the job's data (in a form: its JSON text). At most "
         "`ECHOMQ_MAX_JOB_DATA_BYTES` (1 MiB by default) once encoded"
@@ -1389,7 +1392,7 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
 
 
 def _declared_schemas() -> dict[str, Schema]:
-    """The answers declared as Structs (queues.read.answers, dashboard.answers), as
+    """The answers declared as Structs (queues.read.answers, dashboard.core.answers), as
     msgspec describes them."""
     _, components = msgspec.json.schema_components(
         (*answers.SHAPES, *dashboard_answers.SHAPES), ref_template="#/components/schemas/{name}"

@@ -12,23 +12,20 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import (
-    api,
-    cohorts,
-    connections,
-    error_groups,
-    flows,
-    history,
-    job_edit_api,
-    job_edit_views,
-    openapi,
-    prometheus,
-    schedulers,
-    search,
-    views,
-    workers,
-)
-from dashboard.converters import SegmentConverter
+from dashboard import openapi
+from dashboard.browse import api, views
+from dashboard.cohorts import views as cohorts
+from dashboard.core import connections
+from dashboard.core.converters import SegmentConverter
+from dashboard.edits import api as job_edit_api
+from dashboard.edits import views as job_edit_views
+from dashboard.error_groups import views as error_groups
+from dashboard.flows import views as flows
+from dashboard.history import views as history
+from dashboard.metrics import prometheus
+from dashboard.schedulers import views as schedulers
+from dashboard.search import views as search
+from dashboard.workers import views as workers
 
 # Converters are one registry for every app: a name of our own.
 register_converter(SegmentConverter, "echomq_segment")

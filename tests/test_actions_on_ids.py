@@ -1,4 +1,4 @@
-"""dashboard.actions.act_on_ids: retry, promote or remove an explicit set of
+"""dashboard.shared.actions.act_on_ids: retry, promote or remove an explicit set of
 jobs (a search result) through the per-job scripts, each job re-checked by
 its script; against a real Redis, with a worker moving the same jobs."""
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from dashboard import actions
-from dashboard.actions import ActionRefused, act_on_ids
 from dashboard.models import AuditEntry
+from dashboard.shared import actions
+from dashboard.shared.actions import ActionRefused, act_on_ids
 from queues.job import Job
 from queues.queue import Queue, now_ms
 from queues.read.cohorts import Cohort, fold_reason, recent_cohorts

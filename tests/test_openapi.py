@@ -44,9 +44,10 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from dashboard import permissions, search
-from dashboard.cohort_record import record_cohort
+from dashboard.core import permissions
 from dashboard.openapi import OPERATIONS
+from dashboard.search import views as search
+from dashboard.shared.cohort_record import record_cohort
 from queues import discovery
 from queues.read.error_folding import NO_REASON, group_key
 from queues.read.job import DATA_DISPLAY_LIMIT

@@ -19,8 +19,8 @@ import pytest
 from redis import Redis
 from redis.exceptions import OutOfMemoryError, ResponseError
 
-from dashboard import actions
 from dashboard.models import AuditEntry
+from dashboard.shared import actions
 from queues import scripts
 from queues.commands import transitions as t
 from queues.job import Job

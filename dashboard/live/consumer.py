@@ -32,14 +32,14 @@ from django.conf import settings
 from django.contrib import auth
 from redis.exceptions import RedisError
 
-from dashboard import connections
+from dashboard.core import connections
+from dashboard.core.lookup import served_queues_async
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Inbox, Message
 from dashboard.live.hub import OUTAGE_ERRORS, StreamHub, get_hub
 from dashboard.live.outbox import STALL_CLOSE_S, Outbox, SharedText
 from dashboard.live.streams import EventPayload, Replay, replay_after
-from dashboard.lookup import served_queues_async
 from queues.keys import InvalidName, validate_job_id
 from queues.read.refs import QueueRef
 from queues.read.stream import newest_id, parse_stream_id
@@ -88,7 +88,7 @@ MAX_JOBS_PER_FILTER = 100
 
 
 def user_may_view(user: Any) -> bool:
-    from dashboard import permissions
+    from dashboard.core import permissions
 
     return bool(permissions.can_view(user))
 

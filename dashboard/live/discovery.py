@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard import connections
-from dashboard.connection_groups import OUTAGES
+from dashboard.core import connections
+from dashboard.core.lookup import all_queues
+from dashboard.core.redis import get_client
 from dashboard.live.cancellation import raise_if_cancelled
-from dashboard.lookup import all_queues
-from dashboard.redis import get_client
+from dashboard.shared.connection_groups import OUTAGES
 from queues.read.refs import DEFAULT_CONNECTION
 
 log = logging.getLogger("echomq.live")

@@ -14,7 +14,7 @@ shared readers"; docs/deploy.md, "Connections"). A reader that may have missed
 entries checks the stream still holds what follows its position, else hands
 out ``live.gap`` and goes on from the newest.
 
-Each Redis connection (dashboard.connections) has a hub of its own, and
+Each Redis connection (dashboard.core.connections) has a hub of its own, and
 ``StreamHub.reachable`` is one fact per process and server: a failed read or
 command reports it down, a probe pings every ``PROBE_INTERVAL_S`` (and asks
 the sentinels whether they are failing over, ``StreamHub.failover``) until it
@@ -41,11 +41,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from dashboard.core.redis import redis_url
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Message, Subscriber
 from dashboard.live.streams import EventPayload, payload
-from dashboard.redis import redis_url
 from queues import codec
 from queues.connection import connect_async, split_cluster_flag
 from queues.events import Event

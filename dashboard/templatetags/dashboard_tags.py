@@ -11,7 +11,8 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from dashboard import action_bars, conf, connections, formatting, presenters, queue_urls
+from dashboard.core import conf, connections, queue_urls
+from dashboard.shared import action_bars, formatting, presenters
 from queues.events import Event
 from queues.job import Job
 from queues.read.refs import QueueRef
