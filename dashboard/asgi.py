@@ -1,13 +1,8 @@
-"""ASGI entry point (daphne / uvicorn): HTTP goes to Django, WebSockets to the live consumer.
+"""ASGI entry point (daphne, uvicorn, runserver): HTTP to Django, WebSockets to the live consumer.
 
-``manage.py runserver`` serves this same application (daphne is first in
-INSTALLED_APPS). Static files are served by the application itself, so the
-dashboard works from one process with nothing in front of it. The WebSocket
-side is what a project that installs the app writes too: Channels' auth stack
-(the session user) around a router holding the app's route, which refuses a
-foreign Origin as Django's CSRF check would (dashboard.live.origin) and bounds
-what the server holds for each socket (dashboard.live.outbox); the consumer
-then checks the view permission.
+The application serves its static files itself, so one process needs nothing
+in front. The WebSocket side is what a project writes too: Channels' auth
+stack around a router holding the app's route (dashboard.live.routing).
 """
 
 from __future__ import annotations

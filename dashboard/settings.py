@@ -1,25 +1,8 @@
-"""Settings, read from the environment.
+"""The stand-alone site's settings, read from the environment.
 
-REDIS_URL      the Redis holding the queues (unset: a private server is started)
-SECRET_KEY     required when DEBUG is off
-DEBUG          "1"/"true" to enable
-ALLOWED_HOSTS  comma-separated host names
-ECHOMQ_QUEUES  comma-separated "prefix:queue" or "queue" names always shown
-ECHOMQ_PREFIXES comma-separated key prefixes scanned for more queues (default "bull")
-ECHOMQ_CONNECTIONS more Redis servers, a JSON list: [{"name": "staging",
-               "url": "redis://host:6379/0", "prefixes": ["bull"], "queues": []}]
-               (the three above are the connection named "default")
-ECHOMQ_READ_ONLY "1" turns every action off
-ECHOMQ_HISTORY_COLLECTOR "0" keeps this process from collecting the metrics history
-ECHOMQ_METRICS_TOKEN bearer token for Prometheus at /metrics/ (unset: off)
-DATABASE_URL   e.g. postgres://user:password@host/name (unset: SQLite at ECHOMQ_DB)
-LOG_LEVEL, LOG_FORMAT  INFO by default; "plain" or "json"
-
-Behind an HTTPS-terminating proxy (docs/configuration.md, "Behind a proxy"):
-CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST,
-SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_SSL_REDIRECT,
-SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS, SECURE_HSTS_PRELOAD.
-In production, dashboard.settings_production turns the secure ones on by default.
+Every variable, its default and what it does: docs/configuration.md (behind an
+HTTPS proxy: "Behind a proxy"); dashboard.settings_production turns the secure
+ones on by default.
 """
 
 from __future__ import annotations

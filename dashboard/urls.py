@@ -1,16 +1,11 @@
 """The app's URLs, for ``include("dashboard.urls")`` under any prefix.
 
-Names: ``dashboard:<page>`` for the pages, ``dashboard:api:<endpoint>`` for the
-JSON API, ``dashboard:live`` for the live updates' WebSocket (its route is
-built from this name: dashboard.live.routing). Logging in and out is the
+Names: ``dashboard:<page>``, ``dashboard:api:<endpoint>``, ``dashboard:live``
+(the socket's route is built from it). Every queue URL serves the default
+Redis connection and has a twin of the same name under ``c/<connection>/``:
+``reverse`` picks it by the number of arguments (``queue_urls.queue_args``),
+so a dashboard of one server keeps its short URLs. Login and logout are the
 project's (dashboard.site_urls for the stand-alone site).
-
-Every queue URL (``queues/<prefix>/<name>/...``) serves the default Redis
-connection and has a twin under ``c/<connection>/`` for the others, with the
-same name: ``reverse`` picks the pattern by the number of arguments, which
-``dashboard.core.queue_urls.queue_args`` gives for a queue. The default connection
-keeps its short URLs so that a dashboard of one server, its bookmarks and its
-links look as they always did.
 """
 
 from __future__ import annotations

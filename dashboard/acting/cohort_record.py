@@ -1,13 +1,10 @@
 """Recording an action's cohort: the jobs a retry or promote moved, kept 24
-hours so the queue page can say what became of them (queues/read/cohorts.py
+hours so the queue page can say what became of them (queues.read.cohorts
 reads them back; docs/pages.md, "Recent actions", lists the keys).
 
-:func:`record_cohort` is the one place a cohort is written; every action that
-moves jobs back to run calls it after moving them (dashboard/acting/actions.py:
-single and selected ids, retry all, promote all; an action on a set of ids,
-such as search results or an error group, calls it the same way). Recording
-is an extra, never part of the action: when Redis cannot take it, the action
-has still happened, so the failure is logged and the answer is unchanged.
+:func:`record_cohort` is the one writer; every action that moves jobs back to
+run calls it afterwards. Recording is never part of the action: when Redis
+cannot take it, the failure is logged and the answer is unchanged.
 """
 
 from __future__ import annotations

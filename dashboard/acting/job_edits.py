@@ -1,18 +1,14 @@
 """Changing what a job is: edit a job's data, duplicate a job, add a job.
 
-These need ``dashboard.change_jobs`` (``dashboard.core.permissions``), apart from
-acting: a retry reruns what a producer wrote, an edit makes the next run do
-something nobody wrote. Pages and the API both call :func:`edit_data`,
-:func:`duplicate_job` and :func:`add_job`, so the same change says the same
-thing and leaves the same audit entry: a log line and an ``AuditEntry`` row
-whose ``diff`` holds the job's name, data and options before and after.
-
-Everything a request sends is checked here, before Redis: the data is JSON
-(no ``NaN``, no ``1e400``, not nested beyond the parser), at most
-``ECHOMQ_MAX_JOB_DATA_BYTES``; a job's new options are the few a person adds
-by hand. The edit itself is one script (``priv/scripts/updateData-8.lua``)
-that refuses a job a worker took or that finished since the page was loaded;
-duplicate and add go through ``queues.queue.Queue.add``, the runtime's own add.
+Apart from acting, these need ``dashboard.change_jobs``: a retry reruns what a
+producer wrote, an edit makes the next run do something nobody wrote. Pages
+and the API both call :func:`edit_data`, :func:`duplicate_job` and
+:func:`add_job`, so a change says the same and leaves the same log line and
+``AuditEntry`` (its ``diff``: name, data and options before and after).
+Everything is checked here before Redis (strict JSON, at most
+``ECHOMQ_MAX_JOB_DATA_BYTES``, the few options a person adds by hand); the
+edit is one script (``updateData-8.lua``, which refuses a job taken or
+finished since), duplicate and add go through ``Queue.add``.
 """
 
 from __future__ import annotations

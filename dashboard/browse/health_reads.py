@@ -1,15 +1,11 @@
 """What the health rule (dashboard.shared.health) reads beyond a queue's counts: its
-connected workers, and for a queue without any, when its last job finished.
+connected workers and, for a queue without any, when its last job finished.
 
-Workers are counted for the queues whose jobs are ready and not paused only
-(:func:`dashboard.shared.health.wants_workers`), from one client list for all of
-them, at most ``CLIENT_LIST_MAX_AGE_S`` old (queues.read.workers: a reading
-costs Redis time in proportion to its clients). A list that shows a queue
-without a worker is trusted for ``ABSENCE_MAX_AGE_S`` only: a worker that
-connected since must not read as missing (an alarm) for seconds, and the
-reading this costs is paid while a queue is in that state, at most once a
-second per process. The queues with none get one more round trip for their
-newest finished jobs, which date the last moment a worker was there.
+Workers are counted only for queues with jobs ready and not paused, from one
+client list at most ``CLIENT_LIST_MAX_AGE_S`` old (its cost grows with the
+clients); a list showing no worker is trusted for ``ABSENCE_MAX_AGE_S`` only,
+so a worker that just connected does not read as missing. Those without get
+one more round trip for their newest finished jobs.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
 """The Redis servers one dashboard serves: named connections, each with its
 own URL, key prefixes and always-listed queues.
 
-The connection named ``default`` is the one ``REDIS_URL``, ``ECHOMQ_PREFIXES``
-and ``ECHOMQ_QUEUES`` describe, as they always did: a dashboard that sets
-nothing new serves that one alone, under the URLs it always had. More come
-from ``ECHOMQ_CONNECTIONS`` (dashboard.core.conf), a list of::
-
-    {"name": "staging", "url": "redis://staging.internal:6379/0",
-     "prefixes": ["bull"], "queues": ["emails"]}
-
-``prefixes`` defaults to ``["bull"]`` and ``queues`` to ``[]``. Names go into
-URLs (``/c/<name>/queues/...``) and are shown as the overview's group
-headings: letters, digits, ``-`` and ``_``, at most 40.
-
-What is wrong with the setting is said by a system check at start-up
-(dashboard.checks: ``problems``); a process started without the checks
-serves the connections that are right and leaves the others out.
-
-Which connection a queue page's request is on comes from its URL
-(``on_connection``, set around the view by dashboard.urls); ``get_client()``
-(dashboard.core.redis) and ``queue_or_404`` (dashboard.core.lookup) follow it, so every
-queue view serves any connection without naming it. That is a scoped value,
-set and reset around one view call, like Django's own active language.
+``default`` is the one ``REDIS_URL``, ``ECHOMQ_PREFIXES`` and ``ECHOMQ_QUEUES``
+describe, under the URLs it always had; more come from ``ECHOMQ_CONNECTIONS``
+(docs/configuration.md, "Several Redis servers"), served under
+``/c/<name>/queues/...``. A wrong entry is a system check's problem
+(dashboard.checks) and is left out. A queue request's connection comes from
+its URL (``on_connection``, set around the view by dashboard.urls) as a
+scoped value, like Django's active language: ``get_client()`` and
+``queue_or_404`` follow it, so no queue view names its connection.
 """
 
 from __future__ import annotations

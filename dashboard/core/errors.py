@@ -1,18 +1,12 @@
 """Every error answer, in one place: JSON under the API, a page elsewhere.
 
-The API promises ``{"error": {"code", "message"}}`` for every failure, also
-those Django answers itself before or around our views (a CSRF failure, a
-wrong method, an unknown path, a body too large, a crash). Pages get pages.
-A Redis that cannot be reached is a 503 for both ("redis_unavailable", or a
-page saying so that reloads itself), never a 500; behind Redis Sentinel, one
-whose master the sentinels are replacing says so ("redis_failing_over"). A
-command Redis refuses for the dashboard's user (its ACL: NOPERM) is a 403 that
-names it ("redis_no_permission").
-
-"Under the API" is asked of the URL resolver (the app's ``dashboard:api``
-namespace), not of a path prefix, so it holds wherever a project mounts the
-app, and a project's own ``api`` namespace is none of ours. In a project,
-``ErrorAnswersMiddleware`` changes only the app's answers.
+The API promises ``{"error": {"code", "message"}}`` for every failure, those
+Django answers itself included (CSRF, method, unknown path, body too large, a
+crash). Redis unreachable is a 503 for both ("redis_unavailable";
+"redis_failing_over" behind Sentinel), never a 500; an ACL refusal (NOPERM)
+is a 403 naming it. "Under the API" is asked of the URL resolver (the
+``dashboard:api`` namespace), not a path prefix, so it holds under any mount
+and leaves a project's own answers alone.
 """
 
 from __future__ import annotations

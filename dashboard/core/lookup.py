@@ -53,15 +53,8 @@ def split_served(refs: Iterable[QueueRef]) -> tuple[set[QueueRef], list[QueueRef
     return served, sorted(ref for ref in wanted - served if ref.prefix in prefixes[ref.connection])
 
 
-def served_queues(client: Redis, refs: Iterable[QueueRef]) -> set[QueueRef]:
-    """Those of ``refs`` the pages show (one round trip for all of them)."""
-    served, if_they_exist = split_served(refs)
-    found = discovery.queues_exist(client, if_they_exist) if if_they_exist else []
-    return served | {ref for ref, exists in zip(if_they_exist, found, strict=True) if exists}
-
-
 async def served_queues_async(client: AsyncRedis, refs: Iterable[QueueRef]) -> set[QueueRef]:
-    """:func:`served_queues` on an asyncio client: the queues a live socket may watch."""
+    """Those of ``refs`` the pages show, so a live socket may watch them (one round trip)."""
     served, if_they_exist = split_served(refs)
     found = await discovery.queues_exist_async(client, if_they_exist) if if_they_exist else []
     return served | {ref for ref, exists in zip(if_they_exist, found, strict=True) if exists}

@@ -1,18 +1,12 @@
 """Who may see and who may act.
 
 Viewing needs an active staff user with ``dashboard.view_queues``; acting also
-needs ``dashboard.act_on_queues``; changing jobs (editing a job's data,
-duplicating a job, adding one) needs ``dashboard.change_jobs`` instead, granted
-apart from acting. Acting and changing are off for everyone when
-``ECHOMQ_READ_ONLY`` is set. Superusers hold every permission implicitly.
-Pages send anonymous users to the login page (``LOGIN_URL``); the API answers
-JSON instead.
-
-Any user model works whose users have permissions (Django's ``PermissionsMixin``):
-a model with no staff flag (``AbstractBaseUser`` + ``PermissionsMixin`` has
-none) leaves the decision to the permission alone, as it holds no staff to
-ask for. A model with no permissions at all lets nobody in (and
-``dashboard.checks`` says so at start-up).
+``dashboard.act_on_queues``; changing jobs ``dashboard.change_jobs``, granted
+apart. ``ECHOMQ_READ_ONLY`` turns acting and changing off for everyone;
+superusers hold every permission. Any user model with permissions works (one
+with no staff flag leaves it to the permission; one with no permissions lets
+nobody in, as dashboard.checks says). Pages send anonymous users to
+``LOGIN_URL``; the API answers JSON.
 """
 
 from __future__ import annotations

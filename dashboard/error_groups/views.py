@@ -1,17 +1,11 @@
 """The failed tab grouped by error: the page, its JSON API and the group actions.
 
-The groups come from the read model's index (queues.read.error_groups), caught
-up on each look, so a look costs what changed since the last one, not the
-failed set. The page's table rides on the queue page's live refresh
-(static/dashboard/live.js, #job-table): when jobs fail or are retried the
-queue's events make the page refetch its fragment (at most once a second),
-and the rows, keyed by group, follow.
-
-Retrying or removing a group runs the existing one-job scripts over the
-group's jobs (dashboard.acting.actions.act_on_ids): each job is checked by its
-script, so one that moved meanwhile is left alone and counted, and a broken
-one is reported; a retry is followed as a cohort (Recent actions). The
-index forgets the jobs an action moved at once.
+The groups come from the read model's index (queues.read.error_groups),
+caught up on each look, so a look costs what changed since the last one. The
+table rides on the queue page's live refresh. A group's retry or remove runs
+the one-job scripts over its jobs (dashboard.acting.actions.act_on_ids): a job that
+moved meanwhile is left alone and counted, a broken one reported, a retry
+followed as a cohort; the index forgets the moved jobs at once.
 """
 
 from __future__ import annotations

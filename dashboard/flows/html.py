@@ -1,14 +1,10 @@
-"""The job page's flow tree (and its next pages of children) as HTML, built
-in Python the way the job table and the overview build their rows
-(presenters.JobRowView.html, presenters.QueueRow.html).
+"""The job page's flow tree (and its next pages of children) as HTML, built in
+Python like the job table's and the overview's rows (presenters).
 
-A template included once per node was most of the flow page's time: 68% of
-it at 50 children (cProfile, docs/benchmarks.md "Runs of 2026-12-01,
-evening"), about 0.3 ms a node. Here a node is a few f-strings; every value
-read from Redis goes through ``escape``, and only those (as in
-presenters.QueueRow.cells_html: states, relations, numbers and durations are
-our own words and digits). A queue's names and job URL prefix are escaped and
-reversed once per tree (presenters.job_url_prefix), not once per node.
+A template per node was 68% of the flow page's time (docs/benchmarks.md,
+"Runs of 2026-12-01, evening"). Every value read from Redis goes through
+``escape`` once; our own words and digits do not, and the queue's names and
+job URL prefix are escaped and reversed once per tree.
 """
 
 from __future__ import annotations

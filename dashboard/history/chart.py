@@ -1,16 +1,10 @@
 """The queue page's history chart (1 h / 24 h / 7 d / 30 d), drawn on the server as SVG.
 
-Drawn the way dashboard.shared.charts draws the hour chart, with its pieces: x and y
-in % of the SVG's box, a hit area and a ``<title>`` per slot, the count scale
-in its own narrow SVG, admin actions from the audit trail as markers, and
-``static/dashboard/chart.js`` reading the slot or marker under the pointer out
-in words (each slot carries its readout in ``data-readout``). Three bands
-share the time axis: jobs finished per slot (completed above the line, failed
-below), wait and run time (p95 solid, p50 dashed), and the backlog.
-
-A slot is one point of the range or a few merged (24 h: 5 minutes; 30 d:
-4 hours), so a chart has at most 288 slots; merging is exact (the buckets add
-up, queues.read.history).
+Drawn as dashboard.shared.charts draws the hour chart (x and y in %, a hit area,
+``<title>`` and ``data-readout`` per slot for chart.js, the count scale in its
+own SVG, audit markers), in three bands on one time axis: finished jobs
+(failed below the line), wait and run time (p95 solid, p50 dashed), backlog.
+A slot is a point of the range or a few merged exactly (at most 288).
 """
 
 from __future__ import annotations
@@ -29,8 +23,10 @@ from dashboard.shared.charts import (
     MAX_MARKERS,
     Marker,
     action_markers,
+    grid_svg,
     half_scales,
     nice_ceiling,
+    scale_svg,
 )
 from dashboard.shared.formatting import compact, failures, thousands
 from dashboard.shared.presenters import span
@@ -148,9 +144,8 @@ def _line(
 
 
 def _grid() -> str:
-    lines = "".join(
-        f'<line class="{kind}" x1="0" x2="100%" y1="{y}%" y2="{y}%"/>'
-        for kind, y in (
+    return grid_svg(
+        (
             ("grid", _C_TOP),
             ("axis", _C_AXIS),
             ("grid", _C_BOTTOM),
@@ -160,7 +155,6 @@ def _grid() -> str:
             ("axis", _B_BOTTOM),
         )
     )
-    return f'<g class="grid-lines">{lines}</g>'
 
 
 def _scale(top_done: int, top_failed: int, top_ms: float, top_backlog: int) -> str:
@@ -173,12 +167,7 @@ def _scale(top_done: int, top_failed: int, top_ms: float, top_backlog: int) -> s
         (_B_TOP, compact(top_backlog)),
         (_B_BOTTOM, "0"),
     )
-    texts = "".join(
-        f'<text class="tick" x="100%" dx="-6" y="{y}%" dominant-baseline="middle"'
-        f' text-anchor="end">{text}</text>'
-        for y, text in labels
-    )
-    return f'<svg class="chart-scale" width="52" height="300" aria-hidden="true">{texts}</svg>'
+    return scale_svg(labels, 300)
 
 
 def _band_titles(slot: str) -> str:

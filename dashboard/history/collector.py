@@ -1,18 +1,11 @@
 """The metrics history collector in a dashboard server process.
 
-``dashboard.asgi`` calls ``start`` once when a server loads the app (daphne,
-uvicorn, ``manage.py demo``, ``runserver``): the process offers to collect
-(queues.collector elects one among all the processes sharing the Redis) in a
-daemon thread, on its own Redis client, and stops at exit, handing its lease
-back so another process takes over at once rather than when the lease
-lapses. Off with ``ECHOMQ_HISTORY_COLLECTOR = False`` (the test suite sets it
-off: a test that wants a collector starts one).
-
-With several Redis connections (``ECHOMQ_CONNECTIONS``) a process offers one
-collector per connection: each server keeps its own queues' history, lease
-and status, so a server the dashboard cannot reach stops only its own
-history (its collector keeps trying, queues.collector) and each election is
-among the processes that serve that server.
+``dashboard.asgi`` calls ``start`` once per server process: it offers to
+collect (queues.collector elects one process among those sharing a Redis) in
+a daemon thread with its own client, one per Redis connection, and hands its
+lease back at exit so another takes over at once. A server the dashboard
+cannot reach stops only its own history. Off with
+``ECHOMQ_HISTORY_COLLECTOR = False`` (as in the test suite).
 """
 
 from __future__ import annotations

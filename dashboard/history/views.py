@@ -1,15 +1,11 @@
 """The metrics history on the pages, as fragments each page loads after itself.
 
-``history_fragment``: the queue page's chart. The page holds a placeholder
-(templates/dashboard/history/_history_slot.html) that htmx replaces with the figure
-once the page is up, so the page itself reads nothing more; the range links
-swap the figure for another range the same way. One pipeline of at most
-1,440 small hashes (queues.read.history), whatever the queue's size.
-
-``history_summary``: the overview's last hour per queue (failure rate, p95
-wait and run, backlog), the busiest and most failing first. One pipeline of
-60 small hashes per queue, for at most ``SUMMARY_QUEUES`` queues, read at
-most once per ``SUMMARY_CACHE_S`` by this process whoever asks.
+``history_fragment``: the queue page's chart, swapped by htmx into a
+placeholder once the page is up (and by the range links): one pipeline of at
+most 1,440 small hashes whatever the queue's size. ``history_summary``: the
+overview's last hour per queue, busiest and most failing first: 60 small
+hashes per queue for at most ``SUMMARY_QUEUES``, read at most once per
+``SUMMARY_CACHE_S`` per process.
 """
 
 from __future__ import annotations
@@ -95,11 +91,9 @@ def history_fragment(request: HttpRequest, prefix: str, name: str) -> HttpRespon
 
 SUMMARY_QUEUES = 200
 SUMMARY_ROWS = 15
-# Reading the last hour of 200 queues is 12,000 small hashes: about 0.3 s of
-# this process's CPU and 50 ms of Redis (a 2-core VM, 2026-12-02), and every
-# overview load asks for it, so a few viewers reloading kept a core busy. The
-# figures move by the minute: one reading serves every viewer of the process
-# for this long (Django's cache; per process with the default local memory).
+# The last hour of 200 queues is 12,000 small hashes, and every overview load
+# asks for it (docs/benchmarks.md, "Figures that were in the code's comments"):
+# one reading serves every viewer of the process this long (Django's cache).
 SUMMARY_CACHE_S = 10
 
 

@@ -1,14 +1,10 @@
 """Which queues exist, pushed to the pages that list them.
 
-The overview lists every queue, configured or discovered. A queue that first
-appears after the page loaded (a new producer, another team's BullMQ app) gets
-its row without a reload: one watcher per server process looks at the
-discovered set every ``WATCH_INTERVAL_S`` seconds while any page watches it,
-and tells the pages of that process when the set changed (each listener is a
-socket's inbox, dashboard.live.fanout). The look is cheap: the
-set comes from ``queues.discovery``, which learns it in the background (a
-queue whose worker connects shows within about 10 s; see that module for a
-queue nobody is connected to).
+While any page of the process watches it, one watcher looks at the
+discovered set (``queues.discovery``, learnt in the background) every
+``WATCH_INTERVAL_S`` and tells each listening socket's inbox
+(dashboard.live.fanout) when it changed: a queue that appears after the
+overview loaded gets its row without a reload.
 """
 
 from __future__ import annotations

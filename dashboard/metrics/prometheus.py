@@ -1,20 +1,12 @@
 """``metrics``: the queues and the dashboard's own health for Prometheus.
 
-Scraped with a bearer token (``ECHOMQ_METRICS_TOKEN``, compared in constant
-time; no login, no session); without the setting the endpoint does not exist
-(404). Every scrape reads Redis afresh through ``QueueCollector`` (a
-prometheus-client custom collector in a registry of its own): nothing is kept
-between scrapes and no global metric is changed by a request.
-
-What a scrape costs, bounded: for at most ``MAX_QUEUES`` queues (the first by
-name; ``echomq_queues_omitted`` says how many were left out), one pipelined
-count of each state (queues.read.counts), one small hash per queue (the
-history's running totals, at most ~270 fields), and per Redis connection one
-CLIENT LIST (one line per client) and two reads of the collector's status hash
-(its lag; the queues whose history it stopped): never anything per job.
-Every queue sample is labelled with its connection, prefix and name; a
-server that does not answer reports ``echomq_redis_up{connection=...} 0``
-and the others are exported as usual.
+A bearer token (``ECHOMQ_METRICS_TOKEN``, compared in constant time) and no
+session; without the setting, 404. Each scrape reads Redis afresh through
+``QueueCollector`` in a registry of its own, bounded: for at most
+``MAX_QUEUES`` queues (``echomq_queues_omitted`` counts the rest) a pipelined
+count per state and one small hash, and per connection one CLIENT LIST and
+two reads of the collector's status; never anything per job. A server that
+does not answer reports ``echomq_redis_up{connection=...} 0``.
 """
 
 from __future__ import annotations
@@ -178,20 +170,8 @@ class Families:
             self.history_stopped.add_metric(_labels(ref), 1 if ref in reading.stopped else 0)
 
     def all(self) -> list[Metric]:
-        return [
-            self.up,
-            self.jobs,
-            self.paused,
-            self.workers,
-            self.completed,
-            self.failed,
-            self.backlog,
-            self.wait,
-            self.run,
-            self.gaps,
-            self.history_stopped,
-            self.lag,
-        ]
+        """Every family, in the order ``__init__`` made them."""
+        return list(vars(self).values())
 
 
 class QueueCollector(Collector):

@@ -1,13 +1,10 @@
-"""The schedulers tab's table rows, built in Python the way the job table and
-the overview build theirs (presenters.JobRowView.html, presenters.QueueRow.html).
+"""The schedulers tab's table rows, built in Python like the job table's and the
+overview's (presenters).
 
-The row loop in a template was 73% of the tab's time at 50 rows (cProfile,
-docs/benchmarks.md "Runs of 2026-12-01, evening"): about twenty variables and
-filters a row. Here a row is a few f-strings; every value read from Redis
-goes through ``escape``, each once, and only those (as in
-presenters.QueueRow.cells_html: times, counts and kinds are our own words and
-digits). The pending runs' URLs are one reverse() per page
-(presenters.job_url_prefix), not one per row.
+The row loop in a template was 73% of the tab's time at 50 rows
+(docs/benchmarks.md, "Runs of 2026-12-01, evening"). Every value read from
+Redis goes through ``escape`` once; the pending runs' URLs are one reverse()
+per page (presenters.job_url_prefix).
 """
 
 from __future__ import annotations

@@ -1,27 +1,16 @@
 """Searching a queue from its page and the API: one bounded step per poll.
 
-The page asks ``search/?state=&q=`` and then, with the cursor each answer
-carries, asks again until the answer says ``done`` (or the person cancels,
-or leaves). Each request runs one step of :func:`queues.read.search.search_step`:
-at most :data:`STEP_MS` of wall time, Redis busy a bounded share of it.
-
-Polling rather than the live WebSocket, because it is simpler to bound: the
-server holds nothing between polls (the cursor travels with the page), so a
-search that nobody polls any more costs nothing, with no timer to reap it and
-no per-socket task to cancel; and any dashboard process can answer the next
-poll. Per user, at most :data:`MAX_SEARCHES_PER_USER` searches at once (two
-tabs): starting another replaces the oldest, whose running step stops at its
-next call and whose polls are answered 409 ``search_replaced``; a search's
-steps never run side by side (a second is answered 429 at once). Both hold
-per process. Under the stand-alone site's HTTP bridge (dashboard.site.http) the
-steps run in a small pool of their own, each session with a bounded number
-admitted, so searches never hold the threads that serve pages and the API;
-under Django's own ASGI handler (a project mounting the app) each request has
-a thread of its own anyway, and the caps above bound what one user runs.
-
-Acting on the matches (``search/act/``) sends the ids the page collected, at
-most :data:`dashboard.acting.actions.MAX_IDS_PER_SET`; each job's own script checks
-it is still where the search found it.
+The page asks ``search/?state=&q=``, then again with each answer's cursor
+until ``done``; each request runs one :func:`queues.read.search.search_step`
+of at most :data:`STEP_MS`. Polling rather than the live socket because it is
+simpler to bound: the server holds nothing between polls, an abandoned search
+costs nothing, and any process can answer the next poll. Per user (and
+process) at most :data:`MAX_SEARCHES_PER_USER` searches: another replaces the
+oldest (its polls get 409 ``search_replaced``), and a search's steps never run
+side by side (429). Under dashboard.site.http the steps run in a small pool of
+their own, so they never hold the threads that serve pages. ``search/act/``
+acts on the ids the page collected (at most ``MAX_IDS_PER_SET``); each job's
+script checks it is still where the search found it.
 """
 
 from __future__ import annotations

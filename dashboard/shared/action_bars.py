@@ -1,23 +1,13 @@
 """What the queue page offers above its job table, tab by tab.
 
-Two sets share one place on the page: the actions on every job of the tab
-(bulk: retry all, promote all, and clean behind a "More" menu) while no row is
-ticked, and the actions on the ticked rows once one is. Labels, weight and
-confirmations are decided here, once, so a tab's buttons read the same
-wherever they are drawn and the template only places them.
-
-Confirmations are questions for the page's dialog (static/dashboard/dashboard.js).
-It fills in what only the browser knows when the button is pressed:
-``{selected}`` or ``{count}`` (the jobs the button acts on: the rows ticked,
-or the count shown in the form, "25 jobs"), ``{n}`` (that number alone),
-``{age}`` (the age picked) and ``{query}`` (a search's). Queue names cannot
-hold braces (queues/keys.py), so a name never reads as a placeholder.
-
-Destructive actions always ask. Retrying and promoting ask only when they
-act on more than :data:`HANDFUL` jobs (``many``: the page decides as the
-button is pressed, from the count it shows then), wherever they start: here,
-a search's matches (templatetags/search_tags.py) and an error group
-(_error_group_buttons.html).
+The bulk actions (retry all, promote all, clean) while no row is ticked, the
+actions on the ticked rows once one is: labels, weight and confirmations are
+decided here once, and the template only places them. A confirmation is a
+question for the page's dialog (static/dashboard/dashboard.js), which fills
+in ``{selected}``, ``{count}``, ``{n}``, ``{age}`` and ``{query}`` when the
+button is pressed (queue names cannot hold braces). Destructive actions always
+ask; retry and promote ask past :data:`HANDFUL` jobs wherever they start
+(here, a search's matches, an error group).
 """
 
 from __future__ import annotations

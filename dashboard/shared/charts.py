@@ -253,18 +253,30 @@ def _minutes(
     return slots
 
 
+def grid_svg(lines: Iterable[tuple[str, float]]) -> str:
+    """The horizontal lines (class, y in %) across a chart's plot."""
+    drawn = "".join(f'<line class="{k}" x1="0" x2="100%" y1="{y}%" y2="{y}%"/>' for k, y in lines)
+    return f'<g class="grid-lines">{drawn}</g>'
+
+
+def scale_svg(labels: Iterable[tuple[float, str]], height: int) -> str:
+    """A count axis (y in %, text): its own narrow SVG left of the plot, at the
+    plot's heights (same % of the same height), so no label sits on a bar."""
+    texts = "".join(
+        f'<text class="tick" x="100%" dx="-6" y="{y}%" dominant-baseline="middle"'
+        f' text-anchor="end">{text}</text>'
+        for y, text in labels
+        if text
+    )
+    return f'<svg class="chart-scale" width="52" height="{height}" aria-hidden="true">{texts}</svg>'
+
+
 def _grid() -> str:
     middle = (_TOP + _AXIS) / 2
-    lines = "".join(
-        f'<line class="{kind}" x1="0" x2="100%" y1="{y}%" y2="{y}%"/>'
-        for kind, y in (("grid", _TOP), ("grid", middle), ("axis", _AXIS), ("grid", _BOTTOM))
-    )
-    return f'<g class="grid-lines">{lines}</g>'
+    return grid_svg((("grid", _TOP), ("grid", middle), ("axis", _AXIS), ("grid", _BOTTOM)))
 
 
 def _scale(top_completed: int, top_failed: int) -> str:
-    """The count axis: its own narrow SVG left of the plot, at the plot's heights
-    (same % of the same height), so no label sits on a bar."""
     half = top_completed / 2
     labels = (
         (_TOP, f"{compact(top_completed)}/min"),
@@ -272,13 +284,7 @@ def _scale(top_completed: int, top_failed: int) -> str:
         (_AXIS, "0"),
         (_BOTTOM, f"{compact(top_failed)}/min"),
     )
-    texts = "".join(
-        f'<text class="tick" x="100%" dx="-6" y="{y}%" dominant-baseline="middle"'
-        f' text-anchor="end">{text}</text>'
-        for y, text in labels
-        if text
-    )
-    return f'<svg class="chart-scale" width="52" height="180" aria-hidden="true">{texts}</svg>'
+    return scale_svg(labels, 180)
 
 
 def _time_ticks() -> str:

@@ -1,17 +1,11 @@
-"""Every queue of every Redis connection, grouped by connection: what the
-overview page and ``/api/queues/`` both show (one reading for both).
+"""Every queue of every Redis connection, grouped by connection: one reading
+for the overview page and ``/api/queues/``.
 
-With several connections a server that does not answer is one group marked
-unreachable (behind Sentinel, "failing over" while the sentinels replace its
-master), and the others are read as usual: one production outage must not
-hide staging, nor the reverse. A dashboard of one connection answers as it
-always did (a 503 while its Redis is down: dashboard.core.errors).
-
-A server that did not answer is asked again after ``RETRY_UNREACHABLE_S``
-only (``RETRY_SENTINEL_S`` behind Sentinel, whose failovers take seconds):
-one that hangs costs its timeouts (dashboard.core.redis) once per that while,
-not on every load of the overview, which its live updates refetch as often
-as every second.
+A server that does not answer is one group marked unreachable (or failing
+over) and the others are read as usual; a dashboard of one connection answers
+503 as it always did. An unreachable server is asked again only after
+``RETRY_UNREACHABLE_S`` (``RETRY_SENTINEL_S`` behind Sentinel), so one that
+hangs costs its timeouts once per that while, not on every live refetch.
 """
 
 from __future__ import annotations

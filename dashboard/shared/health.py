@@ -1,23 +1,12 @@
 """Which queues need a look, and why, in words: the one health rule.
 
-An alarm is by failure rate and trend, never by any count above zero: a busy
-queue that loses 2 jobs in 2,000 is healthy, one that loses a third is not.
-The figures come from :class:`queues.throughput.RecentFinishes` (the last five
-minutes, plus the ten before them for the trend).
-
-The thresholds were set against ``manage.py demo`` (queues/demo.py), whose
-normal failure rates over five minutes are about 0.05% (emails: 8% transient
-errors, three attempts), 3% (payments: declined cards), 5% (thumbnails:
-corrupt images) and 1% (reports): none of them reaches FAILING_RATE, and a
-doubling that stays under it must also gain RISING_GAIN, which the demo's
-noise does not (thumbnails' 5% moves by about one point over 600 jobs).
-
-Before any of that: jobs ready, the queue not paused and no worker in the
-server's client list is "no workers" at once (issue 21: it waited five
-minutes after the last finished job, and for no job left active). Where the
-server refuses ``CLIENT LIST``, only the five-minute rule says anything
-(:func:`looks_stuck`). Workers that leave their connections unnamed cannot
-be seen, and read as none.
+By failure rate and trend over the last five minutes
+(:class:`queues.throughput.RecentFinishes`), never by a count above zero: a
+queue losing 2 jobs in 2,000 is healthy, one losing a third is not. The
+thresholds sit above ``manage.py demo``'s normal rates (0.05% to 5%) and its
+noise. Before that: jobs ready, not paused and no worker in ``CLIENT LIST`` is
+"no workers" at once (issue 21); where ``CLIENT LIST`` is refused only the
+five-minute rule speaks (:func:`looks_stuck`); unnamed workers read as none.
 """
 
 from __future__ import annotations

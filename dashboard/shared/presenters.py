@@ -171,11 +171,8 @@ class QueueRow:
 
     @property
     def html(self) -> SafeString:
-        """The whole ``<tr>`` of the overview, built here for the reason
-        cells_html gives: a template per row was most of a 100-row page's time.
-        The names go through the standard library's html.escape, which is what
-        Django's escape() calls, without its lazy-string wrapper (a fifth of
-        the row's time at five names a row)."""
+        """The overview's ``<tr>``. Names go through html.escape (what Django's
+        escape() calls, minus its lazy-string wrapper: a fifth of the row's time)."""
         ref = self.summary.ref
         qualified = html.escape(ref.qualified)
         paused = '<span class="badge state-paused">paused</span>' if self.summary.paused else ""
@@ -197,14 +194,9 @@ class QueueRow:
 
     @property
     def cells_html(self) -> SafeString:
-        """The count cells of the row (see JobRowView.html for why not a template).
-
-        Plain string building straight from the counts: states and labels are
-        fixed words and counts are digits, so only the URL (from the queue's
-        name) needs escaping, once per row; format_html's escaping of every
-        piece cost more than the rest of the row, and a CountCell per cell
-        (as the queue page's header uses) cost as much as the cells' text.
-        """
+        """The row's count cells, as plain strings: states, labels and counts are
+        our own words and digits, so only the URL is escaped, once per row
+        (format_html per piece cost more than the rest of the row)."""
         url = html.escape(self.url)
         counts = self.summary.counts
         return SafeString(
@@ -303,10 +295,8 @@ class JobRowView:
     def html(
         self, *, selectable: bool, show_reason: bool, found: SafeString | None = None
     ) -> SafeString:
-        """The row's <tr>. Built here rather than in a template: at 50 rows a
-        page, Django's per-variable cost was most of the page's time. Every
-        value goes through format_html's escaping. ``found``: a search
-        result's last cell (:func:`found_cell_html`)."""
+        """The row's <tr>, every value escaped by format_html; ``found``: a
+        search result's last cell (:func:`found_cell_html`)."""
         check = (
             format_html(
                 '<td class="check"><input type="checkbox" name="ids" value="{}"'
@@ -639,14 +629,11 @@ def event_detail(fields: Mapping[str, str]) -> str:
 
 
 def event_row_html(event: Event, job_prefix: str, *, one_job: bool = False) -> SafeString:
-    """An event as a row of the events tab (``one_job``: of a job page's events,
-    without the job column): the one rendering of an event, for the pages and
-    for the live feed, whose socket carries these rows (dashboard.live.streams).
-    ``job_prefix``: presenters.job_url_prefix of the event's queue. Built with
-    html.escape (what Django's escape calls, without its lazy-string wrapping):
-    the live layer renders every event of a followed queue. The time (digits)
-    and the state's colour (a name from states.EVENT_TONES) need no escaping;
-    the event's name and its job id are escaped once each."""
+    """An event as a row of the events tab (``one_job``: a job page's, without the
+    job column): the one rendering of an event, for the pages and the live feed
+    (dashboard.live.streams). ``job_prefix``: :func:`job_url_prefix` of its queue.
+    html.escape, as the live layer renders every event of a followed queue; the
+    time and the state's tone are our own characters."""
     esc = html.escape
     when = exact_time(event.timestamp_ms)
     job_id = event.job_id

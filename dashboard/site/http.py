@@ -1,18 +1,12 @@
 """HTTP for the ASGI server: Django's synchronous handler, run in a thread pool.
 
-Every dashboard view is synchronous (sync Redis client, sync ORM). Under
-Django's ASGI handler each request crosses between the event loop and a
-worker thread once per middleware hook, the view and the request signals;
-here the whole request runs in one pool thread, as under a WSGI server, while
-WebSockets stay on Channels in the same process. Login POSTs (a password hash
-each) and search steps (:data:`MAX_STEPS_PER_SESSION` admitted per session,
-the rest refused at once) run in pools of their own, so neither can starve
-the pages. Static files are WhiteNoise's, answered inside Django.
-
-Why hand-written rather than a maintained bridge (a2wsgi, asgiref's
-``WsgiToAsgi``, Django's own handler), and what the pools bought: measured in
-docs/benchmarks.md ("bench/http_bridges.py", "bench/login_flood.py",
-"bench/abuse.py").
+Every view is synchronous (sync Redis, sync ORM): under Django's ASGI handler
+a request crosses between the loop and a thread once per middleware hook; here
+it runs in one pool thread, as under WSGI, beside Channels' sockets. Login
+POSTs and search steps (:data:`MAX_STEPS_PER_SESSION` per session) have pools
+of their own, so neither starves the pages. Why hand-written rather than a2wsgi
+or asgiref's ``WsgiToAsgi``, and what the pools bought: docs/benchmarks.md
+("bench/http_bridges.py", "bench/login_flood.py", "bench/abuse.py").
 """
 
 from __future__ import annotations
@@ -169,11 +163,15 @@ def is_search_step(method: str, path_info: str) -> bool:
     # path, more than the rest of this bridge, so other paths are not resolved.
     if method != "GET" or not path_info.endswith("/search/"):
         return False
+    return bool(getattr(_view_at(path_info), _SEARCH_STEP, False))
+
+
+def _view_at(path_info: str) -> Any:
+    """The view ``path_info`` resolves to, or None."""
     try:
-        view = resolve(path_info).func
+        return resolve(path_info).func
     except Resolver404:
-        return False
-    return bool(getattr(view, _SEARCH_STEP, False))
+        return None
 
 
 def session_key(scope: Scope) -> str:
@@ -255,11 +253,7 @@ def checks_password(method: str, path_info: str) -> bool:
     """A POST to a login view (Django's LoginView or a subclass, wherever mounted)."""
     if method != "POST":
         return False
-    try:
-        view = resolve(path_info).func
-    except Resolver404:
-        return False
-    view_class = getattr(view, "view_class", None)
+    view_class = getattr(_view_at(path_info), "view_class", None)
     return isinstance(view_class, type) and issubclass(view_class, LoginView)
 
 
