@@ -22,7 +22,7 @@ prints ours alone. ``--many-queues`` (1,000) times the overview page (and
 its size) and JSON at that many queues, next to bull-board's overview JSON.
 ``--app`` serves another ASGI
 application instead (bench/http_bridges.py has the HTTP bridges
-dashboard.http was measured against). Finally it times retry-all of 100k
+dashboard.site.http was measured against). Finally it times retry-all of 100k
 failed jobs through the JSON API and the server process's RSS growth
 (bench/retry_all.py times it beside bull-board's).
 ``--only`` (words of the endpoints' labels, comma-separated) times those

@@ -1,4 +1,4 @@
-"""The dashboard's HTTP side under maintained bridges, to compare with dashboard.http.
+"""The dashboard's HTTP side under maintained bridges, to compare with dashboard.site.http.
 
     python bench/dashboard.py --app bench.http_bridges:django_asgi
     python bench/dashboard.py --app bench.http_bridges:asgiref_wsgi
@@ -6,7 +6,7 @@
 
 Each serves the same Django project (settings, middleware, views, WhiteNoise)
 over HTTP only, as ``dashboard.asgi:application`` does with
-``dashboard.http.ThreadedDjangoHTTP``:
+``dashboard.site.http.ThreadedDjangoHTTP``:
 
 - ``django_asgi``: Django's own ASGI handler. The views are synchronous, so
   each middleware hook, the view and the request signals run through

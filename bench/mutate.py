@@ -89,7 +89,10 @@ _PICKUP_TESTS = (
     "tests/test_command_budget.py",
 )
 TARGETS: dict[str, tuple[str, ...]] = {
-    "dashboard/permissions.py": ("tests/test_permissions.py", "tests/test_permissions_users.py"),
+    "dashboard/core/permissions.py": (
+        "tests/test_permissions.py",
+        "tests/test_permissions_users.py",
+    ),
     "queues/read/cohorts.py": (
         "tests/test_cohorts.py",
         "tests/test_views_cohorts.py",
@@ -109,7 +112,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_read_error_groups.py",
         "tests/test_error_folding_edges.py",
     ),
-    "dashboard/health.py": ("tests/test_health.py", "tests/test_health_edges.py"),
+    "dashboard/shared/health.py": ("tests/test_health.py", "tests/test_health_edges.py"),
     "priv/scripts/searchJobs-1.lua": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
     # The hot path: a worker's pick-up (moveToActive with its straight-line
     # takeReady and its general path takeNextJob/pickupGeneral) and its
@@ -169,7 +172,11 @@ _FROZEN_ONLY = "no code assigns to a field, hashes one, or sets an attribute it 
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{
         (module, _FROZEN, mutated): _FROZEN_ONLY
-        for module in ("queues/read/search.py", "queues/read/cohorts.py", "dashboard/health.py")
+        for module in (
+            "queues/read/search.py",
+            "queues/read/cohorts.py",
+            "dashboard/shared/health.py",
+        )
         for mutated in (
             "@dataclass(frozen=False, slots=True)",
             "@dataclass(frozen=True, slots=False)",
@@ -411,7 +418,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         )
     },
     **{
-        ("dashboard/health.py", original, mutated): why
+        ("dashboard/shared/health.py", original, mutated): why
         for original, mutated, why in (
             (
                 "if value == 0 or value >= 10:",

@@ -16,8 +16,8 @@ class DashboardConfig(AppConfig):
         from django.db.models.signals import m2m_changed, post_delete, post_save
 
         from dashboard.checks import check_project
-        from dashboard.permissions import permission_answers
-        from dashboard.user_cache import users
+        from dashboard.core.permissions import permission_answers
+        from dashboard.core.user_cache import users
 
         checks.register(check_project)
 

@@ -1,13 +1,8 @@
-"""ASGI entry point (daphne / uvicorn): HTTP goes to Django, WebSockets to the live consumer.
+"""ASGI entry point (daphne, uvicorn, runserver): HTTP to Django, WebSockets to the live consumer.
 
-``manage.py runserver`` serves this same application (daphne is first in
-INSTALLED_APPS). Static files are served by the application itself, so the
-dashboard works from one process with nothing in front of it. The WebSocket
-side is what a project that installs the app writes too: Channels' auth stack
-(the session user) around a router holding the app's route, which refuses a
-foreign Origin as Django's CSRF check would (dashboard.live.origin) and bounds
-what the server holds for each socket (dashboard.live.outbox); the consumer
-then checks the view permission.
+The application serves its static files itself, so one process needs nothing
+in front. The WebSocket side is what a project writes too: Channels' auth
+stack around a router holding the app's route (dashboard.live.routing).
 """
 
 from __future__ import annotations
@@ -24,9 +19,9 @@ get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from dashboard import collector  # noqa: E402
-from dashboard.http import ThreadedDjangoHTTP, leave_bodies_to_the_application  # noqa: E402
+from dashboard.history import collector  # noqa: E402
 from dashboard.live.routing import websocket_urlpatterns  # noqa: E402
+from dashboard.site.http import ThreadedDjangoHTTP, leave_bodies_to_the_application  # noqa: E402
 
 # Every body reaches Django, so a malformed one is answered as the app answers.
 leave_bodies_to_the_application()
@@ -34,12 +29,12 @@ leave_bodies_to_the_application()
 application = ProtocolTypeRouter(
     {
         # Views are synchronous: each request (static files too) runs in one pool
-        # thread (dashboard.http), not hopping threads per middleware as under
+        # thread (dashboard.site.http), not hopping threads per middleware as under
         # Django's ASGI handler.
         "http": ThreadedDjangoHTTP(),
         "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns())),
     }
 )
 
-# The metrics history: one collector among all server processes (dashboard.collector).
+# The metrics history: one collector among all server processes (dashboard.history.collector).
 collector.start()

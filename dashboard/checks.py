@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.checks import CheckMessage, Error, Warning
 from django.utils.module_loading import import_string
 
-from dashboard import conf, connections
+from dashboard.core import conf, connections
 from queues.connection import url_problem
 
 REQUIRED_APPS = (
@@ -28,8 +28,8 @@ REQUIRED_APPS = (
     "django_htmx",  # its template tag loads htmx, from its own static files
 )
 REQUIRED_MIDDLEWARE = (
-    # JSON for every error under the API, a 503 when Redis is unreachable (dashboard.errors).
-    "dashboard.errors.ErrorAnswersMiddleware",
+    # JSON for every error under the API, a 503 when Redis is unreachable (dashboard.core.errors).
+    "dashboard.core.errors.ErrorAnswersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -91,7 +91,7 @@ def check_project(**_: Any) -> list[CheckMessage]:
 
 
 def check_connections() -> list[CheckMessage]:
-    """``REDIS_URL`` and ``ECHOMQ_CONNECTIONS`` as dashboard.connections reads
+    """``REDIS_URL`` and ``ECHOMQ_CONNECTIONS`` as dashboard.core.connections reads
     them: a wrong entry would otherwise be left out of every page without a
     word, a wrong ``REDIS_URL`` fail on the first page."""
     found: list[CheckMessage] = []

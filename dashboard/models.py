@@ -27,16 +27,16 @@ class QueuesAccess(models.Model):
 
 
 class AuditEntry(models.Model):
-    """One admin action as ``dashboard.actions`` ran it (retry, promote, fail,
+    """One admin action as ``dashboard.acting.actions`` ran it (retry, promote, fail,
     remove, retry all, promote all, clean, pause, resume) or
-    ``dashboard.job_edits`` (edit data, duplicate, add), whatever it moved:
+    ``dashboard.acting.job_edits`` (edit data, duplicate, add), whatever it moved:
     the audit trail, and the markers on the queue page's chart."""
 
     at = models.DateTimeField(default=timezone.now)
     user = models.CharField(max_length=150)
     action = models.CharField(max_length=32)
     queue = models.TextField()  # "<prefix>:<name>" (QueueRef.qualified)
-    # The Redis connection acted on (dashboard.connections): "default" for the
+    # The Redis connection acted on (dashboard.core.connections): "default" for the
     # rows from before there were several.
     connection = models.CharField(max_length=40, default="default")
     jobs = models.TextField()  # the ids acted on (the first 20) or "state=failed"

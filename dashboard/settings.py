@@ -1,25 +1,8 @@
-"""Settings, read from the environment.
+"""The stand-alone site's settings, read from the environment.
 
-REDIS_URL      the Redis holding the queues (unset: a private server is started)
-SECRET_KEY     required when DEBUG is off
-DEBUG          "1"/"true" to enable
-ALLOWED_HOSTS  comma-separated host names
-ECHOMQ_QUEUES  comma-separated "prefix:queue" or "queue" names always shown
-ECHOMQ_PREFIXES comma-separated key prefixes scanned for more queues (default "bull")
-ECHOMQ_CONNECTIONS more Redis servers, a JSON list: [{"name": "staging",
-               "url": "redis://host:6379/0", "prefixes": ["bull"], "queues": []}]
-               (the three above are the connection named "default")
-ECHOMQ_READ_ONLY "1" turns every action off
-ECHOMQ_HISTORY_COLLECTOR "0" keeps this process from collecting the metrics history
-ECHOMQ_METRICS_TOKEN bearer token for Prometheus at /metrics/ (unset: off)
-DATABASE_URL   e.g. postgres://user:password@host/name (unset: SQLite at ECHOMQ_DB)
-LOG_LEVEL, LOG_FORMAT  INFO by default; "plain" or "json"
-
-Behind an HTTPS-terminating proxy (docs/configuration.md, "Behind a proxy"):
-CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST,
-SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_SSL_REDIRECT,
-SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS, SECURE_HSTS_PRELOAD.
-In production, dashboard.settings_production turns the secure ones on by default.
+Every variable, its default and what it does: docs/configuration.md (behind an
+HTTPS proxy: "Behind a proxy"); dashboard.settings_production turns the secure
+ones on by default.
 """
 
 from __future__ import annotations
@@ -126,13 +109,13 @@ MIDDLEWARE = [
     # First, so HSTS and nosniff are on every answer, static files included.
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # Above everything that can fail: it sees every error answer (dashboard.errors).
-    "dashboard.errors.ErrorAnswersMiddleware",
+    # Above everything that can fail: it sees every error answer (dashboard.core.errors).
+    "dashboard.core.errors.ErrorAnswersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    # Django's, with the signed-in user kept briefly per process (dashboard.user_cache).
-    "dashboard.user_cache.CachedAuthenticationMiddleware",
+    # Django's, with the signed-in user kept briefly per process (dashboard.core.user_cache).
+    "dashboard.core.user_cache.CachedAuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "dashboard.middleware.ContentSecurityPolicyMiddleware",
@@ -189,10 +172,10 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:overview"
 LOGOUT_REDIRECT_URL = "login"
-# The app's settings and their defaults: dashboard.conf.
+# The app's settings and their defaults: dashboard.core.conf.
 ECHOMQ_LOGOUT_URL = "logout"
 # A CSRF failure under /api/ answers JSON like every API error; pages get a page.
-CSRF_FAILURE_VIEW = "dashboard.errors.csrf_failure"
+CSRF_FAILURE_VIEW = "dashboard.core.errors.csrf_failure"
 
 # Login throttling (django-axes): five wrong passwords for one username from one
 # address lock that pair out for 15 minutes. Locked attempts are refused before
@@ -208,7 +191,7 @@ AXES_COOLOFF_TIME = timedelta(seconds=env_int("ECHOMQ_LOGIN_COOLOFF_SECONDS", 15
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
-AXES_LOCKOUT_CALLABLE = "dashboard.accounts.lockout_response"
+AXES_LOCKOUT_CALLABLE = "dashboard.site.accounts.lockout_response"
 # One row per successful login, kept for ever and shown nowhere: not kept.
 AXES_DISABLE_ACCESS_LOG = True
 # Failures and lockouts are logged with what locks (username, address), not the
@@ -217,17 +200,17 @@ AXES_VERBOSE = False
 
 # Sessions in the database: logging out deletes the session, so a copy of the
 # cookie (another tab, another machine, a stolen one) stops working, at once
-# in the process that served the logout and within dashboard.short_cache.TTL_S (10 s)
+# in the process that served the logout and within dashboard.core.short_cache.TTL_S (10 s)
 # in the others. Signed-cookie sessions cost no read but could not be
 # revoked: a copied cookie stayed valid until it expired, logout or not.
 # Each process keeps the sessions it read for at most that TTL (measured
-# reason in dashboard/short_cache.py), as it keeps the signed-in user.
+# reason in dashboard/core/short_cache.py), as it keeps the signed-in user.
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_CACHE_ALIAS = "sessions"
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "sessions": {
-        "BACKEND": "dashboard.short_cache.ShortLivedLocMemCache",
+        "BACKEND": "dashboard.core.short_cache.ShortLivedLocMemCache",
         "OPTIONS": {"MAX_ENTRIES": 10_000},
     },
 }
@@ -256,7 +239,7 @@ if STATIC_ROOT:
     # Collected files under hashed names, the modules' imports included.
     STORAGES = {
         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-        "staticfiles": {"BACKEND": "dashboard.static_files.HashedStaticFiles"},
+        "staticfiles": {"BACKEND": "dashboard.site.static_files.HashedStaticFiles"},
     }
 
 # One format for every log line of a server process: Django's, daphne's or
@@ -291,7 +274,7 @@ LOGGING = {
             "reserved_attrs": [*RESERVED_ATTRS, "color_message"],
         },
     },
-    "filters": {"one_line_refusals": {"()": "dashboard.log_filters.OneLineRefusals"}},
+    "filters": {"one_line_refusals": {"()": "dashboard.site.log_filters.OneLineRefusals"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "level": LOG_LEVEL}
     },

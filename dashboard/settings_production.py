@@ -1,20 +1,11 @@
 """The stand-alone dashboard in production: ``dashboard.settings``, safe by default.
 
-Selected with ``DJANGO_SETTINGS_MODULE=dashboard.settings_production`` (see
-docs/deploy.md). Everything still comes from the environment, as in
-``dashboard.settings``; what changes is what an unset variable means:
-
-- ``SECRET_KEY`` and ``ALLOWED_HOSTS`` must be set (no development key, no
-  localhost default), and ``DEBUG`` must not be on;
-- the session and CSRF cookies are HTTPS-only, plain http is redirected to
-  https, and ``Strict-Transport-Security`` is sent for a year.
-
-Each of the last can still be turned off by its variable (e.g.
-``SECURE_SSL_REDIRECT=0`` when the proxy redirects itself), for which
-``manage.py check --deploy`` then warns. The server must know which requests
-came over HTTPS: ``daphne --proxy-headers`` (or uvicorn, which reads the
-header by default) behind a proxy that sets ``X-Forwarded-Proto``, or
-``SECURE_PROXY_SSL_HEADER``.
+``DJANGO_SETTINGS_MODULE=dashboard.settings_production`` (docs/deploy.md):
+``SECRET_KEY`` and ``ALLOWED_HOSTS`` must be set and ``DEBUG`` off; cookies
+are HTTPS-only, http is redirected and HSTS sent for a year, each of which its
+variable can still turn off (``manage.py check --deploy`` then warns). The
+server must know HTTPS requests: ``daphne --proxy-headers`` (uvicorn by
+default) behind a proxy setting ``X-Forwarded-Proto``, or ``SECURE_PROXY_SSL_HEADER``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path
 
-from dashboard import accounts
+from dashboard.site import accounts
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("login/", accounts.login, name="login"),
@@ -18,7 +18,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
 ]
 
 # Error answers Django gives itself: JSON under the API, pages elsewhere
-# (dashboard.errors; the other codes are turned into JSON by its middleware).
-handler400 = "dashboard.errors.bad_request"
-handler403 = "dashboard.errors.permission_denied"
-handler404 = "dashboard.errors.page_not_found"
+# (dashboard.core.errors; the other codes are turned into JSON by its middleware).
+handler400 = "dashboard.core.errors.bad_request"
+handler403 = "dashboard.core.errors.permission_denied"
+handler404 = "dashboard.core.errors.page_not_found"

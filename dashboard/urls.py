@@ -1,39 +1,31 @@
 """The app's URLs, for ``include("dashboard.urls")`` under any prefix.
 
-Names: ``dashboard:<page>`` for the pages, ``dashboard:api:<endpoint>`` for the
-JSON API, ``dashboard:live`` for the live updates' WebSocket (its route is
-built from this name: dashboard.live.routing). Logging in and out is the
+Names: ``dashboard:<page>``, ``dashboard:api:<endpoint>``, ``dashboard:live``
+(the socket's route is built from it). Every queue URL serves the default
+Redis connection and has a twin of the same name under ``c/<connection>/``:
+``reverse`` picks it by the number of arguments (``queue_urls.queue_args``),
+so a dashboard of one server keeps its short URLs. Login and logout are the
 project's (dashboard.site_urls for the stand-alone site).
-
-Every queue URL (``queues/<prefix>/<name>/...``) serves the default Redis
-connection and has a twin under ``c/<connection>/`` for the others, with the
-same name: ``reverse`` picks the pattern by the number of arguments, which
-``dashboard.queue_urls.queue_args`` gives for a queue. The default connection
-keeps its short URLs so that a dashboard of one server, its bookmarks and its
-links look as they always did.
 """
 
 from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, register_converter
 
-from dashboard import (
-    api,
-    cohorts,
-    connections,
-    error_groups,
-    flows,
-    history,
-    job_edit_api,
-    job_edit_views,
-    openapi,
-    prometheus,
-    schedulers,
-    search,
-    views,
-    workers,
-)
-from dashboard.converters import SegmentConverter
+from dashboard import openapi
+from dashboard.browse import api, views
+from dashboard.cohorts import views as cohorts
+from dashboard.core import connections
+from dashboard.core.converters import SegmentConverter
+from dashboard.edits import api as job_edit_api
+from dashboard.edits import views as job_edit_views
+from dashboard.error_groups import views as error_groups
+from dashboard.flows import views as flows
+from dashboard.history import views as history
+from dashboard.metrics import prometheus
+from dashboard.schedulers import views as schedulers
+from dashboard.search import views as search
+from dashboard.workers import views as workers
 
 # Converters are one registry for every app: a name of our own.
 register_converter(SegmentConverter, "echomq_segment")

@@ -167,7 +167,7 @@ class QueueKeys:
         return self.repeat + ":" + scheduler_id
 
     # The dashboard's own keys, not the protocol's: the recent admin actions'
-    # cohorts (dashboard/cohort_record.py), kept 24 h. Under the queue's base,
+    # cohorts (dashboard/acting/cohort_record.py), kept 24 h. Under the queue's base,
     # so a {hash-tag} prefix keeps them in the queue's slot; a fixed part with
     # ':' after it, which no job id can be (ids have no ':'), nor a BullMQ key
     # of a job (K:lock, K:logs ...); discovery looks for ':meta' and ':id'.

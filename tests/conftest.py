@@ -165,7 +165,7 @@ def staging_redis(
 ) -> Redis:
     """The second server, flushed, served as the connection "staging" beside
     the default one (``dashboard_redis``)."""
-    from dashboard import connection_groups
+    from dashboard.shared import connection_groups
 
     connection_groups._unreachable.clear()  # what an earlier test's servers said
     settings.ECHOMQ_CONNECTIONS = [

@@ -57,17 +57,20 @@ def collect_until_read(collector: HistoryCollector, timeout: float = 20.0) -> No
         time.sleep(0.01)
 
 
-def idle_collector(client: Redis, url: str, refs: list[QueueRef]) -> HistoryCollector:
-    """A collector of ``refs``, each stream holding one job's events, that has
-    read them all and passed once more (a stream read last pass is read again,
-    unasked): its next pass finds every stream quiet. Base time
-    ``IDLE_BASE_MS``, a minute ago."""
+def idle_collector(client: Redis, url: str, refs: list[QueueRef], base_ms: int) -> HistoryCollector:
+    """A collector of ``refs``, each stream holding one job's events from
+    ``base_ms`` on, that has read them all and passed once more (a stream read
+    last pass is read again, unasked): its next pass finds every stream quiet."""
     for n, ref in enumerate(refs):
-        write_events(client, ref, job_events(f"j{n}", IDLE_BASE_MS + n, 5, 5))
+        write_events(client, ref, job_events(f"j{n}", base_ms + n, 5, 5))
     collector = HistoryCollector(connect(url), lambda: refs, name="idle", record_every_s=0.0)
     collect_until_read(collector)
     collector.collect_pass()
     return collector
 
 
-IDLE_BASE_MS = int(time.time() * 1000) - 60_000
+def a_minute_ago_ms() -> int:
+    # Taken when a test starts, not when this module is imported: the tests
+    # read the last few minutes back, and a long parallel run starts some of
+    # them more than that after the import.
+    return int(time.time() * 1000) - 60_000

@@ -37,7 +37,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from redis import Redis
 
-from dashboard.collector import _collector as dashboard_collector
+from dashboard.history.collector import _collector as dashboard_collector
 from dashboard.live.consumer import LiveConsumer
 from dashboard.live.hub import close_hubs
 from queues.commands.transitions import RateLimit

@@ -1,7 +1,7 @@
 """Counting Django template work: every ``{{ value }}``, filter chain and tag
 argument a template resolves is one ``FilterExpression.resolve`` call. A page
-whose rows are built in Python (dashboard.presenters, dashboard.flow_html,
-dashboard.scheduler_rows) resolves as many whatever its number of rows."""
+whose rows are built in Python (dashboard.shared.presenters, dashboard.flows.html,
+dashboard.schedulers.rows) resolves as many whatever its number of rows."""
 
 from __future__ import annotations
 

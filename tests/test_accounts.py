@@ -64,12 +64,12 @@ def test_a_logout_through_another_process_applies_within_the_session_cache_ttl(
     ann: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each process keeps the sessions it read for a few seconds
-    (dashboard.short_cache). Another process's logout deletes the row, not
+    (dashboard.core.short_cache). Another process's logout deletes the row, not
     this process's copy: the copy goes when its time is up."""
     from django.conf import settings
     from django.contrib.sessions.models import Session
 
-    from dashboard import short_cache
+    from dashboard.core import short_cache
 
     monkeypatch.setattr(short_cache, "TTL_S", 0.5)
     client = Client()

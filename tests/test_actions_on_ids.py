@@ -1,4 +1,4 @@
-"""dashboard.actions.act_on_ids: retry, promote or remove an explicit set of
+"""dashboard.acting.actions.act_on_ids: retry, promote or remove an explicit set of
 jobs (a search result) through the per-job scripts, each job re-checked by
 its script; against a real Redis, with a worker moving the same jobs."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from dashboard import actions
-from dashboard.actions import ActionRefused, act_on_ids
+from dashboard.acting import actions
+from dashboard.acting.actions import ActionRefused, act_on_ids
 from dashboard.models import AuditEntry
 from queues.job import Job
 from queues.queue import Queue, now_ms

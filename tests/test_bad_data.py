@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 from redis import Redis
 
-from dashboard.converters import SegmentConverter
+from dashboard.core.converters import SegmentConverter
 from queues.read.refs import QueueRef
 from queues.read.states import STATES
 from tests.dashboard_seed import seed_events, seed_job

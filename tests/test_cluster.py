@@ -29,7 +29,7 @@ from queues.read.refs import QueueRef
 from queues.read.workers import queue_workers, read_client_list
 from tests.dashboard_seed import seed_job
 from tests.history_helpers import (
-    IDLE_BASE_MS,
+    a_minute_ago_ms,
     collect_until_read,
     idle_collector,
     job_events,
@@ -369,7 +369,8 @@ def test_idle_queues_on_a_cluster_cost_one_xread_a_slot_a_pass(
     commands a second. Now one XREAD COUNT 1 asks a slot's streams at once."""
     shared = [QueueRef("{idle}", f"q{n}") for n in range(30)]  # one slot
     own = [QueueRef(f"{{own{n}}}", "q") for n in range(3)]  # a slot each
-    c = idle_collector(cluster, cluster_url, shared + own)
+    base = a_minute_ago_ms()
+    c = idle_collector(cluster, cluster_url, shared + own, base)
 
     def stream_commands() -> dict[str, int]:
         stats: Any = cluster.info("commandstats", target_nodes=RedisCluster.PRIMARIES)
@@ -382,7 +383,7 @@ def test_idle_queues_on_a_cluster_cost_one_xread_a_slot_a_pass(
     cluster.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
     assert c.collect_pass() is False
     assert stream_commands() == {"xread": 4, "xrange": 0}
-    write_events(cluster, shared[7], job_events("late", IDLE_BASE_MS + 100, 5, 5))
+    write_events(cluster, shared[7], job_events("late", base + 100, 5, 5))
     cluster.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
     c.collect_pass()
     assert stream_commands() == {"xread": 4, "xrange": 1}

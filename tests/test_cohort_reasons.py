@@ -12,8 +12,8 @@ import zlib
 import pytest
 from redis import Redis
 
-from dashboard import actions
-from dashboard.cohort_record import record_cohort
+from dashboard.acting import actions
+from dashboard.acting.cohort_record import record_cohort
 from queues.queue import Queue, now_ms
 from queues.read import cohorts
 from queues.read.cohorts import (

@@ -1,5 +1,5 @@
 """What became of an action: every retry and promote keeps the ids it moved
-(dashboard/cohort_record.py), and a look says where each one is now
+(dashboard/acting/cohort_record.py), and a look says where each one is now
 (queues/read/cohorts.py), against a real Redis, with our worker moving the
 jobs while the test looks."""
 
@@ -13,8 +13,8 @@ from collections import Counter
 import pytest
 from redis import Redis
 
-from dashboard import actions
-from dashboard.cohort_record import record_cohort
+from dashboard.acting import actions
+from dashboard.acting.cohort_record import record_cohort
 from queues import scripts
 from queues.commands import admin
 from queues.job import Job

@@ -46,7 +46,7 @@ from queues.read.history import (
 )
 from queues.read.refs import QueueRef
 from tests.history_helpers import (
-    IDLE_BASE_MS,
+    a_minute_ago_ms,
     collect_until_read,
     idle_collector,
     job_events,
@@ -430,8 +430,8 @@ def test_idle_queues_cost_one_xread_a_pass_and_only_streams_with_news_are_read(
     """A thousand idle queues once cost a thousand XRANGEs every 0.2 s in a
     server process (its pages' floor rose from 2.0 to 3.4 ms)."""
     refs = [QueueRef("bull", f"idle-{n}") for n in range(50)]
-    base = IDLE_BASE_MS
-    c = idle_collector(redis_client, redis_url, refs)
+    base = a_minute_ago_ms()
+    c = idle_collector(redis_client, redis_url, refs, base)
 
     redis_client.config_resetstat()
     assert c.collect_pass() is False

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from dashboard.http import ThreadedDjangoHTTP
 from dashboard.live.hub import BLOCKING_SLOTS, CONTROL_CONNECTIONS, READERS
+from dashboard.site.http import ThreadedDjangoHTTP
 from queues.connection import connect
 from queues.read.refs import QueueRef
 from tests.e2e.budget import connections, open_pages, servers_of, three_connections

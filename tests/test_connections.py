@@ -1,4 +1,4 @@
-"""Several Redis servers in one dashboard (dashboard.connections): two real
+"""Several Redis servers in one dashboard (dashboard.core.connections): two real
 servers, the same queue name on each, every page, answer and action on the
 right one; a server that does not answer is one group marked unreachable."""
 
@@ -15,9 +15,9 @@ import pytest
 from django.test import Client
 from redis import Redis
 
-from dashboard import connection_groups
 from dashboard.checks import check_connections
 from dashboard.models import AuditEntry
+from dashboard.shared import connection_groups
 from queues.connection import connect
 from queues.flow import FlowJob, FlowProducer
 from queues.queue import Queue
@@ -194,7 +194,7 @@ def test_a_server_that_does_not_answer_is_one_group_marked_unreachable(
     ]
     started = time.monotonic()
     page = viewer.get("/")
-    # A server that hangs costs its timeouts (dashboard.redis): seconds, not more.
+    # A server that hangs costs its timeouts (dashboard.core.redis): seconds, not more.
     assert time.monotonic() - started < 8
     assert page.status_code == 200
     states = [(group.name, group.reachable, len(rows)) for group, rows in _sections(page)]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.presenters import event_detail
+from dashboard.shared.presenters import event_detail
 
 
 @pytest.mark.parametrize(

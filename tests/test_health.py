@@ -1,10 +1,10 @@
-"""The health rule (dashboard/health.py), case by case: exact figures in, exact words out."""
+"""The health rule (dashboard/shared/health.py), case by case: exact figures in, exact words out."""
 
 from __future__ import annotations
 
 import pytest
 
-from dashboard.health import (
+from dashboard.shared.health import (
     MIN_FAILED,
     MIN_FAILED_WITHOUT_RATE,
     Health,

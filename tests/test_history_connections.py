@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 from redis import Redis
 
-from dashboard import collector as process_collector
+from dashboard.history import collector as process_collector
 from queues.read.refs import QueueRef
 from tests.e2e.server import free_port
 from tests.history_helpers import collect_until_read, job_events, write_events

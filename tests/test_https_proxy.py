@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from dashboard.http import ThreadedDjangoHTTP
+from dashboard.site.http import ThreadedDjangoHTTP
 from tests.test_views_http import _call, _scope
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def _login_through_proxy() -> Any:
 def test_a_login_through_the_proxy_fails_without_settings(ann: Any) -> None:
     response = _login_through_proxy()
     assert response.status_code == 403
-    # Our CSRF failure page says why (dashboard.errors.csrf_failure).
+    # Our CSRF failure page says why (dashboard.core.errors.csrf_failure).
     assert "Origin checking failed" in response.content.decode()
 
 

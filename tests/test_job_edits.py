@@ -1,5 +1,5 @@
 """Editing a job's data, duplicating a job and adding one, from the pages and
-the API (dashboard.job_edits): what each writes, the audit entry with its
+the API (dashboard.acting.job_edits): what each writes, the audit entry with its
 diff, and every bad input answered with a clear error that changed nothing."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 from django.utils.safestring import mark_safe
 from redis import Redis
 
-from dashboard.presenters import JobRowView, found_cell_html, job_table_head_html
+from dashboard.shared.presenters import JobRowView, found_cell_html, job_table_head_html
 from queues.read.error_folding import group_key
 from queues.read.progress import Progress
 from queues.read.refs import QueueRef

@@ -1,4 +1,4 @@
-"""The live socket with two Redis servers (dashboard.connections): a queue
+"""The live socket with two Redis servers (dashboard.core.connections): a queue
 of the same name on each is two subscriptions, each fed by its own server's
 readers (dashboard.live.hub: one hub per connection)."""
 

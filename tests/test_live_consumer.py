@@ -15,12 +15,12 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
 from redis import Redis
 
-from dashboard import presenters
 from dashboard.asgi import application
 from dashboard.live import consumer as consumer_module
 from dashboard.live.consumer import LiveConsumer
 from dashboard.live.fanout import Batch
 from dashboard.live.hub import get_hub
+from dashboard.shared import presenters
 from queues.connection import connect
 from queues.events import Event
 from queues.keys import QueueKeys
@@ -365,7 +365,7 @@ async def test_a_socket_whose_user_keeps_access_stays_open_across_rechecks(
 async def test_revoking_the_view_permission_closes_an_open_socket_with_4403(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from dashboard import short_cache
+    from dashboard.core import short_cache
 
     # A recheck racing the removal could cache the old answer for its 10 s TTL.
     monkeypatch.setattr(short_cache, "TTL_S", 0.0)

@@ -280,7 +280,7 @@ def test_half_a_character_in_a_jobs_json_is_shown_as_a_replacement_character(
         assert superuser.get(url).status_code == 200, url
     page, answer = superuser.get(PAGE + "job/2"), superuser.get(API + "job/2")
     assert "\ufffd" in page.content.decode()
-    assert "\ufffd" in answer.content.decode()  # written as UTF-8 (dashboard.jsonresponse)
+    assert "\ufffd" in answer.content.decode()  # written as UTF-8 (dashboard.core.jsonresponse)
 
 
 def _no_constant(name: str) -> Any:

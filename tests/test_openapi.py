@@ -45,10 +45,12 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from dashboard import answers as dashboard_answers
-from dashboard import bodies, permissions, search
-from dashboard.cohort_record import record_cohort
+from dashboard.acting.cohort_record import record_cohort
+from dashboard.core import answers as dashboard_answers
+from dashboard.core import permissions
 from dashboard.openapi import OPERATIONS, OpenAPIDocument
+from dashboard.search import views as search
+from dashboard.shared import bodies
 from queues import discovery
 from queues.read import answers
 from queues.read.error_folding import NO_REASON, group_key

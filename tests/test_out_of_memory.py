@@ -19,7 +19,7 @@ import pytest
 from redis import Redis
 from redis.exceptions import OutOfMemoryError, ResponseError
 
-from dashboard import actions
+from dashboard.acting import actions
 from dashboard.models import AuditEntry
 from queues import scripts
 from queues.commands import transitions as t

@@ -13,7 +13,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from redis import Redis
 
-from dashboard import charts, queue_urls, short_cache, user_cache
+from dashboard.core import queue_urls, short_cache, user_cache
+from dashboard.shared import charts
 from queues import discovery
 from queues.read.lists import job_page, job_page_if_exists
 from queues.read.refs import QueueRef
@@ -40,7 +41,7 @@ def test_a_signed_in_user_is_read_from_the_database_once_not_per_request(
 ) -> None:
     client = _signed_in(viewer_user)
     assert client.get(API_QUEUES).status_code == 200  # reads the user (and permissions)
-    # Nor its session: the process keeps it a few seconds (dashboard.short_cache).
+    # Nor its session: the process keeps it a few seconds (dashboard.core.short_cache).
     with django_assert_num_queries(0):
         for _ in range(3):
             assert client.get(API_QUEUES).status_code == 200

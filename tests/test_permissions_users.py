@@ -2,7 +2,7 @@
 non-staff employee who was granted ``view_queues``, an employee who left
 (inactive) on a site whose backend still lets inactive users log in, and a
 viewer posting to a view of the host's own guarded with the view-only
-decorator. Each condition of ``dashboard.permissions`` is what refuses one
+decorator. Each condition of ``dashboard.core.permissions`` is what refuses one
 of them (issue 26: dropping any one of them passed every other test)."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from django.http import HttpRequest, HttpResponse
 from django.test import Client, RequestFactory
 from redis import Redis
 
-from dashboard import short_cache
-from dashboard.permissions import (
+from dashboard.core import short_cache
+from dashboard.core.permissions import (
     VIEW_PERMISSION,
     api_permission,
     can_view,

@@ -2,7 +2,7 @@
 
 A name with a leading underscore is its module's own: when a second module
 needs it, it belongs in a public module (the views' shared helpers are
-``dashboard.web``), or the two modules grow into each other and the import
+``dashboard.shared.web``), or the two modules grow into each other and the import
 graph stacks the user above what it borrows from. Ruff's rule for this
 (PLC2701, import-private-name, preview only) passes imports from the project's
 own package, which are the ones that matter here, so this walks the code.
@@ -60,7 +60,7 @@ def test_no_module_imports_another_modules_underscore_names() -> None:
 
 def test_the_walk_sees_both_ways_of_reaching_a_private_name() -> None:
     source = (
-        "from dashboard.api import BadInput, _body\n"
+        "from dashboard.browse.api import BadInput, _body\n"
         "from dashboard import views\n"
         "import queues.commands.admin as admin\n"
         "views._page(request, 'x.html', {})\n"
@@ -69,7 +69,7 @@ def test_the_walk_sees_both_ways_of_reaching_a_private_name() -> None:
         "views.__name__\n"
     )
     assert private_uses(source) == [
-        (1, "from dashboard.api import _body"),
+        (1, "from dashboard.browse.api import _body"),
         (4, "views._page"),
         (5, "admin._job_args"),
     ]

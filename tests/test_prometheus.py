@@ -111,7 +111,7 @@ def test_no_token_setting_means_no_endpoint(dashboard_redis: Redis, settings: An
 
 
 def test_redis_down_is_a_metric_not_an_error(metrics_on: Redis, settings: Any) -> None:
-    from dashboard import redis as dashboard_redis
+    from dashboard.core import redis as dashboard_redis
 
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
     try:
@@ -125,7 +125,7 @@ def test_redis_down_is_a_metric_not_an_error(metrics_on: Redis, settings: Any) -
 def test_an_unreachable_cluster_is_a_metric_not_an_error(metrics_on: Redis, settings: Any) -> None:
     """A cluster client that reaches no node raises redis-py's cluster error,
     which is no RedisError: the scrape answered 500 instead of "down"."""
-    from dashboard import redis as dashboard_redis
+    from dashboard.core import redis as dashboard_redis
 
     url = "redis://127.0.0.1:1/0?cluster=1"  # nothing listens on port 1
     settings.REDIS_URL = url

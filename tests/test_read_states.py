@@ -14,7 +14,7 @@ from typing import Any, get_args
 import pytest
 from redis import Redis
 
-from dashboard import actions
+from dashboard.acting import actions
 from queues.commands.admin import CleanableState, FinishedState
 from queues.queue import Queue
 from queues.read.counts import queue_summaries

@@ -12,7 +12,7 @@ from django.test import RequestFactory
 from django.urls import resolve
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from dashboard.errors import ErrorAnswersMiddleware
+from dashboard.core.errors import ErrorAnswersMiddleware
 from queues import discovery
 from queues.connection import connect
 from queues.queue import Queue

@@ -1,9 +1,9 @@
 """One viewer's searches cannot slow everyone (issue 22, point 3).
 
 Search steps run in a pool of their own, each session with a bounded number
-admitted and the rest refused at once by the HTTP bridge (dashboard.http);
+admitted and the rest refused at once by the HTTP bridge (dashboard.site.http);
 a user's searches are capped, a new one stopping the oldest even while its
-step runs, and a refused step never waits (dashboard.search).
+step runs, and a refused step never waits (dashboard.search.views).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from django.conf import settings
 from django.test import Client
 from redis import Redis
 
-from dashboard import search
-from dashboard.http import (
+from dashboard.search import views as search
+from dashboard.site.http import (
     MAX_STEPS_PER_SESSION,
     PAGES_IN_FLIGHT,
     ThreadedDjangoHTTP,
@@ -51,7 +51,7 @@ def failed(dashboard_redis: Redis, monkeypatch: pytest.MonkeyPatch) -> Redis:
 
 
 class HeldStep:
-    """dashboard.search's search_step, made to wait at its first call until
+    """dashboard.search.views's search_step, made to wait at its first call until
     the search is stopped (or 5 s pass): a step that is still running."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,7 +24,7 @@ from django.contrib.auth.models import Permission, User
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from dashboard.collector import _collector as dashboard_collector
+from dashboard.history.collector import _collector as dashboard_collector
 from dashboard.live.consumer import LiveConsumer
 from dashboard.live.hub import get_hub
 from queues import discovery
@@ -296,7 +296,7 @@ async def test_the_history_collector_resumes_on_the_new_master(
     own_sentinels: LocalSentinelSet, settings: Any
 ) -> None:
     """The collector of a dashboard process, made as the dashboard makes it
-    (dashboard.collector): it counts jobs finished before and after a SIGKILL
+    (dashboard.history.collector): it counts jobs finished before and after a SIGKILL
     of the master, within 5 s of the sentinels naming the new one."""
     settings.REDIS_URL = own_sentinels.url
     settings.ECHOMQ_QUEUES = ["receipts"]

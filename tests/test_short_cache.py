@@ -1,5 +1,5 @@
 """The few seconds each process keeps the session, the user and the permission
-answers (dashboard.short_cache): a change made here applies at once, one made
+answers (dashboard.core.short_cache): a change made here applies at once, one made
 elsewhere within the one TTL, and the cache stays bounded."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from redis import Redis
 
-from dashboard import short_cache
-from dashboard.short_cache import ShortCache
+from dashboard.core import short_cache
+from dashboard.core.short_cache import ShortCache
 
 API_QUEUES = "/api/queues/"
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from dashboard import actions
+from dashboard.acting import actions
 from queues.queue import now_ms
 from queues.read.cohorts import recent_cohorts
 from queues.read.refs import QueueRef

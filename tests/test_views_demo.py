@@ -14,8 +14,8 @@ import pytest
 from django.contrib.auth import authenticate
 from django.test import RequestFactory
 
+from dashboard.core.permissions import can_act
 from dashboard.management.commands.demo import DEMO_USER, Command
-from dashboard.permissions import can_act
 from tests.e2e.server import ROOT, free_port, process_env, terminate, wait_until_serving
 
 

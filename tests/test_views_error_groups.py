@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from dashboard import error_groups as view
+from dashboard.error_groups import views as view
 from dashboard.models import AuditEntry
 from queues.queue import Queue
 from queues.read import error_groups as read_groups

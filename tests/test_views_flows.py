@@ -1,4 +1,4 @@
-"""The job page's Flow section and its pages of children (dashboard.flows):
+"""The job page's Flow section and its pages of children (dashboard.flows.views):
 the tree with links, the way up to parent and root, the live watch list,
 and bad links shown in words (never a 500)."""
 
@@ -153,7 +153,7 @@ def test_the_tree_costs_the_template_engine_the_same_at_3_nodes_and_at_50(
     dashboard_redis: Redis, viewer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A template included once per node was most of a 50-child page's time
-    # (docs/benchmarks.md): the nodes are built in Python (dashboard.flow_html).
+    # (docs/benchmarks.md): the nodes are built in Python (dashboard.flows.html).
     _parent_with_children(dashboard_redis, "small", 3)
     _parent_with_children(dashboard_redis, "large", 49)
     lookups = {}

@@ -10,7 +10,12 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from redis import Redis
 
-from dashboard.http import MAX_WAITING_LOGINS, ThreadedDjangoHTTP, checks_password, wsgi_environ
+from dashboard.site.http import (
+    MAX_WAITING_LOGINS,
+    ThreadedDjangoHTTP,
+    checks_password,
+    wsgi_environ,
+)
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import seed_job
 

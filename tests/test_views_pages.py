@@ -404,13 +404,13 @@ def test_pages_send_csp_without_inline_script_and_deny_framing(
     ],
 )
 def test_numbers_for_humans(value: int, short: str, exact: str) -> None:
-    from dashboard.formatting import compact, thousands
+    from dashboard.shared.formatting import compact, thousands
 
     assert (compact(value), thousands(value)) == (short, exact)
 
 
 def test_times_for_humans() -> None:
-    from dashboard.presenters import exact_time, relative_time
+    from dashboard.shared.presenters import exact_time, relative_time
 
     now = 1_700_000_000_000
     assert relative_time(now - 180_000, now) == "3 min ago"
@@ -435,13 +435,13 @@ def test_times_for_humans() -> None:
     ],
 )
 def test_exact_times_keep_every_millisecond(ms: int, exact: str) -> None:
-    from dashboard.presenters import exact_time
+    from dashboard.shared.presenters import exact_time
 
     assert exact_time(ms) == exact
 
 
 def test_json_highlighting_escapes_everything() -> None:
-    from dashboard.presenters import highlight_json
+    from dashboard.shared.presenters import highlight_json
 
     text = '{"a\\"<b>": "x</pre><script>", "n": -1.5e3, "ok": true, "none": null}'
     html = str(highlight_json(text))
@@ -823,7 +823,7 @@ def test_active_rows_show_how_long_each_job_has_run(dashboard_redis: Redis, view
 
 
 def test_running_time_reads_in_whole_seconds_then_coarser_units() -> None:
-    from dashboard.presenters import running_label
+    from dashboard.shared.presenters import running_label
 
     assert running_label(400) == "running 0 s"
     assert running_label(42_900) == "running 42 s"
@@ -833,7 +833,7 @@ def test_running_time_reads_in_whole_seconds_then_coarser_units() -> None:
 
 
 def test_a_span_of_years_reads_in_years_not_thousands_of_days() -> None:
-    from dashboard.presenters import span
+    from dashboard.shared.presenters import span
 
     day = 86_400_000
     assert span(5 * day) == "5 d"

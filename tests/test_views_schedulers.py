@@ -200,7 +200,7 @@ def test_the_tab_costs_the_template_engine_the_same_at_20_rows_and_at_50(
     schedulers: JobSchedulers, actor: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The template's row loop was most of the tab's time (docs/benchmarks.md):
-    # the rows are built in Python (dashboard.scheduler_rows).
+    # the rows are built in Python (dashboard.schedulers.rows).
     for n in range(51):  # a next page at both sizes: the pagers match
         schedulers.upsert(f"s{n:02d}", Repeat(every_ms=60_000 * (n + 1)), name="n", data={"n": n})
     lookups = {}

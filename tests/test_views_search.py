@@ -1,4 +1,4 @@
-"""The search's answers (dashboard/search.py) say why each row matched: the
+"""The search's answers (dashboard/search/views.py) say why each row matched: the
 page's rows end with the field's text around the match, escaped, the match
 marked; the API's answer carries the same text by job id."""
 

@@ -1,4 +1,4 @@
-"""The workers tab, its JSON and the global concurrency action (dashboard.workers),
+"""The workers tab, its JSON and the global concurrency action (dashboard.workers.views),
 against a real Redis with a bullmq 2.20.1 worker and ours connected, each in
 its own process, while the page loads."""
 
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from dashboard import health_reads
+from dashboard.browse import health_reads
+from dashboard.core.redis import get_client
 from dashboard.models import AuditEntry
-from dashboard.redis import get_client
 from queues import discovery
 from queues.connection_names import queue_name_forms
 from queues.queue import Queue

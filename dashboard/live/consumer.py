@@ -32,14 +32,14 @@ from django.conf import settings
 from django.contrib import auth
 from redis.exceptions import RedisError
 
-from dashboard import connections
+from dashboard.core import connections
+from dashboard.core.lookup import served_queues_async
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Inbox, Message
 from dashboard.live.hub import OUTAGE_ERRORS, StreamHub, get_hub
 from dashboard.live.outbox import STALL_CLOSE_S, Outbox, SharedText
 from dashboard.live.streams import EventPayload, Replay, replay_after
-from dashboard.lookup import served_queues_async
 from queues.keys import InvalidName, validate_job_id
 from queues.read.refs import QueueRef
 from queues.read.stream import newest_id, parse_stream_id
@@ -88,7 +88,7 @@ MAX_JOBS_PER_FILTER = 100
 
 
 def user_may_view(user: Any) -> bool:
-    from dashboard import permissions
+    from dashboard.core import permissions
 
     return bool(permissions.can_view(user))
 
@@ -174,17 +174,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         """Channels' consumer on an inbox of its own, which lets go of all the socket
         holds when it ends.
 
-        Channels' ``AsyncConsumer.__call__`` takes messages from the client and
-        from a channel layer, with a new task and an ``asyncio.wait`` per
-        message; here both come through one ``Inbox`` (the client's frames put
-        there by a task of their own), taken in order by this task, and there
-        is no channel layer (the readers of this process hand their batches to
-        the inbox: dashboard.live.fanout says why, with the figures).
-
-        Everything the socket holds goes however it ends: a disconnect, an
-        error, or daphne cancelling it (which it does to an application that
-        has not finished 10 s after its client went) would each skip
-        ``disconnect``.
+        The client's frames (put there by a task of their own) and the readers'
+        batches (dashboard.live.fanout) come through one ``Inbox``, taken in order
+        by this task: no channel layer, no task per message. Everything goes
+        however the socket ends (a disconnect, an error, or daphne's cancel 10 s
+        after the client went would each skip ``disconnect``).
         """
         self.scope = scope
         self.base_send = send
@@ -219,21 +213,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             self.inbox.put({"type": "websocket.disconnect", "code": 1011})
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        """Channels' dispatch, minus its close of stale database connections.
-
-        Channels runs that close before every handler, as a hop to its one
-        thread for synchronous code, and every message queues behind the
-        others' hops. This consumer touches the database only through
-        ``database_sync_to_async``, which closes them itself.
-
-        Measured with ``bench/live.py --sockets-only`` (20 WebSocket clients on
-        one queue; daphne's CPU over the run) on the 2-CPU VM on 2026-12-01,
-        this method and Channels' own dispatch (this method removed) run
-        alternately: at 200 events/s Channels' dispatch took 5-12 points of a
-        core more in each of 5 rounds (21-33% against 14-22%, load average
-        2.6-12), and its XADD-to-socket p50 was up to 8 ms higher; at 1,000
-        events/s (3 rounds, load average 2.3-2.9) 32-33% against 23-26%.
-        """
+        """Channels' dispatch, minus its close of stale database connections before
+        every handler (a hop to Channels' one sync thread that every message queued
+        behind): this consumer reaches the database only through
+        ``database_sync_to_async``, which closes them itself (docs/benchmarks.md,
+        "The consumer's own dispatch")."""
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
             raise ValueError(f"no handler for message type {message['type']!r}")
@@ -349,7 +333,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         for item in items:
             if isinstance(item, str):
                 with contextlib.suppress(InvalidName):
-                    await self._unsubscribe(QueueRef.from_address(item).address)
+                    self._drop(QueueRef.from_address(item).address)
 
     async def _error(self, queue: object, message: str) -> None:
         if message == REDIS_UNREACHABLE:
@@ -447,9 +431,6 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             _hub_of(ref).release(ref, sub)
         return sub
 
-    async def _unsubscribe(self, ref: str) -> None:
-        self._drop(ref)
-
     async def _discover(self) -> None:
         if self.queue_watcher is not None:
             return  # asked twice: the set already comes
@@ -512,14 +493,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self._send_events(sub, events, batch if whole else None)
 
     def _send_now(self, sub: Subscription, message: Message) -> bool:
-        """Send a batch from the reader's hand-out itself, when this socket's task
-        waits for its next message with none queued (``Inbox.idle``) and the batch
-        goes whole as the frame shared by its kind, which the outbox writes without
-        waiting (under daphne). It does what ``live_events`` would do next, minus a
-        wake-up of the socket's task per batch, which with a hundred sockets was a
-        good part of the server's CPU per event (docs/benchmarks.md, "Runs of
-        2026-12-02 (perf-live)"). False, with nothing changed: the inbox takes it.
-        """
+        """Send a batch from the reader's hand-out itself when this socket's task
+        waits with nothing queued (``Inbox.idle``) and the batch goes whole as its
+        kind's shared frame: what ``live_events`` would do next, minus a task
+        wake-up per socket and batch (docs/benchmarks.md, "Runs of 2026-12-02
+        (perf-live)"). False, with nothing changed: the inbox takes it."""
         if message["type"] != "live.events" or self.giving_up:
             return False
         batch: Batch = message["batch"]

@@ -1,14 +1,10 @@
 """Which queues exist, pushed to the pages that list them.
 
-The overview lists every queue, configured or discovered. A queue that first
-appears after the page loaded (a new producer, another team's BullMQ app) gets
-its row without a reload: one watcher per server process looks at the
-discovered set every ``WATCH_INTERVAL_S`` seconds while any page watches it,
-and tells the pages of that process when the set changed (each listener is a
-socket's inbox, dashboard.live.fanout). The look is cheap: the
-set comes from ``queues.discovery``, which learns it in the background (a
-queue whose worker connects shows within about 10 s; see that module for a
-queue nobody is connected to).
+While any page of the process watches it, one watcher looks at the
+discovered set (``queues.discovery``, learnt in the background) every
+``WATCH_INTERVAL_S`` and tells each listening socket's inbox
+(dashboard.live.fanout) when it changed: a queue that appears after the
+overview loaded gets its row without a reload.
 """
 
 from __future__ import annotations
@@ -20,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard import connections
-from dashboard.connection_groups import OUTAGES
+from dashboard.core import connections
+from dashboard.core.lookup import all_queues
+from dashboard.core.redis import get_client
 from dashboard.live.cancellation import raise_if_cancelled
-from dashboard.lookup import all_queues
-from dashboard.redis import get_client
+from dashboard.shared.connection_groups import OUTAGES
 from queues.read.refs import DEFAULT_CONNECTION
 
 log = logging.getLogger("echomq.live")

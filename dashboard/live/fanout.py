@@ -1,40 +1,15 @@
 """Handing a stream's batches to the sockets of this process: in process, bounded per socket.
 
-The readers (dashboard.live.hub) and the sockets that want what they read
-live in the same server process, so a reader hands each batch to its
-stream's subscribers itself: it calls ``deliver`` on each, which puts the
-message in that socket's ``Inbox`` and returns, never waiting for the socket.
-Each socket's own task takes its inbox in order and sends (so a socket whose
-``send`` waits, under a server with backpressure, delays only itself). Under
-daphne, whose sockets write without waiting, a socket whose task waits with
-an empty inbox (``Inbox.idle``) sends the batch within ``deliver`` instead
-(dashboard.live.consumer, ``LiveConsumer._send_now``): nothing is queued
-before it, so the order is the same, and no task wakes per socket and batch. A
-``Batch`` is shared read-only by every socket it reaches, and the frame a
-socket sends for it is encoded once per kind of subscription (``frame``): a
-hundred sockets that want every event of a queue send the same text, framed
-once under daphne (dashboard.live.outbox, ``SharedText``).
-
-This replaces Channels' channel layer for these messages (a PUBLISH per batch
-through Redis pub/sub, channels-redis's receive loop pushing the message onto
-one asyncio queue per socket, and Channels' per-message task and
-``asyncio.wait`` in each consumer), and the JSON encoding of each batch once
-per socket. Measured on the shared 2-CPU VM on 2026-12-01 (15:42-15:57 UTC,
-load average 6-16 from other work), three pairs each, this code and the
-channel layer's alternating (docs/benchmarks.md, "In-process fan-out"):
-``bench/live.py --sockets-only`` (20 sockets, 200 events/s): XADD-to-socket
-p50 18-24 ms against 27-35, p99 35-63 ms against 64-366, daphne 17-18% of a
-core against 22-25%; with ``--pages 100`` (100 sockets, 200 events/s): p50
-212-351 ms against 1,150-1,487, p99 0.5-1.1 s against 2.5-4.9 s, daphne
-14-22% against 21-26%. ``bench/abuse.py --phases c`` (100 sockets at 1,000
-events/s) could not be measured under that load: its 100-socket client fell
-behind with either code.
-
-What a socket does not take in time is bounded: past ``INBOX_MESSAGES``
-waiting messages, a queue's further batches are not kept; the socket gets one
-``live.gap`` for that queue in their place (its page reloads counts and
-lists and continues from the newest of them), so it holds at most
-``INBOX_MESSAGES`` plus one marker per queue it watches.
+A reader (dashboard.live.hub) calls ``deliver`` on each subscriber, which puts
+the message in that socket's ``Inbox`` and returns: the reader never waits for
+a socket, and each socket's task sends its inbox in order. Under daphne, a
+socket whose task waits on an empty inbox (``Inbox.idle``) sends the batch
+within ``deliver`` (``LiveConsumer._send_now``): same order, no task wake-up
+per socket and batch. A ``Batch`` is shared read-only, and its frame is
+encoded once per kind of subscription (``frame``). This replaced Channels'
+channel layer (docs/live.md; figures in docs/benchmarks.md, "In-process
+fan-out"). Past ``INBOX_MESSAGES`` waiting messages a queue's further batches
+are dropped for that socket and one ``live.gap`` stands in for them.
 """
 
 from __future__ import annotations

@@ -1,53 +1,24 @@
 """The events-stream readers of one server process, shared by all of its pages.
 
-Every page of this process subscribed to a queue shares that queue's
-``Stream``: its position in the queue's events stream and its subscribers.
-Streams are read by a fixed pool of at most ``READERS`` readers: each an
-asyncio task with one Redis connection of its own that XREADs BLOCK on all of
-its streams at once and hands each stream's batch to that stream's
-subscribers in this process (dashboard.live.fanout: each socket's bounded
-inbox; the reader never waits for a socket). On a Redis Cluster, where one
-XREAD cannot span hash slots, the pool is per slot for the first
-``BLOCKING_SLOTS`` slots watched, and one ``PollingReader`` reads every other
-slot's streams. Positions and replays go through one more pool of at most
-``CONTROL_CONNECTIONS`` commands at once. So a process holds at most READERS +
-CONTROL_CONNECTIONS connections for the live pages of one Redis server (on a
-cluster: BLOCKING_SLOTS x READERS blocking readers, and per node one polling
-connection and CONTROL_CONNECTIONS), however many pages watch however many
-queues (docs/deploy.md, "Connections"). Which queues a socket may watch is the consumer's
-business (queues that exist, a bounded number).
+A queue watched by any page of the process has one ``Stream`` (its position
+and subscribers) from its first subscriber to its last (``release`` is
+synchronous, so a cancelled consumer cannot skip it). A fixed pool of at most
+``READERS`` readers, each one connection XREADing BLOCK on its streams, hands
+each batch to the stream's subscribers (dashboard.live.fanout) and never waits
+for a socket; a reader whose streams changed cancels its read and reads again,
+and one left with none closes its connection. On a Redis Cluster the pool is
+per slot for the first ``BLOCKING_SLOTS`` slots and one ``PollingReader``
+reads the rest; positions and replays share ``CONTROL_CONNECTIONS``. So the
+connections are bounded per server whatever the pages (docs/live.md, "A few
+shared readers"; docs/deploy.md, "Connections"). A reader that may have missed
+entries checks the stream still holds what follows its position, else hands
+out ``live.gap`` and goes on from the newest.
 
-A stream starts with its first subscriber and goes with its last
-(``release`` is synchronous, so a cancelled consumer cannot skip it); a
-reader whose last stream went closes its connection at once. A reader whose
-set of streams changed cancels its blocked read and reads again with the new
-set (redis-py drops a connection whose command was cancelled; the next read
-opens another).
-
-Each process reads the streams itself and hands what it read only to its own
-sockets: with several server processes, every process sees every event, and
-no page receives one twice.
-
-A reader that may have missed entries (its connection dropped, or one read
-brought a burst big enough to have trimmed unread entries) checks whether the
-stream still holds what follows its position; when it does not, it hands out
-``live.gap`` and continues from the newest entry, and pages reload.
-
-With several Redis connections (dashboard.connections) each has a hub of its
-own: its readers, its control pool, its reachability. So the bounds above
-hold per server, and a server that does not answer leaves the others' pages
-live. A stream's ``ref`` is the queue's address (``QueueRef.address``: the
-connection's name before the queue's on another connection).
-
-Whether Redis answers is one fact per process and server (``StreamHub.reachable``): a
-reader whose read fails, or any live command that cannot reach Redis, reports
-it down, and a probe then pings every ``PROBE_INTERVAL_S`` until Redis answers.
-Behind Redis Sentinel the probe also asks the sentinels, after each failed
-ping, whether they are replacing the master (``StreamHub.failover``): the
-pages then say "failing over" instead of "unreachable". The readers ask the
-sentinels for the master on every connect, so they follow the new one by
-themselves. Each change is handed to every socket of the process directly
-(``watch_reachability``).
+Each Redis connection (dashboard.core.connections) has a hub of its own, and
+``StreamHub.reachable`` is one fact per process and server: a failed read or
+command reports it down, a probe pings every ``PROBE_INTERVAL_S`` (and asks
+the sentinels whether they are failing over, ``StreamHub.failover``) until it
+answers, and each change goes to every socket (``watch_reachability``).
 """
 
 from __future__ import annotations
@@ -70,11 +41,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from dashboard.core.redis import redis_url
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Message, Subscriber
 from dashboard.live.streams import EventPayload, payload
-from dashboard.redis import redis_url
 from queues import codec
 from queues.connection import connect_async, split_cluster_flag
 from queues.events import Event
@@ -86,13 +57,10 @@ log = logging.getLogger("echomq.live")
 T = TypeVar("T")
 
 READ_BATCH = 500  # events per stream per XREAD, and at most per batch handed out
-# At most one batch per queue every coalescing window: a lone event
-# goes out at once, a busy stream in batches. The window grows with the
-# subscribers, since each message costs every socket (and every browser) it
-# reaches: 10 ms for a few pages, 20 ms from 7 on (at most 50 messages/s), so
-# an event waits 10 ms on average. A 30 ms window was measured too
-# (bench/live.py, 20 pages): the pages used no less CPU, because a page pays
-# mostly per row drawn rather than per message, and every event waited longer.
+# At most one batch per queue every coalescing window (a lone event goes out at
+# once): 10 ms for a few pages, 20 ms from 7 on, as each message costs every
+# socket and browser it reaches. 30 ms saved the pages no CPU (they pay per row
+# drawn) and made every event wait longer.
 COALESCE_PER_SUBSCRIBER_S = 0.003
 COALESCE_RANGE_S = (0.01, 0.02)
 GAP_CHECK_BATCH = 100  # a read this big may follow a trim: check for a gap
@@ -100,13 +68,10 @@ READERS = 4
 # A reader takes streams up to this many before another reader starts (while
 # fewer than READERS run): one XREAD over many quiet streams costs little.
 STREAMS_PER_READER = 64
-# On a Redis Cluster one XREAD cannot span hash slots, so blocking readers are
-# per slot; the streams of at most this many slots get them (the first slots
-# watched: a cluster's queues mostly share their prefix's hash tag, one slot).
-# The streams of every other slot share one polling reader, which asks each
-# of its slots once a round (pipelined: one connection per node) and waits
-# POLL_S after a round that brought nothing. Without the cap, queues tagged one
-# by one ({emails}, {sms}, ...) held up to READERS connections per queue.
+# On a Redis Cluster blocking readers are per slot (one XREAD cannot span
+# slots), for the first BLOCKING_SLOTS slots watched; every other slot's streams
+# share one polling reader (docs/live.md). Without the cap, queues tagged one by
+# one ({emails}, {sms}, ...) held up to READERS connections per queue.
 BLOCKING_SLOTS = 4
 POLL_S = 0.25
 POLLED = -1  # the shard of the polling reader

@@ -1,15 +1,11 @@
 """The live socket's Origin check: the rule Django's CSRF check applies to a POST.
 
-A browser sends the page's origin with every WebSocket handshake, and any site
-can open a socket to us with the user's cookies, so the origin must be ours:
-scheme, host and port of the host the page was served from (``https`` when
-the request is secure, ``SECURE_PROXY_SSL_HEADER`` included), or one of
-``CSRF_TRUSTED_ORIGINS`` (an HTTPS proxy in front, say). The socket's
-request is checked by Django's own ``CsrfViewMiddleware`` origin test, so a
-form POST and a socket accept the same origins. Channels'
-``AllowedHostsOriginValidator``, used before, compared host names only: a page
-on another port of the same host was let in. The Host header itself must be
-in ``ALLOWED_HOSTS``, as for every page.
+Any site can open a socket to us with the user's cookies, so the handshake's
+Origin must be the page's own (scheme, host and port, ``https`` behind
+``SECURE_PROXY_SSL_HEADER``) or in ``CSRF_TRUSTED_ORIGINS``: Django's
+``CsrfViewMiddleware`` origin test decides, so a form and a socket accept
+the same origins (Channels' ``AllowedHostsOriginValidator`` compared host
+names only, letting in another port of the same host).
 """
 
 from __future__ import annotations

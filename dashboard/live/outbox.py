@@ -1,45 +1,22 @@
 """A socket's outbox: what the server holds for a client that has not taken it yet, bounded.
 
-Measured (bench/abuse.py --trace-memory, before this module): ten sockets that
-stopped reading while their queue got 20 MB of events grew daphne by 200 MB,
-nearly all of it in the frames autobahn had handed to Twisted's transport
-(autobahn/websocket/protocol.py, twisted/internet/abstract.py), and the memory
-was not given back when they went. Daphne gives an application no
-backpressure: its ``send`` returns at once, whatever the transport holds.
+Daphne gives an application no backpressure (its ``send`` returns at once),
+so a client that stops reading grew the server without bound
+(docs/benchmarks.md, "Where the memory went"). Twisted does say when a
+transport's write buffer is full: ``Outbox`` is a streaming producer on the
+socket's transport with ``bufferSize`` = ``OUTBOX_BYTES``. While it is paused
+the consumer sends no events (it sends ``gap`` later) and the transport reads
+no frames; one paused for ``STALL_CLOSE_S`` is closed. ``SocketOutbox`` (ASGI
+middleware) finds the transport through daphne's ``send`` (a partial of
+``Server.handle_reply``, maybe wrapped by Channels' ``SessionMiddleware`` as
+``real_send``) and puts the ``Outbox`` in ``scope["outbox"]``; under any other
+server it watches nothing and is never full (uvicorn's ``send`` waits instead).
 
-Twisted does say when a transport's write buffer is full, through its producer
-API: a streaming producer registered on a transport is paused once the
-transport holds more than its ``bufferSize`` bytes, and resumed when all of
-them were written. ``Outbox`` is that producer, with ``bufferSize`` set to
-``OUTBOX_BYTES``. While it is paused the consumer sends no events (it counts
-what it skipped and later sends ``gap``, so the page reloads) and the
-transport stops reading the client's frames too (as Twisted's HTTP channel,
-the producer it replaces, did), so a client that does not read cannot make the
-server answer it either. A consumer whose outbox stays full for
-``STALL_CLOSE_S`` closes the socket; daphne then drops the connection and its
-buffer with it.
-
-``SocketOutbox`` is the ASGI middleware that finds the transport and puts the
-socket's ``Outbox`` in ``scope["outbox"]``. It finds it through daphne's
-``send``, ``functools.partial(Server.handle_reply, protocol)``, which reaches
-it as is or wrapped by Channels' ``SessionMiddleware`` (part of
-``AuthMiddlewareStack``, around the route in a project's router: the wrapper
-keeps the server's ``send`` as ``real_send``). Under any other server (or a
-test's communicator) the outbox watches nothing and is never full: a server
-that applies backpressure itself (uvicorn) makes ``send`` wait instead.
-
-The outbox also sends what many sockets send unchanged (``SharedText``: a
-batch's frame, dashboard.live.fanout) the cheap way under daphne: the text is
-encoded and framed once, as autobahn's ``PreparedMessage``, and each socket
-hands those bytes to its autobahn protocol (``sendPreparedMessage``, which
-compresses per socket instead where compression was negotiated). Through ASGI
-every socket encoded and framed the text itself, behind Channels' session
-wrapper and daphne's reply dispatch: measured with ``bench/abuse.py --phases
-c --profile`` (100 sockets, 1,000 events/s), that path was about two thirds of
-daphne's CPU per message sent (docs/benchmarks.md, "Runs of 2026-12-02
-(perf-live)"). Written bytes go to the same transport in the same order as
-the ASGI path's (daphne's ``send`` writes before it returns), so the outbox
-bounds them alike.
+It also sends a ``SharedText`` (a batch's frame, dashboard.live.fanout)
+framed once as autobahn's ``PreparedMessage`` and written by each socket's
+protocol, in the ASGI path's order: the per-socket ASGI path was about two
+thirds of daphne's CPU per message (docs/benchmarks.md, "Runs of 2026-12-02
+(perf-live)").
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
-"""The live socket's route, for a Channels ``URLRouter``: dashboard.asgi's, or a project's.
+"""The live socket's route, for a Channels ``URLRouter`` (dashboard.asgi's or a project's).
 
-A project adds it to its own router, inside Channels' ``AuthMiddlewareStack``
-(the socket needs the session's user)::
-
-    URLRouter([*dashboard.live.routing.websocket_urlpatterns(), ...])
-
-The socket's path is the one the app's HTTP URLs name ``dashboard:live``
-(``ws/live/`` under wherever the project includes ``dashboard.urls``): the
-pages reverse that name and the route is built from it, so both follow the
-prefix. Build the route after Django is set up (in asgi.py, after
-``get_asgi_application()``), as it reads the project's URLs.
-
-The route carries what the socket needs whatever the project wraps around it:
-the same-origin check (dashboard.live.origin) and the bounded outbox
-(dashboard.live.outbox).
+A project puts ``URLRouter([*websocket_urlpatterns(), ...])`` inside Channels'
+``AuthMiddlewareStack`` (the socket needs the user). The path is reversed from
+``dashboard:live``, so it follows the prefix ``dashboard.urls`` is included
+under: build it after Django is set up (asgi.py). The route carries the
+origin check (dashboard.live.origin) and the outbox (dashboard.live.outbox)
+whatever the project wraps around it.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import TypedDict
 
 from redis.asyncio import Redis as AsyncRedis
 
-from dashboard.presenters import event_row_html, job_url_prefix
+from dashboard.shared.presenters import event_row_html, job_url_prefix
 from queues.events import Event
 from queues.read.refs import QueueRef
 from queues.read.stream import missed_after

@@ -11,7 +11,8 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from dashboard import action_bars, conf, connections, formatting, presenters, queue_urls
+from dashboard.core import conf, connections, queue_urls
+from dashboard.shared import action_bars, formatting, presenters
 from queues.events import Event
 from queues.job import Job
 from queues.read.refs import QueueRef
@@ -83,12 +84,6 @@ def api_queue_url(ref: QueueRef) -> str:
 
 
 @register.simple_tag
-def job_url_prefix(ref: QueueRef) -> str:
-    """A job page's URL without the (percent-encoded) id at its end."""
-    return presenters.job_url_prefix(ref)
-
-
-@register.simple_tag
 def live_socket_url() -> str:
     """The path of the live WebSocket, under the app's prefix (dashboard.live.routing)."""
     return reverse("dashboard:live")
@@ -116,11 +111,6 @@ def logout_url() -> str:
     """Where "Log out" posts (ECHOMQ_LOGOUT_URL), or "" for no button."""
     configured = conf.logout_url()
     return resolve_url(configured) if configured else ""
-
-
-@register.filter
-def get(mapping: dict[str, Any], key: str) -> Any:
-    return mapping.get(key)
 
 
 @register.filter

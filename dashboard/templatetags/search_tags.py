@@ -1,4 +1,4 @@
-"""What the queue page's search box offers (templates/dashboard/_search.html)."""
+"""What the queue page's search box offers (templates/dashboard/search/_search.html)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from django import template
 
-from dashboard.actions import MAX_IDS_PER_SET
-from dashboard.answers import SET_ACTIONS
+from dashboard.acting.actions import MAX_IDS_PER_SET
+from dashboard.core.answers import SET_ACTIONS
 from queues.read.refs import QueueRef
 from queues.read.states import TAB
 
@@ -20,7 +20,7 @@ class SearchAction:
     verb: str
     style: str
     confirm: str
-    many: bool  # asks only for more than a handful (dashboard.action_bars.HANDFUL)
+    many: bool  # asks only for more than a handful (dashboard.shared.action_bars.HANDFUL)
 
 
 _VERBS = {"retry": "Retry", "promote": "Promote", "remove": "Remove"}

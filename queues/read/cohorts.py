@@ -1,7 +1,7 @@
 """What became of an admin action: its cohort (the jobs it moved) and where
 each of them is now.
 
-A retry or promote records its cohort (``dashboard/cohort_record.py``): who,
+A retry or promote records its cohort (``dashboard/acting/cohort_record.py``): who,
 when, from which state, how many jobs moved, the ids of at most
 :data:`MAX_TRACKED` of them and the reason each had failed with. The record
 is one compressed string key per cohort, indexed by time, kept 24 hours

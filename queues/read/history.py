@@ -43,7 +43,7 @@ class HistoryRange:
 RANGES: dict[str, HistoryRange] = {
     r.name: r
     for r in (
-        # The queue chart's hour (dashboard.charts): 60 full minutes and the
+        # The queue chart's hour (dashboard.shared.charts): 60 full minutes and the
         # current one, so both parts of a page say the same "last hour".
         HistoryRange("1h", "hour", 61, MINUTE_MS),
         HistoryRange("24h", "24 hours", 1440, MINUTE_MS),

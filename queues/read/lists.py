@@ -304,7 +304,7 @@ def job_page_if_exists(
     """:func:`job_page`, or None when the queue has left no trace in Redis
     (what discovery.queue_exists asks), asked in the page's first round trip
     rather than one of its own before it: the JSON list's lookup
-    (dashboard.lookup.queue_to_read) was a third of its round trips."""
+    (dashboard.core.lookup.queue_to_read) was a third of its round trips."""
     found, page = _read_page(client, ref, state, start, size, traces=discovery.trace_keys([ref]))
     return page if discovery.any_per_queue(found)[0] else None
 

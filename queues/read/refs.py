@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from queues.keys import DEFAULT_PREFIX, QueueKeys
 
-# The connection of REDIS_URL, ECHOMQ_PREFIXES and ECHOMQ_QUEUES (dashboard.connections).
+# The connection of REDIS_URL, ECHOMQ_PREFIXES and ECHOMQ_QUEUES (dashboard.core.connections).
 DEFAULT_CONNECTION = "default"
 
 
@@ -30,7 +30,7 @@ class QueueRef:
 
     prefix: str
     name: str
-    # A name dashboard.connections validated (letters, digits, "-", "_": no space).
+    # A name dashboard.core.connections validated (letters, digits, "-", "_": no space).
     connection: str = DEFAULT_CONNECTION
 
     def __post_init__(self) -> None:

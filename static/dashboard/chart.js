@@ -1,9 +1,9 @@
-// EchoMQ charts (dashboard/charts.py draws them on the server as SVG):
+// EchoMQ charts (dashboard/shared/charts.py draws them on the server as SVG):
 // - the queue page's chart: the minute or the admin action under the pointer is
 //   read out in words below it ([data-chart-readout]), and the chart is redrawn
 //   from the server every 20 s while the page is visible, so the newest minutes
 //   come in (held while it is in use: refresh.js heldPart)
-// - the queue page's history chart ([data-history-chart], dashboard/history_chart.py):
+// - the queue page's history chart ([data-history-chart], dashboard/history/chart.py):
 //   the same readout; each slot carries its words in data-readout
 // - the overview: each row's sparkline is on its own scale, so the minute under
 //   the pointer (or finger) is read out in a tip beside it, from the figures
@@ -89,7 +89,7 @@ if (rows && note && window.MutationObserver) {
 
 // A sparkline's minutes: oldest first, the newest being minute data-newest
 // (ms // 60,000), drawn right-aligned in a width that stands for the rows'
-// data-spark-slots minutes (dashboard/charts.py sparkline_svg).
+// data-spark-slots minutes (dashboard/shared/charts.py sparkline_svg).
 var SPARK_WIDTH = 90;
 function numbers(svg, name) {
   var text = svg.getAttribute(name) || "";

@@ -2,7 +2,7 @@
 // retry or promote moved, kept current while workers move them.
 //
 // The panel's fragment comes from the server (data-poll-url, rendered by
-// dashboard/cohorts.py): once when the page opens, then again whenever
+// dashboard/cohorts/views.py): once when the page opens, then again whenever
 // live.js says this queue's jobs moved (the "echomq:queue-moved" event), no
 // sooner than the last answer's data-next-ms (the server spaces looks at big
 // cohorts out), and when the page becomes visible again. Counting a cohort

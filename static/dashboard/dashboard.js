@@ -30,7 +30,7 @@ function focusSearch(event) {
 // A data-confirm question (on the submit button or its form) opens a modal
 // <dialog> of the page instead of submitting: the first sentence is its
 // heading, the rest its text. The server writes placeholders for what only
-// the page knows when the button is pressed (dashboard/action_bars.py):
+// the page knows when the button is pressed (dashboard/shared/action_bars.py):
 // {selected} or {count} the jobs acted on ("25 jobs"), {n} their number,
 // {age} the age picked, {query} a search's (form[data-query], search.js).
 // A question marked data-confirm-many is asked only when the button acts

@@ -128,7 +128,7 @@ var newWhilePaused = 0, sampled = 0, controls = null, renderedSince = null;
 var recent = [];
 var drawBudget = 0, budgetAt = Date.now();
 // The filter: one event's name, "all", or "" for state changes only: every
-// event but the quiet ones the server lists (dashboard/views.py QUIET_EVENTS).
+// event but the quiet ones the server lists (dashboard/browse/views.py QUIET_EVENTS).
 var filterType = "", filterJob = "", quiet = {};
 function readFilter(table) {
   filterType = table.getAttribute("data-filter-type") || "";

@@ -1,5 +1,5 @@
 // EchoMQ: numbers, durations and times as the page shows them, in one place.
-// Each function says the same as its twin in dashboard/formatting.py (the
+// Each function says the same as its twin in dashboard/shared/formatting.py (the
 // server's first render and a live update of the same number must read the
 // same); tests/e2e/test_formatting.py runs both on one table of values.
 

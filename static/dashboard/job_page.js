@@ -1,5 +1,5 @@
 // EchoMQ job page: kept current by live.js. When the job (or, in a flow, a
-// job of the tree shown: #flow-watch, dashboard/flows.py) has an event, the
+// job of the tree shown: #flow-watch, dashboard/flows/views.py) has an event, the
 // page is asked for again whole and merged block by block (mergeBlocks).
 // A block that holds the focus stays while the user works in it and the page
 // is asked for again when the focus leaves it. While a confirmation is open

@@ -15,7 +15,7 @@
 // Every URL comes from the server (Django's reverse), never pasted together here:
 // body[data-live-url] the socket, body[data-login-url] the login page,
 // main[data-counts-url] a queue's counts (JSON). Queue names may hold "/" or "~",
-// which the server writes its own way (dashboard/converters.py); lists and pages
+// which the server writes its own way (dashboard/core/converters.py); lists and pages
 // are refetched from location.href, links in fragments and in the feed's rows
 // are the server's own.
 //

@@ -1,4 +1,4 @@
-// The queue page's search (templates/dashboard/_search.html, dashboard/search.py).
+// The queue page's search (templates/dashboard/search/_search.html, dashboard/search/views.py).
 // The server searches one short step per request and answers with the hits,
 // the rows to show (escaped server-side, like the job table's) and a cursor;
 // this asks again with the cursor until the search is done, cancelled, or the
@@ -79,7 +79,7 @@ function keep(answer) {
   if (answer.rows_html && found.rows < PAGE_ROWS) {
     var body = part("rows");
     var holder = document.createElement("tbody");
-    holder.innerHTML = answer.rows_html;  // built and escaped by dashboard.presenters
+    holder.innerHTML = answer.rows_html;  // built and escaped by dashboard.shared.presenters
     Array.prototype.slice.call(holder.children).forEach(function (row) {
       var id = row.getAttribute("data-job-id");
       if (found.rows >= PAGE_ROWS || (id && body.querySelector('[data-job-id="' + CSS.escape(id) + '"]'))) return;

@@ -3,7 +3,7 @@
 // A worker connecting or leaving writes no event, so the live updates
 // (live.js) cannot tell this page; instead the live part (#workers-live) is
 // asked for again every data-poll-ms while the page is visible, as the htmx
-// fragment the server renders for it (dashboard/workers.py), and at once when
+// fragment the server renders for it (dashboard/workers/views.py), and at once when
 // the page becomes visible again. Nothing moves under the pointer: while the
 // part is in use (refresh.js heldPart), a changed answer waits and goes in
 // when that ends. The URL comes from the server (data-poll-url).

@@ -12,7 +12,7 @@ import time
 from playwright.sync_api import Page, expect
 from redis import Redis
 
-from dashboard.action_bars import HANDFUL
+from dashboard.shared.action_bars import HANDFUL
 from queues.keys import QueueKeys
 from tests.dashboard_seed import seed_job
 from tests.e2e.conftest import CONFIRM_DIALOG, Confirms, wait_live

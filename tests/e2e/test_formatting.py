@@ -1,4 +1,4 @@
-"""Numbers and durations are written in one place per language: dashboard/formatting.py
+"""Numbers and durations are written in one place per language: dashboard/shared/formatting.py
 (and presenters) on the server, static/dashboard/format.js in the page. A count
 the server rendered and the same count after a live update must read the same,
 so both run on one table of values here, the page's through Playwright."""
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from dashboard import formatting, presenters
+from dashboard.shared import formatting, presenters
 
 YEAR_MS = 365 * 86_400_000
 # Ties of one decimal (1,250 is 1.25k exactly), numbers just under and over a

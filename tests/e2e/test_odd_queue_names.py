@@ -1,6 +1,6 @@
 """A queue whose name holds "/" and "~" (both valid) on every live page.
 
-The server writes a "/" in a name as "~s" and a "~" as "~~" (dashboard/converters.py);
+The server writes a "/" in a name as "~s" and a "~" as "~~" (dashboard/core/converters.py);
 the page script once pasted URLs together with encodeURIComponent and fixed paths,
 so such a queue's counts, feed links and socket went wrong. Every URL now comes
 from the server."""

@@ -35,7 +35,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # The dashboard's: JSON errors under its API, 503 while its Redis is away.
-    "dashboard.errors.ErrorAnswersMiddleware",
+    "dashboard.core.errors.ErrorAnswersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -74,7 +74,7 @@ LOGIN_URL = "people:sign_in"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "people:sign_in"
 
-# The dashboard's settings (dashboard.conf): only what differs from the defaults.
+# The dashboard's settings (dashboard.core.conf): only what differs from the defaults.
 REDIS_URL = os.environ["REDIS_URL"]
 ECHOMQ_LOGOUT_URL = "people:sign_out"
 

@@ -1,0 +1,707 @@
+"""Every dashboard action runs here: through ``queues.queue.Queue`` (one Lua
+script per move), turned into a plain-words message, an audit log line and an
+``AuditEntry`` row (the audit trail, and the queue page chart's markers).
+
+Pages and the API both call :func:`job_action` / :func:`queue_action`, so the
+same click and the same POST say the same thing and log the same line. Jobs a
+script left where they were because their keys are broken are named in the
+message, listed in ``skipped`` and in the audit line. When Redis refuses an
+action before it starts (over maxmemory, or a queue key of the wrong type) the
+action raises a :class:`ActionRefused` whose ``status`` and ``code`` the API
+answers with; whatever earlier batches or jobs did is said in its message.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from django.db import DatabaseError, transaction
+from redis import Redis
+from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
+
+from dashboard.acting.cohort_record import record_cohort
+from dashboard.core import answers
+from dashboard.core.answers import (
+    JOB_ACTIONS,
+    LIMIT_ACTIONS,
+    MAX_JOBS_PER_ACTION,
+    QUEUE_ACTIONS,
+    SCHEDULER_ACTIONS,
+    SET_ACTIONS,
+    SchedulerOutcome,
+)
+from dashboard.core.answers import JobOutcome as Outcome
+from dashboard.models import AuditEntry
+from queues import errors, scripts
+from queues.commands import admin
+from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, FinishedState, RequeueSource
+from queues.keys import InvalidName, QueueKeys, validate_job_id
+from queues.queue import BulkResult, BulkStopped, Queue, now_ms
+from queues.read.answers import Answer
+from queues.read.cohorts import MAX_TRACKED, previous_reasons
+from queues.read.refs import DEFAULT_CONNECTION, QueueRef
+from queues.read.states import TAB, TABS
+from queues.schedulers import JobSchedulers, SchedulerRefused, describe_refusal
+from queues.scripts import ScriptCall
+
+audit = logging.getLogger("echomq.audit")
+_Answer = TypeVar("_Answer", bound=Answer)
+
+FINISHED_STATES: dict[str, FinishedState] = {"failed": "failed", "completed": "completed"}
+
+# Which single-job actions each state's jobs can take (what the buttons offer).
+ACTIONS_BY_STATE: dict[str, tuple[str, ...]] = {tab.name: tab.actions for tab in TABS}
+
+_PAST = {"retry": "retried", "promote": "promoted", "fail": "failed", "remove": "removed"}
+_NOT_IN_STATE = {
+    "retry": "Job {id} is no longer {state} — someone retried it already",
+    "promote": "Job {id} is no longer delayed — it was promoted or has run already",
+    "fail": "Job {id} was not failed: it is not waiting, delayed or active any more",
+    "remove": "Job {id} was not removed: it is not in a state it can be removed from",
+}
+
+
+class ActionRefused(ValueError):
+    """An action that did not run: bad input (unknown action, state, age...)
+    by default; the subclasses are Redis refusing it. ``status`` and ``code``
+    are what the API answers."""
+
+    status = 400
+    code = "bad_request"
+
+
+class RedisOutOfMemory(ActionRefused):
+    """Redis is over ``maxmemory`` and refused to start the action. 507
+    (Insufficient Storage), unlike an outage's 503: retrying will not help
+    until memory is freed."""
+
+    status = 507
+    code = "redis_out_of_memory"
+
+
+class QueueKeyCorrupt(ActionRefused):
+    """A key of the queue (``failed``, ``wait``, ``meta`` ...) has the wrong
+    type, so the action's script refused to run. 409: the queue's data, not
+    the request, is in the way."""
+
+    status = 409
+    code = "corrupt_key"
+
+
+# How many broken jobs a message names before it says "and N more".
+NAMED_BROKEN = 3
+
+
+@dataclass(slots=True)
+class ActionResult:
+    action: str
+    ref: QueueRef
+    outcomes: list[Outcome] = field(default_factory=list)
+    count: int = 0  # jobs moved
+    message: str = ""
+    # Jobs a bulk action left where they were because their keys are broken.
+    skipped: list[errors.SkippedJob] = field(default_factory=list)
+    # act_on_ids: jobs that had left the state (or were gone) when their turn came.
+    moved_meanwhile: int = 0
+    # act_on_ids: the ids it moved (its callers keep their own indexes right).
+    moved_ids: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.count > 0 or all(o.ok for o in self.outcomes)
+
+    @property
+    def status(self) -> int:
+        """HTTP status for the API: the first failure's when nothing moved."""
+        if self.ok:
+            return 200
+        return next(o.status for o in self.outcomes if not o.ok)
+
+    @property
+    def error(self) -> answers.ErrorDetail:
+        """Why nothing moved (the first refusal), as the API says it."""
+        first = next(o for o in self.outcomes if not o.ok)
+        return answers.ErrorDetail(code=first.code.lower(), message=self.message)
+
+    def answer(self, shape: type[_Answer], **more: Any) -> _Answer:
+        """This result as the API answers it: ``shape`` (answers.ActionResult or
+        one of its kin), with the fields ``more`` adds or replaces."""
+        skipped = [
+            answers.SkippedJob(id=j.job_id, reason=j.describe(), code=j.reason)
+            for j in self.skipped
+        ]
+        fields: dict[str, Any] = {
+            "action": self.action,
+            "queue": self.ref.qualified,
+            "count": self.count,
+            "message": self.message,
+            "results": self.outcomes,
+            "skipped": skipped,
+        }
+        return shape(**(fields | more))
+
+
+def _refusal_message(action: str, job_id: str, error: errors.ScriptError, state: str) -> str:
+    code = error.code
+    if code == errors.ErrorCode.JOB_NOT_EXIST:
+        return f"Job {job_id} no longer exists — it was removed already"
+    if code == errors.ErrorCode.JOB_NOT_IN_STATE:
+        return _NOT_IN_STATE[action].format(id=job_id, state=state)
+    if code in (errors.ErrorCode.JOB_LOCK_NOT_EXIST, errors.ErrorCode.JOB_LOCK_MISMATCH):
+        return f"Job {job_id} is being processed by a worker; try again when it finishes"
+    if code == errors.ErrorCode.JOB_BELONGS_TO_JOB_SCHEDULER:
+        return f"Job {job_id} belongs to a job scheduler; remove the scheduler instead"
+    if code in (errors.ErrorCode.JOB_PENDING_CHILDREN, errors.ErrorCode.JOB_HAS_FAILED_CHILDREN):
+        return f"Job {job_id} has children that have not finished"
+    return f"Job {job_id} was not {_PAST[action]}: {code.name.replace('_', ' ').lower()}"
+
+
+def _broken_words(skipped: Sequence[errors.SkippedJob]) -> str:
+    """Say which jobs were skipped, e.g. 1 skipped as broken: job 5 (its key
+    is a string, not a job hash)."""
+    named = "; ".join(f"job {job.job_id} ({job.describe()})" for job in skipped[:NAMED_BROKEN])
+    more = f"; and {len(skipped) - NAMED_BROKEN:,} more" if len(skipped) > NAMED_BROKEN else ""
+    return f"{len(skipped):,} skipped as broken: {named}{more}"
+
+
+def _with_broken(message: str, skipped: Sequence[errors.SkippedJob]) -> str:
+    return f"{message}; {_broken_words(skipped)}" if skipped else message
+
+
+def refusal_for(error: Exception, done: str) -> ActionRefused:
+    """The ActionRefused for Redis refusing to start (the rest of) an action;
+    ``done`` says what happened before it, "" when nothing did."""
+    before = f" {done} before that; the rest was left as it was." if done else ""
+    if isinstance(error, errors.CorruptKey):
+        return QueueKeyCorrupt(f"{error}{before}")
+    return RedisOutOfMemory(
+        "Redis is out of memory: "
+        + ("nothing was changed." if not done else f"it refused to go on.{before}")
+        + " Free memory (clean or remove old jobs) or raise maxmemory, then try again."
+    )
+
+
+def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
+    moved = [o for o in outcomes if o.ok]
+    refused = [o for o in outcomes if not o.ok]
+    if len(outcomes) == 1:
+        return outcomes[0].message
+    parts = []
+    if moved:
+        parts.append(f"{len(moved)} jobs {_PAST[action]}")
+    if refused:
+        parts.append(f"{len(refused)} not: " + "; ".join(o.message for o in refused[:3]))
+        if len(refused) > 3:
+            parts[-1] += f"; and {len(refused) - 3} more"
+    return ". ".join(parts)
+
+
+def record_audit(
+    user: str, result: ActionResult, jobs: str, outcome: str, *, diff: str = "", job: str = ""
+) -> int | None:
+    """The log line, and the row (for a change to one job, dashboard.acting.job_edits:
+    that ``job`` and the ``diff`` of its name, data or options). The action has
+    happened by now: a database that cannot take the row is logged, and the
+    user still gets the answer. Returns the row's id (None when not stored)."""
+    ref = result.ref
+    audit.info(
+        # The connection is named when not the default: a dashboard of one Redis logs as before.
+        "user=%s action=%s %squeue=%s jobs=%s result=%s",
+        user,
+        result.action,
+        "" if ref.connection == DEFAULT_CONNECTION else f"connection={ref.connection} ",
+        ref.qualified,
+        jobs,
+        outcome,
+    )
+    try:
+        # Its own savepoint: inside a transaction (a test's, or ATOMIC_REQUESTS)
+        # a refused row must not leave the request unable to query.
+        with transaction.atomic():
+            entry = AuditEntry.objects.create(
+                user=user[:150],
+                action=result.action,
+                queue=ref.qualified,
+                connection=ref.connection,
+                jobs=jobs,
+                count=result.count,
+                result=result.message[:1000],
+                diff=diff,
+                job=job,
+            )
+    except DatabaseError:
+        audit.exception("the audit entry of %s on %s was not stored", result.action, ref.qualified)
+        return None
+    return int(entry.pk)
+
+
+def job_action(
+    client: Redis,
+    ref: QueueRef,
+    action: str,
+    job_ids: Sequence[str],
+    *,
+    user: str,
+    state: str = "failed",
+    reason: str = "",
+) -> ActionResult:
+    """Run ``action`` on each job (each one script); refusals become messages."""
+    if action not in JOB_ACTIONS:
+        raise ActionRefused(f"Unknown action {action!r}")
+    if not job_ids:
+        raise ActionRefused("Select at least one job")
+    if len(job_ids) > MAX_JOBS_PER_ACTION:
+        raise ActionRefused(f"At most {MAX_JOBS_PER_ACTION} jobs per action")
+    finished = FINISHED_STATES.get(state)
+    if action == "retry" and finished is None:
+        raise ActionRefused("Only failed or completed jobs can be retried")
+    queue = Queue(ref.name, client, prefix=ref.prefix)
+    admin_reason = f"{reason.strip() or 'Failed by an operator'} (failed by {user})"
+    ids = ",".join(job_ids[:20]) + ("..." if len(job_ids) > 20 else "")
+    # Read before the retry deletes them: "failed again (same reason)" later.
+    reasons = previous_reasons(client, ref.keys, job_ids) if action == "retry" else {}
+    started = now_ms()
+    outcomes = []
+    for job_id in job_ids:
+        try:
+            if action == "retry":
+                queue.retry(job_id, state=finished or "failed")
+            elif action == "promote":
+                queue.promote(job_id)
+            elif action == "fail":
+                queue.fail(job_id, admin_reason)
+            else:
+                queue.remove(job_id)
+        except errors.ScriptError as error:
+            message = _refusal_message(action, job_id, error, state)
+            outcomes.append(Outcome(job_id, False, error.code.name, message))
+        except errors.JobBroken as error:
+            message = (
+                f"Job {job_id} was not {_PAST[action]}: {errors.describe_reason(error.reason)}"
+            )
+            outcomes.append(Outcome(job_id, False, "JOB_BROKEN", message))
+        except (OutOfMemoryError, errors.CorruptKey) as error:
+            moved = sum(o.ok for o in outcomes)
+            done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {_PAST[action]}"
+            refusal = refusal_for(error, done if moved else "")
+            stopped = ActionResult(action, ref, outcomes, moved, message=str(refusal))
+            record_audit(user, stopped, ids, f"moved={moved} refused:{refusal.code}")
+            raise refusal from error
+        else:
+            outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {_PAST[action]}"))
+    result = ActionResult(action, ref, outcomes, sum(o.ok for o in outcomes))
+    result.message = _summary(action, outcomes)
+    broken = [o.id for o in outcomes if o.code == "JOB_BROKEN"]
+    audit_id = record_audit(
+        user,
+        result,
+        ids,
+        f"moved={result.count} refused={len(job_ids) - result.count}"
+        + (f" broken={','.join(broken[:20])}" if broken else ""),
+    )
+    if action in COHORT_ACTIONS:
+        moved_ids = [o.id for o in outcomes if o.ok]
+        source = "delayed" if action == "promote" else state
+        _record(client, result, moved_ids, user, started, source, reasons, audit_id)
+    return result
+
+
+# The actions whose jobs go back to run, so "what became of them" has an answer.
+COHORT_ACTIONS = ("retry", "promote", "retry_all", "promote_all")
+
+
+def _record(
+    client: Redis,
+    result: ActionResult,
+    moved: Sequence[str],
+    user: str,
+    at_ms: int,
+    source: str,
+    reasons: dict[str, str],
+    audit_id: int | None,
+) -> None:
+    """Keep what ``result`` moved as a cohort (dashboard/acting/cohort_record.py)."""
+    record_cohort(
+        client,
+        result.ref,
+        result.action,
+        moved,
+        user=user,
+        at_ms=at_ms,
+        source=source,
+        count=result.count,
+        previous_reasons=reasons,
+        audit_id=audit_id,
+    )
+
+
+# What a bulk action did to the jobs it moved, as its message says it.
+_BULK_PAST = {
+    "retry_all": "moved back to waiting",
+    "promote_all": "promoted to waiting",
+    "clean": "removed",
+}
+
+
+def queue_action(
+    client: Redis,
+    ref: QueueRef,
+    action: str,
+    *,
+    user: str,
+    state: str = "failed",
+    grace_ms: int = 0,
+) -> ActionResult:
+    """A whole-queue action; bulk moves run in bounded batches inside Lua."""
+    if action not in QUEUE_ACTIONS:
+        raise ActionRefused(f"Unknown action {action!r}")
+    queue = Queue(ref.name, client, prefix=ref.prefix)
+    result = ActionResult(action, ref)
+    finished = FINISHED_STATES.get(state)
+    if action in ("retry_all", "clean") and finished is None:
+        verb = "retried" if action == "retry_all" else "cleaned"
+        raise ActionRefused(f"Only failed or completed jobs can be {verb}")
+    if action == "clean" and grace_ms < 0:
+        raise ActionRefused("Choose an age: zero or more milliseconds")
+    started = now_ms()
+    moved = BulkResult()  # the ids retry all / promote all moved, for the cohort
+    try:
+        if action == "retry_all":
+            moved = queue.retry_all(finished or "failed", track=MAX_TRACKED)
+            done = _bulk_done(moved, result)
+            result.message = f"{done} {state} jobs {_BULK_PAST[action]}"
+        elif action == "promote_all":
+            moved = queue.promote_all(track=MAX_TRACKED)
+            done = _bulk_done(moved, result)
+            result.message = f"{done} delayed jobs {_BULK_PAST[action]}"
+        elif action == "clean":
+            done = _bulk_done(queue.clean(finished or "failed", grace_ms, keep_ids=False), result)
+            result.message = f"{done} {state} jobs older than {_age(grace_ms)} removed"
+        elif action == "pause":
+            queue.pause()
+            result.message = f"Queue {ref.name} paused: workers take no new jobs"
+        else:
+            queue.resume()
+            result.message = f"Queue {ref.name} resumed"
+    except (BulkStopped, OutOfMemoryError, errors.CorruptKey) as error:
+        refusal = _bulk_refusal(action, state, error)
+        result.count = error.done.count if isinstance(error, BulkStopped) else 0
+        result.message = str(refusal)
+        audit_id = record_audit(
+            user, result, f"state={state}", f"count={result.count} refused:{refusal.code}"
+        )
+        if isinstance(error, BulkStopped) and action in COHORT_ACTIONS:
+            source = "delayed" if action == "promote_all" else state
+            done_ids, reasons = error.done.ids, error.done.previous_reasons
+            _record(client, result, done_ids, user, started, source, reasons, audit_id)
+        raise refusal from error
+    result.message = _with_broken(result.message, result.skipped)
+    skipped = ",".join(job.job_id for job in result.skipped[:20])
+    audit_id = record_audit(
+        user,
+        result,
+        f"state={state}",
+        f"count={result.count}" + (f" skipped={skipped}" if skipped else ""),
+    )
+    if action in COHORT_ACTIONS:
+        source = "delayed" if action == "promote_all" else state
+        _record(client, result, moved.ids, user, started, source, moved.previous_reasons, audit_id)
+    return result
+
+
+def _bulk_done(bulk: BulkResult, result: ActionResult) -> str:
+    """Copy a bulk action's figures into ``result``; the count as shown."""
+    result.count = bulk.count
+    result.skipped = list(bulk.skipped.values())
+    return f"{bulk.count:,}"
+
+
+def _bulk_refusal(action: str, state: str, error: Exception) -> ActionRefused:
+    """A refusal of a bulk action, saying what its completed batches did."""
+    if not isinstance(error, BulkStopped) or not error.done.count:
+        return refusal_for(error.refusal if isinstance(error, BulkStopped) else error, "")
+    which = "delayed" if action == "promote_all" else state
+    done = f"{error.done.count:,} {which} jobs were {_BULK_PAST.get(action, 'moved')}"
+    return refusal_for(error.refusal, _with_broken(done, list(error.done.skipped.values())))
+
+
+def _age(ms: int) -> str:
+    seconds = ms // 1000
+    for unit, size in (("day", 86_400), ("hour", 3_600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = seconds // size
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds} seconds"
+
+
+def set_global_concurrency(
+    client: Redis, ref: QueueRef, limit: int | None, *, user: str
+) -> ActionResult:
+    """Set the queue's global concurrency (``limit`` 1 up) or clear it (None):
+    one script that checks the meta hash before it writes."""
+    if limit is not None and not 1 <= limit <= MAX_GLOBAL_CONCURRENCY:
+        raise ActionRefused(
+            f"Global concurrency must be a whole number from 1 to {MAX_GLOBAL_CONCURRENCY:,}"
+        )
+    action = LIMIT_ACTIONS[0] if limit is not None else LIMIT_ACTIONS[1]
+    result = ActionResult(action, ref)
+    setting = f"concurrency={limit if limit is not None else 'none'}"
+    try:
+        previous = Queue(ref.name, client, prefix=ref.prefix).set_global_concurrency(limit)
+    except (OutOfMemoryError, errors.CorruptKey) as error:
+        refusal = refusal_for(error, "")
+        result.message = str(refusal)
+        record_audit(user, result, setting, f"refused:{refusal.code}")
+        raise refusal from error
+    # Whatever another writer stored is quoted, and cut: it goes into a log line.
+    before = (previous if previous.isdigit() else repr(previous))[:40] if previous else "none"
+    was = f"it was {before}" if previous else "there was none"
+    if limit is None:
+        result.message = (
+            f"Global concurrency of {ref.name} cleared ({was}): each worker runs up to its own"
+        )
+    else:
+        jobs = "job" if limit == 1 else "jobs"
+        result.message = (
+            f"Global concurrency of {ref.name} set to {limit:,} ({was}): at most {limit:,}"
+            f" {jobs} run at once, across all workers"
+        )
+    record_audit(user, result, setting, f"previous={before}")
+    return result
+
+
+# -- job schedulers ---------------------------------------------------------------
+
+# A scheduler id comes from the page or the API and becomes part of the key
+# repeat:<id>: printable, bounded (BullMQ's ids may hold ':', so that stays).
+MAX_SCHEDULER_ID_LENGTH = 1000
+
+
+def _scheduler_id(raw: str) -> str:
+    if not 0 < len(raw) <= MAX_SCHEDULER_ID_LENGTH or not raw.isprintable():
+        raise ActionRefused("Not a job scheduler id")
+    try:
+        raw.encode()
+    except UnicodeEncodeError:
+        raise ActionRefused("Not a job scheduler id") from None
+    return raw
+
+
+def _scheduler_outcome(owner: JobSchedulers, action: str, scheduler_id: str) -> Outcome:
+    """The one script of a scheduler action, in words; refusals included."""
+    try:
+        if action == "run_now":
+            job_id = owner.run_now(scheduler_id)
+            return SchedulerOutcome(
+                job_id, True, "ok", f"Job scheduler {scheduler_id} ran now: job {job_id} added"
+            )
+        removed = owner.remove(scheduler_id)
+    except SchedulerRefused as refused:
+        missing = refused.reason == "scheduler:missing"
+        verb = "run" if action == "run_now" else "removed"
+        return SchedulerOutcome(
+            scheduler_id,
+            False,
+            "SCHEDULER_NOT_EXIST" if missing else "SCHEDULER_BROKEN",
+            f"Job scheduler {scheduler_id} was not {verb}: {describe_refusal(refused.reason)}",
+        )
+    if not removed.existed:
+        return SchedulerOutcome(
+            scheduler_id,
+            False,
+            "SCHEDULER_NOT_EXIST",
+            f"Job scheduler {scheduler_id} no longer exists — it was removed already",
+        )
+    pending = f" with its pending run {removed.pending_job_id}" if removed.pending_job_id else ""
+    return SchedulerOutcome(
+        scheduler_id, True, "ok", f"Job scheduler {scheduler_id} removed{pending}"
+    )
+
+
+def scheduler_action(
+    client: Redis, ref: QueueRef, action: str, scheduler_id: str, *, user: str
+) -> ActionResult:
+    """Run now (a job from the template, the schedule left alone) or remove
+    (the scheduler and its pending run): one script each. A scheduler whose
+    definition is broken is refused, nothing changed, with the reason."""
+    if action not in SCHEDULER_ACTIONS:
+        raise ActionRefused(f"Unknown action {action!r}")
+    scheduler_id = _scheduler_id(scheduler_id)
+    result = ActionResult(action, ref)
+    owner = JobSchedulers(ref.name, client, prefix=ref.prefix)
+    try:
+        outcome = _scheduler_outcome(owner, action, scheduler_id)
+    except (OutOfMemoryError, errors.CorruptKey) as error:
+        refusal = refusal_for(error, "")
+        result.message = str(refusal)
+        record_audit(user, result, f"scheduler={scheduler_id}", f"refused:{refusal.code}")
+        raise refusal from error
+    result.outcomes.append(outcome)
+    result.count = int(outcome.ok)
+    result.message = outcome.message
+    record_audit(user, result, f"scheduler={scheduler_id}", "ok" if outcome.ok else outcome.code)
+    return result
+
+
+# -- acting on an explicit set of ids (a search result, an error group, a cohort) --
+
+# The most ids one call of act_on_ids takes: a search keeps this many matches
+# for acting; beyond it the person narrows the search.
+MAX_IDS_PER_SET = 10_000
+# Ids per pipelined round trip: each is one short script, so Redis serves the
+# workers between them; 100 per trip makes 10,000 jobs about 100 round trips.
+SET_BATCH = 100
+_SET_SCRIPTS = {"retry": "requeueJob", "promote": "requeueJob", "remove": "removeJob"}
+# Codes meaning "no longer where the set was taken from": skipped and counted.
+_MOVED_CODES = (errors.ErrorCode.JOB_NOT_EXIST, errors.ErrorCode.JOB_NOT_IN_STATE)
+
+
+def _set_call(keys: QueueKeys, action: str, job_id: str, state: str) -> ScriptCall:
+    if action == "remove":
+        only_from = [key.name for key in TAB[state].keys]
+        return admin.remove_job(keys, job_id, now_ms=now_ms(), only_from=only_from)
+    source: RequeueSource = "delayed" if action == "promote" else FINISHED_STATES[state]
+    return admin.requeue_job(keys, job_id, source)
+
+
+def _set_ids(action: str, job_ids: Sequence[str], state: str) -> list[str]:
+    """The ids, checked and de-duplicated in order; refusals for a bad request."""
+    if action not in SET_ACTIONS:
+        raise ActionRefused(f"Unknown action {action!r}: one of {', '.join(SET_ACTIONS)}")
+    if state not in TAB:
+        raise ActionRefused(f"Unknown state {state!r}")
+    if action == "retry" and state not in FINISHED_STATES:
+        raise ActionRefused("Only failed or completed jobs can be retried")
+    if action == "promote" and state != "delayed":
+        raise ActionRefused("Only delayed jobs can be promoted")
+    ids = list(dict.fromkeys(job_ids))
+    if not ids:
+        raise ActionRefused("No jobs to act on")
+    if len(ids) > MAX_IDS_PER_SET:
+        raise ActionRefused(f"At most {MAX_IDS_PER_SET:,} jobs at once; narrow the search")
+    for job_id in ids:
+        try:
+            validate_job_id(job_id)
+        except InvalidName:
+            raise ActionRefused(f"Not a job id: {job_id[:40]!r}") from None
+    return ids
+
+
+def _run_batch(client: Redis, calls: Sequence[ScriptCall]) -> list[Any]:
+    """One pipelined round trip of scripts; a script Redis forgot meanwhile
+    (SCRIPT FLUSH, a restart) is run again on its own, loading it."""
+    pipe: Any = client.pipeline(transaction=False)
+    for call in calls:
+        scripts.queue_in_pipeline(pipe, call)
+    answers: list[Any] = pipe.execute(raise_on_error=False)
+    return [
+        scripts.run(client, call) if isinstance(answer, NoScriptError) else answer
+        for call, answer in zip(calls, answers, strict=True)
+    ]
+
+
+def act_on_ids(
+    client: Redis,
+    ref: QueueRef,
+    action: str,
+    job_ids: Sequence[str],
+    *,
+    user: str,
+    state: str,
+) -> ActionResult:
+    """Retry, promote or remove an explicit set of up to :data:`MAX_IDS_PER_SET`
+    jobs that were in ``state`` (a tab) when the set was taken: a search
+    result, an error group, a cohort.
+
+    Each job is one run of the action's own transition script (requeueJob,
+    removeJob), which checks the job is still in ``state`` before it writes;
+    :data:`SET_BATCH` of them go in one pipelined round trip. A job that moved
+    meanwhile (a worker or a person took it elsewhere) or is gone is skipped
+    and counted in ``moved_meanwhile``; one whose keys are broken stays where
+    it was and is listed in ``skipped``; one a scheduler owns (remove) is an
+    outcome with its reason. One audit entry for the whole set. When Redis
+    refuses (out of memory, a queue key of the wrong type) it stops there and
+    raises :class:`ActionRefused` saying what was done before."""
+    ids = _set_ids(action, job_ids, state)
+    keys = ref.keys
+    scripts.ensure_loaded(client, (_SET_SCRIPTS[action],))
+    result = ActionResult(action, ref)
+    listed = ",".join(ids[:20]) + ("..." if len(ids) > 20 else "")
+    jobs = f"{len(ids)} ids from {state}: {listed}"
+    # Read before the retry deletes them: "failed again (same reason)" later.
+    reasons = previous_reasons(client, keys, ids) if action == "retry" else {}
+    started = now_ms()
+    moved = result.moved_ids
+    for first in range(0, len(ids), SET_BATCH):
+        batch = ids[first : first + SET_BATCH]
+        try:
+            answers = _run_batch(client, [_set_call(keys, action, i, state) for i in batch])
+            for job_id, answer in zip(batch, answers, strict=True):
+                if _tally(result, action, job_id, answer, state):
+                    moved.append(job_id)
+        except (OutOfMemoryError, errors.CorruptKey) as error:
+            done = f"{result.count:,} jobs were {_PAST[action]}" if result.count else ""
+            refusal = refusal_for(error, done)
+            result.message = str(refusal)
+            audit_id = record_audit(
+                user, result, jobs, f"moved={result.count} refused:{refusal.code}"
+            )
+            if action in COHORT_ACTIONS:
+                _record(client, result, moved, user, started, state, reasons, audit_id)
+            raise refusal from error
+    result.message = _set_summary(action, result, len(ids))
+    broken = ",".join(job.job_id for job in result.skipped[:20])
+    audit_id = record_audit(
+        user,
+        result,
+        jobs,
+        f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
+        + (f" broken={broken}" if broken else ""),
+    )
+    if action in COHORT_ACTIONS:
+        # A search result or an error group retried or promoted: its jobs are
+        # followed as any retry's are ("what became of them").
+        _record(client, result, moved, user, started, state, reasons, audit_id)
+    return result
+
+
+def _tally(result: ActionResult, action: str, job_id: str, answer: Any, state: str) -> bool:
+    """Count one script's answer into ``result`` (True: the job moved); an
+    error reply is raised."""
+    if isinstance(answer, ResponseError) and not isinstance(answer, OutOfMemoryError):
+        errors.raise_refusal(answer)  # CorruptKey, or the error itself
+    if isinstance(answer, Exception):
+        raise answer
+    reason = errors.broken_reason(answer)
+    if reason is not None:
+        result.skipped.append(errors.SkippedJob(job_id, reason))
+    elif errors.is_error_code(answer):
+        code = errors.ErrorCode(int(answer))
+        if code in _MOVED_CODES:
+            result.moved_meanwhile += 1
+        else:
+            error = errors.error_for(code, action, job_id)
+            message = _refusal_message(action, job_id, error, state)
+            # Bounded like a job action's results; the summary counts what is kept.
+            if len(result.outcomes) < MAX_JOBS_PER_ACTION:
+                result.outcomes.append(Outcome(job_id, False, code.name, message))
+    else:
+        result.count += 1
+        return True
+    return False
+
+
+def _set_summary(action: str, result: ActionResult, asked: int) -> str:
+    """E.g. "1,201 of 1,204 jobs retried; 3 had moved meanwhile and were skipped"."""
+    parts = [f"{result.count:,} of {asked:,} jobs {_PAST[action]}"]
+    if result.moved_meanwhile:
+        parts.append(f"{result.moved_meanwhile:,} had moved meanwhile and were skipped")
+    refused = result.outcomes
+    if refused:
+        named = "; ".join(o.message for o in refused[:NAMED_BROKEN])
+        more = f"; and {len(refused) - NAMED_BROKEN:,} more" if len(refused) > NAMED_BROKEN else ""
+        parts.append(f"{len(refused):,} refused: {named}{more}")
+    return _with_broken("; ".join(parts), result.skipped)

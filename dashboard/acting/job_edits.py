@@ -1,0 +1,402 @@
+"""Changing what a job is: edit a job's data, duplicate a job, add a job.
+
+Apart from acting, these need ``dashboard.change_jobs``: a retry reruns what a
+producer wrote, an edit makes the next run do something nobody wrote. Pages
+and the API both call :func:`edit_data`, :func:`duplicate_job` and
+:func:`add_job`, so a change says the same and leaves the same log line and
+``AuditEntry`` (its ``diff``: name, data and options before and after).
+Everything is checked here before Redis (strict JSON, at most
+``ECHOMQ_MAX_JOB_DATA_BYTES``, the few options a person adds by hand); the
+edit is one script (``updateData-8.lua``, which refuses a job taken or
+finished since), duplicate and add go through ``Queue.add``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from redis import Redis
+from redis.exceptions import OutOfMemoryError, ResponseError
+
+from dashboard.acting.actions import ActionRefused, ActionResult, record_audit, refusal_for
+from dashboard.core import answers, conf, json_input
+from dashboard.core.answers import JobOutcome as Outcome
+from dashboard.models import AuditEntry
+from queues import codec, errors
+from queues.job_options import MAX_PRIORITY, InvalidJobOptions, to_json
+from queues.queue import Queue
+from queues.read.refs import QueueRef
+from queues.read.states import TAB, TABS
+
+EDIT_ACTIONS = answers.EDIT_ACTIONS
+# The states (as the pages name them) a job's data may be edited in: no
+# worker holds it and it has not completed. updateData-8.lua enforces it.
+EDITABLE_STATES = tuple(tab.name for tab in TABS if not tab.not_editable)
+# The options a person gives a job added by hand (BullMQ's names). Others,
+# a parent above all, could make the add write outside the queue.
+ADD_OPTIONS = (
+    "attempts",
+    "delay",
+    "priority",
+    "lifo",
+    "backoff",
+    "removeOnComplete",
+    "removeOnFail",
+)
+# Options of a job that its duplicate does not take over (BullMQ's stored
+# names): its id and deduplication id would make the add a no-op, a parent
+# would count the copy as a child it never asked for, a scheduler's options
+# belong to the scheduler's own iterations.
+NOT_DUPLICATED = ("jobId", "de", "parent", "fpof", "cpof", "idof", "rdof", "repeat", "timestamp")
+MAX_NAME_LENGTH = 1000
+# Control characters (C0, DEL, C1) and lone surrogates: a name is one line of
+# text shown everywhere, and UTF-8 (so Redis) cannot hold half a character.
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+MAX_ATTEMPTS = 1_000_000
+MAX_DELAY_MS = 100 * 365 * 86_400_000  # a century, as the API's other limits
+# A diff is stored and shown whole up to this many characters, and computed
+# only for texts up to DIFF_INPUT_LIMIT (difflib's cost grows faster than the
+# text); larger changes are summed up by their sizes.
+DIFF_LIMIT = 20_000
+DIFF_INPUT_LIMIT = 64 * 1024
+# How many changes of one job its page lists.
+CHANGES_SHOWN = 10
+CLOCK_MARGIN_MS = 1_000
+_MISSING = object()
+
+
+class ChangeRefused(ActionRefused):
+    """A change that did not happen; ``status`` and ``code`` are the API's answer."""
+
+    def __init__(self, message: str, *, status: int = 400, code: str = "bad_request") -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class JobChange:
+    """What a change did: the job it made or edited, in words and as a diff."""
+
+    action: str
+    ref: QueueRef
+    job_id: str
+    message: str
+    diff: str
+    source_id: str | None = None  # the job a duplicate copied
+
+    def as_json(self) -> answers.JobChange:
+        return answers.JobChange(
+            action=self.action,
+            queue=self.ref.qualified,
+            id=self.job_id,
+            source=self.source_id,
+            message=self.message,
+            diff=self.diff,
+        )
+
+
+# --------------------------------------------------------------------------- input
+
+
+def check_size(data_json: str) -> None:
+    """Refuse data over ``ECHOMQ_MAX_JOB_DATA_BYTES`` (413), before Redis."""
+    limit = conf.max_job_data_bytes()
+    size = len(data_json.encode("utf-8", errors="surrogatepass"))
+    if size > limit:
+        raise ChangeRefused(
+            f"The data is {size:,} bytes; the dashboard writes at most {limit:,} "
+            "(ECHOMQ_MAX_JOB_DATA_BYTES). Nothing was changed.",
+            status=413,
+            code="data_too_large",
+        )
+
+
+def parse_data(text: str) -> Any:
+    """The JSON value typed into an editor (a form field), checked."""
+    check_size(text)
+    try:
+        return json_input.loads(text, "The data")
+    except json_input.JsonRefused as error:
+        raise ChangeRefused(f"{error}: nothing was changed") from None
+
+
+def _encode(data: Any) -> str:
+    try:
+        data_json = to_json(data)
+    except InvalidJobOptions:
+        raise ChangeRefused("The data cannot be written as JSON") from None
+    try:
+        data_json.encode()
+    except UnicodeEncodeError:  # "\ud800": half a character, which Redis cannot store as UTF-8
+        raise ChangeRefused("The data holds text that is not valid Unicode") from None
+    check_size(data_json)
+    return data_json
+
+
+def _whole(options: Mapping[str, Any], name: str, low: int, high: int) -> None:
+    value = options.get(name)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ChangeRefused(f"{name} must be a whole number from {low:,} to {high:,}")
+
+
+def _keep_jobs(options: Mapping[str, Any], name: str) -> None:
+    value = options.get(name)
+    if value is None or isinstance(value, bool):
+        return
+    if not isinstance(value, int) or value < 0:
+        raise ChangeRefused(f"{name} must be true, false or how many jobs to keep (0 or more)")
+
+
+def _backoff(options: Mapping[str, Any]) -> None:
+    value = options.get("backoff")
+    if value is None:
+        return
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return
+    if (
+        isinstance(value, Mapping)
+        and value.get("type") in ("fixed", "exponential")
+        and isinstance(value.get("delay", 0), int)
+        and not isinstance(value.get("delay", 0), bool)
+        and value.get("delay", 0) >= 0
+        and set(value) <= {"type", "delay"}
+    ):
+        return
+    raise ChangeRefused(
+        'backoff must be milliseconds or {"type": "fixed" | "exponential", "delay": ms}'
+    )
+
+
+def check_options(options: Any) -> dict[str, Any]:
+    """The options of a job added by hand: an object of :data:`ADD_OPTIONS`."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ChangeRefused("opts must be a JSON object")
+    unknown = sorted(set(options) - set(ADD_OPTIONS))
+    if unknown:
+        raise ChangeRefused(
+            f"Options the dashboard does not add: {', '.join(unknown)[:200]} "
+            f"(it takes {', '.join(ADD_OPTIONS)})"
+        )
+    _whole(options, "attempts", 1, MAX_ATTEMPTS)
+    _whole(options, "delay", 0, MAX_DELAY_MS)
+    _whole(options, "priority", 0, MAX_PRIORITY)
+    if "lifo" in options and not isinstance(options["lifo"], bool):
+        raise ChangeRefused("lifo must be true or false")
+    _backoff(options)
+    _keep_jobs(options, "removeOnComplete")
+    _keep_jobs(options, "removeOnFail")
+    return {key: value for key, value in options.items() if value is not None}
+
+
+def check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ChangeRefused("A job needs a name")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ChangeRefused(f"A job's name may be at most {MAX_NAME_LENGTH:,} characters")
+    if _UNPRINTABLE.search(name):
+        raise ChangeRefused(
+            "A job's name may not hold control characters (NUL, a tab, a line break…)"
+            " or half characters"
+        )
+    return name
+
+
+# --------------------------------------------------------------------------- diffs
+
+
+def _pretty(text: str) -> list[str]:
+    """A stored JSON text as indented lines (as it was, when it is not JSON)."""
+    value = codec.loads(text, _MISSING)
+    if value is _MISSING:
+        return text.splitlines() or [""]
+    return json.dumps(value, indent=2, ensure_ascii=False).splitlines()
+
+
+def _snapshot(fields: Mapping[str, str]) -> list[str]:
+    lines: list[str] = []
+    for name, text in fields.items():
+        lines.append(f"{name}:")
+        lines.extend(f"  {line}" for line in _pretty(text))
+    return lines
+
+
+def diff(before: Mapping[str, str], after: Mapping[str, str]) -> str:
+    """A unified diff of a job's fields (name, data, opts: JSON texts) before
+    and after; ``before`` empty for a new job. Bounded (:data:`DIFF_LIMIT`)."""
+    size_before = sum(len(text) for text in before.values())
+    size_after = sum(len(text) for text in after.values())
+    if max(size_before, size_after) > DIFF_INPUT_LIMIT:
+        return f"(too large to compare line by line: {size_before:,} → {size_after:,} characters)"
+    lines = difflib.unified_diff(
+        _snapshot(before), _snapshot(after), "before", "after", lineterm="", n=2
+    )
+    text = "\n".join(lines)
+    if len(text) > DIFF_LIMIT:
+        return text[:DIFF_LIMIT] + f"\n… (cut at {DIFF_LIMIT:,} characters)"
+    return text
+
+
+# --------------------------------------------------------------------------- the changes
+
+
+def _record(user: str, change: JobChange) -> None:
+    """The audit entry of a change."""
+    outcome = Outcome(change.job_id, True, "ok", change.message)
+    result = ActionResult(change.action, change.ref, [outcome], count=1, message=change.message)
+    source = f" source={change.source_id}" if change.source_id else ""
+    record_audit(
+        user, result, change.job_id, f"changed=1{source}", diff=change.diff, job=change.job_id
+    )
+
+
+def _record_refusal(
+    user: str, action: str, ref: QueueRef, job_id: str, refusal: ChangeRefused | ActionRefused
+) -> None:
+    """The audit entry of a change Redis or the job's state refused."""
+    outcome = Outcome(job_id, False, refusal.code, str(refusal))
+    result = ActionResult(action, ref, [outcome], count=0, message=str(refusal))
+    record_audit(user, result, job_id, f"changed=0 refused:{refusal.code}", job=job_id)
+
+
+def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
+    if isinstance(error, errors.JobNotExist):
+        return ChangeRefused(
+            f"Job {job_id} no longer exists — it was removed", status=404, code="job_not_exist"
+        )
+    if isinstance(error, errors.JobBroken):
+        return ChangeRefused(
+            f"Job {job_id}'s data was not changed: {errors.describe_reason(error.reason)}",
+            status=409,
+            code="job_broken",
+        )
+    if isinstance(error, errors.ScriptError):
+        state = queue.get_state(job_id) or "gone"
+        tab = TAB.get(state)
+        why = (
+            tab.not_editable
+            if tab and tab.not_editable
+            else f"it is in no state it can be edited in ({state})"
+        )
+        return ChangeRefused(
+            f"Job {job_id}'s data was not changed: {why}. Only waiting, prioritized, "
+            "delayed and failed jobs can be edited.",
+            status=409,
+            code="job_not_in_state",
+        )
+    return refusal_for(error, "")
+
+
+def edit_data(client: Redis, ref: QueueRef, job_id: str, data: Any, *, user: str) -> JobChange:
+    """Replace a job's data, if it is still waiting, prioritized, delayed or failed."""
+    data_json = _encode(data)
+    queue = Queue(ref.name, client, prefix=ref.prefix)
+    try:
+        done = queue.update_data(job_id, data)
+    except (errors.ScriptError, errors.JobBroken, OutOfMemoryError, errors.CorruptKey) as error:
+        refusal = _refused_edit(queue, job_id, error)
+        _record_refusal(user, "edit_data", ref, job_id, refusal)
+        raise refusal from error
+    state = "waiting" if done.state in ("wait", "paused") else done.state
+    message = (
+        f"Job {job_id}'s data was changed (the job is {state}); its next run reads the new data"
+    )
+    change = JobChange(
+        "edit_data", ref, job_id, message, diff({"data": done.previous}, {"data": data_json})
+    )
+    _record(user, change)
+    return change
+
+
+def _add(queue: Queue, name: str, data: Any, opts: Mapping[str, Any]) -> str:
+    try:
+        return queue.add(name, data, opts)
+    except InvalidJobOptions as error:
+        raise ChangeRefused(str(error)) from None
+    except (OutOfMemoryError, errors.CorruptKey) as error:
+        raise refusal_for(error, "") from error
+
+
+def add_job(
+    client: Redis, ref: QueueRef, name: Any, data: Any, opts: Any, *, user: str
+) -> JobChange:
+    """Add a job by hand (through the runtime's add, as a producer would)."""
+    name = check_name(name)
+    options = check_options(opts)
+    data_json = _encode(data)
+    queue = Queue(ref.name, client, prefix=ref.prefix)
+    job_id = _add(queue, name, data, options)
+    message = f"Job {job_id} ({name[:100]}) added to {ref.name}"
+    after = {"name": json.dumps(name), "data": data_json, "opts": to_json(options)}
+    change = JobChange("add", ref, job_id, message, diff({}, after))
+    _record(user, change)
+    return change
+
+
+def _source(queue: Queue, job_id: str) -> tuple[str, Any, dict[str, Any]]:
+    """The name, data and options of the job to copy, or why it cannot be."""
+    try:
+        job = queue.get_job(job_id)
+    except ResponseError:  # the key is not a hash
+        job = None
+        if queue.connection.exists(queue.keys.job(job_id)):
+            raise ChangeRefused(
+                f"Job {job_id} was not duplicated: its key is not a job hash",
+                status=409,
+                code="job_broken",
+            ) from None
+    if job is None:
+        raise ChangeRefused(f"Job {job_id} does not exist", status=404, code="job_not_exist")
+    data = codec.loads(job.data_text, _MISSING) if job.data_text else {}
+    opts = codec.loads(job.opts_text, None) if job.opts_text else {}
+    if data is _MISSING or not isinstance(opts, dict):
+        which = "data is not valid JSON" if data is _MISSING else "options are not a JSON object"
+        raise ChangeRefused(
+            f"Job {job_id} was not duplicated: its {which} (edit its data first)",
+            status=409,
+            code="job_broken",
+        )
+    kept = {key: value for key, value in opts.items() if key not in NOT_DUPLICATED}
+    return job.name, data, kept
+
+
+def duplicate_job(client: Redis, ref: QueueRef, job_id: str, *, user: str) -> JobChange:
+    """A new job with the same name, data and options as ``job_id`` (less its id,
+    deduplication, parent and scheduler: :data:`NOT_DUPLICATED`)."""
+    queue = Queue(ref.name, client, prefix=ref.prefix)
+    name, data, opts = _source(queue, job_id)
+    data_json = _encode(data)
+    new_id = _add(queue, name, data, opts)
+    message = f"Job {job_id} duplicated as job {new_id}"
+    after = {"name": json.dumps(name), "data": data_json, "opts": to_json(opts)}
+    change = JobChange("duplicate", ref, new_id, message, diff({}, after), source_id=job_id)
+    _record(user, change)
+    return change
+
+
+def changes_of_job(ref: QueueRef, job_id: str, created_ms: int | None) -> list[AuditEntry]:
+    """The edits, duplications and adds that made or changed this job, newest
+    first: none from before it was created (``created_ms``, its timestamp),
+    which were made to an earlier job of the same id (a queue whose id counter
+    started over, or a custom id used again)."""
+    since = None
+    if created_ms is not None:
+        # The producer's clock wrote the timestamp, ours the entries: a second's
+        # margin keeps the entry of the add that made the job.
+        try:
+            since = datetime.fromtimestamp((created_ms - CLOCK_MARGIN_MS) / 1000, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            since = None  # a timestamp no clock wrote (year 3,000,000): no bound
+    return AuditEntry.changes_of_job(
+        ref.qualified, job_id, EDIT_ACTIONS, CHANGES_SHOWN, connection=ref.connection, since=since
+    )

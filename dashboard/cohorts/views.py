@@ -1,0 +1,372 @@
+"""What became of an action: the queue page's "Recent actions" panel, a
+cohort's page (its jobs, one part at a time) and their JSON.
+
+A retry or promote keeps the jobs it moved for 24 hours (recorded by
+dashboard/acting/cohort_record.py). Looking at them asks Redis where each one is now
+(queues.read.cohorts.breakdown): nothing is computed while nobody looks, and
+one look breaks down at most :data:`IDS_PER_LOOK` jobs in all; the panel
+refreshes as the queue's events arrive (static/dashboard/cohorts.js, at most
+every few seconds, held while the pointer is on it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from dataclasses import dataclass
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+from redis import Redis
+
+from dashboard.core import answers
+from dashboard.core.answers import COHORT_IDS_MAX, COHORT_PARTS, COHORTS_MAX, FAILED_SAME
+from dashboard.core.jsonresponse import JsonResponse
+from dashboard.core.lookup import int_param, queue_or_404
+from dashboard.core.permissions import api_permission, page_permission
+from dashboard.core.queue_urls import queue_url
+from dashboard.core.redis import get_client
+from dashboard.shared import presenters
+from dashboard.shared.web import BadInput, json_errors, render_page
+from queues.read.cohorts import (
+    GONE,
+    Breakdown,
+    Cohort,
+    CohortUnreadable,
+    Unreadable,
+    breakdown,
+    load_cohort,
+    recent_cohorts,
+)
+from queues.read.job import load_jobs
+from queues.read.refs import QueueRef
+from queues.read.states import FAILED, TAB_OF_KEY, WAIT, label
+
+# Jobs one look breaks down, all cohorts together (about 7 ms of Redis and
+# 12 ms in all per 1,000): the newest cohorts first; older ones beyond it are listed without
+# their breakdown ("open it").
+IDS_PER_LOOK = 200_000
+# The panel's cohorts and the ids a cohort page or its JSON lists at once.
+PANEL_COHORTS = 5
+PAGE_SIZE = 50
+# How often the panel may ask again while events keep coming (ms), and at
+# most which share of a viewer's time its looks may take: a look at big
+# cohorts (about 1.25 s at 100,000 jobs) spaces the next one out to 14 s.
+REFRESH_MS = 2000
+LOOK_DUTY = 0.1
+_FAILED_TAB = TAB_OF_KEY[FAILED.name]
+_PAST = {
+    "retry": "retried",
+    "promote": "promoted",
+    "retry_all": "retried all",
+    "promote_all": "promoted all",
+}
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def action_words(action: str) -> str:
+    """The action as its line starts: "retried", "promoted all"."""
+    return _PAST.get(action, action.replace("_", " "))
+
+
+def part_label(part: str, *, standalone: bool = False) -> str:
+    """Words for a part: beside the failed part's badge, the same-reason one
+    says "of them"; as a page's heading (``standalone``) it names itself."""
+    if part == FAILED_SAME and standalone:
+        return "failed again with the same reason as before"
+    if part == GONE:
+        return "gone (removed since)"
+    if part == _FAILED_TAB:
+        return "failed again"
+    if part == FAILED_SAME:
+        return "of them with the same reason as before"
+    return label(part)
+
+
+# What a part's page says about how its jobs were found.
+_PART_NOTES = {
+    GONE: "Their job hashes are gone: removed since the action, by removeOnComplete or"
+    " removeOnFail, or by someone. Whether they completed first cannot be known.",
+    TAB_OF_KEY[WAIT.name]: "Found in no other state with their hash still there: ready to run"
+    " (waiting or paused). The ready lists are not walked, so a job another writer left in no"
+    " state at all is counted here too.",
+}
+
+
+def part_note(part: str) -> str:
+    return _PART_NOTES.get(part, "")
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    name: str  # a tab name, "gone" or "failed-same"
+    label: str
+    count: int
+    url: str
+
+    @property
+    def words(self) -> str:
+        """Its badge: "2 failed again", "1 of them with the same reason as
+        before"; every one of the failed part's jobs: "all of them ..."."""
+        return f"{self.count:,} {self.label}"
+
+    @property
+    def within_failed(self) -> bool:
+        """A part of the failed part (drawn dashed beside it)."""
+        return self.name == FAILED_SAME
+
+    @property
+    def tone(self) -> str:
+        """The state colour of its badge (gone: none)."""
+        if self.name == GONE:
+            return "other"
+        return _FAILED_TAB if self.name == FAILED_SAME else self.name
+
+
+class AllOfThem(Part):
+    """The same-reason part when every job of the failed part beside it is in
+    it: "all of them ...", not a second count the reader must compare."""
+
+    __slots__ = ()
+
+    @property
+    def words(self) -> str:
+        return f"all {self.label}"
+
+
+@dataclass(frozen=True, slots=True)
+class CohortView:
+    cohort: Cohort
+    ref: QueueRef
+    counted: Breakdown | None  # None: beyond this look's budget
+
+    @property
+    def url(self) -> str:
+        return queue_url("dashboard:cohort", self.ref, self.cohort.id)
+
+    @property
+    def headline(self) -> str:
+        """E.g. "retried 1,204 failed jobs at 10:42 UTC by oncall"."""
+        c = self.cohort
+        jobs = "job" if c.count == 1 else "jobs"
+        clock = dt.datetime.fromtimestamp(c.at_ms / 1000, tz=dt.UTC).strftime("%H:%M UTC")
+        return (
+            f"{action_words(c.action)} {c.count:,} {label(c.source)} {jobs} at {clock} by {c.user}"
+        )
+
+    problem = ""  # an Unreadable cohort has one
+
+    @property
+    def at(self) -> str:
+        return presenters.exact_time(self.cohort.at_ms)
+
+    @property
+    def tracking(self) -> str:
+        """ "first 100,000 tracked" when the action moved more than that."""
+        c = self.cohort
+        return f"first {c.tracked:,} tracked" if c.tracked < c.count else ""
+
+    @property
+    def parts(self) -> list[Part]:
+        if self.counted is None:
+            return []
+        shown = []
+        for name, ids in self.counted.parts.items():
+            shown.append(Part(name, part_label(name), len(ids), f"{self.url}?part={name}"))
+            if name == _FAILED_TAB and self.cohort.reasons:
+                same = len(self.counted.failed_same)
+                url = f"{self.url}?part={FAILED_SAME}"
+                shown.append(
+                    AllOfThem(FAILED_SAME, part_label(FAILED_SAME), same, url)
+                    if same == len(ids) > 1
+                    else Part(FAILED_SAME, part_label(FAILED_SAME), same, url)
+                )
+        return shown
+
+    @property
+    def top_failed_reason(self) -> str:
+        return self.counted.top_failed_reason if self.counted else ""
+
+    @property
+    def fails_as_before(self) -> bool:
+        """Its failed jobs fail most with the kind they failed most with before."""
+        now = self.top_failed_reason
+        return bool(now) and now == self.cohort.top_previous_reason
+
+    def answer(self) -> answers.Cohort:
+        c, counted = self.cohort, self.counted
+        return answers.Cohort(
+            id=c.id,
+            action=c.action,
+            source=c.source,
+            user=c.user,
+            at_ms=c.at_ms,
+            at=self.at,
+            count=c.count,
+            tracked=c.tracked,
+            audit_id=c.audit_id,
+            breakdown=None
+            if counted is None
+            else answers.CohortBreakdown(
+                parts={name: len(ids) for name, ids in counted.parts.items()},
+                failed_same=len(counted.failed_same) if c.reasons else None,
+                failed_reason=counted.top_failed_reason or None,
+                failed_sample=counted.top_failed_sample or None,
+            ),
+            previous_reason=c.top_previous_reason or None,
+            previous_sample=c.top_previous_sample or None,
+            problem=None,
+        )
+
+
+def _views(client: Redis, ref: QueueRef, limit: int) -> list[CohortView | Unreadable]:
+    """The newest ``limit`` cohorts, broken down while the look's budget lasts."""
+    budget = IDS_PER_LOOK
+    shown: list[CohortView | Unreadable] = []
+    for cohort in recent_cohorts(client, ref.keys, now_ms())[:limit]:
+        if isinstance(cohort, Unreadable):
+            shown.append(cohort)
+            continue
+        counted = None
+        if cohort.tracked <= budget:
+            budget -= cohort.tracked
+            counted = breakdown(client, ref.keys, cohort)
+        shown.append(CohortView(cohort, ref, counted))
+    return shown
+
+
+def _unreadable(cohort: Unreadable) -> answers.Cohort:
+    return answers.Cohort(
+        id=cohort.id, at_ms=cohort.at_ms, problem=f"not readable: {cohort.problem}"
+    )
+
+
+@require_GET
+@page_permission()
+def panel(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """The "Recent actions" panel's fragment (empty when there is none)."""
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    started = time.monotonic()
+    shown = _views(client, ref, PANEL_COHORTS)
+    took_ms = (time.monotonic() - started) * 1000
+    context = {
+        "ref": ref,
+        "cohorts": shown,
+        # Whole steps of REFRESH_MS: the same cohorts answer the same markup.
+        "next_ms": REFRESH_MS * max(1, math.ceil(took_ms / LOOK_DUTY / REFRESH_MS)),
+    }
+    return render_page(request, "dashboard/cohorts/_recent_actions.html", context)
+
+
+def _cohort_or_404(client: Redis, ref: QueueRef, cohort_id: str) -> Cohort:
+    try:
+        cohort = load_cohort(client, ref.keys, cohort_id)
+    except CohortUnreadable as problem:
+        raise Http404(f"Cohort {cohort_id} cannot be read: {problem}") from None
+    if cohort is None:
+        raise Http404(f"No cohort {cohort_id}: it was never recorded or is over 24 hours old")
+    return cohort
+
+
+def _part_ids(counted: Breakdown, part: str) -> list[str]:
+    if part == FAILED_SAME:
+        return counted.failed_same
+    return counted.parts.get(part, [])
+
+
+@dataclass(frozen=True, slots=True)
+class PartLook:
+    """One cohort looked at, and the ids of one of its parts."""
+
+    client: Redis
+    view: CohortView
+    part: str
+    ids: list[str]
+
+
+def _look_at_part(prefix: str, name: str, cohort_id: str, part: str) -> PartLook:
+    """The cohort broken down and the ids of ``part`` ("" = the first it
+    has); Http404 for an unknown queue or cohort, BadInput for a bad part."""
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    cohort = _cohort_or_404(client, ref, cohort_id)
+    counted = breakdown(client, ref.keys, cohort)
+    part = part or next(iter(counted.parts), GONE)
+    if part not in COHORT_PARTS:
+        raise BadInput(f"part must be one of {', '.join(COHORT_PARTS)}")
+    return PartLook(client, CohortView(cohort, ref, counted), part, _part_ids(counted, part))
+
+
+@require_GET
+@page_permission()
+def cohort_page(request: HttpRequest, prefix: str, name: str, cohort_id: str) -> HttpResponse:
+    """One cohort: its breakdown and the jobs of one part, a page at a time."""
+    try:
+        look = _look_at_part(prefix, name, cohort_id, request.GET.get("part", ""))
+    except BadInput as error:
+        raise Http404(str(error)) from None
+    ref, ids = look.view.ref, look.ids
+    page_number = int_param(request.GET.get("page"), 1, lowest=1)
+    start = (page_number - 1) * PAGE_SIZE
+    shown_ids = ids[start : start + PAGE_SIZE]
+    jobs = {job.id: job for job in load_jobs(look.client, ref.keys, shown_ids)}
+    context = {
+        "ref": ref,
+        "view": look.view,
+        "part": look.part,
+        "part_label": part_label(look.part, standalone=True),
+        "part_note": part_note(look.part),
+        "rows": [(job_id, jobs.get(job_id)) for job_id in shown_ids],
+        "total": len(ids),
+        "first": start + 1 if shown_ids else 0,
+        "last": start + len(shown_ids),
+        "previous_page": page_number - 1 if page_number > 1 else None,
+        "next_page": page_number + 1 if start + PAGE_SIZE < len(ids) else None,
+        "shows_reason": look.part in (_FAILED_TAB, FAILED_SAME),
+    }
+    return render_page(request, "dashboard/cohorts/cohort.html", context)
+
+
+@require_GET
+@api_permission()
+@json_errors
+def api_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """The queue's cohorts of the last 24 hours, newest first, broken down."""
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    limit = int_param(request.GET.get("count"), PANEL_COHORTS, lowest=1, highest=COHORTS_MAX)
+    shown = _views(client, ref, limit)
+    return JsonResponse(
+        answers.CohortList(
+            queue=ref.qualified,
+            cohorts=[
+                _unreadable(item) if isinstance(item, Unreadable) else item.answer()
+                for item in shown
+            ],
+        )
+    )
+
+
+@require_GET
+@api_permission()
+@json_errors
+def api_one(request: HttpRequest, prefix: str, name: str, cohort_id: str) -> HttpResponse:
+    """One cohort broken down, and the ids of one part (``?part=``), paged."""
+    look = _look_at_part(prefix, name, cohort_id, request.GET.get("part", ""))
+    start = int_param(request.GET.get("start"), 0)
+    count = int_param(request.GET.get("count"), PAGE_SIZE, lowest=1, highest=COHORT_IDS_MAX)
+    return JsonResponse(
+        answers.CohortJobs(
+            queue=look.view.ref.qualified,
+            cohort=look.view.answer(),
+            part=look.part,
+            start=start,
+            total=len(look.ids),
+            ids=look.ids[start : start + count],
+        )
+    )

@@ -1,0 +1,192 @@
+"""The Redis servers one dashboard serves: named connections, each with its
+own URL, key prefixes and always-listed queues.
+
+``default`` is the one ``REDIS_URL``, ``ECHOMQ_PREFIXES`` and ``ECHOMQ_QUEUES``
+describe, under the URLs it always had; more come from ``ECHOMQ_CONNECTIONS``
+(docs/configuration.md, "Several Redis servers"), served under
+``/c/<name>/queues/...``. A wrong entry is a system check's problem
+(dashboard.checks) and is left out. A queue request's connection comes from
+its URL (``on_connection``, set around the view by dashboard.urls) as a
+scoped value, like Django's active language: ``get_client()`` and
+``queue_or_404`` follow it, so no queue view names its connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any, TypeVar
+
+from django.http import Http404, HttpRequest, HttpResponse
+
+from dashboard.core import conf
+from queues.connection import url_problem
+from queues.keys import InvalidName, validate_prefix
+from queues.read.refs import DEFAULT_CONNECTION, QueueRef
+
+V = TypeVar("V", bound=Callable[..., HttpResponse])
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}\Z")
+_FIELDS = {"name", "url", "prefixes", "queues"}
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    name: str
+    url: str | None  # None: the default connection's private server (dashboard.core.redis)
+    prefixes: tuple[str, ...]
+    queues: tuple[QueueRef, ...]  # always listed, on this connection
+
+
+def _always_listed(entries: Sequence[str], prefixes: Sequence[str], name: str) -> list[QueueRef]:
+    refs = []
+    for entry in entries:
+        try:
+            refs.append(QueueRef.parse(entry, prefixes[0] if prefixes else "bull").on(name))
+        except InvalidName:
+            continue  # a bad setting hides one queue rather than breaking every page
+    return refs
+
+
+def default() -> Connection:
+    prefixes = conf.prefixes()
+    return Connection(
+        DEFAULT_CONNECTION,
+        conf.redis_url(),
+        tuple(prefixes),
+        tuple(_always_listed(conf.queues(), prefixes, DEFAULT_CONNECTION)),
+    )
+
+
+def problems() -> list[str]:
+    """What is wrong with ``ECHOMQ_CONNECTIONS``, one sentence each ([] when right)."""
+    raw = conf.connections()
+    if not isinstance(raw, list | tuple):
+        return ["ECHOMQ_CONNECTIONS must be a list of connections"]
+    found: list[str] = []
+    seen = {DEFAULT_CONNECTION}
+    for position, entry in enumerate(raw, start=1):
+        found.extend(_entry_problems(position, entry, seen))
+    return found
+
+
+def _entry_problems(position: int, entry: object, seen: set[str]) -> list[str]:
+    where = f"ECHOMQ_CONNECTIONS entry {position}"
+    if not isinstance(entry, dict):
+        return [f"{where} must be an object with name, url, prefixes and queues"]
+    found = []
+    name = entry.get("name")
+    if isinstance(name, str) and NAME.match(name):
+        where = f"ECHOMQ_CONNECTIONS connection {name!r}"
+        if name in seen:
+            found.append(
+                f"{where} is named twice"
+                + (" (default is REDIS_URL's connection)" if name == DEFAULT_CONNECTION else "")
+            )
+        seen.add(name)
+    else:
+        found.append(
+            f"{where} has name {name!r}: a name is 1-40 letters, digits, '-' or '_' "
+            "(it goes into URLs), starting with a letter or digit"
+        )
+    unknown = sorted(set(entry) - _FIELDS)
+    if unknown:
+        found.append(f"{where} has unknown fields: {', '.join(map(str, unknown))}")
+    url = entry.get("url")
+    if not isinstance(url, str) or not url.strip():
+        found.append(f"{where} has no url (e.g. redis://host:6379/0)")
+    else:
+        wrong = url_problem(url.strip())
+        if wrong is not None:
+            found.append(f"{where} has a url Redis clients cannot use: {wrong}")
+    for field in ("prefixes", "queues"):
+        value = entry.get(field, [])
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            found.append(f"{where}: {field} must be a list of strings")
+    prefixes = entry.get("prefixes", [])
+    for prefix in prefixes if isinstance(prefixes, list | tuple) else ():
+        try:
+            validate_prefix(str(prefix))
+        except InvalidName as error:
+            found.append(f"{where}: {error}")
+    return found
+
+
+def _extra() -> list[Connection]:
+    """The right entries of ``ECHOMQ_CONNECTIONS`` (the checks name the others)."""
+    raw = conf.connections()
+    if not isinstance(raw, list | tuple):
+        return []
+    extra: list[Connection] = []
+    seen = {DEFAULT_CONNECTION}
+    for position, entry in enumerate(raw, start=1):
+        if _entry_problems(position, entry, set(seen)):
+            continue
+        name = entry["name"]
+        seen.add(name)
+        prefixes = list(entry.get("prefixes") or ["bull"])
+        queues = _always_listed(entry.get("queues", []), prefixes, name)
+        extra.append(Connection(name, entry["url"].strip(), tuple(prefixes), tuple(queues)))
+    return extra
+
+
+def configured() -> list[Connection]:
+    """Every connection served, the default first (the overview's group order)."""
+    return [default(), *_extra()]
+
+
+def named(name: str) -> Connection | None:
+    if name == DEFAULT_CONNECTION:
+        return default()
+    return next((c for c in _extra() if c.name == name), None)
+
+
+def connection_or_404(name: str) -> Connection:
+    found = named(name)
+    if found is None:
+        raise Http404(f"No Redis connection named {name}")
+    return found
+
+
+def several() -> bool:
+    """More than the default connection: the pages then name each queue's."""
+    return bool(_extra())
+
+
+# ------------------------------------------------------------ the request's connection
+
+_current: ContextVar[str] = ContextVar("echomq_connection", default=DEFAULT_CONNECTION)
+
+
+def current() -> str:
+    """The connection the view running now serves (its URL's; else the default)."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def serving(name: str) -> Iterator[None]:
+    token = _current.set(name)
+    try:
+        yield
+    finally:
+        # Reset, not left set: a pool thread runs the next request in the same context.
+        _current.reset(token)
+
+
+def on_connection(view: V) -> V:
+    """``view`` for a URL that names its connection (``connection=``), serving it.
+
+    An unknown name is not refused here but where the view asks for its client
+    (``connection_or_404``): after the view's permission check, so that nobody
+    logged out learns which names exist."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, connection: str, **kwargs: Any) -> HttpResponse:
+        with serving(connection):
+            return view(request, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,253 @@
+"""Every error answer, in one place: JSON under the API, a page elsewhere.
+
+The API promises ``{"error": {"code", "message"}}`` for every failure, those
+Django answers itself included (CSRF, method, unknown path, body too large, a
+crash). Redis unreachable is a 503 for both ("redis_unavailable";
+"redis_failing_over" behind Sentinel), never a 500; an ACL refusal (NOPERM)
+is a 403 naming it. "Under the API" is asked of the URL resolver (the
+``dashboard:api`` namespace), not a path prefix, so it holds under any mount
+and leaves a project's own answers alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from http import HTTPStatus
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.shortcuts import render
+from django.urls import Resolver404, URLResolver, resolve
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from dashboard.core import answers
+from dashboard.core.jsonresponse import JsonResponse
+from dashboard.core.redis import failing_over
+from queues.errors import is_no_permission
+from queues.read.refs import DEFAULT_CONNECTION
+
+log = logging.getLogger("echomq.http")
+
+# The application namespaces of the app and of its API (dashboard.urls).
+APP_NAMESPACE = "dashboard"
+API_NAMESPACE = "api"
+# A page that could not reach Redis reloads itself this often (seconds).
+RETRY_AFTER_S = 5
+REDIS_UNAVAILABLE = "redis_unavailable"
+REDIS_FAILING_OVER = "redis_failing_over"
+REDIS_NO_PERMISSION = "redis_no_permission"
+# What the API says when Django, not one of our views, refused a request.
+_CODES = {
+    400: ("bad_request", "The request could not be read"),
+    403: ("forbidden", "Not allowed"),
+    404: ("not_found", "No such API endpoint"),
+    405: ("method_not_allowed", "This method is not allowed here"),
+    413: ("body_too_large", "The request body is too large"),
+    500: ("server_error", "Something went wrong on the server; it has been logged"),
+}
+
+
+def json_error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse(
+        answers.Error(error=answers.ErrorDetail(code=code, message=message)), status=status
+    )
+
+
+def _inside(app_names: list[str], *namespaces: str) -> bool:
+    """Whether a chain of application namespaces enters ``namespaces`` in turn
+    (a project may nest the app's include inside namespaces of its own)."""
+    width = len(namespaces)
+    return any(
+        tuple(app_names[i : i + width]) == namespaces for i in range(len(app_names) - width + 1)
+    )
+
+
+def is_api_path(path_info: str) -> bool:
+    """Whether the URL resolver places ``path_info`` inside the app's API,
+    as an endpoint or as an unknown path below the API's root."""
+    try:
+        match = resolve(path_info)
+    except Resolver404 as missing:
+        # Each entry is the chain of patterns tried; a chain that went on
+        # inside the API's resolver means the path was below the API's root.
+        tried = missing.args[0].get("tried", []) if missing.args else []
+        return any(_went_into_api(chain) for chain in tried)
+    return _inside(match.app_names, APP_NAMESPACE, API_NAMESPACE)
+
+
+def _went_into_api(chain: list[object]) -> bool:
+    app_names = [
+        step.app_name for step in chain[:-1] if isinstance(step, URLResolver) and step.app_name
+    ]
+    return _inside(app_names, APP_NAMESPACE, API_NAMESPACE)
+
+
+def is_api_request(request: HttpRequest) -> bool:
+    match = request.resolver_match
+    if match is not None:
+        return _inside(match.app_names, APP_NAMESPACE, API_NAMESPACE)
+    return is_api_path(request.path_info)
+
+
+def is_app_request(request: HttpRequest) -> bool:
+    """Whether one of the app's views (pages or API) answers the request."""
+    match = request.resolver_match
+    return match is not None and _inside(match.app_names, APP_NAMESPACE)
+
+
+def _api_error(request: HttpRequest, response: HttpResponseBase) -> JsonResponse:
+    status = response.status_code
+    code, message = _CODES.get(status, ("", ""))
+    if not code:
+        try:
+            message = HTTPStatus(status).phrase
+        except ValueError:
+            message = f"HTTP {status}"
+        code = message.lower().replace(" ", "_").replace("-", "_")
+    if status == 405:
+        message = f"{request.method} is not allowed here; allowed: {response.get('Allow', '')}"
+    answer = json_error(status, code, message)
+    for header in ("Allow", "Retry-After"):
+        if header in response:
+            answer[header] = response[header]
+    return answer
+
+
+def _api_redirect(response: HttpResponseBase) -> JsonResponse:
+    location = response.get("Location", "")
+    answer = JsonResponse({"redirect": location}, status=response.status_code)
+    answer["Location"] = location
+    return answer
+
+
+def _connection(request: HttpRequest) -> str:
+    """The Redis connection the request's view served (its URL names it, or the default)."""
+    match = request.resolver_match
+    name = match.kwargs.get("connection") if match is not None else None
+    return name if isinstance(name, str) else DEFAULT_CONNECTION
+
+
+def redis_unavailable(request: HttpRequest) -> HttpResponse:
+    """503: the API's JSON error, or a page that says so and reloads itself."""
+    # A read changed nothing; a command cut off mid-way may have run or not.
+    reading = request.method in ("GET", "HEAD")
+    failover = failing_over(_connection(request))
+    if is_api_request(request):
+        if failover is not None:
+            code = REDIS_FAILING_OVER
+            message = f"Redis is failing over ({failover.describe()}): try again in "
+        else:
+            code, message = REDIS_UNAVAILABLE, "Redis unreachable: try again in "
+        message += f"{RETRY_AFTER_S} seconds."
+        if not reading:
+            message += " The action may or may not have run: look before repeating it."
+        answer: HttpResponse = json_error(503, code, message)
+    else:
+        context = {
+            "retry_after": RETRY_AFTER_S,
+            "reading": reading,
+            "failover": failover.describe() if failover is not None else "",
+        }
+        answer = render(request, "dashboard/redis_unavailable.html", context, status=503)
+    answer["Retry-After"] = str(RETRY_AFTER_S)
+    return answer
+
+
+def redis_refused(request: HttpRequest, error: Exception) -> HttpResponse:
+    """403: Redis refused a command for the dashboard's Redis user (its ACL),
+    said in words: JSON under the API, a page elsewhere."""
+    said = str(error).split(" script: ", 1)[0].strip()
+    message = (
+        "Redis refused a command this needs: the dashboard's Redis user is not allowed it "
+        f"({said}). Grant it in the user's ACL (docs/deploy.md, 'ACL users')."
+    )
+    if request.method not in ("GET", "HEAD"):
+        message += " The action may have stopped part-way: look before repeating it."
+    if is_api_request(request):
+        return json_error(403, REDIS_NO_PERMISSION, message)
+    return render(request, "dashboard/redis_refused.html", {"message": message}, status=403)
+
+
+class ErrorAnswersMiddleware:
+    """Turns a Redis outage into a 503, and any error Django answered under the
+    API as HTML (or with no body) into the API's JSON error; a redirect there
+    (a path without its final slash) gets a JSON body too.
+
+    Installed above everything that can fail, so it sees every error answer;
+    a successful answer costs one comparison.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        response = self.get_response(request)
+        if response.status_code < 300 or response.get("Content-Type", "").startswith(
+            "application/json"
+        ):
+            return response
+        if not is_api_request(request):
+            return response
+        if response.status_code < 400:
+            # APPEND_SLASH's redirect (a path without its final slash) is HTML.
+            return _api_redirect(response)
+        return _api_error(request, response)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        # BusyLoadingError (Redis loading its data after a restart) is a ConnectionError too.
+        # Only the app's views: a project's own Redis is not the queues' Redis.
+        if isinstance(exception, RedisConnectionError | RedisTimeoutError) and is_app_request(
+            request
+        ):
+            log.warning("Redis unreachable while serving %s: %s", request.path, exception)
+            return redis_unavailable(request)
+        if is_no_permission(exception) and is_app_request(request):
+            log.warning("Redis refused a command while serving %s: %s", request.path, exception)
+            return redis_refused(request, exception)
+        return None
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: the reason in the API's JSON, or our 403 page."""
+    # Django's reasons are sentences with their own full stop; ours follows.
+    reason = reason.rstrip(".")
+    if is_api_request(request):
+        message = (
+            f"CSRF check failed: {reason}. Send the csrftoken cookie's value in the "
+            "X-CSRFToken header (and a Referer or Origin of this site over HTTPS)."
+        )
+        return json_error(403, "csrf_failed", message)
+    message = (
+        "This form expired or came from another site, so nothing was done "
+        f"(CSRF check failed: {reason}). Reload the page and try again."
+    )
+    return render(request, "403.html", {"exception": message}, status=403)
+
+
+def _page(request: HttpRequest, template: str, status: int, exception: Exception) -> HttpResponse:
+    # Django's own handlers re-run the CSRF check to set up the token, which
+    # reads the body: a broken multipart body then turned a 404 into a 500.
+    # The token is there already (CsrfViewMiddleware ran before resolving).
+    message = exception.args[0] if exception.args and isinstance(exception.args[0], str) else ""
+    return render(request, template, {"exception": message}, status=status)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400; a body over DATA_UPLOAD_MAX_MEMORY_SIZE is a 413, not a 400."""
+    if isinstance(exception, RequestDataTooBig):
+        response = HttpResponse(b"Request body too large", status=413)
+        response["Content-Type"] = "text/plain; charset=utf-8"
+        return response
+    return _page(request, "400.html", 400, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler403."""
+    return _page(request, "403.html", 403, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404."""
+    return _page(request, "404.html", 404, exception)

@@ -1,0 +1,153 @@
+"""Who may see and who may act.
+
+Viewing needs an active staff user with ``dashboard.view_queues``; acting also
+``dashboard.act_on_queues``; changing jobs ``dashboard.change_jobs``, granted
+apart. ``ECHOMQ_READ_ONLY`` turns acting and changing off for everyone;
+superusers hold every permission. Any user model with permissions works (one
+with no staff flag leaves it to the permission; one with no permissions lets
+nobody in, as dashboard.checks says). Pages send anonymous users to
+``LOGIN_URL``; the API answers JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, Literal, TypeVar, cast
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+
+from dashboard.core import conf
+from dashboard.core.errors import json_error
+from dashboard.core.short_cache import ShortCache
+
+V = TypeVar("V", bound=Callable[..., HttpResponse])
+VIEW_PERMISSION = "dashboard.view_queues"
+ACT_PERMISSION = "dashboard.act_on_queues"
+CHANGE_PERMISSION = "dashboard.change_jobs"
+# What a view needs: to see, to act on jobs, or to change them.
+Need = Literal["view", "act", "change"]
+
+
+def read_only() -> bool:
+    return conf.read_only()
+
+
+# Permission answers per user, kept briefly (dashboard.core.short_cache): has_perm
+# costs two database queries per request otherwise.
+permission_answers: ShortCache[tuple[object, str, str], bool] = ShortCache()
+
+
+def _has_perm(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
+    # Custom user models without PermissionsMixin hold no permissions.
+    check = getattr(user, "has_perm", None)
+    if check is None:
+        return False
+    key = (user.pk, user.get_username(), permission)
+    allowed = permission_answers.get(key)
+    if allowed is None:
+        allowed = bool(check(permission))
+        permission_answers.put(key, allowed)
+    return allowed
+
+
+def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
+    return bool(
+        user.is_authenticated
+        and user.is_active
+        and getattr(user, "is_staff", True)
+        and _has_perm(user, VIEW_PERMISSION)
+    )
+
+
+def can_act(user: AbstractBaseUser | AnonymousUser) -> bool:
+    return not read_only() and can_view(user) and _has_perm(user, ACT_PERMISSION)
+
+
+def can_change(user: AbstractBaseUser | AnonymousUser) -> bool:
+    return not read_only() and can_view(user) and _has_perm(user, CHANGE_PERMISSION)
+
+
+def _denial(request: HttpRequest, *, need: Need) -> str | None:
+    """Why the request may not proceed ("login", "view", "act", "change",
+    "read_only"), or None."""
+    user = request.user
+    if not user.is_authenticated:
+        return "login"
+    if not can_view(user):
+        return "view"
+    if need != "view" and read_only():
+        return "read_only"
+    if need == "act" and not can_act(user):
+        return "act"
+    if need == "change" and not can_change(user):
+        return "change"
+    return None
+
+
+def read_only_note() -> str:
+    """What the pages say where their action buttons would be, when they are off
+    for everyone ("" when they are not)."""
+    return _MESSAGES["read_only"] if read_only() else ""
+
+
+_MESSAGES = {
+    "login": "Log in to use the dashboard.",
+    "view": "Your account may not view queues (needs staff and dashboard.view_queues).",
+    "act": "Your account may view queues but not act on them (needs dashboard.act_on_queues).",
+    "change": "Your account may not edit, duplicate or add jobs (needs dashboard.change_jobs).",
+    "read_only": "The dashboard is read-only (ECHOMQ_READ_ONLY): actions are turned off.",
+}
+
+
+def _guarded(
+    need: Need,
+    answer_anonymous: Callable[[HttpRequest], HttpResponse],
+    answer_denied: Callable[[str], HttpResponse],
+) -> Callable[[V], V]:
+    def decorate(view: V) -> V:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            # Every POST acts at least, whatever the view says.
+            posted = need == "view" and request.method == "POST"
+            denial = _denial(request, need="act" if posted else need)
+            if denial == "login":
+                return answer_anonymous(request)
+            if denial is not None:
+                return answer_denied(denial)
+            return view(request, *args, **kwargs)
+
+        return cast(V, wrapper)
+
+    return decorate
+
+
+def _forbidden_page(denial: str) -> HttpResponse:
+    raise PermissionDenied(_MESSAGES[denial])
+
+
+def _need(act: bool, change: bool) -> Need:
+    return "change" if change else "act" if act else "view"
+
+
+def page_permission(*, act: bool = False, change: bool = False) -> Callable[[V], V]:
+    """For HTML views: login redirect for anonymous users, 403 page otherwise."""
+    return _guarded(
+        _need(act, change), lambda r: redirect_to_login(r.get_full_path()), _forbidden_page
+    )
+
+
+def api_permission(*, act: bool = False, change: bool = False) -> Callable[[V], V]:
+    """For API views: JSON 401 for anonymous users, JSON 403 otherwise."""
+    return _guarded(
+        _need(act, change),
+        lambda _: json_error(401, "unauthenticated", _MESSAGES["login"]),
+        lambda denial: json_error(403, "forbidden", _MESSAGES[denial]),
+    )
+
+
+def user_label(user: Any) -> str:
+    return str(getattr(user, "get_username", lambda: "anonymous")())

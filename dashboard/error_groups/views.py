@@ -1,0 +1,288 @@
+"""The failed tab grouped by error: the page, its JSON API and the group actions.
+
+The groups come from the read model's index (queues.read.error_groups),
+caught up on each look, so a look costs what changed since the last one. The
+table rides on the queue page's live refresh. A group's retry or remove runs
+the one-job scripts over its jobs (dashboard.acting.actions.act_on_ids): a job that
+moved meanwhile is left alone and counted, a broken one reported, a retry
+followed as a cohort; the index forgets the moved jobs at once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from redis import Redis
+
+from dashboard.acting import actions
+from dashboard.core import answers as dashboard_answers
+from dashboard.core.answers import GROUP_ACTIONS, LISTED_REFUSALS
+from dashboard.core.jsonresponse import JsonResponse
+from dashboard.core.lookup import int_param, queue_or_404
+from dashboard.core.permissions import api_permission, can_act, page_permission, user_label
+from dashboard.core.queue_urls import queue_url
+from dashboard.core.redis import get_client
+from dashboard.shared import bodies, presenters
+from dashboard.shared.web import (
+    PAGE_SIZES,
+    is_htmx,
+    json_errors,
+    queue_context,
+    redirect_back,
+    render_page,
+    request_body,
+)
+from queues import errors
+from queues.read import answers, counts, lists
+from queues.read import error_groups as read
+from queues.read.refs import QueueRef
+
+TAB = "failed"
+# One click moves at most this many jobs of a group (the rest: click again),
+# so one request holds a bounded list of ids.
+MAX_GROUP_ACTION_JOBS = actions.MAX_IDS_PER_SET
+_GROUP_KEY = re.compile(rf"[0-9a-f]{{16}}\Z|{read.OTHER}\Z")
+_PAST = {"retry": "retried", "remove": "removed"}
+
+
+def clean_group_key(raw: Any) -> str:
+    if not isinstance(raw, str) or not _GROUP_KEY.match(raw):
+        raise actions.ActionRefused("Unknown error group")
+    return raw
+
+
+# -- acting on a group --------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class GroupActionResult:
+    """What retrying or removing a group did, job by job counted."""
+
+    result: actions.ActionResult
+    group: str
+    asked: int = 0
+    moved_meanwhile: int = 0
+    broken: list[str] = field(default_factory=list)
+    left: int = 0  # jobs of the group beyond this click's share
+
+    def answer(self) -> dashboard_answers.ErrorGroupActionResult:
+        return self.result.answer(
+            dashboard_answers.ErrorGroupActionResult,
+            results=self.result.outcomes[:LISTED_REFUSALS],
+            group=self.group,
+            asked=self.asked,
+            moved_meanwhile=self.moved_meanwhile,
+            broken=self.broken[:LISTED_REFUSALS],
+            left=self.left,
+        )
+
+
+def group_action(
+    client: Redis, ref: QueueRef, group: str, action: str, *, user: str
+) -> GroupActionResult:
+    """Retry or remove every failed job of an error group (up to
+    ``MAX_GROUP_ACTION_JOBS`` per call), each through its own script
+    (dashboard.acting.actions.act_on_ids: a job that moved meanwhile is skipped and
+    counted, a broken one named)."""
+    if action not in GROUP_ACTIONS:
+        raise actions.ActionRefused(f"Unknown action {action!r}: retry or remove a group")
+    group = clean_group_key(group)
+    read.error_groups(client, ref)  # caught up: the ids are the group's as of now
+    total = read.group_count(client, ref, group)
+    ids = read.group_job_ids(client, ref, group, start=0, size=min(total, MAX_GROUP_ACTION_JOBS))
+    if not ids:
+        raise actions.ActionRefused("This error group has no failed jobs any more")
+    result = actions.act_on_ids(client, ref, action, ids, user=user, state=TAB)
+    # Out of the index now, rather than when the next look reads their events.
+    read.forget_jobs(client, ref, result.moved_ids)
+    outcome = GroupActionResult(
+        result,
+        group,
+        asked=len(ids),
+        moved_meanwhile=result.moved_meanwhile,
+        broken=[job.job_id for job in result.skipped],
+        left=max(0, total - len(ids)),
+    )
+    result.message = _message(action, outcome)
+    return outcome
+
+
+def _message(action: str, outcome: GroupActionResult) -> str:
+    count = outcome.result.count
+    parts = [f"{count:,} failed job{'' if count == 1 else 's'} of the group {_PAST[action]}"]
+    if outcome.moved_meanwhile:
+        parts.append(f"{outcome.moved_meanwhile:,} had moved meanwhile and were left alone")
+    if outcome.broken:
+        named = ", ".join(outcome.broken[:3])
+        more = f" and {len(outcome.broken) - 3:,} more" if len(outcome.broken) > 3 else ""
+        parts.append(f"{len(outcome.broken):,} broken, left in failed: {named}{more}")
+    others = outcome.asked - count - outcome.moved_meanwhile - len(outcome.broken)
+    if others > 0:
+        refusal = next((o.message for o in outcome.result.outcomes if not o.ok), "")
+        parts.append(f"{others:,} not: {refusal}")
+    if outcome.left:
+        parts.append(f"{outcome.left:,} more in the group: run it again for them")
+    return "; ".join(parts)
+
+
+# -- the page ----------------------------------------------------------------------
+
+
+def _groups_url(ref: QueueRef) -> str:
+    return queue_url("dashboard:error_groups", ref)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+@page_permission()
+def groups_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    group = request.GET.get("group", "")
+    (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
+    corrupt = ""
+    try:
+        grouped = read.error_groups(client, ref)
+    except errors.CorruptKey as error:
+        grouped = read.ErrorGroups(ref, [], 0, 0, complete=True)
+        corrupt = str(error)
+    if not corrupt:
+        # The tab says the groups' total, read after the counts: set before the
+        # tabs are built, or a failure between the two reads showed the tab at
+        # 178 beside groups adding up to 180 (issue 21).
+        summary.counts[TAB] = grouped.failed
+    context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
+    context.update(fragment=is_htmx(request), groups_url=_groups_url(ref), corrupt=corrupt)
+    context.update(grouped=grouped, acting=can_act(request.user), group_actions=GROUP_ACTIONS)
+    if group:
+        return _group_jobs(request, client, ref, group, grouped, context)
+    template = (
+        "dashboard/error_groups/_error_groups.html"
+        if is_htmx(request)
+        else "dashboard/error_groups/error_groups.html"
+    )
+    return render_page(request, template, context)
+
+
+def _group_jobs(
+    request: HttpRequest,
+    client: Redis,
+    ref: QueueRef,
+    group: str,
+    grouped: read.ErrorGroups,
+    context: dict[str, Any],
+) -> HttpResponse:
+    """One group's jobs, newest failure first, a page at a time."""
+    try:
+        group = clean_group_key(group)
+    except actions.ActionRefused:
+        raise Http404("No such error group") from None
+    size = int_param(request.GET.get("size"), 50)
+    size = size if size in PAGE_SIZES else 50
+    page_number = int_param(request.GET.get("page"), 1, lowest=1)
+    start = (page_number - 1) * size
+    shown = next((g for g in grouped.groups if g.key == group), None)
+    total = shown.count if shown else 0
+    ids = read.group_job_ids(client, ref, group, start=start, size=size) if total else []
+    jobs = lists.JobPage(ref, TAB, start, size, total, lists.job_rows(client, ref.keys, TAB, ids))
+    context.update(
+        group=shown,
+        group_key=group,
+        jobs=jobs,
+        rows_html=presenters.job_rows_html(jobs, selectable=False),
+        page_number=page_number,
+        size=size,
+        page_sizes=PAGE_SIZES,
+    )
+    template = (
+        "dashboard/error_groups/_error_group_jobs.html"
+        if is_htmx(request)
+        else "dashboard/error_groups/error_groups.html"
+    )
+    return render_page(request, template, context)
+
+
+@require_POST
+@page_permission(act=True)
+def group_action_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    try:
+        outcome = group_action(
+            client,
+            ref,
+            request.POST.get("group", ""),
+            request.POST.get("action", ""),
+            user=user_label(request.user),
+        )
+    except (actions.ActionRefused, errors.CorruptKey) as error:
+        messages.error(request, str(error))
+        return redirect_back(request, _groups_url(ref))
+    clean = not (outcome.broken or outcome.moved_meanwhile or outcome.left)
+    level = messages.SUCCESS if outcome.result.count and clean else messages.WARNING
+    messages.add_message(request, level, outcome.result.message)
+    return redirect_back(request, _groups_url(ref))
+
+
+# -- the API -------------------------------------------------------------------------
+
+
+@require_GET
+@api_permission()
+@json_errors
+def api_groups(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    try:
+        grouped = read.error_groups(client, ref)
+    except errors.CorruptKey as error:
+        raise actions.QueueKeyCorrupt(str(error)) from error
+    return JsonResponse(grouped.as_json())
+
+
+@require_GET
+@api_permission()
+@json_errors
+def api_group_jobs(request: HttpRequest, prefix: str, name: str, group: str) -> HttpResponse:
+    """``?start=0&size=50``: a group's jobs, newest failure first."""
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    try:
+        group = clean_group_key(group)
+    except actions.ActionRefused:
+        raise Http404(f"No error group {group[:40]!r} in {ref.qualified}") from None
+    start = int_param(request.GET.get("start"), 0)
+    size = int_param(request.GET.get("size"), 50, lowest=1, highest=500)
+    total = read.group_count(client, ref, group)
+    ids = read.group_job_ids(client, ref, group, start=start, size=size)
+    rows = lists.job_rows(client, ref.keys, TAB, ids)
+    return JsonResponse(
+        answers.ErrorGroupJobs(
+            queue=ref.qualified,
+            group=group,
+            start=start,
+            total=total,
+            jobs=[row.as_json() for row in rows],
+        )
+    )
+
+
+@require_POST
+@api_permission(act=True)
+@json_errors
+def api_group_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """``{"action": "retry" | "remove", "group": "<key>"}``"""
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    body = request_body(request, bodies.ErrorGroupActionRequest)
+    try:
+        outcome = group_action(client, ref, body.group, body.action, user=user_label(request.user))
+    except errors.CorruptKey as error:
+        raise actions.QueueKeyCorrupt(str(error)) from error
+    return JsonResponse(outcome.answer())

@@ -1,0 +1,1 @@
+"""A job's flow tree: the job page's flow section, its children, the API."""

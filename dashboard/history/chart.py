@@ -1,0 +1,368 @@
+"""The queue page's history chart (1 h / 24 h / 7 d / 30 d), drawn on the server as SVG.
+
+Drawn as dashboard.shared.charts draws the hour chart (x and y in %, a hit area,
+``<title>`` and ``data-readout`` per slot for chart.js, the count scale in its
+own SVG, audit markers), in three bands on one time axis: finished jobs
+(failed below the line), wait and run time (p95 solid, p50 dashed), backlog.
+A slot is a point of the range or a few merged exactly (at most 288).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from dashboard.models import AuditEntry
+from dashboard.shared.charts import (
+    FAILURES_MEANING,
+    MAX_MARKERS,
+    Marker,
+    action_markers,
+    grid_svg,
+    half_scales,
+    nice_ceiling,
+    scale_svg,
+)
+from dashboard.shared.formatting import compact, failures, thousands
+from dashboard.shared.presenters import span
+from queues.read.history import RANGES, Figures, History, HistoryRange
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    merge: int  # points per slot
+    tick_every: int  # slots between time ticks
+    tick_unit_ms: int
+    tick_unit: str  # "min", "h", "d"
+
+
+_MIN, _HOUR, _DAY = 60_000, 3_600_000, 86_400_000
+LAYOUTS = {
+    "1h": Layout(1, 10, _MIN, "min"),
+    "24h": Layout(5, 48, _HOUR, "h"),
+    "7d": Layout(1, 24, _DAY, "d"),
+    "30d": Layout(4, 30, _DAY, "d"),
+}
+# Bands, in % of the chart's height: counts, durations, backlog, time labels.
+_C_TOP, _C_AXIS, _C_BOTTOM = 4.0, 26.0, 38.0
+_D_TOP, _D_BOTTOM = 46.0, 70.0
+_B_TOP, _B_BOTTOM = 78.0, 90.0
+_TIME = 98.0
+_MIN_BAR = 0.8
+_DASH = "\u2013"
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    start_ms: int
+    figures: Figures
+    current: bool
+
+
+def slots_of(history: History) -> list[Slot]:
+    merge = LAYOUTS[history.range.name].merge
+    points = history.points
+    slots = []
+    for offset in range(0, len(points), merge):
+        group = points[offset : offset + merge]
+        summed = Figures()
+        for point in group:
+            summed.merge(point.figures)
+        current = offset + merge >= len(points)
+        slots.append(Slot(group[0].start_ms, summed, current))
+    return slots
+
+
+def _when(start_ms: int, chosen: HistoryRange, merge: int) -> str:
+    start = dt.datetime.fromtimestamp(start_ms / 1000, tz=dt.UTC)
+    end = dt.datetime.fromtimestamp((start_ms + chosen.step_ms * merge) / 1000, tz=dt.UTC)
+    if chosen.step_ms * merge < _DAY:
+        return f"{start:%b %d %H:%M}{_DASH}{end:%H:%M} UTC"
+    return f"{start:%b %d %H:%M}{_DASH}{end:%b %d %H:%M} UTC"
+
+
+def format_ms(value: float | None) -> str:
+    """812 -> "812 ms", 4300 -> "4.3 s", 300000 -> "5.0 min"; a dash for none."""
+    if value is None:
+        return _DASH
+    if value < 1000:
+        return f"{value:.0f} ms"
+    if value < 120_000:
+        return f"{value / 1000:.1f} s"
+    return f"{value / 60_000:.1f} min"
+
+
+def _readout(slot: Slot, when: str) -> str:
+    f = slot.figures
+    parts = [f"{when}{' (so far)' if slot.current else ''}:"]
+    parts.append(f"{thousands(f.completed)} completed, {failures(f.failed)}")
+    for name, durations in (("wait", f.wait), ("run", f.run)):
+        if durations.count:
+            parts.append(
+                f"· {name} p50 {format_ms(durations.percentile(0.5))},"
+                f" p95 {format_ms(durations.percentile(0.95))}, max {format_ms(durations.max_ms)}"
+            )
+    if f.backlog is not None:
+        parts.append(f"· backlog {thousands(f.backlog)}")
+    if f.gaps:
+        parts.append("· some events were trimmed before they were read: counts may be low")
+    return " ".join(parts)
+
+
+def _y(value: float, top_value: float, top: float, bottom: float) -> float:
+    return bottom - min(value / max(top_value, 1e-9), 1.0) * (bottom - top)
+
+
+def _line(
+    css: str,
+    width: float,
+    values: Sequence[float | None],
+    top: float,
+    band: tuple[float, float],
+) -> str:
+    """A line through the slots that have a value (a slot without one breaks it);
+    a lone value is a dot. Segments, not a polyline: points in % need them."""
+    runs: list[list[tuple[str, str]]] = [[]]
+    for index, value in enumerate(values):
+        if value is None:
+            if runs[-1]:
+                runs.append([])
+            continue
+        runs[-1].append((f"{(index + 0.5) * width:.3f}%", f"{_y(value, top, *band):.2f}%"))
+    drawn = []
+    for run in runs:
+        if len(run) == 1:
+            drawn.append(f'<circle class="{css}" cx="{run[0][0]}" cy="{run[0][1]}" r="2"/>')
+        for (x1, y1), (x2, y2) in itertools.pairwise(run):
+            drawn.append(f'<line class="{css}" x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}"/>')
+    return "".join(drawn)
+
+
+def _grid() -> str:
+    return grid_svg(
+        (
+            ("grid", _C_TOP),
+            ("axis", _C_AXIS),
+            ("grid", _C_BOTTOM),
+            ("grid", _D_TOP),
+            ("axis", _D_BOTTOM),
+            ("grid", _B_TOP),
+            ("axis", _B_BOTTOM),
+        )
+    )
+
+
+def _scale(top_done: int, top_failed: int, top_ms: float, top_backlog: int) -> str:
+    labels = (
+        (_C_TOP, compact(top_done)),
+        (_C_AXIS, "0"),
+        (_C_BOTTOM, compact(top_failed)),
+        (_D_TOP, format_ms(top_ms)),
+        (_D_BOTTOM, "0"),
+        (_B_TOP, compact(top_backlog)),
+        (_B_BOTTOM, "0"),
+    )
+    return scale_svg(labels, 300)
+
+
+def _band_titles(slot: str) -> str:
+    """Each band's title; the counts' with how long a bar is (the scale's numbers
+    are jobs per bar, and a bar is 1 min to 4 h depending on the range)."""
+    return "".join(
+        f'<text class="tick band-title" x="0.3%" y="{y}%" dominant-baseline="hanging">'
+        f"{words}</text>"
+        for y, words in (
+            (_C_TOP - 3.5, f"jobs finished per {slot} (failures below the line)"),
+            (_D_TOP - 3.5, "wait and run time (p95 solid, p50 dashed)"),
+            (_B_TOP - 3.5, "backlog (waiting + prioritized)"),
+        )
+    )
+
+
+def _time_ticks(layout: Layout, count: int, width: float, chosen: HistoryRange) -> str:
+    ticks = []
+    slot_ms = chosen.step_ms * layout.merge
+    for index in range(count - 1 - layout.tick_every, 0, -layout.tick_every):
+        ago = (count - 1 - index) * slot_ms // layout.tick_unit_ms
+        x = (index + 0.5) * width
+        ticks.append(
+            f'<line class="tick-mark" x1="{x:.3f}%" x2="{x:.3f}%" y1="{_B_BOTTOM}%"'
+            f' y2="{_B_BOTTOM + 2}%"/>'
+            f'<text class="tick" x="{x:.3f}%" y="{_TIME}%" text-anchor="middle">'
+            f"&#8722;{ago} {layout.tick_unit}</text>"
+        )
+    ticks.append(f'<text class="tick" x="99.6%" y="{_TIME}%" text-anchor="end">now</text>')
+    return f'<g class="ticks">{"".join(ticks)}</g>'
+
+
+def _marker(marker: Marker, start_ms: int, span_ms: int) -> str:
+    x = min(max((marker.at_ms - start_ms) / span_ms * 100, 0.2), 99.8)
+    label = escape(marker.label)
+    return (
+        f'<g class="marker" data-marker="{label}"><title>{label}</title>'
+        f'<line x1="{x:.3f}%" x2="{x:.3f}%" y1="{_C_TOP - 2}%" y2="{_B_BOTTOM}%"/>'
+        f'<text x="{x:.3f}%" y="{_C_TOP - 1.5}%" text-anchor="middle">▼</text>'
+        f'<rect class="hit" x="{max(x - 0.6, 0):.3f}%" y="0" width="1.2%" height="{_B_BOTTOM}%"/>'
+        "</g>"
+    )
+
+
+def history_chart(history: History, markers: Sequence[Marker], range_links: str) -> SafeString:
+    """The figure: range links, the three bands, a readout line, the markers listed."""
+    chosen = history.range
+    layout = LAYOUTS[chosen.name]
+    slots = slots_of(history)
+    width = 100 / len(slots)
+    figures = [slot.figures for slot in slots]
+    top_done, top_failed = half_scales(
+        max((f.completed for f in figures), default=0), max((f.failed for f in figures), default=0)
+    )
+    percentiles = {
+        name: [getattr(f, kind).percentile(q) if getattr(f, kind).count else None for f in figures]
+        for name, kind, q in (
+            ("wait95", "wait", 0.95),
+            ("wait50", "wait", 0.5),
+            ("run95", "run", 0.95),
+            ("run50", "run", 0.5),
+        )
+    }
+    top_ms = float(
+        nice_ceiling(
+            max((v for vs in percentiles.values() for v in vs if v is not None), default=1)
+        )
+    )
+    backlogs: list[float | None] = [
+        None if f.backlog is None else float(f.backlog) for f in figures
+    ]
+    top_backlog = nice_ceiling(max((f.backlog_max or f.backlog or 0 for f in figures), default=0))
+
+    groups = []
+    for index, slot in enumerate(slots):
+        when = _when(slot.start_ms, chosen, layout.merge)
+        words = escape(_readout(slot, when))
+        f = slot.figures
+        x = f'x="{index * width + width * 0.14:.3f}%" width="{width * 0.72:.3f}%"'
+        bars = ""
+        if f.completed:
+            h = max(f.completed / top_done * (_C_AXIS - _C_TOP), _MIN_BAR)
+            bars += f'<rect class="bar-completed" {x} y="{_C_AXIS - h:.2f}%" height="{h:.2f}%"/>'
+        if f.failed:
+            h = max(f.failed / top_failed * (_C_BOTTOM - _C_AXIS), _MIN_BAR)
+            bars += f'<rect class="bar-failed" {x} y="{_C_AXIS:.2f}%" height="{h:.2f}%"/>'
+        groups.append(
+            f'<g class="minute{" partial" if slot.current else ""}" data-when="{escape(when)}"'
+            f' data-readout="{words}"><title>{words}</title>'
+            f'<rect class="hit" x="{index * width:.3f}%" y="0" width="{width:.3f}%" height="100%"/>'
+            f"{bars}</g>"
+        )
+    band = (_D_TOP, _D_BOTTOM)
+    lines = "".join(
+        _line(css, width, percentiles[name], top_ms, band)
+        for name, css in (
+            ("wait95", "line-wait"),
+            ("wait50", "line-wait p50"),
+            ("run95", "line-run"),
+            ("run50", "line-run p50"),
+        )
+    )
+    lines += _line("line-backlog", width, backlogs, top_backlog, (_B_TOP, _B_BOTTOM))
+    start_ms = slots[0].start_ms
+    span_ms = chosen.points * chosen.step_ms
+    total = Figures()
+    for f in figures:
+        total.merge(f)
+    summary = (
+        f"{thousands(total.completed)} completed, {failures(total.failed)} in the last"
+        f" {chosen.label}"
+    )
+    if total.wait.count:
+        summary += f"; wait p95 {format_ms(total.wait.percentile(0.95))}"
+    if total.run.count:
+        summary += f", run p95 {format_ms(total.run.percentile(0.95))}"
+    readout = escape(summary)
+    label = escape(f"Queue history, last {chosen.label}: {summary}")
+    bar_span = span(chosen.step_ms * layout.merge)  # "5 min": what one bar counts
+    svg = (
+        f'<div class="chart-area">{_scale(top_done, top_failed, top_ms, top_backlog)}'
+        f'<svg class="chart" width="100%" height="300" role="img" aria-label="{label}">'
+        f'{_grid()}{_band_titles(bar_span)}<g class="minutes">{"".join(groups)}</g>'
+        f'<g class="lines">{lines}</g>{_time_ticks(layout, len(slots), width, chosen)}'
+        f'<g class="markers">{"".join(_marker(m, start_ms, span_ms) for m in markers)}</g>'
+        "</svg></div>"
+    )
+    marker_list = ""
+    if markers:
+        items = "".join(f"<li>{escape(m.label)}</li>" for m in reversed(markers))
+        count = f"{len(markers)} admin action{'s' if len(markers) != 1 else ''}"
+        marker_list = (
+            f'<details class="chart-markers">'
+            f"<summary>{count} in the last {chosen.label}</summary>"
+            f"<ol>{items}</ol></details>"
+        )
+    return mark_safe(  # noqa: S308 - numbers, fixed words and escaped text only
+        f'<figure class="queue-chart history-chart" data-history-chart data-range="{chosen.name}">'
+        f'<figcaption><span class="chart-title">History</span>{range_links}'
+        '<span class="chart-key"><span class="key key-completed"></span>completed</span>'
+        f'<span class="chart-key" title="{FAILURES_MEANING}">'
+        '<span class="key key-failed"></span>failures</span>'
+        '<span class="chart-key"><span class="key key-wait"></span>wait</span>'
+        '<span class="chart-key"><span class="key key-run"></span>run</span>'
+        '<span class="chart-key"><span class="key key-backlog"></span>backlog</span>'
+        f"</figcaption>{stopped_note(history)}{svg}"
+        f'<p class="chart-readout" data-chart-readout data-default="{readout}">{readout}</p>'
+        f"{marker_list}</figure>"
+    )
+
+
+def history_missing(history: History, range_links: str, caught_up_ms: int | None) -> SafeString:
+    """What the history slot says instead of a flat chart of zeros when the
+    range holds nothing and no collector is current: an empty chart would claim
+    an idle queue ("0 completed, 0 failed") beside counts that say otherwise."""
+    if caught_up_ms is None:
+        why = (
+            "No history yet: no dashboard process has collected it (see"
+            " <code>ECHOMQ_HISTORY_COLLECTOR</code>). The counts above come from the jobs kept."
+        )
+    else:
+        why = escape(
+            f"Nothing recorded in the last {history.range.label}, and the collector last caught"
+            f" up {span(history.read_at_ms - caught_up_ms)} ago: what happened since is not in"
+            " the history yet."
+        )
+    return mark_safe(  # noqa: S308 - fixed words, numbers and escaped text only
+        f'<figure class="queue-chart history-chart no-series" data-history-chart'
+        f' data-range="{history.range.name}">'
+        f'<figcaption><span class="chart-title">History</span>{range_links}</figcaption>'
+        f'{stopped_note(history)}<p class="muted" data-history-missing>{why}</p></figure>'
+    )
+
+
+def stopped_note(history: History) -> str:
+    """What the chart says above itself when the collector stopped this
+    queue's history (one of its keys is broken; queues/collector_report.py):
+    the figures end there, and the key to repair is named."""
+    if not history.stopped:
+        return ""
+    return (
+        '<p class="message message-warning" data-history-stopped>'
+        f"The history of this queue stopped: {escape(history.stopped)}. Repair or delete that"
+        " key in Redis (deleting the state key starts this queue's history over): it resumes"
+        " within seconds. Other queues' history goes on.</p>"
+    )
+
+
+def markers_for(history: History) -> list[Marker]:
+    """The queue's admin actions in the chart's window, from the audit trail
+    (at most MAX_MARKERS)."""
+    span = history.range.points * history.range.step_ms
+    start = history.points[0].start_ms if history.points else history.read_at_ms - span
+    since = dt.datetime.fromtimestamp(start / 1000, tz=dt.UTC)
+    return action_markers(AuditEntry.on_queue_since(history.ref.qualified, since, MAX_MARKERS))
+
+
+__all__ = ["LAYOUTS", "RANGES", "history_chart", "history_missing", "markers_for", "slots_of"]

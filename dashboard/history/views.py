@@ -1,0 +1,206 @@
+"""The metrics history on the pages, as fragments each page loads after itself.
+
+``history_fragment``: the queue page's chart, swapped by htmx into a
+placeholder once the page is up (and by the range links): one pipeline of at
+most 1,440 small hashes whatever the queue's size. ``history_summary``: the
+overview's last hour per queue, busiest and most failing first: 60 small
+hashes per queue for at most ``SUMMARY_QUEUES``, read at most once per
+``SUMMARY_CACHE_S`` per process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_GET
+from redis import Redis
+
+from dashboard.core import connections
+from dashboard.core.lookup import queue_or_404
+from dashboard.core.permissions import page_permission
+from dashboard.core.queue_urls import queue_url
+from dashboard.core.redis import get_client
+from dashboard.history.chart import format_ms, history_chart, history_missing, markers_for
+from dashboard.shared import connection_groups
+from dashboard.shared.charts import FAILURES_MEANING
+from dashboard.shared.formatting import thousands
+from dashboard.shared.health import percent
+from queues.read.history import (
+    DEFAULT_RANGE,
+    LAGGING_S,
+    RANGES,
+    Figures,
+    collector_status,
+    fitted,
+    history,
+    recent,
+)
+from queues.read.refs import QueueRef
+from queues.read.states import FAILED
+
+
+def range_links(ref: QueueRef, chosen: str) -> SafeString:
+    base = queue_url("dashboard:history", ref)
+    links = format_html_join(
+        "",
+        '<a class="btn btn-small{}" href="{}?range={}" hx-get="{}?range={}"'
+        ' hx-target="closest [data-history-chart]" hx-swap="outerHTML"{}>{}</a>',
+        (
+            (
+                " active" if name == chosen else "",
+                base,
+                name,
+                base,
+                name,
+                SafeString(' aria-current="true"') if name == chosen else "",
+                name,
+            )
+            for name in RANGES
+        ),
+    )
+    return format_html(
+        '<span class="history-ranges" role="group" aria-label="Range">{}</span>', links
+    )
+
+
+@require_GET
+@page_permission()
+def history_fragment(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    chosen = request.GET.get("range", "")
+    if chosen in RANGES:
+        read = history(client, ref, chosen)
+    else:
+        # No range asked (the page's first load): the default's span, narrowed
+        # to the data when it all lies in a shorter range.
+        read = fitted(history(client, ref, DEFAULT_RANGE))
+    links = range_links(ref, read.range.name)
+    if not read.recorded_anything:  # the collector's status is read only then
+        status = collector_status(client)
+        if not status.is_current(read.read_at_ms):
+            return HttpResponse(history_missing(read, links, status.caught_up_ms))
+    return HttpResponse(history_chart(read, markers_for(read), links))
+
+
+SUMMARY_QUEUES = 200
+SUMMARY_ROWS = 15
+# The last hour of 200 queues is 12,000 small hashes, and every overview load
+# asks for it (docs/benchmarks.md, "Figures that were in the code's comments"):
+# one reading serves every viewer of the process this long (Django's cache).
+SUMMARY_CACHE_S = 10
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    ref: QueueRef
+    completed: str
+    failed: str
+    # The rate, as a failed-coloured badge when it is at least FAILING_RATE.
+    failure_rate: str
+    wait_p95: str
+    run_p95: str
+    backlog: str
+
+
+# A failure rate from this on is marked, in the failed state's colour.
+FAILING_RATE = 0.05
+
+
+def _failure_rate(rate: float | None) -> str:
+    if rate is None:  # nothing finished: the dash the wait and run cells show for none
+        return format_ms(None)
+    if rate < FAILING_RATE:
+        return percent(rate)
+    return format_html('<span class="badge state-{}">{}</span>', FAILED.name, percent(rate))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerHour:
+    """One Redis server's last hour: its queues' figures and its collector's lag."""
+
+    figures: dict[QueueRef, Figures]
+    lag_s: float | None  # None: no collector ever caught up there
+
+
+def _last_hours() -> tuple[list[ServerHour], int, list[str]]:
+    """Every reachable server's last hour, for at most ``SUMMARY_QUEUES`` queues
+    in all (the overview's order: connection, then name); the total number of
+    queues read and the names of the servers that did not answer."""
+    hours: list[ServerHour] = []
+    unreachable: list[str] = []
+    read = 0
+    for group in connection_groups.discovered():
+        refs = group.refs[: SUMMARY_QUEUES - read]
+
+        def last_hour(client: Redis, refs: list[QueueRef] = refs) -> ServerHour:
+            return ServerHour(recent(client, refs), collector_status(client).lag_s())
+
+        # None: the server did not answer now or lately (ask remembers which).
+        answer = connection_groups.ask(group, last_hour)
+        if answer is None:
+            unreachable.append(group.name)
+            continue
+        hours.append(answer)
+        read += len(refs)
+    return hours, read, unreachable
+
+
+def _summary_cache_key() -> str:
+    """The servers and queues the summary reads (other settings, another summary)."""
+    servers = "\n".join(repr(connection) for connection in connections.configured())
+    return "echomq:last-hour:" + hashlib.sha256(servers.encode()).hexdigest()
+
+
+@require_GET
+@page_permission()
+def history_summary(request: HttpRequest) -> HttpResponse:
+    key = _summary_cache_key()
+    kept: tuple[list[ServerHour], int, list[str]] | None = cache.get(key)
+    if kept is None:
+        kept = _last_hours()
+        cache.set(key, kept, SUMMARY_CACHE_S)
+    hours, queues, unreachable = kept
+    active = [
+        (ref, f)
+        for hour in hours
+        for ref, f in hour.figures.items()
+        if f.completed + f.failed or f.backlog
+    ]
+    # Most failing first, then the busiest: the rows an on-call engineer looks for.
+    active.sort(
+        key=lambda item: (-(item[1].failure_rate or 0), -(item[1].completed + item[1].failed))
+    )
+    rows = [
+        SummaryRow(
+            ref,
+            thousands(f.completed),
+            thousands(f.failed),
+            _failure_rate(f.failure_rate),
+            format_ms(f.wait.percentile(0.95)),
+            format_ms(f.run.percentile(0.95)),
+            "" if f.backlog is None else thousands(f.backlog),
+        )
+        for ref, f in active[:SUMMARY_ROWS]
+    ]
+    lags = [hour.lag_s for hour in hours if hour.lag_s is not None]
+    # The furthest behind of the servers' collectors is the one to warn of.
+    lag = max(lags, default=None)
+    context = {
+        "rows": rows,
+        "more": max(0, len(active) - SUMMARY_ROWS),
+        "queues": queues,
+        "lagging": None if lag is None else (round(lag) if lag > LAGGING_S else None),
+        "never": bool(hours) and lag is None,
+        "several": connections.several(),
+        # The phone's words beside the figures, from the one definition of the states.
+        "failures_meaning": FAILURES_MEANING,
+        "unreachable": unreachable,
+    }
+    return render(request, "dashboard/history/_history_summary.html", context)

@@ -1,0 +1,1 @@
+"""Prometheus' /metrics: the queues and the dashboard's own figures."""

@@ -1,0 +1,252 @@
+"""``metrics``: the queues and the dashboard's own health for Prometheus.
+
+A bearer token (``ECHOMQ_METRICS_TOKEN``, compared in constant time) and no
+session; without the setting, 404. Each scrape reads Redis afresh through
+``QueueCollector`` in a registry of its own, bounded: for at most
+``MAX_QUEUES`` queues (``echomq_queues_omitted`` counts the rest) a pipelined
+count per state and one small hash, and per connection one CLIENT LIST and
+two reads of the collector's status; never anything per job. A server that
+does not answer reports ``echomq_redis_up{connection=...} 0``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+from redis import Redis
+
+from dashboard.core import conf, connections
+from dashboard.core.lookup import all_queues
+from dashboard.core.redis import get_client
+from queues.connection import REDIS_FAILURES
+from queues.latency import STEPS_PER_DOUBLING
+from queues.read.counts import QueueSummary, queue_summaries
+from queues.read.history import Durations, Totals, collector_status, stopped_histories, totals
+from queues.read.refs import QueueRef
+from queues.read.workers import worker_counts
+
+MAX_QUEUES = 500
+# Histogram bounds for Prometheus: every fourth latency bucket bound, 1 ms to
+# 2^24 ms (4.7 h), so each cumulative count is exact (no bucket is split).
+LE_POWERS = range(25)
+# The connection (``default`` unless ECHOMQ_CONNECTIONS names others): the same
+# queue name may live on two servers.
+SERVER_LABELS = ["connection"]
+LABELS = [*SERVER_LABELS, "prefix", "queue"]
+
+
+def _labels(ref: QueueRef) -> list[str]:
+    return [ref.connection, ref.prefix, ref.name]
+
+
+def _histogram(family: HistogramMetricFamily, ref: QueueRef, durations: Durations) -> None:
+    buckets: list[tuple[str, float]] = []
+    for power in LE_POWERS:
+        top = power * STEPS_PER_DOUBLING
+        counted = sum(n for bucket, n in durations.buckets.items() if bucket <= top)
+        buckets.append((repr(2**power / 1000), counted))
+    buckets.append(("+Inf", durations.count))
+    family.add_metric(_labels(ref), buckets, durations.sum_ms / 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """One Redis connection to export: its client and queues (at most what is
+    left of ``MAX_QUEUES``), both None when it could not be reached."""
+
+    connection: str
+    client: Redis | None
+    refs: list[QueueRef] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerReading:
+    """Everything one scrape reads from one server, read before any is exported:
+    a server that fails halfway adds no sample, rather than half of them."""
+
+    summaries: list[QueueSummary]
+    workers: dict[QueueRef, int] | None  # None: the server would not list its clients
+    recorded: dict[QueueRef, Totals]
+    stopped: dict[QueueRef, str]  # the queues whose history the collector stopped
+    lag_s: float | None
+
+    @classmethod
+    def read(cls, client: Redis, refs: list[QueueRef]) -> ServerReading:
+        return cls(
+            queue_summaries(client, refs, metrics_points=0),
+            worker_counts(client, refs),
+            totals(client, refs),
+            stopped_histories(client, refs),
+            collector_status(client).lag_s(int(time.time() * 1000)),
+        )
+
+
+class Families:
+    """The metric families of one scrape; every server adds its samples to the
+    same families (the text format lists each family once)."""
+
+    def __init__(self) -> None:
+        self.up = GaugeMetricFamily(
+            "echomq_redis_up",
+            "1 when the dashboard reached Redis for this scrape",
+            labels=SERVER_LABELS,
+        )
+        self.jobs = GaugeMetricFamily(
+            "echomq_queue_jobs", "Jobs in each state", labels=[*LABELS, "state"]
+        )
+        self.paused = GaugeMetricFamily(
+            "echomq_queue_paused", "1 when the queue is paused", labels=LABELS
+        )
+        self.workers = GaugeMetricFamily(
+            "echomq_queue_workers", "Workers connected to the queue", labels=LABELS
+        )
+        self.completed = CounterMetricFamily(
+            "echomq_queue_completed",
+            "Jobs completed, as the history collector counted them",
+            labels=LABELS,
+        )
+        self.failed = CounterMetricFamily(
+            "echomq_queue_failed",
+            "Jobs failed, as the history collector counted them",
+            labels=LABELS,
+        )
+        self.backlog = GaugeMetricFamily(
+            "echomq_queue_backlog",
+            "Jobs ready to run (waiting + prioritized), last sample",
+            labels=LABELS,
+        )
+        self.wait = HistogramMetricFamily(
+            "echomq_queue_wait_seconds", "Time from ready to active", labels=LABELS
+        )
+        self.run = HistogramMetricFamily(
+            "echomq_queue_run_seconds", "Time from active to completed or failed", labels=LABELS
+        )
+        self.gaps = CounterMetricFamily(
+            "echomq_history_gaps",
+            "Reads that found events trimmed before the collector read them",
+            labels=LABELS,
+        )
+        self.history_stopped = GaugeMetricFamily(
+            "echomq_history_stopped",
+            "1 when the collector stopped this queue's history: a key of it is broken"
+            " (the queue's page names it)",
+            labels=LABELS,
+        )
+        self.lag = GaugeMetricFamily(
+            "echomq_collector_lag_seconds",
+            "Seconds since the history collector last read every events stream to its end",
+            labels=SERVER_LABELS,
+        )
+
+    def add(self, reading: ServerReading) -> None:
+        for summary in reading.summaries:
+            for state, count in summary.counts.items():
+                self.jobs.add_metric([*_labels(summary.ref), state], count)
+            self.paused.add_metric(_labels(summary.ref), 1 if summary.paused else 0)
+        for ref, count in (reading.workers or {}).items():
+            self.workers.add_metric(_labels(ref), count)
+        for ref, total in reading.recorded.items():
+            figures = total.figures
+            self.completed.add_metric(_labels(ref), figures.completed)
+            self.failed.add_metric(_labels(ref), figures.failed)
+            if figures.backlog is not None:
+                self.backlog.add_metric(_labels(ref), figures.backlog)
+            _histogram(self.wait, ref, figures.wait)
+            _histogram(self.run, ref, figures.run)
+            self.gaps.add_metric(_labels(ref), figures.gaps)
+            self.history_stopped.add_metric(_labels(ref), 1 if ref in reading.stopped else 0)
+
+    def all(self) -> list[Metric]:
+        """Every family, in the order ``__init__`` made them."""
+        return list(vars(self).values())
+
+
+class QueueCollector(Collector):
+    """Reads the servers' queues on each ``collect`` (each scrape)."""
+
+    def __init__(self, servers: Sequence[Server], omitted: int) -> None:
+        self.servers = list(servers)
+        self.omitted = omitted
+
+    def collect(self) -> Iterator[Metric]:
+        families = Families()
+        for server in self.servers:
+            reading = None
+            if server.client is not None and server.refs is not None:
+                try:
+                    reading = ServerReading.read(server.client, server.refs)
+                except REDIS_FAILURES:  # this server is down: echomq_redis_up 0
+                    reading = None
+            families.up.add_metric([server.connection], 0 if reading is None else 1)
+            if reading is None:
+                continue
+            families.add(reading)
+            if reading.lag_s is not None:
+                families.lag.add_metric([server.connection], reading.lag_s)
+        yield from families.all()
+        yield GaugeMetricFamily(
+            "echomq_queues_omitted",
+            f"Queues left out of this scrape (at most {MAX_QUEUES} are exported)",
+            value=self.omitted,
+        )
+
+
+def _servers() -> tuple[list[Server], int]:
+    """Every connection with its queues, at most ``MAX_QUEUES`` in all (the
+    overview's order); how many were left out."""
+    servers: list[Server] = []
+    kept = omitted = 0
+    for connection in connections.configured():
+        try:
+            # A cluster client already fails here when it reaches no node.
+            client = get_client(connection.name)
+            refs = all_queues(client, connection=connection.name)
+        except REDIS_FAILURES:
+            servers.append(Server(connection.name, None, None))
+            continue
+        room = max(0, MAX_QUEUES - kept)
+        servers.append(Server(connection.name, client, refs[:room]))
+        kept += min(room, len(refs))
+        omitted += max(0, len(refs) - room)
+    return servers, omitted
+
+
+def _authorised(request: HttpRequest, token: str) -> bool | None:
+    """True: the right token; False: a wrong one; None: none sent."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, sent = header.partition(" ")
+    if scheme.lower() != "bearer" or not sent.strip():
+        return None
+    return hmac.compare_digest(sent.strip().encode(), token.encode())
+
+
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    token = conf.metrics_token()
+    if token is None:
+        raise Http404("metrics are off (ECHOMQ_METRICS_TOKEN is not set)")
+    authorised = _authorised(request, token)
+    if authorised is None:
+        response = HttpResponse(
+            "a bearer token is required\n", status=401, content_type="text/plain"
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    if not authorised:
+        return HttpResponse("wrong token\n", status=403, content_type="text/plain")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector(*_servers()))
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

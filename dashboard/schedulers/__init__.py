@@ -1,0 +1,1 @@
+"""A queue's job schedulers tab: the page, its actions and the API."""

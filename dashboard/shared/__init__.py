@@ -1,0 +1,3 @@
+"""What the rooms share above the plumbing: the web helpers every view uses,
+the presenters and charts, and the actions (every change, audited).
+"""

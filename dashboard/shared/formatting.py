@@ -1,0 +1,49 @@
+"""Numbers for humans, shared by the presenters and the charts."""
+
+from __future__ import annotations
+
+
+def thousands(value: object) -> str:
+    """1204331 -> "1,204,331"."""
+    try:
+        return f"{int(value):,}"  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return ""
+
+
+def failures(count: int) -> str:
+    """1 -> "1 failure", 1204 -> "1,204 failures": each time a job failed for
+    good, which the charts count (dashboard.shared.charts.FAILURES_MEANING), against
+    the failed jobs a tab holds."""
+    return f"{thousands(count)} failure{'' if count == 1 else 's'}"
+
+
+def compact(value: object) -> str:
+    """1204331 -> "1.2M", 3200 -> "3.2k" (the exact value goes in a title)."""
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return ""
+    for size, unit in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
+        if abs(number) >= size:
+            return f"{number / size:.1f}".rstrip("0").rstrip(".") + unit
+    return str(number)
+
+
+_YEAR_S = 365 * 86_400
+
+
+def span(ms: int) -> str:
+    """A duration for humans: "340 ms", "4.2 s", "3 min", "2 h", "5 d", "73 years"
+    (not "26692 d": a year is 365 days here)."""
+    seconds = abs(ms) / 1000
+    if seconds < 1:
+        return f"{abs(ms)} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s".replace(".0 s", " s")
+    if seconds >= 2 * _YEAR_S:
+        return f"{int(seconds // _YEAR_S)} years"
+    for size, unit in ((86_400, "d"), (3_600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit}"
+    return f"{int(seconds)} s"  # pragma: no cover - unreachable, keeps mypy happy

@@ -1,0 +1,657 @@
+"""Display rows for the templates, built in Python.
+
+Django's template engine costs microseconds per variable; a page of 50 jobs or
+50 queues with a dozen values each adds up. These presenters format every
+value once (numbers for humans, times, URLs with a single reverse() per page)
+so the templates only place strings.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from urllib.parse import quote
+
+from django.utils.html import conditional_escape, escape, format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import Truncator
+
+from dashboard.core.queue_urls import PATH_SAFE, queue_url, queue_url_maker
+from dashboard.shared import charts
+
+# Re-exported: presenters.thousands / compact read well in templates' tag code.
+from dashboard.shared.formatting import compact as compact
+from dashboard.shared.formatting import span as span
+from dashboard.shared.formatting import thousands as thousands
+from dashboard.shared.health import Health, Workers, queue_health
+from queues import codec
+from queues.events import Event
+from queues.read.counts import METRICS_POINTS, QueueSummary
+from queues.read.failures import FailedAttempt, first_line
+from queues.read.job import JobDetail
+from queues.read.lists import JobPage
+from queues.read.progress import Progress
+from queues.read.refs import QueueRef
+from queues.read.search import FoundText
+from queues.read.states import EVENT_TONES, LABELS, TAB, TABS
+from queues.throughput import MINUTE_MS
+
+# Words for every state a page names, and the events tab.
+STATE_LABELS = {**LABELS, "events": "events"}
+
+
+def exact_time(ms: object) -> str:
+    """Milliseconds since the epoch as an exact UTC time ("" when not a time)."""
+    if not isinstance(ms, int) or isinstance(ms, bool):
+        return ""
+    try:
+        second = _utc_second(ms // 1000)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return f"{second}.{ms % 1000:03d} UTC"
+
+
+@lru_cache(maxsize=256)
+def _utc_second(seconds: int) -> str:
+    """One second of exact_time, formatted once: a live queue's events mostly share
+    their second, and strftime was half the cost of an event's row (issue 25)."""
+    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def running_label(ms: int) -> str:
+    """How long an active job has run, in whole seconds: "running 42 s",
+    "running 3 min" (static/dashboard/live.js counts on with the same words)."""
+    seconds = max(0, ms) // 1000
+    return f"running {seconds} s" if seconds < 60 else f"running {span(seconds * 1000)}"
+
+
+def running_html(processed_on: int | None, now_ms: int) -> SafeString:
+    """An active job's running time, kept counting by the page script from
+    data-running-ms (the time run when rendered: no clock of the browser's
+    is compared with the server's); "" when the job has no start time."""
+    if processed_on is None:
+        return mark_safe("")
+    ran = max(0, now_ms - processed_on)
+    return format_html(
+        '<span class="running" data-running-ms="{}" title="started {}">{}</span>',
+        ran,
+        exact_time(processed_on),
+        running_label(ran),
+    )
+
+
+def relative_time(ms: object, now_ms: int | None = None) -> str:
+    """ "3 min ago" / "in 2 h"; "—" when not a time."""
+    if not isinstance(ms, int) or isinstance(ms, bool):
+        return "—"
+    delta = (now_ms if now_ms is not None else int(time.time() * 1000)) - ms
+    if abs(delta) < 1000:
+        return "just now"  # "340 ms ago" is precision nobody reads in a list
+    return f"{span(delta)} ago" if delta >= 0 else f"in {span(delta)}"
+
+
+_JSON_TOKEN = re.compile(
+    r'(?P<string>"(?:\\.|[^"\\])*")(?P<colon>\s*:)?'
+    r"|(?P<number>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)"
+    r"|(?P<literal>\btrue\b|\bfalse\b|\bnull\b)"
+)
+HIGHLIGHT_LIMIT = 64 * 1024
+
+
+def highlight_json(text: str) -> SafeString:
+    """JSON text with keys, strings, numbers and literals in classed spans.
+
+    Everything is escaped; text that is not JSON only gets harmless spans, and
+    text over 64 KB is left plain (highlighting is for reading, not for 10 MB).
+    """
+    if len(text) > HIGHLIGHT_LIMIT:
+        return conditional_escape(text)
+    parts: list[str] = []
+    position = 0
+    for match in _JSON_TOKEN.finditer(text):
+        parts.append(escape(text[position : match.start()]))
+        if match.group("string") is not None:
+            kind = "j-key" if match.group("colon") else "j-str"
+            parts.append(f'<span class="{kind}">{escape(match.group("string"))}</span>')
+            parts.append(escape(match.group("colon") or ""))
+        else:
+            kind = "j-num" if match.group("number") is not None else "j-lit"
+            parts.append(f'<span class="{kind}">{escape(match.group(0))}</span>')
+        position = match.end()
+    parts.append(escape(text[position:]))
+    return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
+
+
+def job_url_prefix(ref: QueueRef) -> str:
+    """The URL of a job page minus the id: reverse() once per page, not per row."""
+    return queue_url("dashboard:job", ref, "_")[:-1]
+
+
+def job_url(prefix: str, job_id: str) -> str:
+    return prefix + quote(job_id, safe=PATH_SAFE)
+
+
+@dataclass(slots=True)
+class CountCell:
+    state: str
+    label: str
+    count: int
+    short: str
+    exact: str
+    url: str
+
+
+# What an overview row's dot means, said on hover and in the legend beside
+# the heading (templates/dashboard/browse/overview.html): live.js pulses it when the
+# queue's events arrive.
+LIVE_DOT_MEANING = "pulses as events arrive"
+_LIVE_DOT = html.escape(LIVE_DOT_MEANING.capitalize())
+
+
+@dataclass(slots=True)
+class QueueRow:
+    summary: QueueSummary
+    url: str
+    sparkline: SafeString
+    health: Health
+
+    @property
+    def rate(self) -> SafeString:
+        return charts.latest_rate(self.summary)
+
+    @property
+    def health_html(self) -> SafeString:
+        return charts.health_note(self.health)
+
+    @property
+    def html(self) -> SafeString:
+        """The overview's ``<tr>``. Names go through html.escape (what Django's
+        escape() calls, minus its lazy-string wrapper: a fifth of the row's time)."""
+        ref = self.summary.ref
+        qualified = html.escape(ref.qualified)
+        paused = '<span class="badge state-paused">paused</span>' if self.summary.paused else ""
+        # data-queue is the live subscription's name: with the connection when not the default.
+        return SafeString(
+            f'<tr data-queue="{html.escape(ref.address)}" class="{self.health.css}">\n'
+            f'  <th scope="row">\n'
+            f'    <span class="live-dot" data-live-dot aria-hidden="true"'
+            f' title="{_LIVE_DOT}"></span>\n'
+            f'    <a href="{html.escape(self.url)}" class="queue-name" title="{qualified}">'
+            f"{html.escape(ref.name)}</a>\n"
+            f'    <span class="muted prefix">{html.escape(ref.prefix)}</span>\n'
+            f"    {paused}{self.health_html}\n"
+            f"  </th>\n"
+            f"  {self.cells_html}\n"
+            f'  <td class="spark">{self.sparkline}{self.rate}</td>\n'
+            f"</tr>\n"
+        )
+
+    @property
+    def cells_html(self) -> SafeString:
+        """The row's count cells, as plain strings: states, labels and counts are
+        our own words and digits, so only the URL is escaped, once per row
+        (format_html per piece cost more than the rest of the row)."""
+        url = html.escape(self.url)
+        counts = self.summary.counts
+        return SafeString(
+            "".join(
+                f'<td class="num"><a href="{url}?state={tab.name}" class="count state-{tab.name}'
+                f'{"" if counts[tab.name] else " zero"}" data-label="{tab.label}"'
+                f' data-count-state="{tab.name}" title="{thousands(counts[tab.name])}'
+                f' {tab.label}">{compact(counts[tab.name])}</a></td>'
+                for tab in TABS
+            )
+        )
+
+
+def count_cells(base_url: str, counts: dict[str, int]) -> list[CountCell]:
+    return [
+        CountCell(
+            tab.name,
+            tab.label,
+            counts[tab.name],
+            compact(counts[tab.name]),
+            thousands(counts[tab.name]),
+            f"{base_url}?state={tab.name}",
+        )
+        for tab in TABS
+    ]
+
+
+def queue_rows(
+    summaries: Sequence[QueueSummary],
+    *,
+    slots: int = METRICS_POINTS,
+    workers: Mapping[QueueRef, Workers] | None = None,
+) -> list[QueueRow]:
+    """The overview's rows, each sparkline on its own scale
+    (charts.sparkline_svg). ``workers``: the queues' connected workers where
+    counted (dashboard.browse.health_reads), None when unknown."""
+    rows = []
+    queue_page_url = queue_url_maker("dashboard:queue")
+    for summary in summaries:
+        url = queue_page_url(summary.ref)
+        rows.append(
+            QueueRow(
+                summary=summary,
+                url=url,
+                sparkline=charts.sparkline_svg(
+                    summary.completed_per_minute,
+                    summary.failed_per_minute,
+                    slots,
+                    newest_minute=summary.read_at_ms // MINUTE_MS - 1,
+                    counted_from_events=summary.counted_from_events,
+                ),
+                health=queue_health(summary, None if workers is None else workers.get(summary.ref)),
+            )
+        )
+    return rows
+
+
+def empty_tab_hint(tab: str, summary: QueueSummary, completed_last_hour: int | None) -> str:
+    """What an empty tab can still tell the person looking at it, from counts
+    and metrics the page already read ("" when nothing useful)."""
+    counts = summary.counts
+    done = (
+        f"{thousands(completed_last_hour)} completed in the last hour."
+        if completed_last_hour is not None
+        else ""
+    )
+    if tab == "failed":
+        return done or f"{thousands(counts['completed'])} completed jobs are kept."
+    if tab == "active":
+        if summary.paused:
+            return "The queue is paused: workers take no new jobs."
+        if counts["wait"]:
+            return f"{thousands(counts['wait'])} waiting: are the workers running?"
+        return done
+    if tab == "wait":
+        return f"{thousands(counts['active'])} active right now." if counts["active"] else done
+    if tab == "completed" and completed_last_hour:
+        return f"{done[:-1]}, not kept (removeOnComplete)."
+    return ""
+
+
+@dataclass(slots=True)
+class JobRowView:
+    id: str
+    id_short: str
+    url: str
+    name: str
+    missing: bool
+    time_relative: str
+    time_exact: str
+    attempts: SafeString
+    progress: Progress
+    running: SafeString
+    reason: str
+
+    def html(
+        self, *, selectable: bool, show_reason: bool, found: SafeString | None = None
+    ) -> SafeString:
+        """The row's <tr>, every value escaped by format_html; ``found``: a
+        search result's last cell (:func:`found_cell_html`)."""
+        check = (
+            format_html(
+                '<td class="check"><input type="checkbox" name="ids" value="{}"'
+                ' aria-label="Select job {}"></td>',
+                self.id,
+                self.id,
+            )
+            if selectable
+            else ""
+        )
+        if self.missing:
+            name = mark_safe('<span class="muted">hash missing</span>')
+        elif not self.name:
+            name = mark_safe('<span class="muted">(no name)</span>')
+        else:
+            name = conditional_escape(self.name)
+        progress = progress_html(self.progress)
+        if self.running:
+            progress = format_html("{} {}", progress, self.running) if progress else self.running
+        reason = (
+            format_html('<td class="reason" title="{}">{}</td>', self.reason, self.reason)
+            if show_reason
+            else ""
+        )
+        return format_html(
+            '<tr data-job-id="{}"{}>{}<td class="id"><a href="{}" title="{}">{}</a></td>'
+            '<td class="name" title="{}">{}</td>'
+            '<td class="when"><time title="{}">{}</time></td><td class="num">{}</td>'
+            '<td class="progress">{}</td>{}{}</tr>',
+            self.id,
+            mark_safe(' class="missing"') if self.missing else "",
+            check,
+            self.url,
+            self.id,
+            self.id_short,
+            self.name,
+            name,
+            self.time_exact,
+            self.time_relative,
+            self.attempts,
+            progress,
+            reason,
+            found or "",
+        )
+
+
+# A manual retry keeps the attempt counters (docs/protocol.md: "attempt counters
+# and the stacktrace are kept"), so a job retried after its attempts ran out
+# has made more than it was allowed: "2/1" read as a broken counter. Nothing
+# but a retry from outside the worker (this dashboard, the API, another tool)
+# runs a job past its allowed attempts, hence the words.
+_BY_HAND = "retried by hand"
+_OVER_ALLOWED_TITLE = (
+    "More attempts than allowed: after its attempts ran out the job was retried"
+    " by hand, and a manual retry keeps counting them."
+)
+
+
+def attempts_html(made: int, allowed: int) -> SafeString:
+    """Attempts made against allowed, for every place that shows both: "2/5",
+    or past the allowed number "2 (1 allowed; retried by hand)", never a
+    fraction above one."""
+    if made <= allowed:
+        return format_html("{}/{}", made, allowed)
+    return format_html(
+        '<span title="{}">{} <span class="muted">({} allowed; {})</span></span>',
+        _OVER_ALLOWED_TITLE,
+        made,
+        allowed,
+        _BY_HAND,
+    )
+
+
+def attempt_of_html(number: int, allowed: int) -> SafeString:
+    """One attempt among the allowed ones, for the job's status line: "attempt
+    2 of 5", or "attempt 2 (1 allowed; retried by hand)" past the allowed."""
+    if number <= allowed:
+        return format_html("attempt {} of {}", number, allowed)
+    return format_html("attempt {} ({} allowed; {})", number, allowed, _BY_HAND)
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _amount(value: int | float | None) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"{value:,}"
+
+
+def progress_label(progress: Progress) -> str:
+    """The words beside a progress bar: "1 of 5" for counted work, "42%" for a
+    percent, "" when there is no bar (queues.read.progress decides)."""
+    if progress.percent is None:
+        return ""
+    if progress.counted:
+        return f"{_amount(progress.done)} of {_amount(progress.total)}"
+    return f"{progress.percent}%"
+
+
+def progress_html(progress: Progress, *, text_limit: int = 40) -> SafeString:
+    """A progress bar and its words; other progress values as short JSON text
+    (the way the job page shows them), not as a Python repr; "" when none."""
+    if progress.percent is not None:
+        return format_html(
+            '<progress max="100" value="{}" aria-hidden="true"></progress>'
+            ' <span class="pct">{}</span>',
+            progress.percent,
+            progress_label(progress),
+        )
+    value = progress.value
+    if value is None:
+        return mark_safe("")
+    if isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
+    text = _truncate(codec.printable(text), text_limit)
+    return format_html('<span class="muted" title="{}">{}</span>', text, text)
+
+
+_SELECT_ALL = mark_safe(
+    '<th scope="col" class="check"><input type="checkbox" data-select-all'
+    ' aria-label="Select all jobs on this page"></th>'
+)
+_REASON_HEADING = mark_safe('<th scope="col">Reason</th>')
+_FOUND_HEADING = mark_safe('<th scope="col" class="found">Matched</th>')
+
+
+def job_table_head_html(
+    state: str, *, selectable: bool = False, time_heading: str = "", found: bool = False
+) -> SafeString:
+    """The <thead> over :func:`job_rows_html`'s rows: the same columns in the
+    same order, decided here beside them (the queue's tab, its search results
+    and an error group's jobs all draw it). ``time_heading`` replaces the
+    state's own word for the time column; ``found`` adds a search's column of
+    the text each job matched."""
+    tab = TAB[state]
+    return format_html(
+        '<thead><tr>{}<th scope="col">Id</th><th scope="col">Name</th><th scope="col">{}</th>'
+        '<th scope="col" class="num">Attempts</th><th scope="col">Progress</th>{}{}</tr></thead>',
+        _SELECT_ALL if selectable else "",
+        time_heading or tab.time_heading,
+        _REASON_HEADING if tab.shows_reason else "",
+        _FOUND_HEADING if found else "",
+    )
+
+
+def found_cell_html(found: FoundText | None) -> SafeString:
+    """A search result's "Matched" cell: the field's name and its text around
+    the match, the match marked, "…" where the field goes on. Empty for a
+    match that has no place in a text (an id, a JSON path's value)."""
+    if found is None:
+        return mark_safe('<td class="found"></td>')
+    return format_html(
+        '<td class="found"><span class="found-field">{}</span>'
+        " <code>{}{}<mark>{}</mark>{}{}</code></td>",
+        found.name,
+        "…" if found.more_before else "",
+        found.before,
+        found.match,
+        found.after,
+        "…" if found.more_after else "",
+    )
+
+
+def job_rows_html(
+    page: JobPage, *, selectable: bool, found: Mapping[str, FoundText] | None = None
+) -> SafeString:
+    """All rows of a job page as one block of escaped markup; with ``found``
+    (a search's results), each row ends with what its job matched."""
+    show_reason = TAB[page.state].shows_reason
+    rows = [
+        row.html(
+            selectable=selectable,
+            show_reason=show_reason,
+            found=None if found is None else found_cell_html(found.get(row.id)),
+        )
+        for row in job_rows(page)
+    ]
+    return mark_safe("\n".join(rows))  # noqa: S308 - each row is built by format_html
+
+
+def job_rows(page: JobPage) -> list[JobRowView]:
+    prefix = job_url_prefix(page.ref)
+    now = int(time.time() * 1000)
+    row_time = TAB[page.state].row_time
+    rows = []
+    for row in page.rows:
+        job = row.job
+        if row_time == "due":
+            moment = row.due_ms
+        elif row_time == "finished":
+            moment = job.finished_on
+        else:
+            moment = job.timestamp
+        rows.append(
+            JobRowView(
+                id=job.id,
+                id_short=_truncate(job.id, 40),
+                url=job_url(prefix, job.id),
+                name=_truncate(job.name, 300),
+                missing=row.missing,
+                time_relative=relative_time(moment, now),
+                time_exact=exact_time(moment),
+                attempts=attempts_html(job.attempts_made, job.attempts),
+                progress=row.progress,
+                running=running_html(job.processed_on, now)
+                if page.state == "active"
+                else mark_safe(""),
+                reason=row.reason_line,
+            )
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------- the job page
+
+
+def job_status_html(detail: JobDetail, now_ms: int) -> SafeString:
+    """The job header's line under the title: how the job ended ("completed on
+    attempt 2"), how long it has run, or that it is retrying and why; "" when
+    the badge says it all. Earlier failures of a job that did not fail in the
+    end are history here, never the headline."""
+    job, state = detail.job, detail.state
+    allowed = job.attempts
+    failures = detail.failed_attempts
+    latest = failures[0] if failures else None
+    if state == "completed":
+        made = max(job.attempts_made, job.attempts_started)
+        return format_html("completed on attempt {}", made) if made > 1 else mark_safe("")
+    if state == "failed":
+        # "failed on attempt 1 of 1" would only repeat the badge.
+        if latest is None or latest.number is None or latest.number == allowed == 1:
+            return mark_safe("")
+        return format_html("failed on {}", attempt_of_html(latest.number, allowed))
+    earlier = failure_label(latest) if latest is not None else mark_safe("")
+    if state == "active":
+        started = max(job.attempts_started, 1)
+        attempt = attempt_of_html(started, allowed) if started > 1 or allowed > 1 else mark_safe("")
+        facts = format_html_join(", ", "{}", ((part,) for part in (attempt, earlier) if part))
+        running = running_html(job.processed_on, now_ms)
+        if running and facts:
+            return format_html("{} · {}", running, facts)
+        return running or facts
+    if latest is None or state not in TAB or not TAB[state].will_run:
+        return mark_safe("")
+    if latest.number is None:
+        return format_html("retrying, {}", earlier)
+    return format_html("retrying: {}, {}", attempt_of_html(latest.number + 1, allowed), earlier)
+
+
+def failure_label(attempt: FailedAttempt) -> SafeString:
+    """ "attempt 1 failed: card declined" (no number when the counters cannot tell)."""
+    reason = attempt.reason or "no reason recorded"
+    if attempt.number is None:
+        return format_html("an attempt failed: {}", reason)
+    return format_html("attempt {} failed: {}", attempt.number, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class JobButton:
+    """One action button of the job page: what it says, how loud it is, and
+    the question it asks first ("" = none)."""
+
+    action: str
+    label: str
+    style: str  # "btn-primary", "btn-danger" or "" (a secondary button)
+    confirm: str
+
+
+# Each job action's button: label, style, and the question it asks first ("" =
+# none); {job} is "job 42", {named} adds its name: "job 42 (password-reset)".
+_JOB_BUTTONS = {
+    "retry": ("Retry", "btn-primary", ""),
+    "promote": ("Promote", "btn-primary", ""),
+    "fail": ("Fail", "btn-danger", "Fail {job}? Its worker's result will be discarded."),
+    "remove": ("Remove", "btn-danger", "Remove {job}? Its data and logs are deleted."),
+}
+# Retrying a completed job runs its work a second time (another email, another
+# charge): a secondary button that names the job and asks.
+_RUN_AGAIN = (
+    "Run again",
+    "",
+    "Run {named} again? It completed already: whatever it does (an email, a charge)"
+    " is done a second time.",
+)
+
+
+def job_buttons(
+    job_id: str, name: str, state: str | None, actions: Sequence[str]
+) -> list[JobButton]:
+    """The job page's buttons for the actions valid now."""
+    job = f"job {job_id}"
+    named = f"{job} ({_truncate(name, 60)})" if name else job
+    buttons = []
+    for action in actions:
+        label, style, question = (
+            _RUN_AGAIN if action == "retry" and state == "completed" else _JOB_BUTTONS[action]
+        )
+        buttons.append(JobButton(action, label, style, question.format(job=job, named=named)))
+    return buttons
+
+
+def event_state(event: str) -> str:
+    """The state colour of an event's badge (the state it leads to)."""
+    return EVENT_TONES.get(event, "other")
+
+
+def event_detail(fields: Mapping[str, str]) -> str:
+    """The one short detail worth a glance: reason, due time, progress, previous state."""
+    if "failedReason" in fields:
+        return first_line(codec.failure_reason(fields["failedReason"]), 200)
+    if "delay" in fields:
+        due = codec.integer(fields["delay"])
+        return f"until {exact_time(due)}" if due is not None else fields["delay"][:100]
+    if "data" in fields:
+        return f"progress {fields['data'][:100]}"
+    if "prev" in fields:
+        return f"from {STATE_LABELS.get(fields['prev'], fields['prev'] or 'unknown')}"
+    if "count" in fields:
+        return f"{fields['count']} jobs"
+    if "attemptsMade" in fields:  # retries-exhausted: how many tries it had
+        made = codec.integer(fields["attemptsMade"])
+        if made is None:
+            return fields["attemptsMade"][:100]
+        return f"after {made:,} attempt{'' if made == 1 else 's'}"
+    return fields.get("name", "")[:100]
+
+
+def event_row_html(event: Event, job_prefix: str, *, one_job: bool = False) -> SafeString:
+    """An event as a row of the events tab (``one_job``: a job page's, without the
+    job column): the one rendering of an event, for the pages and the live feed
+    (dashboard.live.streams). ``job_prefix``: :func:`job_url_prefix` of its queue.
+    html.escape, as the live layer renders every event of a followed queue; the
+    time and the state's tone are our own characters."""
+    esc = html.escape
+    when = exact_time(event.timestamp_ms)
+    job_id = event.job_id
+    name = esc(event.event)
+    job_cell = job_attribute = ""
+    if job_id:
+        job_attribute = f' data-job-id="{esc(job_id)}"'
+    if not one_job:
+        link = ""
+        if job_id:
+            # Truncator counts combining accents as nothing: only a longer id can be cut.
+            shown = esc(job_id if len(job_id) <= 40 else Truncator(job_id).chars(40))
+            link = f'<a href="{esc(job_url(job_prefix, job_id))}">{shown}</a>'
+        job_cell = f'<td class="id">{link}</td>\n  '
+    return mark_safe(  # noqa: S308 - every value in it is escaped or made of safe characters
+        f'<tr data-event-id="{esc(event.stream_id)}" data-event="{name}"{job_attribute}>'
+        f'\n  <td class="time"><time title="{when}">{when[11:23]}</time></td>'
+        f'\n  <td><span class="badge state-{event_state(event.event)}">{name}'
+        f'</span></td>\n  {job_cell}  <td class="detail">{esc(event_detail(event.fields))}</td>'
+        "\n</tr>\n"
+    )

@@ -1,0 +1,332 @@
+"""HTTP for the ASGI server: Django's synchronous handler, run in a thread pool.
+
+Every view is synchronous (sync Redis, sync ORM): under Django's ASGI handler
+a request crosses between the loop and a thread once per middleware hook; here
+it runs in one pool thread, as under WSGI, beside Channels' sockets. Login
+POSTs and search steps (:data:`MAX_STEPS_PER_SESSION` per session) have pools
+of their own, so neither starves the pages. Why hand-written rather than a2wsgi
+or asgiref's ``WsgiToAsgi``, and what the pools bought: docs/benchmarks.md
+("bench/http_bridges.py", "bench/login_flood.py", "bench/abuse.py").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import io
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.contrib.auth.views import LoginView
+from django.core.handlers.wsgi import WSGIHandler
+from django.http import parse_cookie
+from django.urls import Resolver404, resolve
+
+from dashboard.core.errors import is_api_path, json_error
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+_Headers = list[tuple[str, str]]
+V = TypeVar("V", bound=Callable[..., Any])
+# The dashboard's largest POST is a few hundred job ids; anything near this is abuse.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+# Logins waiting for the login pool beyond this are told to come back (each
+# holds its request in memory meanwhile).
+MAX_WAITING_LOGINS = 32
+# The search steps' pool: each step keeps Redis busy up to 60% of its time
+# (queues.read.search.DUTY), so one thread keeps all searches of a process to
+# that share, whoever runs them.
+SEARCH_THREADS = 1
+# Steps one session may have admitted (waiting or running) at once: one per
+# search it may run (dashboard.search.views.MAX_SEARCHES_PER_USER) and one more, so
+# that a new search gets in to replace the oldest. Beyond, 429 at once.
+MAX_STEPS_PER_SESSION = 3
+# Steps admitted from all sessions at once; beyond, 503 at once.
+MAX_WAITING_STEPS = 64
+# Marks a view whose requests are search steps (see runs_as_search_step).
+_SEARCH_STEP = "echomq_search_step"
+
+
+class _InFlight:
+    """How many requests the pages' pool is serving now: written on the event
+    loop, read by search steps, which let Redis serve those first."""
+
+    count = 0
+
+
+PAGES_IN_FLIGHT = _InFlight()
+
+
+def path_info(scope: Scope) -> str:
+    """The request's path below the application's mount point (root_path)."""
+    path: str = scope["path"]
+    root = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
+def wsgi_environ(scope: Scope, body: bytes) -> dict[str, Any]:
+    """The WSGI environ (PEP 3333) of one ASGI HTTP request."""
+    # WSGI carries the path as latin-1 text of its UTF-8 bytes.
+    script_name = scope.get("root_path", "").encode().decode("latin-1")
+    # "https" when the ASGI server says so (daphne --proxy-headers reads
+    # X-Forwarded-Proto); Django's SECURE_PROXY_SSL_HEADER is the other way.
+    scheme = scope.get("scheme", "http")
+    default_port = 443 if scheme == "https" else 80
+    server = scope.get("server") or ("localhost", default_port)
+    client = scope.get("client") or ("", 0)
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": scope["method"],
+        "SCRIPT_NAME": script_name,
+        "PATH_INFO": path_info(scope).encode().decode("latin-1"),
+        "QUERY_STRING": scope.get("query_string", b"").decode("latin-1"),
+        "SERVER_NAME": str(server[0]),
+        "SERVER_PORT": str(server[1] or default_port),
+        "SERVER_PROTOCOL": f"HTTP/{scope.get('http_version', '1.1')}",
+        "REMOTE_ADDR": str(client[0]),
+        "REMOTE_PORT": str(client[1]),
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": scheme,
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+    }
+    for raw_name, raw_value in scope.get("headers", []):
+        name = raw_name.decode("latin-1").upper().replace("-", "_")
+        value = raw_value.decode("latin-1")
+        if name in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            environ[name] = value
+            continue
+        key = "HTTP_" + name
+        if key in environ:
+            # Repeated headers join with ",", cookies with ";" (RFC 9110, 6265).
+            value = environ[key] + ("; " if key == "HTTP_COOKIE" else ",") + value
+        environ[key] = value
+    # The body is already read in full (chunked uploads included): its true length.
+    environ["CONTENT_LENGTH"] = str(len(body))
+    return environ
+
+
+def _run(app: WSGIHandler, environ: dict[str, Any]) -> tuple[int, _Headers, list[bytes]]:
+    started: dict[str, Any] = {}
+
+    def start_response(status: str, headers: _Headers, exc_info: Any = None) -> Any:
+        started["status"], started["headers"] = status, headers
+        return lambda data: None  # the legacy write() callable; Django never uses it
+
+    result: Iterable[bytes] = app(environ, start_response)
+    try:
+        chunks = list(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    return int(started["status"].split(" ", 1)[0]), started["headers"], chunks
+
+
+async def _answer(send: Send, status: int, headers: _Headers, body: bytes) -> None:
+    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse(
+    send: Send, path_info: str, status: int, code: str, message: str, *, always_json: bool = False
+) -> None:
+    """An answer given before Django runs: JSON under the API, text elsewhere."""
+    headers = [("Content-Type", "text/plain; charset=utf-8")]
+    body = message.encode()
+    if always_json or is_api_path(path_info):
+        json_answer = json_error(status, code, message)
+        headers, body = [("Content-Type", json_answer["Content-Type"])], json_answer.content
+    if status == 503:
+        headers.append(("Retry-After", "2"))
+    await _answer(send, status, headers, body)
+
+
+def runs_as_search_step(view: V) -> V:
+    """Serve ``view`` (a GET) in the search steps' pool, admitted per session."""
+    setattr(view, _SEARCH_STEP, True)
+    return view
+
+
+def is_search_step(method: str, path_info: str) -> bool:
+    """A GET to a view marked by :func:`runs_as_search_step`."""
+    # Every search URL ends so (dashboard.urls): resolving costs 40-380 us a
+    # path, more than the rest of this bridge, so other paths are not resolved.
+    if method != "GET" or not path_info.endswith("/search/"):
+        return False
+    return bool(getattr(_view_at(path_info), _SEARCH_STEP, False))
+
+
+def _view_at(path_info: str) -> Any:
+    """The view ``path_info`` resolves to, or None."""
+    try:
+        return resolve(path_info).func
+    except Resolver404:
+        return None
+
+
+def session_key(scope: Scope) -> str:
+    """Whose search steps these are: the session cookie, else the client's address
+    (a request without a session is refused by the view, after admission)."""
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"cookie":
+            session = parse_cookie(value.decode("latin-1")).get(settings.SESSION_COOKIE_NAME)
+            if session:
+                return "session:" + session
+    client = scope.get("client") or ("", 0)
+    return f"address:{client[0]}"
+
+
+class Admission:
+    """How many requests each key has admitted (waiting or running), bounded
+    per key and in all. Used on the event loop only: no lock."""
+
+    def __init__(self, per_key: int, in_all: int) -> None:
+        self.per_key = per_key
+        self.in_all = in_all
+        self.admitted: dict[str, int] = {}
+        self.total = 0
+
+    def refusal(self, key: str) -> tuple[int, str, str] | None:
+        """None when ``key`` may have one more; else the refusal's status, code, words."""
+        if self.admitted.get(key, 0) >= self.per_key:
+            busy = f"You have {self.per_key} search steps running; ask again when one answers"
+            return 429, "search_busy", busy
+        if self.total >= self.in_all:
+            return 503, "busy", "Too many searches at once; try again in a few seconds"
+        return None
+
+    @contextmanager
+    def admitted_for(self, key: str) -> Iterator[None]:
+        self.admitted[key] = self.admitted.get(key, 0) + 1
+        self.total += 1
+        try:
+            yield
+        finally:
+            self.total -= 1
+            left = self.admitted[key] - 1
+            if left:
+                self.admitted[key] = left
+            else:
+                del self.admitted[key]
+
+
+def leave_bodies_to_the_application() -> None:
+    """Under daphne, have Twisted leave POST bodies unparsed: daphne hands the
+    application the raw body, yet Twisted parses every form and multipart body
+    first, for nothing, and answers one it cannot parse (a multipart body
+    without a boundary) with an empty 400 of its own before the application
+    runs, so the API could not answer it in JSON. Twisted's
+    ``parsePOSTFormSubmission=False`` turns that off; with a Twisted that does
+    not have it, or another server, this does nothing."""
+    try:
+        from daphne import http_protocol
+        from twisted.web.http import Request
+    except ImportError:
+        return
+    if "parsePOSTFormSubmission" not in inspect.signature(Request.__init__).parameters:
+        return
+    daphne_request: Any = http_protocol.WebRequest
+    if getattr(daphne_request, "leaves_bodies_to_the_application", False):
+        return
+
+    class BodiesLeftToTheApplication(daphne_request):  # type: ignore[misc]
+        leaves_bodies_to_the_application = True
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
+
+    # daphne's protocol factory names its request class at each connection.
+    http_protocol.WebRequest = BodiesLeftToTheApplication
+
+
+def checks_password(method: str, path_info: str) -> bool:
+    """A POST to a login view (Django's LoginView or a subclass, wherever mounted)."""
+    if method != "POST":
+        return False
+    view_class = getattr(_view_at(path_info), "view_class", None)
+    return isinstance(view_class, type) and issubclass(view_class, LoginView)
+
+
+class ThreadedDjangoHTTP:
+    """An ASGI application for ``http`` scopes that runs Django synchronously."""
+
+    def __init__(
+        self, threads: int = 8, login_threads: int = 1, search_threads: int = SEARCH_THREADS
+    ) -> None:
+        self.handler = WSGIHandler()
+        self.executor = ThreadPoolExecutor(threads, thread_name_prefix="django-http")
+        # Hashing is CPU work: one thread leaves the other core to the pages.
+        self.login_executor = ThreadPoolExecutor(login_threads, thread_name_prefix="django-login")
+        self.waiting_logins = 0
+        self.search_executor = ThreadPoolExecutor(
+            search_threads, thread_name_prefix="django-search"
+        )
+        self.search_steps = Admission(MAX_STEPS_PER_SESSION, MAX_WAITING_STEPS)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            raise ValueError(f"{type(self).__name__} serves http scopes, not {scope['type']!r}")
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:
+                # Bodies are buffered before Django sees them: bound the memory.
+                limit = f"The request body is larger than {MAX_BODY_BYTES:,} bytes"
+                await _refuse(send, path_info(scope), 413, "body_too_large", limit)
+                return
+            if not message.get("more_body", False):
+                break
+        environ = wsgi_environ(scope, bytes(body))
+        if checks_password(scope["method"], path_info(scope)):
+            await self._login(scope, environ, send)
+        elif is_search_step(scope["method"], path_info(scope)):
+            await self._search_step(scope, environ, send)
+        else:
+            PAGES_IN_FLIGHT.count += 1
+            try:
+                await self._serve(self.executor, environ, send)
+            finally:
+                PAGES_IN_FLIGHT.count -= 1
+
+    async def _search_step(self, scope: Scope, environ: dict[str, Any], send: Send) -> None:
+        key = session_key(scope)
+        refusal = self.search_steps.refusal(key)
+        if refusal is not None:
+            # JSON on the page's search URL too: the page reads it as it reads the API.
+            status, code, message = refusal
+            await _refuse(send, path_info(scope), status, code, message, always_json=True)
+            return
+        with self.search_steps.admitted_for(key):
+            await self._serve(self.search_executor, environ, send)
+
+    async def _login(self, scope: Scope, environ: dict[str, Any], send: Send) -> None:
+        if self.waiting_logins >= MAX_WAITING_LOGINS:
+            busy = "Too many logins at once; try again in a few seconds"
+            await _refuse(send, path_info(scope), 503, "busy", busy)
+            return
+        self.waiting_logins += 1
+        try:
+            await self._serve(self.login_executor, environ, send)
+        finally:
+            self.waiting_logins -= 1
+
+    async def _serve(
+        self, executor: ThreadPoolExecutor, environ: dict[str, Any], send: Send
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        status, headers, chunks = await loop.run_in_executor(executor, _run, self.handler, environ)
+        # Django's WSGI Set-Cookie values start with a space; HTTP allows none.
+        await _answer(send, status, [(k, v.strip()) for k, v in headers], b"".join(chunks))

@@ -1,0 +1,1 @@
+"""A queue's workers tab and its limits: the page, the fragment and the API."""

@@ -1,0 +1,238 @@
+"""The workers tab of a queue (its connected workers and its limits), its
+JSON, and the global concurrency action, for pages and API alike.
+
+The list comes from one ``CLIENT LIST`` per Redis node (queues.read.workers).
+A worker connecting or leaving writes no event, so the tab's live part is
+polled (static/dashboard/workers.js, every few seconds while the page is
+visible) besides refreshing on the queue's events like every queue page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from msgspec import UNSET
+from redis import Redis
+
+from dashboard.acting import actions
+from dashboard.core import answers as dashboard_answers
+from dashboard.core.jsonresponse import JsonResponse
+from dashboard.core.lookup import queue_or_404
+from dashboard.core.permissions import api_permission, page_permission, user_label
+from dashboard.core.queue_urls import queue_url
+from dashboard.core.redis import get_client
+from dashboard.shared import bodies, presenters
+from dashboard.shared.web import (
+    BadInput,
+    is_htmx,
+    json_errors,
+    queue_context,
+    redirect_back,
+    render_page,
+    request_body,
+    whole_number,
+)
+from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
+from queues.read import answers, counts
+from queues.read.limits import Limits, read_limits
+from queues.read.refs import QueueRef
+from queues.read.workers import ConnectedWorker, queue_workers
+
+# How often the tab asks for its workers again while it is visible (ms).
+POLL_MS = 3000
+
+
+# --------------------------------------------------------------------------- display
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRow:
+    name: str
+    connection_name: str
+    unnamed: bool
+    host: str
+    addresses: str
+    node: str | None
+    connections: int
+    connected: str
+    connected_exact: str
+    idle: str
+
+
+def _seconds_words(seconds: int) -> str:
+    return presenters.span(seconds * 1000)
+
+
+def worker_rows(workers: Sequence[ConnectedWorker]) -> list[WorkerRow]:
+    return [
+        WorkerRow(
+            name=worker.name,
+            connection_name=worker.connection_name,
+            unnamed=not worker.name,
+            host=worker.host,
+            addresses=", ".join(worker.addresses[:20]),
+            node=worker.node,
+            connections=worker.connections,
+            connected=_seconds_words(worker.connected_s),
+            connected_exact=f"{worker.connected_s:,} s",
+            idle=_seconds_words(worker.idle_s),
+        )
+        for worker in workers
+    ]
+
+
+def _number(value: int | float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.3f}".rstrip("0")
+
+
+def limit_lines(limits: Limits) -> dict[str, str]:
+    """The limits in words, one line each (what the tab's list shows)."""
+    if limits.concurrency is not None:
+        cap = _number(limits.concurrency)
+        concurrency = f"{cap} at once across all workers ({limits.active:,} active now)"
+        if limits.concurrency < 1:
+            concurrency += ": no job starts"
+    elif limits.concurrency_garbage:
+        concurrency = (
+            f"“{limits.concurrency_raw}” is stored, which is not a number: EchoMQ workers"
+            " take it as no limit, BullMQ's fail to take jobs. Set or clear it."
+        )
+    else:
+        concurrency = "none: each worker runs up to its own concurrency"
+    if limits.rate_max is not None and limits.rate_duration_ms is not None:
+        rate = (
+            f"{_number(limits.rate_max)} jobs per {presenters.span(int(limits.rate_duration_ms))}"
+        )
+    elif limits.rate_garbage:
+        rate = (
+            f"max “{limits.rate_max_raw or ''}” per “{limits.rate_duration_raw or ''}”: not"
+            " numbers a worker can use, so no limit"
+        )
+    else:
+        rate = "none stored (workers may carry their own)"
+    if limits.rate_limited_ms > 0:
+        now = "rate-limited: no job starts for " + presenters.span(limits.rate_limited_ms)
+    elif limits.window_count is not None and limits.window_left_ms > 0:
+        now = (
+            f"{limits.window_count:,} jobs started in this window, which ends in "
+            f"{presenters.span(limits.window_left_ms)}"
+        )
+    else:
+        now = "not rate-limited"
+    return {"concurrency": concurrency, "rate": rate, "now": now}
+
+
+def _tab_context(client: Redis, ref: QueueRef) -> dict[str, Any]:
+    workers, clients = queue_workers(client, ref)
+    limits = read_limits(client, ref)
+    return {
+        "workers": worker_rows(workers or []),
+        "workers_known": workers is not None,
+        "workers_error": clients.error or "",
+        "on_cluster": bool(clients.nodes),
+        "nodes": clients.nodes,
+        "limits": limits,
+        "limit_lines": limit_lines(limits),
+        "limited_until": presenters.exact_time(limits.rate_limited_until_ms),
+        "poll_ms": POLL_MS,
+        "max_concurrency": MAX_GLOBAL_CONCURRENCY,
+    }
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+@page_permission()
+def workers_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    context = _tab_context(client, ref)
+    if is_htmx(request):
+        context["ref"] = ref
+        return render_page(request, "dashboard/workers/_workers_live.html", context)
+    (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
+    context.update(queue_context(ref, summary, "workers"))
+    return render_page(request, "dashboard/workers/workers.html", context)
+
+
+def _limit_from(value: Any) -> int | None:
+    """A global concurrency from a form or JSON: 1 up; JSON null or "none"
+    clears it. An empty field is bad input, never a silent clear."""
+    if value is None or (isinstance(value, str) and value.strip() == "none"):
+        return None
+    must = (
+        f"concurrency must be a whole number from 1 to {MAX_GLOBAL_CONCURRENCY:,},"
+        " or null to clear it"
+    )
+    within = f"concurrency must be between 1 and {MAX_GLOBAL_CONCURRENCY:,}"
+    return whole_number(value, 1, MAX_GLOBAL_CONCURRENCY, must=must, within=within)
+
+
+@require_POST
+@page_permission(act=True)
+def global_concurrency_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    back = queue_url("dashboard:workers", ref)
+    wanted = None if request.POST.get("action") == "clear" else request.POST.get("concurrency", "")
+    try:
+        result = actions.set_global_concurrency(
+            client, ref, _limit_from(wanted), user=user_label(request.user)
+        )
+    except (BadInput, actions.ActionRefused) as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, result.message)
+    return redirect_back(request, back)
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+@require_GET
+@api_permission()
+@json_errors
+def workers_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    workers, clients = queue_workers(client, ref)
+    return JsonResponse(
+        answers.WorkerList(
+            queue=ref.qualified,
+            known=workers is not None,
+            refusal=clients.error,
+            nodes=list(clients.nodes),
+            count=None if workers is None else len(workers),
+            workers=[worker.as_json() for worker in workers or []],
+        )
+    )
+
+
+@require_GET
+@api_permission()
+@json_errors
+def limits_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    return JsonResponse(read_limits(client, ref).as_json())
+
+
+@require_POST
+@api_permission(act=True)
+@json_errors
+def global_concurrency_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+    """``{"concurrency": 5}`` sets it, ``{"concurrency": null}`` clears it."""
+    client = get_client()
+    ref = queue_or_404(client, prefix, name)
+    body = request_body(request, bodies.GlobalConcurrencyRequest)
+    if body.concurrency is UNSET:
+        raise BadInput("concurrency is required: a whole number, or null to clear it")
+    result = actions.set_global_concurrency(
+        client, ref, _limit_from(body.concurrency), user=user_label(request.user)
+    )
+    return JsonResponse(result.answer(dashboard_answers.ActionResult))
