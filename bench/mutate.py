@@ -638,6 +638,34 @@ EQUIVALENT.update(
                 " folders dropped, a second's wait, the stored cursors read again); only the"
                 " log line differs, an error with its traceback for a warning",
             ),
+            *(
+                (
+                    'batch = self.pending[-1] if self.pending else MinuteBatch(0, "")',
+                    f'batch = self.pending[-1] if self.pending else MinuteBatch( {n}, "")',
+                    "the stand-in batch when nothing is pending is never recorded: the first"
+                    " entry (end_ms 0) opens a batch of its own minute",
+                )
+                for n in (1, -1)
+            ),
+            *(
+                (
+                    "end_ms = first_ms + MINUTE_MS if self.pending else 0",
+                    f"end_ms = first_ms + MINUTE_MS if self.pending else {n}",
+                    "with nothing pending any stream id's time (ms since 1970) is past 1, 0"
+                    " and -1 alike: the first entry opens its minute's batch either way",
+                )
+                for n in (1, -1)
+            ),
+            (
+                "if min(durations) < 0:  # a clock step: counted as 0 ms",
+                "if min(durations) < 1:  # a clock step: counted as 0 ms",
+                "max(0, ms) of durations whose least is 0 changes none of them",
+            ),
+            (
+                "if excess <= 0:",
+                "if excess <= -1:",
+                "an excess of 0 forgets islice(self, 0): nothing",
+            ),
             (
                 "self._queues_at = -QUEUES_EVERY_S",
                 "self._queues_at = +QUEUES_EVERY_S",
