@@ -243,6 +243,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             "step = SearchStep([], at, at.searched, -1)",
         )
     },
+    **{
+        (
+            "priv/scripts/includes/finishSteps.lua",
+            'if target == "failed" and tonumber(attempts) >= (tonumber(ARGV[8]) or 1) then',
+            f'if target == "failed" and tonumber(attempts) >= (tonumber(ARGV[8]) or {other}) then',
+        ): "the fallback is never taken: FinishOptions.packed always sends the attempts allowed"
+        for other in ("2", "0")
+    },
     (
         "queues/read/decode.py",
         "present = {name: value for name, value in zip(fields, values, strict=True)"

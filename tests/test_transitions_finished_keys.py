@@ -13,7 +13,7 @@ from redis.exceptions import ResponseError
 from queues.keys import QueueKeys
 from queues.queue import Queue
 from tests.keyspace import snapshot
-from tests.transition_helpers import TOKEN, fetch, finish, finish_options, seed_job
+from tests.transition_helpers import NOW, TOKEN, fetch, finish, finish_options, seed_job
 
 
 def _active(client: Redis, keys: QueueKeys) -> None:
@@ -113,8 +113,11 @@ def test_an_attempts_count_past_2_to_the_53_is_counted_exactly(
     for fetch_next in (True, False):
         _active(redis_client, keys)
         redis_client.hset(keys.job("exp-3317"), "atm", made)
-        finish(redis_client, keys, "exp-3317", fetch_next=fetch_next)
-        assert redis_client.hget(keys.job("exp-3317"), "atm") == str(int(made) + 1).encode()
+        finish(redis_client, keys, "exp-3317", value='{"rows": 1841}', fetch_next=fetch_next)
+        job = redis_client.hgetall(keys.job("exp-3317"))
+        assert job[b"atm"] == str(int(made) + 1).encode()
+        # The outcome is written beside the count on that path too.
+        assert (job[b"returnvalue"], job[b"finishedOn"]) == (b'{"rows": 1841}', str(NOW).encode())
         redis_client.flushdb()
 
 
