@@ -83,6 +83,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_collector_fold.py",
         "tests/test_collector_attempts.py",
         "tests/test_collector_edges.py",
+        "tests/test_collector_loop.py",
     ),
     "queues/read/error_folding.py": (
         "tests/test_error_folding.py",
@@ -719,8 +720,18 @@ def warm_up() -> None:
         assert not any(m == prefix or m.startswith(prefix + ".") for m in sys.modules), prefix
 
 
+# Modules whose cluster tests run too (a 3-node cluster started per run, about
+# 2 s): the collector's pipelines and MOVED handling differ only on a cluster.
+WITH_CLUSTER = {"queues/collector.py"}
+
+
 def run_tests(
-    tests: tuple[str, ...], timeout: float, log: Path, *, measure: Path | None = None
+    tests: tuple[str, ...],
+    timeout: float,
+    log: Path,
+    *,
+    measure: Path | None = None,
+    cluster: bool = False,
 ) -> tuple[str, float, str]:
     """("killed" | "survived" | "timeout", seconds, first failed test) of one
     pytest run of ``tests`` in a forked child; with ``measure`` (a module's
@@ -748,7 +759,7 @@ def run_tests(
             "-o",
             "addopts=",
             "-m",
-            "not browser and not install and not host and not cluster",
+            "not browser and not install and not host" + ("" if cluster else " and not cluster"),
             f"--timeout={int(timeout)}",
             # The plugins imported before the fork are not assertion-rewritten: fine.
             "-W",
@@ -877,8 +888,9 @@ def run_module(
     original = target.read_text()
     python = module.endswith(".py")
     (WORK / "coverage.db").unlink(missing_ok=True)
+    cluster = module in WITH_CLUSTER
     outcome, baseline, failed = run_tests(
-        tests, 900, logs / "baseline.txt", measure=target if python else None
+        tests, 900, logs / "baseline.txt", measure=target if python else None, cluster=cluster
     )
     if outcome != "survived":
         raise SystemExit(
@@ -897,13 +909,15 @@ def run_module(
             log = logs / f"{number}.txt"
             if selected:
                 mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(
-                    _in_order(selected, tests), timeout, log
+                    _in_order(selected, tests), timeout, log, cluster=cluster
                 )
             if not selected or mutant.outcome == "survived":
                 # Survived the tests that ran its line, or no test was seen
                 # running it: the whole files decide (code run once per process,
                 # such as a URLconf's decorators, is seen by one test only).
-                mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(tests, timeout, log)
+                mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(
+                    tests, timeout, log, cluster=cluster
+                )
             if mutant.outcome == "survived" and reason:
                 mutant.outcome = "equivalent"
             if after_each is not None:

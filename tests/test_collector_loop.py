@@ -1,0 +1,84 @@
+"""The collector's pass on a Redis Cluster, where a pipeline spans several
+hash slots of a node: each command goes alone (a MULTI across slots is
+refused whole), a group of streams XREAD refuses does not hide the groups
+after it, and a slot moved meanwhile is read on its new node. Off a cluster
+these paths answer the same whichever way they are written, so only a
+cluster tells them apart (docs/mutation-collector.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from redis.cluster import RedisCluster
+
+from queues.collector import HistoryCollector
+from queues.connection import connect
+from queues.read.history import totals
+from queues.read.refs import QueueRef
+from tests.history_helpers import a_minute_ago_ms, collect_until_read, job_events, write_events
+from tests.test_cluster import move_slot
+
+pytestmark = pytest.mark.cluster
+
+
+def _by_node(cluster: RedisCluster, refs: list[QueueRef]) -> dict[str, list[QueueRef]]:
+    nodes: dict[str, list[QueueRef]] = {}
+    for ref in refs:
+        nodes.setdefault(cluster.get_node_from_key(ref.keys.events).name, []).append(ref)
+    return nodes
+
+
+def _slot_map_reads(cluster: RedisCluster) -> int:
+    stats: Any = cluster.info("commandstats", target_nodes=RedisCluster.PRIMARIES)
+    return sum(
+        calls.get("calls", 0)
+        for node in stats.values()
+        for name, calls in node.items()
+        if name.startswith(("cmdstat_cluster|slots", "cmdstat_cluster|shards"))
+    )
+
+
+def test_a_pass_reads_every_slot_of_a_node_past_a_stream_key_that_is_no_stream(
+    cluster_url: str, cluster: RedisCluster
+) -> None:
+    """Twelve queues of their own slot each, four or so a node: the first
+    queue of one node has a string where its events stream belongs (a
+    writer's garbage). Every other queue is counted in full: the news check
+    goes on to the node's next slots after the group XREAD refused (a break
+    there left them unread pass after pass), and every pipelined read goes
+    alone (in a MULTI the node refuses the whole EXEC with CROSSSLOT, the
+    pass raises and nothing is ever counted)."""
+    refs = [QueueRef(f"{{q{n}}}", "orders") for n in range(12)]
+    nodes = _by_node(cluster, refs)
+    broken, sound = refs[0], refs[1:]
+    on_its_node = nodes[cluster.get_node_from_key(broken.keys.events).name]
+    assert len(nodes) == 3
+    assert len(on_its_node) >= 3  # the broken queue and two sound ones after it
+    cluster.set(broken.keys.events, "not a stream")
+    base = a_minute_ago_ms()
+    for ref in sound:
+        write_events(cluster, ref, [e for n in range(5) for e in job_events(f"{n}", base, 2, 3)])
+    collector = HistoryCollector(connect(cluster_url), lambda: refs, name="c", record_every_s=0)
+    collect_until_read(collector)
+    counted = {ref: t.figures.completed for ref, t in totals(cluster, sound).items()}
+    assert counted == dict.fromkeys(sound, 5)
+
+    # Passes that meet no MOVED answer ask no slot map: learning the slots
+    # anew is one CLUSTER SLOTS a node, which every pass would pay.
+    cluster.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
+    write_events(cluster, sound[0], job_events("invoice-2290", base + 500, 2, 3))
+    collect_until_read(collector)
+    assert totals(cluster, [sound[0]])[sound[0]].figures.completed == 6
+    assert _slot_map_reads(cluster) == 0
+
+    # A slot moved to another node: the MOVED answer makes the collector
+    # learn the slots anew, and the next pass reads the stream there.
+    moved = on_its_node[1]
+    move_slot(cluster, moved.keys.events)
+    write_events(cluster, moved, job_events("invoice-2291", base + 1000, 2, 3, ok=False))
+    collect_until_read(collector)
+    collect_until_read(collector)
+    after = totals(cluster, [moved])[moved].figures
+    assert (after.completed, after.failed, after.run.count) == (5, 1, 6)
+    collector.stop()
