@@ -17,6 +17,7 @@ from queues.connection import connect
 from queues.read.history import totals
 from queues.read.refs import QueueRef
 from tests.history_helpers import a_minute_ago_ms, collect_until_read, job_events, write_events
+from tests.round_trips import counted_sends
 from tests.test_cluster import move_slot
 
 pytestmark = pytest.mark.cluster
@@ -81,4 +82,30 @@ def test_a_pass_reads_every_slot_of_a_node_past_a_stream_key_that_is_no_stream(
     collect_until_read(collector)
     after = totals(cluster, [moved])[moved].figures
     assert (after.completed, after.failed, after.run.count) == (5, 1, 6)
+    collector.stop()
+
+
+def test_a_busy_pass_reads_each_group_of_queues_mostly_on_one_node(
+    cluster_url: str, cluster: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thirty queues, each with news on two passes running: the second pass
+    reads them ten at a time (QUEUES_PER_READ) in the order of the nodes
+    holding them, so a group costs one round trip a node it spans, and the
+    pass at most one per group and one per change of node (5). In the order
+    of the queue list each group spans every node: 9 round trips."""
+    refs = [QueueRef(f"{{shop{n}}}", "orders") for n in range(30)]
+    assert len(_by_node(cluster, refs)) == 3
+    base = a_minute_ago_ms()
+    for ref in refs:
+        write_events(cluster, ref, job_events("order-1001", base, 2, 3))
+    collector = HistoryCollector(connect(cluster_url), lambda: refs, name="c", record_every_s=0)
+    assert collector.step() is False
+    assert collector.read_last_pass == 90  # every stream had news: each is read unasked next
+    for ref in refs:
+        write_events(cluster, ref, job_events("order-1002", base + 1000, 2, 3))
+    with counted_sends(monkeypatch) as sent:
+        collector.collect_pass()
+    assert collector.read_last_pass == 90
+    reads = [args for args in sent if b"XRANGE" in b"".join(map(bytes, args[0]))]
+    assert len(reads) == 3 + 2
     collector.stop()
