@@ -7,20 +7,23 @@ cluster tells them apart (docs/mutation-collector.md)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
+from redis import Redis
 from redis.cluster import RedisCluster
 
+from queues import collector as collector_module
+from queues import collector_report
 from queues.collector import HistoryCollector
 from queues.connection import connect
+from queues.keys import COLLECTOR_LEASE, COLLECTOR_STATUS
 from queues.read.history import totals
 from queues.read.refs import QueueRef
 from tests.history_helpers import a_minute_ago_ms, collect_until_read, job_events, write_events
 from tests.round_trips import counted_sends
 from tests.test_cluster import move_slot
-
-pytestmark = pytest.mark.cluster
 
 
 def _by_node(cluster: RedisCluster, refs: list[QueueRef]) -> dict[str, list[QueueRef]]:
@@ -40,6 +43,7 @@ def _slot_map_reads(cluster: RedisCluster) -> int:
     )
 
 
+@pytest.mark.cluster
 def test_a_pass_reads_every_slot_of_a_node_past_a_stream_key_that_is_no_stream(
     cluster_url: str, cluster: RedisCluster
 ) -> None:
@@ -85,6 +89,7 @@ def test_a_pass_reads_every_slot_of_a_node_past_a_stream_key_that_is_no_stream(
     collector.stop()
 
 
+@pytest.mark.cluster
 def test_a_busy_pass_reads_each_group_of_queues_mostly_on_one_node(
     cluster_url: str, cluster: RedisCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -108,4 +113,100 @@ def test_a_busy_pass_reads_each_group_of_queues_mostly_on_one_node(
     assert collector.read_last_pass == 90
     reads = [args for args in sent if b"XRANGE" in b"".join(map(bytes, args[0]))]
     assert len(reads) == 3 + 2
+    collector.stop()
+
+
+class HostClock:
+    """``time.monotonic()`` of a host as the collector and its report read
+    it: seconds since the host booted, moved by the test in whole steps (a
+    coarse clock, as Windows' 15.6 ms one, answers the same value to every
+    read within a tick)."""
+
+    def __init__(self, since_boot_s: float) -> None:
+        self.at = since_boot_s
+
+    def monotonic(self) -> float:
+        return self.at
+
+    @staticmethod
+    def time() -> float:
+        return time.time()
+
+
+@pytest.fixture
+def host_clock(monkeypatch: pytest.MonkeyPatch) -> HostClock:
+    clock = HostClock(4.25)
+    monkeypatch.setattr(collector_module, "time", clock)
+    monkeypatch.setattr(collector_report, "time", clock)
+    return clock
+
+
+INVOICES = QueueRef("bull", "invoices")
+
+
+def _completed(client: Redis) -> int:
+    return totals(client, [INVOICES])[INVOICES].figures.completed
+
+
+def test_a_collector_started_as_the_host_boots_collects_and_records_on_its_first_pass(
+    redis_client: Redis, redis_url: str, host_clock: HostClock
+) -> None:
+    """The dashboard's service starts 4.25 s after the host boots: its
+    collector's first pass lists the queues (the list is due from the
+    start, whatever the clock reads) and records what it read, saying at
+    once who collects, although it records only every 5 s otherwise."""
+    asked: list[int] = []
+
+    def list_queues() -> list[QueueRef]:
+        asked.append(1)
+        return [INVOICES]
+
+    base = a_minute_ago_ms()
+    write_events(redis_client, INVOICES, job_events("inv-2024-0311", base, 40, 900))
+    collector = HistoryCollector(connect(redis_url), list_queues, name="web-1", record_every_s=5.0)
+    assert collector.step() is False
+    assert (len(asked), collector.read_last_pass) == (1, 3)
+    assert _completed(redis_client) == 1
+    assert redis_client.hget(COLLECTOR_STATUS, "holder") == b"web-1"
+    collector.stop()
+
+
+def test_each_periodic_task_is_done_when_exactly_its_interval_has_gone_by(
+    redis_client: Redis, redis_url: str, host_clock: HostClock
+) -> None:
+    """On a clock read in whole ticks a pass often sees exactly the interval
+    gone by: then the record (record_every_s=0: every pass), the lease
+    renewal (every 5 s), the queue list and the backlog sample (every 10 s)
+    are all due, not put off to a later pass."""
+    asked: list[int] = []
+
+    def list_queues() -> list[QueueRef]:
+        asked.append(1)
+        return [INVOICES]
+
+    base = a_minute_ago_ms()
+    write_events(redis_client, INVOICES, job_events("inv-2024-0311", base, 40, 900))
+    host_clock.at = 100.0
+    collector = HistoryCollector(
+        connect(redis_url), list_queues, lease_s=30.0, renew_every_s=5.0, record_every_s=0.0
+    )
+    collector.step()
+    assert _completed(redis_client) == 1
+    # The same tick: no time gone by since the last record, and 0 s is due.
+    write_events(redis_client, INVOICES, job_events("inv-2024-0312", base + 2000, 40, 900))
+    collector.step()
+    assert _completed(redis_client) == 2
+
+    time.sleep(0.3)  # the lease's own TTL runs in Redis
+    assert redis_client.pttl(COLLECTOR_LEASE) <= 29_750
+    host_clock.at = 105.0
+    collector.step()
+    assert redis_client.pttl(COLLECTOR_LEASE) > 29_750
+
+    host_clock.at = 110.0
+    redis_client.config_resetstat()
+    collector.step()
+    stats = redis_client.info("commandstats")
+    assert len(asked) == 2
+    assert "cmdstat_llen" in stats
     collector.stop()
