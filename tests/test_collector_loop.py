@@ -18,7 +18,7 @@ from queues import collector as collector_module
 from queues import collector_report
 from queues.collector import HistoryCollector
 from queues.connection import connect
-from queues.keys import COLLECTOR_LEASE, COLLECTOR_STATUS
+from queues.keys import COLLECTOR_LEASE, COLLECTOR_STATUS, HistoryKeys, stopped_history_field
 from queues.read.history import totals
 from queues.read.refs import QueueRef
 from tests.history_helpers import a_minute_ago_ms, collect_until_read, job_events, write_events
@@ -209,4 +209,38 @@ def test_each_periodic_task_is_done_when_exactly_its_interval_has_gone_by(
     stats = redis_client.info("commandstats")
     assert len(asked) == 2
     assert "cmdstat_llen" in stats
+    collector.stop()
+
+
+def test_a_stopped_history_is_tried_again_when_exactly_its_rest_is_over(
+    redis_client: Redis, redis_url: str, host_clock: HostClock
+) -> None:
+    """A queue whose history key a writer broke rests RETRY_S (10 s) and is
+    tried again on the pass that finds its rest over, also when that pass
+    reads exactly its retry time on the clock (the queue list, read again at
+    111 s, is not what brings it back)."""
+    history = HistoryKeys(INVOICES.name, INVOICES.prefix)
+    base = a_minute_ago_ms()
+    write_events(redis_client, INVOICES, job_events("inv-2024-0311", base, 40, 900))
+    host_clock.at = 100.0
+    collector = HistoryCollector(connect(redis_url), lambda: [INVOICES], record_every_s=0.0)
+    collector.step()
+    assert _completed(redis_client) == 1
+
+    host_clock.at = 103.0  # broken: the history rests until 113 s
+    redis_client.delete(history.state)
+    redis_client.set(history.state, "garbage")
+    write_events(redis_client, INVOICES, job_events("inv-2024-0312", base + 2000, 40, 900))
+    collector.step()
+    stopped = stopped_history_field(INVOICES.qualified)
+    why = f"its key {history.state} holds a string"
+    assert redis_client.hget(COLLECTOR_STATUS, stopped) == why.encode()
+    host_clock.at = 111.0
+    collector.step()
+    assert collector.read_last_pass == 0
+
+    redis_client.delete(history.state)  # mended
+    host_clock.at = 113.0
+    collector.step()
+    assert collector.read_last_pass > 0
     collector.stop()
