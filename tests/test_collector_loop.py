@@ -144,6 +144,25 @@ def host_clock(monkeypatch: pytest.MonkeyPatch) -> HostClock:
 INVOICES = QueueRef("bull", "invoices")
 
 
+class ListedQueues:
+    """The dashboard's queue list (a SCAN of the keyspace), counting how
+    often the collector asks for it."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def __call__(self) -> list[QueueRef]:
+        self.asked += 1
+        return [INVOICES]
+
+
+def _one_job_written(client: Redis) -> int:
+    """The events of one invoice job a minute ago; answers that minute (ms)."""
+    base = a_minute_ago_ms()
+    write_events(client, INVOICES, job_events("inv-2024-0311", base, 40, 900))
+    return base
+
+
 def _completed(client: Redis) -> int:
     return totals(client, [INVOICES])[INVOICES].figures.completed
 
@@ -155,17 +174,11 @@ def test_a_collector_started_as_the_host_boots_collects_and_records_on_its_first
     collector's first pass lists the queues (the list is due from the
     start, whatever the clock reads) and records what it read, saying at
     once who collects, although it records only every 5 s otherwise."""
-    asked: list[int] = []
-
-    def list_queues() -> list[QueueRef]:
-        asked.append(1)
-        return [INVOICES]
-
-    base = a_minute_ago_ms()
-    write_events(redis_client, INVOICES, job_events("inv-2024-0311", base, 40, 900))
+    list_queues = ListedQueues()
+    _one_job_written(redis_client)
     collector = HistoryCollector(connect(redis_url), list_queues, name="web-1", record_every_s=5.0)
     assert collector.step() is False
-    assert (len(asked), collector.read_last_pass) == (1, 3)
+    assert (list_queues.asked, collector.read_last_pass) == (1, 3)
     assert _completed(redis_client) == 1
     assert redis_client.hget(COLLECTOR_STATUS, "holder") == b"web-1"
     collector.stop()
@@ -178,14 +191,8 @@ def test_each_periodic_task_is_done_when_exactly_its_interval_has_gone_by(
     gone by: then the record (record_every_s=0: every pass), the lease
     renewal (every 5 s), the queue list and the backlog sample (every 10 s)
     are all due, not put off to a later pass."""
-    asked: list[int] = []
-
-    def list_queues() -> list[QueueRef]:
-        asked.append(1)
-        return [INVOICES]
-
-    base = a_minute_ago_ms()
-    write_events(redis_client, INVOICES, job_events("inv-2024-0311", base, 40, 900))
+    list_queues = ListedQueues()
+    base = _one_job_written(redis_client)
     host_clock.at = 100.0
     collector = HistoryCollector(
         connect(redis_url), list_queues, lease_s=30.0, renew_every_s=5.0, record_every_s=0.0
@@ -207,7 +214,7 @@ def test_each_periodic_task_is_done_when_exactly_its_interval_has_gone_by(
     redis_client.config_resetstat()
     collector.step()
     stats = redis_client.info("commandstats")
-    assert len(asked) == 2
+    assert list_queues.asked == 2
     assert "cmdstat_llen" in stats
     collector.stop()
 
@@ -220,8 +227,7 @@ def test_a_stopped_history_is_tried_again_when_exactly_its_rest_is_over(
     reads exactly its retry time on the clock (the queue list, read again at
     111 s, is not what brings it back)."""
     history = HistoryKeys(INVOICES.name, INVOICES.prefix)
-    base = a_minute_ago_ms()
-    write_events(redis_client, INVOICES, job_events("inv-2024-0311", base, 40, 900))
+    base = _one_job_written(redis_client)
     host_clock.at = 100.0
     collector = HistoryCollector(connect(redis_url), lambda: [INVOICES], record_every_s=0.0)
     collector.step()
