@@ -54,6 +54,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "mutate"  # --work changes it (two runs side by side)
 TREE = WORK / "tree"
+# The longest one test may run, mutated: far above any one test of TARGETS'
+# files unmutated (seconds, at a load of 20 on the shared 2-core machine).
+TEST_TIMEOUT_S = 30
 
 # Module -> the test files that cover it (fast ones: no browser). A run of a
 # module is its mutants times these files' time, so keep each list to the
@@ -65,6 +68,25 @@ _BULK_TESTS = (
     "tests/test_broken_keys.py",
     "tests/test_commands_admin.py",
     "tests/test_bulk_edges.py",
+)
+_FINISH_TESTS = (
+    "tests/test_transitions_finished.py",
+    "tests/test_broken_keys.py",
+    "tests/test_flow.py",
+    "tests/test_worker.py",
+    "tests/test_transitions_drained.py",
+    "tests/test_transitions_finished_keys.py",
+    "tests/test_transitions_finished_keep.py",
+    "tests/test_command_budget.py",
+)
+# test_command_budget.py: the straight-line paths exist for their cost, and a
+# mutant that sends every job down the general path answers the same.
+_PICKUP_TESTS = (
+    "tests/test_transitions_active.py",
+    "tests/test_pickup.py",
+    "tests/test_global_concurrency.py",
+    "tests/test_transitions_wrong_types.py",
+    "tests/test_command_budget.py",
 )
 TARGETS: dict[str, tuple[str, ...]] = {
     "dashboard/core/permissions.py": (
@@ -93,16 +115,28 @@ TARGETS: dict[str, tuple[str, ...]] = {
     ),
     "dashboard/shared/health.py": ("tests/test_health.py", "tests/test_health_edges.py"),
     "priv/scripts/searchJobs-1.lua": ("tests/test_read_search.py", "tests/test_search_bounds.py"),
-    "priv/scripts/moveToFinished-1.lua": (
-        "tests/test_transitions_finished.py",
-        "tests/test_broken_keys.py",
-        "tests/test_flow.py",
-        "tests/test_worker.py",
-        "tests/test_transitions_drained.py",
-        "tests/test_transitions_finished_keys.py",
-        "tests/test_transitions_finished_keep.py",
+    # The hot path: a worker's pick-up (moveToActive with its straight-line
+    # takeReady and its general path takeNextJob/pickupGeneral) and its
+    # finish (moveToFinished, straight-line, with the general finishGeneral,
+    # both running the finish's own steps of finishSteps; a finish that takes
+    # the next job runs takeReady too).
+    **dict.fromkeys(
+        (
+            "priv/scripts/moveToFinished-1.lua",
+            "priv/scripts/includes/finishSteps.lua",
+            "priv/scripts/includes/finishGeneral.lua",
+        ),
+        _FINISH_TESTS,
     ),
-    "priv/scripts/includes/takeNextJob.lua": ("tests/test_transitions_active.py",),
+    **dict.fromkeys(
+        (
+            "priv/scripts/moveToActive-1.lua",
+            "priv/scripts/includes/takeNextJob.lua",
+            "priv/scripts/includes/pickupGeneral.lua",
+        ),
+        _PICKUP_TESTS,
+    ),
+    "priv/scripts/includes/takeReady.lua": (*_PICKUP_TESTS, "tests/test_transitions_finished.py"),
     "priv/scripts/requeueJobs-13.lua": (
         "tests/test_queue_admin.py",
         "tests/test_broken_keys.py",
@@ -430,7 +464,264 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a list of 0 means every list was looked at: the caller stops there and never"
         " reads the index beside it"
     ),
+    (
+        "priv/scripts/listedJobs-4.lua",
+        "while list <= 3 and budget > 0 do",
+        "while list <= 4 and budget > 0 do",
+    ): "a fourth turn asks LRANGE of KEYS[5], which is nil: redis.pcall answers an error"
+    " ('arguments must be strings or integers'), read as an empty list, and the loop"
+    " ends with list 5, answered as 0 like 4: the same answer, one failed call more",
 }
+
+_CLEAN = "priv/scripts/cleanJobsInSet-11.lua"
+_CHUNK_ONLY = (
+    "a chunk of 999 or 1,001 ids reads every id once in the same order (each"
+    " chunk starts where the last ended): only how many a ZRANGE or LRANGE reads"
+)
+EQUIVALENT.update(
+    {
+        (_CLEAN, "local SCAN_CHUNK = 1000", "local SCAN_CHUNK = 1001"): _CHUNK_ONLY,
+        (_CLEAN, "local SCAN_CHUNK = 1000", "local SCAN_CHUNK = 999"): _CHUNK_ONLY,
+        (_CLEAN, "for index = 7, #ARGV - 1, 2 do", "for index = 7, #ARGV - 0, 2 do"): (
+            "ARGV holds 6 arguments and then pairs, so #ARGV is even and the loop's odd"
+            " indexes stop at #ARGV - 1 either way"
+        ),
+        (_CLEAN, "for index = 7, #ARGV - 1, 2 do", "for index = 7, #ARGV - 1, 1 do"): (
+            "the extra steps map each pair's state name ('wait', 'paused', 'active') to the"
+            " next id: only a job whose custom id is one of those three words would be"
+            " kept as listed, and neither BullMQ nor this project's producers give such ids"
+            " (equivalent for the ids that exist, not for every string)"
+        ),
+        (_CLEAN, "local looked_at = 0", "local looked_at = 1"): (
+            "set to #ids for completed and failed; for the other states Queue.clean, the"
+            " script's one caller, never reads it"
+        ),
+        (
+            _CLEAN,
+            '"LIMIT", tonumber(ARGV[6]) or 0, limit)',
+            '"LIMIT", tonumber(ARGV[6]) or 1, limit)',
+        ): "the fallback is never taken: admin.clean_jobs always sends pass_over as a number",
+        (
+            _CLEAN,
+            'local high = redis.call("LLEN", set_key) - 1',
+            'local high = redis.call("LLEN", set_key) - 0',
+        ): (
+            "LRANGE clamps an end past the list to its last entry, and each entry's index"
+            " is counted from the chunk's low end: the first chunk holds 999 entries"
+            " instead of 1,000, the same ones at the same indexes"
+        ),
+        (
+            _CLEAN,
+            "local low = math.max(high - SCAN_CHUNK + 1, 0)",
+            "local low = math.max(high - SCAN_CHUNK + 2, 0)",
+        ): "chunks of 999 entries, each ending below the last: " + _CHUNK_ONLY,
+        (
+            _CLEAN,
+            "local low = math.max(high - SCAN_CHUNK + 1, 0)",
+            "local low = math.max(high - SCAN_CHUNK + 0, 0)",
+        ): "chunks of 1,001 entries, each ending below the last: " + _CHUNK_ONLY,
+        (
+            _CLEAN,
+            "while high >= 0 and #removed < limit do",
+            "while high >= 0 and #removed <= limit do",
+        ): (
+            "with the limit reached, sort_chunk takes nothing more (its first check), so"
+            " the further chunks are only read, down to the list's head"
+        ),
+        (
+            _CLEAN,
+            'if string.sub(chunk[offset], 1, 2) ~= "0:" then',
+            'if string.sub(chunk[offset], 0, 2) ~= "0:" then',
+        ): "Lua's string.sub takes a start of 0 as 1",
+        (_CLEAN, "if #positions > 0 then", "if #positions >= 0 then"): (
+            "an LREM of a value the list does not hold removes nothing (and Redis"
+            " replicates no effect for it)"
+        ),
+        (_CLEAN, "if #ids > 0 then", "if #ids >= 0 then"): (
+            "the other lists are then read also for a chunk of markers only; what they"
+            " hold is looked up only for the ids of a chunk, and there are none"
+        ),
+        (_CLEAN, "while #removed < limit do", "while #removed <= limit do"): (
+            "with the limit reached, sort_chunk takes nothing more (its first check), so"
+            " the further chunks are only read, up to the set's end"
+        ),
+    }
+)
+
+_MADE = 'if #made > 15 or not (made == "0" or string.find(made, "^%-?[1-9]%d*$")) then'
+EQUIVALENT.update(
+    {
+        ("priv/scripts/moveToFinished-1.lua", _MADE, _MADE.replace("#made > 15", other)): (
+            "a count of 15 digits is exact as a Lua number, so either path writes the same"
+            " count (the general path by HINCRBY); only which path a count nobody reaches"
+            " by running takes"
+        )
+        for other in ("#made >= 15", "#made > 14")
+    }
+)
+EQUIVALENT[
+    (
+        "priv/scripts/moveToFinished-1.lua",
+        _MADE,
+        _MADE.replace('made == "0" or string', 'made == "0" and string'),
+    )
+] = (
+    "every count then goes down the general path, which writes the same count: a cost (a"
+    " retried job's finish) that tests/test_command_budget.py does not measure, its jobs"
+    " finishing on their first attempt"
+)
+
+EQUIVALENT[
+    ("priv/scripts/moveToFinished-1.lua", "local finished_count = 0", "local finished_count = 1")
+] = "read only when the job is kept (keep ~= '0'), which sets it from ZCARD first"
+
+EQUIVALENT[
+    ("priv/scripts/moveToFinished-1.lua", "- (tonumber(keep) or 0)", "- (tonumber(keep) or 1)")
+] = "the fallback is never taken: KeepJobs.packed always sends keep as integer text"
+
+_FAST_ENTRY = 'if len(flat) >= 4 and flat[0] == b"event" and flat[2] == b"jobId":'
+_TICK = (
+    "time.monotonic() is a float of nanoseconds: a difference of exactly the interval"
+    " happens in no run, and either way the work is done one pass later at most"
+)
+EQUIVALENT.update(
+    {
+        ("queues/collector.py", original, mutated): why
+        for original, mutated, why in (
+            (
+                _FAST_ENTRY,
+                _FAST_ENTRY.replace(">= 4", "> 4"),
+                "an entry of exactly event and jobId read by _field gives the same two values",
+            ),
+            (
+                _FAST_ENTRY,
+                _FAST_ENTRY.replace('flat[2] == b"jobId"', 'flat[2] != b"jobId"'),
+                "every entry BullMQ and our scripts write has jobId second (or no jobId:"
+                " drained, cleaned...): those go the slow way and read the same values; the"
+                " fast way with a wrong id is taken only by an entry of a folded event"
+                " (waiting, active, completed, failed) with another field second, which no"
+                " writer makes",
+            ),
+            (
+                _FAST_ENTRY,
+                _FAST_ENTRY.replace('flat[0] == b"event"', 'flat[0] != b"event"'),
+                "every entry BullMQ and our scripts write has event first: they go the slow"
+                " way and read the same values; only an entry whose first field is not"
+                " event yet whose second is jobId would be misread, and no writer makes one",
+            ),
+            *(
+                (
+                    f"for {loop} in zip({pair}, pipe.execute(raise_on_error=False), strict=True):",
+                    f"for {loop} in zip({pair}, pipe.execute(raise_on_error=False), strict=False):",
+                    "a pipeline answers one reply per command it was given: the lengths"
+                    " always match",
+                )
+                for loop, pair in (("lookup, reply", "lookups"), ("ref, cursor", "missing"))
+            ),
+            (
+                "self._folded = False  # whether a fold since the last record left something"
+                " pending",
+                "self._folded = True  # whether a fold since the last record left something"
+                " pending",
+                "only a cost: the first record then looks at every folder, and records none"
+                " that holds nothing pending",
+            ),
+            (
+                "self._folded = False",
+                "self._folded = True",
+                "only a cost: each record then looks at every folder (about 2 ms a pass for a"
+                " thousand idle queues), and records none that holds nothing pending",
+            ),
+            (
+                "except RedisError as error:",
+                "except CosmicRayTestingException as error:",
+                "the handler after it catches the error instead and does the same (the"
+                " folders dropped, a second's wait, the stored cursors read again); only the"
+                " log line differs, an error with its traceback for a warning",
+            ),
+            *(
+                (
+                    'batch = self.pending[-1] if self.pending else MinuteBatch(0, "")',
+                    f'batch = self.pending[-1] if self.pending else MinuteBatch( {n}, "")',
+                    "the stand-in batch when nothing is pending is never recorded: the first"
+                    " entry (end_ms 0) opens a batch of its own minute",
+                )
+                for n in (1, -1)
+            ),
+            *(
+                (
+                    "end_ms = first_ms + MINUTE_MS if self.pending else 0",
+                    f"end_ms = first_ms + MINUTE_MS if self.pending else {n}",
+                    "with nothing pending any stream id's time (ms since 1970) is past 1, 0"
+                    " and -1 alike: the first entry opens its minute's batch either way",
+                )
+                for n in (1, -1)
+            ),
+            (
+                "if min(durations) < 0:  # a clock step: counted as 0 ms",
+                "if min(durations) < 1:  # a clock step: counted as 0 ms",
+                "max(0, ms) of durations whose least is 0 changes none of them",
+            ),
+            (
+                "if excess <= 0:",
+                "if excess <= -1:",
+                "an excess of 0 forgets islice(self, 0): nothing",
+            ),
+            (
+                "self._queues_at = -QUEUES_EVERY_S",
+                "self._queues_at = +QUEUES_EVERY_S",
+                "time.monotonic() counts from the host's boot: the first pass reads the"
+                " queue list either way on a host up for more than 2 x QUEUES_EVERY_S (20 s)",
+            ),
+            (
+                "self._recorded_at = -self.record_every_s  # the status says who collects at once",
+                "self._recorded_at = +self.record_every_s  # the status says who collects at once",
+                "time.monotonic() counts from the host's boot: a takeover's first pass"
+                " records either way on a host up for more than 2 x record_every_s (2 s)",
+            ),
+            (
+                "if min(durations) < 0:  # a clock step: counted as 0 ms",
+                "if min(durations) <= 0:  # a clock step: counted as 0 ms",
+                "max(0, ms) of durations whose least is 0 changes none of them",
+            ),
+            (
+                "if excess <= 0:",
+                "if excess < 0:",
+                "an excess of 0 forgets islice(self, 0): nothing",
+            ),
+            (
+                "if time.monotonic() - self._renewed < self.renew_every_s:",
+                "if time.monotonic() - self._renewed <= self.renew_every_s:",
+                _TICK,
+            ),
+            (
+                "if time.monotonic() - self._queues_at >= QUEUES_EVERY_S:",
+                "if time.monotonic() - self._queues_at > QUEUES_EVERY_S:",
+                _TICK,
+            ),
+            (
+                "if last_refs is refs and last_folders is self.folders and now <"
+                " self.report.next_retry:",
+                "if last_refs is refs and last_folders is self.folders and now <="
+                " self.report.next_retry:",
+                _TICK,
+            ),
+            (
+                "if self.read_last_pass == 0 or time.monotonic() - self._recorded_at >="
+                " self.record_every_s:",
+                "if self.read_last_pass == 0 or time.monotonic() - self._recorded_at >"
+                " self.record_every_s:",
+                _TICK,
+            ),
+            (
+                "due = [folder for folder in folders if now - folder.backlog_at >="
+                " BACKLOG_EVERY_S]",
+                "due = [folder for folder in folders if now - folder.backlog_at > BACKLOG_EVERY_S]",
+                _TICK,
+            ),
+        )
+    }
+)
 
 # cosmic-ray operators kept (the rest replace an operator with an unrelated
 # one, e.g. + with **, which fails at once and only costs time).
@@ -731,11 +1022,13 @@ def run_tests(
     log: Path,
     *,
     measure: Path | None = None,
+    lookups: Path | None = None,
     cluster: bool = False,
 ) -> tuple[str, float, str]:
     """("killed" | "survived" | "timeout", seconds, first failed test) of one
     pytest run of ``tests`` in a forked child; with ``measure`` (a module's
-    file), which test ran each of its lines, into WORK/coverage.db."""
+    file), which test ran each of its lines, into WORK/coverage.db; with
+    ``lookups`` (a JSON file), which scripts each test looked up."""
     began = time.monotonic()
     pid = os.fork()
     if pid == 0:  # the child: its own process group, so a timeout ends all it started
@@ -760,12 +1053,17 @@ def run_tests(
             "addopts=",
             "-m",
             "not browser and not install and not host" + ("" if cluster else " and not cluster"),
-            f"--timeout={int(timeout)}",
+            # Per test: a mutant that loops for ever (a Lua loop whose bound
+            # moved holds Redis BUSY; a caller asking for the next batch again
+            # and again) fails its test after this, not after the run's whole
+            # timeout (which cost 86 s a mutant of listedJobs-4.lua).
+            f"--timeout={int(min(timeout, TEST_TIMEOUT_S))}",
             # The plugins imported before the fork are not assertion-rewritten: fine.
             "-W",
             "ignore::pytest.PytestAssertRewriteWarning",
         ]
-        code = int(pytest.main(args, plugins=_coverage_plugins(measure)))
+        plugins = [*_coverage_plugins(measure), *_lookup_plugins(lookups)]
+        code = int(pytest.main(args, plugins=plugins))
         sys.stdout.flush()
         os._exit(code)
     outcome = ""
@@ -813,6 +1111,81 @@ def _coverage_plugins(measure: Path | None) -> list[object]:
             cov.save()
 
     return [Contexts()]
+
+
+def _lookup_plugins(record: Path | None) -> list[object]:
+    """A pytest plugin that records which scripts each test looked up, as
+    JSON {script name: [node ids]} into ``record``: every call, run,
+    pipelined call and SCRIPT LOAD of the project goes through
+    ``queues.scripts.script``. A lookup outside a test (at import, in a
+    module-level constant) is recorded under ""."""
+    if record is None:
+        return []
+    import pytest
+
+    from queues import scripts as project_scripts  # in the child, after the fork
+
+    seen: dict[str, set[str]] = {}
+    current = [""]
+    look_up = project_scripts.script
+
+    def script(name: str) -> object:
+        seen.setdefault(name, set()).add(current[0])
+        return look_up(name)
+
+    project_scripts.script = script  # type: ignore[assignment]
+
+    class Lookups:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+            current[0] = item.nodeid
+            yield
+            current[0] = ""
+
+        def pytest_sessionfinish(self) -> None:
+            assert record is not None
+            record.write_text(json.dumps({name: sorted(ids) for name, ids in seen.items()}))
+
+    return [Lookups()]
+
+
+_LUA_INCLUDE = re.compile(r'^\s*---\s*@include\s+"([\w-]+)"', re.M)
+
+
+def _scripts_running(module: str) -> set[str]:
+    """The script names whose source holds ``module``: its own name for a
+    script, every script that inlines it (directly or through another
+    include) for an include."""
+    scripts_dir = TREE / "priv" / "scripts"
+    includes: dict[str, set[str]] = {}  # file stem (or script name) -> includes named
+    for path in [*scripts_dir.glob("*.lua"), *(scripts_dir / "includes").glob("*.lua")]:
+        key = path.stem if path.parent.name == "includes" else path.stem.rsplit("-", 1)[0]
+        includes[("include:" if path.parent.name == "includes" else "") + key] = set(
+            _LUA_INCLUDE.findall(path.read_text())
+        )
+    target = Path(module)
+    if target.parent.name != "includes":
+        return {target.stem.rsplit("-", 1)[0]}
+
+    def holds(key: str, seen: set[str]) -> bool:
+        for name in includes.get(key, ()):
+            if name == target.stem:
+                return True
+            if name not in seen and holds("include:" + name, seen | {name}):
+                return True
+        return False
+
+    return {key for key in includes if not key.startswith("include:") and holds(key, set())}
+
+
+def _tests_by_script(record: Path, names: set[str]) -> list[str]:
+    """The tests that looked up one of ``names`` in the unmutated run. A
+    lookup outside a test (a test module's parameters built at collection, a
+    project constant) names no test: the tests that use what it built are
+    missed here, which costs only time, since a mutant that survives the
+    selection runs the whole files."""
+    seen: dict[str, list[str]] = json.loads(record.read_text()) if record.exists() else {}
+    return sorted({node for name in names for node in seen.get(name, []) if node})
 
 
 def _tests_by_line(module_file: Path, source: str) -> dict[int, list[str] | None]:
@@ -888,23 +1261,33 @@ def run_module(
     original = target.read_text()
     python = module.endswith(".py")
     (WORK / "coverage.db").unlink(missing_ok=True)
+    lookups = WORK / "lookups.json"
+    lookups.unlink(missing_ok=True)
     cluster = module in WITH_CLUSTER
     outcome, baseline, failed = run_tests(
-        tests, 900, logs / "baseline.txt", measure=target if python else None, cluster=cluster
+        tests,
+        900,
+        logs / "baseline.txt",
+        measure=target if python else None,
+        lookups=None if python else lookups,
+        cluster=cluster,
     )
     if outcome != "survived":
         raise SystemExit(
             f"{module}: its tests fail unmutated ({failed}; see {logs / 'baseline.txt'})"
         )
-    # Python: which tests ran each line (a line run at import: all of them);
-    # Lua is not measured, every mutant runs the whole files.
+    # Python: which tests ran each line (a line run at import: all of them).
+    # Lua: the tests that ran a script holding the module; a mutant runs
+    # them first, as a line's tests for Python, then the whole files if it
+    # survived them.
     by_line = _tests_by_line(target, original) if python else {}
+    by_script = None if python else _tests_by_script(lookups, _scripts_running(module))
     timeout = baseline * 3 + 20
     print(f"{module}: {len(mutants)} mutants, tests {baseline:.1f} s unmutated", flush=True)
     try:
         for number, mutant in enumerate(mutants, 1):
             reason = EQUIVALENT.get((module, mutant.original, mutant.mutated))
-            selected = by_line.get(mutant.line) if python else None
+            selected = by_line.get(mutant.line) if python else by_script
             target.write_text(mutant.source)
             log = logs / f"{number}.txt"
             if selected:

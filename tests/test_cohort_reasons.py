@@ -252,3 +252,27 @@ def test_an_expired_or_broken_cohort_does_not_hide_the_older_ones(dashboard_redi
     listed = recent_cohorts(client, KEYS, at + 10)
     assert [type(c).__name__ for c in listed] == ["Unreadable", "Cohort"]
     assert listed[1].id == made[0]
+
+
+def test_a_record_without_samples_names_its_commonest_reason_with_no_sample(
+    dashboard_redis: Redis,
+) -> None:
+    """A record whose samples are missing (written before they were kept) or
+    do not match its reasons still has its kinds: the commonest previous
+    reason is named, and its sample is "" rather than an IndexError out of
+    the cohorts page."""
+    client = dashboard_redis
+    _failed_with(client, {"r-1": SMTP_BUSY, "r-2": SMTP_BUSY, "r-3": BOUNCED})
+    actions.queue_action(client, REF, "retry_all", user="oncall")
+    written = _only_cohort(client)
+    assert written.top_previous_sample == SMTP_BUSY
+    record = json.loads(zlib.decompress(client.get(KEYS.cohort(written.id)) or b""))
+    for samples in (None, [SMTP_BUSY]):
+        if samples is None:
+            del record["samples"]
+        else:
+            record["samples"] = samples  # one sample for two reasons
+        client.set(KEYS.cohort(written.id), zlib.compress(json.dumps(record).encode()))
+        cohort = _only_cohort(client)
+        assert cohort.top_previous_reason == cohorts.fold_reason(SMTP_BUSY)
+        assert cohort.top_previous_sample == ""

@@ -20,7 +20,7 @@ from queues.job_options import InvalidJobOptions
 from queues.keys import QueueKeys
 from queues.queue import Queue
 from queues.worker import Worker
-from tests.transition_helpers import event_names, lrange, zmembers
+from tests.transition_helpers import event_names, fetch, finish, lrange, zmembers
 from tests.worker_helpers import running, until
 
 ORDERS, ITEMS, PARTS = QueueKeys("orders"), QueueKeys("items"), QueueKeys("parts")
@@ -118,6 +118,31 @@ def test_a_three_level_flow_keeps_its_shape(redis_client: Redis, producer: FlowP
     assert redis_client.hget(first_pack.key, "parentKey") == root.key.encode()
     assert lrange(redis_client, ITEMS.wait) == [second_pack.id]
     assert lrange(redis_client, PARTS.wait) == [pick.id]
+
+
+def test_a_child_named_by_its_parent_json_alone_releases_its_parent(
+    redis_client: Redis, producer: FlowProducer
+) -> None:
+    """A child whose hash names its parent by the `parent` JSON alone (its
+    queueKey and id; an older writer's layout, no `parentKey`): its finish,
+    taking the next job as a busy worker's does, still tells the parent,
+    which leaves waiting-children for wait."""
+    producer.add(
+        FlowJob(
+            "ship",
+            "orders",
+            {"order": 8},
+            {"jobId": "order-8"},
+            children=[FlowJob("pack", "items", {"item": 1}, {"jobId": "pack-81"})],
+        )
+    )
+    redis_client.hdel(ITEMS.job("pack-81"), "parentKey")
+    assert fetch(redis_client, ITEMS).job_id == "pack-81"
+
+    finish(redis_client, ITEMS, "pack-81", fetch_next=True)
+
+    assert zmembers(redis_client, ORDERS.waiting_children) == []
+    assert lrange(redis_client, ORDERS.wait) == ["order-8"]
 
 
 def test_a_flow_under_a_missing_parent_writes_nothing(

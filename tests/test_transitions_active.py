@@ -91,6 +91,18 @@ def test_nothing_ready_answers_the_next_delayed_due_time(
     assert zmembers(redis_client, keys.delayed) == ["later", "latest"]
 
 
+def test_nothing_ready_answers_exactly_the_documented_four_elements(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """The raw answer, as any client of the script reads it (moveToActive's
+    header): {0, 0, 0, due}, a falsy job and id, the next delayed job's due
+    time; not a job id of 1 or fields of 1 that a client testing for a job
+    the way BullMQ's worker does (``if (jobData)``) would take for one."""
+    seed_job(redis_client, keys, "reminder-7", state="delayed", due_ms=NOW + 5000)
+    pickup = tr.move_to_active(keys, token=TOKEN, lock_duration_ms=LOCK_MS, now_ms=NOW)
+    assert scripts.run(redis_client, pickup) == [0, 0, 0, NOW + 5000]
+
+
 def test_due_delayed_jobs_are_promoted_with_waiting_events_then_one_is_taken(
     redis_client: Redis, keys: QueueKeys
 ) -> None:

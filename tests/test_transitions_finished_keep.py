@@ -19,9 +19,11 @@ def _finished_before(client: Redis, keys: QueueKeys, ages_ms: list[int]) -> None
         client.zadd(keys.completed, {f"old-{n}": NOW - age})
 
 
-def _finish_new(client: Redis, keys: QueueKeys, keep: t.KeepJobs) -> None:
+def _finish_new(
+    client: Redis, keys: QueueKeys, keep: t.KeepJobs, *, fetch_next: bool = False
+) -> None:
     seed_job(client, keys, "new", state="active", name="sync-crm-contact", lock_token=TOKEN)
-    finish(client, keys, "new", options=finish_options(keep=keep))
+    finish(client, keys, "new", options=finish_options(keep=keep), fetch_next=fetch_next)
 
 
 def test_keeping_n_jobs_removes_none_at_n_and_the_oldest_one_past_it(
@@ -64,3 +66,18 @@ def test_every_finish_trims_the_events_stream_to_the_queues_cap(
     _finish_new(redis_client, keys, t.KeepJobs.keep_all())
     # "~": Redis trims whole nodes of about a hundred entries, never below the cap.
     assert 10 <= redis_client.xlen(keys.events) < 200
+
+
+def test_the_keep_rules_hold_when_the_finish_takes_the_next_job(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """A busy worker's finish takes the next job in the same call (the
+    straight-line path): one past N removes the oldest, and at most 1,000
+    go in one finish, as without it."""
+    _finished_before(redis_client, keys, [2000, 1000])
+    _finish_new(redis_client, keys, t.KeepJobs(count=2), fetch_next=True)
+    assert zmembers(redis_client, keys.completed) == ["old-1", "new"]
+    redis_client.flushdb()
+    redis_client.zadd(keys.completed, {f"old-{n}": NOW - 10_000 + n for n in range(1002)})
+    _finish_new(redis_client, keys, t.KeepJobs(count=1), fetch_next=True)
+    assert zmembers(redis_client, keys.completed) == ["old-1000", "old-1001", "new"]

@@ -383,17 +383,36 @@ def test_the_overview_reads_out_the_minute_under_the_pointer(
     wait_live(page)
     spark = page.locator('tr[data-queue="bull:emails"] svg.sparkline')
     expect(spark).to_be_visible()
-    completed = (spark.get_attribute("data-completed") or "").split(",")
-    failed = (spark.get_attribute("data-failed") or "").split(",")
-    newest = int(spark.get_attribute("data-newest") or 0)
-    # Measured in the page: the live rows may swap the element between two calls.
-    box = spark.evaluate("e => ({width: e.getBoundingClientRect().width, height: 24})")
     tip = page.locator(".spark-tip")
-    spark.hover(position={"x": box["width"] - 1, "y": box["height"] / 2})  # the newest minute
-    clock = time.strftime("%H:%M UTC", time.gmtime(newest * 60))
-    failures = f"{int(failed[-1]):,} failure" + ("" if failed[-1] == "1" else "s")
+    # The live rows swap the row (and its sparkline, whose newest minute grows)
+    # as events arrive: under load that happened between every step of a
+    # Locator.hover, which then waited 30 s for a sparkline that stayed put.
+    # So the pointer moves by coordinates (the script reads the row under it
+    # on every move), and the figures and the tip are read in one go.
+    seen = ""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        box = spark.evaluate(
+            "e => { const r = e.getBoundingClientRect(); return [r.right, r.top + r.height / 2]; }"
+        )
+        for dx in (1.5, 1.0):  # both in the newest minute (3 px each): a move each time
+            page.mouse.move(box[0] - dx, box[1])
+        now = page.evaluate(
+            """() => {
+                const s = document.querySelector('tr[data-queue="bull:emails"] svg.sparkline');
+                const t = document.querySelector('.spark-tip');
+                return [s.dataset.completed, s.dataset.failed, s.dataset.newest,
+                        t && !t.hidden ? t.textContent : ''];
+            }"""
+        )
+        completed, failed, newest, seen = now[0].split(","), now[1].split(","), int(now[2]), now[3]
+        clock = time.strftime("%H:%M UTC", time.gmtime(newest * 60))
+        failures = f"{int(failed[-1]):,} failure" + ("" if failed[-1] == "1" else "s")
+        if f"{clock}: {int(completed[-1]):,} completed, {failures}" in seen:
+            break
+    else:
+        raise AssertionError(f"the tip over the newest minute says {seen!r}")
     expect(tip).to_be_visible()
-    expect(tip).to_contain_text(f"{clock}: {int(completed[-1]):,} completed, {failures}")
     expect(tip).to_contain_text(re.compile(r"in the last \d+ min; full height [\d,]+/min up"))
     page.locator("h1").hover()
     expect(tip).to_be_hidden()
