@@ -7,6 +7,8 @@ cluster tells them apart (docs/mutation-collector.md)."""
 
 from __future__ import annotations
 
+import logging
+import socket
 import time
 from typing import Any
 
@@ -16,7 +18,7 @@ from redis.cluster import RedisCluster
 
 from queues import collector as collector_module
 from queues import collector_report
-from queues.collector import HistoryCollector
+from queues.collector import MINUTE_MS, HistoryCollector
 from queues.connection import connect
 from queues.keys import COLLECTOR_LEASE, COLLECTOR_STATUS, HistoryKeys, stopped_history_field
 from queues.read.history import totals
@@ -250,3 +252,76 @@ def test_a_stopped_history_is_tried_again_when_exactly_its_rest_is_over(
     collector.step()
     assert collector.read_last_pass > 0
     collector.stop()
+
+
+def test_a_gap_is_said_in_the_minute_the_read_after_it_begins_with(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """Events trimmed unread between two passes: the read after them spans
+    two minutes, and the gap is said in the first (where the missing events
+    were), not in the minute the read ends with."""
+    history = HistoryKeys(INVOICES.name, INVOICES.prefix)
+    first = a_minute_ago_ms() // MINUTE_MS - 3
+    write_events(redis_client, INVOICES, job_events("inv-2024-0311", first * MINUTE_MS, 40, 900))
+    collector = HistoryCollector(connect(redis_url), lambda: [INVOICES], record_every_s=0.0)
+    collect_until_read(collector)
+    burst = [
+        e
+        for n in range(40)
+        for e in job_events(f"inv-2024-04{n:02}", (first + 1) * MINUTE_MS + n * 100, 5, 20)
+    ]
+    write_events(redis_client, INVOICES, burst)
+    redis_client.xtrim(INVOICES.keys.events, maxlen=30, approximate=False)
+    write_events(
+        redis_client, INVOICES, job_events("inv-2024-0500", (first + 2) * MINUTE_MS, 40, 900)
+    )
+    collect_until_read(collector)
+    gaps = [redis_client.hget(history.minute(m), "g") for m in (first + 1, first + 2)]
+    assert gaps == [b"1", None]
+    collector.stop()
+
+
+def test_a_lease_key_left_without_expiry_gets_the_lease_time_and_is_then_taken(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A lease key with no expiry (set by hand, or by a holder that never
+    set one) would keep every collector standing by for ever: the first to
+    find it gives it exactly the lease time, then takes the lease once it
+    is gone (its first term)."""
+    collector = HistoryCollector(connect(redis_url), lambda: [INVOICES], lease_s=15.0)
+    redis_client.set(COLLECTOR_LEASE, "web-0 of an older release")
+    assert collector.step() is False
+    assert 14_985 < redis_client.pttl(COLLECTOR_LEASE) <= 15_000
+    redis_client.delete(COLLECTOR_LEASE)
+    collector.step()
+    assert (collector.holding, collector.terms) == (True, 1)
+    collector.stop()
+
+
+def test_a_failing_pass_is_tried_again_every_second(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Redis that refuses connections, and a queue list that raises: the
+    collector tries again a second later, neither hammering the server or
+    the log in a loop nor waiting longer."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead_port = probe.getsockname()[1]
+    refused = HistoryCollector(Redis(port=dead_port), lambda: [INVOICES], name="web-3")
+    asked: list[float] = []
+
+    def failing_list() -> list[QueueRef]:
+        asked.append(time.monotonic())
+        raise ValueError("invalid queue name in discovery reply")
+
+    failing = HistoryCollector(connect(redis_url), failing_list, name="web-4")
+    with caplog.at_level(logging.WARNING, logger="queues.collector"):
+        refused.start()
+        failing.start()
+        time.sleep(1.5)
+        refused.stop()
+        failing.stop()
+    tries = [
+        r for r in caplog.records if "web-3" in r.getMessage() and "trying again" in r.getMessage()
+    ]
+    assert (len(tries), len(asked)) == (2, 2)
