@@ -105,6 +105,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_collector_fold.py",
         "tests/test_collector_attempts.py",
         "tests/test_collector_edges.py",
+        "tests/test_collector_loop.py",
     ),
     "queues/read/error_folding.py": (
         "tests/test_error_folding.py",
@@ -1018,6 +1019,11 @@ def warm_up() -> None:
         assert not any(m == prefix or m.startswith(prefix + ".") for m in sys.modules), prefix
 
 
+# Modules whose cluster tests run too (a 3-node cluster started per run, about
+# 2 s): the collector's pipelines and MOVED handling differ only on a cluster.
+WITH_CLUSTER = {"queues/collector.py"}
+
+
 def run_tests(
     tests: tuple[str, ...],
     timeout: float,
@@ -1025,6 +1031,7 @@ def run_tests(
     *,
     measure: Path | None = None,
     lookups: Path | None = None,
+    cluster: bool = False,
 ) -> tuple[str, float, str]:
     """("killed" | "survived" | "timeout", seconds, first failed test) of one
     pytest run of ``tests`` in a forked child; with ``measure`` (a module's
@@ -1053,7 +1060,7 @@ def run_tests(
             "-o",
             "addopts=",
             "-m",
-            "not browser and not install and not host and not cluster",
+            "not browser and not install and not host" + ("" if cluster else " and not cluster"),
             # Per test: a mutant that loops for ever (a Lua loop whose bound
             # moved holds Redis BUSY; a caller asking for the next batch again
             # and again) fails its test after this, not after the run's whole
@@ -1264,12 +1271,14 @@ def run_module(
     (WORK / "coverage.db").unlink(missing_ok=True)
     lookups = WORK / "lookups.json"
     lookups.unlink(missing_ok=True)
+    cluster = module in WITH_CLUSTER
     outcome, baseline, failed = run_tests(
         tests,
         900,
         logs / "baseline.txt",
         measure=target if python else None,
         lookups=None if python else lookups,
+        cluster=cluster,
     )
     if outcome != "survived":
         raise SystemExit(
@@ -1291,13 +1300,15 @@ def run_module(
             log = logs / f"{number}.txt"
             if selected:
                 mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(
-                    _in_order(selected, tests), timeout, log
+                    _in_order(selected, tests), timeout, log, cluster=cluster
                 )
             if not selected or mutant.outcome == "survived":
                 # Survived the tests that ran its line, or no test was seen
                 # running it: the whole files decide (code run once per process,
                 # such as a URLconf's decorators, is seen by one test only).
-                mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(tests, timeout, log)
+                mutant.outcome, mutant.seconds, mutant.failed_test = run_tests(
+                    tests, timeout, log, cluster=cluster
+                )
             if mutant.outcome == "survived" and reason:
                 mutant.outcome = "equivalent"
             if after_each is not None:
