@@ -588,10 +588,6 @@ EQUIVALENT[
 ] = "the fallback is never taken: KeepJobs.packed always sends keep as integer text"
 
 _FAST_ENTRY = 'if len(flat) >= 4 and flat[0] == b"event" and flat[2] == b"jobId":'
-_TICK = (
-    "time.monotonic() is a float of nanoseconds: a difference of exactly the interval"
-    " happens in no run, and either way the work is done one pass later at most"
-)
 EQUIVALENT.update(
     {
         ("queues/collector.py", original, mutated): why
@@ -676,18 +672,6 @@ EQUIVALENT.update(
                 "an excess of 0 forgets islice(self, 0): nothing",
             ),
             (
-                "self._queues_at = -QUEUES_EVERY_S",
-                "self._queues_at = +QUEUES_EVERY_S",
-                "time.monotonic() counts from the host's boot: the first pass reads the"
-                " queue list either way on a host up for more than 2 x QUEUES_EVERY_S (20 s)",
-            ),
-            (
-                "self._recorded_at = -self.record_every_s  # the status says who collects at once",
-                "self._recorded_at = +self.record_every_s  # the status says who collects at once",
-                "time.monotonic() counts from the host's boot: a takeover's first pass"
-                " records either way on a host up for more than 2 x record_every_s (2 s)",
-            ),
-            (
                 "if min(durations) < 0:  # a clock step: counted as 0 ms",
                 "if min(durations) <= 0:  # a clock step: counted as 0 ms",
                 "max(0, ms) of durations whose least is 0 changes none of them",
@@ -696,36 +680,6 @@ EQUIVALENT.update(
                 "if excess <= 0:",
                 "if excess < 0:",
                 "an excess of 0 forgets islice(self, 0): nothing",
-            ),
-            (
-                "if time.monotonic() - self._renewed < self.renew_every_s:",
-                "if time.monotonic() - self._renewed <= self.renew_every_s:",
-                _TICK,
-            ),
-            (
-                "if time.monotonic() - self._queues_at >= QUEUES_EVERY_S:",
-                "if time.monotonic() - self._queues_at > QUEUES_EVERY_S:",
-                _TICK,
-            ),
-            (
-                "if last_refs is refs and last_folders is self.folders and now <"
-                " self.report.next_retry:",
-                "if last_refs is refs and last_folders is self.folders and now <="
-                " self.report.next_retry:",
-                _TICK,
-            ),
-            (
-                "if self.read_last_pass == 0 or time.monotonic() - self._recorded_at >="
-                " self.record_every_s:",
-                "if self.read_last_pass == 0 or time.monotonic() - self._recorded_at >"
-                " self.record_every_s:",
-                _TICK,
-            ),
-            (
-                "due = [folder for folder in folders if now - folder.backlog_at >="
-                " BACKLOG_EVERY_S]",
-                "due = [folder for folder in folders if now - folder.backlog_at > BACKLOG_EVERY_S]",
-                _TICK,
             ),
         )
     }
