@@ -282,7 +282,7 @@ def test_the_history_collector_reads_each_stream_on_its_node_and_follows_a_moved
     refs = [QueueRef(f"{{q{n}}}", "orders") for n in range(12)]
     nodes = {cluster.get_node_from_key(ref.keys.events).name for ref in refs}
     assert len(nodes) == 3  # the streams sit on every node
-    base = int(time.time() * 1000) - 60_000
+    base = a_minute_ago_ms()
     for ref in refs:
         write_events(cluster, ref, [e for n in range(5) for e in job_events(f"{n}", base, 2, 3)])
     collector = HistoryCollector(connect(cluster_url), lambda: refs, name="c", record_every_s=0)

@@ -452,7 +452,7 @@ def test_a_stream_read_last_pass_is_read_again_without_asking_for_news(
     """At 10,000 jobs/s the question "any news?" was one round trip in five of
     a pass, and a busy stream always has news."""
     refs = [QueueRef("bull", "busy"), QueueRef("bull", "quiet")]
-    base = int(time.time() * 1000) - 60_000
+    base = a_minute_ago_ms()
     for n, ref in enumerate(refs):
         write_events(redis_client, ref, job_events(f"j{n}", base + n, 5, 5))
     c = HistoryCollector(connect(redis_url), lambda: refs, name="busy", record_every_s=0.0)
