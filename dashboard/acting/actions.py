@@ -1,15 +1,9 @@
-"""Every dashboard action runs here: through ``queues.queue.Queue`` (one Lua
-script per move), turned into a plain-words message, an audit log line and an
-``AuditEntry`` row (the audit trail, and the queue page chart's markers).
-
-Pages and the API both call :func:`job_action` / :func:`queue_action`, so the
-same click and the same POST say the same thing and log the same line. Jobs a
-script left where they were because their keys are broken are named in the
-message, listed in ``skipped`` and in the audit line. When Redis refuses an
-action before it starts (over maxmemory, or a queue key of the wrong type) the
-action raises a :class:`ActionRefused` whose ``status`` and ``code`` the API
-answers with; whatever earlier batches or jobs did is said in its message.
-"""
+"""Every dashboard action runs here, through ``queues.queue.Queue`` (one Lua
+script per move), and becomes a plain-words message, an audit line and an
+``AuditEntry`` row: pages and the API call the same function, so a click and
+a POST say the same. Broken jobs left where they were are named; a refusal by
+Redis raises :class:`ActionRefused` (its ``status`` and ``code`` the API's),
+saying what earlier batches did."""
 
 from __future__ import annotations
 
@@ -612,19 +606,11 @@ def act_on_ids(
     user: str,
     state: str,
 ) -> ActionResult:
-    """Retry, promote or remove an explicit set of up to :data:`MAX_IDS_PER_SET`
-    jobs that were in ``state`` (a tab) when the set was taken: a search
-    result, an error group, a cohort.
-
-    Each job is one run of the action's own transition script (requeueJob,
-    removeJob), which checks the job is still in ``state`` before it writes;
-    :data:`SET_BATCH` of them go in one pipelined round trip. A job that moved
-    meanwhile (a worker or a person took it elsewhere) or is gone is skipped
-    and counted in ``moved_meanwhile``; one whose keys are broken stays where
-    it was and is listed in ``skipped``; one a scheduler owns (remove) is an
-    outcome with its reason. One audit entry for the whole set. When Redis
-    refuses (out of memory, a queue key of the wrong type) it stops there and
-    raises :class:`ActionRefused` saying what was done before."""
+    """Retry, promote or remove a set of up to :data:`MAX_IDS_PER_SET` jobs
+    that were in ``state`` when it was taken (a search result, an error group,
+    a cohort): each by its own script, which checks the job is still there
+    (one that moved meanwhile is counted, a broken one listed in ``skipped``),
+    :data:`SET_BATCH` to a round trip, one audit entry for the set."""
     ids = _set_ids(action, job_ids, state)
     keys = ref.keys
     scripts.ensure_loaded(client, (_SET_SCRIPTS[action],))
