@@ -1,12 +1,7 @@
 """What became of an action: the queue page's "Recent actions" panel, a
-cohort's page (its jobs, one part at a time) and their JSON.
-
-A retry or promote keeps the jobs it moved for 24 hours (recorded by
-dashboard/acting/cohort_record.py). Looking at them asks Redis where each one is now
-(queues.read.cohorts.breakdown): nothing is computed while nobody looks, and
-one look breaks down at most :data:`IDS_PER_LOOK` jobs in all; the panel
-refreshes as the queue's events arrive (static/dashboard/cohorts.js, at most
-every few seconds, held while the pointer is on it).
+cohort's page and their JSON. A look asks Redis where each recorded job is
+now (acting/cohort_record.py wrote them): nothing is computed while nobody
+looks, and one look breaks down at most :data:`IDS_PER_LOOK` jobs in all.
 """
 
 from __future__ import annotations

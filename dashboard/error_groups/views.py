@@ -1,11 +1,8 @@
-"""The failed tab grouped by error: the page, its JSON API and the group actions.
-
-The groups come from the read model's index (queues.read.error_groups),
-caught up on each look, so a look costs what changed since the last one. The
-table rides on the queue page's live refresh. A group's retry or remove runs
-the one-job scripts over its jobs (dashboard.acting.actions.act_on_ids): a job that
-moved meanwhile is left alone and counted, a broken one reported, a retry
-followed as a cohort; the index forgets the moved jobs at once.
+"""The failed tab grouped by error: the page, its JSON API and the group
+actions. The groups' index (queues.read.error_groups) is caught up on each
+look, so a look costs what changed since the last; a group's retry or remove
+runs each job's own script (acting.actions.act_on_ids) and the index forgets
+the moved jobs at once.
 """
 
 from __future__ import annotations

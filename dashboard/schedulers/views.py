@@ -1,12 +1,7 @@
-"""A queue's job schedulers: the "schedulers" tab of the queue page and its
-JSON API (list, run now, remove).
-
-The list comes from the read model (queues.read.schedulers), one page at a
-time; the actions run through dashboard.acting.actions (one script each, audited),
-so the page's buttons and the API say the same thing. The tab's table rides
-on the queue page's live refresh (static/dashboard/live.js, #job-table): when
-a scheduler's run is added, taken or finished, the queue's events make the
-page refetch its fragment, so next runs and iteration counts stay current.
+"""A queue's job schedulers: the "schedulers" tab and its JSON API (list,
+run now, remove), the actions through dashboard.acting.actions so the buttons
+and the API say the same. The table rides on the queue page's live refresh:
+a scheduler's run added, taken or finished is an event of the queue.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The workers tab of a queue (its connected workers and its limits), its
-JSON, and the global concurrency action, for pages and API alike.
-
-The list comes from one ``CLIENT LIST`` per Redis node (queues.read.workers).
-A worker connecting or leaving writes no event, so the tab's live part is
-polled (static/dashboard/workers.js, every few seconds while the page is
-visible) besides refreshing on the queue's events like every queue page.
+JSON, and the global concurrency action. A worker connecting or leaving
+writes no event, so the tab's live part is also polled (workers.js).
 """
 
 from __future__ import annotations
