@@ -296,10 +296,8 @@ def job_action(
         f"moved={result.count} refused={len(job_ids) - result.count}"
         + (f" broken={','.join(broken[:20])}" if broken else ""),
     )
-    if action in COHORT_ACTIONS:
-        moved_ids = [o.id for o in outcomes if o.ok]
-        source = "delayed" if action == "promote" else state
-        _record(client, result, moved_ids, user, started, source, reasons, audit_id)
+    moved_ids = [o.id for o in outcomes if o.ok]
+    _record(client, result, moved_ids, user, started, state, reasons, audit_id)
     return result
 
 
@@ -313,11 +311,15 @@ def _record(
     moved: Sequence[str],
     user: str,
     at_ms: int,
-    source: str,
+    state: str,
     reasons: dict[str, str],
     audit_id: int | None,
 ) -> None:
-    """Keep what ``result`` moved as a cohort (dashboard/acting/cohort_record.py)."""
+    """Keep what a retry or promote moved as a cohort (acting/cohort_record.py);
+    ``state``: the finished set a retry took its jobs from."""
+    if result.action not in COHORT_ACTIONS:
+        return
+    source = "delayed" if result.action.startswith("promote") else state
     record_cohort(
         client,
         result.ref,
@@ -387,10 +389,9 @@ def queue_action(
         audit_id = record_audit(
             user, result, f"state={state}", f"count={result.count} refused:{refusal.code}"
         )
-        if isinstance(error, BulkStopped) and action in COHORT_ACTIONS:
-            source = "delayed" if action == "promote_all" else state
+        if isinstance(error, BulkStopped):
             done_ids, reasons = error.done.ids, error.done.previous_reasons
-            _record(client, result, done_ids, user, started, source, reasons, audit_id)
+            _record(client, result, done_ids, user, started, state, reasons, audit_id)
         raise refusal from error
     result.message = _with_broken(result.message, result.skipped)
     skipped = ",".join(job.job_id for job in result.skipped[:20])
@@ -400,9 +401,7 @@ def queue_action(
         f"state={state}",
         f"count={result.count}" + (f" skipped={skipped}" if skipped else ""),
     )
-    if action in COHORT_ACTIONS:
-        source = "delayed" if action == "promote_all" else state
-        _record(client, result, moved.ids, user, started, source, moved.previous_reasons, audit_id)
+    _record(client, result, moved.ids, user, started, state, moved.previous_reasons, audit_id)
     return result
 
 
@@ -635,8 +634,7 @@ def act_on_ids(
             audit_id = record_audit(
                 user, result, jobs, f"moved={result.count} refused:{refusal.code}"
             )
-            if action in COHORT_ACTIONS:
-                _record(client, result, moved, user, started, state, reasons, audit_id)
+            _record(client, result, moved, user, started, state, reasons, audit_id)
             raise refusal from error
     result.message = _set_summary(action, result, len(ids))
     broken = ",".join(job.job_id for job in result.skipped[:20])
@@ -647,10 +645,9 @@ def act_on_ids(
         f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
         + (f" broken={broken}" if broken else ""),
     )
-    if action in COHORT_ACTIONS:
-        # A search result or an error group retried or promoted: its jobs are
-        # followed as any retry's are ("what became of them").
-        _record(client, result, moved, user, started, state, reasons, audit_id)
+    # A search result or an error group retried or promoted: its jobs are
+    # followed as any retry's are ("what became of them").
+    _record(client, result, moved, user, started, state, reasons, audit_id)
     return result
 
 
