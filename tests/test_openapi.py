@@ -288,13 +288,15 @@ class Api:
         if key not in self.clients:
             self.clients[key] = _client(ask.who and self.users[ask.who], csrf=ask.csrf)
         client = self.clients[key]
-        at = {"job_id": ask.job_id, "cohort_id": ask.cohort_id, "group": ask.group}
-        at["connection"] = ask.connection
+        at = {name: getattr(ask, name) for name in ("job_id", "cohort_id", "group", "connection")}
         target = url(ask.name, ask.ref, **{k: v for k, v in at.items() if v is not None})
         if OPERATIONS[ask.name].body is None:
             response = client.get(target, ask.given)
+        elif ask.form:
+            form = urlencode(ask.given, doseq=True)
+            response = client.post(target, form, content_type="application/x-www-form-urlencoded")
         else:
-            response = _post(client, target, ask.given, form=ask.form)
+            response = client.post(target, json.dumps(ask.given), content_type="application/json")
         body = self.check(response, ask.status, valid_request=ask.valid)
         if ask.code:
             assert body["error"]["code"] == ask.code, (ask, body)
@@ -304,13 +306,6 @@ class Api:
     def all(self, asks: Iterable[Ask], **change: Any) -> None:
         for ask in asks:
             self(replace(ask, **change))
-
-
-def _post(client: Client, target: str, body: dict[str, Any], *, form: bool = False) -> Any:
-    if form:
-        form_body = urlencode(body, doseq=True)
-        return client.post(target, form_body, content_type="application/x-www-form-urlencoded")
-    return client.post(target, json.dumps(body), content_type="application/json")
 
 
 # In order: the actions change the seeded jobs the later asks find.
