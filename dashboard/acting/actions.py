@@ -491,33 +491,25 @@ def _scheduler_id(raw: str) -> str:
 
 def _scheduler_outcome(owner: JobSchedulers, action: str, scheduler_id: str) -> Outcome:
     """The one script of a scheduler action, in words; refusals included."""
+
+    def said(ok: bool, code: str, words: str, outcome_id: str = scheduler_id) -> Outcome:
+        return SchedulerOutcome(outcome_id, ok, code, f"Job scheduler {scheduler_id} {words}")
+
     try:
         if action == "run_now":
             job_id = owner.run_now(scheduler_id)
-            return SchedulerOutcome(
-                job_id, True, "ok", f"Job scheduler {scheduler_id} ran now: job {job_id} added"
-            )
+            return said(True, "ok", f"ran now: job {job_id} added", job_id)
         removed = owner.remove(scheduler_id)
     except SchedulerRefused as refused:
-        missing = refused.reason == "scheduler:missing"
+        code = (
+            "SCHEDULER_NOT_EXIST" if refused.reason == "scheduler:missing" else "SCHEDULER_BROKEN"
+        )
         verb = "run" if action == "run_now" else "removed"
-        return SchedulerOutcome(
-            scheduler_id,
-            False,
-            "SCHEDULER_NOT_EXIST" if missing else "SCHEDULER_BROKEN",
-            f"Job scheduler {scheduler_id} was not {verb}: {describe_refusal(refused.reason)}",
-        )
+        return said(False, code, f"was not {verb}: {describe_refusal(refused.reason)}")
     if not removed.existed:
-        return SchedulerOutcome(
-            scheduler_id,
-            False,
-            "SCHEDULER_NOT_EXIST",
-            f"Job scheduler {scheduler_id} no longer exists — it was removed already",
-        )
+        return said(False, "SCHEDULER_NOT_EXIST", "no longer exists — it was removed already")
     pending = f" with its pending run {removed.pending_job_id}" if removed.pending_job_id else ""
-    return SchedulerOutcome(
-        scheduler_id, True, "ok", f"Job scheduler {scheduler_id} removed{pending}"
-    )
+    return said(True, "ok", f"removed{pending}")
 
 
 def scheduler_action(
