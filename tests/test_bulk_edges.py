@@ -4,6 +4,9 @@ Redis; jobs added as producers add them."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
+
 import pytest
 from redis import Redis
 
@@ -379,3 +382,33 @@ def test_one_clean_call_reads_a_long_list_chunk_after_chunk_without_a_gap(
     assert (len(deleted), skipped) == (2500, [])
     assert sorted(job_id.decode() for job_id in deleted) == sorted(ids)
     assert redis_client.llen(queue.keys.wait) == 0
+
+
+def test_retry_all_moves_the_next_batch_while_the_last_one_is_handed_over(
+    redis_client: Redis,
+) -> None:
+    """The dashboard folds each batch's previous reasons for the action's
+    cohort (``on_moved``); meanwhile Redis moves the next batch, instead of
+    the two taking turns. Still one call at a time: the batch after that one
+    waits for the fold, so no call of the action queues behind another in
+    Redis (each stays as short as one batch)."""
+    queue = Queue("emails", redis_client)
+    ids = queue.add_bulk([("send-welcome", WELCOME, None)] * 300)
+    for n, job_id in enumerate(ids):
+        queue.fail(job_id, f"SMTPServerDisconnected: Connection unexpectedly closed ({n})")
+    left_during_folds: list[int] = []
+
+    def fold(moved: Sequence[str], reasons: Sequence[str]) -> None:
+        if not left_during_folds:  # the first batch: wait for Redis to move the second
+            deadline = time.monotonic() + 10
+            while redis_client.zcard(queue.keys.failed) > 100 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.2)  # and see that the third does not come meanwhile
+        left_during_folds.append(redis_client.zcard(queue.keys.failed))
+        assert len(moved) == len(reasons) == 100
+        assert all(reason.startswith("SMTPServerDisconnected") for reason in reasons)
+
+    result = queue.retry_all(batch=100, track=1000, on_moved=fold)
+    assert left_during_folds == [100, 0, 0]
+    assert result.count == 300
+    assert sorted(result.ids) == sorted(ids)
