@@ -158,7 +158,10 @@ class Cohort:
             "samples": list(self.samples),
             "audit_id": self.audit_id,
         }
-        return zlib.compress(json.dumps(record, separators=(",", ":")).encode(), 6)
+        # Level 1: a retry-all's record (100,000 ids) compresses about as well
+        # as at 6 (ids and small indexes: 5% larger) in a fraction of the time,
+        # which its answer waits for.
+        return zlib.compress(json.dumps(record, separators=(",", ":")).encode(), 1)
 
 
 @dataclass(slots=True)
