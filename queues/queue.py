@@ -9,9 +9,10 @@ trips and never more than the page asked for. Works with ``redis.Redis`` and
 
 from __future__ import annotations
 
+import queue
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -281,46 +282,64 @@ class Queue:
     ) -> BulkResult:
         result = BulkResult()
         listed = self._listed(source, result)
+        # The batches are moved by a thread of their own, one call after the
+        # other as soon as the last is answered, while this one decodes what
+        # each moved and hands it to ``on_moved`` (the dashboard folds it into
+        # the action's cohort). Redis then never waits for that work, nor for
+        # this thread to wake up between two batches, and no call of the
+        # action ever waits behind another in Redis (one connection, one call
+        # at a time). None says the batches are done.
+        moved: queue.SimpleQueue[Sequence[Any] | None] = queue.SimpleQueue()
+        with ThreadPoolExecutor(1, "requeue-batches") as mover:
+            moving = mover.submit(
+                self._requeue_batches, source, batch, max_score, track, listed, result, moved
+            )
+            while (reported := moved.get()) is not None:
+                _add_reported(result, reported, track, on_moved)
+            moving.result()  # BulkStopped when Redis refused a batch
+        return result
+
+    def _requeue_batches(
+        self,
+        source: RequeueSource,
+        batch: int,
+        max_score: int | None,
+        track: int,
+        listed: Mapping[str, str],
+        result: BulkResult,
+        moved: queue.SimpleQueue[Sequence[Any] | None],
+    ) -> None:
+        """requeueJobs calls until the source holds no more of what was there
+        at the start; each call's moved ids and reasons go to ``moved``."""
         calls_left: int | None = None
         tracked = 0  # moved ids reported so far
-
-        def batch_call(pass_over: int) -> ScriptCall:
-            # Broken jobs stay at the front of the source set: pass over them.
-            # Moved ids are reported only while the tracked ones are not all in.
-            return admin.requeue_jobs(
-                self.keys,
-                source,
-                batch=batch,
-                max_score=max_score,
-                pass_over=pass_over,
-                report_reason_bytes=REASON_BYTES if tracked < track else 0,
-                listed=listed,
-            )
-
-        # One call in flight at a time (no call waits behind another in
-        # Redis), but the next is sent, from a thread of its own, as soon as
-        # this answer says where it starts, before this batch's moved ids are
-        # decoded and handed to ``on_moved``: Redis runs the next batch while
-        # this thread works on the last (as the error groups' first grouping
-        # does), instead of the two taking turns.
-        with ThreadPoolExecutor(1, "requeue-batches") as caller:
-            coming: Future[Any] | None = caller.submit(self._bulk_step, batch_call(0), result)
-            while coming is not None:
-                moved, remaining, skipped, reported = coming.result()
-                result.count += int(moved)
+        try:
+            while calls_left is None or calls_left > 0:
+                # Broken jobs stay at the front of the source set: pass over
+                # them. Moved ids are reported only while the tracked ones are
+                # not all in.
+                call = admin.requeue_jobs(
+                    self.keys,
+                    source,
+                    batch=batch,
+                    max_score=max_score,
+                    pass_over=len(result.skipped),
+                    report_reason_bytes=REASON_BYTES if tracked < track else 0,
+                    listed=listed,
+                )
+                count, remaining, skipped, reported = self._bulk_step(call, result)
+                result.count += int(count)
                 result.add_skipped(decode_skipped(skipped))
                 tracked += len(reported) // 2
-                coming = None
-                if int(remaining) > 0 and (calls_left is None or calls_left > 1):
-                    # Only what was there at the start: jobs that producers keep
-                    # adding (promote-all takes every score) must not keep this
-                    # loop going.
-                    calls_left = (
-                        -(-int(remaining) // batch) if calls_left is None else calls_left - 1
-                    )
-                    coming = caller.submit(self._bulk_step, batch_call(len(result.skipped)), result)
-                _add_reported(result, reported, track, on_moved)
-        return result
+                moved.put(reported)
+                if int(remaining) == 0:
+                    break
+                # Only what was there at the start: jobs that producers keep
+                # adding (promote-all takes every score) must not keep this
+                # loop going.
+                calls_left = -(-int(remaining) // batch) if calls_left is None else calls_left - 1
+        finally:
+            moved.put(None)
 
     def clean(
         self, state: CleanableState, grace_ms: int, limit: int = 0, *, keep_ids: bool = True
