@@ -9,10 +9,8 @@ trips and never more than the page asked for. Works with ``redis.Redis`` and
 
 from __future__ import annotations
 
-import queue
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,10 +44,6 @@ _JOBS_PER_CALL = 100
 _BYTES_PER_CALL = 4 * 1024 * 1024
 
 AddSpec = tuple[str, Any, "JobOptions | Mapping[str, Any] | None"]
-# What a bulk requeue hands over per batch when asked (Queue.retry_all's
-# ``on_moved``): the tracked ids it moved and the previous reason of each
-# ("" when none), in the order moved.
-MovedBatch = Callable[[Sequence[str], Sequence[str]], None]
 
 
 def now_ms() -> int:
@@ -225,26 +219,17 @@ class Queue:
         self._run(admin.remove_job(self.keys, job_id, now_ms=now_ms()), "remove", job_id)
 
     def retry_all(
-        self,
-        state: FinishedState = "failed",
-        *,
-        batch: int = 1000,
-        track: int = 0,
-        on_moved: MovedBatch | None = None,
+        self, state: FinishedState = "failed", *, batch: int = 1000, track: int = 0
     ) -> BulkResult:
         """Retry every job that was in ``state`` when the call started. Jobs
         whose keys are broken stay in ``state`` and are listed in ``skipped``.
         ``track``: list the first that many moved jobs in ``ids`` (with their
-        previous reasons), and hand each batch of them to ``on_moved`` (ids,
-        reasons) while Redis moves the next. Raises :class:`BulkStopped` when
-        Redis refuses a batch."""
-        return self._requeue_all(state, batch, now_ms(), track, on_moved)
+        previous reasons). Raises :class:`BulkStopped` when Redis refuses a batch."""
+        return self._requeue_all(state, batch, max_score=now_ms(), track=track)
 
-    def promote_all(
-        self, *, batch: int = 1000, track: int = 0, on_moved: MovedBatch | None = None
-    ) -> BulkResult:
+    def promote_all(self, *, batch: int = 1000, track: int = 0) -> BulkResult:
         """Run every delayed job now (as :meth:`retry_all` for delayed jobs)."""
-        return self._requeue_all("delayed", batch, None, track, on_moved)
+        return self._requeue_all("delayed", batch, max_score=None, track=track)
 
     def _bulk_step(self, call: ScriptCall, done: BulkResult) -> Any:
         """One batch of a bulk action; a refusal stops the action with what
@@ -273,73 +258,33 @@ class Queue:
             start = (int(next_list), int(next_index))
 
     def _requeue_all(
-        self,
-        source: RequeueSource,
-        batch: int,
-        max_score: int | None,
-        track: int,
-        on_moved: MovedBatch | None = None,
+        self, source: RequeueSource, batch: int, max_score: int | None, track: int
     ) -> BulkResult:
         result = BulkResult()
         listed = self._listed(source, result)
-        # The batches are moved by a thread of their own, one call after the
-        # other as soon as the last is answered, while this one decodes what
-        # each moved and hands it to ``on_moved`` (the dashboard folds it into
-        # the action's cohort). Redis then never waits for that work, nor for
-        # this thread to wake up between two batches, and no call of the
-        # action ever waits behind another in Redis (one connection, one call
-        # at a time). None says the batches are done.
-        moved: queue.SimpleQueue[Sequence[Any] | None] = queue.SimpleQueue()
-        with ThreadPoolExecutor(1, "requeue-batches") as mover:
-            moving = mover.submit(
-                self._requeue_batches, source, batch, max_score, track, listed, result, moved
-            )
-            while (reported := moved.get()) is not None:
-                _add_reported(result, reported, track, on_moved)
-            moving.result()  # BulkStopped when Redis refused a batch
-        return result
-
-    def _requeue_batches(
-        self,
-        source: RequeueSource,
-        batch: int,
-        max_score: int | None,
-        track: int,
-        listed: Mapping[str, str],
-        result: BulkResult,
-        moved: queue.SimpleQueue[Sequence[Any] | None],
-    ) -> None:
-        """requeueJobs calls until the source holds no more of what was there
-        at the start; each call's moved ids and reasons go to ``moved``."""
         calls_left: int | None = None
-        tracked = 0  # moved ids reported so far
-        try:
-            while calls_left is None or calls_left > 0:
-                # Broken jobs stay at the front of the source set: pass over
-                # them. Moved ids are reported only while the tracked ones are
-                # not all in.
-                call = admin.requeue_jobs(
-                    self.keys,
-                    source,
-                    batch=batch,
-                    max_score=max_score,
-                    pass_over=len(result.skipped),
-                    report_reason_bytes=REASON_BYTES if tracked < track else 0,
-                    listed=listed,
-                )
-                count, remaining, skipped, reported = self._bulk_step(call, result)
-                result.count += int(count)
-                result.add_skipped(decode_skipped(skipped))
-                tracked += len(reported) // 2
-                moved.put(reported)
-                if int(remaining) == 0:
-                    break
-                # Only what was there at the start: jobs that producers keep
-                # adding (promote-all takes every score) must not keep this
-                # loop going.
-                calls_left = -(-int(remaining) // batch) if calls_left is None else calls_left - 1
-        finally:
-            moved.put(None)
+        while calls_left is None or calls_left > 0:
+            # Broken jobs stay at the front of the source set: pass over them.
+            # Moved ids are reported only while the tracked ones are not all in.
+            call = admin.requeue_jobs(
+                self.keys,
+                source,
+                batch=batch,
+                max_score=max_score,
+                pass_over=len(result.skipped),
+                report_reason_bytes=REASON_BYTES if len(result.ids) < track else 0,
+                listed=listed,
+            )
+            moved, remaining, skipped, reported = self._bulk_step(call, result)
+            result.count += int(moved)
+            result.add_skipped(decode_skipped(skipped))
+            _add_reported(result, reported, track)
+            if int(remaining) == 0:
+                break
+            # Only what was there at the start: jobs that producers keep adding
+            # (promote-all takes every score) must not keep this loop going.
+            calls_left = -(-int(remaining) // batch) if calls_left is None else calls_left - 1
+        return result
 
     def clean(
         self, state: CleanableState, grace_ms: int, limit: int = 0, *, keep_ids: bool = True
@@ -449,20 +394,15 @@ class Queue:
         return int(self._run(call, "addLog", job_id))
 
 
-def _add_reported(
-    result: BulkResult, reported: Sequence[Any], track: int, on_moved: MovedBatch | None
-) -> None:
+def _add_reported(result: BulkResult, reported: Sequence[Any], track: int) -> None:
     """Keep the moved jobs a batch reported (id, previous reason pairs), up to
-    ``track`` ids in all, and hand them to ``on_moved``. Sliced rather than
-    walked pair by pair: a retry-all hands 100,000 of them over."""
+    ``track`` ids in all. Sliced rather than walked pair by pair: a retry-all
+    hands 100,000 of them over."""
     flat = reported or ()
     end = 2 * max(track - len(result.ids), 0)
     ids = [_text(raw_id) for raw_id in flat[0:end:2]]
-    reasons = [_text(raw_reason) for raw_reason in flat[1:end:2]]
     result.ids.extend(ids)
-    kept = result.previous_reasons
-    for job_id, reason in zip(ids, reasons, strict=True):
-        if reason:
-            kept[job_id] = reason
-    if on_moved is not None and ids:
-        on_moved(ids, reasons)
+    reasons = result.previous_reasons
+    for job_id, raw_reason in zip(ids, flat[1:end:2], strict=True):
+        if raw_reason:
+            reasons[job_id] = _text(raw_reason)

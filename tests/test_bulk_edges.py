@@ -4,9 +4,6 @@ Redis; jobs added as producers add them."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
-
 import pytest
 from redis import Redis
 
@@ -382,30 +379,3 @@ def test_one_clean_call_reads_a_long_list_chunk_after_chunk_without_a_gap(
     assert (len(deleted), skipped) == (2500, [])
     assert sorted(job_id.decode() for job_id in deleted) == sorted(ids)
     assert redis_client.llen(queue.keys.wait) == 0
-
-
-def test_retry_all_moves_the_next_batches_while_the_first_is_handed_over(
-    redis_client: Redis,
-) -> None:
-    """The dashboard folds each batch's previous reasons for the action's
-    cohort (``on_moved``); meanwhile Redis moves the next batches, one call
-    after the other, instead of waiting for the fold between two calls."""
-    queue = Queue("emails", redis_client)
-    ids = queue.add_bulk([("send-welcome", WELCOME, None)] * 300)
-    for n, job_id in enumerate(ids):
-        queue.fail(job_id, f"SMTPServerDisconnected: Connection unexpectedly closed ({n})")
-    left_during_folds: list[int] = []
-
-    def fold(moved: Sequence[str], reasons: Sequence[str]) -> None:
-        if not left_during_folds:  # the first batch: Redis moves the others meanwhile
-            deadline = time.monotonic() + 10
-            while redis_client.zcard(queue.keys.failed) > 0 and time.monotonic() < deadline:
-                time.sleep(0.01)
-        left_during_folds.append(redis_client.zcard(queue.keys.failed))
-        assert len(moved) == len(reasons) == 100
-        assert all(reason.startswith("SMTPServerDisconnected") for reason in reasons)
-
-    result = queue.retry_all(batch=100, track=1000, on_moved=fold)
-    assert left_during_folds == [0, 0, 0]
-    assert result.count == 300
-    assert sorted(result.ids) == sorted(ids)

@@ -41,7 +41,7 @@ from queues.commands.admin import MAX_GLOBAL_CONCURRENCY, FinishedState, Requeue
 from queues.keys import InvalidName, QueueKeys, validate_job_id
 from queues.queue import BulkResult, BulkStopped, Queue, now_ms
 from queues.read.answers import Answer
-from queues.read.cohorts import MAX_TRACKED, ReasonKinds, previous_reasons
+from queues.read.cohorts import MAX_TRACKED, previous_reasons
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 from queues.read.states import TAB, TABS
 from queues.schedulers import JobSchedulers, SchedulerRefused, describe_refusal
@@ -320,12 +320,10 @@ def _record(
     user: str,
     at_ms: int,
     source: str,
-    reasons: dict[str, str] | ReasonKinds,
+    reasons: dict[str, str],
     audit_id: int | None,
 ) -> None:
-    """Keep what ``result`` moved as a cohort (dashboard/acting/cohort_record.py),
-    with the previous reason of each moved id (id -> reason), or their kinds
-    folded as a bulk action's batches came."""
+    """Keep what ``result`` moved as a cohort (dashboard/acting/cohort_record.py)."""
     record_cohort(
         client,
         result.ref,
@@ -335,8 +333,7 @@ def _record(
         at_ms=at_ms,
         source=source,
         count=result.count,
-        previous_reasons=reasons if isinstance(reasons, dict) else None,
-        kinds=reasons if isinstance(reasons, ReasonKinds) else None,
+        previous_reasons=reasons,
         audit_id=audit_id,
     )
 
@@ -371,19 +368,13 @@ def queue_action(
         raise ActionRefused("Choose an age: zero or more milliseconds")
     started = now_ms()
     moved = BulkResult()  # the ids retry all / promote all moved, for the cohort
-    # Their previous reasons, folded batch by batch while Redis moves the next.
-    kinds = ReasonKinds()
-
-    def fold_batch(_ids: Sequence[str], reasons: Sequence[str]) -> None:
-        kinds.add(reasons)
-
     try:
         if action == "retry_all":
-            moved = queue.retry_all(finished or "failed", track=MAX_TRACKED, on_moved=fold_batch)
+            moved = queue.retry_all(finished or "failed", track=MAX_TRACKED)
             done = _bulk_done(moved, result)
             result.message = f"{done} {state} jobs {_BULK_PAST[action]}"
         elif action == "promote_all":
-            moved = queue.promote_all(track=MAX_TRACKED, on_moved=fold_batch)
+            moved = queue.promote_all(track=MAX_TRACKED)
             done = _bulk_done(moved, result)
             result.message = f"{done} delayed jobs {_BULK_PAST[action]}"
         elif action == "clean":
@@ -404,7 +395,8 @@ def queue_action(
         )
         if isinstance(error, BulkStopped) and action in COHORT_ACTIONS:
             source = "delayed" if action == "promote_all" else state
-            _record(client, result, error.done.ids, user, started, source, kinds, audit_id)
+            done_ids, reasons = error.done.ids, error.done.previous_reasons
+            _record(client, result, done_ids, user, started, source, reasons, audit_id)
         raise refusal from error
     result.message = _with_broken(result.message, result.skipped)
     skipped = ",".join(job.job_id for job in result.skipped[:20])
@@ -416,7 +408,7 @@ def queue_action(
     )
     if action in COHORT_ACTIONS:
         source = "delayed" if action == "promote_all" else state
-        _record(client, result, moved.ids, user, started, source, kinds, audit_id)
+        _record(client, result, moved.ids, user, started, source, moved.previous_reasons, audit_id)
     return result
 
 

@@ -18,7 +18,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from queues import codec
-from queues.read.cohorts import KEEP_MS, MAX_COHORTS_PER_QUEUE, ReasonKinds, build_cohort
+from queues.read.cohorts import KEEP_MS, MAX_COHORTS_PER_QUEUE, build_cohort
 from queues.read.refs import QueueRef
 
 log = logging.getLogger("echomq.cohorts")
@@ -41,15 +41,12 @@ def record_cohort(
     count: int | None = None,
     previous_reasons: Mapping[str, str] | None = None,
     audit_id: int | None = None,
-    kinds: ReasonKinds | None = None,
 ) -> str | None:
     """Keep the cohort of an action that moved ``moved_ids`` (the first
     MAX_TRACKED of them; ``count`` says how many moved in all, when more)
     out of ``source`` ("failed", "completed", "delayed"). ``previous_reasons``:
     id -> the failedReason it had (queues.read.cohorts.previous_reasons, or a
-    bulk result's), so "failed again (same reason)" can be told; or ``kinds``
-    when the caller folded them as the ids came (a bulk action's batches,
-    while Redis moved the next). Returns the
+    bulk result's), so "failed again (same reason)" can be told. Returns the
     cohort's id, or None when nothing moved or Redis did not take it."""
     if not moved_ids:
         return None
@@ -61,9 +58,8 @@ def record_cohort(
         at_ms=at_ms,
         count=count if count is not None else len(moved_ids),
         ids=moved_ids,
-        previous_reasons=previous_reasons or {},
+        previous_reasons=dict(previous_reasons or {}),
         audit_id=audit_id,
-        kinds=kinds,
     )
     index = ref.keys.cohort_index()
     record = cohort.encode()

@@ -24,7 +24,7 @@ import json
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,39 +166,6 @@ class Cohort:
         return zlib.compress(msgspec.json.encode(record), 1)
 
 
-@dataclass(slots=True)
-class ReasonKinds:
-    """The kinds (folded reasons) of a cohort's previous reasons, in its jobs'
-    order, folded as they come: a bulk action hands each batch over
-    (Queue.retry_all's ``on_moved``) while Redis moves the next one. Distinct
-    kinds are kept up to MAX_REASONS, each with the first of its reasons as
-    its sample; ``reason_of`` gives each job its kind's index (-1: none, or
-    not kept)."""
-
-    kinds: dict[str, int] = field(default_factory=dict)
-    samples: list[str] = field(default_factory=list)
-    reason_of: list[int] = field(default_factory=list)
-    # A reason of a form met before has its kind's index already: the jobs
-    # of one action mostly failed with a few kinds of reason that differ only
-    # in their numbers, and each form is folded once (fold_form; a reason
-    # without one is its own key: a str, never equal to a form's bytes).
-    _index_of_form: dict[bytes | str, int] = field(default_factory=dict)
-
-    def add(self, reasons: Iterable[str]) -> None:
-        for reason in reasons:
-            form = fold_form(reason, read=REASON_BYTES)
-            key = reason if form is None else form
-            index = self._index_of_form.get(key)
-            if index is None:
-                folded = fold_reason(reason)
-                index = self.kinds.get(folded, -1) if folded else -1
-                if folded and index < 0 and len(self.kinds) < MAX_REASONS:
-                    index = self.kinds[folded] = len(self.kinds)
-                    self.samples.append(sample_reason(reason))
-                self._index_of_form[key] = index
-            self.reason_of.append(index)
-
-
 def build_cohort(
     cohort_id: str,
     *,
@@ -208,19 +175,34 @@ def build_cohort(
     at_ms: int,
     count: int,
     ids: Sequence[str],
-    previous_reasons: Mapping[str, str],
+    previous_reasons: dict[str, str],
     audit_id: int | None,
-    kinds: ReasonKinds | None = None,
 ) -> Cohort:
     """A cohort of the first MAX_TRACKED ``ids``, each with the kind of its
-    previous reason: ``kinds`` when the caller folded them as the ids came
-    (one per id, in their order), else ``previous_reasons`` (id -> reason)."""
+    previous reason (distinct kinds kept up to MAX_REASONS, each with the
+    first of its reasons as its sample)."""
     tracked = tuple(ids[:MAX_TRACKED])
-    if kinds is None:
-        kinds = ReasonKinds()
-        kinds.add(previous_reasons.get(job_id, "") for job_id in tracked)
-    if len(kinds.reason_of) < len(tracked):
-        raise ValueError(f"{len(kinds.reason_of)} reasons folded for {len(tracked)} ids")
+    reasons: dict[str, int] = {}
+    samples: list[str] = []
+    reason_of = []
+    # A reason of a form met before has its kind's index already: the jobs of
+    # one action mostly failed with a few kinds of reason that differ only in
+    # their numbers, and each form is folded once here (fold_form; a reason
+    # without one is its own key: a str, never equal to a form's bytes).
+    index_of_form: dict[bytes | str, int] = {}
+    for job_id in tracked:
+        reason = previous_reasons.get(job_id, "")
+        form = fold_form(reason, read=REASON_BYTES)
+        key = reason if form is None else form
+        index = index_of_form.get(key)
+        if index is None:
+            folded = fold_reason(reason)
+            index = reasons.get(folded, -1) if folded else -1
+            if folded and index < 0 and len(reasons) < MAX_REASONS:
+                index = reasons[folded] = len(reasons)
+                samples.append(sample_reason(reason))
+            index_of_form[key] = index
+        reason_of.append(index)
     return Cohort(
         cohort_id,
         action,
@@ -229,10 +211,10 @@ def build_cohort(
         at_ms,
         max(count, len(tracked)),
         tracked,
-        tuple(kinds.kinds),
-        tuple(kinds.reason_of[: len(tracked)]) if kinds.kinds else (),
+        tuple(reasons),
+        tuple(reason_of) if reasons else (),
         audit_id,
-        tuple(kinds.samples),
+        tuple(samples),
     )
 
 
