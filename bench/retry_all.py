@@ -1,6 +1,7 @@
 """Retry-all of many failed jobs over HTTP: ours beside bull-board's, same Redis.
 
-    python bench/retry_all.py [--jobs 100000] [--rounds 3] [--app dashboard.asgi:application]
+    python bench/retry_all.py [--jobs 100000] [--rounds 3] [--no-bullmq]
+                              [--app dashboard.asgi:application]
 
 One private redis-server, our dashboard (the real ASGI app, as bench/dashboard.py
 serves it) and bull-board 9.10 on BullMQ 5 (npm, in a scratch folder:
