@@ -1,9 +1,6 @@
-"""Start-up checks (``manage.py check``): what a project must have for the app to work.
-
-Each missing piece would otherwise show up later, as a 500 on the first page
-(no messages middleware, no django_htmx template tags, no ``request`` in
-templates), as nobody being let in (a user model without permissions), or
-as a Redis server silently missing (a wrong ``ECHOMQ_CONNECTIONS`` entry).
+"""Start-up checks (``manage.py check``): what a project must have for the app to
+work, which would otherwise show later as a 500 on the first page, nobody let
+in, or a Redis server silently missing.
 """
 
 from __future__ import annotations
@@ -43,7 +40,6 @@ REQUIRED_CONTEXT_PROCESSORS = (
 
 
 def _has_middleware(wanted: str, installed: list[str]) -> bool:
-    """``wanted`` or a subclass of it is installed (as Django's admin checks)."""
     wanted_class = import_string(wanted)
     for path in installed:
         try:
@@ -91,9 +87,6 @@ def check_project(**_: Any) -> list[CheckMessage]:
 
 
 def check_connections() -> list[CheckMessage]:
-    """``REDIS_URL`` and ``ECHOMQ_CONNECTIONS`` as dashboard.core.connections reads
-    them: a wrong entry would otherwise be left out of every page without a
-    word, a wrong ``REDIS_URL`` fail on the first page."""
     found: list[CheckMessage] = []
     url = conf.redis_url()
     wrong = url_problem(url) if url else None
@@ -120,7 +113,6 @@ def check_connections() -> list[CheckMessage]:
 
 
 def check_user_model(user_model: type) -> list[CheckMessage]:
-    """A user model whose users hold no permissions lets nobody see the dashboard."""
     if hasattr(user_model, "has_perm"):
         return []
     return [

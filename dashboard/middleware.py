@@ -29,11 +29,8 @@ _SOCKET_SCHEME = {"http": "ws", "https": "wss"}
 
 
 def socket_sources(request: HttpRequest) -> list[str]:
-    """Where this page's live socket may connect: the origins the socket's own
-    Origin check accepts (dashboard.live.origin), as WebSocket URLs: the host
-    the page was served from with its scheme (``https`` when the request is
-    secure, SECURE_PROXY_SSL_HEADER included), and each of CSRF_TRUSTED_ORIGINS
-    (a proxy's public name)."""
+    """Where the live socket may connect: the origins its Origin check accepts (this
+    host with the request's scheme, and CSRF_TRUSTED_ORIGINS) as WebSocket URLs."""
     sources = []
     try:
         host = request.get_host()  # checked against ALLOWED_HOSTS: no stray characters
@@ -49,8 +46,7 @@ def socket_sources(request: HttpRequest) -> list[str]:
 
 
 class ContentSecurityPolicyMiddleware(MiddlewareMixin):
-    """Adds the policy to every response; works in sync and async stacks alike,
-    so under ASGI it adds no thread switch of its own."""
+    """Sync and async alike, so under ASGI it adds no thread switch."""
 
     def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if "Content-Security-Policy" not in response:

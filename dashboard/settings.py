@@ -52,10 +52,8 @@ def _env_json(name: str, default: object) -> object:
 
 
 def _proxy_ssl_header(name: str) -> tuple[str, str] | None:
-    """``SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto``: requests whose header says
-    ``https`` count as secure. Unset by default: a client reaching the server
-    directly could send the header itself, so trust it only behind a proxy
-    that always sets (or strips) it."""
+    """``X-Forwarded-Proto``: requests whose header says ``https`` are secure. Unset
+    by default: trust it only behind a proxy that always sets (or strips) it."""
     header = os.environ.get(name, "").strip()
     if not header:
         return None
@@ -146,10 +144,8 @@ TEMPLATES = [
     },
 ]
 
-# Users, sessions, login lockouts (django-axes) and the audit trail live in the
-# database. SQLite serves the processes of one host;
-# processes on several hosts need one database they share, given as
-# DATABASE_URL (e.g. postgres://user:password@host:5432/name, docs/deploy.md).
+# Users, sessions, lockouts and the audit trail: SQLite serves one host's
+# processes; several hosts share one database by DATABASE_URL (docs/deploy.md).
 if os.environ.get("DATABASE_URL", "").strip():
     DATABASES = {
         "default": dj_database_url.parse(
@@ -178,10 +174,9 @@ ECHOMQ_LOGOUT_URL = "logout"
 CSRF_FAILURE_VIEW = "dashboard.core.errors.csrf_failure"
 
 # Login throttling (django-axes): five wrong passwords for one username from one
-# address lock that pair out for 15 minutes. Locked attempts are refused before
-# any password is hashed and do not extend the lockout, so the time the login
-# page names holds. An unknown username is counted and locked like a real one:
-# the answers do not tell which usernames exist.
+# address lock that pair out for 15 minutes; locked attempts are refused before
+# any hashing and do not extend it (so the time the page names holds), and an
+# unknown username is locked like a real one.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -194,17 +189,12 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "dashboard.site.accounts.lockout_response"
 # One row per successful login, kept for ever and shown nowhere: not kept.
 AXES_DISABLE_ACCESS_LOG = True
-# Failures and lockouts are logged with what locks (username, address), not the
-# user agent; and no banner at the start of every process and manage.py command.
+# Logged with what locks (username, address), and no banner at every start.
 AXES_VERBOSE = False
 
-# Sessions in the database: logging out deletes the session, so a copy of the
-# cookie (another tab, another machine, a stolen one) stops working, at once
-# in the process that served the logout and within dashboard.core.short_cache.TTL_S (10 s)
-# in the others. Signed-cookie sessions cost no read but could not be
-# revoked: a copied cookie stayed valid until it expired, logout or not.
-# Each process keeps the sessions it read for at most that TTL (measured
-# reason in dashboard/core/short_cache.py), as it keeps the signed-in user.
+# Sessions in the database, so logging out revokes every copy of the cookie
+# (within short_cache.TTL_S in other processes, which keep what they read that
+# long); signed-cookie sessions could not be revoked.
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_CACHE_ALIAS = "sessions"
 CACHES = {
@@ -229,10 +219,8 @@ USE_TZ = True
 STATIC_URL = "/static/"
 # The checkout's static files (the app's, under dashboard/; a wheel holds them in the app).
 STATICFILES_DIRS = [BASE_DIR / "static"]
-# WhiteNoise serves /static/ from the app's own files, found once at start-up
-# (no per-request lookup), so a fresh clone, the tests and daphne need no
-# collectstatic. STATIC_ROOT is only for a proxy that serves the files itself
-# (manage.py collectstatic copies them there).
+# WhiteNoise serves the app's own files, found once at start-up, so nothing
+# needs collectstatic; STATIC_ROOT is for a proxy that serves them itself.
 WHITENOISE_USE_FINDERS = True
 STATIC_ROOT = os.environ.get("STATIC_ROOT") or None
 if STATIC_ROOT:
@@ -242,10 +230,8 @@ if STATIC_ROOT:
         "staticfiles": {"BACKEND": "dashboard.site.static_files.HashedStaticFiles"},
     }
 
-# One format for every log line of a server process: Django's, daphne's or
-# uvicorn's, Channels', django-axes' and ours (echomq.*, echomq.audit), all
-# through the root logger's one handler. LOG_FORMAT=json writes one JSON object
-# a line (python-json-logger) with the same four fields.
+# One format for every log line of a process, all through the root logger's one
+# handler; LOG_FORMAT=json writes one JSON object a line with the same fields.
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").strip().upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(
@@ -255,8 +241,7 @@ LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain").strip().lower()
 if LOG_FORMAT not in {"plain", "json"}:
     raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, got {LOG_FORMAT!r}")
 _LOG_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s"
-# Loggers that arrive with handlers of their own (Django's defaults, uvicorn's;
-# Python's warnings are logged, Django turns that on): emptied, so their records
+# Loggers that arrive with handlers of their own: emptied, so their records
 # reach the root handler only, once.
 _OWN_HANDLERS = [
     "django", "django.server", "py.warnings", "uvicorn", "uvicorn.error", "uvicorn.access",

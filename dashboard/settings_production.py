@@ -1,11 +1,6 @@
-"""The stand-alone dashboard in production: ``dashboard.settings``, safe by default.
-
-``DJANGO_SETTINGS_MODULE=dashboard.settings_production`` (docs/deploy.md):
-``SECRET_KEY`` and ``ALLOWED_HOSTS`` must be set and ``DEBUG`` off; cookies
-are HTTPS-only, http is redirected and HSTS sent for a year, each of which its
-variable can still turn off (``manage.py check --deploy`` then warns). The
-server must know HTTPS requests: ``daphne --proxy-headers`` (uvicorn by
-default) behind a proxy setting ``X-Forwarded-Proto``, or ``SECURE_PROXY_SSL_HEADER``.
+"""``dashboard.settings`` safe by default, for production (docs/deploy.md):
+``SECRET_KEY`` and ``ALLOWED_HOSTS`` required, ``DEBUG`` off, cookies HTTPS-only,
+http redirected and HSTS for a year, each still off by its variable.
 """
 
 from __future__ import annotations

@@ -17,8 +17,7 @@ from dashboard.browse import api, views
 from dashboard.cohorts import views as cohorts
 from dashboard.core import connections
 from dashboard.core.converters import SegmentConverter
-from dashboard.edits import api as job_edit_api
-from dashboard.edits import views as job_edit_views
+from dashboard.edits import views as edits
 from dashboard.error_groups import views as error_groups
 from dashboard.flows import views as flows
 from dashboard.history import views as history
@@ -48,9 +47,9 @@ page_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "schedulers/actions/", schedulers.page_action, name="scheduler_actions"),
     path(_queue + "errors/", error_groups.groups_page, name="error_groups"),
     path(_queue + "errors/actions/", error_groups.group_action_page, name="error_group_actions"),
-    path(_queue + "edit/", job_edit_views.edit_job_data, name="edit_job_data"),
-    path(_queue + "duplicate/", job_edit_views.duplicate_job, name="duplicate_job"),
-    path(_queue + "add/", job_edit_views.add_job, name="add_job"),
+    path(_queue + "edit/", edits.edit_job_data, name="edit_job_data"),
+    path(_queue + "duplicate/", edits.duplicate_job, name="duplicate_job"),
+    path(_queue + "add/", edits.add_job, name="add_job"),
     path(_queue + "search/", search.page_search, name="search"),
     path(_queue + "cohorts/", cohorts.panel, name="cohorts"),
     path(_queue + "cohorts/<str:cohort_id>/", cohorts.cohort_page, name="cohort"),
@@ -80,9 +79,9 @@ api_patterns: list[URLPattern | URLResolver] = [
     path(_queue + "errors/", error_groups.api_groups, name="error_groups"),
     path(_queue + "errors/actions/", error_groups.api_group_action, name="error_group_actions"),
     path(_queue + "errors/<str:group>/jobs/", error_groups.api_group_jobs, name="error_group_jobs"),
-    path(_queue + "edit/", job_edit_api.edit_job_data, name="edit_job_data"),
-    path(_queue + "duplicate/", job_edit_api.duplicate_job, name="duplicate_job"),
-    path(_queue + "add/", job_edit_api.add_job, name="add_job"),
+    path(_queue + "edit/", edits.api_edit_job_data, name="edit_job_data"),
+    path(_queue + "duplicate/", edits.api_duplicate_job, name="duplicate_job"),
+    path(_queue + "add/", edits.api_add_job, name="add_job"),
     path(_queue + "search/", search.api_search, name="search"),
     path(_queue + "search/act/", search.api_act, name="search_act"),
     path(_queue + "cohorts/", cohorts.api_list, name="cohorts"),

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from dashboard.shared.health import Health, Workers, percent, queue_health
+from dashboard.shared.formatting import percent
+from dashboard.shared.health import Health, Workers, queue_health
 from queues.read.counts import LastFinished
 from queues.throughput import MINUTE_MS
 from tests.test_health import NOW_MS, finishes, summary

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.utils.safestring import mark_safe
 from redis import Redis
 
-from dashboard.shared.presenters import JobRowView, found_cell_html, job_table_head_html
+from dashboard.shared.presenters import job_rows_html, job_table_head_html
+from queues.job import Job
 from queues.read.error_folding import group_key
-from queues.read.progress import Progress
+from queues.read.lists import JobPage, JobRow
 from queues.read.refs import QueueRef
 from queues.read.states import TABS
 from tests.dashboard_seed import now_ms, seed_job
@@ -29,23 +29,9 @@ def test_the_head_has_a_column_for_each_cell_of_a_row(
     tab: Any, selectable: bool, found: bool
 ) -> None:
     """A search's rows end with the text they matched (found_cell_html)."""
-    row = JobRowView(
-        id="1",
-        id_short="1",
-        url="/job/1",
-        name="task",
-        missing=False,
-        time_relative="1 min ago",
-        time_exact="2026-12-01 21:00:00 UTC",
-        attempts="1",
-        progress=Progress(None),
-        running=mark_safe(""),
-        reason="boom",
-    ).html(
-        selectable=selectable,
-        show_reason=tab.shows_reason,
-        found=found_cell_html(None) if found else None,
-    )
+    job = Job("1", "task", timestamp=now_ms(), failed_reason="boom")
+    page = JobPage(REF, tab.name, 0, 50, 1, [JobRow(job, tab.name)])
+    row = job_rows_html(page, selectable=selectable, found={} if found else None)
     head = job_table_head_html(tab.name, selectable=selectable, found=found)
     assert head.count("<th ") == row.count("<td")
     assert ("data-select-all" in head) == selectable

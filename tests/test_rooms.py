@@ -151,3 +151,11 @@ def test_the_check_sees_a_room_reaching_into_another() -> None:
     assert offences("acting", {"shared"}) == {"shared"}  # acting knows no page
     assert offences("browse", {"flows"}) == set()  # a crossing named above
     assert offences("urls.py", {"browse"}) == set()  # the frame ties the rooms together
+
+
+def test_the_apis_description_reads_no_room() -> None:
+    """Each API view declares its own operation (shared.web.api_view), so the
+    document's writer stands on the base alone: a new endpoint changes its
+    room, not openapi.py."""
+    uses = imported_rooms((APP / "openapi.py").read_text(), "dashboard")
+    assert uses - set(BASE) == set(), "openapi.py reads a room"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import types
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from django.contrib.auth import authenticate
 from django.test import RequestFactory
 
 from dashboard.core.permissions import can_act
+from dashboard.management.commands import demo as demo_command
 from dashboard.management.commands.demo import DEMO_USER, Command
 from tests.e2e.server import ROOT, free_port, process_env, terminate, wait_until_serving
 
@@ -37,13 +37,11 @@ def test_demo_traffic_runs_in_the_background(monkeypatch: pytest.MonkeyPatch) ->
     calls: list[tuple[str, str, Any]] = []
     started = threading.Event()
 
-    def run_demo(url: str, *, prefix: str, stop: threading.Event) -> None:
+    async def run_demo(url: str, *, prefix: str, stop: threading.Event) -> None:
         calls.append((url, prefix, stop))
         started.set()
 
-    module = types.ModuleType("queues.demo")
-    module.run_demo = run_demo  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "queues.demo", module)
+    monkeypatch.setattr(demo_command, "run_demo", run_demo)
     stop = threading.Event()
     label, thread = Command()._start_traffic("redis://x", "demo", stop)
     assert label == "running (prefix 'demo')"

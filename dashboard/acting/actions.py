@@ -1,15 +1,9 @@
-"""Every dashboard action runs here: through ``queues.queue.Queue`` (one Lua
-script per move), turned into a plain-words message, an audit log line and an
-``AuditEntry`` row (the audit trail, and the queue page chart's markers).
-
-Pages and the API both call :func:`job_action` / :func:`queue_action`, so the
-same click and the same POST say the same thing and log the same line. Jobs a
-script left where they were because their keys are broken are named in the
-message, listed in ``skipped`` and in the audit line. When Redis refuses an
-action before it starts (over maxmemory, or a queue key of the wrong type) the
-action raises a :class:`ActionRefused` whose ``status`` and ``code`` the API
-answers with; whatever earlier batches or jobs did is said in its message.
-"""
+"""Every dashboard action runs here, through ``queues.queue.Queue`` (one Lua
+script per move), and becomes a plain-words message, an audit line and an
+``AuditEntry`` row: pages and the API call the same function, so a click and
+a POST say the same. Broken jobs left where they were are named; a refusal by
+Redis raises :class:`ActionRefused` (its ``status`` and ``code`` the API's),
+saying what earlier batches did."""
 
 from __future__ import annotations
 
@@ -302,10 +296,8 @@ def job_action(
         f"moved={result.count} refused={len(job_ids) - result.count}"
         + (f" broken={','.join(broken[:20])}" if broken else ""),
     )
-    if action in COHORT_ACTIONS:
-        moved_ids = [o.id for o in outcomes if o.ok]
-        source = "delayed" if action == "promote" else state
-        _record(client, result, moved_ids, user, started, source, reasons, audit_id)
+    moved_ids = [o.id for o in outcomes if o.ok]
+    _record(client, result, moved_ids, user, started, state, reasons, audit_id)
     return result
 
 
@@ -319,11 +311,15 @@ def _record(
     moved: Sequence[str],
     user: str,
     at_ms: int,
-    source: str,
+    state: str,
     reasons: dict[str, str],
     audit_id: int | None,
 ) -> None:
-    """Keep what ``result`` moved as a cohort (dashboard/acting/cohort_record.py)."""
+    """Keep what a retry or promote moved as a cohort (acting/cohort_record.py);
+    ``state``: the finished set a retry took its jobs from."""
+    if result.action not in COHORT_ACTIONS:
+        return
+    source = "delayed" if result.action.startswith("promote") else state
     record_cohort(
         client,
         result.ref,
@@ -393,10 +389,9 @@ def queue_action(
         audit_id = record_audit(
             user, result, f"state={state}", f"count={result.count} refused:{refusal.code}"
         )
-        if isinstance(error, BulkStopped) and action in COHORT_ACTIONS:
-            source = "delayed" if action == "promote_all" else state
+        if isinstance(error, BulkStopped):
             done_ids, reasons = error.done.ids, error.done.previous_reasons
-            _record(client, result, done_ids, user, started, source, reasons, audit_id)
+            _record(client, result, done_ids, user, started, state, reasons, audit_id)
         raise refusal from error
     result.message = _with_broken(result.message, result.skipped)
     skipped = ",".join(job.job_id for job in result.skipped[:20])
@@ -406,9 +401,7 @@ def queue_action(
         f"state={state}",
         f"count={result.count}" + (f" skipped={skipped}" if skipped else ""),
     )
-    if action in COHORT_ACTIONS:
-        source = "delayed" if action == "promote_all" else state
-        _record(client, result, moved.ids, user, started, source, moved.previous_reasons, audit_id)
+    _record(client, result, moved.ids, user, started, state, moved.previous_reasons, audit_id)
     return result
 
 
@@ -612,19 +605,11 @@ def act_on_ids(
     user: str,
     state: str,
 ) -> ActionResult:
-    """Retry, promote or remove an explicit set of up to :data:`MAX_IDS_PER_SET`
-    jobs that were in ``state`` (a tab) when the set was taken: a search
-    result, an error group, a cohort.
-
-    Each job is one run of the action's own transition script (requeueJob,
-    removeJob), which checks the job is still in ``state`` before it writes;
-    :data:`SET_BATCH` of them go in one pipelined round trip. A job that moved
-    meanwhile (a worker or a person took it elsewhere) or is gone is skipped
-    and counted in ``moved_meanwhile``; one whose keys are broken stays where
-    it was and is listed in ``skipped``; one a scheduler owns (remove) is an
-    outcome with its reason. One audit entry for the whole set. When Redis
-    refuses (out of memory, a queue key of the wrong type) it stops there and
-    raises :class:`ActionRefused` saying what was done before."""
+    """Retry, promote or remove a set of up to :data:`MAX_IDS_PER_SET` jobs
+    that were in ``state`` when it was taken (a search result, an error group,
+    a cohort): each by its own script, which checks the job is still there
+    (one that moved meanwhile is counted, a broken one listed in ``skipped``),
+    :data:`SET_BATCH` to a round trip, one audit entry for the set."""
     ids = _set_ids(action, job_ids, state)
     keys = ref.keys
     scripts.ensure_loaded(client, (_SET_SCRIPTS[action],))
@@ -649,8 +634,7 @@ def act_on_ids(
             audit_id = record_audit(
                 user, result, jobs, f"moved={result.count} refused:{refusal.code}"
             )
-            if action in COHORT_ACTIONS:
-                _record(client, result, moved, user, started, state, reasons, audit_id)
+            _record(client, result, moved, user, started, state, reasons, audit_id)
             raise refusal from error
     result.message = _set_summary(action, result, len(ids))
     broken = ",".join(job.job_id for job in result.skipped[:20])
@@ -661,10 +645,9 @@ def act_on_ids(
         f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
         + (f" broken={broken}" if broken else ""),
     )
-    if action in COHORT_ACTIONS:
-        # A search result or an error group retried or promoted: its jobs are
-        # followed as any retry's are ("what became of them").
-        _record(client, result, moved, user, started, state, reasons, audit_id)
+    # A search result or an error group retried or promoted: its jobs are
+    # followed as any retry's are ("what became of them").
+    _record(client, result, moved, user, started, state, reasons, audit_id)
     return result
 
 

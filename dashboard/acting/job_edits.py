@@ -1,15 +1,9 @@
-"""Changing what a job is: edit a job's data, duplicate a job, add a job.
-
-Apart from acting, these need ``dashboard.change_jobs``: a retry reruns what a
-producer wrote, an edit makes the next run do something nobody wrote. Pages
-and the API both call :func:`edit_data`, :func:`duplicate_job` and
-:func:`add_job`, so a change says the same and leaves the same log line and
-``AuditEntry`` (its ``diff``: name, data and options before and after).
-Everything is checked here before Redis (strict JSON, at most
-``ECHOMQ_MAX_JOB_DATA_BYTES``, the few options a person adds by hand); the
-edit is one script (``updateData-8.lua``, which refuses a job taken or
-finished since), duplicate and add go through ``Queue.add``.
-"""
+"""Changing what a job is: edit its data, duplicate it, add one, for pages
+and the API alike, audited with a before/after ``diff``. They need
+``dashboard.change_jobs`` apart from acting: a retry reruns what a producer
+wrote, an edit makes the next run do something nobody wrote. Everything is
+checked before Redis; the edit is one script (``updateData-8.lua``, which
+refuses a job taken or finished since)."""
 
 from __future__ import annotations
 

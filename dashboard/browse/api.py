@@ -1,21 +1,16 @@
-"""The JSON API under /api/: the pages' data and actions, same permissions.
-
-Errors are ``{"error": {"code", "message"}}``: 400 bad input, 401 not logged
-in, 403 no permission (or read-only), 404 unknown queue or job, 409 a job not
-in the state the action starts from (or a queue key of the wrong type,
-``corrupt_key``), 507 Redis out of memory (``redis_out_of_memory``). POSTs
-take JSON or form bodies and need the CSRF token (header ``X-CSRFToken``) like
-every POST of the site.
-"""
+"""The JSON API of the pages of browse/: the queues, a queue, its jobs and
+events, and the actions on them; each view declares its OpenAPI operation
+(shared.web.api_view), whose errors the document lists."""
 
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET, require_POST
 from msgspec import UNSET
+from redis import Redis
 
 from dashboard.acting import actions
 from dashboard.core import answers as dashboard_answers
+from dashboard.core.answers import ActionResult
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import (
     clean_job_ids,
@@ -25,17 +20,28 @@ from dashboard.core.lookup import (
     queue_or_404,
     queue_to_read,
 )
-from dashboard.core.permissions import api_permission, user_label
+from dashboard.core.operations import (
+    ACT_ERRORS,
+    GARBAGE,
+    READ_ERRORS,
+    VIEW_ERRORS,
+    parameter,
+    query_param,
+    size_param,
+    start_param,
+)
+from dashboard.core.permissions import user_label
 from dashboard.core.redis import get_client
 from dashboard.shared import bodies
 from dashboard.shared.bodies import MAX_MILLISECONDS
 from dashboard.shared.connection_groups import queue_groups
-from dashboard.shared.web import BadInput, json_errors, request_body, whole_number
+from dashboard.shared.web import BadInput, api_view, whole_number
 from queues.read import answers, counts
-from queues.read.answers import MAX_RANGE
+from queues.read.answers import MAX_RANGE, Count, State
 from queues.read.events import event_json, events_page, job_events
 from queues.read.job import job_detail
 from queues.read.lists import job_page, job_page_if_exists
+from queues.read.refs import QueueRef
 from queues.read.states import STATES
 
 
@@ -50,28 +56,28 @@ def _milliseconds(value: int | str | None, name: str) -> int | None:
     return whole_number(value, 0, MAX_MILLISECONDS, must=must, within=within)
 
 
-@require_GET
-@api_permission()
-@json_errors
-def queues(request: HttpRequest) -> HttpResponse:
-    """Every queue of every connection; ``connections`` says which answered."""
+@api_view(
+    "listQueues",
+    ["queues"],
+    ("The queues", answers.QueueList),
+    (*VIEW_ERRORS, "RedisUnavailable"),
+    queue=False,
+)
+def queues(request: HttpRequest) -> answers.QueueList:
+    """Every queue the dashboard shows, with counts and metrics"""
+    # connections says which connections answered.
     groups = queue_groups()
-    return JsonResponse(
-        answers.QueueList(
-            queues=[s.as_json() for group in groups for s in group.summaries],
-            connections=[group.as_json() for group in groups],
-        )
+    return answers.QueueList(
+        queues=[s.as_json() for group in groups for s in group.summaries],
+        connections=[group.as_json() for group in groups],
     )
 
 
-@require_GET
-@api_permission()
-@json_errors
-def queue(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@api_view("getQueue", ["queues"], ("The queue", answers.QueueSummary), READ_ERRORS)
+def queue(request: HttpRequest, client: Redis, ref: QueueRef) -> answers.QueueSummary:
+    """One queue, shaped like an entry of the list"""
     (summary,) = counts.queue_summaries(client, [ref])
-    return JsonResponse(summary.as_json())
+    return summary.as_json()
 
 
 def _page_window(request: HttpRequest) -> tuple[str, int, int]:
@@ -86,14 +92,27 @@ def _page_window(request: HttpRequest) -> tuple[str, int, int]:
     return state, start, min(end - start + 1, MAX_RANGE)
 
 
-@require_GET
-@api_permission()
-@json_errors
-def jobs(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """``?state=failed&start=0&end=49`` (inclusive end, like LRANGE).
-
-    Whether the queue exists is asked with the page's first read, not before
-    it (queue_to_read): the bench's most asked answer, one round trip less."""
+@api_view(
+    "listJobs",
+    ["jobs"],
+    ("The page", answers.JobPage),
+    ("BadRequest", *READ_ERRORS),
+    parameters=(
+        query_param("state", "The state listed", State, default="wait"),
+        start_param("job"),
+        query_param(
+            "end",
+            f"Position of the last job, inclusive (default `start` + 49; at most {MAX_RANGE} "
+            "jobs a page)" + GARBAGE,
+            Count,
+        ),
+    ),
+    queue=False,
+)
+def jobs(request: HttpRequest, prefix: str, name: str) -> answers.JobPage:
+    """One page of the jobs in a state, newest first"""
+    # Whether the queue exists is asked with the page's first read, not before
+    # it (queue_to_read): the bench's most asked answer, one round trip less.
     client = get_client()
     ref, if_it_exists = queue_to_read(prefix, name)
     try:
@@ -105,15 +124,24 @@ def jobs(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     page = read(client, ref, state, start=start, size=size)
     if page is None:
         raise no_queue(ref)
-    return JsonResponse(page.as_json())
+    return page.as_json()
 
 
-@require_GET
-@api_permission()
-@json_errors
-def job(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@api_view(
+    "getJob",
+    ["jobs"],
+    ("The job", answers.JobDetail),
+    READ_ERRORS,
+    parameters=(
+        query_param("logs_start", "First log line" + GARBAGE, Count, default=0),
+        size_param("logs_size", "Log lines", 50),
+        parameter(
+            "query", "full", "`1`: the whole data, however large", {"type": "string", "enum": ["1"]}
+        ),
+    ),
+)
+def job(request: HttpRequest, client: Redis, ref: QueueRef, job_id: str) -> answers.JobDetail:
+    """Everything about one job: data, options, attempts, logs, family, events"""
     job_id = job_id_or_404(job_id)
     detail = job_detail(
         client,
@@ -125,17 +153,28 @@ def job(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpRespon
     )
     if detail is None:
         raise Http404(f"No job {job_id} in {ref.qualified}")
-    return JsonResponse(
-        detail.as_json([event_json(e) for e in job_events(client, ref, job_id, size=30)])
-    )
+    return detail.as_json([event_json(e) for e in job_events(client, ref, job_id, size=30)])
 
 
-@require_GET
-@api_permission()
-@json_errors
-def events(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@api_view(
+    "listEvents",
+    ["events"],
+    ("The page", answers.EventPage),
+    ("BadRequest", *READ_ERRORS),
+    parameters=(
+        parameter(
+            "query",
+            "before",
+            "Only events older than this stream id (`next_before` of the previous page)",
+            {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$"},
+        ),
+        query_param("type", "Only events of this type (e.g. `failed`)", str),
+        query_param("job", "Only this job's events", str),
+        size_param("count", "Events a page", 50),
+    ),
+)
+def events(request: HttpRequest, client: Redis, ref: QueueRef) -> answers.EventPage:
+    """The queue's events, newest first"""
     page = events_page(
         client,
         ref,
@@ -144,17 +183,26 @@ def events(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         event_type=request.GET.get("type") or None,
         job_id=request.GET.get("job") or None,
     )
-    return JsonResponse(page.as_json())
+    return page.as_json()
 
 
-@require_POST
-@api_permission(act=True)
-@json_errors
-def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """``{"action": "retry", "ids": ["1", "2"], "state": "failed", "reason": "..."}``"""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
-    body = request_body(request, bodies.JobActionRequest)
+@api_view(
+    "actOnJobs",
+    ["actions"],
+    ("Done (for some ids at least)", ActionResult),
+    (*ACT_ERRORS, "JobNotFound", "JobRefused"),
+    body=bodies.JobActionRequest,
+    example={"action": "retry", "ids": ["42"], "state": "failed"},
+)
+def job_actions(
+    request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.JobActionRequest
+) -> HttpResponse | ActionResult:
+    """Retry, promote, fail or remove jobs by id
+
+    Each job moves by itself; the answer is 200 when any moved, with one result
+    per id. When none moved, the status and `error` are the first refusal's, the
+    results beside them.
+    """
     raw_ids = body.id if body.ids is UNSET else body.ids
     if isinstance(raw_ids, str):
         raw_ids = [raw_ids]
@@ -173,17 +221,25 @@ def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         # Nothing moved: the error names why, the per-id results stay alongside.
         refused = result.answer(dashboard_answers.ActionRefused, error=result.error)
         return JsonResponse(refused, status=result.status)
-    return JsonResponse(result.answer(dashboard_answers.ActionResult))
+    return result.answer(ActionResult)
 
 
-@require_POST
-@api_permission(act=True)
-@json_errors
-def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """``{"action": "retry_all" | "promote_all" | "clean" | "pause" | "resume", ...}``"""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
-    body = request_body(request, bodies.QueueActionRequest)
+@api_view(
+    "actOnQueue",
+    ["actions"],
+    ("Done", ActionResult),
+    (*ACT_ERRORS, "NotFound", "CorruptKey"),
+    body=bodies.QueueActionRequest,
+    example={"action": "clean", "state": "completed", "grace_ms": 3600000},
+)
+def queue_actions(
+    request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.QueueActionRequest
+) -> ActionResult:
+    """Retry all, promote all, clean, pause or resume a queue
+
+    Bulk moves run in bounded batches; jobs whose keys are broken stay where
+    they are and are listed in `skipped`.
+    """
     grace_ms = _milliseconds(body.grace_ms, "grace_ms")
     result = actions.queue_action(
         client,
@@ -193,4 +249,4 @@ def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         state=body.state,
         grace_ms=-1 if grace_ms is None else grace_ms,
     )
-    return JsonResponse(result.answer(dashboard_answers.ActionResult))
+    return result.answer(ActionResult)

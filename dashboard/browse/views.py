@@ -13,23 +13,25 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect
-from django.views.decorators.http import require_GET, require_POST
-from django.views.decorators.vary import vary_on_headers
+from redis import Redis
 
 from dashboard.acting import actions, job_edits
 from dashboard.browse.health_reads import queue_workers
 from dashboard.core import connections
-from dashboard.core.lookup import clean_job_ids, int_param, job_id_or_404, queue_or_404
-from dashboard.core.permissions import (
-    can_act,
-    page_permission,
-    user_label,
-)
+from dashboard.core.lookup import clean_job_ids, int_param, job_id_or_404
+from dashboard.core.permissions import can_act, user_label
 from dashboard.core.queue_urls import queue_url
-from dashboard.core.redis import get_client
 from dashboard.flows import views as flows
 from dashboard.shared import action_bars, charts, connection_groups, presenters
-from dashboard.shared.web import PAGE_SIZES, is_htmx, queue_context, redirect_back, render_page
+from dashboard.shared.web import (
+    PAGE_SIZES,
+    is_htmx,
+    page_params,
+    page_view,
+    queue_context,
+    redirect_back,
+    render_page,
+)
 from queues.keys import InvalidName
 from queues.read import counts, events, lists, states
 from queues.read.job import job_detail
@@ -108,9 +110,7 @@ class OverviewPage(lists.PagePosition):
         return self.url(sort="failed")
 
 
-@require_GET
-@vary_on_headers("HX-Request")
-@page_permission()
+@page_view(fragments=True, queue=False)
 def overview(request: HttpRequest) -> HttpResponse:
     """Every queue of every connection, a page of rows at a time: a thousand
     queues cost a page's worth of reads and HTML (counts, metrics and sparklines
@@ -208,21 +208,15 @@ def _most_failed(pair: tuple[int, QueueRef]) -> int:
     return -pair[0]
 
 
-@require_GET
-@vary_on_headers("HX-Request")
-@page_permission()
-def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view(fragments=True)
+def queue_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     # An hour of per-minute metrics lets an empty tab say what did happen.
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=60)
     default_state = "failed" if summary.counts["failed"] else "wait"
     state = request.GET.get("state", default_state)
     if state not in states.STATES:
         return HttpResponseBadRequest("Unknown state")
-    size = int_param(request.GET.get("size"), 50)
-    size = size if size in PAGE_SIZES else 50
-    page_number = int_param(request.GET.get("page"), 1, lowest=1)
+    page_number, size = page_params(request)
     jobs = lists.job_page(client, ref, state, start=(page_number - 1) * size, size=size)
     # The counts and the list are two reads: the list's total stands for its tab,
     # so the tab, the bulk buttons and the pager of one answer never disagree.
@@ -259,12 +253,8 @@ def queue_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     return render_page(request, "dashboard/browse/queue.html", context)
 
 
-@require_GET
-@vary_on_headers("HX-Request")
-@page_permission()
-def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view(fragments=True)
+def events_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     # "" (the default): state changes only; "all": every event; else one event.
     shown = request.GET.get("type", "").strip()
     event_type = shown if shown not in ("", "all") else None
@@ -296,12 +286,8 @@ def events_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     return render_page(request, "dashboard/browse/events.html", context)
 
 
-@require_GET
-@vary_on_headers("HX-Request")
-@page_permission()
-def job_page(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view(fragments=True)
+def job_page(request: HttpRequest, client: Redis, ref: QueueRef, job_id: str) -> HttpResponse:
     job_id = job_id_or_404(job_id)
     logs_page = int_param(request.GET.get("logs"), 1, lowest=1)
     full_data = request.GET.get("full") == "1"
@@ -349,11 +335,8 @@ def _job_query(logs_page: int, *, full: bool) -> str:
     return f"?logs={logs_page}" + ("&full=1" if full else "")
 
 
-@require_GET
-@page_permission()
-def goto_job(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view()
+def goto_job(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     wanted = request.GET.get("job", "").strip()
     try:
         (job_id,) = clean_job_ids([wanted])
@@ -368,11 +351,8 @@ def _queue_url(ref: QueueRef, state: str | None = None) -> str:
     return f"{url}?state={state}" if state else url
 
 
-@require_POST
-@page_permission(act=True)
-def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view("POST", act=True)
+def job_actions(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     state = request.POST.get("state", "failed")
     try:
         ids = clean_job_ids(request.POST.getlist("ids"))
@@ -393,11 +373,8 @@ def job_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     return redirect_back(request, _queue_url(ref, state))
 
 
-@require_POST
-@page_permission(act=True)
-def queue_actions(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view("POST", act=True)
+def queue_actions(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     state = request.POST.get("state", "failed")
     try:
         result = actions.queue_action(

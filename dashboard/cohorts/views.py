@@ -1,12 +1,7 @@
 """What became of an action: the queue page's "Recent actions" panel, a
-cohort's page (its jobs, one part at a time) and their JSON.
-
-A retry or promote keeps the jobs it moved for 24 hours (recorded by
-dashboard/acting/cohort_record.py). Looking at them asks Redis where each one is now
-(queues.read.cohorts.breakdown): nothing is computed while nobody looks, and
-one look breaks down at most :data:`IDS_PER_LOOK` jobs in all; the panel
-refreshes as the queue's events arrive (static/dashboard/cohorts.js, at most
-every few seconds, held while the pointer is on it).
+cohort's page and their JSON. A look asks Redis where each recorded job is
+now (acting/cohort_record.py wrote them): nothing is computed while nobody
+looks, and one look breaks down at most :data:`IDS_PER_LOOK` jobs in all.
 """
 
 from __future__ import annotations
@@ -17,18 +12,16 @@ import time
 from dataclasses import dataclass
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET
 from redis import Redis
 
 from dashboard.core import answers
 from dashboard.core.answers import COHORT_IDS_MAX, COHORT_PARTS, COHORTS_MAX, FAILED_SAME
-from dashboard.core.jsonresponse import JsonResponse
-from dashboard.core.lookup import int_param, queue_or_404
-from dashboard.core.permissions import api_permission, page_permission
+from dashboard.core.lookup import int_param
+from dashboard.core.operations import GARBAGE, READ_ERRORS, query_param, size_param
 from dashboard.core.queue_urls import queue_url
-from dashboard.core.redis import get_client
 from dashboard.shared import presenters
-from dashboard.shared.web import BadInput, json_errors, render_page
+from dashboard.shared.web import BadInput, api_view, page_view, render_page
+from queues.read.answers import Count
 from queues.read.cohorts import (
     GONE,
     Breakdown,
@@ -245,12 +238,9 @@ def _unreadable(cohort: Unreadable) -> answers.Cohort:
     )
 
 
-@require_GET
-@page_permission()
-def panel(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+@page_view()
+def panel(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     """The "Recent actions" panel's fragment (empty when there is none)."""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
     started = time.monotonic()
     shown = _views(client, ref, PANEL_COHORTS)
     took_ms = (time.monotonic() - started) * 1000
@@ -289,11 +279,9 @@ class PartLook:
     ids: list[str]
 
 
-def _look_at_part(prefix: str, name: str, cohort_id: str, part: str) -> PartLook:
+def _look_at_part(client: Redis, ref: QueueRef, cohort_id: str, part: str) -> PartLook:
     """The cohort broken down and the ids of ``part`` ("" = the first it
-    has); Http404 for an unknown queue or cohort, BadInput for a bad part."""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+    has); Http404 for an unknown cohort, BadInput for a bad part."""
     cohort = _cohort_or_404(client, ref, cohort_id)
     counted = breakdown(client, ref.keys, cohort)
     part = part or next(iter(counted.parts), GONE)
@@ -302,12 +290,11 @@ def _look_at_part(prefix: str, name: str, cohort_id: str, part: str) -> PartLook
     return PartLook(client, CohortView(cohort, ref, counted), part, _part_ids(counted, part))
 
 
-@require_GET
-@page_permission()
-def cohort_page(request: HttpRequest, prefix: str, name: str, cohort_id: str) -> HttpResponse:
+@page_view()
+def cohort_page(request: HttpRequest, client: Redis, ref: QueueRef, cohort_id: str) -> HttpResponse:
     """One cohort: its breakdown and the jobs of one part, a page at a time."""
     try:
-        look = _look_at_part(prefix, name, cohort_id, request.GET.get("part", ""))
+        look = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
     except BadInput as error:
         raise Http404(str(error)) from None
     ref, ids = look.view.ref, look.ids
@@ -332,41 +319,54 @@ def cohort_page(request: HttpRequest, prefix: str, name: str, cohort_id: str) ->
     return render_page(request, "dashboard/cohorts/cohort.html", context)
 
 
-@require_GET
-@api_permission()
-@json_errors
-def api_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """The queue's cohorts of the last 24 hours, newest first, broken down."""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@api_view(
+    "listCohorts",
+    ["actions"],
+    ("The cohorts", answers.CohortList),
+    READ_ERRORS,
+    parameters=(size_param("count", "How many cohorts", PANEL_COHORTS, COHORTS_MAX),),
+)
+def api_list(request: HttpRequest, client: Redis, ref: QueueRef) -> answers.CohortList:
+    """What became of the queue's recent retries and promotes (24 h)
+
+    Newest first. Each breakdown looks up where every tracked job is now
+    (O(jobs), only when asked); one answer looks at 200,000 jobs at most.
+    """
     limit = int_param(request.GET.get("count"), PANEL_COHORTS, lowest=1, highest=COHORTS_MAX)
     shown = _views(client, ref, limit)
-    return JsonResponse(
-        answers.CohortList(
-            queue=ref.qualified,
-            cohorts=[
-                _unreadable(item) if isinstance(item, Unreadable) else item.answer()
-                for item in shown
-            ],
-        )
+    return answers.CohortList(
+        queue=ref.qualified,
+        cohorts=[
+            _unreadable(item) if isinstance(item, Unreadable) else item.answer() for item in shown
+        ],
     )
 
 
-@require_GET
-@api_permission()
-@json_errors
-def api_one(request: HttpRequest, prefix: str, name: str, cohort_id: str) -> HttpResponse:
-    """One cohort broken down, and the ids of one part (``?part=``), paged."""
-    look = _look_at_part(prefix, name, cohort_id, request.GET.get("part", ""))
+@api_view(
+    "getCohort",
+    ["actions"],
+    ("The cohort", answers.CohortJobs),
+    (*READ_ERRORS, "BadRequest"),
+    parameters=(
+        query_param(
+            "part", "Which jobs: a state, `gone` or `failed-same` (default: the first it has)", str
+        ),
+        query_param("start", "The first id's offset" + GARBAGE, Count, default=0),
+        size_param("count", "Ids at most", PAGE_SIZE, COHORT_IDS_MAX),
+    ),
+)
+def api_one(
+    request: HttpRequest, client: Redis, ref: QueueRef, cohort_id: str
+) -> answers.CohortJobs:
+    """One recent action's cohort and the ids of one part of it"""
+    look = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
     start = int_param(request.GET.get("start"), 0)
     count = int_param(request.GET.get("count"), PAGE_SIZE, lowest=1, highest=COHORT_IDS_MAX)
-    return JsonResponse(
-        answers.CohortJobs(
-            queue=look.view.ref.qualified,
-            cohort=look.view.answer(),
-            part=look.part,
-            start=start,
-            total=len(look.ids),
-            ids=look.ids[start : start + count],
-        )
+    return answers.CohortJobs(
+        queue=look.view.ref.qualified,
+        cohort=look.view.answer(),
+        part=look.part,
+        start=start,
+        total=len(look.ids),
+        ids=look.ids[start : start + count],
     )

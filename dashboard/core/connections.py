@@ -1,14 +1,8 @@
-"""The Redis servers one dashboard serves: named connections, each with its
-own URL, key prefixes and always-listed queues.
-
-``default`` is the one ``REDIS_URL``, ``ECHOMQ_PREFIXES`` and ``ECHOMQ_QUEUES``
-describe, under the URLs it always had; more come from ``ECHOMQ_CONNECTIONS``
-(docs/configuration.md, "Several Redis servers"), served under
-``/c/<name>/queues/...``. A wrong entry is a system check's problem
-(dashboard.checks) and is left out. A queue request's connection comes from
-its URL (``on_connection``, set around the view by dashboard.urls) as a
-scoped value, like Django's active language: ``get_client()`` and
-``queue_or_404`` follow it, so no queue view names its connection.
+"""The Redis servers one dashboard serves: ``default`` (``REDIS_URL``,
+``ECHOMQ_PREFIXES``, ``ECHOMQ_QUEUES``) and those of ``ECHOMQ_CONNECTIONS``
+(docs/configuration.md), each with its URL, prefixes and listed queues. A
+request's connection comes from its URL (``on_connection``) as a scoped value,
+like Django's active language, so no queue view names its connection.
 """
 
 from __future__ import annotations

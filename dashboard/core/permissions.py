@@ -1,11 +1,7 @@
-"""Who may see and who may act.
-
-Viewing needs an active staff user with ``dashboard.view_queues``; acting also
-``dashboard.act_on_queues``; changing jobs ``dashboard.change_jobs``, granted
-apart. ``ECHOMQ_READ_ONLY`` turns acting and changing off for everyone;
-superusers hold every permission. Any user model with permissions works (one
-with no staff flag leaves it to the permission; one with no permissions lets
-nobody in, as dashboard.checks says). Pages send anonymous users to
+"""Who may see and who may act: an active staff user with
+``dashboard.view_queues`` views, ``dashboard.act_on_queues`` also acts,
+``dashboard.change_jobs`` (granted apart) changes jobs; ``ECHOMQ_READ_ONLY``
+turns acting and changing off for everyone. Pages send anonymous users to
 ``LOGIN_URL``; the API answers JSON.
 """
 
@@ -55,6 +51,7 @@ def _has_perm(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
 
 
 def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
+    # A user model with no staff flag leaves it to the permission (docs/mounting.md).
     return bool(
         user.is_authenticated
         and user.is_active

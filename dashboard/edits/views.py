@@ -1,7 +1,8 @@
-"""The pages' forms that change jobs: edit a job's data (job page), duplicate
-a job (job page), add a job (queue page). Each posts here, runs through
-``dashboard.acting.job_edits`` and comes back to a page with a message saying what
-happened, or why nothing did. They need ``dashboard.change_jobs``."""
+"""Changing a job: edit its data, duplicate it (both from the job page), add
+one (the queue page), as the pages' forms and as the API. Each runs through
+``dashboard.acting.job_edits``; a form comes back to a page with a message
+saying what happened, or why nothing did. They need ``dashboard.change_jobs``.
+In a JSON body ``data`` (and ``opts``) are JSON values; in a form, JSON text."""
 
 from __future__ import annotations
 
@@ -11,18 +12,26 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
+from msgspec import UNSET
 from redis import Redis
 
 from dashboard.acting import job_edits
 from dashboard.acting.actions import ActionRefused
-from dashboard.core.lookup import clean_job_ids, queue_or_404
-from dashboard.core.permissions import page_permission, user_label
+from dashboard.core.answers import JobChange
+from dashboard.core.lookup import clean_job_ids
+from dashboard.core.operations import CHANGE_ERRORS, Schema
+from dashboard.core.permissions import user_label
 from dashboard.core.queue_urls import queue_url
-from dashboard.core.redis import get_client
+from dashboard.shared import bodies
+from dashboard.shared.web import BadInput, View, api_view, page_view
 from queues.keys import InvalidName
 from queues.numerals import NotWholeNumber, parse_whole
 from queues.read.refs import QueueRef
+
+
+def _job_id(text: str) -> str:
+    (job_id,) = clean_job_ids([text])
+    return job_id
 
 
 def _job_url(ref: QueueRef, job_id: str) -> str:
@@ -35,16 +44,15 @@ def _queue_url(ref: QueueRef) -> str:
 
 def _posted_job_id(request: HttpRequest) -> str | None:
     try:
-        (job_id,) = clean_job_ids([request.POST.get("id", "")])
+        return _job_id(request.POST.get("id", ""))
     except (InvalidName, ValueError):
         return None
-    return job_id
 
 
 def _change_posted_job(
     request: HttpRequest,
-    prefix: str,
-    name: str,
+    client: Redis,
+    ref: QueueRef,
     undone: str,
     change: Callable[[Redis, QueueRef, str, str], job_edits.JobChange],
 ) -> HttpResponse:
@@ -53,8 +61,6 @@ def _change_posted_job(
     what happened, and the page shown next is the changed job's (the copy,
     for a duplicate), or the job's own when nothing was done. ``undone``
     words what did not happen when the id is no job id."""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
     job_id = _posted_job_id(request)
     if job_id is None:
         messages.error(request, f"That is not a job id: nothing was {undone}")
@@ -68,23 +74,21 @@ def _change_posted_job(
     return redirect(_job_url(ref, done.job_id))
 
 
-@require_POST
-@page_permission(change=True)
-def edit_job_data(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+@page_view("POST", change=True)
+def edit_job_data(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     def edit(client: Redis, ref: QueueRef, job_id: str, user: str) -> job_edits.JobChange:
         data = job_edits.parse_data(request.POST.get("data", ""))
         return job_edits.edit_data(client, ref, job_id, data, user=user)
 
-    return _change_posted_job(request, prefix, name, "changed", edit)
+    return _change_posted_job(request, client, ref, "changed", edit)
 
 
-@require_POST
-@page_permission(change=True)
-def duplicate_job(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
+@page_view("POST", change=True)
+def duplicate_job(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     def duplicate(client: Redis, ref: QueueRef, job_id: str, user: str) -> job_edits.JobChange:
         return job_edits.duplicate_job(client, ref, job_id, user=user)
 
-    return _change_posted_job(request, prefix, name, "duplicated", duplicate)
+    return _change_posted_job(request, client, ref, "duplicated", duplicate)
 
 
 def _whole_number(form: QueryDict, name: str) -> int | None:
@@ -103,11 +107,8 @@ def _form_options(form: QueryDict) -> dict[str, Any]:
     return {name: value for name, value in numbers.items() if value is not None}
 
 
-@require_POST
-@page_permission(change=True)
-def add_job(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view("POST", change=True)
+def add_job(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     try:
         data = job_edits.parse_data(request.POST.get("data", "") or "{}")
         change = job_edits.add_job(
@@ -123,3 +124,69 @@ def add_job(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
         return redirect(_queue_url(ref))
     messages.success(request, change.message)
     return redirect(_job_url(ref, change.job_id))
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _value(request: HttpRequest, value: Any) -> Any:
+    """A JSON value of the body: itself in JSON, parsed from its text in a form."""
+    return value if request.content_type == "application/json" else job_edits.parse_data(value)
+
+
+def _change(
+    operation_id: str, body: type[bodies.Body], example: Schema, status: str
+) -> Callable[[Callable[..., Any]], View]:
+    """The decorator of a change to a job: its operation, ``dashboard.change_jobs``."""
+    return api_view(
+        operation_id,
+        ["changes"],
+        ("Done", JobChange),
+        CHANGE_ERRORS,
+        change=True,
+        body=body,
+        example=example,
+        status=status,
+        description="Needs `dashboard.change_jobs`; audited with a before/after diff.",
+    )
+
+
+@_change(
+    "editJobData", bodies.EditDataRequest, {"id": "42", "data": {"to": "ops@example.com"}}, "200"
+)
+def api_edit_job_data(
+    request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.EditDataRequest
+) -> JobChange:
+    """Replace the data of a waiting, prioritized, delayed or failed job"""
+    job_id = _job_id(body.id)
+    if body.data is UNSET:
+        raise BadInput("data is required")
+    data = _value(request, body.data)
+    return job_edits.edit_data(client, ref, job_id, data, user=user_label(request.user)).as_json()
+
+
+@_change("duplicateJob", bodies.DuplicateJobRequest, {"id": "42"}, "201")
+def api_duplicate_job(
+    request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.DuplicateJobRequest
+) -> JobChange:
+    """Add a new job with a job's name, data and options"""
+    job_id = _job_id(body.id)
+    return job_edits.duplicate_job(client, ref, job_id, user=user_label(request.user)).as_json()
+
+
+@_change(
+    "addJob",
+    bodies.AddJobRequest,
+    {"name": "send", "data": {"to": "ops@example.com"}, "opts": {"delay": 5000}},
+    "201",
+)
+def api_add_job(
+    request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.AddJobRequest
+) -> JobChange:
+    """Add a job: name, data and options"""
+    data = None if body.data is UNSET else _value(request, body.data)
+    opts = None if body.opts is UNSET else _value(request, body.opts)
+    data = {} if data is None else data
+    return job_edits.add_job(
+        client, ref, body.name, data, opts, user=user_label(request.user)
+    ).as_json()

@@ -1,11 +1,8 @@
-"""The failed tab grouped by error: the page, its JSON API and the group actions.
-
-The groups come from the read model's index (queues.read.error_groups),
-caught up on each look, so a look costs what changed since the last one. The
-table rides on the queue page's live refresh. A group's retry or remove runs
-the one-job scripts over its jobs (dashboard.acting.actions.act_on_ids): a job that
-moved meanwhile is left alone and counted, a broken one reported, a retry
-followed as a cohort; the index forgets the moved jobs at once.
+"""The failed tab grouped by error: the page, its JSON API and the group
+actions. The groups' index (queues.read.error_groups) is caught up on each
+look, so a look costs what changed since the last; a group's retry or remove
+runs each job's own script (acting.actions.act_on_ids) and the index forgets
+the moved jobs at once.
 """
 
 from __future__ import annotations
@@ -16,27 +13,25 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET, require_POST
-from django.views.decorators.vary import vary_on_headers
 from redis import Redis
 
 from dashboard.acting import actions
 from dashboard.core import answers as dashboard_answers
 from dashboard.core.answers import GROUP_ACTIONS, LISTED_REFUSALS
-from dashboard.core.jsonresponse import JsonResponse
-from dashboard.core.lookup import int_param, queue_or_404
-from dashboard.core.permissions import api_permission, can_act, page_permission, user_label
+from dashboard.core.lookup import int_param
+from dashboard.core.operations import ACT_ERRORS, READ_ERRORS, size_param, start_param
+from dashboard.core.permissions import can_act, user_label
 from dashboard.core.queue_urls import queue_url
-from dashboard.core.redis import get_client
 from dashboard.shared import bodies, presenters
 from dashboard.shared.web import (
     PAGE_SIZES,
+    api_view,
     is_htmx,
-    json_errors,
+    page_params,
+    page_view,
     queue_context,
     redirect_back,
     render_page,
-    request_body,
 )
 from queues import errors
 from queues.read import answers, counts, lists
@@ -138,12 +133,8 @@ def _groups_url(ref: QueueRef) -> str:
     return queue_url("dashboard:error_groups", ref)
 
 
-@require_GET
-@vary_on_headers("HX-Request")
-@page_permission()
-def groups_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view(fragments=True)
+def groups_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     group = request.GET.get("group", "")
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
     corrupt = ""
@@ -183,9 +174,7 @@ def _group_jobs(
         group = clean_group_key(group)
     except actions.ActionRefused:
         raise Http404("No such error group") from None
-    size = int_param(request.GET.get("size"), 50)
-    size = size if size in PAGE_SIZES else 50
-    page_number = int_param(request.GET.get("page"), 1, lowest=1)
+    page_number, size = page_params(request)
     start = (page_number - 1) * size
     shown = next((g for g in grouped.groups if g.key == group), None)
     total = shown.count if shown else 0
@@ -208,11 +197,8 @@ def _group_jobs(
     return render_page(request, template, context)
 
 
-@require_POST
-@page_permission(act=True)
-def group_action_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view("POST", act=True)
+def group_action_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     try:
         outcome = group_action(
             client,
@@ -233,26 +219,36 @@ def group_action_page(request: HttpRequest, prefix: str, name: str) -> HttpRespo
 # -- the API -------------------------------------------------------------------------
 
 
-@require_GET
-@api_permission()
-@json_errors
-def api_groups(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@api_view(
+    "listErrorGroups",
+    ["jobs"],
+    ("The groups", answers.ErrorGroups),
+    (*READ_ERRORS, "CorruptKey"),
+)
+def api_groups(request: HttpRequest, client: Redis, ref: QueueRef) -> answers.ErrorGroups:
+    """The queue's failed jobs grouped by their folded reason, most first
+
+    Kept in Redis by the dashboard and caught up on each call (the first call
+    counts every failed job, in bounded batches).
+    """
     try:
         grouped = read.error_groups(client, ref)
     except errors.CorruptKey as error:
         raise actions.QueueKeyCorrupt(str(error)) from error
-    return JsonResponse(grouped.as_json())
+    return grouped.as_json()
 
 
-@require_GET
-@api_permission()
-@json_errors
-def api_group_jobs(request: HttpRequest, prefix: str, name: str, group: str) -> HttpResponse:
-    """``?start=0&size=50``: a group's jobs, newest failure first."""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@api_view(
+    "listErrorGroupJobs",
+    ["jobs"],
+    ("The page", answers.ErrorGroupJobs),
+    READ_ERRORS,
+    parameters=(start_param("one"), size_param("size", "How many", 50)),
+)
+def api_group_jobs(
+    request: HttpRequest, client: Redis, ref: QueueRef, group: str
+) -> answers.ErrorGroupJobs:
+    """One page of an error group's jobs, newest failure first"""
     try:
         group = clean_group_key(group)
     except actions.ActionRefused:
@@ -262,27 +258,33 @@ def api_group_jobs(request: HttpRequest, prefix: str, name: str, group: str) -> 
     total = read.group_count(client, ref, group)
     ids = read.group_job_ids(client, ref, group, start=start, size=size)
     rows = lists.job_rows(client, ref.keys, TAB, ids)
-    return JsonResponse(
-        answers.ErrorGroupJobs(
-            queue=ref.qualified,
-            group=group,
-            start=start,
-            total=total,
-            jobs=[row.as_json() for row in rows],
-        )
+    return answers.ErrorGroupJobs(
+        queue=ref.qualified,
+        group=group,
+        start=start,
+        total=total,
+        jobs=[row.as_json() for row in rows],
     )
 
 
-@require_POST
-@api_permission(act=True)
-@json_errors
-def api_group_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """``{"action": "retry" | "remove", "group": "<key>"}``"""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
-    body = request_body(request, bodies.ErrorGroupActionRequest)
+@api_view(
+    "actOnErrorGroup",
+    ["actions"],
+    ("Done", dashboard_answers.ErrorGroupActionResult),
+    (*ACT_ERRORS, "NotFound", "CorruptKey"),
+    body=bodies.ErrorGroupActionRequest,
+    example={"action": "retry", "group": "0123456789abcdef"},
+)
+def api_group_action(
+    request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.ErrorGroupActionRequest
+) -> dashboard_answers.ErrorGroupActionResult:
+    """Retry or remove every failed job of an error group
+
+    Each job through its own script, re-checked there: one that moved meanwhile
+    is left alone and counted, a broken one is reported.
+    """
     try:
         outcome = group_action(client, ref, body.group, body.action, user=user_label(request.user))
     except errors.CorruptKey as error:
         raise actions.QueueKeyCorrupt(str(error)) from error
-    return JsonResponse(outcome.answer())
+    return outcome.answer()

@@ -7,15 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.views.decorators.http import require_GET
 from redis import Redis
 
-from dashboard.core.jsonresponse import JsonResponse
-from dashboard.core.lookup import job_id_or_404, queue_or_404
-from dashboard.core.permissions import api_permission, page_permission
-from dashboard.core.redis import get_client
+from dashboard.core.lookup import job_id_or_404
+from dashboard.core.operations import READ_ERRORS, parameter
 from dashboard.flows import html as flow_html
-from dashboard.shared.web import json_errors
+from dashboard.shared.web import api_view, page_view
 from queues.keys import InvalidName
 from queues.read import answers, flows
 from queues.read.refs import QueueRef
@@ -61,12 +58,6 @@ def flow_context(client: Redis, ref: QueueRef, job_id: str) -> dict[str, Any]:
     }
 
 
-def _job_in(prefix: str, name: str, job_id: str) -> tuple[Redis, QueueRef, str]:
-    """The client, the queue and the job id of a URL, each checked (404 else)."""
-    client = get_client()
-    return client, queue_or_404(client, prefix, name), job_id_or_404(job_id)
-
-
 def _page_token(request: HttpRequest) -> str | None:
     token = request.GET.get("page", "").strip()
     if token:
@@ -74,11 +65,10 @@ def _page_token(request: HttpRequest) -> str | None:
     return token or None
 
 
-@require_GET
-@page_permission()
-def flow_children(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
+@page_view()
+def flow_children(request: HttpRequest, client: Redis, ref: QueueRef, job_id: str) -> HttpResponse:
     """The next page of a node's children, as the list items the tree shows."""
-    client, ref, job_id = _job_in(prefix, name, job_id)
+    job_id = job_id_or_404(job_id)
     try:
         page = flows.children_page(client, ref, job_id, _page_token(request))
     except InvalidName as error:
@@ -86,26 +76,45 @@ def flow_children(request: HttpRequest, prefix: str, name: str, job_id: str) -> 
     return HttpResponse(flow_html.children_page_html(page))
 
 
-@require_GET
-@api_permission()
-@json_errors
-def api_flow(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
-    """The tree the job belongs to; ``{"flow": null}`` when it is in none."""
-    client, ref, job_id = _job_in(prefix, name, job_id)
+@api_view(
+    "getJobFlow",
+    ["jobs"],
+    ("The tree", answers.FlowTree),
+    READ_ERRORS,
+    description=f"At most {flows.MAX_DEPTH} levels and {flows.NODE_BUDGET} jobs; bad links "
+    "(a parent gone, a loop, a key of the wrong type) are `problems`.",
+)
+def api_flow(request: HttpRequest, client: Redis, ref: QueueRef, job_id: str) -> answers.FlowTree:
+    """The flow a job belongs to: root, parents and children across queues"""
+    # {"flow": null} when it is in none.
+    job_id = job_id_or_404(job_id)
     try:
         tree = flows.read_flow(client, ref, job_id)
     except flows.JobNotInKeyspace:
         raise Http404(f"No job {job_id} in {ref.qualified}") from None
-    return JsonResponse(answers.FlowTree(flow=tree.as_json() if tree else None))
+    return answers.FlowTree(flow=tree.as_json() if tree else None)
 
 
-@require_GET
-@api_permission()
-@json_errors
-def api_flow_children(request: HttpRequest, prefix: str, name: str, job_id: str) -> HttpResponse:
-    """``?page=<a node's next_page>``: the next page of that node's children."""
-    client, ref, job_id = _job_in(prefix, name, job_id)
+@api_view(
+    "listFlowChildren",
+    ["jobs"],
+    ("The page", answers.FlowChildrenPage),
+    ("BadRequest", *READ_ERRORS),
+    parameters=(
+        parameter(
+            "query",
+            "page",
+            "A node's `next_page` (left out: the first page)",
+            {"type": "string", "pattern": "^[0-9]+\\.[0-9]+\\.[0-9]+$"},
+        ),
+    ),
+)
+def api_flow_children(
+    request: HttpRequest, client: Redis, ref: QueueRef, job_id: str
+) -> answers.FlowChildrenPage:
+    """A page of a flow parent's children, failed ones first"""
+    job_id = job_id_or_404(job_id)
     page = flows.children_page(client, ref, job_id, _page_token(request))
     if page.parent.missing:
         raise Http404(f"No job {job_id} in {ref.qualified}")
-    return JsonResponse(page.as_json())
+    return page.as_json()

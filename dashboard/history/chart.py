@@ -1,10 +1,7 @@
-"""The queue page's history chart (1 h / 24 h / 7 d / 30 d), drawn on the server as SVG.
-
-Drawn as dashboard.shared.charts draws the hour chart (x and y in %, a hit area,
-``<title>`` and ``data-readout`` per slot for chart.js, the count scale in its
-own SVG, audit markers), in three bands on one time axis: finished jobs
-(failed below the line), wait and run time (p95 solid, p50 dashed), backlog.
-A slot is a point of the range or a few merged exactly (at most 288).
+"""The queue page's history chart (1 h / 24 h / 7 d / 30 d) as server-side SVG,
+with the hour chart's parts (dashboard.shared.charts) in three bands on one time
+axis: finished jobs, wait and run time (p95 solid, p50 dashed), backlog. A slot
+is a point of the range or a few merged exactly (at most 288).
 """
 
 from __future__ import annotations
@@ -23,12 +20,16 @@ from dashboard.shared.charts import (
     MAX_MARKERS,
     Marker,
     action_markers,
+    finished_bars,
     grid_svg,
     half_scales,
+    marker_svg,
+    markers_list,
     nice_ceiling,
     scale_svg,
+    time_ticks_svg,
 )
-from dashboard.shared.formatting import compact, failures, thousands
+from dashboard.shared.formatting import compact, failures, format_ms, thousands
 from dashboard.shared.presenters import span
 from queues.read.history import RANGES, Figures, History, HistoryRange
 
@@ -84,17 +85,6 @@ def _when(start_ms: int, chosen: HistoryRange, merge: int) -> str:
     if chosen.step_ms * merge < _DAY:
         return f"{start:%b %d %H:%M}{_DASH}{end:%H:%M} UTC"
     return f"{start:%b %d %H:%M}{_DASH}{end:%b %d %H:%M} UTC"
-
-
-def format_ms(value: float | None) -> str:
-    """812 -> "812 ms", 4300 -> "4.3 s", 300000 -> "5.0 min"; a dash for none."""
-    if value is None:
-        return _DASH
-    if value < 1000:
-        return f"{value:.0f} ms"
-    if value < 120_000:
-        return f"{value / 1000:.1f} s"
-    return f"{value / 60_000:.1f} min"
 
 
 def _readout(slot: Slot, when: str) -> str:
@@ -185,31 +175,15 @@ def _band_titles(slot: str) -> str:
 
 
 def _time_ticks(layout: Layout, count: int, width: float, chosen: HistoryRange) -> str:
-    ticks = []
     slot_ms = chosen.step_ms * layout.merge
-    for index in range(count - 1 - layout.tick_every, 0, -layout.tick_every):
-        ago = (count - 1 - index) * slot_ms // layout.tick_unit_ms
-        x = (index + 0.5) * width
-        ticks.append(
-            f'<line class="tick-mark" x1="{x:.3f}%" x2="{x:.3f}%" y1="{_B_BOTTOM}%"'
-            f' y2="{_B_BOTTOM + 2}%"/>'
-            f'<text class="tick" x="{x:.3f}%" y="{_TIME}%" text-anchor="middle">'
-            f"&#8722;{ago} {layout.tick_unit}</text>"
+    ticks = (
+        (
+            (index + 0.5) * width,
+            f"{(count - 1 - index) * slot_ms // layout.tick_unit_ms} {layout.tick_unit}",
         )
-    ticks.append(f'<text class="tick" x="99.6%" y="{_TIME}%" text-anchor="end">now</text>')
-    return f'<g class="ticks">{"".join(ticks)}</g>'
-
-
-def _marker(marker: Marker, start_ms: int, span_ms: int) -> str:
-    x = min(max((marker.at_ms - start_ms) / span_ms * 100, 0.2), 99.8)
-    label = escape(marker.label)
-    return (
-        f'<g class="marker" data-marker="{label}"><title>{label}</title>'
-        f'<line x1="{x:.3f}%" x2="{x:.3f}%" y1="{_C_TOP - 2}%" y2="{_B_BOTTOM}%"/>'
-        f'<text x="{x:.3f}%" y="{_C_TOP - 1.5}%" text-anchor="middle">▼</text>'
-        f'<rect class="hit" x="{max(x - 0.6, 0):.3f}%" y="0" width="1.2%" height="{_B_BOTTOM}%"/>'
-        "</g>"
+        for index in range(count - 1 - layout.tick_every, 0, -layout.tick_every)
     )
+    return time_ticks_svg(ticks, _B_BOTTOM, 2, _TIME)
 
 
 def history_chart(history: History, markers: Sequence[Marker], range_links: str) -> SafeString:
@@ -247,13 +221,13 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         words = escape(_readout(slot, when))
         f = slot.figures
         x = f'x="{index * width + width * 0.14:.3f}%" width="{width * 0.72:.3f}%"'
-        bars = ""
-        if f.completed:
-            h = max(f.completed / top_done * (_C_AXIS - _C_TOP), _MIN_BAR)
-            bars += f'<rect class="bar-completed" {x} y="{_C_AXIS - h:.2f}%" height="{h:.2f}%"/>'
-        if f.failed:
-            h = max(f.failed / top_failed * (_C_BOTTOM - _C_AXIS), _MIN_BAR)
-            bars += f'<rect class="bar-failed" {x} y="{_C_AXIS:.2f}%" height="{h:.2f}%"/>'
+        bars = finished_bars(
+            x,
+            (f.completed, f.failed),
+            (top_done, top_failed),
+            (_C_TOP, _C_AXIS, _C_BOTTOM),
+            _MIN_BAR,
+        )
         groups.append(
             f'<g class="minute{" partial" if slot.current else ""}" data-when="{escape(when)}"'
             f' data-readout="{words}"><title>{words}</title>'
@@ -273,6 +247,9 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
     lines += _line("line-backlog", width, backlogs, top_backlog, (_B_TOP, _B_BOTTOM))
     start_ms = slots[0].start_ms
     span_ms = chosen.points * chosen.step_ms
+    drawn_markers = "".join(
+        marker_svg(m, (m.at_ms - start_ms) / span_ms * 100, _C_TOP - 2, _B_BOTTOM) for m in markers
+    )
     total = Figures()
     for f in figures:
         total.merge(f)
@@ -292,18 +269,9 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         f'<svg class="chart" width="100%" height="300" role="img" aria-label="{label}">'
         f'{_grid()}{_band_titles(bar_span)}<g class="minutes">{"".join(groups)}</g>'
         f'<g class="lines">{lines}</g>{_time_ticks(layout, len(slots), width, chosen)}'
-        f'<g class="markers">{"".join(_marker(m, start_ms, span_ms) for m in markers)}</g>'
+        f'<g class="markers">{drawn_markers}</g>'
         "</svg></div>"
     )
-    marker_list = ""
-    if markers:
-        items = "".join(f"<li>{escape(m.label)}</li>" for m in reversed(markers))
-        count = f"{len(markers)} admin action{'s' if len(markers) != 1 else ''}"
-        marker_list = (
-            f'<details class="chart-markers">'
-            f"<summary>{count} in the last {chosen.label}</summary>"
-            f"<ol>{items}</ol></details>"
-        )
     return mark_safe(  # noqa: S308 - numbers, fixed words and escaped text only
         f'<figure class="queue-chart history-chart" data-history-chart data-range="{chosen.name}">'
         f'<figcaption><span class="chart-title">History</span>{range_links}'
@@ -315,7 +283,7 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         '<span class="chart-key"><span class="key key-backlog"></span>backlog</span>'
         f"</figcaption>{stopped_note(history)}{svg}"
         f'<p class="chart-readout" data-chart-readout data-default="{readout}">{readout}</p>'
-        f"{marker_list}</figure>"
+        f"{markers_list(markers, chosen.label)}</figure>"
     )
 
 

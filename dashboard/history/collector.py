@@ -1,11 +1,6 @@
-"""The metrics history collector in a dashboard server process.
-
-``dashboard.asgi`` calls ``start`` once per server process: it offers to
-collect (queues.collector elects one process among those sharing a Redis) in
-a daemon thread with its own client, one per Redis connection, and hands its
-lease back at exit so another takes over at once. A server the dashboard
-cannot reach stops only its own history. Off with
-``ECHOMQ_HISTORY_COLLECTOR = False`` (as in the test suite).
+"""The metrics history collector of a server process: one daemon thread per
+Redis connection offers to collect (queues.collector elects one process per
+Redis) and hands its lease back at exit. Off with ``ECHOMQ_HISTORY_COLLECTOR``.
 """
 
 from __future__ import annotations
@@ -34,8 +29,7 @@ def _collector(connection: str) -> HistoryCollector:
 
 
 def start() -> list[HistoryCollector]:
-    """Start this process's collectors, one per connection (once); none when
-    the setting turns them off."""
+    """Start this process's collectors (once)."""
     if not conf.history_collector():
         return []
     with _lock:

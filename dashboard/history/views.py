@@ -1,11 +1,6 @@
-"""The metrics history on the pages, as fragments each page loads after itself.
-
-``history_fragment``: the queue page's chart, swapped by htmx into a
-placeholder once the page is up (and by the range links): one pipeline of at
-most 1,440 small hashes whatever the queue's size. ``history_summary``: the
-overview's last hour per queue, busiest and most failing first: 60 small
-hashes per queue for at most ``SUMMARY_QUEUES``, read at most once per
-``SUMMARY_CACHE_S`` per process.
+"""The metrics history as fragments each page loads after itself: the queue
+page's chart (one pipeline of at most 1,440 small hashes) and the overview's
+last hour per queue (at most ``SUMMARY_QUEUES``, once per ``SUMMARY_CACHE_S``).
 """
 
 from __future__ import annotations
@@ -26,11 +21,10 @@ from dashboard.core.lookup import queue_or_404
 from dashboard.core.permissions import page_permission
 from dashboard.core.queue_urls import queue_url
 from dashboard.core.redis import get_client
-from dashboard.history.chart import format_ms, history_chart, history_missing, markers_for
+from dashboard.history.chart import history_chart, history_missing, markers_for
 from dashboard.shared import connection_groups
 from dashboard.shared.charts import FAILURES_MEANING
-from dashboard.shared.formatting import thousands
-from dashboard.shared.health import percent
+from dashboard.shared.formatting import format_ms, percent, thousands
 from queues.read.history import (
     DEFAULT_RANGE,
     LAGGING_S,
@@ -91,9 +85,8 @@ def history_fragment(request: HttpRequest, prefix: str, name: str) -> HttpRespon
 
 SUMMARY_QUEUES = 200
 SUMMARY_ROWS = 15
-# The last hour of 200 queues is 12,000 small hashes, and every overview load
-# asks for it (docs/benchmarks.md, "Figures that were in the code's comments"):
-# one reading serves every viewer of the process this long (Django's cache).
+# 12,000 small hashes for 200 queues, asked by every overview load: one reading
+# serves every viewer of the process this long (docs/benchmarks.md).
 SUMMARY_CACHE_S = 10
 
 
@@ -123,16 +116,13 @@ def _failure_rate(rate: float | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ServerHour:
-    """One Redis server's last hour: its queues' figures and its collector's lag."""
-
     figures: dict[QueueRef, Figures]
     lag_s: float | None  # None: no collector ever caught up there
 
 
 def _last_hours() -> tuple[list[ServerHour], int, list[str]]:
-    """Every reachable server's last hour, for at most ``SUMMARY_QUEUES`` queues
-    in all (the overview's order: connection, then name); the total number of
-    queues read and the names of the servers that did not answer."""
+    """Every reachable server's last hour (at most ``SUMMARY_QUEUES`` queues in
+    all), how many queues were read, and the servers that did not answer."""
     hours: list[ServerHour] = []
     unreachable: list[str] = []
     read = 0
@@ -153,7 +143,6 @@ def _last_hours() -> tuple[list[ServerHour], int, list[str]]:
 
 
 def _summary_cache_key() -> str:
-    """The servers and queues the summary reads (other settings, another summary)."""
     servers = "\n".join(repr(connection) for connection in connections.configured())
     return "echomq:last-hour:" + hashlib.sha256(servers.encode()).hexdigest()
 

@@ -1,14 +1,7 @@
-"""The WebSocket a dashboard page keeps open to receive its queues' events live.
-
-One ``LiveConsumer`` per socket: it checks who may watch what (at connect and
-every ``RECHECK_S``), subscribes to the queues a page names through the
-process's shared readers (dashboard.live.hub), replays what the page missed
-before handing it the live feed, and sends through a bounded outbox
-(dashboard.live.outbox), closing a page that stops reading. Everything a socket
-holds is let go when it ends, however it ends (``__call__``).
-
-The messages both ways, the close codes, and why the replay cannot lose or
-repeat an event: docs/live.md ("The socket's messages").
+"""The WebSocket a dashboard page keeps open for its queues' events: one
+``LiveConsumer`` per socket, which checks access, subscribes through the shared
+readers (dashboard.live.hub), replays what the page missed, and sends through a
+bounded outbox. Messages, close codes, why the replay loses nothing: docs/live.md.
 """
 
 from __future__ import annotations
@@ -37,9 +30,10 @@ from dashboard.core.lookup import served_queues_async
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Inbox, Message
-from dashboard.live.hub import OUTAGE_ERRORS, StreamHub, get_hub
+from dashboard.live.hub import StreamHub, get_hub
 from dashboard.live.outbox import STALL_CLOSE_S, Outbox, SharedText
 from dashboard.live.streams import EventPayload, Replay, replay_after
+from dashboard.shared.connection_groups import OUTAGES
 from queues.keys import InvalidName, validate_job_id
 from queues.read.refs import QueueRef
 from queues.read.stream import newest_id, parse_stream_id
@@ -60,9 +54,8 @@ MAX_QUEUES_PER_SOCKET = 500
 REPLAY_LIMIT = 1000
 # A replay that could not be read (Redis unreachable) is tried again this often.
 BARRIER_RETRY_S = 0.5
-# A page is behind when one batch brings more than BEHIND_EVENTS events or when
-# batches wait in its inbox longer than BEHIND_S: it then gets counts of what
-# it missed (at most every HINT_INTERVAL_S) and reloads, instead of every event.
+# A page is behind (one batch of more than BEHIND_EVENTS, or batches waiting
+# over BEHIND_S): it gets counts of what it missed, at most every HINT_INTERVAL_S.
 BEHIND_EVENTS = 200
 BEHIND_S = 1.0
 HINT_INTERVAL_S = 1.0
@@ -70,20 +63,16 @@ FEED_KEEP = 500  # the Events tab keeps this many lines; more in one message is 
 # A queue's address is at most 342 characters (a connection's name 40, a
 # prefix 100, a name 200): an error echoes no more of the name it refuses.
 ECHOED_NAME_CHARS = 400
-# Daphne refuses to send a message over 1 MiB (its --websocket_max_message_size,
-# both ways), and a socket must take its outbox (dashboard.live.outbox) plus one
-# message within STALL_CLOSE_S: an events message is cut to this (within_message_limit).
+# Daphne refuses messages over 1 MiB, and a socket must take its outbox plus one
+# message within STALL_CLOSE_S: an events message is cut to this.
 MESSAGE_BYTES = 256 * 1024
 DISCOVER_TIMEOUT_S = 10.0
 # How long a logout or a revoked permission may leave an open socket streaming.
 RECHECK_S = 30.0
-# A page that gets only some events (a job filter) is told its resume position
-# about this often while other events pass (an empty events message), so a
-# reconnect replays from near there instead of running into REPLAY_LIMIT and
-# reloading.
+# A page with a job filter hears its position this often while other events
+# pass, so a reconnect does not run into REPLAY_LIMIT.
 POSITION_EVERY_S = 5.0
-# A job filter may name this many jobs (a job page following its flow's tree):
-# what a socket holds stays bounded by MAX_QUEUES_PER_SOCKET times this.
+# A job filter's ids (a flow's tree), bounded as the queues per socket are.
 MAX_JOBS_PER_FILTER = 100
 
 
@@ -94,15 +83,9 @@ def user_may_view(user: Any) -> bool:
 
 
 async def access_now(scope: Mapping[str, Any]) -> int | None:
-    """None while the socket's user may still watch; else the close code that says why.
-
-    Channels' own ``get_user`` loads the user afresh through the session, as
-    Django does for a request: a session that expired or whose password hash no
-    longer matches (the password changed) gives no user. The session is read
-    again from its key, not from the copy the socket loaded when it connected,
-    so that its expiry is checked now. A socket without a session (the tests',
-    or a host project's own auth middleware) has its user reloaded by key.
-    """
+    """None while the socket's user may still watch, else the close code. The
+    session is read again from its key so an expiry or a changed password shows
+    now; a socket without one (a host's own auth) has its user reloaded."""
     user: Any = scope.get("user")
     session = scope.get("session")
     session_key = getattr(session, "session_key", None)
@@ -142,11 +125,10 @@ class Subscription:
     last_sent: tuple[int, int] = (0, 0)
     skipped: int = 0
     hinted_at: float = 0.0
-    # The position this page last heard (every message carries it), and when.
+    # The position this page last heard, and when.
     told: tuple[int, int] = (0, 0)
     told_at: float = 0.0
-    # Until our barrier comes back, live events are dropped: each of them was in
-    # the stream before the barrier was published, so the replay has it.
+    # Until our barrier comes back, live events are dropped: the replay has them.
     replaying: bool = True
     barrier: asyncio.Task[None] | None = None
     # Events went unsent while the outbox was full: a gap is owed.
@@ -171,15 +153,9 @@ def stream_id(position: tuple[int, int]) -> str:
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """Channels' consumer on an inbox of its own, which lets go of all the socket
-        holds when it ends.
-
-        The client's frames (put there by a task of their own) and the readers'
-        batches (dashboard.live.fanout) come through one ``Inbox``, taken in order
-        by this task: no channel layer, no task per message. Everything goes
-        however the socket ends (a disconnect, an error, or daphne's cancel 10 s
-        after the client went would each skip ``disconnect``).
-        """
+        """Channels' consumer on one ``Inbox`` (the client's frames and the readers'
+        batches, in order); all the socket holds goes however it ends (an error or
+        daphne's cancel would skip ``disconnect``)."""
         self.scope = scope
         self.base_send = send
         self.channel_layer = None
@@ -213,11 +189,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             self.inbox.put({"type": "websocket.disconnect", "code": 1011})
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        """Channels' dispatch, minus its close of stale database connections before
-        every handler (a hop to Channels' one sync thread that every message queued
-        behind): this consumer reaches the database only through
-        ``database_sync_to_async``, which closes them itself (docs/benchmarks.md,
-        "The consumer's own dispatch")."""
+        """Channels' dispatch minus its per-message hop to close stale database
+        connections (``database_sync_to_async`` closes them; docs/live.md)."""
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
             raise ValueError(f"no handler for message type {message['type']!r}")
@@ -231,7 +204,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         return task
 
     def _let_go(self) -> None:
-        """Synchronous: the streams, readers and watcher go, whatever cut the socket short."""
+        """Synchronous, so nothing can cut it short."""
         for task in list(self.tasks):
             if task is not asyncio.current_task():
                 task.cancel()
@@ -378,7 +351,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         try:
             served = await hub.ask(served_queues_async(hub.client, [w.queue for w in wanted]))
         except (RedisError, OSError) as error:
-            reason = REDIS_UNREACHABLE if isinstance(error, OUTAGE_ERRORS) else "Redis error"
+            reason = REDIS_UNREACHABLE if isinstance(error, OUTAGES) else "Redis error"
             for w in wanted:
                 await self._error(w.queue.address, reason)
             return
@@ -399,7 +372,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         sub = Subscription(ref, self.inbox, resume, job=job, bodies=bodies, send_now=self._send_now)
         try:
             await hub.acquire(ref, sub)  # before the old one goes: the stream stays up
-        except OUTAGE_ERRORS:
+        except OUTAGES:
             await self._error(ref, REDIS_UNREACHABLE)
             return
         except RedisError:  # most likely a key of another type where the stream should be
@@ -461,7 +434,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 replay = await hub.ask(
                     replay_after(hub.client, sub.ref, stream_key, sub.resume_from, REPLAY_LIMIT)
                 )
-        except OUTAGE_ERRORS:
+        except OUTAGES:
             sub.barrier = self._start(self._barrier_later(sub))
             return
         except RedisError:
@@ -471,9 +444,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if self.subscriptions.get(sub.ref) is not sub:
             return  # replaced or dropped while the replay was read
         kind = "gap" if replay.gap else "subscribed"
-        await self.send_json({"type": kind, "queue": sub.ref, "last_id": replay.tip})
-        sub.last_sent = sub.told = parse_stream_id(replay.tip) or (0, 0)
-        sub.told_at = time.monotonic()
+        await self._send_position(sub, kind, replay.tip, parse_stream_id(replay.tip) or (0, 0))
         sub.replaying = False
         sub.stop_barrier()
         await self._send_events(sub, replay.events)
@@ -493,11 +464,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self._send_events(sub, events, batch if whole else None)
 
     def _send_now(self, sub: Subscription, message: Message) -> bool:
-        """Send a batch from the reader's hand-out itself when this socket's task
-        waits with nothing queued (``Inbox.idle``) and the batch goes whole as its
-        kind's shared frame: what ``live_events`` would do next, minus a task
-        wake-up per socket and batch (docs/benchmarks.md, "Runs of 2026-12-02
-        (perf-live)"). False, with nothing changed: the inbox takes it."""
+        """Send a whole batch from the reader's hand-out when this socket's task
+        waits idle (what ``live_events`` would do next, minus a task wake-up;
+        docs/live.md). False, with nothing changed: the inbox takes it."""
         if message["type"] != "live.events" or self.giving_up:
             return False
         batch: Batch = message["batch"]
@@ -524,10 +493,17 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         sub = self.subscriptions.get(message["queue"])
         if sub is None or sub.replaying:
             return  # the replay detects the gap itself
-        sub.last_sent = sub.told = parse_stream_id(message["tip"]) or sub.last_sent
-        sub.told_at = time.monotonic()
         sub.missed = False  # the gap says it all
-        await self.send_json({"type": "gap", "queue": sub.ref, "last_id": message["tip"]})
+        tip = message["tip"]
+        await self._send_position(sub, "gap", tip, parse_stream_id(tip) or sub.last_sent)
+
+    async def _send_position(
+        self, sub: Subscription, kind: str, last_id: str, position: tuple[int, int]
+    ) -> None:
+        """A "subscribed" or "gap" message: where the page resumes from."""
+        sub.last_sent = sub.told = position
+        sub.told_at = time.monotonic()
+        await self.send_json({"type": kind, "queue": sub.ref, "last_id": last_id})
 
     # ------------------------------------------------------------ sending
 
@@ -569,10 +545,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             if sub.missed and not sub.replaying:
                 sub.missed = False
                 sub.skipped = 0
-                sub.told, sub.told_at = sub.last_sent, time.monotonic()
-                await self.send_json(
-                    {"type": "gap", "queue": sub.ref, "last_id": stream_id(sub.last_sent)}
-                )
+                await self._send_position(sub, "gap", stream_id(sub.last_sent), sub.last_sent)
 
     @staticmethod
     def _unseen(sub: Subscription, events: list[EventPayload]) -> list[EventPayload]:
@@ -597,13 +570,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     def _events_frame(
         self, sub: Subscription, events: list[EventPayload], batch: Batch | None = None
     ) -> str | SharedText | None:
-        """The events message to send now (None: nothing), with ``sub``'s positions
-        and counts moved as if it was sent.
-
-        Oldest first; a batch too big for the page becomes its newest part plus a hint.
-        ``batch``: ``events`` are all of it, so the frame is the same for every
-        socket with the same filter and nothing skipped before: encoded once.
-        """
+        """The events message to send now (None: nothing), ``sub`` moved as if sent.
+        With ``batch`` (``events`` are all of it) the frame is encoded once for
+        every socket of the same filter."""
         # Skipped events counted before would make this socket's frame its own.
         shared = batch if sub.skipped == 0 else None
         if events:
@@ -653,9 +622,8 @@ def _hub_of(address: str) -> StreamHub:
 
 
 def within_message_limit(message: dict[str, Any]) -> str:
-    """The events message as JSON text of at most MESSAGE_BYTES: its newest events
-    that fit, the older ones counted as skipped (with refresh); an event too big
-    on its own (a job id of megabytes) goes without its row."""
+    """The message as JSON of at most MESSAGE_BYTES: the newest events that fit,
+    the rest counted as skipped; an event too big alone goes without its row."""
     text = json.dumps(message)
     events = message["events"]
     while len(text) > MESSAGE_BYTES and events:
@@ -673,8 +641,7 @@ def within_message_limit(message: dict[str, Any]) -> str:
 
 
 def job_filter(value: object) -> frozenset[str] | None:
-    """A subscription's job filter (one id, or a list of at most
-    MAX_JOBS_PER_FILTER), or None when absent or not valid."""
+    """One job id or a list of at most MAX_JOBS_PER_FILTER; None when not valid."""
     ids = [value] if isinstance(value, str) else value
     if not isinstance(ids, list) or not 0 < len(ids) <= MAX_JOBS_PER_FILTER:
         return None

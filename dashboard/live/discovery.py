@@ -1,10 +1,5 @@
-"""Which queues exist, pushed to the pages that list them.
-
-While any page of the process watches it, one watcher looks at the
-discovered set (``queues.discovery``, learnt in the background) every
-``WATCH_INTERVAL_S`` and tells each listening socket's inbox
-(dashboard.live.fanout) when it changed: a queue that appears after the
-overview loaded gets its row without a reload.
+"""Which queues exist, pushed to the pages that list them: one watcher per
+process looks every ``WATCH_INTERVAL_S`` and tells the listening sockets of a change.
 """
 
 from __future__ import annotations
@@ -30,13 +25,8 @@ RETRY_DELAY_S = 5.0
 
 
 def current_queues() -> list[str]:
-    """Every queue the pages list now, by address (``prefix:name``, with the
-    connection's name first on another connection), in the overview's order
-    (blocking I/O).
-
-    Another connection that does not answer is left out (its queues leave the
-    overview, whose group then says it is unreachable); the default one
-    raises as it always did, and the hub hears of the outage (on_error)."""
+    """Every queue's address in the overview's order (blocking). Another connection
+    that does not answer is left out; the default one raises (the hub hears of it)."""
     found: list[str] = []
     for connection in connections.configured():
         try:
@@ -51,12 +41,8 @@ def current_queues() -> list[str]:
 
 @dataclass
 class QueueSetWatcher:
-    """The watching task of one server process; ``listeners`` hear each new set.
-
-    ``known`` is the set as last seen (``ready`` once it was seen at all): a new
-    listener is added first, then reads it, so no change falls between.
-    ``on_error`` hears of every failed look (the hub tells an outage from the rest).
-    """
+    """One process's watching task. A new listener is added, then reads ``known``
+    (once ``ready``), so no change falls between."""
 
     on_error: Callable[[Exception], None] = lambda error: None
     listeners: set[Callable[[dict[str, Any]], None]] = field(default_factory=set)

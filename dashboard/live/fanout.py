@@ -1,15 +1,6 @@
-"""Handing a stream's batches to the sockets of this process: in process, bounded per socket.
-
-A reader (dashboard.live.hub) calls ``deliver`` on each subscriber, which puts
-the message in that socket's ``Inbox`` and returns: the reader never waits for
-a socket, and each socket's task sends its inbox in order. Under daphne, a
-socket whose task waits on an empty inbox (``Inbox.idle``) sends the batch
-within ``deliver`` (``LiveConsumer._send_now``): same order, no task wake-up
-per socket and batch. A ``Batch`` is shared read-only, and its frame is
-encoded once per kind of subscription (``frame``). This replaced Channels'
-channel layer (docs/live.md; figures in docs/benchmarks.md, "In-process
-fan-out"). Past ``INBOX_MESSAGES`` waiting messages a queue's further batches
-are dropped for that socket and one ``live.gap`` stands in for them.
+"""Handing a stream's batches to this process's sockets: each socket's bounded
+``Inbox``, a ``Batch`` shared read-only and encoded once per kind of
+subscription. It replaced Channels' channel layer (docs/live.md).
 """
 
 from __future__ import annotations
@@ -24,8 +15,8 @@ from dashboard.live.outbox import SharedText
 from dashboard.live.streams import EventPayload
 from queues.read.stream import parse_stream_id
 
-# Messages (batches, gaps) a socket may leave waiting before it misses some:
-# at 50 batches a second on a busy queue, about 5 s of them.
+# Messages a socket may leave waiting (about 5 s of a busy queue's batches);
+# past it a queue's further batches give way to one gap.
 INBOX_MESSAGES = 256
 
 Message = dict[str, Any]
@@ -43,11 +34,8 @@ class Subscriber(Protocol):
 
 @dataclass(eq=False)
 class Batch:
-    """One stream's new events, as one read brought them; shared by every socket it reaches.
-
-    Read-only for the sockets. ``first`` and ``last`` are the stream positions
-    of its oldest and newest event, parsed once here rather than by each socket.
-    """
+    """One stream's new events as one read brought them, read-only for the
+    sockets; ``first`` and ``last`` parsed once here rather than by each."""
 
     queue: str
     events: list[EventPayload]
@@ -70,11 +58,8 @@ class Batch:
         return {"type": "live.events", "queue": self.queue, "tip": self.tip, "batch": self}
 
     def frame(self, kind: object, encode: Callable[[], str]) -> SharedText:
-        """The frame for sockets of this ``kind``: encoded by the first of them, reused
-        by the rest (under daphne, framed once too: dashboard.live.outbox).
-
-        ``kind`` must hold everything besides the batch that the frame depends on.
-        """
+        """The frame for sockets of this ``kind`` (all the frame depends on
+        besides the batch), encoded by the first of them."""
         shared = self.frames.get(kind)
         if shared is None:
             shared = self.frames[kind] = SharedText(encode())
@@ -83,13 +68,9 @@ class Batch:
 
 
 class Inbox:
-    """One socket's messages, in order: the client's frames and what the hub handed it.
-
-    ``put`` takes what must not be dropped (the client's frames, which daphne
-    already bounds: dashboard.live.outbox pauses reading; the socket's own
-    replay barriers; the queue set, at most every few seconds). ``deliver``
-    takes a stream's batches and gaps, bounded (module docstring).
-    """
+    """One socket's messages in order. ``put`` takes what must not be dropped
+    (client frames, which the outbox bounds; barriers; the queue set);
+    ``deliver`` the streams' batches and gaps, bounded."""
 
     def __init__(self) -> None:
         self.limit = INBOX_MESSAGES
@@ -104,8 +85,7 @@ class Inbox:
 
     @property
     def idle(self) -> bool:
-        """The socket's task waits for a message and none is queued: what comes now
-        is the next thing it would handle (so the hub may hand it over directly)."""
+        """The socket's task waits with nothing queued: what comes now is next."""
         return self._waiting and not self._messages
 
     def put(self, message: Message) -> None:

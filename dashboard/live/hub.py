@@ -1,24 +1,8 @@
-"""The events-stream readers of one server process, shared by all of its pages.
-
-A queue watched by any page of the process has one ``Stream`` (its position
-and subscribers) from its first subscriber to its last (``release`` is
-synchronous, so a cancelled consumer cannot skip it). A fixed pool of at most
-``READERS`` readers, each one connection XREADing BLOCK on its streams, hands
-each batch to the stream's subscribers (dashboard.live.fanout) and never waits
-for a socket; a reader whose streams changed cancels its read and reads again,
-and one left with none closes its connection. On a Redis Cluster the pool is
-per slot for the first ``BLOCKING_SLOTS`` slots and one ``PollingReader``
-reads the rest; positions and replays share ``CONTROL_CONNECTIONS``. So the
-connections are bounded per server whatever the pages (docs/live.md, "A few
-shared readers"; docs/deploy.md, "Connections"). A reader that may have missed
-entries checks the stream still holds what follows its position, else hands
-out ``live.gap`` and goes on from the newest.
-
-Each Redis connection (dashboard.core.connections) has a hub of its own, and
-``StreamHub.reachable`` is one fact per process and server: a failed read or
-command reports it down, a probe pings every ``PROBE_INTERVAL_S`` (and asks
-the sentinels whether they are failing over, ``StreamHub.failover``) until it
-answers, and each change goes to every socket (``watch_reachability``).
+"""The events-stream readers of one server process, shared by all its pages: a
+bounded pool of blocking XREADs per Redis connection (per slot on a cluster,
+the rest polled) that hand each batch to the subscribers and never wait for a
+socket, and the one fact per server of whether Redis answers. Design and
+bounds: docs/live.md ("A few shared readers"), docs/deploy.md ("Connections").
 """
 
 from __future__ import annotations
@@ -37,15 +21,14 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.crc import key_slot
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from dashboard.core.redis import redis_url
 from dashboard.live.cancellation import raise_if_cancelled
 from dashboard.live.discovery import QueueSetWatcher
 from dashboard.live.fanout import Batch, Message, Subscriber
 from dashboard.live.streams import EventPayload, payload
+from dashboard.shared.connection_groups import OUTAGES
 from queues import codec
 from queues.connection import connect_async, split_cluster_flag
 from queues.events import Event
@@ -57,28 +40,24 @@ log = logging.getLogger("echomq.live")
 T = TypeVar("T")
 
 READ_BATCH = 500  # events per stream per XREAD, and at most per batch handed out
-# At most one batch per queue every coalescing window (a lone event goes out at
-# once): 10 ms for a few pages, 20 ms from 7 on, as each message costs every
-# socket and browser it reaches. 30 ms saved the pages no CPU (they pay per row
-# drawn) and made every event wait longer.
+# At most one batch per queue a window (10 ms, 20 ms from 7 pages on: each
+# message costs every socket and browser; 30 ms saved no CPU, only added wait).
 COALESCE_PER_SUBSCRIBER_S = 0.003
 COALESCE_RANGE_S = (0.01, 0.02)
 GAP_CHECK_BATCH = 100  # a read this big may follow a trim: check for a gap
 READERS = 4
-# A reader takes streams up to this many before another reader starts (while
-# fewer than READERS run): one XREAD over many quiet streams costs little.
+# Streams a reader takes before another starts: one XREAD over many quiet
+# streams costs little.
 STREAMS_PER_READER = 64
-# On a Redis Cluster blocking readers are per slot (one XREAD cannot span
-# slots), for the first BLOCKING_SLOTS slots watched; every other slot's streams
-# share one polling reader (docs/live.md). Without the cap, queues tagged one by
-# one ({emails}, {sms}, ...) held up to READERS connections per queue.
+# On a cluster one XREAD cannot span slots: blocking readers for the first
+# BLOCKING_SLOTS slots, one polling reader for the rest (uncapped, queues tagged
+# one by one held READERS connections each).
 BLOCKING_SLOTS = 4
 POLL_S = 0.25
 POLLED = -1  # the shard of the polling reader
 CONTROL_CONNECTIONS = 4
 BLOCK_MS = 2000
-# A read that hears nothing for this long (a network partition gives no error
-# of its own) counts as Redis gone: pages hear of it within about 5 s.
+# A partition gives no error of its own: a read silent this long is an outage.
 READ_TIMEOUT_S = BLOCK_MS / 1000 + 2
 COMMAND_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_S = 2.0
@@ -88,8 +67,6 @@ PROBE_INTERVAL_S = 0.5
 # Named, so CLIENT LIST shows which connections are the live pages'.
 READER_CLIENT_NAME = "echomq-live-reader"
 CONTROL_CLIENT_NAME = "echomq-live"
-# What "Redis did not answer" looks like (a WRONGTYPE reply is an answer).
-OUTAGE_ERRORS: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
 @dataclass(eq=False)
@@ -109,7 +86,6 @@ class Stream:
         return min(high, max(low, len(self.subscribers) * COALESCE_PER_SUBSCRIBER_S))
 
     def fan_out(self, message: Message) -> None:
-        """Hand ``message`` to every subscriber now (each only queues it: nothing waits)."""
         for subscriber in list(self.subscribers):
             if subscriber in self.subscribers:  # an earlier one's delivery may have released it
                 subscriber.deliver(message)
@@ -125,8 +101,7 @@ class StreamReader:
         self.reading: asyncio.Future[Any] | None = None
         self.stale = False  # the set of streams changed since the read in flight was sent
         self.wake = asyncio.Event()  # a stream was added to a reader that had none to read
-        # No silent retries: a reader must see a dropped connection, because
-        # entries may be trimmed before it reads again (it then checks).
+        # No silent retries: after a dropped connection the reader checks for a trim.
         self.client: AsyncRedis = connect_async(
             redis_url(hub.connection),
             client_name=READER_CLIENT_NAME,
@@ -147,14 +122,12 @@ class StreamReader:
         self._read_again()
 
     def _read_again(self) -> None:
-        """The read in flight names the old set of streams: cut it short (redis-py
-        drops the connection of a cancelled command; the next read opens another)."""
+        """Cut short the read in flight, which names the old set of streams."""
         self.stale = True
         if self.reading is not None:
             self.reading.cancel()
 
     def stop(self) -> None:
-        """Ends the task; its connection is closed as the task ends."""
         self.task.cancel()
 
     async def _run(self) -> None:
@@ -184,7 +157,7 @@ class StreamReader:
                     # Redis down, a bad entry: keep reading, resume in place.
                     delay = RETRY_DELAYS_S[min(failures, len(RETRY_DELAYS_S) - 1)]
                     failures += 1
-                    outage = isinstance(exc, OUTAGE_ERRORS)
+                    outage = isinstance(exc, OUTAGES)
                     if outage:
                         self.hub.report(reachable=False)
                     elif isinstance(exc, ResponseError):
@@ -203,25 +176,35 @@ class StreamReader:
         self.stale = False
         positions = {key: s.position for key, s in self.streams.items() if not s.unreadable}
         if not positions:
-            self.wake.clear()
-            await self.wake.wait()
-            return []
+            return await self._wait_for_streams()
+        read = self.client.xread(positions, count=READ_BATCH, block=BLOCK_MS)  # type: ignore[arg-type]
+        return self._found(await self._cut_short_by_changes(read) or ())
+
+    async def _wait_for_streams(self) -> list[tuple[Stream, list[Any]]]:
+        self.wake.clear()
+        await self.wake.wait()
+        return []
+
+    async def _cut_short_by_changes(self, awaitable: Awaitable[T]) -> T | None:
+        """``awaitable``'s result, or None when ``_read_again`` cut it short (not a stop)."""
         # One task, awaited directly: with a hundred sockets' handlers queued in
         # the loop, every extra hop here delays the next batch by all of them.
-        reading = self.reading = asyncio.ensure_future(
-            self.client.xread(positions, count=READ_BATCH, block=BLOCK_MS)  # type: ignore[arg-type]
-        )
+        reading = asyncio.ensure_future(awaitable)
+        self.reading = reading
         try:
-            reply = await reading
+            return await reading
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if self.stale and not (task is not None and task.cancelling()):
-                return []  # cut short by _read_again, not a stop
+                return None
             raise
         finally:
             self.reading = None
+
+    def _found(self, reply: Any) -> list[tuple[Stream, list[Any]]]:
+        """The (stream, entries) of an XREAD reply that brought any."""
         found = []
-        for key, entries in reply or ():
+        for key, entries in reply:
             stream = self.streams.get(codec.text(key) or "")
             if stream is not None and entries:
                 found.append((stream, entries))
@@ -269,28 +252,13 @@ class PollingReader(StreamReader):
             if not stream.unreadable:
                 by_slot.setdefault(key_slot(key.encode()), {})[key] = stream.position
         if not by_slot:
-            self.wake.clear()
-            await self.wake.wait()
-            return []
+            return await self._wait_for_streams()
         pipe = self.client.pipeline(transaction=False)
         for positions in by_slot.values():
             pipe.xread(positions, count=READ_BATCH)  # type: ignore[arg-type]
-        found = []
-        for reply in await pipe.execute():
-            for key, entries in reply or ():
-                named = self.streams.get(codec.text(key) or "")
-                if named is not None and entries:
-                    found.append((named, entries))
+        found = [each for reply in await pipe.execute() for each in self._found(reply or ())]
         if not found:
-            pause = self.reading = asyncio.ensure_future(asyncio.sleep(POLL_S))
-            try:
-                await pause
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if not self.stale or (task is not None and task.cancelling()):
-                    raise
-            finally:
-                self.reading = None
+            await self._cut_short_by_changes(asyncio.sleep(POLL_S))
         return found
 
 
@@ -324,11 +292,8 @@ class StreamHub:
         return self._client
 
     async def acquire(self, ref: str, subscriber: Subscriber) -> None:
-        """``subscriber`` gets every batch of ``ref`` read from when this returns.
-
-        Raises what Redis raised when the stream's position could not be read
-        (the subscriber is then not registered).
-        """
+        """``subscriber`` gets every batch of ``ref`` read from when this returns
+        (on a Redis error it is not registered)."""
         stream = self.streams.get(ref)
         if stream is None:
             key = QueueRef.from_address(ref).keys.events
@@ -379,16 +344,13 @@ class StreamHub:
         return min(roomy or mine, key=lambda reader: len(reader.streams))
 
     async def ask(self, command: Awaitable[T]) -> T:
-        """Await a Redis command of the live side, at most CONTROL_CONNECTIONS
-        at once; a failure to reach Redis is reported.
-
-        The bound is kept here, not only by the pool: a cluster client's pool
-        refuses a command past its size instead of waiting (a hundred pages
-        subscribing at once were told "Redis unreachable")."""
+        """A Redis command of the live side, at most CONTROL_CONNECTIONS at once
+        (a cluster client's pool refuses past its size rather than wait); an
+        outage is reported."""
         try:
             async with self._asking:
                 return await command
-        except OUTAGE_ERRORS:
+        except OUTAGES:
             self.report(reachable=False)
             raise
         finally:
@@ -414,7 +376,7 @@ class StreamHub:
             listener(reachable)
 
     def _note_error(self, error: Exception) -> None:
-        if isinstance(error, OUTAGE_ERRORS):
+        if isinstance(error, OUTAGES):
             self.report(reachable=False)
 
     def watch_reachability(self, listener: Callable[[bool], None]) -> None:
@@ -430,7 +392,7 @@ class StreamHub:
                 await asyncio.sleep(PROBE_INTERVAL_S)
                 try:
                     await self.client.ping()
-                except OUTAGE_ERRORS:
+                except OUTAGES:
                     await self._ask_sentinels()
                 else:
                     self.report(reachable=True)
@@ -448,8 +410,7 @@ class StreamHub:
     # ------------------------------------------------------------ the overview's queue set
 
     def watch_queues(self, listener: Callable[[Message], None]) -> QueueSetWatcher:
-        """One more page listing the queues (``listener`` hears each new set); the
-        watcher starts with the first."""
+        """One more page listing the queues; the first starts the watcher."""
         watcher = self.queue_watcher
         if watcher is None:
             watcher = self.queue_watcher = QueueSetWatcher(on_error=self._note_error)
@@ -491,8 +452,7 @@ _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, StreamHub]
 
 
 def get_hub(connection: str = DEFAULT_CONNECTION) -> StreamHub:
-    """This event loop's hub of ``connection`` (a server process has one loop;
-    tests get one per test). ``connection`` must be a configured one."""
+    """This event loop's hub of a configured ``connection``."""
     loop = asyncio.get_running_loop()
     hubs = _hubs.setdefault(loop, {})
     hub = hubs.get(connection)
@@ -502,7 +462,6 @@ def get_hub(connection: str = DEFAULT_CONNECTION) -> StreamHub:
 
 
 async def close_hubs() -> None:
-    """Close every hub of this event loop (tests, between one loop's runs)."""
     hubs = _hubs.pop(asyncio.get_running_loop(), {})
     for hub in hubs.values():
         await hub.close()

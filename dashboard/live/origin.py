@@ -1,11 +1,6 @@
-"""The live socket's Origin check: the rule Django's CSRF check applies to a POST.
-
-Any site can open a socket to us with the user's cookies, so the handshake's
-Origin must be the page's own (scheme, host and port, ``https`` behind
-``SECURE_PROXY_SSL_HEADER``) or in ``CSRF_TRUSTED_ORIGINS``: Django's
-``CsrfViewMiddleware`` origin test decides, so a form and a socket accept
-the same origins (Channels' ``AllowedHostsOriginValidator`` compared host
-names only, letting in another port of the same host).
+"""The live socket's Origin check: any site can open a socket with the user's
+cookies, so Django's CSRF origin test decides, as for a POST (Channels'
+``AllowedHostsOriginValidator`` let in another port of the same host).
 """
 
 from __future__ import annotations
@@ -24,7 +19,6 @@ PAGE_SCHEME = {"ws": "http", "wss": "https"}
 
 
 def origin_allowed(scope: dict[str, Any]) -> bool:
-    """True when the handshake's Origin is the page's own or a trusted one."""
     scheme = PAGE_SCHEME.get(scope.get("scheme", "ws"), "http")
     request = ASGIRequest(dict(scope, type="http", method="GET", scheme=scheme), io.BytesIO())
     if "HTTP_ORIGIN" not in request.META:

@@ -1,22 +1,8 @@
-"""A socket's outbox: what the server holds for a client that has not taken it yet, bounded.
-
-Daphne gives an application no backpressure (its ``send`` returns at once),
-so a client that stops reading grew the server without bound
-(docs/benchmarks.md, "Where the memory went"). Twisted does say when a
-transport's write buffer is full: ``Outbox`` is a streaming producer on the
-socket's transport with ``bufferSize`` = ``OUTBOX_BYTES``. While it is paused
-the consumer sends no events (it sends ``gap`` later) and the transport reads
-no frames; one paused for ``STALL_CLOSE_S`` is closed. ``SocketOutbox`` (ASGI
-middleware) finds the transport through daphne's ``send`` (a partial of
-``Server.handle_reply``, maybe wrapped by Channels' ``SessionMiddleware`` as
-``real_send``) and puts the ``Outbox`` in ``scope["outbox"]``; under any other
-server it watches nothing and is never full (uvicorn's ``send`` waits instead).
-
-It also sends a ``SharedText`` (a batch's frame, dashboard.live.fanout)
-framed once as autobahn's ``PreparedMessage`` and written by each socket's
-protocol, in the ASGI path's order: the per-socket ASGI path was about two
-thirds of daphne's CPU per message (docs/benchmarks.md, "Runs of 2026-12-02
-(perf-live)").
+"""A socket's outbox, bounded: daphne's ``send`` never waits, so a client that
+stopped reading grew the server without bound. ``Outbox`` is a Twisted
+streaming producer on the socket's transport (found through daphne's ``send``;
+under other servers it is never full) and writes a ``SharedText`` framed once
+for every socket. Design and figures: docs/live.md ("Bounded per socket").
 """
 
 from __future__ import annotations
@@ -28,14 +14,11 @@ from typing import Any
 
 from autobahn.websocket.protocol import PreparedMessage
 
-# What a socket's transport may hold before the socket counts as behind. One
-# message more may follow it (the one that crossed the line: at most
-# consumer.MESSAGE_BYTES).
+# What a socket's transport may hold before the socket counts as behind (plus
+# the message that crossed the line).
 OUTBOX_BYTES = 256 * 1024
-# A socket whose outbox stays full this long is closed (CLOSE_TOO_SLOW) and its
-# page reconnects later. Twisted resumes its producer once everything was
-# written, so a socket must take its full outbox (up to twice OUTBOX_BYTES) in
-# this time: a page on a 40 KB/s link keeps up, a tab that sleeps does not.
+# A socket full this long is closed: a page on a 40 KB/s link takes its outbox
+# in time (Twisted resumes once all is written), a sleeping tab does not.
 STALL_CLOSE_S = 15.0
 
 
@@ -96,21 +79,17 @@ class Outbox:
         self.drained.set()
 
     def can_send_shared(self) -> bool:
-        """Whether ``send_shared`` writes now: under daphne, on an open socket."""
         protocol = self._protocol
         return protocol is not None and bool(protocol.state == protocol.STATE_OPEN)
 
     def send_shared(self, message: SharedText) -> bool:
-        """Write ``message`` as its prepared frame; False when the socket must send it
-        through ASGI instead (not under daphne, or not open: daphne's ``send``
-        then does what it does for a closing socket)."""
+        """Write the prepared frame; False: send it through ASGI instead."""
         if not self.can_send_shared():
             return False
         self._protocol.sendPreparedMessage(message.prepared())
         return True
 
     async def wait_drained(self, timeout: float) -> bool:
-        """True once the client has taken what it was sent, False after ``timeout`` s."""
         try:
             await asyncio.wait_for(self.drained.wait(), timeout)
         except TimeoutError:
@@ -119,10 +98,10 @@ class Outbox:
 
 
 def daphne_protocol(send: Any) -> Any:
-    """Daphne's WebSocket protocol (autobahn's, on a Twisted transport) under its
-    ``send``; None under other servers."""
+    """Daphne's WebSocket protocol under its ``send`` (a partial of
+    ``Server.handle_reply``); None under other servers."""
     while inspect.ismethod(send) and hasattr(send.__self__, "real_send"):
-        send = send.__self__.real_send  # Channels' session wrapper (see above)
+        send = send.__self__.real_send  # Channels' SessionMiddleware wraps it
     if not isinstance(send, functools.partial) or not send.args:
         return None
     protocol = send.args[0]

@@ -1,11 +1,6 @@
-"""The live socket's route, for a Channels ``URLRouter`` (dashboard.asgi's or a project's).
-
-A project puts ``URLRouter([*websocket_urlpatterns(), ...])`` inside Channels'
-``AuthMiddlewareStack`` (the socket needs the user). The path is reversed from
-``dashboard:live``, so it follows the prefix ``dashboard.urls`` is included
-under: build it after Django is set up (asgi.py). The route carries the
-origin check (dashboard.live.origin) and the outbox (dashboard.live.outbox)
-whatever the project wraps around it.
+"""The live socket's route for a Channels ``URLRouter`` inside its
+``AuthMiddlewareStack``, reversed from ``dashboard:live`` (so built after Django
+is set up), carrying the origin check and the outbox whatever wraps it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Events as the browser gets them, and the replay a reconnecting page asks for.
-
-A page names a queue as ``"<prefix>:<queue>"`` (``QueueRef.qualified``) and
-its position in the events stream as a stream id ``"<ms>-<seq>"``. Replay
-answers "everything after this id", or says that the id is gone so the page
-must reload; reading the stream is the read model's (``queues.read.stream``).
+"""Events as the browser gets them, and the replay after a stream id that a
+reconnecting page asks for (a gap when it cannot be replayed).
 """
 
 from __future__ import annotations
@@ -21,9 +17,8 @@ from queues.read.stream import missed_after
 
 
 class EventPayload(TypedDict):
-    """One event as sent to the browser: its row as the Events tab renders it
-    (presenters.event_row_html, the one rendering of an event), and what the
-    page picks events by (its filter, the job it follows, where it is in the stream)."""
+    """One event as sent: its row (presenters.event_row_html) and what the page
+    picks events by."""
 
     id: str
     event: str
@@ -38,9 +33,8 @@ def _job_prefix(address: str) -> str:
 
 
 def payload(event: Event, address: str, *, row: bool = True) -> EventPayload:
-    """``event`` of the queue at ``address`` (``QueueRef.address``); ``row=False``:
-    its row left empty, for when no page that gets it shows events (a count-only
-    subscription): rendering is most of an event's cost on the server."""
+    """``row=False`` when no page that gets it shows events: rendering is most
+    of an event's cost on the server."""
     return {
         "id": event.stream_id,
         "event": event.event,
@@ -61,12 +55,7 @@ class Replay:
 async def replay_after(
     client: AsyncRedis, address: str, key: str, after: str, limit: int
 ) -> Replay:
-    """The events of the queue at ``address`` after ``after`` (exclusive), at most
-    ``limit`` of them.
-
-    A gap is reported when entries after ``after`` may have been deleted or
-    when more than ``limit`` events were missed: either way replaying would not
-    rebuild the page, reloading its counts and lists does.
-    """
+    """At most ``limit`` events after ``after``; a gap when some may be gone or
+    more were missed (the page then reloads instead)."""
     missed = await missed_after(client, key, after, limit)
     return Replay([payload(event, address) for event in missed.events], missed.gap, missed.tip)

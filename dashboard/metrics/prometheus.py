@@ -1,12 +1,7 @@
-"""``metrics``: the queues and the dashboard's own health for Prometheus.
-
-A bearer token (``ECHOMQ_METRICS_TOKEN``, compared in constant time) and no
-session; without the setting, 404. Each scrape reads Redis afresh through
-``QueueCollector`` in a registry of its own, bounded: for at most
-``MAX_QUEUES`` queues (``echomq_queues_omitted`` counts the rest) a pipelined
-count per state and one small hash, and per connection one CLIENT LIST and
-two reads of the collector's status; never anything per job. A server that
-does not answer reports ``echomq_redis_up{connection=...} 0``.
+"""``metrics``: the queues and the dashboard's own health for Prometheus, behind a
+bearer token (``ECHOMQ_METRICS_TOKEN``; 404 without it). Each scrape reads
+Redis afresh, bounded: at most ``MAX_QUEUES`` queues, a few reads per queue and
+per connection, never anything per job.
 """
 
 from __future__ import annotations
@@ -42,8 +37,7 @@ MAX_QUEUES = 500
 # Histogram bounds for Prometheus: every fourth latency bucket bound, 1 ms to
 # 2^24 ms (4.7 h), so each cumulative count is exact (no bucket is split).
 LE_POWERS = range(25)
-# The connection (``default`` unless ECHOMQ_CONNECTIONS names others): the same
-# queue name may live on two servers.
+# The same queue name may live on two servers.
 SERVER_LABELS = ["connection"]
 LABELS = [*SERVER_LABELS, "prefix", "queue"]
 

@@ -1,12 +1,7 @@
-"""A queue's job schedulers: the "schedulers" tab of the queue page and its
-JSON API (list, run now, remove).
-
-The list comes from the read model (queues.read.schedulers), one page at a
-time; the actions run through dashboard.acting.actions (one script each, audited),
-so the page's buttons and the API say the same thing. The tab's table rides
-on the queue page's live refresh (static/dashboard/live.js, #job-table): when
-a scheduler's run is added, taken or finished, the queue's events make the
-page refetch its fragment, so next runs and iteration counts stay current.
+"""A queue's job schedulers: the "schedulers" tab and its JSON API (list,
+run now, remove), the actions through dashboard.acting.actions so the buttons
+and the API say the same. The table rides on the queue page's live refresh:
+a scheduler's run added, taken or finished is an event of the queue.
 """
 
 from __future__ import annotations
@@ -16,48 +11,40 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET, require_POST
-from django.views.decorators.vary import vary_on_headers
+from redis import Redis
 
 from dashboard.acting import actions
 from dashboard.core import answers
 from dashboard.core.jsonresponse import JsonResponse
-from dashboard.core.lookup import int_param, queue_or_404
-from dashboard.core.permissions import api_permission, can_act, page_permission, user_label
+from dashboard.core.lookup import int_param
+from dashboard.core.operations import ACT_ERRORS, GARBAGE, READ_ERRORS, query_param, start_param
+from dashboard.core.permissions import can_act, user_label
 from dashboard.core.queue_urls import queue_url
-from dashboard.core.redis import get_client
 from dashboard.schedulers import rows as scheduler_rows
 from dashboard.shared import bodies
 from dashboard.shared.web import (
     PAGE_SIZES,
     BadInput,
+    api_view,
     is_htmx,
-    json_errors,
+    page_params,
+    page_view,
     queue_context,
     redirect_back,
     render_page,
-    request_body,
 )
+from queues.read import answers as read_answers
 from queues.read import counts
 from queues.read import schedulers as read
+from queues.read.answers import Count
 from queues.read.refs import QueueRef
 
 TAB = "schedulers"
 
 
-def _page_params(request: HttpRequest) -> tuple[int, int]:
-    size = int_param(request.GET.get("size"), 50)
-    size = size if size in PAGE_SIZES else 50
-    return int_param(request.GET.get("page"), 1, lowest=1), size
-
-
-@require_GET
-@vary_on_headers("HX-Request")
-@page_permission()
-def page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
-    page_number, size = _page_params(request)
+@page_view(fragments=True)
+def page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
+    page_number, size = page_params(request)
     listed = read.scheduler_page(client, ref, start=(page_number - 1) * size, size=size)
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
     context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
@@ -76,11 +63,8 @@ def page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     return render_page(request, "dashboard/schedulers/schedulers.html", context)
 
 
-@require_POST
-@page_permission(act=True)
-def page_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view("POST", act=True)
+def page_action(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     fallback = _schedulers_url(ref)
     try:
         result = actions.scheduler_action(
@@ -102,33 +86,56 @@ def _schedulers_url(ref: QueueRef) -> str:
     return queue_url("dashboard:schedulers", ref)
 
 
-@require_GET
-@api_permission()
-@json_errors
-def api_list(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """``?start=0&end=49`` (inclusive end, like the jobs list)."""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@api_view(
+    "listSchedulers",
+    ["schedulers"],
+    ("The page", read_answers.SchedulerPage),
+    ("BadRequest", *READ_ERRORS),
+    parameters=(
+        start_param("one"),
+        query_param(
+            "end",
+            "Position of the last one, inclusive (default `start` + 49; at most "
+            f"{read.MAX_PAGE_SIZE} a page)" + GARBAGE,
+            Count,
+        ),
+    ),
+)
+def api_list(request: HttpRequest, client: Redis, ref: QueueRef) -> read_answers.SchedulerPage:
+    """One page of the queue's job schedulers and legacy repeatable jobs, soonest next run first
+
+    A definition that is broken (fields missing or malformed, an unreadable
+    pattern, a template that is not JSON) is listed with `notes` saying what is wrong.
+    """
     start = int_param(request.GET.get("start"), 0)
     end = int_param(request.GET.get("end"), start + 49)
     if end < start:
         raise BadInput("end must not be before start")
     size = min(end - start + 1, read.MAX_PAGE_SIZE)
-    return JsonResponse(read.scheduler_page(client, ref, start=start, size=size).as_json())
+    return read.scheduler_page(client, ref, start=start, size=size).as_json()
 
 
-@require_POST
-@api_permission(act=True)
-@json_errors
-def api_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """``{"action": "run_now" | "remove", "id": "<scheduler id>"}``"""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
-    body = request_body(request, bodies.SchedulerActionRequest)
+@api_view(
+    "actOnScheduler",
+    ["actions", "schedulers"],
+    ("Done", answers.SchedulerActionResult),
+    (*ACT_ERRORS, "SchedulerNotFound", "SchedulerRefused"),
+    body=bodies.SchedulerActionRequest,
+    example={"action": "run_now", "id": "nightly"},
+)
+def api_action(
+    request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.SchedulerActionRequest
+) -> HttpResponse | answers.SchedulerActionResult:
+    """Run a job scheduler now, or remove it with its pending run
+
+    `run_now` adds a job from the template, ready at once; the schedule stays as
+    it was. `remove` deletes the scheduler and its pending run (unless a worker
+    has taken it). One script each; nothing changes when refused.
+    """
     result = actions.scheduler_action(
         client, ref, body.action, body.id, user=user_label(request.user)
     )
     if result.status != 200:
         refused = result.answer(answers.SchedulerActionRefused, error=result.error)
         return JsonResponse(refused, status=result.status)
-    return JsonResponse(result.answer(answers.SchedulerActionResult))
+    return result.answer(answers.SchedulerActionResult)

@@ -1,17 +1,9 @@
-"""Searching a queue from its page and the API: one bounded step per poll.
-
-The page asks ``search/?state=&q=``, then again with each answer's cursor
-until ``done``; each request runs one :func:`queues.read.search.search_step`
-of at most :data:`STEP_MS`. Polling rather than the live socket because it is
-simpler to bound: the server holds nothing between polls, an abandoned search
-costs nothing, and any process can answer the next poll. Per user (and
-process) at most :data:`MAX_SEARCHES_PER_USER` searches: another replaces the
-oldest (its polls get 409 ``search_replaced``), and a search's steps never run
-side by side (429). Under dashboard.site.http the steps run in a small pool of
-their own, so they never hold the threads that serve pages. ``search/act/``
-acts on the ids the page collected (at most ``MAX_IDS_PER_SET``); each job's
-script checks it is still where the search found it.
-"""
+"""Searching a queue from its page and the API: one bounded step
+(:data:`STEP_MS`) per poll, each answer's cursor asking for the next. Polls
+rather than the live socket because they are simpler to bound: the server
+holds nothing between them and any process can answer the next. Per user at
+most :data:`MAX_SEARCHES_PER_USER` searches (a new one replaces the oldest),
+their steps in a pool of their own (dashboard.site.http)."""
 
 from __future__ import annotations
 
@@ -23,20 +15,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET, require_POST
+from redis import Redis
 
 from dashboard.acting import actions
 from dashboard.core import answers
 from dashboard.core.errors import json_error
 from dashboard.core.jsonresponse import JsonResponse
-from dashboard.core.lookup import int_param, queue_or_404
-from dashboard.core.permissions import api_permission, page_permission, user_label
-from dashboard.core.redis import get_client
+from dashboard.core.lookup import int_param
+from dashboard.core.operations import ACT_ERRORS, GARBAGE, READ_ERRORS, parameter, query_param
+from dashboard.core.permissions import user_label
 from dashboard.shared import bodies, presenters
-from dashboard.shared.web import BadInput, json_errors, request_body
+from dashboard.shared.web import BadInput, api_view, json_errors, page_view, queue_of
 from dashboard.site.http import PAGES_IN_FLIGHT, runs_as_search_step
+from queues.read.answers import State
 from queues.read.lists import JobPage, job_rows
+from queues.read.refs import QueueRef
 from queues.read.search import (
+    MAX_QUERY_LENGTH,
     Cursor,
     Pacing,
     QueryError,
@@ -60,9 +55,7 @@ MAX_YIELD_S = 0.05
 def _rest_behind_pages(seconds: float) -> None:
     """A step's rest between calls, made longer while the pages' pool serves a
     request (at most MAX_YIELD_S), so that its Redis commands do not queue
-    behind the search's calls. With forty searches from one viewer, another
-    user's API p50 was 1.1-3.2x its figure alone without it and 0.4-1.4x with
-    it, in runs on the shared 2-CPU VM at load 7-24 (bench/abuse.py, phase d)."""
+    behind the search's calls (docs/benchmarks.md, bench/abuse.py phase d)."""
     time.sleep(seconds)
     until = time.monotonic() + MAX_YIELD_S
     while PAGES_IN_FLIGHT.count and time.monotonic() < until:
@@ -143,11 +136,11 @@ def _state(raw: str) -> str:
     return raw
 
 
-def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) -> HttpResponse:
+def _answer_step(
+    request: HttpRequest, client: Redis, ref: QueueRef, *, markup: bool
+) -> HttpResponse:
     """One step, as JSON; with ``markup`` the rows also as the job table's
     rows (the page shows them exactly like its table, escaped server-side)."""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
     state = _state(request.GET.get("state", "failed"))
     user = user_label(request.user)
     rows_wanted = min(int_param(request.GET.get("rows"), MAX_ROWS, lowest=0), MAX_ROWS)
@@ -212,37 +205,63 @@ def _answer_step(request: HttpRequest, prefix: str, name: str, *, markup: bool) 
 
 
 @runs_as_search_step
-@require_GET
-@api_permission()
-@json_errors
-def api_search(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """``?state=failed&q=reason ~ timeout`` starts a search; then
-    ``&search=<id>&cursor=<cursor>`` goes on. ``rows`` (0-50): how many of
-    this step's hits to send with their fields."""
-    return _answer_step(request, prefix, name, markup=False)
+@api_view(
+    "searchJobs",
+    ["jobs"],
+    ("What this step found", answers.SearchStep),
+    ("SearchBadQuery", "SearchConflict", "SearchBusy", *READ_ERRORS),
+    description="Without `cursor`, starts a search (replacing the user's previous one); "
+    "then send `search` and `cursor` from each answer until `done`. A step works for about "
+    f"{STEP_MS:.0f} ms or until it has {MAX_ROWS} hits. Queries: `id = 42`, "
+    "`name ~ mail`, `reason ~ timeout`, `name = exact`, `data ~ text`, `data.user.id = 42`.",
+    parameters=(
+        query_param("state", "The state to search", State, default="failed"),
+        parameter(
+            "query",
+            "q",
+            "`<field> <op> <value>`",
+            {"type": "string", "maxLength": MAX_QUERY_LENGTH},
+        ),
+        query_param("search", "The search's id, with `cursor`", str),
+        query_param("cursor", "Where to go on (from the last answer)", str),
+        parameter(
+            "query",
+            "rows",
+            "How many of this step's hits to send as rows" + GARBAGE,
+            {"type": "integer", "minimum": 0, "maximum": MAX_ROWS, "default": MAX_ROWS},
+        ),
+    ),
+)
+def api_search(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
+    """One step of a search through a state, newest first"""
+    return _answer_step(request, client, ref, markup=False)
 
 
 @runs_as_search_step
-@require_GET
-@page_permission()
+@page_view(queue=False)
 @json_errors
 def page_search(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
     """The queue page's search box: :func:`api_search` plus ``rows_html``."""
-    return _answer_step(request, prefix, name, markup=True)
+    return _answer_step(request, *queue_of(prefix, name), markup=True)
 
 
-@require_POST
-@api_permission(act=True)
-@json_errors
-def api_act(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """``{"action": "retry" | "promote" | "remove", "state": "failed", "ids": [...]}``:
-    the matches of a search, each job moved by its own script if it is still there."""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
-    body = request_body(request, bodies.SearchActRequest)
+@api_view(
+    "actOnSearch",
+    ["actions"],
+    ("Done", answers.SearchActResult),
+    (*ACT_ERRORS, "NotFound", "CorruptKey"),
+    body=bodies.SearchActRequest,
+    example={"action": "retry", "state": "failed", "ids": ["41", "42"]},
+)
+def api_act(
+    request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.SearchActRequest
+) -> answers.SearchActResult:
+    """Retry, promote or remove the jobs a search found
+
+    Each job moves by its own script, which checks it is still in `state`: one
+    that moved meanwhile is skipped and counted. One audit entry.
+    """
     result = actions.act_on_ids(
         client, ref, body.action, body.ids, user=user_label(request.user), state=body.state
     )
-    return JsonResponse(
-        result.answer(answers.SearchActResult, moved_meanwhile=result.moved_meanwhile)
-    )
+    return result.answer(answers.SearchActResult, moved_meanwhile=result.moved_meanwhile)

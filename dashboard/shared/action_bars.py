@@ -1,13 +1,8 @@
-"""What the queue page offers above its job table, tab by tab.
-
-The bulk actions (retry all, promote all, clean) while no row is ticked, the
-actions on the ticked rows once one is: labels, weight and confirmations are
-decided here once, and the template only places them. A confirmation is a
-question for the page's dialog (static/dashboard/dashboard.js), which fills
-in ``{selected}``, ``{count}``, ``{n}``, ``{age}`` and ``{query}`` when the
-button is pressed (queue names cannot hold braces). Destructive actions always
-ask; retry and promote ask past :data:`HANDFUL` jobs wherever they start
-(here, a search's matches, an error group).
+"""What the queue page offers above its job table, tab by tab: labels, weight and
+confirmations decided once. A confirmation is a question for the page's dialog,
+which fills in ``{selected}``, ``{count}``, ``{n}``, ``{age}`` and ``{query}``
+(queue names cannot hold braces). Destructive actions always ask; retry and
+promote ask past :data:`HANDFUL` jobs.
 """
 
 from __future__ import annotations
@@ -15,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dashboard.acting.actions import ACTIONS_BY_STATE
+from dashboard.core.answers import SET_ACTIONS
 from queues.read.refs import QueueRef
+from queues.read.states import TAB
 
 DAY_MS = 86_400_000
 # "Clean jobs older than": label, milliseconds. The default is a week: a slip
@@ -28,20 +25,15 @@ CLEAN_AGES = (
     ("any age", 0),
 )
 DEFAULT_CLEAN_AGE_MS = 7 * DAY_MS
-# "More than a handful": a retry or promote of more jobs than this asks first,
-# with the count and the queue; up to this many act at once, as one job's
-# retry does (a few ticked rows are a deliberate choice, hundreds from one
-# big button may be a slip). The page reads it from body[data-handful].
+# A retry or promote of more jobs than this asks first: a few ticked rows are a
+# choice, hundreds from one big button may be a slip.
 HANDFUL = 5
 
 
 @dataclass(frozen=True, slots=True)
 class Button:
-    """A submit button: ``action`` is its value, ``style`` an extra CSS class
-    (``btn-primary``, ``btn-danger`` or ""), ``confirm`` the dialog's question
-    ("" acts at once; a button that asks ends in "…"), asked only for more
-    than a handful of jobs when ``many``. Its label is ``verb`` and ``tail``
-    ("Retry" "selected"); a phone shows the verb alone."""
+    """A submit button; ``confirm`` "" acts at once, ``many`` asks only past a
+    handful; the label is ``verb`` and ``tail`` (a phone shows the verb)."""
 
     action: str
     verb: str
@@ -58,9 +50,8 @@ class Button:
 
 @dataclass(frozen=True, slots=True)
 class BulkButton:
-    """An action on every job of a tab; its label holds the tab's count
-    (``verb`` count ``noun``: "Retry all 25 failed"), kept current by the page.
-    It asks ``confirm`` when that count is more than a handful."""
+    """An action on every job of a tab: "Retry all 25 failed", the count kept
+    current by the page; it asks past a handful."""
 
     action: str
     verb: str
@@ -77,7 +68,6 @@ class ActionBar:
 
     @property
     def hint(self) -> str:
-        """What the bulk side says when the tab has no bulk action of its own."""
         if self.bulk or self.clean or not self.selection:
             return ""
         verbs = [button.action for button in self.selection]
@@ -131,7 +121,6 @@ def _selection_button(ref: QueueRef, state: str, action: str) -> Button:
 
 
 def action_bar(ref: QueueRef, state: str) -> ActionBar:
-    """The actions a user allowed to act gets above the ``state`` tab."""
     bulk: tuple[BulkButton, ...] = ()
     if state == "failed":
         bulk = (
@@ -168,3 +157,34 @@ def action_bar(ref: QueueRef, state: str) -> ActionBar:
         _selection_button(ref, state, action) for action in ACTIONS_BY_STATE.get(state, ())
     )
     return ActionBar(bulk, clean, selection)
+
+
+# A search's buttons ("Retry all 12 matching"): {count} the matches and {query}
+# the search, filled in by the page as it asks (it knows both then).
+_SEARCH_VERBS = {"retry": "Retry", "promote": "Promote", "remove": "Remove"}
+_SEARCH_CONFIRMS = {
+    "retry": "Retry {count} of {queue}? They matched the search “{query}”: each one still {state} "
+    "goes back to waiting; jobs that moved meanwhile are skipped and counted.",
+    "promote": "Promote {count} of {queue}? They matched the search “{query}”: each one still "
+    "delayed runs now; jobs that moved meanwhile are skipped and counted.",
+    "remove": "Remove {count} of {queue}? They matched the search “{query}”: each one still "
+    "{state} is deleted with its logs; this cannot be undone.",
+}
+
+
+def search_buttons(ref: QueueRef, state: str) -> list[Button]:
+    """The tab's row actions that act on a search's matches."""
+    tab = TAB[state]
+    return [
+        Button(
+            action,
+            _SEARCH_VERBS[action],
+            style="btn-danger" if action == "remove" else "",
+            confirm=_SEARCH_CONFIRMS[action]
+            .replace("{state}", tab.label)
+            .replace("{queue}", ref.name),
+            many=action != "remove",
+        )
+        for action in tab.actions
+        if action in SET_ACTIONS
+    ]

@@ -1,11 +1,7 @@
-"""Charts drawn on the server as SVG: the overview's sparklines and the queue
-page's hour, so a page is readable the moment it loads and costs no script.
-
-CSP allows no inline style, so everything here is SVG attributes and classes
-(dashboard.css colours them). Exact values are in ``<title>`` elements and
-data attributes, which ``static/dashboard/chart.js`` turns into a readout line
-under the pointer. Numbers and fixed words need no escaping; every label that
-comes from elsewhere (a user name, an action's message) is escaped.
+"""Charts drawn on the server as SVG (the overview's sparklines, the queue page's
+hour), readable without script: attributes and classes only (CSP allows no
+inline style), exact values in ``<title>`` and data attributes for chart.js.
+Numbers and fixed words need no escaping; every outside label is escaped.
 """
 
 from __future__ import annotations
@@ -38,8 +34,8 @@ _NICE_STEPS = (1, 2, 5)
 
 
 def nice_ceiling(value: float) -> int:
-    """The smallest of 1, 2, 5, 10, 20, 50, 100 ... at or above ``value``:
-    a scale that reads at a glance and moves only when the traffic does."""
+    """The smallest of 1, 2, 5, 10, 20, 50 ... at or above ``value``: a scale that
+    reads at a glance and moves only when the traffic does."""
     magnitude = 1
     while True:
         for step in _NICE_STEPS:
@@ -56,11 +52,9 @@ def minute_label(minute_start_ms: int) -> str:
 
 
 def half_scales(most_completed: float, most_failed: float) -> tuple[int, int]:
-    """Full height above the line (completed) and below it (failures): each on
-    its own nice scale, the failures' never finer than a tenth of the
-    completed one, so a failure a minute beside 400 completions is a sliver,
-    not a full bar, while a real incident still fills it. Every chart's rule:
-    the overview's rows, the queue page's hour, the history."""
+    """Every chart's full heights above the line (completed) and below (failures),
+    the failures' never finer than a tenth of the completed one: one failure
+    beside 400 completions is a sliver, a real incident still fills it."""
     top_completed = nice_ceiling(most_completed)
     return top_completed, nice_ceiling(max(most_failed, top_completed / 10))
 
@@ -69,17 +63,10 @@ def half_scales(most_completed: float, most_failed: float) -> tuple[int, int]:
 
 
 def sparkline_points(points: Sequence[int], *, slots: int, direction: int, top: int) -> str:
-    """SVG polygon points of an area for per-minute counts (oldest first), drawn
-    away from the middle line: ``direction`` -1 draws up, 1 draws down, ``top``
-    per minute reaches the edge. The area starts and ends on the middle line,
-    so minutes with no count draw nothing (a flat red line would read as
-    failures).
-
-    The x axis has room for ``slots`` minutes and the newest minute sits at the
-    right edge, so five minutes of metrics draw a short line on the right, not
-    a stretched one that looks like half an hour. A minute with any count moves
-    at least 2 px, so a single failure stays visible on a scale of thousands.
-    """
+    """Polygon points for per-minute counts drawn away from the middle line
+    (``direction`` -1 up, 1 down; ``top`` reaches the edge), starting and ending
+    on it so empty minutes draw nothing. The newest minute sits at the right of
+    ``slots``, so five minutes draw short, not stretched; any count moves 2 px."""
     if not any(points):
         return ""  # nothing to draw: an empty polygon, not 30 points on the line
     scale = direction * SPARK_HALF / max(top, 1)
@@ -104,18 +91,14 @@ def sparkline_points(points: Sequence[int], *, slots: int, direction: int, top: 
 
 @functools.lru_cache(maxsize=64)
 def _spark_xs(count: int, slots: int) -> tuple[str, ...]:
-    """The x of each of ``count`` minutes, the newest at the right edge: the
-    same for every row of a page, so worked out and formatted once."""
+    """The x of each minute, newest at the right: the same for every row, so once."""
     step = SPARK_WIDTH / max(slots - 1, 1)
     first = SPARK_WIDTH - (count - 1) * step
     return tuple("%.1f" % max(first + index * step, 0) for index in range(count))  # noqa: UP031
 
 
-# A row without a series: its workers keep no BullMQ metrics (an option they
-# leave off unless told) and no collector keeps the dashboard's history of it
-# current (queues.read.history.with_recent_series draws it otherwise). "no
-# metrics" read as a fault of the queue; the words say whose option it is,
-# the title how to get a line.
+# A row without a series: "no metrics" read as a fault of the queue; the words
+# say whose option it is, the title how to get a line.
 NO_SERIES = mark_safe(
     '<span class="muted no-series" title="No per-minute line: the workers of this queue keep no'
     " metrics (BullMQ's metrics worker option, off by default), and no dashboard process keeps"
@@ -136,14 +119,10 @@ def sparkline_svg(
     newest_minute: int,
     counted_from_events: bool = False,
 ) -> SafeString:
-    """The overview's inline chart: completed per minute above the middle line,
-    failures below it (a growing red shape = failures rising), each half on
-    the row's own scale (half_scales: the busiest queue and the quietest both
-    fill their row; the rate beside it says how busy). The minutes' exact
-    figures ride in data attributes, which static/dashboard/chart.js reads
-    out under the pointer (``newest_minute``: the last one, ms // 60,000;
-    the slots are said once, on the rows' tbody). No script needed to see it.
-    A page of 100 rows must stay under 300 KB: the words are short."""
+    """The overview's row chart: completed above the line, failures below, each on
+    the row's own scale (the rate beside it says how busy); the minutes' figures
+    in data attributes for chart.js (``newest_minute``: ms // 60,000). Short
+    words: a page of 100 rows stays under 300 KB."""
     minutes = max(len(completed), len(failed))
     if not minutes:
         return NO_SERIES
@@ -169,7 +148,6 @@ def sparkline_svg(
 
 
 def _spark_area(css: str, points: Sequence[int], slots: int, direction: int, top: int) -> str:
-    """One series' polygon, or nothing when it has no count to draw."""
     drawn = sparkline_points(points, slots=slots, direction=direction, top=top)
     return f'<polygon class="{css}" points="{drawn}"/>' if drawn else ""
 
@@ -215,8 +193,6 @@ _ACTION_WORDS = {
 
 @dataclass(frozen=True, slots=True)
 class Marker:
-    """An admin action on the chart: when, and what it says on hover."""
-
     at_ms: int
     label: str
 
@@ -231,13 +207,27 @@ def action_markers(entries: Iterable[AuditEntry]) -> list[Marker]:
     return markers
 
 
-def _bar(kind: str, index: int, value: int, top: int) -> str:
-    if value <= 0:
-        return ""
-    room = (_AXIS - _TOP) if kind == "completed" else (_BOTTOM - _AXIS)
-    height = max(value / top * room, _MIN_BAR)
-    y = _AXIS - height if kind == "completed" else _AXIS
-    return f'<rect class="bar-{kind}" {_SLOT_BAR_X[index]} y="{y:.2f}%" height="{height:.2f}%"/>'
+def finished_bars(
+    x: str,
+    done: tuple[int, int],
+    tops: tuple[int, int],
+    band: tuple[float, float, float],
+    least: float = _MIN_BAR,
+) -> str:
+    """A slot's bars (``x``: its attributes across): completed up from the axis
+    and failed down, on their own scales, in ``band`` (top, axis, bottom, in %);
+    any count at least ``least`` tall."""
+    top, axis, bottom = band
+    bars = ""
+    for kind, value, scale, room in (
+        ("completed", done[0], tops[0], axis - top),
+        ("failed", done[1], tops[1], bottom - axis),
+    ):
+        if value > 0:
+            height = max(value / scale * room, least)
+            y = axis - height if kind == "completed" else axis
+            bars += f'<rect class="bar-{kind}" {x} y="{y:.2f}%" height="{height:.2f}%"/>'
+    return bars
 
 
 def _minutes(
@@ -254,14 +244,12 @@ def _minutes(
 
 
 def grid_svg(lines: Iterable[tuple[str, float]]) -> str:
-    """The horizontal lines (class, y in %) across a chart's plot."""
     drawn = "".join(f'<line class="{k}" x1="0" x2="100%" y1="{y}%" y2="{y}%"/>' for k, y in lines)
     return f'<g class="grid-lines">{drawn}</g>'
 
 
 def scale_svg(labels: Iterable[tuple[float, str]], height: int) -> str:
-    """A count axis (y in %, text): its own narrow SVG left of the plot, at the
-    plot's heights (same % of the same height), so no label sits on a bar."""
+    """A count axis in its own narrow SVG left of the plot, so no label sits on a bar."""
     texts = "".join(
         f'<text class="tick" x="100%" dx="-6" y="{y}%" dominant-baseline="middle"'
         f' text-anchor="end">{text}</text>'
@@ -287,36 +275,48 @@ def _scale(top_completed: int, top_failed: int) -> str:
     return scale_svg(labels, 180)
 
 
-def _time_ticks() -> str:
-    ticks = []
-    for minutes_ago in (50, 40, 30, 20, 10):
-        x = (CHART_MINUTES - minutes_ago) * _SLOT
-        ticks.append(
-            f'<line class="tick-mark" x1="{x:.3f}%" x2="{x:.3f}%" y1="{_BOTTOM}%"'
-            f' y2="{_BOTTOM + 2.5}%"/>'
-            f'<text class="tick" x="{x:.3f}%" y="{_TIME}%" text-anchor="middle">'
-            f"&#8722;{minutes_ago} min</text>"
-        )
-    ticks.append(f'<text class="tick" x="99.6%" y="{_TIME}%" text-anchor="end">now</text>')
-    return f'<g class="ticks">{"".join(ticks)}</g>'
+def time_ticks_svg(ticks: Iterable[tuple[float, str]], axis: float, mark: float, y: float) -> str:
+    """Ticks (x in %, how long ago) under the plot's ``axis``, and "now" at the right."""
+    drawn = "".join(
+        f'<line class="tick-mark" x1="{x:.3f}%" x2="{x:.3f}%" y1="{axis}%" y2="{axis + mark}%"/>'
+        f'<text class="tick" x="{x:.3f}%" y="{y}%" text-anchor="middle">&#8722;{ago}</text>'
+        for x, ago in ticks
+    )
+    now = f'<text class="tick" x="99.6%" y="{y}%" text-anchor="end">now</text>'
+    return f'<g class="ticks">{drawn}{now}</g>'
 
 
-def _marker(marker: Marker, window_start_ms: int) -> str:
-    x = min(max((marker.at_ms - window_start_ms) / MINUTE_MS * _SLOT, 0.2), 99.8)
+def marker_svg(marker: Marker, x: float, top: float, bottom: float) -> str:
+    """An admin action's line at ``x`` (% across, kept inside) from ``top`` to ``bottom``."""
+    x = min(max(x, 0.2), 99.8)
     label = escape(marker.label)
     return (
         f'<g class="marker" data-marker="{label}"><title>{label}</title>'
-        f'<line x1="{x:.3f}%" x2="{x:.3f}%" y1="{_TOP - 4}%" y2="{_BOTTOM}%"/>'
-        f'<text x="{x:.3f}%" y="{_TOP - 3.5}%" text-anchor="middle">▼</text>'
-        f'<rect class="hit" x="{max(x - 0.6, 0):.3f}%" y="0" width="1.2%" height="{_BOTTOM}%"/>'
+        f'<line x1="{x:.3f}%" x2="{x:.3f}%" y1="{top}%" y2="{bottom}%"/>'
+        f'<text x="{x:.3f}%" y="{top + 0.5}%" text-anchor="middle">▼</text>'
+        f'<rect class="hit" x="{max(x - 0.6, 0):.3f}%" y="0" width="1.2%" height="{bottom}%"/>'
         "</g>"
     )
 
 
+def admin_actions(count: int) -> str:
+    return f"{count} admin action{'s' if count != 1 else ''}"
+
+
+def markers_list(markers: Sequence[Marker], window: str) -> str:
+    """The chart's admin actions listed under it, newest first ("" for none)."""
+    if not markers:
+        return ""
+    items = "".join(f"<li>{escape(m.label)}</li>" for m in reversed(markers))
+    return (
+        f'<details class="chart-markers"><summary>{admin_actions(len(markers))} in the last'
+        f" {window}</summary><ol>{items}</ol></details>"
+    )
+
+
 def hour_totals(summary: QueueSummary) -> tuple[int, int] | None:
-    """(completed, failed) over the hour the queue page's chart shows, this
-    minute so far included: the one figure of "the last hour" every part of
-    the page says; None when the queue keeps no per-minute figures."""
+    """(completed, failed) over the chart's hour, this minute included: the one
+    "last hour" figure of the page; None without per-minute figures."""
     if not summary.completed_per_minute and not summary.failed_per_minute:
         return None
     counted = [
@@ -359,8 +359,8 @@ def queue_chart(
         else:
             words = f"{when}: {thousands(slot[0])} completed, {failures(slot[1])}"
             data = f'data-when="{when}" data-completed="{slot[0]}" data-failed="{slot[1]}"'
-            drawn = _bar("completed", index, slot[0], top_completed) + _bar(
-                "failed", index, slot[1], top_failed
+            drawn = finished_bars(
+                _SLOT_BAR_X[index], slot, (top_completed, top_failed), (_TOP, _AXIS, _BOTTOM)
             )
         bars.append(
             f'<g class="minute{" partial" if current else ""}" {data}><title>{words}</title>'
@@ -376,24 +376,25 @@ def queue_chart(
     )
     hour = f"{thousands(total_completed)} completed, {failures(total_failed)}"
     readout = escape(f"Last full minute, {latest} · {hour} in the last hour")
-    actions = f"{len(markers)} admin action{'s' if len(markers) != 1 else ''}"
     label = f"Jobs finished per minute over the last hour: {hour}"
     if markers:
-        label += f"; {actions} marked"
+        label += f"; {admin_actions(len(markers))} marked"
+    ticks = time_ticks_svg(
+        ((m * _SLOT, f"{CHART_MINUTES - m} min") for m in (10, 20, 30, 40, 50)), _BOTTOM, 2.5, _TIME
+    )
+    drawn_markers = "".join(
+        marker_svg(m, (m.at_ms - window_start) / MINUTE_MS * _SLOT, _TOP - 4, _BOTTOM)
+        for m in markers
+    )
     svg = (
         f'<div class="chart-area">{_scale(top_completed, top_failed)}'
         f'<svg class="chart" width="100%" height="180" role="img" aria-label="{label}">'
-        f'{_grid()}<g class="minutes">{"".join(bars)}</g>{_time_ticks()}'
-        f'<g class="markers">{"".join(_marker(m, window_start) for m in markers)}</g></svg></div>'
+        f'{_grid()}<g class="minutes">{"".join(bars)}</g>{ticks}'
+        f'<g class="markers">{drawn_markers}</g></svg></div>'
     )
-    marker_list = marker_key = ""
+    marker_key = ""
     if markers:
         marker_key = '<span class="chart-key"><span class="key-marker">▼</span>admin action</span>'
-        items = "".join(f"<li>{escape(m.label)}</li>" for m in reversed(markers))
-        marker_list = (
-            f'<details class="chart-markers"><summary>{actions} in the last hour</summary>'
-            f"<ol>{items}</ol></details>"
-        )
     return mark_safe(  # noqa: S308 - numbers, fixed words and escaped labels only
         '<figure class="queue-chart" data-queue-chart><figcaption>'
         f'<span class="chart-title">Jobs finished per minute, last hour</span>{source}'
@@ -403,15 +404,13 @@ def queue_chart(
         '<span class="key key-failed"></span>failures (below, own scale)</span>'
         f"{marker_key}</figcaption>"
         f'{svg}<p class="chart-readout" data-chart-readout data-default="{readout}">'
-        f"{readout}</p>{marker_list}</figure>"
+        f"{readout}</p>{markers_list(markers, 'hour')}</figure>"
     )
 
 
 def health_note(health: Health) -> SafeString:
-    """The health badge and its figures in words ("failing 23% failed, last 5
-    min"); a fine queue that lost a few jobs gets the figures alone, muted."""
-    # Plain string building with html.escape (what format_html escapes with):
-    # every overview row has one, most of them fine and empty.
+    """The health badge and its figures in words; a fine queue gets the figures
+    alone, muted. html.escape, not format_html: every overview row has one."""
     detail = (
         f'<span class="health-detail">{html.escape(health.detail)}</span>' if health.detail else ""
     )
@@ -425,11 +424,8 @@ def health_note(health: Health) -> SafeString:
 
 
 def queue_chart_for(summary: QueueSummary, workers: Workers | None = None) -> SafeString:
-    """The queue page's chart with the queue's admin actions of the hour from
-    the audit trail, under its health in words (``workers``: its connected
-    workers when counted). Reads the history and the audit rows: called by
-    the views of the pages that show it (web.queue_context), never while a
-    template renders."""
+    """The queue page's chart with its health and the hour's admin actions (reads
+    the history and the audit rows: for views, never while a template renders)."""
     if summary.recent is None:
         return mark_safe("")
     health = health_note(queue_health(summary, workers))

@@ -1,11 +1,7 @@
-"""Every queue of every Redis connection, grouped by connection: one reading
-for the overview page and ``/api/queues/``.
-
-A server that does not answer is one group marked unreachable (or failing
-over) and the others are read as usual; a dashboard of one connection answers
-503 as it always did. An unreachable server is asked again only after
-``RETRY_UNREACHABLE_S`` (``RETRY_SENTINEL_S`` behind Sentinel), so one that
-hangs costs its timeouts once per that while, not on every live refetch.
+"""Every queue of every Redis connection, grouped by connection, for the
+overview and ``/api/queues/``. A server that does not answer is one group
+marked unreachable, asked again only after ``RETRY_UNREACHABLE_S``, so one that
+hangs costs its timeouts once a while, not on every live refetch.
 """
 
 from __future__ import annotations
@@ -29,7 +25,8 @@ from queues.read.history import with_recent_series
 from queues.read.refs import QueueRef
 from queues.sentinel import is_sentinel_url
 
-# What "the server did not answer" looks like; any other error is a 500 to fix.
+# What "the server did not answer" looks like (a WRONGTYPE reply is an answer);
+# any other error is a 500 to fix.
 OUTAGES = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
@@ -39,16 +36,13 @@ class ConnectionGroup:
     url: str | None = None  # the connection's (None: the default's private server)
     # Every queue its Redis holds (discovery), in name order.
     refs: list[QueueRef] = field(default_factory=list)
-    # The counts of the queues read so far: all of them for the JSON API, the
-    # page's rows for the overview.
+    # The counts read: all queues for the JSON API, the page's rows for the overview.
     summaries: list[counts.QueueSummary] = field(default_factory=list)
     # Why its Redis did not answer ("" while it does).
     unreachable: str = ""
     # Behind Sentinel, while its master is being replaced: what the sentinels do.
     failing_over: str = ""
-    # Connected workers of the queues asked about (the overview's rows with
-    # jobs ready: dashboard.browse.health_reads); None when not counted or the server
-    # would not say.
+    # Connected workers of the queues asked about; None when not counted.
     workers: dict[QueueRef, Workers] | None = None
 
     @property
@@ -77,8 +71,7 @@ _unreachable: dict[tuple[str, str | None], tuple[float, str, str]] = {}
 
 
 def discovered() -> list[ConnectionGroup]:
-    """One group per configured connection, the default first, with the queues
-    its Redis holds (no counts read yet)."""
+    """One group per configured connection with its queues (no counts yet)."""
     groups = []
     for connection in connections.configured():
         group = ConnectionGroup(connection.name, connection.url)
@@ -88,9 +81,8 @@ def discovered() -> list[ConnectionGroup]:
 
 
 def ask(group: ConnectionGroup, question: Callable[[Redis], T]) -> T | None:
-    """``question`` put to the group's Redis; None (and the group marked
-    unreachable) when it does not answer. With one connection an outage is
-    the page's to report (a 503: dashboard.core.errors), so it is raised."""
+    """``question`` put to the group's Redis; None (the group marked unreachable)
+    when it does not answer; with one connection the outage is raised (a 503)."""
     if group.unreachable:
         return None
     server = (group.name, group.url)
@@ -125,12 +117,9 @@ def read_summaries(
     *,
     history_minutes: int = 0,
 ) -> None:
-    """The counts (and, with ``count_workers``, the workers) of ``refs``, queues
-    of the group, into the group. ``history_minutes``: a queue whose workers
-    keep no BullMQ metrics gets that many minutes of the dashboard's own
-    history as its series instead, from the recent minutes the collector
-    packs (one key a queue, one round trip: the overview's sparklines; the
-    JSON API's ``metrics`` stay BullMQ's own)."""
+    """The counts (and workers) of ``refs`` into the group; ``history_minutes``:
+    a queue without BullMQ metrics gets that much of the dashboard's history
+    as its series (one round trip: the overview's sparklines)."""
 
     def read(client: Redis) -> None:
         group.summaries = counts.queue_summaries(client, refs)
@@ -144,7 +133,6 @@ def read_summaries(
 
 
 def queue_groups(count_workers: CountWorkers | None = None) -> list[ConnectionGroup]:
-    """Every group with the counts of all its queues (the JSON API's answer)."""
     groups = discovered()
     for group in groups:
         read_summaries(group, group.refs, count_workers)

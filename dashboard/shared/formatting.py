@@ -12,9 +12,7 @@ def thousands(value: object) -> str:
 
 
 def failures(count: int) -> str:
-    """1 -> "1 failure", 1204 -> "1,204 failures": each time a job failed for
-    good, which the charts count (dashboard.shared.charts.FAILURES_MEANING), against
-    the failed jobs a tab holds."""
+    """1 -> "1 failure", 1204 -> "1,204 failures" (charts.FAILURES_MEANING)."""
     return f"{thousands(count)} failure{'' if count == 1 else 's'}"
 
 
@@ -28,6 +26,26 @@ def compact(value: object) -> str:
         if abs(number) >= size:
             return f"{number / size:.1f}".rstrip("0").rstrip(".") + unit
     return str(number)
+
+
+def percent(share: float) -> str:
+    """0.0004 -> "0.04%", 0.048 -> "4.8%", 0.23 -> "23%": two figures at most."""
+    value = share * 100
+    if value == 0 or value >= 10:
+        return f"{value:.0f}%"
+    digits = 1 if value >= 1 else 2
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".") + "%"
+
+
+def format_ms(value: float | None) -> str:
+    """812 -> "812 ms", 4300 -> "4.3 s", 300000 -> "5.0 min"; a dash for none."""
+    if value is None:
+        return "\u2013"
+    if value < 1000:
+        return f"{value:.0f} ms"
+    if value < 120_000:
+        return f"{value / 1000:.1f} s"
+    return f"{value / 60_000:.1f} min"
 
 
 _YEAR_S = 365 * 86_400

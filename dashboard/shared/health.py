@@ -1,12 +1,7 @@
-"""Which queues need a look, and why, in words: the one health rule.
-
-By failure rate and trend over the last five minutes
-(:class:`queues.throughput.RecentFinishes`), never by a count above zero: a
-queue losing 2 jobs in 2,000 is healthy, one losing a third is not. The
-thresholds sit above ``manage.py demo``'s normal rates (0.05% to 5%) and its
-noise. Before that: jobs ready, not paused and no worker in ``CLIENT LIST`` is
-"no workers" at once (issue 21); where ``CLIENT LIST`` is refused only the
-five-minute rule speaks (:func:`looks_stuck`); unnamed workers read as none.
+"""Which queues need a look, and why, in words: the one health rule. By failure
+rate and trend over the last five minutes, never by a count above zero (2 lost
+in 2,000 is healthy), with thresholds above ``manage.py demo``'s normal rates;
+jobs ready with no worker connected is "no workers" at once.
 """
 
 from __future__ import annotations
@@ -16,7 +11,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from dashboard.shared.formatting import span
+from dashboard.shared.formatting import percent, span
 from queues.read.counts import LastFinished, QueueSummary
 from queues.read.states import READY
 from queues.throughput import MINUTE_MS, RECENT_MINUTES, RecentFinishes
@@ -28,24 +23,21 @@ FAILING_RATE = 0.10
 # (5% corrupt images) 8 failures in its first 80 jobs: 10%, but a low end of 4%.
 FAILING_FLOOR = 0.05
 _Z99 = 2.576
-# Failures are rising when the rate at least doubled against the ten minutes
-# before and gained five points (0.1% -> 0.3% is noise, 1% -> 6% is not).
+# Rising: the rate at least doubled against the ten minutes before and gained
+# five points (0.1% -> 0.3% is noise, 1% -> 6% is not).
 RISING_FACTOR = 2.0
 RISING_GAIN = 0.05
-# Fewer failures than this in the window never mark a queue: 1 of 2 is 50%,
-# and says nothing yet.
+# Fewer failures never mark a queue: 1 of 2 is 50% and says nothing yet.
 MIN_FAILED = 3
-# Where the completed count is unknown (no metrics, completed jobs not kept)
-# only the failures' own pace can rise: this many in the window, at least
-# RISING_FACTOR times the pace of the ten minutes before.
+# With the completed count unknown only the failures' own pace can rise: this
+# many in the window, at RISING_FACTOR times the pace before.
 MIN_FAILED_WITHOUT_RATE = 10
 
 
 @dataclass(frozen=True, slots=True)
 class Health:
-    """``kind`` is "" (fine), "failing", "rising" or "stuck"; ``label`` the
-    badge's words and ``detail`` the figures behind them ("23% failed, last 5
-    min"; also said for a fine queue that lost a few jobs)."""
+    """``kind`` "" (fine), "failing", "rising" or "stuck"; ``label`` the badge's
+    words, ``detail`` the figures ("23% failed, last 5 min"; fine queues too)."""
 
     kind: str
     label: str
@@ -53,27 +45,17 @@ class Health:
 
     @property
     def css(self) -> str:
-        """The row's class: failing and rising are the failure look."""
         return {"failing": "has-failed", "rising": "has-failed", "stuck": "stuck"}.get(
             self.kind, ""
         )
 
 
 def low_end(failed: int, total: int) -> float:
-    """The lower 99% Wilson bound of a failure rate: how low it may really be."""
+    """The lower 99% Wilson bound of a failure rate."""
     share, spread = failed / total, _Z99 * _Z99 / total
     centre = share + spread / 2
     margin = _Z99 * math.sqrt(share * (1 - share) / total + spread / (4 * total))
     return (centre - margin) / (1 + spread)
-
-
-def percent(share: float) -> str:
-    """0.0004 -> "0.04%", 0.048 -> "4.8%", 0.23 -> "23%": two figures at most."""
-    value = share * 100
-    if value == 0 or value >= 10:
-        return f"{value:.0f}%"
-    digits = 1 if value >= 1 else 2
-    return f"{value:.{digits}f}".rstrip("0").rstrip(".") + "%"
 
 
 def _window(recent: RecentFinishes) -> str:
@@ -82,14 +64,14 @@ def _window(recent: RecentFinishes) -> str:
 
 
 def _failed_words(recent: RecentFinishes) -> str:
-    """ "23% failed, last 5 min", or "12 failed, last 5 min" when the rate is unknown."""
+    """ "23% failed, last 5 min", or "12 failed, …" when the rate is unknown."""
     rate = recent.rate
     amount = percent(rate) if rate is not None else f"{recent.failed:,}"
     return f"{amount} failed, {_window(recent)}"
 
 
 def _rising(recent: RecentFinishes) -> str | None:
-    """The "was ..." words when failures rose against the previous window, else None."""
+    """The "was ..." words when failures rose, else None."""
     rate, before = recent.rate, recent.previous_rate
     if rate is not None:
         if before is None or rate < before * RISING_FACTOR or rate - before < RISING_GAIN:
@@ -106,26 +88,23 @@ def _rising(recent: RecentFinishes) -> str | None:
 
 
 def _pace(per_minute: float) -> str:
-    """ "0.2/min", "2.4/min", "21,293/min": a tenth only where it is worth reading."""
+    """ "0.2/min", "21,293/min": a tenth only where it is worth reading."""
     if per_minute >= 10:
         return f"{per_minute:,.0f}/min"
     return f"{per_minute:,.1f}/min".replace(".0/", "/")
 
 
 def looks_stuck(summary: QueueSummary) -> bool:
-    """Jobs ready, none active, not paused and nothing finished lately: stuck,
-    whether workers are connected or not (the rule where they cannot be
-    counted: the server refuses ``CLIENT LIST``)."""
+    """Jobs ready, none active, not paused, nothing finished lately: the rule
+    that holds where workers cannot be counted."""
     counts, recent = summary.counts, summary.recent
     moving = recent is not None and (recent.completed or 0) + recent.failed > 0
     return wants_workers(summary) and not counts["active"] and not moving
 
 
 def wants_workers(summary: QueueSummary) -> bool:
-    """Jobs ready and the queue not paused: without a worker they wait for
-    nothing, so its workers are worth counting (dashboard.browse.health_reads).
-    Delayed jobs are not ready (nothing is late yet), and a paused queue
-    waits on purpose."""
+    """Jobs ready (delayed ones are not late yet) and not paused (that waits on
+    purpose): its workers are worth counting."""
     return not summary.paused and any(map(summary.counts.__getitem__, READY))
 
 
@@ -134,8 +113,7 @@ _DAY_MS = 86_400_000
 
 @dataclass(frozen=True, slots=True)
 class Workers:
-    """A queue's workers as ``CLIENT LIST`` shows them (queues.read.workers),
-    and, for a queue without one, when its newest kept job finished."""
+    """A queue's workers in ``CLIENT LIST``, and when its newest kept job finished."""
 
     connected: int
     last_finished: LastFinished | None = None
@@ -146,8 +124,8 @@ def _workers_words(workers: int) -> str:
 
 
 def _when(at_ms: int, now_ms: int) -> str:
-    """ "14 min ago (10:42 UTC)": how long first (how bad), then the clock an
-    on-call person lines up with a deploy log ("Nov 30 10:42 UTC" another day)."""
+    """ "14 min ago (10:42 UTC)": how bad first, then the clock to line up with a
+    deploy log ("Nov 30 10:42 UTC" another day)."""
     minute = at_ms // MINUTE_MS
     day = ""
     if at_ms // _DAY_MS != now_ms // _DAY_MS:
@@ -163,12 +141,9 @@ def _when(at_ms: int, now_ms: int) -> str:
 
 
 def _since_words(last: LastFinished | None, now_ms: int) -> str:
-    """Since when the queue has had no worker, as far as the jobs kept say:
-    the newest finishedOn is the last moment a worker is known to have been
-    there (when it left is written nowhere). With completed jobs not kept
-    (removeOnComplete), a later job may have completed unseen: the words say
-    which set dated it. Nothing kept finished: the job next in line has
-    waited since it was added, so no worker has taken a job since then."""
+    """Since when the queue has had no worker, as far as the jobs kept say (when
+    it left is written nowhere): the newest finishedOn, saying which set dated
+    it, else when the job next in line was added."""
     if last is None:
         return ""
     if last.completed_ms is not None:
@@ -194,13 +169,9 @@ def _now_ms() -> int:
 
 
 def queue_health(summary: QueueSummary, workers: Workers | None = None) -> Health:
-    """No worker connected while jobs are ready and the queue is not paused
-    (``workers`` counted, none connected: :func:`wants_workers`) outranks
-    failing (rate at or over FAILING_RATE, and surely over FAILING_FLOOR),
-    which outranks rising, which outranks stuck (:func:`looks_stuck`): with
-    workers connected, or when they could not be counted (None), "nothing
-    active". No worker comes first since nothing else changes until one is
-    back: the failure figures follow in its words."""
+    """No workers (nothing changes until one is back; the failures follow in its
+    words) outranks failing (surely over FAILING_FLOOR), then rising, then
+    stuck (``workers`` None: they could not be counted)."""
     recent = summary.recent
     detail = _failed_words(recent) if recent is not None and recent.failed else ""
     if workers is not None and workers.connected == 0 and wants_workers(summary):

@@ -1,9 +1,6 @@
-"""Display rows for the templates, built in Python.
-
-Django's template engine costs microseconds per variable; a page of 50 jobs or
-50 queues with a dozen values each adds up. These presenters format every
-value once (numbers for humans, times, URLs with a single reverse() per page)
-so the templates only place strings.
+"""Display rows for the templates, built in Python: the template engine costs
+microseconds a variable, so every value is formatted once here (one reverse()
+per page) and the templates only place strings.
 """
 
 from __future__ import annotations
@@ -35,7 +32,7 @@ from queues.events import Event
 from queues.read.counts import METRICS_POINTS, QueueSummary
 from queues.read.failures import FailedAttempt, first_line
 from queues.read.job import JobDetail
-from queues.read.lists import JobPage
+from queues.read.lists import JobPage, JobRow
 from queues.read.progress import Progress
 from queues.read.refs import QueueRef
 from queues.read.search import FoundText
@@ -59,22 +56,20 @@ def exact_time(ms: object) -> str:
 
 @lru_cache(maxsize=256)
 def _utc_second(seconds: int) -> str:
-    """One second of exact_time, formatted once: a live queue's events mostly share
-    their second, and strftime was half the cost of an event's row (issue 25)."""
+    """A live queue's events mostly share their second, and strftime was half the
+    cost of an event's row."""
     return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def running_label(ms: int) -> str:
-    """How long an active job has run, in whole seconds: "running 42 s",
-    "running 3 min" (static/dashboard/live.js counts on with the same words)."""
+    """ "running 42 s", "running 3 min" (the page script counts on in the same words)."""
     seconds = max(0, ms) // 1000
     return f"running {seconds} s" if seconds < 60 else f"running {span(seconds * 1000)}"
 
 
 def running_html(processed_on: int | None, now_ms: int) -> SafeString:
-    """An active job's running time, kept counting by the page script from
-    data-running-ms (the time run when rendered: no clock of the browser's
-    is compared with the server's); "" when the job has no start time."""
+    """An active job's running time; the script counts on from data-running-ms
+    (time run when rendered, so the browser's clock is never compared)."""
     if processed_on is None:
         return mark_safe("")
     ran = max(0, now_ms - processed_on)
@@ -105,11 +100,8 @@ HIGHLIGHT_LIMIT = 64 * 1024
 
 
 def highlight_json(text: str) -> SafeString:
-    """JSON text with keys, strings, numbers and literals in classed spans.
-
-    Everything is escaped; text that is not JSON only gets harmless spans, and
-    text over 64 KB is left plain (highlighting is for reading, not for 10 MB).
-    """
+    """JSON text with keys, strings, numbers and literals in classed spans, all
+    escaped; over 64 KB left plain (highlighting is for reading, not for 10 MB)."""
     if len(text) > HIGHLIGHT_LIMIT:
         return conditional_escape(text)
     parts: list[str] = []
@@ -147,9 +139,7 @@ class CountCell:
     url: str
 
 
-# What an overview row's dot means, said on hover and in the legend beside
-# the heading (templates/dashboard/browse/overview.html): live.js pulses it when the
-# queue's events arrive.
+# What an overview row's dot means, on hover and in the overview's legend.
 LIVE_DOT_MEANING = "pulses as events arrive"
 _LIVE_DOT = html.escape(LIVE_DOT_MEANING.capitalize())
 
@@ -162,17 +152,9 @@ class QueueRow:
     health: Health
 
     @property
-    def rate(self) -> SafeString:
-        return charts.latest_rate(self.summary)
-
-    @property
-    def health_html(self) -> SafeString:
-        return charts.health_note(self.health)
-
-    @property
     def html(self) -> SafeString:
-        """The overview's ``<tr>``. Names go through html.escape (what Django's
-        escape() calls, minus its lazy-string wrapper: a fifth of the row's time)."""
+        """The overview's ``<tr>``: html.escape, as Django's escape() minus its
+        lazy-string wrapper (a fifth of the row's time)."""
         ref = self.summary.ref
         qualified = html.escape(ref.qualified)
         paused = '<span class="badge state-paused">paused</span>' if self.summary.paused else ""
@@ -185,18 +167,17 @@ class QueueRow:
             f'    <a href="{html.escape(self.url)}" class="queue-name" title="{qualified}">'
             f"{html.escape(ref.name)}</a>\n"
             f'    <span class="muted prefix">{html.escape(ref.prefix)}</span>\n'
-            f"    {paused}{self.health_html}\n"
+            f"    {paused}{charts.health_note(self.health)}\n"
             f"  </th>\n"
             f"  {self.cells_html}\n"
-            f'  <td class="spark">{self.sparkline}{self.rate}</td>\n'
+            f'  <td class="spark">{self.sparkline}{charts.latest_rate(self.summary)}</td>\n'
             f"</tr>\n"
         )
 
     @property
     def cells_html(self) -> SafeString:
-        """The row's count cells, as plain strings: states, labels and counts are
-        our own words and digits, so only the URL is escaped, once per row
-        (format_html per piece cost more than the rest of the row)."""
+        """The count cells: our own words and digits, so only the URL is escaped,
+        once (format_html per piece cost more than the rest of the row)."""
         url = html.escape(self.url)
         counts = self.summary.counts
         return SafeString(
@@ -230,9 +211,7 @@ def queue_rows(
     slots: int = METRICS_POINTS,
     workers: Mapping[QueueRef, Workers] | None = None,
 ) -> list[QueueRow]:
-    """The overview's rows, each sparkline on its own scale
-    (charts.sparkline_svg). ``workers``: the queues' connected workers where
-    counted (dashboard.browse.health_reads), None when unknown."""
+    """The overview's rows; ``workers``: connected workers where counted."""
     rows = []
     queue_page_url = queue_url_maker("dashboard:queue")
     for summary in summaries:
@@ -255,8 +234,7 @@ def queue_rows(
 
 
 def empty_tab_hint(tab: str, summary: QueueSummary, completed_last_hour: int | None) -> str:
-    """What an empty tab can still tell the person looking at it, from counts
-    and metrics the page already read ("" when nothing useful)."""
+    """What an empty tab can still tell, from what the page already read."""
     counts = summary.counts
     done = (
         f"{thousands(completed_last_hour)} completed in the last hour."
@@ -278,76 +256,9 @@ def empty_tab_hint(tab: str, summary: QueueSummary, completed_last_hour: int | N
     return ""
 
 
-@dataclass(slots=True)
-class JobRowView:
-    id: str
-    id_short: str
-    url: str
-    name: str
-    missing: bool
-    time_relative: str
-    time_exact: str
-    attempts: SafeString
-    progress: Progress
-    running: SafeString
-    reason: str
-
-    def html(
-        self, *, selectable: bool, show_reason: bool, found: SafeString | None = None
-    ) -> SafeString:
-        """The row's <tr>, every value escaped by format_html; ``found``: a
-        search result's last cell (:func:`found_cell_html`)."""
-        check = (
-            format_html(
-                '<td class="check"><input type="checkbox" name="ids" value="{}"'
-                ' aria-label="Select job {}"></td>',
-                self.id,
-                self.id,
-            )
-            if selectable
-            else ""
-        )
-        if self.missing:
-            name = mark_safe('<span class="muted">hash missing</span>')
-        elif not self.name:
-            name = mark_safe('<span class="muted">(no name)</span>')
-        else:
-            name = conditional_escape(self.name)
-        progress = progress_html(self.progress)
-        if self.running:
-            progress = format_html("{} {}", progress, self.running) if progress else self.running
-        reason = (
-            format_html('<td class="reason" title="{}">{}</td>', self.reason, self.reason)
-            if show_reason
-            else ""
-        )
-        return format_html(
-            '<tr data-job-id="{}"{}>{}<td class="id"><a href="{}" title="{}">{}</a></td>'
-            '<td class="name" title="{}">{}</td>'
-            '<td class="when"><time title="{}">{}</time></td><td class="num">{}</td>'
-            '<td class="progress">{}</td>{}{}</tr>',
-            self.id,
-            mark_safe(' class="missing"') if self.missing else "",
-            check,
-            self.url,
-            self.id,
-            self.id_short,
-            self.name,
-            name,
-            self.time_exact,
-            self.time_relative,
-            self.attempts,
-            progress,
-            reason,
-            found or "",
-        )
-
-
-# A manual retry keeps the attempt counters (docs/protocol.md: "attempt counters
-# and the stacktrace are kept"), so a job retried after its attempts ran out
-# has made more than it was allowed: "2/1" read as a broken counter. Nothing
-# but a retry from outside the worker (this dashboard, the API, another tool)
-# runs a job past its allowed attempts, hence the words.
+# A manual retry keeps the attempt counters (docs/protocol.md), so a job retried
+# after its attempts ran out made more than allowed: "2/1" read as a broken
+# counter, and only a retry from outside the worker gets there, hence the words.
 _BY_HAND = "retried by hand"
 _OVER_ALLOWED_TITLE = (
     "More attempts than allowed: after its attempts ran out the job was retried"
@@ -356,8 +267,7 @@ _OVER_ALLOWED_TITLE = (
 
 
 def attempts_html(made: int, allowed: int) -> SafeString:
-    """Attempts made against allowed, for every place that shows both: "2/5",
-    or past the allowed number "2 (1 allowed; retried by hand)", never a
+    """ "2/5", or past the allowed "2 (1 allowed; retried by hand)", never a
     fraction above one."""
     if made <= allowed:
         return format_html("{}/{}", made, allowed)
@@ -371,8 +281,7 @@ def attempts_html(made: int, allowed: int) -> SafeString:
 
 
 def attempt_of_html(number: int, allowed: int) -> SafeString:
-    """One attempt among the allowed ones, for the job's status line: "attempt
-    2 of 5", or "attempt 2 (1 allowed; retried by hand)" past the allowed."""
+    """ "attempt 2 of 5", or "attempt 2 (1 allowed; retried by hand)"."""
     if number <= allowed:
         return format_html("attempt {} of {}", number, allowed)
     return format_html("attempt {} ({} allowed; {})", number, allowed, _BY_HAND)
@@ -389,8 +298,7 @@ def _amount(value: int | float | None) -> str:
 
 
 def progress_label(progress: Progress) -> str:
-    """The words beside a progress bar: "1 of 5" for counted work, "42%" for a
-    percent, "" when there is no bar (queues.read.progress decides)."""
+    """ "1 of 5" for counted work, "42%" for a percent, "" when there is no bar."""
     if progress.percent is None:
         return ""
     if progress.counted:
@@ -399,8 +307,7 @@ def progress_label(progress: Progress) -> str:
 
 
 def progress_html(progress: Progress, *, text_limit: int = 40) -> SafeString:
-    """A progress bar and its words; other progress values as short JSON text
-    (the way the job page shows them), not as a Python repr; "" when none."""
+    """A progress bar and its words; other values as short JSON text, not a repr."""
     if progress.percent is not None:
         return format_html(
             '<progress max="100" value="{}" aria-hidden="true"></progress>'
@@ -430,11 +337,8 @@ _FOUND_HEADING = mark_safe('<th scope="col" class="found">Matched</th>')
 def job_table_head_html(
     state: str, *, selectable: bool = False, time_heading: str = "", found: bool = False
 ) -> SafeString:
-    """The <thead> over :func:`job_rows_html`'s rows: the same columns in the
-    same order, decided here beside them (the queue's tab, its search results
-    and an error group's jobs all draw it). ``time_heading`` replaces the
-    state's own word for the time column; ``found`` adds a search's column of
-    the text each job matched."""
+    """The <thead> over :func:`job_rows_html`'s rows, decided beside them;
+    ``found`` adds a search's column of what each job matched."""
     tab = TAB[state]
     return format_html(
         '<thead><tr>{}<th scope="col">Id</th><th scope="col">Name</th><th scope="col">{}</th>'
@@ -447,9 +351,8 @@ def job_table_head_html(
 
 
 def found_cell_html(found: FoundText | None) -> SafeString:
-    """A search result's "Matched" cell: the field's name and its text around
-    the match, the match marked, "…" where the field goes on. Empty for a
-    match that has no place in a text (an id, a JSON path's value)."""
+    """A search result's "Matched" cell: the field and its text around the marked
+    match; empty for a match with no place in a text (an id, a JSON path)."""
     if found is None:
         return mark_safe('<td class="found"></td>')
     return format_html(
@@ -467,61 +370,87 @@ def found_cell_html(found: FoundText | None) -> SafeString:
 def job_rows_html(
     page: JobPage, *, selectable: bool, found: Mapping[str, FoundText] | None = None
 ) -> SafeString:
-    """All rows of a job page as one block of escaped markup; with ``found``
-    (a search's results), each row ends with what its job matched."""
-    show_reason = TAB[page.state].shows_reason
+    """All rows of a job page; with ``found``, each ends with what its job matched."""
+    prefix = job_url_prefix(page.ref)
+    now = int(time.time() * 1000)
     rows = [
-        row.html(
-            selectable=selectable,
-            show_reason=show_reason,
-            found=None if found is None else found_cell_html(found.get(row.id)),
+        _job_row_html(
+            row,
+            page.state,
+            prefix,
+            now,
+            selectable,
+            None if found is None else found_cell_html(found.get(row.job.id)),
         )
-        for row in job_rows(page)
+        for row in page.rows
     ]
     return mark_safe("\n".join(rows))  # noqa: S308 - each row is built by format_html
 
 
-def job_rows(page: JobPage) -> list[JobRowView]:
-    prefix = job_url_prefix(page.ref)
-    now = int(time.time() * 1000)
-    row_time = TAB[page.state].row_time
-    rows = []
-    for row in page.rows:
-        job = row.job
-        if row_time == "due":
-            moment = row.due_ms
-        elif row_time == "finished":
-            moment = job.finished_on
-        else:
-            moment = job.timestamp
-        rows.append(
-            JobRowView(
-                id=job.id,
-                id_short=_truncate(job.id, 40),
-                url=job_url(prefix, job.id),
-                name=_truncate(job.name, 300),
-                missing=row.missing,
-                time_relative=relative_time(moment, now),
-                time_exact=exact_time(moment),
-                attempts=attempts_html(job.attempts_made, job.attempts),
-                progress=row.progress,
-                running=running_html(job.processed_on, now)
-                if page.state == "active"
-                else mark_safe(""),
-                reason=row.reason_line,
-            )
+def _job_row_html(
+    row: JobRow, state: str, prefix: str, now: int, selectable: bool, found: SafeString | None
+) -> SafeString:
+    job, tab = row.job, TAB[state]
+    if tab.row_time == "due":
+        moment = row.due_ms
+    elif tab.row_time == "finished":
+        moment = job.finished_on
+    else:
+        moment = job.timestamp
+    check = (
+        format_html(
+            '<td class="check"><input type="checkbox" name="ids" value="{}"'
+            ' aria-label="Select job {}"></td>',
+            job.id,
+            job.id,
         )
-    return rows
+        if selectable
+        else ""
+    )
+    shown_name = _truncate(job.name, 300)
+    if row.missing:
+        name = mark_safe('<span class="muted">hash missing</span>')
+    elif not shown_name:
+        name = mark_safe('<span class="muted">(no name)</span>')
+    else:
+        name = conditional_escape(shown_name)
+    progress = progress_html(row.progress)
+    running = running_html(job.processed_on, now) if state == "active" else mark_safe("")
+    if running:
+        progress = format_html("{} {}", progress, running) if progress else running
+    reason = (
+        format_html('<td class="reason" title="{}">{}</td>', row.reason_line, row.reason_line)
+        if tab.shows_reason
+        else ""
+    )
+    return format_html(
+        '<tr data-job-id="{}"{}>{}<td class="id"><a href="{}" title="{}">{}</a></td>'
+        '<td class="name" title="{}">{}</td>'
+        '<td class="when"><time title="{}">{}</time></td><td class="num">{}</td>'
+        '<td class="progress">{}</td>{}{}</tr>',
+        job.id,
+        mark_safe(' class="missing"') if row.missing else "",
+        check,
+        job_url(prefix, job.id),
+        job.id,
+        _truncate(job.id, 40),
+        shown_name,
+        name,
+        exact_time(moment),
+        relative_time(moment, now),
+        attempts_html(job.attempts_made, job.attempts),
+        progress,
+        reason,
+        found or "",
+    )
 
 
 # --------------------------------------------------------------------------- the job page
 
 
 def job_status_html(detail: JobDetail, now_ms: int) -> SafeString:
-    """The job header's line under the title: how the job ended ("completed on
-    attempt 2"), how long it has run, or that it is retrying and why; "" when
-    the badge says it all. Earlier failures of a job that did not fail in the
-    end are history here, never the headline."""
+    """The line under the job's title: how it ended, how long it has run, or why
+    it retries; "" when the badge says it all (earlier failures never headline)."""
     job, state = detail.job, detail.state
     allowed = job.attempts
     failures = detail.failed_attempts
@@ -560,9 +489,6 @@ def failure_label(attempt: FailedAttempt) -> SafeString:
 
 @dataclass(frozen=True, slots=True)
 class JobButton:
-    """One action button of the job page: what it says, how loud it is, and
-    the question it asks first ("" = none)."""
-
     action: str
     label: str
     style: str  # "btn-primary", "btn-danger" or "" (a secondary button)
@@ -590,7 +516,6 @@ _RUN_AGAIN = (
 def job_buttons(
     job_id: str, name: str, state: str | None, actions: Sequence[str]
 ) -> list[JobButton]:
-    """The job page's buttons for the actions valid now."""
     job = f"job {job_id}"
     named = f"{job} ({_truncate(name, 60)})" if name else job
     buttons = []
@@ -603,7 +528,6 @@ def job_buttons(
 
 
 def event_state(event: str) -> str:
-    """The state colour of an event's badge (the state it leads to)."""
     return EVENT_TONES.get(event, "other")
 
 
@@ -629,11 +553,9 @@ def event_detail(fields: Mapping[str, str]) -> str:
 
 
 def event_row_html(event: Event, job_prefix: str, *, one_job: bool = False) -> SafeString:
-    """An event as a row of the events tab (``one_job``: a job page's, without the
-    job column): the one rendering of an event, for the pages and the live feed
-    (dashboard.live.streams). ``job_prefix``: :func:`job_url_prefix` of its queue.
-    html.escape, as the live layer renders every event of a followed queue; the
-    time and the state's tone are our own characters."""
+    """The one rendering of an event, for the pages and the live feed
+    (``one_job``: without the job column). html.escape: the live layer renders
+    every event of a followed queue."""
     esc = html.escape
     when = exact_time(event.timestamp_ms)
     job_id = event.job_id

@@ -1,13 +1,12 @@
-"""The web helpers every feature's views use: the API's error wrapper and body
-readers, the page renderer, the htmx check, the safe redirect back and what
-every tab of a queue shows above its own part.
-
-One public module so a feature's views (page or API) import these rather than
-another view module's private names: the feature modules then sit beside
-``views.py`` and ``api.py`` in the import graph, not above them."""
+"""The web helpers every feature's views use: the decorators that give a view
+its method, its permission and its queue (an API view also its body, JSON
+errors and OpenAPI operation), the body readers, the page renderer, the htmx
+check, the safe redirect back and what every tab of a queue shows above its
+own part. One public module, so no view imports another's private names."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from functools import cache, wraps
@@ -17,13 +16,27 @@ import msgspec
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods
+from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
+from redis import Redis
 
 from dashboard.acting import actions
 from dashboard.core import conf, json_input
 from dashboard.core.errors import json_error
-from dashboard.core.permissions import can_act, can_change, read_only, read_only_note
+from dashboard.core.jsonresponse import JsonResponse
+from dashboard.core.lookup import int_param, queue_or_404
+from dashboard.core.operations import Operation
+from dashboard.core.permissions import (
+    api_permission,
+    can_act,
+    can_change,
+    page_permission,
+    read_only,
+    read_only_note,
+)
 from dashboard.core.queue_urls import queue_url
+from dashboard.core.redis import get_client
 from dashboard.shared import bodies, charts, presenters
 from dashboard.shared.health import Workers
 from queues.keys import InvalidName
@@ -32,6 +45,7 @@ from queues.read import counts
 from queues.read.refs import QueueRef
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
+View = Callable[..., HttpResponse]
 B = TypeVar("B", bound=bodies.Body)
 # The rows a list page offers to show at once.
 PAGE_SIZES = (20, 50, 100, 200)
@@ -56,6 +70,89 @@ def json_errors(view: V) -> V:
             return json_error(400, "bad_request", str(error))
 
     return cast(V, wrapper)
+
+
+def page_params(request: HttpRequest) -> tuple[int, int]:
+    """A list page's ``page`` (from 1) and ``size`` (one of PAGE_SIZES, else 50)."""
+    size = int_param(request.GET.get("size"), 50)
+    return int_param(request.GET.get("page"), 1, lowest=1), size if size in PAGE_SIZES else 50
+
+
+def queue_of(prefix: str, name: str) -> tuple[Redis, QueueRef]:
+    """The client of the view's connection and the queue a URL names (Http404 else)."""
+    client = get_client()
+    return client, queue_or_404(client, prefix, name)
+
+
+def _with_queue(view: Callable[..., Any], body: type[msgspec.Struct] | None = None) -> View:
+    """``view`` called with the client and the queue for the URL's prefix and
+    name (dashboard.urls), then the POST's ``body`` when it has one."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, prefix: str, name: str, **kwargs: Any) -> Any:
+        found: tuple[Any, ...] = queue_of(prefix, name)
+        if body is not None:
+            found = (*found, request_body(request, cast(type[bodies.Body], body)))
+        return view(request, *found, *args, **kwargs)
+
+    return wrapper
+
+
+def page_view(
+    method: str = "GET",
+    *,
+    act: bool = False,
+    change: bool = False,
+    fragments: bool = False,
+    queue: bool = True,
+) -> Callable[[View], View]:
+    """A page's view: its method and permission (the login page, a 403 page);
+    ``fragments``: it answers htmx with a part of the page, so it varies on
+    ``HX-Request`` (is_htmx); ``queue``: called with :func:`queue_of`'s two."""
+
+    def decorate(view: View) -> View:
+        guarded = page_permission(act=act, change=change)(_with_queue(view) if queue else view)
+        if fragments:
+            guarded = vary_on_headers("HX-Request")(guarded)
+        return require_http_methods([method])(guarded)
+
+    return decorate
+
+
+def api_view(
+    operation_id: str,
+    tags: list[str],
+    answer: tuple[str, type[msgspec.Struct]],
+    errors: tuple[str, ...],
+    *,
+    change: bool = False,
+    queue: bool = True,
+    **more: Any,
+) -> Callable[[Callable[..., Any]], View]:
+    """An API view and its operation in the OpenAPI document (core.operations,
+    its summary and description the view's docstring): a GET, or a POST with a
+    ``body``; its permission, errors as JSON (:func:`json_errors`); ``queue``:
+    called with :func:`queue_of`'s two (and the body). The view answers a
+    Struct (sent with the operation's status) or a response of its own."""
+
+    def decorate(view: Callable[..., Any]) -> View:
+        summary, _, rest = inspect.cleandoc(view.__doc__ or "").partition("\n")
+        more.setdefault("description", " ".join(rest.split()))
+        operation = Operation(operation_id, tags, answer, errors, summary=summary, **more)
+        status = int(operation.status)
+
+        @wraps(view)
+        def answered(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            found = view(request, *args, **kwargs)
+            return found if isinstance(found, HttpResponse) else JsonResponse(found, status=status)
+
+        inner = _with_queue(answered, operation.body) if queue else answered
+        guarded = api_permission(act=operation.body is not None, change=change)(json_errors(inner))
+        wrapper = require_http_methods(["POST" if operation.body else "GET"])(guarded)
+        wrapper.__dict__["operation"] = operation  # read by dashboard.openapi
+        return wrapper
+
+    return decorate
 
 
 def request_body(request: HttpRequest, shape: type[B]) -> B:

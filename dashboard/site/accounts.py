@@ -1,8 +1,5 @@
-"""Logging in and out: Django's views, our pages, django-axes' throttling.
-
-Logging out lands on the login page saying so. A username locked out by
-django-axes (settings: AXES_*) gets the login page again, status 429, saying
-when it may try again; the answer is the same whether the username exists.
+"""Logging in and out: Django's views, our pages, django-axes' throttling (a
+locked-out username gets the login page, 429, saying when to try again).
 """
 
 from __future__ import annotations
@@ -28,8 +25,6 @@ login = auth_views.LoginView.as_view(template_name=LOGIN_TEMPLATE)
 
 
 class LogoutView(auth_views.LogoutView):
-    """POST only (Django's rule); then the login page (LOGOUT_REDIRECT_URL)."""
-
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         response = super().post(request, *args, **kwargs)
         # Stored in a cookie: the session it would go into was just flushed.

@@ -1,12 +1,8 @@
-"""HTTP for the ASGI server: Django's synchronous handler, run in a thread pool.
-
-Every view is synchronous (sync Redis, sync ORM): under Django's ASGI handler
-a request crosses between the loop and a thread once per middleware hook; here
-it runs in one pool thread, as under WSGI, beside Channels' sockets. Login
-POSTs and search steps (:data:`MAX_STEPS_PER_SESSION` per session) have pools
-of their own, so neither starves the pages. Why hand-written rather than a2wsgi
-or asgiref's ``WsgiToAsgi``, and what the pools bought: docs/benchmarks.md
-("bench/http_bridges.py", "bench/login_flood.py", "bench/abuse.py").
+"""HTTP for the ASGI server: Django's synchronous handler in one pool thread a
+request, as under WSGI (Django's ASGI handler crosses threads per middleware
+hook), with pools of their own for login POSTs and search steps so neither
+starves the pages. Why not a2wsgi or ``WsgiToAsgi``, and what the pools bought:
+docs/benchmarks.md ("bench/http_bridges.py", "bench/login_flood.py", "bench/abuse.py").
 """
 
 from __future__ import annotations
@@ -36,16 +32,13 @@ _Headers = list[tuple[str, str]]
 V = TypeVar("V", bound=Callable[..., Any])
 # The dashboard's largest POST is a few hundred job ids; anything near this is abuse.
 MAX_BODY_BYTES = 4 * 1024 * 1024
-# Logins waiting for the login pool beyond this are told to come back (each
-# holds its request in memory meanwhile).
+# Logins waiting beyond this are told to come back (each holds its request).
 MAX_WAITING_LOGINS = 32
-# The search steps' pool: each step keeps Redis busy up to 60% of its time
-# (queues.read.search.DUTY), so one thread keeps all searches of a process to
-# that share, whoever runs them.
+# A step keeps Redis busy up to 60% of its time (queues.read.search.DUTY): one
+# thread keeps all of a process's searches to that share.
 SEARCH_THREADS = 1
-# Steps one session may have admitted (waiting or running) at once: one per
-# search it may run (dashboard.search.views.MAX_SEARCHES_PER_USER) and one more, so
-# that a new search gets in to replace the oldest. Beyond, 429 at once.
+# Steps one session may have admitted: one per search it may run and one more,
+# so a new search gets in to replace the oldest. Beyond, 429 at once.
 MAX_STEPS_PER_SESSION = 3
 # Steps admitted from all sessions at once; beyond, 503 at once.
 MAX_WAITING_STEPS = 64
@@ -54,8 +47,7 @@ _SEARCH_STEP = "echomq_search_step"
 
 
 class _InFlight:
-    """How many requests the pages' pool is serving now: written on the event
-    loop, read by search steps, which let Redis serve those first."""
+    """Requests the pages' pool serves now: search steps let Redis serve those first."""
 
     count = 0
 
@@ -71,7 +63,6 @@ def path_info(scope: Scope) -> str:
 
 
 def wsgi_environ(scope: Scope, body: bytes) -> dict[str, Any]:
-    """The WSGI environ (PEP 3333) of one ASGI HTTP request."""
     # WSGI carries the path as latin-1 text of its UTF-8 bytes.
     script_name = scope.get("root_path", "").encode().decode("latin-1")
     # "https" when the ASGI server says so (daphne --proxy-headers reads
@@ -140,7 +131,6 @@ async def _answer(send: Send, status: int, headers: _Headers, body: bytes) -> No
 async def _refuse(
     send: Send, path_info: str, status: int, code: str, message: str, *, always_json: bool = False
 ) -> None:
-    """An answer given before Django runs: JSON under the API, text elsewhere."""
     headers = [("Content-Type", "text/plain; charset=utf-8")]
     body = message.encode()
     if always_json or is_api_path(path_info):
@@ -152,13 +142,11 @@ async def _refuse(
 
 
 def runs_as_search_step(view: V) -> V:
-    """Serve ``view`` (a GET) in the search steps' pool, admitted per session."""
     setattr(view, _SEARCH_STEP, True)
     return view
 
 
 def is_search_step(method: str, path_info: str) -> bool:
-    """A GET to a view marked by :func:`runs_as_search_step`."""
     # Every search URL ends so (dashboard.urls): resolving costs 40-380 us a
     # path, more than the rest of this bridge, so other paths are not resolved.
     if method != "GET" or not path_info.endswith("/search/"):
@@ -167,7 +155,6 @@ def is_search_step(method: str, path_info: str) -> bool:
 
 
 def _view_at(path_info: str) -> Any:
-    """The view ``path_info`` resolves to, or None."""
     try:
         return resolve(path_info).func
     except Resolver404:
@@ -175,8 +162,7 @@ def _view_at(path_info: str) -> Any:
 
 
 def session_key(scope: Scope) -> str:
-    """Whose search steps these are: the session cookie, else the client's address
-    (a request without a session is refused by the view, after admission)."""
+    """Whose search steps these are: the session cookie, else the client's address."""
     for name, value in scope.get("headers", []):
         if name.lower() == b"cookie":
             session = parse_cookie(value.decode("latin-1")).get(settings.SESSION_COOKIE_NAME)
@@ -187,8 +173,7 @@ def session_key(scope: Scope) -> str:
 
 
 class Admission:
-    """How many requests each key has admitted (waiting or running), bounded
-    per key and in all. Used on the event loop only: no lock."""
+    """Requests admitted per key, bounded per key and in all (event loop only: no lock)."""
 
     def __init__(self, per_key: int, in_all: int) -> None:
         self.per_key = per_key
@@ -197,7 +182,6 @@ class Admission:
         self.total = 0
 
     def refusal(self, key: str) -> tuple[int, str, str] | None:
-        """None when ``key`` may have one more; else the refusal's status, code, words."""
         if self.admitted.get(key, 0) >= self.per_key:
             busy = f"You have {self.per_key} search steps running; ask again when one answers"
             return 429, "search_busy", busy
@@ -221,13 +205,9 @@ class Admission:
 
 
 def leave_bodies_to_the_application() -> None:
-    """Under daphne, have Twisted leave POST bodies unparsed: daphne hands the
-    application the raw body, yet Twisted parses every form and multipart body
-    first, for nothing, and answers one it cannot parse (a multipart body
-    without a boundary) with an empty 400 of its own before the application
-    runs, so the API could not answer it in JSON. Twisted's
-    ``parsePOSTFormSubmission=False`` turns that off; with a Twisted that does
-    not have it, or another server, this does nothing."""
+    """Under daphne, have Twisted leave POST bodies unparsed: it parsed every form
+    for nothing and answered one it could not parse with an empty 400 of its own,
+    so the API could not answer in JSON. A no-op where Twisted lacks the switch."""
     try:
         from daphne import http_protocol
         from twisted.web.http import Request
@@ -250,7 +230,7 @@ def leave_bodies_to_the_application() -> None:
 
 
 def checks_password(method: str, path_info: str) -> bool:
-    """A POST to a login view (Django's LoginView or a subclass, wherever mounted)."""
+    """A POST to a Django LoginView, wherever mounted."""
     if method != "POST":
         return False
     view_class = getattr(_view_at(path_info), "view_class", None)
@@ -258,8 +238,6 @@ def checks_password(method: str, path_info: str) -> bool:
 
 
 class ThreadedDjangoHTTP:
-    """An ASGI application for ``http`` scopes that runs Django synchronously."""
-
     def __init__(
         self, threads: int = 8, login_threads: int = 1, search_threads: int = SEARCH_THREADS
     ) -> None:

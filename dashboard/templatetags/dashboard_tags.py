@@ -29,7 +29,6 @@ register.filter("failure_label", presenters.failure_label)
 
 @register.simple_tag
 def duration(start: Any, end: Any) -> str:
-    """The time between two ms timestamps, or "" when either is missing."""
     if not isinstance(start, int) or not isinstance(end, int):
         return ""
     return presenters.span(end - start)
@@ -37,14 +36,12 @@ def duration(start: Any, end: Any) -> str:
 
 @register.simple_tag
 def queue_url(ref: QueueRef, view: str = "queue", *rest: str) -> str:
-    """A page of ``ref`` on its connection; ``rest``: what the page's URL takes next (a job id)."""
     return queue_urls.queue_url(f"dashboard:{view}", ref, *rest)
 
 
 @register.simple_tag
 def connection_badge(ref: QueueRef) -> SafeString:
-    """Which Redis connection the queue is on, when the dashboard serves several
-    (a queue of the same name may be on each): "" when it serves one."""
+    """The queue's Redis connection when the dashboard serves several."""
     if not connections.several():
         return mark_safe("")
     return format_html(
@@ -54,9 +51,8 @@ def connection_badge(ref: QueueRef) -> SafeString:
 
 @register.simple_tag
 def job_url(ref: QueueRef, job_id: str) -> str:
-    """The job's page. An id read from Redis (an event's jobId, a child's key)
-    may be none a job can have ("a\\nb"), which reverse() refuses: its link
-    leads to the page saying so."""
+    """An id read from Redis may be none a job can have ("a\\nb"), which reverse()
+    refuses: its link leads to the page saying so."""
     try:
         return queue_urls.queue_url("dashboard:job", ref, job_id)
     except NoReverseMatch:
@@ -67,37 +63,26 @@ def job_url(ref: QueueRef, job_id: str) -> str:
 # together (queue names may hold "/" or "~", the app may be mounted anywhere).
 
 
-@register.simple_tag
-def job_table_head(
-    state: str, selectable: bool = False, time_heading: str = "", found: bool = False
-) -> SafeString:
-    """The head of a table of job rows (presenters.job_table_head_html)."""
-    return presenters.job_table_head_html(
-        state, selectable=selectable, time_heading=time_heading, found=found
-    )
+register.simple_tag(presenters.job_table_head_html, name="job_table_head")
 
 
 @register.simple_tag
 def api_queue_url(ref: QueueRef) -> str:
-    """The queue's counts as JSON."""
     return queue_urls.queue_url("dashboard:api:queue", ref)
 
 
 @register.simple_tag
 def live_socket_url() -> str:
-    """The path of the live WebSocket, under the app's prefix (dashboard.live.routing)."""
     return reverse("dashboard:live")
 
 
 @register.simple_tag
 def handful() -> int:
-    """How many jobs a retry or promote moves without asking first (dashboard.js reads it)."""
     return action_bars.HANDFUL
 
 
 @register.simple_tag
 def live_dot_meaning() -> str:
-    """What an overview row's dot does, for the legend (its title says the same)."""
     return presenters.LIVE_DOT_MEANING
 
 
@@ -108,7 +93,7 @@ def login_url() -> str:
 
 @register.simple_tag
 def logout_url() -> str:
-    """Where "Log out" posts (ECHOMQ_LOGOUT_URL), or "" for no button."""
+    """Where "Log out" posts, or "" for no button."""
     configured = conf.logout_url()
     return resolve_url(configured) if configured else ""
 
@@ -120,11 +105,9 @@ def state_label(state: str | None) -> str:
 
 @register.filter
 def attempts(job: Job) -> SafeString:
-    """ "2/5", or "2 (1 allowed; retried by hand)" once a manual retry ran it past."""
     return presenters.attempts_html(job.attempts_made, job.attempts)
 
 
 @register.simple_tag
 def event_row(event: Event, ref: QueueRef, one_job: bool = False) -> SafeString:
-    """An event's row (presenters.event_row_html: the live feed's rows are the same)."""
     return presenters.event_row_html(event, presenters.job_url_prefix(ref), one_job=one_job)

@@ -1,10 +1,6 @@
 """The workers tab of a queue (its connected workers and its limits), its
-JSON, and the global concurrency action, for pages and API alike.
-
-The list comes from one ``CLIENT LIST`` per Redis node (queues.read.workers).
-A worker connecting or leaving writes no event, so the tab's live part is
-polled (static/dashboard/workers.js, every few seconds while the page is
-visible) besides refreshing on the queue's events like every queue page.
+JSON, and the global concurrency action. A worker connecting or leaving
+writes no event, so the tab's live part is also polled (workers.js).
 """
 
 from __future__ import annotations
@@ -15,27 +11,23 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET, require_POST
-from django.views.decorators.vary import vary_on_headers
 from msgspec import UNSET
 from redis import Redis
 
 from dashboard.acting import actions
-from dashboard.core import answers as dashboard_answers
-from dashboard.core.jsonresponse import JsonResponse
-from dashboard.core.lookup import queue_or_404
-from dashboard.core.permissions import api_permission, page_permission, user_label
+from dashboard.core.answers import ActionResult
+from dashboard.core.operations import ACT_ERRORS, READ_ERRORS
+from dashboard.core.permissions import user_label
 from dashboard.core.queue_urls import queue_url
-from dashboard.core.redis import get_client
 from dashboard.shared import bodies, presenters
 from dashboard.shared.web import (
     BadInput,
+    api_view,
     is_htmx,
-    json_errors,
+    page_view,
     queue_context,
     redirect_back,
     render_page,
-    request_body,
     whole_number,
 )
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
@@ -145,12 +137,8 @@ def _tab_context(client: Redis, ref: QueueRef) -> dict[str, Any]:
     }
 
 
-@require_GET
-@vary_on_headers("HX-Request")
-@page_permission()
-def workers_page(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view(fragments=True)
+def workers_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     context = _tab_context(client, ref)
     if is_htmx(request):
         context["ref"] = ref
@@ -173,11 +161,8 @@ def _limit_from(value: Any) -> int | None:
     return whole_number(value, 1, MAX_GLOBAL_CONCURRENCY, must=must, within=within)
 
 
-@require_POST
-@page_permission(act=True)
-def global_concurrency_action(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@page_view("POST", act=True)
+def global_concurrency_action(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     back = queue_url("dashboard:workers", ref)
     wanted = None if request.POST.get("action") == "clear" else request.POST.get("concurrency", "")
     try:
@@ -194,45 +179,46 @@ def global_concurrency_action(request: HttpRequest, prefix: str, name: str) -> H
 # --------------------------------------------------------------------------- JSON
 
 
-@require_GET
-@api_permission()
-@json_errors
-def workers_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
+@api_view("listWorkers", ["workers"], ("The workers", answers.WorkerList), READ_ERRORS)
+def workers_json(request: HttpRequest, client: Redis, ref: QueueRef) -> answers.WorkerList:
+    """The workers connected to the queue, on every node
+
+    Found by the names workers give their Redis connections (BullMQ's scheme),
+    from one CLIENT LIST per node.
+    """
     workers, clients = queue_workers(client, ref)
-    return JsonResponse(
-        answers.WorkerList(
-            queue=ref.qualified,
-            known=workers is not None,
-            refusal=clients.error,
-            nodes=list(clients.nodes),
-            count=None if workers is None else len(workers),
-            workers=[worker.as_json() for worker in workers or []],
-        )
+    return answers.WorkerList(
+        queue=ref.qualified,
+        known=workers is not None,
+        refusal=clients.error,
+        nodes=list(clients.nodes),
+        count=None if workers is None else len(workers),
+        workers=[worker.as_json() for worker in workers or []],
     )
 
 
-@require_GET
-@api_permission()
-@json_errors
-def limits_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
-    return JsonResponse(read_limits(client, ref).as_json())
+@api_view("getLimits", ["workers"], ("The limits", answers.Limits), READ_ERRORS)
+def limits_json(request: HttpRequest, client: Redis, ref: QueueRef) -> answers.Limits:
+    """Global concurrency, rate limit, and whether the queue is rate-limited"""
+    return read_limits(client, ref).as_json()
 
 
-@require_POST
-@api_permission(act=True)
-@json_errors
-def global_concurrency_json(request: HttpRequest, prefix: str, name: str) -> HttpResponse:
-    """``{"concurrency": 5}`` sets it, ``{"concurrency": null}`` clears it."""
-    client = get_client()
-    ref = queue_or_404(client, prefix, name)
-    body = request_body(request, bodies.GlobalConcurrencyRequest)
+@api_view(
+    "setGlobalConcurrency",
+    ["actions"],
+    ("Done", ActionResult),
+    (*ACT_ERRORS, "NotFound", "CorruptKey"),
+    body=bodies.GlobalConcurrencyRequest,
+    example={"concurrency": 5},
+)
+def global_concurrency_json(
+    request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.GlobalConcurrencyRequest
+) -> ActionResult:
+    """Set or clear the queue's global concurrency"""
+    # {"concurrency": 5} sets it, {"concurrency": null} clears it.
     if body.concurrency is UNSET:
         raise BadInput("concurrency is required: a whole number, or null to clear it")
     result = actions.set_global_concurrency(
         client, ref, _limit_from(body.concurrency), user=user_label(request.user)
     )
-    return JsonResponse(result.answer(dashboard_answers.ActionResult))
+    return result.answer(ActionResult)

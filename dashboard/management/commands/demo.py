@@ -1,16 +1,11 @@
-"""``manage.py demo``: the dashboard with demo traffic, one command, nothing to set up.
-
-Resolves Redis (REDIS_URL, else a private server), creates the tables and a
-staff user with a fresh random password, starts the demo producers and
-workers (``queues.demo.run_demo``) in a background thread, prints the URL and
-the login, and serves the ASGI app (HTTP and WebSockets) with daphne.
+"""``manage.py demo``: the dashboard with demo traffic, nothing to set up: Redis
+(REDIS_URL or a private one), the tables, a staff user with a fresh password,
+the demo producers and workers in a thread, and daphne.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
-import inspect
 import logging
 import os
 import secrets
@@ -23,6 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from queues.connection import redacted
+from queues.demo import run_demo
 from queues.redis_server import resolve_redis
 
 DEMO_USER = "demo"
@@ -76,7 +72,6 @@ class Command(BaseCommand):
                 producer.join(timeout=15)
 
     def _demo_user(self) -> str:
-        """A staff user who may view and act, with a new random password each run."""
         password = secrets.token_urlsafe(12)
         user, _ = User.objects.get_or_create(username=DEMO_USER)
         user.is_staff = True
@@ -91,18 +86,9 @@ class Command(BaseCommand):
 
     def _start_traffic(
         self, url: str, prefix: str, stop: threading.Event
-    ) -> tuple[str, threading.Thread | None]:
-        try:
-            demo = importlib.import_module("queues.demo")
-        except ImportError:
-            return "not available (queues.demo is missing)", None
-        run_demo: Any = demo.run_demo
-
+    ) -> tuple[str, threading.Thread]:
         def run() -> None:
-            if inspect.iscoroutinefunction(run_demo):
-                asyncio.run(run_demo(url, prefix=prefix, stop=stop))
-            else:
-                run_demo(url, prefix=prefix, stop=stop)
+            asyncio.run(run_demo(url, prefix=prefix, stop=stop))
 
         thread = threading.Thread(target=run, name="echomq-demo", daemon=True)
         thread.start()
