@@ -1,6 +1,7 @@
 """Retry-all of many failed jobs over HTTP: ours beside bull-board's, same Redis.
 
-    python bench/retry_all.py [--jobs 100000] [--rounds 3] [--app dashboard.asgi:application]
+    python bench/retry_all.py [--jobs 100000] [--rounds 3] [--no-bullmq]
+                              [--app dashboard.asgi:application]
 
 One private redis-server, our dashboard (the real ASGI app, as bench/dashboard.py
 serves it) and bull-board 9.10 on BullMQ 5 (npm, in a scratch folder:
@@ -14,14 +15,21 @@ on both alike. Timed: the request's wall time, and Redis's CPU over it
 (``/proc/<redis pid>/stat``) per retried job. Printed: each round, the ranges
 and medians, and ours / bull-board of the median times (target <= 0.1).
 Where Node or npm is missing, ours alone.
+
+Beside them, as the floor of the method, BullMQ's own ``Queue.retryJobs``
+(5.81, bench/bullmq_node/runtime.js, 1,000 jobs a call) on the same seeded
+jobs, timed inside Node: no HTTP, no dashboard, no check of a job before it
+is written, no priorities, no record of what moved (``--no-bullmq``: not run).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import bullboard_peer  # bench/, on the path as the script's folder
+import npm_peer
 
 
 def _dashboard_bench() -> Any:
@@ -86,8 +95,14 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--app", default="dashboard.asgi:application")
+    parser.add_argument("--no-bullmq", action="store_true", help="leave BullMQ's own retry out")
     args = parser.parse_args()
     peer_folder, why_not = bullboard_peer.prepare()
+    bullmq_folder = None
+    if not args.no_bullmq:
+        bullmq_folder, _ = npm_peer.prepare(
+            Path(__file__).resolve().parent / "bullmq_node", ["runtime.js"]
+        )
     print(
         f"retry-all of {args.jobs:,} failed jobs over HTTP, {args.rounds} rounds; peer: "
         f"{'bull-board 9.10.1 (npm) on BullMQ 5' if peer_folder else why_not}; "
@@ -113,14 +128,32 @@ def main() -> None:
         assert status == 200, (status, body)
         return int(bench.json.loads(body)["retried"])
 
-    runs: dict[str, list[tuple[float, float, float]]] = {"ours": [], "bull-board": []}
+    def bullmq_own() -> tuple[float, float, float]:
+        """BullMQ's Queue.retryJobs in Node: its own wall time and Redis CPU
+        per job (Node's start-up is not timed), no dashboard."""
+        assert bullmq_folder is not None
+        socket = str(stack.redis.socket_path)
+        options = {"phase": "retry", "socket": socket, "redisPid": pid}
+        options.update(queue=bench.BIG.name, prefix=bench.BIG.prefix)
+        done = subprocess.run(
+            ["node", "runtime.js", json.dumps(options)],
+            cwd=bullmq_folder, capture_output=True, text=True, timeout=600, check=True,
+        )  # fmt: skip
+        figures = json.loads(done.stdout.strip().splitlines()[-1])
+        return figures["wall"], figures["redis_cpu"] / args.jobs * 1e6, 0.0
+
+    runs: dict[str, list[tuple[float, float, float]]] = {"ours": [], "bull-board": [], "bullmq": []}
     servers = {"ours": stack.server.pid, "bull-board": stack.peer.pid if stack.peer else 0}
     sides = [("ours", ours)] + ([("bull-board", theirs)] if stack.peer_port else [])
+    sides += [("bullmq", lambda: 0)] if bullmq_folder else []
     try:
         for round_ in range(args.rounds):
             for label, action in sides if round_ % 2 == 0 else sides[::-1]:
                 reseed(client, args.jobs)
-                seconds, cpu, server = timed(pid, servers[label], action, args.jobs)
+                if label == "bullmq":
+                    seconds, cpu, server = bullmq_own()
+                else:
+                    seconds, cpu, server = timed(pid, servers[label], action, args.jobs)
                 assert client.llen(bench.BIG.keys.wait) == args.jobs
                 runs[label].append((seconds, cpu, server))
                 print(
@@ -145,6 +178,9 @@ def main() -> None:
     if "bull-board" in medians:
         ratio = medians["ours"] / medians["bull-board"]
         print(f"ours / bull-board: {ratio:.3f} (target <= 0.1)")
+        if "bullmq" in medians:
+            floor = medians["bullmq"] / medians["bull-board"]
+            print(f"bullmq's own retryJobs / bull-board: {floor:.3f}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

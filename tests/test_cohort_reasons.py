@@ -276,3 +276,45 @@ def test_a_record_without_samples_names_its_commonest_reason_with_no_sample(
         cohort = _only_cohort(client)
         assert cohort.top_previous_reason == cohorts.fold_reason(SMTP_BUSY)
         assert cohort.top_previous_sample == ""
+
+
+def test_a_cohort_folds_each_form_of_its_previous_reasons_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A retry-all's jobs mostly failed with a few kinds of reason that differ
+    per job only in their numbers (an address, a port, a duration): building
+    its cohort folds each form once (its digits read as "1", the error
+    groups' own shortcut), not each of its 100,000 reasons, and keeps what
+    folding each reason would have kept."""
+    texts = {
+        f"r-{n}": f"ConnectionError: Error 111 connecting to 10.0.{n % 250}.{n % 7 + 3}:6379."
+        " Connection refused."
+        if n % 3
+        else f"ReadTimeout: HTTPSConnectionPool(host='api.stripe.com', port=443): Read timed"
+        f" out. (read timeout={n % 40 + 1})"
+        for n in range(1, 1001)
+    }
+    folds: list[str] = []
+    fold = cohorts.fold_reason
+
+    def counted(reason: bytes | str | None) -> str:
+        folds.append(str(reason))
+        return fold(reason)
+
+    monkeypatch.setattr(cohorts, "fold_reason", counted)
+    cohort = cohorts.build_cohort(
+        "1764931200000-0a1b2c3d",
+        action="retry_all",
+        source="failed",
+        user="oncall",
+        at_ms=1764931200000,
+        count=len(texts),
+        ids=list(texts),
+        previous_reasons=texts,
+        audit_id=None,
+    )
+    forms = {text.translate(str.maketrans("0123456789", "1111111111")) for text in texts.values()}
+    assert len(folds) == len(forms) < 20
+    kinds = [fold(text) for text in texts.values()]
+    assert cohort.reasons == tuple(dict.fromkeys(kinds))
+    assert [cohort.reasons[index] for index in cohort.reason_of] == kinds

@@ -6,6 +6,12 @@
 //   node runtime.js '{"phase": "process", "socket": "/tmp/r.sock", "jobs": 50000,
 //                     "concurrency": 100, "batch": 1000, "redisPid": 1234}'
 //
+// and for bench/retry_all.py, BullMQ's own retry of every failed job of a
+// queue the bench seeded (Queue.retryJobs, 1,000 per call, as its default):
+//
+//   node runtime.js '{"phase": "retry", "socket": "/tmp/r.sock", "queue": "big",
+//                     "prefix": "bull", "redisPid": 1234}'
+//
 // Prints one JSON line: wall seconds, Redis CPU seconds and the calls per
 // command (INFO commandstats) of the timed part.
 "use strict";
@@ -67,7 +73,21 @@ async function drained(queue) {
   }
 }
 
+async function retryAll() {
+  const queue = new Queue(args.queue, { connection, prefix: args.prefix });
+  const client = await queue.client;
+  const start = await mark(client);
+  await queue.retryJobs({ state: "failed", count: 1000 });
+  const result = figures(start, await mark(client));
+  await queue.close();
+  return result;
+}
+
 async function main() {
+  if (args.phase === "retry") {
+    process.stdout.write(JSON.stringify(await retryAll()) + "\n");
+    return;
+  }
   const queue = new Queue(QUEUE, { connection });
   const client = await queue.client;
   let result;
