@@ -13,8 +13,9 @@ exactly those documented, and every URL of the API must have an operation.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import KW_ONLY, dataclass, field, replace
+from functools import partial
 from typing import Any
 from urllib.parse import unquote, urlencode
 
@@ -249,344 +250,308 @@ def _seed_cohorts(client: Redis) -> None:
     client.zadd(EMAILS.keys.cohort_index(), {broken: earlier})
 
 
-def _post(client: Client, name: str, body: dict[str, Any], *, form: bool = False, **kw: Any) -> Any:
-    target = url(name, **kw)
-    if form:
-        form_body = urlencode(body, doseq=True)
-        return client.post(target, form_body, content_type="application/x-www-form-urlencoded")
-    return client.post(target, json.dumps(body), content_type="application/json")
+V, A, E = "viewer", "actor", "editor"  # who asks: a key of the users fixture (None: nobody)
 
 
-def _reads(check: Checked, viewer: Client) -> None:
-    check(viewer.get(url("queues")), 200)
-    check(viewer.get(url("schema")), 200)
-    check(viewer.get(url("queue")), 200)
-    assert check(viewer.get(url("queue", ODD)), 200)["name"] == ODD.name
-    assert check(viewer.get(url("job", ODD, job_id="batch/7")), 200)["id"] == "batch/7"
-    for state in STATES:
-        page = check(viewer.get(url("jobs"), {"state": state}), 200)
-        assert page["jobs"], f"nothing seeded in {state}: its rows would go unchecked"
-    check(viewer.get(url("jobs"), {"state": "failed", "start": 1, "end": 2}), 200)
-    check(viewer.get(url("jobs"), {"state": "bogus"}), 400, valid_request=False)
-    check(viewer.get(url("jobs"), {"start": 5, "end": 1}), 400)
-    for job_id in ("w1", "raw", "big", "p1", "d1", "a1", "parent", "child1", "f1", "broken"):
-        detail = viewer.get(url("job", job_id=job_id))
-        if job_id == "broken":  # not a hash: no job to show
-            check(detail, 404)
-            continue
-        body = check(detail, 200)
-        assert body["id"] == job_id
-    assert check(viewer.get(url("job", job_id="big"), {"full": "1"}), 200)["data"] is not None
-    check(viewer.get(url("job", job_id="f1"), {"logs_start": 1, "logs_size": 1}), 200)
-    check(viewer.get(url("job", job_id="gone")), 404)
-    check(viewer.get(url("job", job_id="a:b")), 404, valid_request=False)
-    page = check(viewer.get(url("events"), {"count": 1}), 200)
-    check(viewer.get(url("events"), {"before": page["next_before"], "type": "failed"}), 200)
-    check(viewer.get(url("events"), {"job": "w1"}), 200)
-    check(viewer.get(url("events"), {"before": "yesterday"}), 400, valid_request=False)
-    check(viewer.get(url("workers")), 200)
-    check(viewer.get(url("limits")), 200)
-    _cohort_reads(check, viewer)
+@dataclass(frozen=True)
+class Ask:
+    """One call of an operation and the answer it must get: a GET sends
+    ``given`` as its query, a POST as its body (JSON, or a form)."""
+
+    who: str | None
+    name: str  # the operation's URL name
+    status: int
+    given: dict[str, Any] = field(default_factory=dict)
+    _: KW_ONLY
+    code: str = ""  # the error code the answer must carry
+    then: Callable[[Any], object] | None = None  # holds for the body
+    valid: bool = True  # the request is one the document accepts
+    form: bool = False
+    csrf: bool = True
+    ref: QueueRef = EMAILS
+    job_id: str | None = None
+    cohort_id: str | None = None
+    group: str | None = None
+    connection: str | None = None  # another Redis connection's
 
 
-def _cohort_reads(check: Checked, viewer: Client) -> None:
-    listed = check(viewer.get(url("cohorts"), {"count": 3}), 200)["cohorts"]
-    assert [bool(cohort["problem"]) for cohort in listed] == [False, True]
-    recorded = listed[0]["id"]
-    one = check(viewer.get(url("cohort", cohort_id=recorded), {"part": "failed"}), 200)
-    assert one["total"] == 2
-    assert one["cohort"]["breakdown"]["failed_same"] == 2
-    check(viewer.get(url("cohort", cohort_id=recorded), {"part": "wait", "count": 1}), 200)
-    check(viewer.get(url("cohort", cohort_id=recorded), {"part": "bogus"}), 400)
-    check(viewer.get(url("cohort", cohort_id=listed[1]["id"])), 404)
-    check(viewer.get(url("cohort", cohort_id=NO_COHORT)), 404)
-    _error_group_reads(check, viewer)
+@dataclass
+class Api:
+    """Sends asks as their users and checks each answer against the document."""
+
+    check: Checked
+    users: dict[str, Any]
+    clients: dict[tuple[str | None, bool], Client] = field(default_factory=dict)
+
+    def __call__(self, ask: Ask) -> Any:
+        key = (ask.who, ask.csrf)
+        if key not in self.clients:
+            self.clients[key] = _client(ask.who and self.users[ask.who], csrf=ask.csrf)
+        client = self.clients[key]
+        at = {name: getattr(ask, name) for name in ("job_id", "cohort_id", "group", "connection")}
+        target = url(ask.name, ask.ref, **{k: v for k, v in at.items() if v is not None})
+        if OPERATIONS[ask.name].body is None:
+            response = client.get(target, ask.given)
+        elif ask.form:
+            form = urlencode(ask.given, doseq=True)
+            response = client.post(target, form, content_type="application/x-www-form-urlencoded")
+        else:
+            response = client.post(target, json.dumps(ask.given), content_type="application/json")
+        body = self.check(response, ask.status, valid_request=ask.valid)
+        if ask.code:
+            assert body["error"]["code"] == ask.code, (ask, body)
+        assert ask.then is None or ask.then(body), (ask, body)
+        return body
+
+    def all(self, asks: Iterable[Ask], **change: Any) -> None:
+        for ask in asks:
+            self(replace(ask, **change))
 
 
-def _error_group_reads(check: Checked, viewer: Client) -> None:
-    grouped = check(viewer.get(url("error_groups")), 200)
-    assert grouped["complete"]
-    assert grouped["indexed"] == grouped["failed"] == 5
-    key = grouped["groups"][0]["key"]
-    page = check(viewer.get(url("error_group_jobs", group=key), {"start": 1, "size": 2}), 200)
+# In order: the actions change the seeded jobs the later asks find.
+READS = [
+    Ask(V, "queues", 200),
+    Ask(V, "schema", 200),
+    Ask(V, "queue", 200),
+    Ask(V, "queue", 200, ref=ODD, then=lambda body: body["name"] == ODD.name),
+    Ask(V, "job", 200, ref=ODD, job_id="batch/7", then=lambda body: body["id"] == "batch/7"),
+    # Something seeded in every state: no state's rows go unchecked.
+    *(Ask(V, "jobs", 200, {"state": state}, then=lambda body: body["jobs"]) for state in STATES),
+    Ask(V, "jobs", 200, {"state": "failed", "start": 1, "end": 2}),
+    Ask(V, "jobs", 400, {"state": "bogus"}, valid=False),
+    Ask(V, "jobs", 400, {"start": 5, "end": 1}),
+    *(
+        Ask(V, "job", 200, job_id=job_id, then=lambda body, job_id=job_id: body["id"] == job_id)
+        for job_id in ("w1", "raw", "big", "p1", "d1", "a1", "parent", "child1", "f1")
+    ),
+    Ask(V, "job", 404, job_id="broken"),  # not a hash: no job to show
+    Ask(V, "job", 200, {"full": "1"}, job_id="big", then=lambda body: body["data"] is not None),
+    Ask(V, "job", 200, {"logs_start": 1, "logs_size": 1}, job_id="f1"),
+    Ask(V, "job", 404, job_id="gone"),
+    Ask(V, "job", 404, job_id="a:b", valid=False),
+    Ask(V, "events", 200, {"job": "w1"}),
+    Ask(V, "events", 400, {"before": "yesterday"}, valid=False),
+    Ask(V, "workers", 200),
+    Ask(V, "limits", 200),
+    Ask(V, "cohort", 404, cohort_id=NO_COHORT),
+    Ask(V, "error_group_jobs", 200, group="0" * 16),
+    Ask(V, "error_group_jobs", 404, group="nope", valid=False),
+    Ask(V, "error_groups", 409, ref=CROOKED, code="corrupt_key"),
+    Ask(V, "flow", 200, job_id="w1", then=lambda body: body == {"flow": None}),
+    Ask(V, "flow", 404, job_id="gone"),
+    Ask(V, "flow_children", 200, {"page": "3.0.0"}, job_id="parent"),
+    Ask(V, "flow_children", 400, {"page": "x"}, job_id="parent", valid=False),
+    Ask(V, "flow_children", 404, job_id="gone"),
+    Ask(V, "schedulers", 200, {"start": 1, "end": 2}),
+    Ask(V, "schedulers", 400, {"start": 5, "end": 1}),
+]
+# Each operation's asks, as the user who may.
+job_action = partial(Ask, A, "job_actions")
+queue_action = partial(Ask, A, "queue_actions")
+concurrency = partial(Ask, A, "global_concurrency")
+scheduler_action = partial(Ask, A, "scheduler_actions")
+edit, duplicate, add = (
+    partial(Ask, E, name) for name in ("edit_job_data", "duplicate_job", "add_job")
+)
+JOB_ACTIONS = [
+    job_action(200, {"action": "retry", "ids": ["f1"]}, then=lambda body: body["count"] == 1),
+    job_action(409, {"action": "retry", "id": "f1"}, code="job_not_in_state"),
+    job_action(
+        200,
+        {"action": "retry", "ids": ["f2", "gone"]},
+        then=lambda body: [result["ok"] for result in body["results"]] == [True, False],
+    ),
+    job_action(404, {"action": "remove", "ids": ["gone"]}, code="job_not_exist"),
+    job_action(409, {"action": "retry", "ids": ["broken"]}, code="job_broken"),
+    job_action(200, {"action": "promote", "ids": ["d1"]}, form=True),
+    job_action(200, {"action": "fail", "ids": ["w1", "p1"], "reason": "stop"}, form=True),
+    job_action(200, {"action": "retry", "ids": ["child1"], "state": "completed"}),
+    job_action(400, {"action": "explode", "ids": ["f3"]}, valid=False),
+    job_action(400, {"action": "retry", "ids": []}, valid=False),
+    job_action(409, {"action": "retry", "ids": ["1"]}, ref=JAMMED, code="corrupt_key"),
+]
+QUEUE_ACTIONS = [
+    queue_action(
+        200,
+        {"action": "retry_all", "state": "failed"},
+        then=lambda body: [job["id"] for job in body["skipped"]] == ["broken"],
+    ),
+    queue_action(200, {"action": "promote_all"}, form=True),
+    queue_action(200, {"action": "clean", "state": "completed", "grace_ms": "0"}, form=True),
+    queue_action(200, {"action": "clean", "grace_ms": 0}),
+    queue_action(200, {"action": "pause"}),
+    queue_action(200, {"action": "resume"}),
+    queue_action(400, {"action": "clean"}, valid=False),
+    queue_action(409, {"action": "retry_all"}, ref=JAMMED, code="corrupt_key"),
+    concurrency(200, {"concurrency": 3}, then=lambda body: body["count"] == 0),
+    concurrency(200, {"concurrency": "none"}, form=True),
+    concurrency(200, {"concurrency": None}),
+    concurrency(400, {"concurrency": 0}, valid=False),
+    concurrency(400, {}, valid=False),
+    concurrency(409, {"concurrency": 2}, ref=JAMMED, code="corrupt_key"),
+    scheduler_action(
+        200, {"action": "run_now", "id": "beat"}, then=lambda body: body["count"] == 1
+    ),
+    scheduler_action(200, {"action": "remove", "id": "nightly"}, form=True),
+    scheduler_action(404, {"action": "remove", "id": "nightly"}, code="scheduler_not_exist"),
+    scheduler_action(409, {"action": "run_now", "id": "bad"}, code="scheduler_broken"),
+    scheduler_action(409, {"action": "run_now", "id": "beat"}, ref=JAMMED, code="corrupt_key"),
+    scheduler_action(400, {"action": "explode", "id": "beat"}, valid=False),
+]
+# Edit data, duplicate, add (dashboard.change_jobs): each answer they give.
+CHANGES = [
+    edit(200, {"id": "f4", "data": {"to": "b"}}, then=lambda body: body["action"] == "edit_data"),
+    edit(200, {"id": "f4", "data": '{"to": "c"}'}, form=True),
+    duplicate(201, {"id": "w1"}, then=lambda body: body["source"] == "w1"),
+    duplicate(201, {"id": "w1"}, form=True),
+    add(201, {"name": "send", "data": {"n": 1}, "opts": {"delay": 10, "attempts": 2}}),
+    add(201, {"name": "send", "opts": '{"priority": 3}'}, form=True),
+    edit(400, {"id": "f4", "data": "{nope"}, form=True, valid=False),
+    duplicate(400, {"id": "a:b"}, form=True, valid=False),
+    add(400, {"name": "send", "data": "{nope"}, form=True, valid=False),
+    add(400, {"name": "send", "opts": {"parent": {}}}, valid=False),
+    edit(404, {"id": "gone", "data": {}}, code="job_not_exist"),
+    duplicate(404, {"id": "gone"}),
+    edit(409, {"id": "a1", "data": {}}, code="job_not_in_state"),
+    duplicate(409, {"id": "broken"}, code="job_broken"),
+    add(409, {"name": "send"}, ref=JAMMED, code="corrupt_key"),
+]
+# One ask of each operation (a GET as the viewer, a POST as one who may), for what
+# every operation answers alike: not logged in, forbidden, too large, Redis full or
+# gone, a bug. "broken" is the one failed job left by then, alone in its group.
+GETS = [
+    *(Ask(V, name, 0) for name in ("queue", "jobs", "events", "schedulers", "workers")),
+    *(Ask(V, name, 0) for name in ("limits", "cohorts", "search", "error_groups")),
+    *(Ask(V, name, 0, job_id="f3") for name in ("job", "flow", "flow_children")),
+    Ask(V, "cohort", 0, cohort_id=NO_COHORT),
+    Ask(V, "error_group_jobs", 0, group="0" * 16),
+    Ask(V, "queues", 0),
+    Ask(V, "schema", 0),  # the one that needs no Redis
+]
+POSTS = [
+    Ask(A, "job_actions", 0, {"action": "retry", "ids": ["f3"]}),
+    Ask(A, "queue_actions", 0, {"action": "retry_all"}),
+    Ask(A, "global_concurrency", 0, {"concurrency": 2}),
+    Ask(A, "scheduler_actions", 0, {"action": "run_now", "id": "beat"}),
+    Ask(A, "search_act", 0, {"action": "retry", "state": "failed", "ids": ["f3"]}),
+    Ask(A, "error_group_actions", 0, {"action": "retry", "group": group_key(NO_REASON)}),
+    Ask(E, "edit_job_data", 0, {"id": "f4", "data": {"to": "d"}}),
+    Ask(E, "duplicate_job", 0, {"id": "w1"}),
+    Ask(E, "add_job", 0, {"name": "send"}),
+]
+
+
+def _dynamic_reads(api: Api) -> None:
+    """The reads whose request takes a value from an earlier answer."""
+    page = api(Ask(V, "events", 200, {"count": 1}))
+    api(Ask(V, "events", 200, {"before": page["next_before"], "type": "failed"}))
+    cohorts = api(Ask(V, "cohorts", 200, {"count": 3}))["cohorts"]
+    assert [bool(cohort["problem"]) for cohort in cohorts] == [False, True]
+    recorded = cohorts[0]["id"]
+    one = api(Ask(V, "cohort", 200, {"part": "failed"}, cohort_id=recorded))
+    assert (one["total"], one["cohort"]["breakdown"]["failed_same"]) == (2, 2)
+    api(Ask(V, "cohort", 200, {"part": "wait", "count": 1}, cohort_id=recorded))
+    api(Ask(V, "cohort", 400, {"part": "bogus"}, cohort_id=recorded))
+    api(Ask(V, "cohort", 404, cohort_id=cohorts[1]["id"]))
+    grouped = api(Ask(V, "error_groups", 200))
+    assert (grouped["complete"], grouped["indexed"], grouped["failed"]) == (True, 5, 5)
+    first = grouped["groups"][0]["key"]
+    page = api(Ask(V, "error_group_jobs", 200, {"start": 1, "size": 2}, group=first))
     assert len(page["jobs"]) == 2
-    check(viewer.get(url("error_group_jobs", group="0" * 16)), 200)
-    check(viewer.get(url("error_group_jobs", group="nope")), 404, valid_request=False)
-    crooked = check(viewer.get(url("error_groups", CROOKED)), 409)
-    assert crooked["error"]["code"] == "corrupt_key"
-
-
-def _flow_reads(check: Checked, viewer: Client) -> None:
-    tree = check(viewer.get(url("flow", job_id="child1")), 200)["flow"]
+    tree = api(Ask(V, "flow", 200, job_id="child1"))["flow"]
     assert [step["id"] for step in tree["path"]] == ["parent", "child1"]
-    assert check(viewer.get(url("flow", job_id="w1")), 200) == {"flow": None}
-    check(viewer.get(url("flow", job_id="gone")), 404)
-    page = check(viewer.get(url("flow_children", job_id="parent")), 200)
-    assert {child["id"] for child in page["children"]} == {"child0", "child1"}
-    check(viewer.get(url("flow_children", job_id="parent"), {"page": "3.0.0"}), 200)
-    check(
-        viewer.get(url("flow_children", job_id="parent"), {"page": "x"}), 400, valid_request=False
-    )
-    check(viewer.get(url("flow_children", job_id="gone")), 404)
-    listed = check(viewer.get(url("schedulers")), 200)
-    assert {row["kind"] for row in listed["schedulers"]} == {"scheduler", "legacy"}
-    assert any(row["notes"] for row in listed["schedulers"])
-    check(viewer.get(url("schedulers"), {"start": 1, "end": 2}), 200)
-    check(viewer.get(url("schedulers"), {"start": 5, "end": 1}), 400)
+    children = api(Ask(V, "flow_children", 200, job_id="parent"))["children"]
+    assert {child["id"] for child in children} == {"child0", "child1"}
+    listed = api(Ask(V, "schedulers", 200))["schedulers"]
+    assert {row["kind"] for row in listed} == {"scheduler", "legacy"}
+    assert any(row["notes"] for row in listed)
 
 
-def _job_actions(check: Checked, actor: Client) -> None:
-    retried = check(_post(actor, "job_actions", {"action": "retry", "ids": ["f1"]}), 200)
-    assert retried["count"] == 1
-    again = check(_post(actor, "job_actions", {"action": "retry", "id": "f1"}), 409)
-    assert again["error"]["code"] == "job_not_in_state"
-    some = check(_post(actor, "job_actions", {"action": "retry", "ids": ["f2", "gone"]}), 200)
-    assert [r["ok"] for r in some["results"]] == [True, False]
-    gone = check(_post(actor, "job_actions", {"action": "remove", "ids": ["gone"]}), 404)
-    assert gone["error"]["code"] == "job_not_exist"
-    broken = check(_post(actor, "job_actions", {"action": "retry", "ids": ["broken"]}), 409)
-    assert broken["error"]["code"] == "job_broken"
-    check(_post(actor, "job_actions", {"action": "promote", "ids": ["d1"]}, form=True), 200)
-    form = {"action": "fail", "ids": ["w1", "p1"], "reason": "stop"}
-    check(_post(actor, "job_actions", form, form=True), 200)
-    body = {"action": "retry", "ids": ["child1"], "state": "completed"}
-    check(_post(actor, "job_actions", body), 200)
-    check(
-        _post(actor, "job_actions", {"action": "explode", "ids": ["f3"]}), 400, valid_request=False
-    )
-    check(_post(actor, "job_actions", {"action": "retry", "ids": []}), 400, valid_request=False)
-    jammed = check(_post(actor, "job_actions", {"action": "retry", "ids": ["1"]}, ref=JAMMED), 409)
-    assert jammed["error"]["code"] == "corrupt_key"
-
-
-def _error_group_actions(check: Checked, actor: Client) -> None:
+def _error_group_actions(api: Api) -> None:
     """After the job actions: f3 and f4 are still failed ("boom"), with "broken" beside them."""
-    groups = check(actor.get(url("error_groups")), 200)["groups"]
-    (group,) = [g for g in groups if g["text"] == "boom"]
-    body = {"action": "retry", "group": group["key"]}
-    done = check(_post(actor, "error_group_actions", body), 200)
+    (group,) = [g for g in api(Ask(A, "error_groups", 200))["groups"] if g["text"] == "boom"]
+    retry = {"action": "retry", "group": group["key"]}
+    done = api(Ask(A, "error_group_actions", 200, retry))
     assert (done["count"], done["moved_meanwhile"], done["left"]) == (2, 0, 0)
-    check(_post(actor, "error_group_actions", body), 400)  # nothing left in it
-    check(_post(actor, "error_group_actions", {"action": "x", **body}), 400, valid_request=False)
-    check(_post(actor, "error_group_actions", {"action": "retry"}), 400, valid_request=False)
-    jammed_key = check(actor.get(url("error_groups", JAMMED)), 200)["groups"][0]["key"]
-    jammed = {"action": "retry", "group": jammed_key}
-    refused = check(_post(actor, "error_group_actions", jammed, ref=JAMMED), 409)
-    assert refused["error"]["code"] == "corrupt_key"
+    api(Ask(A, "error_group_actions", 400, retry))  # nothing left in it
+    api(Ask(A, "error_group_actions", 400, {"action": "x", **retry}, valid=False))
+    api(Ask(A, "error_group_actions", 400, {"action": "retry"}, valid=False))
+    jammed = api(Ask(A, "error_groups", 200, ref=JAMMED))["groups"][0]["key"]
+    jammed_retry = {"action": "retry", "group": jammed}
+    api(Ask(A, "error_group_actions", 409, jammed_retry, ref=JAMMED, code="corrupt_key"))
 
 
-def _queue_actions(check: Checked, actor: Client) -> None:
-    done = check(_post(actor, "queue_actions", {"action": "retry_all", "state": "failed"}), 200)
-    assert [job["id"] for job in done["skipped"]] == ["broken"]
-    check(_post(actor, "queue_actions", {"action": "promote_all"}, form=True), 200)
-    clean = {"action": "clean", "state": "completed", "grace_ms": "0"}
-    check(_post(actor, "queue_actions", clean, form=True), 200)
-    check(_post(actor, "queue_actions", {"action": "clean", "grace_ms": 0}), 200)
-    check(_post(actor, "queue_actions", {"action": "pause"}), 200)
-    check(_post(actor, "queue_actions", {"action": "resume"}), 200)
-    check(_post(actor, "queue_actions", {"action": "clean"}), 400, valid_request=False)
-    jammed = check(_post(actor, "queue_actions", {"action": "retry_all"}, ref=JAMMED), 409)
-    assert jammed["error"]["code"] == "corrupt_key"
-
-
-def _limit_actions(check: Checked, actor: Client) -> None:
-    assert check(_post(actor, "global_concurrency", {"concurrency": 3}), 200)["count"] == 0
-    check(_post(actor, "global_concurrency", {"concurrency": "none"}, form=True), 200)
-    check(_post(actor, "global_concurrency", {"concurrency": None}), 200)
-    check(_post(actor, "global_concurrency", {"concurrency": 0}), 400, valid_request=False)
-    check(_post(actor, "global_concurrency", {}), 400, valid_request=False)
-    jammed = check(_post(actor, "global_concurrency", {"concurrency": 2}, ref=JAMMED), 409)
-    assert jammed["error"]["code"] == "corrupt_key"
-
-
-def _scheduler_actions(check: Checked, actor: Client) -> None:
-    ran = check(_post(actor, "scheduler_actions", {"action": "run_now", "id": "beat"}), 200)
-    assert ran["count"] == 1
-    check(_post(actor, "scheduler_actions", {"action": "remove", "id": "nightly"}, form=True), 200)
-    gone = check(_post(actor, "scheduler_actions", {"action": "remove", "id": "nightly"}), 404)
-    assert gone["error"]["code"] == "scheduler_not_exist"
-    broken = check(_post(actor, "scheduler_actions", {"action": "run_now", "id": "bad"}), 409)
-    assert broken["error"]["code"] == "scheduler_broken"
-    jammed = {"action": "run_now", "id": "beat"}
-    assert check(_post(actor, "scheduler_actions", jammed, ref=JAMMED), 409)["error"]["code"] == (
-        "corrupt_key"
-    )
-    check(
-        _post(actor, "scheduler_actions", {"action": "explode", "id": "beat"}),
-        400,
-        valid_request=False,
-    )
-
-
-def _changes(check: Checked, users: dict[str, Any]) -> None:
-    """Edit data, duplicate, add (dashboard.change_jobs): each answer they give."""
-    editor = _client(users["editor"])
-    edited = check(_post(editor, "edit_job_data", {"id": "f4", "data": {"to": "b"}}), 200)
-    assert edited["action"] == "edit_data"
-    check(_post(editor, "edit_job_data", {"id": "f4", "data": '{"to": "c"}'}, form=True), 200)
-    copy = check(_post(editor, "duplicate_job", {"id": "w1"}), 201)
-    assert copy["source"] == "w1"
-    check(_post(editor, "duplicate_job", {"id": "w1"}, form=True), 201)
-    body = {"name": "send", "data": {"n": 1}, "opts": {"delay": 10, "attempts": 2}}
-    check(_post(editor, "add_job", body), 201)
-    check(_post(editor, "add_job", {"name": "send", "opts": '{"priority": 3}'}, form=True), 201)
-    for name, bad in (
-        ("edit_job_data", {"id": "f4", "data": "{nope"}),
-        ("duplicate_job", {"id": "a:b"}),
-        ("add_job", {"name": "send", "data": "{nope"}),
-    ):
-        check(_post(editor, name, bad, form=True), 400, valid_request=False)
-    check(
-        _post(editor, "add_job", {"name": "send", "opts": {"parent": {}}}), 400, valid_request=False
-    )
-    gone = check(_post(editor, "edit_job_data", {"id": "gone", "data": {}}), 404)
-    assert gone["error"]["code"] == "job_not_exist"
-    check(_post(editor, "duplicate_job", {"id": "gone"}), 404)
-    active = check(_post(editor, "edit_job_data", {"id": "a1", "data": {}}), 409)
-    assert active["error"]["code"] == "job_not_in_state"
-    broken = check(_post(editor, "duplicate_job", {"id": "broken"}), 409)
-    assert broken["error"]["code"] == "job_broken"
-    jammed = check(_post(editor, "add_job", {"name": "send"}, ref=JAMMED), 409)
-    assert jammed["error"]["code"] == "corrupt_key"
-
-
-# The group of "broken" (its key is no hash: no reason), the one failed job left by then.
-_FULL_GROUP = {"action": "retry", "group": group_key(NO_REASON)}
-# One POST of each operation, as the actor sends it (the changes: as the editor), for
-# what every operation answers alike: not logged in, forbidden, too large, Redis full
-# or gone, a bug.
-_ACTS = [
-    ("job_actions", {"action": "retry", "ids": ["f3"]}),
-    ("queue_actions", {"action": "retry_all"}),
-    ("global_concurrency", {"concurrency": 2}),
-    ("scheduler_actions", {"action": "run_now", "id": "beat"}),
-    ("search_act", {"action": "retry", "state": "failed", "ids": ["f3"]}),
-    ("error_group_actions", _FULL_GROUP),
-]
-_CHANGE_POSTS = [
-    ("edit_job_data", {"id": "f4", "data": {"to": "d"}}),
-    ("duplicate_job", {"id": "w1"}),
-    ("add_job", {"name": "send"}),
-]
-
-
-def _gets(ref: QueueRef = EMAILS) -> list[str]:
-    """One GET of each operation of a queue, then the two without one (every
-    one but the schema's needs Redis)."""
-    queue = ["queue", "jobs", "events", "schedulers", "workers", "limits", "cohorts", "search"]
-    reads = [url(name, ref) for name in (*queue, "error_groups")]
-    reads += [url(name, ref, job_id="f3") for name in ("job", "flow", "flow_children")]
-    reads.append(url("cohort", ref, cohort_id=NO_COHORT))
-    reads.append(url("error_group_jobs", ref, group="0" * 16))
-    return [*reads, url("queues"), url("schema")]
-
-
-def _posting(users: dict[str, Any], **kw: Any) -> list[tuple[Client, str, dict[str, Any]]]:
-    actor, editor = _client(users["actor"], **kw), _client(users["editor"], **kw)
-    return [(actor, *post) for post in _ACTS] + [(editor, *post) for post in _CHANGE_POSTS]
-
-
-def _troubles(
-    check: Checked, users: dict[str, Any], client: Redis, settings: Any, monkeypatch: Any
-) -> None:
-    """Bodies over the limits, Redis full, a view crashing, Redis gone: every operation."""
-    posts = _posting(users)
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
-    for poster, name, body in posts:
-        check(_post(poster, name, {**body, "padding": "x" * 2_000}), 413, valid_request=False)
-    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = limit
-    settings.ECHOMQ_MAX_JOB_DATA_BYTES = 100
-    editor = _client(users["editor"])
-    big = check(_post(editor, "edit_job_data", {"id": "f4", "data": "x" * 200}), 413)
-    assert big["error"]["code"] == "data_too_large"
-    check(_post(editor, "duplicate_job", {"id": "big"}), 413)
-    check(_post(editor, "add_job", {"name": "send", "data": "x" * 200}), 413)
-    del settings.ECHOMQ_MAX_JOB_DATA_BYTES
-    with redis_full(client):
-        for poster, name, body in posts:
-            full = check(_post(poster, name, body), 507)
-            assert full["error"]["code"] == "redis_out_of_memory"
-    viewer = _client(users["viewer"])
-
-    def crash(*args: Any) -> bool:
-        raise RuntimeError("a bug")
-
-    with monkeypatch.context() as patched:
-        patched.setattr(permissions, "can_view", crash)
-        for target in _gets():
-            check(viewer.get(target), 500)
-        for poster, name, body in posts:
-            check(_post(poster, name, body), 500)
-    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
-    discovery.clear_discovery_cache()
-    for target in _gets()[:-1]:
-        check(viewer.get(target), 503)
-    for poster, name, body in posts:
-        check(_post(poster, name, body), 503)
-
-
-def _refusals(check: Checked, users: dict[str, Any]) -> None:
-    """Who may not, requests refused before any view ran, and unknown queues."""
-    nope = QueueRef("bull", "nope")
-    for target in _gets(nope)[:-2]:
-        check(_client(users["viewer"]).get(target), 404)
-    for poster, name, body in _posting(users):
-        check(_post(poster, name, body, ref=nope), 404)
-    for who, status in ((None, 401), (users["nonstaff"], 403)):
-        client = _client(who)
-        logged_in = who is not None  # without the session cookie the request breaks the rules
-        for target in _gets():
-            check(client.get(target), status, valid_request=logged_in)
-        for name, body in (*_ACTS, *_CHANGE_POSTS):
-            check(_post(client, name, body), status, valid_request=logged_in)
-    viewer = _client(users["viewer"])
-    for name, body in (*_ACTS, *_CHANGE_POSTS):
-        assert check(_post(viewer, name, body), 403)["error"]["code"] == "forbidden"
-    for poster, name, body in _posting(users, csrf=False):
-        refused = check(_post(poster, name, body), 403, valid_request=False)
-        assert refused["error"]["code"] == "csrf_failed"
-
-
-def _searches(
-    check: Checked, viewer: Client, actor: Client, users: dict[str, Any], client: Redis
-) -> None:
+def _searches(api: Api, client: Redis) -> None:
     """A search to its end, each way one is refused, and acting on its matches
     (jobs of its own: the steps after it use the seeded ones)."""
     for job_id in ("s1", "s2", "s3"):
         seed_job(client, EMAILS.keys, job_id, state="failed")
     client.zadd(EMAILS.keys.failed, {"s4": now_ms()})
     client.set(EMAILS.keys.job("s4"), "not a hash")
-    first = check(viewer.get(url("search"), {"state": "failed", "q": "name ~ a", "rows": "1"}), 200)
-    step = first
+    query = {"state": "failed", "q": "name ~ a"}
+    step = api(Ask(V, "search", 200, {**query, "rows": "1"}))
     while not step["done"]:
-        more = {"state": "failed", "q": "name ~ a", "search": step["search"]}
-        step = check(viewer.get(url("search"), {**more, "cursor": step["cursor"]}), 200)
-    for bad in ({"q": "x" * 1_000}, {"q": "name ~ a", "cursor": "forged"}):
-        assert check(viewer.get(url("search"), bad), 400)["error"]["code"] == "bad_query"
-    check(
-        viewer.get(url("search"), {"state": "nowhere", "q": "name ~ a"}), 400, valid_request=False
-    )
-    user = permissions.user_label(users["viewer"])
+        more = {**query, "search": step["search"], "cursor": step["cursor"]}
+        step = api(Ask(V, "search", 200, more))
+    api(Ask(V, "search", 400, {"q": "x" * 1_000}, code="bad_query"))
+    api(Ask(V, "search", 400, {"q": "name ~ a", "cursor": "forged"}, code="bad_query"))
+    api(Ask(V, "search", 400, {"state": "nowhere", "q": "name ~ a"}, valid=False))
+    user = permissions.user_label(api.users[V])
     search_id = search.SEARCHES.start(user)
     (current,) = (s for s in search.SEARCHES._by_user[user] if s.search_id == search_id)
     with current.stepping:  # a step of this search still running
-        going_on = {"q": "name ~ a", "search": search_id, "cursor": "0||0|10|"}
-        check(viewer.get(url("search"), going_on), 429)
+        api(Ask(V, "search", 429, {"q": "name ~ a", "search": search_id, "cursor": "0||0|10|"}))
     stale = {"q": "name ~ a", "search": "old", "cursor": "0||0|10|"}
-    assert check(viewer.get(url("search"), stale), 409)["error"]["code"] == "search_replaced"
+    api(Ask(V, "search", 409, stale, code="search_replaced"))
     jammed = {"state": "wait", "q": "name ~ a"}
-    assert check(viewer.get(url("search", JAMMED), jammed), 409)["error"]["code"] == "corrupt_key"
+    api(Ask(V, "search", 409, jammed, ref=JAMMED, code="corrupt_key"))
     client.zrem(EMAILS.keys.failed, "s3")  # it moved meanwhile
     body = {"action": "remove", "state": "failed", "ids": ["s1", "s2", "s3", "s4"]}
-    done = check(_post(actor, "search_act", body), 200)
+    done = api(Ask(A, "search_act", 200, body))
     assert (done["count"], done["moved_meanwhile"], len(done["skipped"])) == (2, 1, 1)
-    jammed_body = json.dumps({"action": "retry", "state": "failed", "ids": ["1"]})
-    jammed_url = url("search_act", JAMMED)
-    check(actor.post(jammed_url, jammed_body, content_type="application/json"), 409)
-    check(_post(actor, "search_act", {"action": "fail", "ids": ["1"]}), 400, valid_request=False)
+    jammed_retry = {"action": "retry", "state": "failed", "ids": ["1"]}
+    api(Ask(A, "search_act", 409, jammed_retry, ref=JAMMED))
+    api(Ask(A, "search_act", 400, {"action": "fail", "ids": ["1"]}, valid=False))
     client.delete(EMAILS.keys.job("s4"))  # the broken one: later steps count the seeded ones
     client.zrem(EMAILS.keys.failed, "s4")
+
+
+def _refusals(api: Api) -> None:
+    """Who may not, requests refused before any view ran, and unknown queues."""
+    nope = QueueRef("bull", "nope")
+    api.all(GETS[:-2], status=404, ref=nope)
+    api.all(POSTS, status=404, ref=nope)
+    # Without the session cookie the request breaks the document's rules.
+    api.all([*GETS, *POSTS], who=None, status=401, valid=False)
+    api.all([*GETS, *POSTS], who="nonstaff", status=403)
+    api.all(POSTS, who=V, status=403, code="forbidden")
+    api.all(POSTS, csrf=False, status=403, valid=False, code="csrf_failed")
+
+
+def _troubles(api: Api, client: Redis, settings: Any, monkeypatch: Any) -> None:
+    """Bodies over the limits, Redis full, a view crashing, Redis gone: every operation."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
+    for ask in POSTS:
+        api(replace(ask, given={**ask.given, "padding": "x" * 2_000}, status=413, valid=False))
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = limit
+    settings.ECHOMQ_MAX_JOB_DATA_BYTES = 100
+    api(Ask(E, "edit_job_data", 413, {"id": "f4", "data": "x" * 200}, code="data_too_large"))
+    api(Ask(E, "duplicate_job", 413, {"id": "big"}))
+    api(Ask(E, "add_job", 413, {"name": "send", "data": "x" * 200}))
+    del settings.ECHOMQ_MAX_JOB_DATA_BYTES
+    with redis_full(client):
+        api.all(POSTS, status=507, code="redis_out_of_memory")
+
+    def crash(*args: Any) -> bool:
+        raise RuntimeError("a bug")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(permissions, "can_view", crash)
+        api.all([*GETS, *POSTS], status=500)
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    discovery.clear_discovery_cache()
+    api.all([*GETS[:-1], *POSTS], status=503)
 
 
 def test_every_documented_answer_is_given_and_matches_the_document(
@@ -597,21 +562,18 @@ def test_every_documented_answer_is_given_and_matches_the_document(
     settings: Any,
 ) -> None:
     _seed(dashboard_redis)
-    check = Checked(document)
-    viewer, actor = _client(users["viewer"]), _client(users["actor"])
-    _reads(check, viewer)
-    _flow_reads(check, viewer)
-    _searches(check, viewer, actor, users, dashboard_redis)
-    _job_actions(check, actor)
-    _error_group_actions(check, actor)
-    _queue_actions(check, actor)
-    _limit_actions(check, actor)
-    _scheduler_actions(check, actor)
-    _changes(check, users)
-    _refusals(check, users)
-    _troubles(check, users, dashboard_redis, settings, monkeypatch)
-    assert check.seen == check.documented()
-    assert {"job_not_in_state", "job_broken", "corrupt_key", "csrf_failed"} <= check.codes
+    api = Api(Checked(document), users)
+    api.all(READS)
+    _dynamic_reads(api)
+    _searches(api, dashboard_redis)
+    api.all(JOB_ACTIONS)
+    _error_group_actions(api)
+    api.all(QUEUE_ACTIONS)
+    api.all(CHANGES)
+    _refusals(api)
+    _troubles(api, dashboard_redis, settings, monkeypatch)
+    assert api.check.seen == api.check.documented()
+    assert {"job_not_in_state", "job_broken", "corrupt_key", "csrf_failed"} <= api.check.codes
 
 
 def test_the_document_is_valid_openapi_3_1_and_needs_the_apis_login(
@@ -843,19 +805,16 @@ def test_a_queue_on_another_redis_connection_is_answered_as_the_document_says(
     """The queue paths at their second server (``c/{connection}/``), on a real
     second Redis: same operations, same answers."""
     _seed(staging_redis)
-    check = Checked(document)
-    viewer, actor = _client(users["viewer"]), _client(users["actor"])
-    on_staging = {"connection": "staging", "prefix": EMAILS.prefix, "name": EMAILS.name}
-    queue = check(viewer.get(reverse(f"{API}:queue", kwargs=on_staging)), 200)
+    api = Api(Checked(document), users)
+    queue = api(Ask(V, "queue", 200, connection="staging"))
     assert queue["connection"] == "staging"
-    check(viewer.get(reverse(f"{API}:jobs", kwargs=on_staging) + "?state=wait"), 200)
-    check(viewer.get(reverse(f"{API}:job", kwargs={**on_staging, "job_id": "w1"})), 200)
+    api(Ask(V, "jobs", 200, {"state": "wait"}, connection="staging"))
+    api(Ask(V, "job", 200, job_id="w1", connection="staging"))
     retry = {"action": "retry", "ids": ["w1"], "state": "failed"}
-    check(_post(actor, "job_actions", retry, connection="staging"), 409)
-    listed = check(viewer.get(url("queues")), 200)
+    api(Ask(A, "job_actions", 409, retry, connection="staging"))
+    listed = api(Ask(V, "queues", 200))
     assert [c["name"] for c in listed["connections"]] == ["default", "staging"]
-    unknown = {**on_staging, "connection": "nope"}
-    check(viewer.get(reverse(f"{API}:queue", kwargs=unknown)), 404)
+    api(Ask(V, "queue", 404, connection="nope"))
 
 
 def test_every_schema_is_generated_and_every_body_is_read_as_the_document_says(

@@ -153,16 +153,18 @@ def _refusal_message(action: str, job_id: str, error: errors.ScriptError, state:
     return f"Job {job_id} was not {_PAST[action]}: {code.name.replace('_', ' ').lower()}"
 
 
-def _broken_words(skipped: Sequence[errors.SkippedJob]) -> str:
-    """Say which jobs were skipped, e.g. 1 skipped as broken: job 5 (its key
-    is a string, not a job hash)."""
-    named = "; ".join(f"job {job.job_id} ({job.describe()})" for job in skipped[:NAMED_BROKEN])
-    more = f"; and {len(skipped) - NAMED_BROKEN:,} more" if len(skipped) > NAMED_BROKEN else ""
-    return f"{len(skipped):,} skipped as broken: {named}{more}"
+def _named(said: Sequence[str]) -> str:
+    """The first :data:`NAMED_BROKEN` of ``said``, and how many more."""
+    more = f"; and {len(said) - NAMED_BROKEN:,} more" if len(said) > NAMED_BROKEN else ""
+    return "; ".join(said[:NAMED_BROKEN]) + more
 
 
 def _with_broken(message: str, skipped: Sequence[errors.SkippedJob]) -> str:
-    return f"{message}; {_broken_words(skipped)}" if skipped else message
+    """E.g. "...; 1 skipped as broken: job 5 (its key is a string, not a job hash)"."""
+    if not skipped:
+        return message
+    named = _named([f"job {job.job_id} ({job.describe()})" for job in skipped])
+    return f"{message}; {len(skipped):,} skipped as broken: {named}"
 
 
 def refusal_for(error: Exception, done: str) -> ActionRefused:
@@ -178,6 +180,15 @@ def refusal_for(error: Exception, done: str) -> ActionRefused:
     )
 
 
+def _refused(
+    user: str, result: ActionResult, jobs: str, refusal: ActionRefused, figures: str = ""
+) -> int | None:
+    """Audit an action Redis refused to start or go on with (``figures``: what
+    it did before): its message is the refusal's. Returns the audit row's id."""
+    result.message = str(refusal)
+    return record_audit(user, result, jobs, f"{figures}refused:{refusal.code}")
+
+
 def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
     moved = [o for o in outcomes if o.ok]
     refused = [o for o in outcomes if not o.ok]
@@ -187,9 +198,7 @@ def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
     if moved:
         parts.append(f"{len(moved)} jobs {_PAST[action]}")
     if refused:
-        parts.append(f"{len(refused)} not: " + "; ".join(o.message for o in refused[:3]))
-        if len(refused) > 3:
-            parts[-1] += f"; and {len(refused) - 3} more"
+        parts.append(f"{len(refused)} not: " + _named([o.message for o in refused]))
     return ". ".join(parts)
 
 
@@ -281,8 +290,9 @@ def job_action(
             moved = sum(o.ok for o in outcomes)
             done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {_PAST[action]}"
             refusal = refusal_for(error, done if moved else "")
-            stopped = ActionResult(action, ref, outcomes, moved, message=str(refusal))
-            record_audit(user, stopped, ids, f"moved={moved} refused:{refusal.code}")
+            _refused(
+                user, ActionResult(action, ref, outcomes, moved), ids, refusal, f"moved={moved} "
+            )
             raise refusal from error
         else:
             outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {_PAST[action]}"))
@@ -385,10 +395,7 @@ def queue_action(
     except (BulkStopped, OutOfMemoryError, errors.CorruptKey) as error:
         refusal = _bulk_refusal(action, state, error)
         result.count = error.done.count if isinstance(error, BulkStopped) else 0
-        result.message = str(refusal)
-        audit_id = record_audit(
-            user, result, f"state={state}", f"count={result.count} refused:{refusal.code}"
-        )
+        audit_id = _refused(user, result, f"state={state}", refusal, f"count={result.count} ")
         if isinstance(error, BulkStopped):
             done_ids, reasons = error.done.ids, error.done.previous_reasons
             _record(client, result, done_ids, user, started, state, reasons, audit_id)
@@ -446,8 +453,7 @@ def set_global_concurrency(
         previous = Queue(ref.name, client, prefix=ref.prefix).set_global_concurrency(limit)
     except (OutOfMemoryError, errors.CorruptKey) as error:
         refusal = refusal_for(error, "")
-        result.message = str(refusal)
-        record_audit(user, result, setting, f"refused:{refusal.code}")
+        _refused(user, result, setting, refusal)
         raise refusal from error
     # Whatever another writer stored is quoted, and cut: it goes into a log line.
     before = (previous if previous.isdigit() else repr(previous))[:40] if previous else "none"
@@ -485,33 +491,25 @@ def _scheduler_id(raw: str) -> str:
 
 def _scheduler_outcome(owner: JobSchedulers, action: str, scheduler_id: str) -> Outcome:
     """The one script of a scheduler action, in words; refusals included."""
+
+    def said(ok: bool, code: str, words: str, outcome_id: str = scheduler_id) -> Outcome:
+        return SchedulerOutcome(outcome_id, ok, code, f"Job scheduler {scheduler_id} {words}")
+
     try:
         if action == "run_now":
             job_id = owner.run_now(scheduler_id)
-            return SchedulerOutcome(
-                job_id, True, "ok", f"Job scheduler {scheduler_id} ran now: job {job_id} added"
-            )
+            return said(True, "ok", f"ran now: job {job_id} added", job_id)
         removed = owner.remove(scheduler_id)
     except SchedulerRefused as refused:
-        missing = refused.reason == "scheduler:missing"
+        code = (
+            "SCHEDULER_NOT_EXIST" if refused.reason == "scheduler:missing" else "SCHEDULER_BROKEN"
+        )
         verb = "run" if action == "run_now" else "removed"
-        return SchedulerOutcome(
-            scheduler_id,
-            False,
-            "SCHEDULER_NOT_EXIST" if missing else "SCHEDULER_BROKEN",
-            f"Job scheduler {scheduler_id} was not {verb}: {describe_refusal(refused.reason)}",
-        )
+        return said(False, code, f"was not {verb}: {describe_refusal(refused.reason)}")
     if not removed.existed:
-        return SchedulerOutcome(
-            scheduler_id,
-            False,
-            "SCHEDULER_NOT_EXIST",
-            f"Job scheduler {scheduler_id} no longer exists — it was removed already",
-        )
+        return said(False, "SCHEDULER_NOT_EXIST", "no longer exists — it was removed already")
     pending = f" with its pending run {removed.pending_job_id}" if removed.pending_job_id else ""
-    return SchedulerOutcome(
-        scheduler_id, True, "ok", f"Job scheduler {scheduler_id} removed{pending}"
-    )
+    return said(True, "ok", f"removed{pending}")
 
 
 def scheduler_action(
@@ -529,8 +527,7 @@ def scheduler_action(
         outcome = _scheduler_outcome(owner, action, scheduler_id)
     except (OutOfMemoryError, errors.CorruptKey) as error:
         refusal = refusal_for(error, "")
-        result.message = str(refusal)
-        record_audit(user, result, f"scheduler={scheduler_id}", f"refused:{refusal.code}")
+        _refused(user, result, f"scheduler={scheduler_id}", refusal)
         raise refusal from error
     result.outcomes.append(outcome)
     result.count = int(outcome.ok)
@@ -630,10 +627,7 @@ def act_on_ids(
         except (OutOfMemoryError, errors.CorruptKey) as error:
             done = f"{result.count:,} jobs were {_PAST[action]}" if result.count else ""
             refusal = refusal_for(error, done)
-            result.message = str(refusal)
-            audit_id = record_audit(
-                user, result, jobs, f"moved={result.count} refused:{refusal.code}"
-            )
+            audit_id = _refused(user, result, jobs, refusal, f"moved={result.count} ")
             _record(client, result, moved, user, started, state, reasons, audit_id)
             raise refusal from error
     result.message = _set_summary(action, result, len(ids))
@@ -684,7 +678,5 @@ def _set_summary(action: str, result: ActionResult, asked: int) -> str:
         parts.append(f"{result.moved_meanwhile:,} had moved meanwhile and were skipped")
     refused = result.outcomes
     if refused:
-        named = "; ".join(o.message for o in refused[:NAMED_BROKEN])
-        more = f"; and {len(refused) - NAMED_BROKEN:,} more" if len(refused) > NAMED_BROKEN else ""
-        parts.append(f"{len(refused):,} refused: {named}{more}")
+        parts.append(f"{len(refused):,} refused: " + _named([o.message for o in refused]))
     return _with_broken("; ".join(parts), result.skipped)
