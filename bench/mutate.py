@@ -78,6 +78,7 @@ _FINISH_TESTS = (
     "tests/test_transitions_finished_keys.py",
     "tests/test_transitions_finished_keep.py",
     "tests/test_command_budget.py",
+    "tests/test_transitions_finished_general.py",
 )
 # test_command_budget.py: the straight-line paths exist for their cost, and a
 # mutant that sends every job down the general path answers the same.
