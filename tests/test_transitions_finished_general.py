@@ -91,6 +91,8 @@ def test_the_general_finish_taking_nothing_sends_drained(
 def test_no_drained_while_a_job_waits_and_nothing_is_prioritized(
     redis_client: Redis, keys: QueueKeys
 ) -> None:
+    """A worker that takes no next job finishes while the next invoice
+    waits: the queue is not drained, however empty prioritized is."""
     _active(redis_client, keys, "inv-5521")
     seed_job(redis_client, keys, "inv-5522", name="send-invoice")
     finish(redis_client, keys, "inv-5521")
