@@ -125,27 +125,52 @@ def test_failing_a_parent_whose_children_are_pending_fails_it(
     assert field(redis_client, keys, "exp-3317", "failedReason") == reason
 
 
+ORDERS, ITEMS = QueueKeys("orders"), QueueKeys("items")
+
+
+def _order_with_one_item(client: Redis, order_id: str, item_id: str) -> None:
+    """A flow: order ``order_id`` waits for item ``item_id``, which a worker
+    has taken (active, locked)."""
+    FlowProducer(client).add(
+        FlowJob(
+            "ship",
+            "orders",
+            {"order": order_id},
+            {"jobId": order_id},
+            children=[FlowJob("pack", "items", {"item": item_id}, {"jobId": item_id})],
+        )
+    )
+
+
 def test_a_child_named_by_its_parent_key_alone_releases_its_parent(redis_client: Redis) -> None:
     """A child whose hash names its parent by `parentKey` alone (no
     `parent` JSON): its finish, by a worker that takes no next job, still
     tells the parent, which leaves waiting-children for wait."""
-    orders, items = QueueKeys("orders"), QueueKeys("items")
-    FlowProducer(redis_client).add(
-        FlowJob(
-            "ship",
-            "orders",
-            {"order": 8},
-            {"jobId": "order-8"},
-            children=[FlowJob("pack", "items", {"item": 1}, {"jobId": "pack-81"})],
-        )
-    )
-    redis_client.hdel(items.job("pack-81"), "parent")
-    assert fetch(redis_client, items).job_id == "pack-81"
+    _order_with_one_item(redis_client, "order-8", "pack-81")
+    redis_client.hdel(ITEMS.job("pack-81"), "parent")
+    assert fetch(redis_client, ITEMS).job_id == "pack-81"
 
-    assert finish(redis_client, items, "pack-81") == 0
+    assert finish(redis_client, ITEMS, "pack-81") == 0
 
-    assert zmembers(redis_client, orders.waiting_children) == []
-    assert lrange(redis_client, orders.wait) == ["order-8"]
+    assert zmembers(redis_client, ORDERS.waiting_children) == []
+    assert lrange(redis_client, ORDERS.wait) == ["order-8"]
+
+
+def test_a_failed_child_removed_on_fail_no_longer_holds_its_parent(redis_client: Redis) -> None:
+    """Without a failure policy a failed child keeps its parent waiting,
+    but one whose removeOnFail deletes it can never be waited for: the
+    parent's last pending child gone, the parent runs (as BullMQ does)."""
+    _order_with_one_item(redis_client, "order-9", "pack-91")
+    assert fetch(redis_client, ITEMS).job_id == "pack-91"
+    reason = "Error: connect ECONNREFUSED 10.0.3.17:5432"
+    options = finish_options(keep=t.KeepJobs.remove())
+
+    finish(redis_client, ITEMS, "pack-91", target="failed", value=reason, options=options)
+
+    assert redis_client.exists(ITEMS.job("pack-91")) == 0
+    assert redis_client.exists(ORDERS.dependencies("order-9")) == 0
+    assert zmembers(redis_client, ORDERS.waiting_children) == []
+    assert lrange(redis_client, ORDERS.wait) == ["order-9"]
 
 
 def test_a_finish_at_the_global_concurrency_takes_the_next_job_in_its_place(
