@@ -6,6 +6,9 @@ as BullMQ writes them (tests/history_helpers.py)."""
 
 from __future__ import annotations
 
+import os
+import re
+import socket
 import subprocess
 import sys
 import time
@@ -25,12 +28,12 @@ from queues.collector import (
     HistoryCollector,
 )
 from queues.connection import connect
-from queues.keys import COLLECTOR_LEASE, HistoryKeys
+from queues.keys import COLLECTOR_LEASE, COLLECTOR_STATUS, HistoryKeys
 from queues.latency import LAST_BUCKET, bucket_of
 from queues.queue import Queue
 from queues.read.history import recent, totals
 from queues.read.refs import QueueRef
-from tests.history_helpers import collect_until_read, event, job_events, write_events
+from tests.history_helpers import Event, collect_until_read, event, job_events, write_events
 
 REF = QueueRef("bull", "invoices")
 HISTORY = HistoryKeys(REF.name, REF.prefix)
@@ -41,6 +44,23 @@ DAY_MS = 24 * HOUR_MS
 def _collector(url: str, **options: float) -> HistoryCollector:
     options.setdefault("record_every_s", 0.0)
     return HistoryCollector(connect(url), lambda: [REF], name="history-1", **options)  # type: ignore[arg-type]
+
+
+def _one_pass_each(client: Redis, collector: HistoryCollector, passes: list[list[Event]]) -> None:
+    """Each pass reads what was added since the last, and records nothing
+    before RECORD_EVERY_S."""
+    for events in passes:
+        write_events(client, REF, events)
+        assert collector.step() is False
+        assert collector.read_last_pass == len(events)
+
+
+def _recorded(client: Redis, collector: HistoryCollector) -> tuple[int, int]:
+    """A pass that reads nothing records: then the jobs completed, and the
+    recordHistory writes since the stats were reset."""
+    collect_until_read(collector)
+    completed = totals(client, [REF])[REF].figures.completed
+    return completed, client.info("commandstats")["cmdstat_evalsha"]["calls"]
 
 
 def test_a_job_that_waited_two_months_lands_in_the_last_bucket(
@@ -227,14 +247,9 @@ def test_passes_between_two_records_add_to_the_minutes_one_batch(
         [(start, "active", "inv-2024-0601", {"prev": "waiting"})],
         *(job_events(f"inv-2024-060{n}", start + 5_000 * n, 40, 700) for n in range(2, 5)),
     ]
-    for events in passes:  # each pass reads what was added since the last
-        write_events(redis_client, REF, events)
-        assert collector.step() is False
-        assert collector.read_last_pass == len(events)
+    _one_pass_each(redis_client, collector, passes)
     assert "cmdstat_evalsha" not in redis_client.info("commandstats")
-    collect_until_read(collector)  # a pass that reads nothing records
-    assert totals(redis_client, [REF])[REF].figures.completed == 4
-    assert redis_client.info("commandstats")["cmdstat_evalsha"]["calls"] == 1
+    assert _recorded(redis_client, collector) == (4, 1)
 
 
 def test_a_job_taken_in_the_millisecond_it_became_ready_waited_0_ms_at_most(
@@ -335,9 +350,15 @@ def test_a_job_key_that_is_no_hash_gives_no_duration_and_the_others_still_count(
     )
     for job_id in ("inv-2024-0901", "inv-2024-0902", "inv-2024-0900"):
         event(redis_client, REF, at, "active", job_id, prev="waiting")
+    redis_client.config_resetstat()
     collect_until_read(_collector(redis_url))
     wait = totals(redis_client, [REF])[REF].figures.wait
     assert (wait.buckets, wait.sum_ms) == ({bucket_of(640): 1}, 640)
+    # The lookups are reads that need no atomicity: no MULTI, which would
+    # make the server run the whole batch of them as one block while every
+    # other client waits.
+    multi: dict[str, int] = redis_client.info("commandstats").get("cmdstat_multi", {})
+    assert multi.get("calls", 0) == 0
 
 
 def test_a_fold_goes_on_past_an_event_without_a_job_and_a_failure_that_never_ran(
@@ -345,8 +366,24 @@ def test_a_fold_goes_on_past_an_event_without_a_job_and_a_failure_that_never_ran
 ) -> None:
     """A minute's stream as BullMQ writes it: a drained event (no jobId) and
     an admin's fail of a waiting invoice (prev=waiting: it never ran, no
-    run time) sit between job events; the events after them are folded too."""
+    run time) sit between job events; the events after them are folded in
+    the same pass (a fold that stopped there left them to a pass each). The
+    failed invoice had run once before (a timeout) and waited for its
+    retry: its hash holds that attempt's processedOn beside the fail's
+    finishedOn, which make no run time of this failure."""
     at = HOUR_START + 59 * MINUTE_MS
+    redis_client.hset(
+        REF.keys.job("inv-2024-1002"),
+        mapping={
+            "name": "send-invoice",
+            "timestamp": at - 95_000,
+            "delay": 0,
+            "processedOn": at - 94_000,
+            "finishedOn": at + 700,
+            "atm": 1,
+            "failedReason": "cancelled",
+        },
+    )
     events = [
         *job_events("inv-2024-1000", at, 15, 420),
         (at + 500, "drained", "", {}),
@@ -359,11 +396,101 @@ def test_a_fold_goes_on_past_an_event_without_a_job_and_a_failure_that_never_ran
     for ms, name, job_id, fields in events:
         flat = {"event": name, **({"jobId": job_id} if job_id else {}), **fields}
         redis_client.xadd(REF.keys.events, flat, id=f"{ms}-*")  # type: ignore[arg-type]
-    collect_until_read(_collector(redis_url))
+    collector = _collector(redis_url)
+    assert collector.step() is False
+    assert collector.read_last_pass == len(events)
     figures = totals(redis_client, [REF])[REF].figures
     assert (figures.completed, figures.failed) == (3, 1)
     assert figures.run.buckets == Counter(bucket_of(ms) for ms in (420, 510, 380))
     assert figures.run.sum_ms == 420 + 510 + 380
+
+
+def test_a_job_whose_id_is_a_field_name_of_its_events_is_read_by_field(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """Custom job ids are the producer's own strings: a job whose id is
+    ``prev`` fails after running. Its failed event reads ``jobId prev ...
+    prev active``; the id is a value, and only a field name says where the
+    job came from, so the run counts."""
+    at = HOUR_START + 43 * MINUTE_MS
+    write_events(redis_client, REF, job_events("prev", at, 30, 640, ok=False))
+    collect_until_read(_collector(redis_url))
+    figures = totals(redis_client, [REF])[REF].figures
+    assert (figures.failed, figures.run.buckets, figures.run.sum_ms) == (
+        1,
+        {bucket_of(640): 1},
+        640,
+    )
+
+
+def test_passes_between_two_records_go_on_with_the_newest_pending_minute(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A pass that folds the end of one minute and the start of the next
+    leaves two batches pending; the next pass, before the record, adds to
+    the newer one. The record writes one batch a minute: two writes."""
+    collector = _collector(redis_url, record_every_s=3600.0)
+    start = HOUR_START + 41 * MINUTE_MS
+    write_events(redis_client, REF, job_events("inv-2024-1300", start - 20_000, 40, 700))
+    collect_until_read(collector)  # the first pass records: nothing was pending
+    redis_client.config_resetstat()
+    passes = [
+        job_events("inv-2024-1301", start - 2_000, 40, 700)
+        + job_events("inv-2024-1302", start + 1_000, 35, 650),
+        job_events("inv-2024-1303", start + 9_000, 45, 720),
+    ]
+    _one_pass_each(redis_client, collector, passes)
+    assert _recorded(redis_client, collector) == (4, 2)
+
+
+def test_a_producer_clock_a_millisecond_ahead_gives_a_wait_of_0_not_minus_1(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """A job's timestamp comes from the producer's clock and its processedOn
+    from the worker's: with the web server's clock 1 ms ahead, the hash
+    says the job started 1 ms before it was added. The wait is counted as
+    0 ms (a clock step), not summed or kept as the minute's longest as -1."""
+    at = HOUR_START + 45 * MINUTE_MS + 300
+    redis_client.hset(
+        REF.keys.job("inv-2024-1400"),
+        mapping={"name": "send-invoice", "timestamp": at + 1, "delay": 0, "processedOn": at},
+    )
+    event(redis_client, REF, at, "active", "inv-2024-1400", prev="waiting")
+    collect_until_read(_collector(redis_url))
+    wait = totals(redis_client, [REF])[REF].figures.wait
+    assert (wait.buckets, wait.sum_ms) == ({bucket_of(0): 1}, 0)
+    assert redis_client.hget(HISTORY.minute(at // MINUTE_MS), "wx") == b"0"
+
+
+def test_a_collector_remembers_at_most_tracked_jobs_ready_jobs(
+    redis_client: Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a burst of added jobs makes the collector hold is bounded: past
+    TRACKED_JOBS ready jobs (20,000; 3 here) the oldest are forgotten (a
+    forgotten job's wait, once it starts, comes from its hash)."""
+    monkeypatch.setattr(collector_module, "TRACKED_JOBS", 3)
+    at = HOUR_START + 39 * MINUTE_MS
+    ids = [f"inv-2024-15{n:02d}" for n in range(4)]
+    write_events(redis_client, REF, [(at + 10 * n, "waiting", i, {}) for n, i in enumerate(ids)])
+    collector = _collector(redis_url)
+    collect_until_read(collector)
+    assert list(collector.folders[REF].ready_at) == [i.encode() for i in ids[1:]]
+
+
+def test_a_collector_is_named_after_its_host_and_process_and_six_hex_digits(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """The status names the collecting process as docs/history.md says,
+    host:pid:id, the id six hex digits that tell two collectors of one
+    process apart."""
+    collector = HistoryCollector(connect(redis_url), lambda: [REF], record_every_s=0.0)
+    other = HistoryCollector(connect(redis_url), lambda: [REF])
+    host, pid, tail = collector.name.rsplit(":", 2)
+    assert (host, pid) == (socket.gethostname(), str(os.getpid()))
+    assert re.fullmatch("[0-9a-f]{6}", tail)
+    assert other.name != collector.name
+    collect_until_read(collector)
+    assert redis_client.hget(COLLECTOR_STATUS, "holder") == collector.name.encode()
 
 
 def test_a_backlog_state_of_the_wrong_type_counts_as_empty(

@@ -167,12 +167,9 @@ def _plain_jobs(queue: Queue) -> list[str]:
     return queue.add_bulk([("tiny", {"n": i}, {"removeOnComplete": True}) for i in range(JOBS)])
 
 
-async def test_a_processed_job_costs_one_script_call_and_its_budgeted_commands(
-    private_redis: tuple[str, Redis],
-) -> None:
-    url, client = private_redis
-    queue = Queue("budget", client)
-    _plain_jobs(queue)
+async def _processing_costs(url: str, client: Redis, queue: Queue) -> dict[str, float]:
+    """The calls per job of a worker processing the JOBS ready jobs of
+    ``queue`` with a processor that does nothing."""
     seen, polls = 0, 0
 
     async def noop(job: Job) -> None:
@@ -190,7 +187,40 @@ async def test_a_processed_job_costs_one_script_call_and_its_budgeted_commands(
     async with running("budget", noop, url=url, concurrency=10):
         await until(lambda: seen == JOBS, timeout=60)
         await until(all_finished, timeout=10)
-        used = per_job(before, calls(client), own={"llen": polls})
+        return per_job(before, calls(client), own={"llen": polls})
+
+
+async def test_a_processed_job_costs_one_script_call_and_its_budgeted_commands(
+    private_redis: tuple[str, Redis],
+) -> None:
+    url, client = private_redis
+    queue = Queue("budget", client)
+    _plain_jobs(queue)
+    used = await _processing_costs(url, client, queue)
+    assert over_budget(used, WORKER_BUDGET) == {}, used
+
+
+async def test_a_job_finishing_on_its_second_attempt_stays_on_the_straight_line_paths(
+    private_redis: tuple[str, Redis],
+) -> None:
+    """The jobs a retry sends back (here the dashboard's retry-all after an
+    outage failed them all) hold their attempts counts, ``atm`` and ``ats``
+    1: picking them up and finishing them on their second attempt costs
+    what a first attempt costs. The straight-line paths read those counts,
+    and a count they decline sends every retried job down the general path,
+    which answers the same at a cost no other budget measures."""
+    url, client = private_redis
+    queue = Queue("budget", client)
+    _plain_jobs(queue)
+
+    async def payment_gateway_down(job: Job) -> None:
+        raise ConnectionError("connect ECONNREFUSED 10.0.4.21:443")
+
+    async with running("budget", payment_gateway_down, url=url, concurrency=10):
+        await until(lambda: client.zcard(queue.keys.failed) == JOBS, timeout=60)
+    assert queue.retry_all().count == JOBS
+    assert client.hmget(queue.keys.job("1"), "atm", "ats") == [b"1", b"1"]
+    used = await _processing_costs(url, client, queue)
     assert over_budget(used, WORKER_BUDGET) == {}, used
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from redis import Redis
 
 from queues import scripts
@@ -414,3 +415,41 @@ def test_admin_fail_of_an_active_job_makes_the_workers_finish_a_no_op(
     assert job is not None
     assert (job.failed_reason, job.returnvalue) == ("stopped by alice", None)
     assert queue.get_state(job_id) == "failed"
+
+
+@pytest.mark.parametrize("rate_limited", [False, True])
+def test_a_finish_never_takes_its_own_job_again_from_wait(
+    redis_client: Redis, keys: QueueKeys, rate_limited: bool
+) -> None:
+    """An export removed on completion whose id also sits at the tail of
+    wait (a hand LPUSH: an id in two states) finishes taking the next job,
+    on the straight-line path or (a queue with a rate limit) the general
+    one. Its hash is gone once the finish removes it, so the pick-up passes
+    its id over as missing and takes the next export; starting it again
+    would leave an id in active with a stub hash of processedOn and ats."""
+    if rate_limited:
+        redis_client.hset(keys.meta, mapping={"max": "100", "duration": "1000"})
+    _active(redis_client, keys, "exp-3317")
+    redis_client.rpush(keys.wait, "exp-3317")
+    seed_job(redis_client, keys, "exp-3318", state="wait", name="export-csv")
+    options = finish_options(keep=t.KeepJobs.remove())
+    answer = finish(redis_client, keys, "exp-3317", fetch_next=True, options=options)
+    assert answer[1] == b"exp-3318"
+    assert (lrange(redis_client, keys.wait), lrange(redis_client, keys.active)) == (
+        [],
+        ["exp-3318"],
+    )
+    assert redis_client.exists(keys.job("exp-3317")) == 0
+
+
+def test_a_rate_limited_finish_with_nothing_ready_answers_the_next_due_time(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """A queue with a rate limit finishes on the general path; with only a
+    delayed job left, the finish takes nothing and answers when it is due."""
+    redis_client.hset(keys.meta, mapping={"max": "100", "duration": "1000"})
+    _active(redis_client, keys, "exp-3317")
+    seed_job(redis_client, keys, "exp-3319", state="delayed", due_ms=NOW + 5_000)
+    answer = finish(redis_client, keys, "exp-3317", fetch_next=True)
+    assert answer[:4] == [0, 0, 0, NOW + 5_000]
+    assert zmembers(redis_client, keys.completed) == ["exp-3317"]

@@ -32,11 +32,12 @@
 -- nothing could run them; the others were left where they were.
 
 -- A counter one up, as the text HSET stores: what HINCRBY would make of
--- `stored` (integer text or false), nil past 2^53, where a Lua number is no
--- longer exact and the caller leaves the sum to HINCRBY.
+-- `stored` (integer text or false), nil from 2^53 either way, where a Lua
+-- number may no longer be the text's (-(2^53 + 1) reads as -2^53) and the
+-- caller leaves the sum to HINCRBY.
 local function one_more(stored)
   local count = tonumber(stored or 0)
-  if count >= 2 ^ 53 or count < -2 ^ 53 then
+  if count >= 2 ^ 53 or count <= -2 ^ 53 then
     return nil
   end
   return string.format("%d", count + 1)
