@@ -157,6 +157,10 @@ TARGETS: dict[str, tuple[str, ...]] = {
         ),
         _BULK_TESTS,
     ),
+    # The job page's fail and remove buttons (Queue.fail, Queue.remove, and
+    # the remove of an explicit set of ids, which also names the state).
+    "priv/scripts/failJob-11.lua": _BULK_TESTS,
+    "priv/scripts/removeJob-12.lua": (*_BULK_TESTS, "tests/test_actions_on_ids.py"),
     "priv/scripts/includes/requeueJobs.lua": (
         "tests/test_queue_admin.py",
         "tests/test_broken_keys.py",
