@@ -159,8 +159,12 @@ TARGETS: dict[str, tuple[str, ...]] = {
     ),
     # The job page's fail and remove buttons (Queue.fail, Queue.remove, and
     # the remove of an explicit set of ids, which also names the state).
-    "priv/scripts/failJob-11.lua": _BULK_TESTS,
-    "priv/scripts/removeJob-12.lua": (*_BULK_TESTS, "tests/test_actions_on_ids.py"),
+    "priv/scripts/failJob-11.lua": (*_BULK_TESTS, "tests/test_admin_fail_remove.py"),
+    "priv/scripts/removeJob-12.lua": (
+        *_BULK_TESTS,
+        "tests/test_actions_on_ids.py",
+        "tests/test_admin_fail_remove.py",
+    ),
     "priv/scripts/includes/requeueJobs.lua": (
         "tests/test_queue_admin.py",
         "tests/test_broken_keys.py",
