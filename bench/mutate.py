@@ -488,6 +488,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ): "a fourth turn asks LRANGE of KEYS[5], which is nil: redis.pcall answers an error"
     " ('arguments must be strings or integers'), read as an empty list, and the loop"
     " ends with list 5, answered as 0 like 4: the same answer, one failed call more",
+    # The job page's fail and remove actions (failJob-11.lua, removeJob-12.lua;
+    # sixth pass of docs/mutation.md).
+    ("priv/scripts/removeJob-12.lua", "for i = 4, #ARGV do", "for i = 3, #ARGV do"): (
+        "ARGV[3] is the now in ms that admin.remove_job always sends, all digits, and no"
+        " state's name is: one more comparison that never matches, the same answer"
+    ),
 }
 
 _CLEAN = "priv/scripts/cleanJobsInSet-11.lua"

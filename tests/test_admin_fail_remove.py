@@ -68,3 +68,11 @@ def test_fail_answers_exactly_0_when_done(redis_client: Redis) -> None:
     job_id = queue.add("charge", CHARGE)
     call = admin.fail_job(queue.keys, job_id, reason=DECLINED, now_ms=now_ms())
     assert scripts.run(redis_client, call) == 0
+
+
+def test_remove_answers_exactly_0_when_done(redis_client: Redis) -> None:
+    """The header's "0 done", read by the script's other clients as fail's is."""
+    queue = Queue("payments", redis_client)
+    job_id = queue.add("charge", CHARGE)
+    assert scripts.run(redis_client, admin.remove_job(queue.keys, job_id, now_ms=now_ms())) == 0
+    assert redis_client.exists(queue.keys.job(job_id)) == 0
