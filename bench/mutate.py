@@ -569,6 +569,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             ),
         )
     },
+    **{
+        (
+            "priv/scripts/moveToDelayed-8.lua",
+            "local delay = math.max(math.floor(tonumber(ARGV[5]) or 0), 0)",
+            f"local delay = math.max(math.floor(tonumber(ARGV[5]) or {fallback}), 0)",
+        ): "a fallback never taken: move_to_delayed, the one builder, refuses a negative"
+        " delay and always sends the integer"
+        for fallback in (1, -1)
+    },
 }
 
 _CLEAN = "priv/scripts/cleanJobsInSet-11.lua"

@@ -9,7 +9,7 @@ from queues import scripts
 from queues.commands import transitions as t
 from queues.errors import SkippedJob
 from queues.keys import QueueKeys
-from tests.transition_helpers import NOW, field, lrange, seed_job
+from tests.transition_helpers import NOW, TOKEN, field, lrange, seed_job
 
 INTERVAL = 30_000
 STALLED_REASON = "job stalled more than allowable limit"
@@ -83,3 +83,20 @@ def test_every_one_of_6000_active_jobs_becomes_a_suspect(
     redis_client.lpush(keys.active, *ids)
     assert _check(redis_client, keys, max_stalled=1) == []
     assert redis_client.scard(keys.stalled) == 6000
+
+
+def test_a_retry_without_backoff_is_due_at_once(redis_client: Redis, keys: QueueKeys) -> None:
+    # attempts: 3 and no backoff: the worker retries after 0 ms, due now.
+    seed_job(redis_client, keys, "9154", state="active", lock_token=TOKEN)
+    call = t.move_to_delayed(
+        keys,
+        "9154",
+        token=TOKEN,
+        now_ms=NOW,
+        delay_ms=0,
+        fields={"failedReason": "read ECONNRESET"},
+    )
+    assert scripts.run(redis_client, call) == 0
+    assert field(redis_client, keys, "9154", "delay") == "0"
+    ((_id, event),) = redis_client.xrange(keys.events)
+    assert event[b"delay"] == str(NOW).encode()
