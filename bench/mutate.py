@@ -87,6 +87,7 @@ _PICKUP_TESTS = (
     "tests/test_global_concurrency.py",
     "tests/test_transitions_wrong_types.py",
     "tests/test_command_budget.py",
+    "tests/test_pickup_general.py",
 )
 TARGETS: dict[str, tuple[str, ...]] = {
     "dashboard/core/permissions.py": (
@@ -1053,6 +1054,72 @@ EQUIVALENT[(_NEXT, _WINDOW, _WINDOW.replace("duration >= 1", "duration >= 0"))] 
     " the counter at once, so no job is ever limited, as without a limit; three commands"
     " a job more (GET, INCR, PEXPIRE), on the general path only (a limit is declined by"
     " the straight-line one)"
+)
+
+# includes/pickupGeneral.lua, the general path of the pick-up (fifth pass).
+_GENERAL = "priv/scripts/includes/pickupGeneral.lua"
+_USED = 'if not max or (tonumber(redis.call("GET", limiter_key)) or 0) < max then'
+EQUIVALENT[(_GENERAL, _USED, _USED.replace("or 0) <", "or 1) <"))] = (
+    "with no counter yet and a max of 1 the window counts as full, but PTTL of the absent"
+    " counter is -2, so the DEL below runs (on nothing) and 0 is answered as before: PTTL"
+    " and DEL more, once a window"
+)
+EQUIVALENT.update(
+    {
+        (_GENERAL, "if ttl > 0 then", mutated): why
+        for mutated, why in (
+            (
+                "if ttl >= 0 then",
+                "a full counter in its last millisecond (PTTL 0: a script reads a key past"
+                " its expiry as absent, so 0 is an expiry at this very millisecond) is kept"
+                " and the job taken into the window that ends now, instead of into a new"
+                " one; a difference within the limiter's own 1 ms precision (equivalent"
+                " only at that precision), no test can make PTTL answer 0",
+            ),
+            (
+                "if ttl > 1 then",
+                "the new window starts with PTTL 1 instead of 0: PTTL answers whole"
+                " milliseconds of a deadline kept in milliseconds, so 1 may be a fraction"
+                " of one; a difference within the limiter's own 1 ms precision (equivalent"
+                " only at that precision)",
+            ),
+        )
+    }
+)
+
+_LEGACY = 'if string.sub(job_id, 1, 2) ~= "0:" then'
+EQUIVALENT.update(
+    {
+        (_GENERAL, _LEGACY, _LEGACY.replace("1, 2)", bounds)): why
+        for bounds, why in (
+            ("0, 2)", "string.sub treats a start of 0 as 1"),
+            *(
+                (
+                    other,
+                    "a legacy marker (0:<delay>) is then looked up as a job: it has no hash,"
+                    " so it is dropped as missing and, by the same test further down, not"
+                    " reported: the same as before, one lookup more a marker. It differs only"
+                    " for a custom id starting with 0: that holds a hash, which BullMQ 5"
+                    " refuses (a custom id holds no colon). The same text further down (which"
+                    " marker to report) is killed by"
+                    " test_legacy_markers_are_dropped_without_being_reported_as_broken",
+                )
+                for other in ("2, 2)", "1, 3)", "1, 1)")
+            ),
+        )
+    }
+)
+
+_CHUNK = "local start, chunk_size = 0, 100"
+EQUIVALENT.update(
+    {
+        (_GENERAL, _CHUNK, _CHUNK.replace("100", size)): (
+            "prioritized read in chunks of another size: the same jobs looked at in the same"
+            " order, the loop's stop (a short chunk) following the size; only how many ZRANGE"
+            " calls a run of broken or orphaned prioritized jobs costs"
+        )
+        for size in ("99", "101")
+    }
 )
 
 # cosmic-ray operators kept (the rest replace an operator with an unrelated
