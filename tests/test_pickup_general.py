@@ -10,9 +10,20 @@ import json
 
 from redis import Redis
 
+from queues import scripts
+from queues.commands import transitions as tr
 from queues.commands.transitions import RateLimit
 from queues.keys import QueueKeys
-from tests.transition_helpers import NOW, event_names, fetch, lrange, seed_job, zmembers
+from tests.transition_helpers import (
+    LOCK_MS,
+    NOW,
+    TOKEN,
+    event_names,
+    fetch,
+    lrange,
+    seed_job,
+    zmembers,
+)
 
 
 def test_a_delayed_job_due_at_the_epoch_is_promoted_and_taken(
@@ -224,3 +235,62 @@ def test_a_general_pickup_leaving_one_prioritized_job_ready_leaves_the_wake_mark
     assert fetch(redis_client, keys).job_id == "inv-2024-1503"
     assert zmembers(redis_client, keys.failed) == ["inv-2024-1504"]
     assert redis_client.zscore(keys.marker, "0") == 0
+
+
+def test_a_broken_prioritized_job_is_reported_and_keeps_its_place(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """Another writer set the attempts made of the first prioritized refund
+    to "x": the pick-up names it with its field, leaves it where it is and
+    takes the refund behind it."""
+    seed_job(redis_client, keys, "refund-12", state="prioritized", priority=1, name="refund")
+    seed_job(redis_client, keys, "refund-13", state="prioritized", priority=5, name="refund")
+    redis_client.hset(keys.job("refund-12"), "atm", "x")
+    got = fetch(redis_client, keys)
+    assert (got.job_id, [(s.job_id, s.reason) for s in got.broken]) == (
+        "refund-13",
+        [("refund-12", "field:atm")],
+    )
+    assert zmembers(redis_client, keys.prioritized) == ["refund-12"]
+
+
+def test_the_general_path_answers_exactly_its_documented_replies(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """The raw answers of the general path (a due reminder to promote sends
+    every pick-up below down it), as any client of moveToActive reads them:
+    {0, 0, ttl, 0, broken} rate limited, {0, 0, 0, 0, broken} paused,
+    {fields, id, 0, 0, broken} a job taken, {0, 0, 0, due, broken} nothing
+    ready; never a job id, fields, a limit or a due time of 1 that a
+    client would obey."""
+    limit = RateLimit(max=30, duration_ms=60_000)
+
+    def pickup() -> list[object]:
+        call = tr.move_to_active(
+            keys, token=TOKEN, lock_duration_ms=LOCK_MS, now_ms=NOW, limiter=limit
+        )
+        answer: list[object] = scripts.run(redis_client, call)
+        return answer
+
+    def due_reminder(job_id: str) -> None:
+        seed_job(redis_client, keys, job_id, state="delayed", due_ms=NOW - 10, name="remind")
+
+    seed_job(redis_client, keys, "reminder-9", state="delayed", due_ms=NOW + 5_000)
+    due_reminder("reminder-1")
+    redis_client.set(keys.limiter, "30", px=60_000)
+    limited = pickup()
+    assert (limited[:2], limited[3:]) == ([0, 0], [0, []])
+    redis_client.delete(keys.limiter, keys.wait)
+    redis_client.hset(keys.meta, "paused", "1")
+    due_reminder("reminder-2")
+    assert pickup() == [0, 0, 0, 0, []]
+    redis_client.hdel(keys.meta, "paused")
+    redis_client.delete(keys.paused)
+    due_reminder("reminder-3")
+    assert pickup()[1:] == [b"reminder-3", 0, 0, []]
+    redis_client.delete(keys.wait)
+    redis_client.zadd(keys.delayed, {"reminder-4": (NOW - 10) * 4096})
+    assert pickup() == [0, 0, 0, NOW + 5_000, [b"reminder-4", b"missing"]]
+    redis_client.delete(keys.delayed)
+    redis_client.zadd(keys.delayed, {"reminder-5": (NOW - 10) * 4096})
+    assert pickup() == [0, 0, 0, 0, [b"reminder-5", b"missing"]]
