@@ -1078,12 +1078,26 @@ EQUIVALENT.update(
             ),
             (
                 "if ttl > 1 then",
-                "the new window starts with PTTL 1 instead of 0: PTTL answers whole"
-                " milliseconds of a deadline kept in milliseconds, so 1 may be a fraction"
-                " of one; a difference within the limiter's own 1 ms precision (equivalent"
-                " only at that precision)",
+                "a full window with PTTL 1 left is taken for ended: rate_limit_ttl starts a"
+                " new window (DEL), and take_next_job (the same text) takes a job into the"
+                " old one instead of waiting 1 ms. PTTL answers whole milliseconds of a"
+                " deadline kept in milliseconds, so 1 may be a fraction of one; a"
+                " difference within the limiter's own 1 ms precision (equivalent only at"
+                " that precision)",
             ),
         )
+    }
+)
+_LREM = 'redis.call("LREM", q.active, 1, job_id)'
+EQUIVALENT.update(
+    {
+        (_GENERAL, _LREM, _LREM.replace("1, job_id", count)): (
+            "the job failed on pick-up was just pushed onto active's head, where LREM"
+            " looks first: a count of 2 or 0 (all) removes more only when active held"
+            " that id already, which no writer makes (the pick-up moved it there from"
+            " wait or prioritized)"
+        )
+        for count in ("2, job_id", "0, job_id")
     }
 )
 

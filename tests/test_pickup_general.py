@@ -14,12 +14,14 @@ from queues import scripts
 from queues.commands import transitions as tr
 from queues.commands.transitions import RateLimit
 from queues.keys import QueueKeys
+from queues.pickup import decode_answer
 from tests.transition_helpers import (
     LOCK_MS,
     NOW,
     TOKEN,
     event_names,
     fetch,
+    finish,
     lrange,
     seed_job,
     zmembers,
@@ -294,3 +296,60 @@ def test_the_general_path_answers_exactly_its_documented_replies(
     redis_client.delete(keys.delayed)
     redis_client.zadd(keys.delayed, {"reminder-5": (NOW - 10) * 4096})
     assert pickup() == [0, 0, 0, 0, [b"reminder-5", b"missing"]]
+
+
+def test_the_priority_counter_restarts_only_once_prioritized_is_empty(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """The counter that orders jobs of equal priority is kept while a broken
+    refund still sits in prioritized (dropping it would rank later refunds
+    ahead of it), and dropped by the pick-up that finds prioritized empty
+    (here one promoting nothing but a reminder whose hash is gone)."""
+    seed_job(redis_client, keys, "refund-12", state="prioritized", priority=1, name="refund")
+    redis_client.hset(keys.job("refund-12"), "atm", "x")
+    got = fetch(redis_client, keys)
+    assert (got.job_id, [(s.job_id, s.reason) for s in got.broken]) == (
+        None,
+        [("refund-12", "field:atm")],
+    )
+    assert redis_client.get(keys.pc) == b"1"
+    redis_client.zrem(keys.prioritized, "refund-12")
+    redis_client.zadd(keys.delayed, {"reminder-5": (NOW - 10) * 4096})
+    got = fetch(redis_client, keys)
+    assert [(s.job_id, s.reason) for s in got.broken] == [("reminder-5", "missing")]
+    assert redis_client.exists(keys.pc) == 0
+
+
+def test_a_general_pickup_of_the_last_ready_job_leaves_no_wake_marker(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """A stalled-limit failure deferred at the tail of wait, then the last
+    invoice: the pick-up fails the one, takes the other and leaves no
+    marker, so no blocked worker wakes to find nothing."""
+    reason = "job stalled more than allowable limit"
+    seed_job(redis_client, keys, "inv-2024-1504", fields={"defa": reason, "atm": "1"})
+    seed_job(redis_client, keys, "inv-2024-1503", name="send-invoice")
+    assert fetch(redis_client, keys).job_id == "inv-2024-1503"
+    assert zmembers(redis_client, keys.failed) == ["inv-2024-1504"]
+    assert redis_client.exists(keys.marker) == 0
+
+
+def test_a_finish_taking_the_next_job_on_the_general_path_leaves_no_wake_marker(
+    redis_client: Redis, keys: QueueKeys
+) -> None:
+    """A worker finishing an export takes the next job in the same call: it
+    will run it itself, so even with a third job ready it leaves the marker
+    as it was (absent) on the general path too, here taken for a deferred
+    failure at the tail of wait."""
+    reason = "job stalled more than allowable limit"
+    seed_job(redis_client, keys, "exp-3317", state="active", lock_token=TOKEN)
+    seed_job(redis_client, keys, "exp-3320", name="export-csv")
+    seed_job(redis_client, keys, "exp-3319", name="export-csv")
+    seed_job(redis_client, keys, "exp-3318", fields={"defa": reason, "atm": "1"})
+    redis_client.delete(keys.wait)
+    redis_client.rpush(keys.wait, "exp-3320", "exp-3319", "exp-3318")
+    answer = finish(redis_client, keys, "exp-3317", fetch_next=True)
+    assert decode_answer(answer, "moveToFinished").job_id == "exp-3319"
+    assert zmembers(redis_client, keys.failed) == ["exp-3318"]
+    assert lrange(redis_client, keys.wait) == ["exp-3320"]
+    assert redis_client.exists(keys.marker) == 0
