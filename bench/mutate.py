@@ -78,6 +78,7 @@ _FINISH_TESTS = (
     "tests/test_transitions_finished_keys.py",
     "tests/test_transitions_finished_keep.py",
     "tests/test_command_budget.py",
+    "tests/test_transitions_finished_general.py",
 )
 # test_command_budget.py: the straight-line paths exist for their cost, and a
 # mutant that sends every job down the general path answers the same.
@@ -575,6 +576,47 @@ EQUIVALENT[
 EQUIVALENT[
     ("priv/scripts/moveToFinished-1.lua", "- (tonumber(keep) or 0)", "- (tonumber(keep) or 1)")
 ] = "the fallback is never taken: KeepJobs.packed always sends keep as integer text"
+
+# Fourth pass (moveToFinished-1.lua's last lines, includes/finishGeneral.lua):
+# finishGeneral's survivors judged equivalent, each with why.
+_GENERAL = "priv/scripts/includes/finishGeneral.lua"
+_CHILDREN = 'if target == "completed" and redis.call("EXISTS", children, failed_children) > 0 then'
+EQUIVALENT.update(
+    {
+        **{
+            (
+                _GENERAL,
+                "local keep_count = tonumber(ARGV[7]) or -1",
+                f"local keep_count = tonumber(ARGV[7]) or {other}",
+            ): "the fallback is never taken: FinishOptions.finish_args always sends"
+            " KeepJobs.count_arg(), integer text"
+            for other in ("-2", "-0")
+        },
+        (_GENERAL, _CHILDREN, _CHILDREN.replace("> 0 then", ">= 0 then")): (
+            "only a cost: a completion whose children keys EXISTS finds absent then also"
+            " reads their SCARD and ZCARD, both 0 for an absent key, and goes on as before"
+        ),
+        (_GENERAL, "if failed_count > 0 then", "if failed_count >= 0 then"): (
+            "a count of 0 never gets here: EXISTS found one of the two children keys and"
+            " SCARD found no pending child, so the unsuccessful sorted set exists, and Redis"
+            " keeps no empty one (its ZCARD is 1 or more)"
+        ),
+        (
+            _GENERAL,
+            'local has_parent = (job[4] and job[4] ~= "") or job[5]',
+            'local has_parent = (job[4] or job[4] ~= "") or job[5]',
+        ): (
+            "only a cost: every job then counts as a possible flow child, so a general finish"
+            " also asks parent_of (one HMGET, which finds none: no parentKey, no parent) and a"
+            " next job is taken by the general pick-up, which writes what the planned one does"
+            " (the general path, not the hot straight line)"
+        ),
+        (_GENERAL, "if keep_count > 0 then", "if keep_count >= 0 then"): (
+            "keep_count 0 never gets here (the enclosing `if keep_count ~= 0`): it is -1 or"
+            " positive"
+        ),
+    }
+)
 
 _FAST_ENTRY = 'if len(flat) >= 4 and flat[0] == b"event" and flat[2] == b"jobId":'
 EQUIVALENT.update(
