@@ -1142,7 +1142,6 @@ EQUIVALENT.update(
         for count in ("2, job_id", "0, job_id")
     }
 )
-
 _LEGACY = 'if string.sub(job_id, 1, 2) ~= "0:" then'
 EQUIVALENT.update(
     {
@@ -1165,7 +1164,6 @@ EQUIVALENT.update(
         )
     }
 )
-
 _CHUNK = "local start, chunk_size = 0, 100"
 EQUIVALENT.update(
     {

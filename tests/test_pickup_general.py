@@ -7,22 +7,21 @@ deferred failures carried out, and the raw answers. Its own file, so that
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from redis import Redis
 
-from queues import scripts
-from queues.commands import transitions as tr
 from queues.commands.transitions import RateLimit
 from queues.keys import QueueKeys
 from queues.pickup import decode_answer
 from tests.transition_helpers import (
-    LOCK_MS,
     NOW,
     TOKEN,
     event_names,
     fetch,
     finish,
     lrange,
+    pickup_answer,
     seed_job,
     zmembers,
 )
@@ -267,12 +266,8 @@ def test_the_general_path_answers_exactly_its_documented_replies(
     client would obey."""
     limit = RateLimit(max=30, duration_ms=60_000)
 
-    def pickup() -> list[object]:
-        call = tr.move_to_active(
-            keys, token=TOKEN, lock_duration_ms=LOCK_MS, now_ms=NOW, limiter=limit
-        )
-        answer: list[object] = scripts.run(redis_client, call)
-        return answer
+    def pickup() -> Any:
+        return pickup_answer(redis_client, keys, limit)
 
     def due_reminder(job_id: str) -> None:
         seed_job(redis_client, keys, job_id, state="delayed", due_ms=NOW - 10, name="remind")
