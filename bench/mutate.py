@@ -1797,10 +1797,15 @@ def recheck(into: Path, module: str, mutants: list[Mutant]) -> None:
     path = into / f"{module.replace('/', '_')}.json"
     record = json.loads(path.read_text())
     fresh = {(m.line, m.operator, m.original, m.mutated): m for m in mutants}
-    # A merge may have moved the lines since the run: a mutant whose line,
-    # operator and text are the only ones of their kind is found by its text.
-    texts = [(m.operator, m.original, m.mutated) for m in mutants]
-    by_text = {text: m for text, m in zip(texts, mutants, strict=True) if texts.count(text) == 1}
+    # A merge may have moved the lines since the run: a mutant whose operator
+    # and text are the only ones of their kind in the whole module is found by
+    # its text (unique among the rechecked ones is not enough: the same line
+    # of text elsewhere, not rechecked, would take the rechecked one's outcome).
+    every = mutants_of(module, (TREE / module).read_text())
+    texts = [(m.operator, m.original, m.mutated) for m in every]
+    by_text = {
+        text: m for m in mutants if texts.count(text := (m.operator, m.original, m.mutated)) == 1
+    }
     for kept in record["mutants"]:
         text = (kept["operator"], kept["original"], kept["mutated"])
         found = fresh.get((kept["line"], *text)) or by_text.get(text)
