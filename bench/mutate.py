@@ -163,6 +163,14 @@ TARGETS: dict[str, tuple[str, ...]] = {
         ),
         _BULK_TESTS,
     ),
+    # The job page's fail and remove buttons (Queue.fail, Queue.remove, and
+    # the remove of an explicit set of ids, which also names the state).
+    "priv/scripts/failJob-11.lua": (*_BULK_TESTS, "tests/test_admin_fail_remove.py"),
+    "priv/scripts/removeJob-12.lua": (
+        *_BULK_TESTS,
+        "tests/test_actions_on_ids.py",
+        "tests/test_admin_fail_remove.py",
+    ),
     "priv/scripts/includes/requeueJobs.lua": (
         "tests/test_queue_admin.py",
         "tests/test_broken_keys.py",
@@ -486,6 +494,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ): "a fourth turn asks LRANGE of KEYS[5], which is nil: redis.pcall answers an error"
     " ('arguments must be strings or integers'), read as an empty list, and the loop"
     " ends with list 5, answered as 0 like 4: the same answer, one failed call more",
+    # The job page's fail and remove actions (failJob-11.lua, removeJob-12.lua;
+    # sixth pass of docs/mutation.md).
+    ("priv/scripts/removeJob-12.lua", "for i = 4, #ARGV do", "for i = 3, #ARGV do"): (
+        "ARGV[3] is the now in ms that admin.remove_job always sends, all digits, and no"
+        " state's name is: one more comparison that never matches, the same answer"
+    ),
 }
 
 _CLEAN = "priv/scripts/cleanJobsInSet-11.lua"
