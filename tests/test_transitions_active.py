@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 from redis import Redis
@@ -24,6 +25,7 @@ from tests.transition_helpers import (
     finish,
     finish_options,
     lrange,
+    pickup_answer,
     seed_job,
     zmembers,
 )
@@ -408,12 +410,8 @@ def test_a_planned_pickup_that_takes_nothing_answers_exactly_its_documented_repl
     obey."""
     limit = RateLimit(max=1, duration_ms=60_000)
 
-    def pickup() -> list[object]:
-        call = tr.move_to_active(
-            keys, token=TOKEN, lock_duration_ms=LOCK_MS, now_ms=NOW, limiter=limit
-        )
-        answer: list[object] = scripts.run(redis_client, call)
-        return answer
+    def pickup() -> Any:
+        return pickup_answer(redis_client, keys, limit)
 
     assert pickup() == [0, 0, 0, 0, []]
     seed_job(redis_client, keys, "sms-4431", state="delayed", due_ms=NOW + 5_000)

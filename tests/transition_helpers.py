@@ -74,6 +74,15 @@ def event_names(client: Redis, keys: QueueKeys) -> list[tuple[str, str | None]]:
     return [(e.event, e.job_id) for e in events(client, keys)]
 
 
+def pickup_answer(client: Redis, keys: QueueKeys, limiter: t.RateLimit | None = None) -> Any:
+    """The raw answer of moveToActive at NOW, as any client of the script
+    reads it (the tests of its documented replies)."""
+    call = t.move_to_active(
+        keys, token=TOKEN, lock_duration_ms=LOCK_MS, now_ms=NOW, limiter=limiter
+    )
+    return scripts.run(client, call)
+
+
 def fetch(
     client: Redis,
     keys: QueueKeys,
