@@ -1,5 +1,5 @@
-"""The stalled check, the move to delayed and the release, each pinned where
-bench/mutate.py's seventh pass (docs/mutation.md) found their tests silent."""
+"""The stalled check and the move to delayed, each pinned where bench/mutate.py's
+seventh pass (docs/mutation.md) found their tests silent."""
 
 from __future__ import annotations
 
@@ -9,18 +9,8 @@ from queues import scripts
 from queues.commands import transitions as t
 from queues.errors import SkippedJob
 from queues.keys import QueueKeys
+from tests.test_transitions_stalled import INTERVAL, STALLED_REASON, _check
 from tests.transition_helpers import NOW, TOKEN, field, lrange, seed_job
-
-INTERVAL = 30_000
-STALLED_REASON = "job stalled more than allowable limit"
-
-
-def _check(client: Redis, keys: QueueKeys, *, max_stalled: int) -> list[str]:
-    client.delete(keys.stalled_check)
-    call = t.move_stalled_jobs_to_wait(
-        keys, max_stalled_count=max_stalled, now_ms=NOW, stalled_interval_ms=INTERVAL
-    )
-    return t.decode_stalled(scripts.run(client, call)).recovered
 
 
 def test_a_worker_allowing_two_stalls_hands_a_job_back_a_second_time(
