@@ -171,6 +171,27 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_actions_on_ids.py",
         "tests/test_admin_fail_remove.py",
     ),
+    # A worker's other transitions: the stalled check (jobs whose lock lapsed
+    # back to wait, or failed past maxStalledCount), a failed attempt's
+    # backoff or a job's own delay, and a job handed back unfinished.
+    "priv/scripts/moveStalledJobsToWait-8.lua": (
+        "tests/test_transitions_stalled.py",
+        "tests/test_commands_transitions.py",
+        "tests/test_transitions_bullmq_shape.py",
+        "tests/test_broken_keys.py",
+        "tests/test_transition_mutants.py",
+    ),
+    "priv/scripts/moveToDelayed-8.lua": (
+        "tests/test_transitions_delayed.py",
+        "tests/test_commands_transitions.py",
+        "tests/test_transitions_bullmq_shape.py",
+        "tests/test_broken_keys.py",
+        "tests/test_transition_mutants.py",
+    ),
+    "priv/scripts/releaseJob-8.lua": (
+        "tests/test_release_job.py",
+        "tests/test_transition_mutants.py",
+    ),
     "priv/scripts/includes/requeueJobs.lua": (
         "tests/test_queue_admin.py",
         "tests/test_broken_keys.py",
@@ -500,6 +521,69 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "ARGV[3] is the now in ms that admin.remove_job always sends, all digits, and no"
         " state's name is: one more comparison that never matches, the same answer"
     ),
+    # A worker's other transitions (moveStalledJobsToWait-8.lua,
+    # moveToDelayed-8.lua, releaseJob-8.lua; seventh pass of docs/mutation.md).
+    **{
+        ("priv/scripts/moveStalledJobsToWait-8.lua", original, mutated): why
+        for original, mutated, why in (
+            *(
+                (
+                    "local max_stalled = tonumber(ARGV[1]) or 1",
+                    f"local max_stalled = tonumber(ARGV[1]) or {fallback}",
+                    "a fallback never taken: move_stalled_jobs_to_wait, the one builder,"
+                    " refuses a count under 0 and always sends the integer",
+                )
+                for fallback in (0, 2)
+            ),
+            *(
+                (
+                    'redis.call("LREM", active_key, 1, job_id)',
+                    f'redis.call("LREM", active_key, {count}, job_id)',
+                    "no script of the project puts an id in active twice (a pick-up"
+                    " moves the one it takes), so removing 1, 2 or every copy of it"
+                    " removes the same one",
+                )
+                for count in (0, 2)
+            ),
+            (
+                'if string.sub(job_id, 1, 2) ~= "0:" then',
+                'if string.sub(job_id, 0, 2) ~= "0:" then',
+                "string.sub treats a start of 0 as 1",
+            ),
+            (
+                "for first = 1, #active, 5000 do",
+                "for first = 1, #active, 4999 do",
+                "each chunk starts one id early: that id is added twice, and a set holds it once",
+            ),
+            (
+                'redis.call("SADD", stalled_key, unpack(active, first, math.min(first'
+                " + 4999, #active)))",
+                'redis.call("SADD", stalled_key, unpack(active, first, math.min(first'
+                " + 5000, #active)))",
+                "each chunk ends one id late: that id is added twice, and a set holds it once",
+            ),
+            *(
+                (
+                    'if string.sub(job_id, 1, 2) ~= "0:" then',
+                    f'if string.sub(job_id, {span}) ~= "0:" then',
+                    "never equal to '0:' then, so a legacy marker (0:<ms>) has its hash"
+                    " looked up: it has none, so it is found 'missing', dropped from"
+                    " active and left unreported (the same marker test below) as"
+                    " before: one lookup more, the same result",
+                )
+                for span in ("2, 2", "1, 1", "1, 3")
+            ),
+        )
+    },
+    **{
+        (
+            "priv/scripts/moveToDelayed-8.lua",
+            "local delay = math.max(math.floor(tonumber(ARGV[5]) or 0), 0)",
+            f"local delay = math.max(math.floor(tonumber(ARGV[5]) or {fallback}), 0)",
+        ): "a fallback never taken: move_to_delayed, the one builder, refuses a negative"
+        " delay and always sends the integer"
+        for fallback in (1, -1)
+    },
 }
 
 _CLEAN = "priv/scripts/cleanJobsInSet-11.lua"
