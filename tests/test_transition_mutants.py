@@ -9,8 +9,16 @@ from queues import scripts
 from queues.commands import transitions as t
 from queues.errors import SkippedJob
 from queues.keys import QueueKeys
-from tests.test_transitions_stalled import INTERVAL, STALLED_REASON, _check
-from tests.transition_helpers import NOW, TOKEN, field, lrange, seed_job
+from tests.transition_helpers import (
+    NOW,
+    STALLED_INTERVAL_MS,
+    STALLED_REASON,
+    TOKEN,
+    field,
+    lrange,
+    seed_job,
+    stalled_check,
+)
 
 
 def test_a_worker_allowing_two_stalls_hands_a_job_back_a_second_time(
@@ -20,7 +28,7 @@ def test_a_worker_allowing_two_stalls_hands_a_job_back_a_second_time(
     # once already is recovered again, not failed; the third stall fails it.
     seed_job(redis_client, keys, "4821", state="active", fields={"stc": "1"})
     redis_client.sadd(keys.stalled, "4821")
-    assert _check(redis_client, keys, max_stalled=2) == ["4821"]
+    assert stalled_check(redis_client, keys, max_stalled=2) == ["4821"]
     assert field(redis_client, keys, "4821", "stc") == "2"
     assert field(redis_client, keys, "4821", "defa") is None
     assert lrange(redis_client, keys.wait) == ["4821"]
@@ -28,7 +36,7 @@ def test_a_worker_allowing_two_stalls_hands_a_job_back_a_second_time(
     redis_client.lrem(keys.wait, 1, "4821")
     redis_client.lpush(keys.active, "4821")
     redis_client.sadd(keys.stalled, "4821")
-    assert _check(redis_client, keys, max_stalled=2) == ["4821"]
+    assert stalled_check(redis_client, keys, max_stalled=2) == ["4821"]
     assert field(redis_client, keys, "4821", "defa") == STALLED_REASON
 
 
@@ -42,7 +50,7 @@ def test_a_stalled_check_trims_the_events_stream_even_when_nothing_stalled(
         for n in range(1, 1001):
             pipe.xadd(keys.events, {"event": "completed", "jobId": str(n), "returnvalue": "null"})
         pipe.execute()
-    assert _check(redis_client, keys, max_stalled=1) == []
+    assert stalled_check(redis_client, keys, max_stalled=1) == []
     assert redis_client.xlen(keys.events) < 1000 - 800
 
 
@@ -56,7 +64,7 @@ def test_a_legacy_marker_stuck_in_active_is_dropped_without_being_reported(
         redis_client.sadd(keys.stalled, stuck)
     redis_client.delete(keys.stalled_check)
     call = t.move_stalled_jobs_to_wait(
-        keys, max_stalled_count=1, now_ms=NOW, stalled_interval_ms=INTERVAL
+        keys, max_stalled_count=1, now_ms=NOW, stalled_interval_ms=STALLED_INTERVAL_MS
     )
     checked = t.decode_stalled(scripts.run(redis_client, call))
     assert checked.recovered == []
@@ -71,7 +79,7 @@ def test_every_one_of_6000_active_jobs_becomes_a_suspect(
     # a call, and none may fall between two calls.
     ids = [str(n) for n in range(10_001, 16_001)]
     redis_client.lpush(keys.active, *ids)
-    assert _check(redis_client, keys, max_stalled=1) == []
+    assert stalled_check(redis_client, keys, max_stalled=1) == []
     assert redis_client.scard(keys.stalled) == 6000
 
 

@@ -16,6 +16,8 @@ from queues.pickup import decode_answer
 
 NOW = 1_700_000_000_000  # a fixed "now" keeps scores and timestamps exact
 TOKEN = "token-1"
+STALLED_INTERVAL_MS = 30_000
+STALLED_REASON = "job stalled more than allowable limit"
 LOCK_MS = 30_000
 
 
@@ -157,3 +159,13 @@ def zmembers(client: Redis, key: str) -> list[str]:
 def field(client: Redis, keys: QueueKeys, job_id: str, name: str) -> str | None:
     raw = client.hget(keys.job(job_id), name)
     return None if raw is None else raw.decode()
+
+
+def stalled_check(client: Redis, keys: QueueKeys, *, max_stalled: int = 1) -> list[str]:
+    """One stalled check (moveStalledJobsToWait-8), as if the previous one's
+    interval had passed: the ids it handed back to wait."""
+    client.delete(keys.stalled_check)
+    call = t.move_stalled_jobs_to_wait(
+        keys, max_stalled_count=max_stalled, now_ms=NOW, stalled_interval_ms=STALLED_INTERVAL_MS
+    )
+    return t.decode_stalled(scripts.run(client, call)).recovered
