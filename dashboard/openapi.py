@@ -57,14 +57,12 @@ def _ref(kind: str, name: str) -> Schema:
 
 
 def _error(
-    status: str,
+    status_codes: str,
     description: str,
-    codes: str,
-    *,
     refused: tuple[Shape, list[str]] | None = None,
     headers: tuple[str, ...] = (),
 ) -> tuple[str, Schema]:
-    """An error answer: ``Error`` with one of ``codes`` (space-separated); with
+    """An error answer: its status, then ``Error`` with one of its codes; with
     ``refused``, alternatively that Struct (the per-id results beside the error)
     with one of its codes."""
 
@@ -72,7 +70,8 @@ def _error(
         only = {"properties": {"error": {"properties": {"code": {"enum": codes}}}}}
         return {"allOf": [of(shape), only]}
 
-    schema = coded(dashboard_answers.Error, codes.split())
+    status, *codes = status_codes.split()
+    schema = coded(dashboard_answers.Error, codes)
     if refused:
         schema = {"oneOf": [schema, coded(*refused)]}
     answer: Schema = {
@@ -88,123 +87,107 @@ _JOB_REFUSALS = [code.lower() for code in dashboard_answers.JOB_REFUSALS if code
 # Every error answer: its status and what it holds (components.responses).
 _ERRORS: dict[str, tuple[str, Schema]] = {
     "BadRequest": _error(
-        "400",
+        "400 bad_request",
         "Bad input: not JSON, nested too deep, `NaN`/`Infinity`/`1e400`, a field of the "
         "wrong type, an unknown action or state, an invalid job id or stream id",
-        "bad_request",
     ),
-    "Unauthenticated": _error("401", "Not logged in", "unauthenticated"),
+    "Unauthenticated": _error("401 unauthenticated", "Not logged in"),
     "Forbidden": _error(
-        "403", "The user may not view queues (staff with `dashboard.view_queues`)", "forbidden"
+        "403 forbidden", "The user may not view queues (staff with `dashboard.view_queues`)"
     ),
     "ForbiddenToAct": _error(
-        "403",
+        "403 forbidden csrf_failed",
         "The user may not act (`dashboard.act_on_queues`), the dashboard is read-only, "
         "or the CSRF check failed (`csrf_failed`: the message says how to send the token)",
-        "forbidden csrf_failed",
     ),
     "ForbiddenToChange": _error(
-        "403",
+        "403 forbidden csrf_failed",
         "The user may not change jobs (`dashboard.change_jobs`), the dashboard is "
         "read-only, or the CSRF check failed (`csrf_failed`)",
-        "forbidden csrf_failed",
     ),
-    "NotFound": _error("404", "No such queue, job or API path", "not_found"),
+    "NotFound": _error("404 not_found", "No such queue, job or API path"),
     "ChangeNotFound": _error(
-        "404", "No such queue (`not_found`), or no job with that id", "not_found job_not_exist"
+        "404 not_found job_not_exist", "No such queue (`not_found`), or no job with that id"
     ),
     "ChangeRefused": _error(
-        "409",
+        "409 job_not_in_state job_broken corrupt_key",
         "Nothing was changed: the job is in a state its data may not be edited in (a "
         "worker took it, it completed: `job_not_in_state`), its key is not a job hash or "
         "its data is not JSON (`job_broken`), or a key of the queue has the wrong type "
         "(`corrupt_key`)",
-        "job_not_in_state job_broken corrupt_key",
     ),
     "ChangeTooLarge": _error(
-        "413",
+        "413 body_too_large data_too_large",
         "A body over Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` (`body_too_large`), or data "
         "over `ECHOMQ_MAX_JOB_DATA_BYTES` (`data_too_large`): nothing was changed",
-        "body_too_large data_too_large",
     ),
     "JobNotFound": _error(
-        "404",
+        "404 not_found",
         "No such queue (`not_found`), or no job with that id (`job_not_exist`, with "
         "the per-id results)",
-        "not_found",
-        refused=(ActionRefused, ["job_not_exist"]),
+        (ActionRefused, ["job_not_exist"]),
     ),
     "MethodNotAllowed": _error(
-        "405",
+        "405 method_not_allowed",
         "A method the path does not take (any path, any method not listed)",
-        "method_not_allowed",
         headers=("Allow",),
     ),
     "JobRefused": _error(
-        "409",
+        "409 corrupt_key",
         "Nothing moved: the job is not in the state the action starts from "
         "(`job_not_in_state`), its keys are broken (`job_broken`), a worker holds it... "
         "with the per-id results; or a key of the queue has the wrong type (`corrupt_key`)",
-        "corrupt_key",
-        refused=(ActionRefused, _JOB_REFUSALS),
+        (ActionRefused, _JOB_REFUSALS),
     ),
     "SchedulerNotFound": _error(
-        "404",
+        "404 not_found",
         "No such queue (`not_found`), or no such job scheduler (`scheduler_not_exist`)",
-        "not_found",
-        refused=(SchedulerActionRefused, ["scheduler_not_exist"]),
+        (SchedulerActionRefused, ["scheduler_not_exist"]),
     ),
     "SchedulerRefused": _error(
-        "409",
+        "409 corrupt_key",
         "Nothing changed: the scheduler's definition is broken (`scheduler_broken`: no "
         "template to run, its pending run's keys broken...); or a key of the queue has the "
         "wrong type (`corrupt_key`)",
-        "corrupt_key",
-        refused=(SchedulerActionRefused, ["scheduler_broken"]),
+        (SchedulerActionRefused, ["scheduler_broken"]),
     ),
     "SearchBadQuery": _error(
-        "400",
+        "400 bad_query bad_request",
         "A query that cannot run (`bad_query`: the message says why, e.g. too long, no "
         "operator, an unknown field, a forged cursor) or an unknown state (`bad_request`)",
-        "bad_query bad_request",
     ),
     "SearchConflict": _error(
-        "409",
+        "409 search_replaced corrupt_key",
         "A newer search of the same user replaced this one (`search_replaced`), or the "
         "state's key has the wrong type (`corrupt_key`)",
-        "search_replaced corrupt_key",
     ),
     "SearchBusy": _error(
-        "429",
+        "429 search_busy",
         "This search's previous step is still running, or the session has as many steps"
         " running as it may",
-        "search_busy",
     ),
     "CorruptKey": _error(
-        "409", "A key of the queue has the wrong type: nothing was changed", "corrupt_key"
+        "409 corrupt_key", "A key of the queue has the wrong type: nothing was changed"
     ),
     "BodyTooLarge": _error(
-        "413",
+        "413 body_too_large",
         "A body over Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` (2.5 MB by default)",
-        "body_too_large",
     ),
     "ServerError": _error(
-        "500", "A bug: it has been logged (the API answers JSON even then)", "server_error"
+        "500 server_error", "A bug: it has been logged (the API answers JSON even then)"
     ),
     "RedisUnavailable": _error(
-        "503",
+        "503 redis_unavailable redis_failing_over busy",
         "Redis cannot be reached (`redis_failing_over`: behind Redis Sentinel, the "
         "sentinels are replacing the master); an action may or may not have run "
         "(the message says); or, for a search step, the server has as many steps "
         "waiting as it takes (`busy`)",
-        "redis_unavailable redis_failing_over busy",
         headers=("Retry-After",),
     ),
     "RedisOutOfMemory": _error(
-        "507",
+        "507 redis_out_of_memory",
         "Redis is over its `maxmemory`: nothing was changed, or (a bulk action) the "
         "message says what its earlier batches moved",
-        "redis_out_of_memory",
     ),
 }
 _HEADERS: dict[str, Schema] = {
@@ -302,6 +285,10 @@ answered.
 """
 
 
+_TAGS = "queues jobs events workers actions schedulers changes schema"
+_SESSION = "The login session (log in at the dashboard)"
+_CSRF_COOKIE = "The CSRF cookie the pages set"
+_CSRF_HEADER = "The CSRF cookie's value, on every POST"
 _CONVERTED = re.compile(r"<(?:\w+:)?(\w+)>")
 
 
@@ -399,19 +386,7 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
         },
         "servers": [{"url": root}],
         "security": _READ,
-        "tags": [
-            {"name": name}
-            for name in (
-                "queues",
-                "jobs",
-                "events",
-                "workers",
-                "actions",
-                "schedulers",
-                "changes",
-                "schema",
-            )
-        ],
+        "tags": [{"name": name} for name in _TAGS.split()],
         "paths": paths,
         "components": {
             "schemas": _declared_schemas(),
@@ -419,24 +394,12 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
             "parameters": _PARAMETERS,
             "headers": _HEADERS,
             "securitySchemes": {
-                "session": {
-                    "type": "apiKey",
-                    "in": "cookie",
-                    "name": settings.SESSION_COOKIE_NAME,
-                    "description": "The login session (log in at the dashboard)",
-                },
-                "csrfCookie": {
-                    "type": "apiKey",
-                    "in": "cookie",
-                    "name": settings.CSRF_COOKIE_NAME,
-                    "description": "The CSRF cookie the pages set",
-                },
-                "csrfHeader": {
-                    "type": "apiKey",
-                    "in": "header",
-                    "name": _csrf_header(),
-                    "description": "The CSRF cookie's value, on every POST",
-                },
+                scheme: {"type": "apiKey", "in": where, "name": name, "description": words}
+                for scheme, where, name, words in (
+                    ("session", "cookie", settings.SESSION_COOKIE_NAME, _SESSION),
+                    ("csrfCookie", "cookie", settings.CSRF_COOKIE_NAME, _CSRF_COOKIE),
+                    ("csrfHeader", "header", _csrf_header(), _CSRF_HEADER),
+                )
             },
         },
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from http import HTTPStatus
 
 from django.core.exceptions import RequestDataTooBig
@@ -226,7 +227,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     return render(request, "403.html", {"exception": message}, status=403)
 
 
-def _page(request: HttpRequest, template: str, status: int, exception: Exception) -> HttpResponse:
+def _page(template: str, status: int, request: HttpRequest, exception: Exception) -> HttpResponse:
     # Django's own handlers re-run the CSRF check to set up the token, which
     # reads the body: a broken multipart body then turned a 404 into a 500.
     # The token is there already (CsrfViewMiddleware ran before resolving).
@@ -240,14 +241,9 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
         response = HttpResponse(b"Request body too large", status=413)
         response["Content-Type"] = "text/plain; charset=utf-8"
         return response
-    return _page(request, "400.html", 400, exception)
+    return _page("400.html", 400, request, exception)
 
 
-def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """handler403."""
-    return _page(request, "403.html", 403, exception)
-
-
-def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """handler404."""
-    return _page(request, "404.html", 404, exception)
+# handler403 and handler404.
+permission_denied = partial(_page, "403.html", 403)
+page_not_found = partial(_page, "404.html", 404)
