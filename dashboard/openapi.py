@@ -16,7 +16,7 @@ dashboard is that nothing answers anonymous users; they get the API's JSON 401.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from importlib import metadata
 from typing import Annotated, Any
 
@@ -222,7 +222,7 @@ _READ: list[dict[str, list[str]]] = [{"session": []}]
 _ACT: list[dict[str, list[str]]] = [{"session": [], "csrfCookie": [], "csrfHeader": []}]
 
 
-def _operation(declared: Operation) -> tuple[str, Schema]:
+def _operation(declared: Operation, path_parameters: Iterable[str]) -> tuple[str, Schema]:
     """The method and the operation of an API view (shared.web.api_view)."""
     operation: Schema = {
         "operationId": declared.id,
@@ -231,8 +231,10 @@ def _operation(declared: Operation) -> tuple[str, Schema]:
     }
     if declared.description:
         operation["description"] = declared.description
+    parameters = [_ref("parameters", name) for name in path_parameters]
+    parameters += declared.parameters
     if declared.parameters:
-        operation["parameters"] = list(declared.parameters)
+        operation["parameters"] = parameters
     request = declared.body
     if request is not None:
         schema = of(request, **getattr(request, "whole", {}))
@@ -252,7 +254,8 @@ def _operation(declared: Operation) -> tuple[str, Schema]:
     words, shape = declared.answer
     answered = {"description": words, "content": {"application/json": {"schema": of(shape)}}}
     errors = {_ERRORS[name][0]: _ref("responses", name) for name in declared.errors}
-    operation["responses"] = {declared.status: answered, **errors}
+    operation["responses"] = dict(sorted({declared.status: answered, **errors}.items()))
+    operation.setdefault("parameters", parameters)  # after the responses where none is declared
     return ("post" if request is not None else "get"), operation
 
 
@@ -312,22 +315,6 @@ def operation_of(pattern: URLPattern) -> Operation | None:
     return declared
 
 
-def _converters(pattern: URLPattern) -> dict[str, object]:
-    """The path parameters of a route, by name, in order."""
-    converters: dict[str, object] = getattr(pattern.pattern, "converters", {})
-    return converters
-
-
-def _api_root(namespace: str, resolver: URLResolver, urlconf: str | None) -> str:
-    """Where the API is mounted (script prefix included): the reversed URL of an
-    endpoint without parameters, less that endpoint's own route."""
-    for pattern, _ in _endpoints(resolver):
-        if pattern.name and not _converters(pattern):
-            url = reverse(f"{namespace}:{pattern.name}", urlconf=urlconf)
-            return url.removesuffix(str(pattern.pattern))
-    raise LookupError(f"the API namespace {namespace!r} has no endpoint without parameters")
-
-
 def _connection_servers(root: str) -> list[Schema]:
     """A queue path's servers: the default connection's at the API root, any
     connection's below ``c/{connection}/`` (dashboard.urls)."""
@@ -357,25 +344,21 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
     """The OpenAPI document of the API under URL ``namespace``
     (``"dashboard:api"``, or ``"<instance>:api"`` where a project includes the
     app under an instance namespace of its own)."""
-    resolver = _api_resolver(namespace, urlconf)
-    root = _api_root(namespace, resolver, urlconf).rstrip("/") or "/"
+    # Where the API is mounted (script prefix included): this document's own
+    # URL less its route (dashboard.urls).
+    root = reverse(f"{namespace}:schema", urlconf=urlconf).removesuffix("schema/")
+    root = root.rstrip("/") or "/"
     paths: dict[str, Schema] = {}
-    for pattern, path in _endpoints(resolver):
+    for pattern, path in _endpoints(_api_resolver(namespace, urlconf)):
         declared = operation_of(pattern)
+        converters = getattr(pattern.pattern, "converters", {})  # the path's parameters
         if declared is None:
             continue  # undocumented: tests/test_openapi.py fails on it
-        if "connection" in _converters(pattern):
+        if "connection" in converters:
             continue  # the same operation at a second server (_connection_servers)
-        method, operation = _operation(declared)
-        parameters = [_ref("parameters", name) for name in _converters(pattern)]
-        paths[path] = {
-            method: {
-                **operation,
-                "parameters": parameters + operation.get("parameters", []),
-                "responses": dict(sorted(operation["responses"].items())),
-            }
-        }
-        if "prefix" in _converters(pattern):
+        method, operation = _operation(declared, converters)
+        paths[path] = {method: operation}
+        if "prefix" in converters:
             paths[path]["servers"] = _connection_servers(root)
     return {
         "openapi": "3.1.0",

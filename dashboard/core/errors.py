@@ -33,7 +33,7 @@ log = logging.getLogger("echomq.http")
 
 # The application namespaces of the app and of its API (dashboard.urls).
 APP_NAMESPACE = "dashboard"
-API_NAMESPACE = "api"
+API_NAMESPACE = "dashboard:api"
 # A page that could not reach Redis reloads itself this often (seconds).
 RETRY_AFTER_S = 5
 REDIS_UNAVAILABLE = "redis_unavailable"
@@ -56,13 +56,10 @@ def json_error(status: int, code: str, message: str) -> JsonResponse:
     )
 
 
-def _inside(app_names: list[str], *namespaces: str) -> bool:
-    """Whether a chain of application namespaces enters ``namespaces`` in turn
+def _inside(app_names: list[str], namespace: str) -> bool:
+    """Whether a chain of application namespaces enters ``namespace`` ("a:b")
     (a project may nest the app's include inside namespaces of its own)."""
-    width = len(namespaces)
-    return any(
-        tuple(app_names[i : i + width]) == namespaces for i in range(len(app_names) - width + 1)
-    )
+    return f":{namespace}:" in f":{':'.join(app_names)}:"
 
 
 def is_api_path(path_info: str) -> bool:
@@ -75,20 +72,20 @@ def is_api_path(path_info: str) -> bool:
         # inside the API's resolver means the path was below the API's root.
         tried = missing.args[0].get("tried", []) if missing.args else []
         return any(_went_into_api(chain) for chain in tried)
-    return _inside(match.app_names, APP_NAMESPACE, API_NAMESPACE)
+    return _inside(match.app_names, API_NAMESPACE)
 
 
 def _went_into_api(chain: list[object]) -> bool:
     app_names = [
         step.app_name for step in chain[:-1] if isinstance(step, URLResolver) and step.app_name
     ]
-    return _inside(app_names, APP_NAMESPACE, API_NAMESPACE)
+    return _inside(app_names, API_NAMESPACE)
 
 
 def is_api_request(request: HttpRequest) -> bool:
     match = request.resolver_match
     if match is not None:
-        return _inside(match.app_names, APP_NAMESPACE, API_NAMESPACE)
+        return _inside(match.app_names, API_NAMESPACE)
     return is_api_path(request.path_info)
 
 
