@@ -1,12 +1,9 @@
-"""Every error answer, in one place: JSON under the API, a page elsewhere.
-
-The API promises ``{"error": {"code", "message"}}`` for every failure, those
-Django answers itself included (CSRF, method, unknown path, body too large, a
-crash). Redis unreachable is a 503 for both ("redis_unavailable";
-"redis_failing_over" behind Sentinel), never a 500; an ACL refusal (NOPERM)
-is a 403 naming it. "Under the API" is asked of the URL resolver (the
-``dashboard:api`` namespace), not a path prefix, so it holds under any mount
-and leaves a project's own answers alone.
+"""Every error answer, in one place: JSON under the API (``{"error": {"code",
+"message"}}``, Django's own refusals and crashes included), a page elsewhere.
+Redis unreachable is a 503 ("redis_failing_over" behind Sentinel), an ACL
+refusal (NOPERM) a 403 naming it. "Under the API" is asked of the URL resolver
+(the ``dashboard:api`` namespace), so it holds under any mount and leaves a
+project's own answers alone.
 """
 
 from __future__ import annotations

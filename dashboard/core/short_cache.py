@@ -1,13 +1,8 @@
-"""The session, the user and the permission answers, each kept a few seconds per
-process: three database reads a request would otherwise make (their cost:
-docs/benchmarks.md, "page loads with revocable sessions"). One lifetime for the
-three: a change made in another process applies within ``TTL_S``; one made in
-this process at once (the session engine deletes its entry on logout, and
-signals wired in apps.py clear the users and the answers).
-
-The user is kept by the session's (user id, backend, session hash): a cookie
-carrying another hash (a password changed since) misses and goes through
-Django's full check; a logged-out session has no user id and never reaches it.
+"""The session, the user and the permission answers, each kept ``TTL_S`` per
+process: three database reads a request would otherwise make (docs/benchmarks.md,
+"page loads with revocable sessions"). A change made in another process applies
+within ``TTL_S``, one made in this process at once (the session engine deletes
+its entry on logout, signals wired in apps.py clear the users and the answers).
 """
 
 from __future__ import annotations
@@ -69,6 +64,8 @@ class ShortLivedLocMemCache(LocMemCache):
         return super().get_backend_timeout(timeout)
 
 
+# By the session's (user id, backend, session hash): a cookie of another hash (a
+# password changed since) misses and goes through Django's full check.
 users: ShortCache[tuple[object, object, object], AbstractBaseUser] = ShortCache()
 
 
