@@ -21,6 +21,7 @@ from dashboard.core.operations import GARBAGE, READ_ERRORS, query_param, size_pa
 from dashboard.core.queue_urls import queue_url
 from dashboard.shared import presenters
 from dashboard.shared.web import BadInput, api_view, page_view, render_page
+from queues.queue import now_ms
 from queues.read.answers import Count
 from queues.read.cohorts import (
     GONE,
@@ -57,10 +58,6 @@ _PAST = {
 }
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def action_words(action: str) -> str:
     """The action as its line starts: "retried", "promoted all"."""
     return _PAST.get(action, action.replace("_", " "))
@@ -90,22 +87,20 @@ _PART_NOTES = {
 }
 
 
-def part_note(part: str) -> str:
-    return _PART_NOTES.get(part, "")
-
-
 @dataclass(frozen=True, slots=True)
 class Part:
     name: str  # a tab name, "gone" or "failed-same"
     label: str
     count: int
     url: str
+    # The same-reason part holding every job of the failed part beside it:
+    # "all of them ...", not a second count the reader must compare.
+    all_of_them: bool = False
 
     @property
     def words(self) -> str:
-        """Its badge: "2 failed again", "1 of them with the same reason as
-        before"; every one of the failed part's jobs: "all of them ..."."""
-        return f"{self.count:,} {self.label}"
+        """Its badge: "2 failed again", "1 of them with the same reason as before"."""
+        return f"all {self.label}" if self.all_of_them else f"{self.count:,} {self.label}"
 
     @property
     def within_failed(self) -> bool:
@@ -118,17 +113,6 @@ class Part:
         if self.name == GONE:
             return "other"
         return _FAILED_TAB if self.name == FAILED_SAME else self.name
-
-
-class AllOfThem(Part):
-    """The same-reason part when every job of the failed part beside it is in
-    it: "all of them ...", not a second count the reader must compare."""
-
-    __slots__ = ()
-
-    @property
-    def words(self) -> str:
-        return f"all {self.label}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +158,7 @@ class CohortView:
                 same = len(self.counted.failed_same)
                 url = f"{self.url}?part={FAILED_SAME}"
                 shown.append(
-                    AllOfThem(FAILED_SAME, part_label(FAILED_SAME), same, url)
-                    if same == len(ids) > 1
-                    else Part(FAILED_SAME, part_label(FAILED_SAME), same, url)
+                    Part(FAILED_SAME, part_label(FAILED_SAME), same, url, same == len(ids) > 1)
                 )
         return shown
 
@@ -263,17 +245,10 @@ def _cohort_or_404(client: Redis, ref: QueueRef, cohort_id: str) -> Cohort:
     return cohort
 
 
-def _part_ids(counted: Breakdown, part: str) -> list[str]:
-    if part == FAILED_SAME:
-        return counted.failed_same
-    return counted.parts.get(part, [])
-
-
 @dataclass(frozen=True, slots=True)
 class PartLook:
     """One cohort looked at, and the ids of one of its parts."""
 
-    client: Redis
     view: CohortView
     part: str
     ids: list[str]
@@ -287,7 +262,8 @@ def _look_at_part(client: Redis, ref: QueueRef, cohort_id: str, part: str) -> Pa
     part = part or next(iter(counted.parts), GONE)
     if part not in COHORT_PARTS:
         raise BadInput(f"part must be one of {', '.join(COHORT_PARTS)}")
-    return PartLook(client, CohortView(cohort, ref, counted), part, _part_ids(counted, part))
+    ids = counted.failed_same if part == FAILED_SAME else counted.parts.get(part, [])
+    return PartLook(CohortView(cohort, ref, counted), part, ids)
 
 
 @page_view()
@@ -301,13 +277,13 @@ def cohort_page(request: HttpRequest, client: Redis, ref: QueueRef, cohort_id: s
     page_number = int_param(request.GET.get("page"), 1, lowest=1)
     start = (page_number - 1) * PAGE_SIZE
     shown_ids = ids[start : start + PAGE_SIZE]
-    jobs = {job.id: job for job in load_jobs(look.client, ref.keys, shown_ids)}
+    jobs = {job.id: job for job in load_jobs(client, ref.keys, shown_ids)}
     context = {
         "ref": ref,
         "view": look.view,
         "part": look.part,
         "part_label": part_label(look.part, standalone=True),
-        "part_note": part_note(look.part),
+        "part_note": _PART_NOTES.get(look.part, ""),
         "rows": [(job_id, jobs.get(job_id)) for job_id in shown_ids],
         "total": len(ids),
         "first": start + 1 if shown_ids else 0,
