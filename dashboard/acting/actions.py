@@ -49,7 +49,7 @@ FINISHED_STATES: dict[str, FinishedState] = {"failed": "failed", "completed": "c
 # Which single-job actions each state's jobs can take (what the buttons offer).
 ACTIONS_BY_STATE: dict[str, tuple[str, ...]] = {tab.name: tab.actions for tab in TABS}
 
-_PAST = {"retry": "retried", "promote": "promoted", "fail": "failed", "remove": "removed"}
+PAST = {"retry": "retried", "promote": "promoted", "fail": "failed", "remove": "removed"}
 _NOT_IN_STATE = {
     "retry": "Job {id} is no longer {state} — someone retried it already",
     "promote": "Job {id} is no longer delayed — it was promoted or has run already",
@@ -59,7 +59,7 @@ _NOT_IN_STATE = {
 # The actions whose jobs go back to run, so "what became of them" has an answer.
 COHORT_ACTIONS = ("retry", "promote", "retry_all", "promote_all")
 # What a bulk action did to the jobs it moved, as its message says it.
-_BULK_PAST = {
+_BULKPAST = {
     "retry_all": "moved back to waiting",
     "promote_all": "promoted to waiting",
     "clean": "removed",
@@ -160,8 +160,7 @@ def _begun(
     return ActionResult(action, ref, state=state, started=now_ms(), reasons=reasons)
 
 
-def _refusal_message(action: str, job_id: str, error: errors.ScriptError, state: str) -> str:
-    code = error.code
+def _refusal_message(action: str, job_id: str, code: errors.ErrorCode, state: str) -> str:
     if code == errors.ErrorCode.JOB_NOT_EXIST:
         return f"Job {job_id} no longer exists — it was removed already"
     if code == errors.ErrorCode.JOB_NOT_IN_STATE:
@@ -172,7 +171,7 @@ def _refusal_message(action: str, job_id: str, error: errors.ScriptError, state:
         return f"Job {job_id} belongs to a job scheduler; remove the scheduler instead"
     if code in (errors.ErrorCode.JOB_PENDING_CHILDREN, errors.ErrorCode.JOB_HAS_FAILED_CHILDREN):
         return f"Job {job_id} has children that have not finished"
-    return f"Job {job_id} was not {_PAST[action]}: {code.name.replace('_', ' ').lower()}"
+    return f"Job {job_id} was not {PAST[action]}: {code.name.replace('_', ' ').lower()}"
 
 
 def _named(said: Sequence[str]) -> str:
@@ -299,7 +298,7 @@ def job_action(
     admin_reason = f"{reason.strip() or 'Failed by an operator'} (failed by {user})"
     ids = _first_ids(job_ids)
     result = _begun(client, ref, action, job_ids, state)
-    outcomes, past = result.outcomes, _PAST[action]
+    outcomes, past = result.outcomes, PAST[action]
     for job_id in job_ids:
         try:
             if action == "retry":
@@ -311,7 +310,7 @@ def job_action(
             else:
                 queue.remove(job_id)
         except errors.ScriptError as error:
-            message = _refusal_message(action, job_id, error, state)
+            message = _refusal_message(action, job_id, error.code, state)
             outcomes.append(Outcome(job_id, False, error.code.name, message))
         except errors.JobBroken as error:
             message = f"Job {job_id} was not {past}: {errors.describe_reason(error.reason)}"
@@ -342,7 +341,7 @@ def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
         return outcomes[0].message
     parts = []
     if moved:
-        parts.append(f"{len(moved)} jobs {_PAST[action]}")
+        parts.append(f"{len(moved)} jobs {PAST[action]}")
     if refused:
         parts.append(f"{len(refused)} not: " + _named([o.message for o in refused]))
     return ". ".join(parts)
@@ -388,7 +387,7 @@ def queue_action(
             _bulk_done(bulk, result)
             result.skipped = list(bulk.skipped.values())
             result.message = _with_broken(
-                f"{bulk.count:,} {which}{older} {_BULK_PAST[action]}", result.skipped
+                f"{bulk.count:,} {which}{older} {_BULKPAST[action]}", result.skipped
             )
     except (BulkStopped, OutOfMemoryError, errors.CorruptKey) as error:
         refusal = refusal_for(error, "")
@@ -412,7 +411,7 @@ def _bulk_refusal(action: str, which: str, stopped: BulkStopped) -> ActionRefuse
     """A refusal of a bulk action, saying what its completed batches did."""
     if not stopped.done.count:
         return refusal_for(stopped.refusal, "")
-    done = f"{stopped.done.count:,} {which} were {_BULK_PAST[action]}"
+    done = f"{stopped.done.count:,} {which} were {_BULKPAST[action]}"
     return refusal_for(stopped.refusal, _with_broken(done, list(stopped.done.skipped.values())))
 
 
@@ -597,10 +596,9 @@ def act_on_ids(
         try:
             answers = _run_batch(client, [_set_call(keys, action, i, state) for i in batch])
             for job_id, answer in zip(batch, answers, strict=True):
-                if _tally(result, action, job_id, answer, state):
-                    result.moved_ids.append(job_id)
+                _tally(result, job_id, answer)
         except (OutOfMemoryError, errors.CorruptKey) as error:
-            done = f"{result.count:,} jobs were {_PAST[action]}" if result.count else ""
+            done = f"{result.count:,} jobs were {PAST[action]}" if result.count else ""
             refusal = refusal_for(error, done)
             raise _refused(client, user, result, jobs, refusal, f"moved={result.count} ") from error
     result.message = _set_summary(action, result, len(ids))
@@ -612,9 +610,8 @@ def act_on_ids(
     return result
 
 
-def _tally(result: ActionResult, action: str, job_id: str, answer: Any, state: str) -> bool:
-    """Count one script's answer into ``result`` (True: the job moved); an
-    error reply is raised."""
+def _tally(result: ActionResult, job_id: str, answer: Any) -> None:
+    """Count one script's answer into ``result``; an error reply is raised."""
     if isinstance(answer, ResponseError) and not isinstance(answer, OutOfMemoryError):
         errors.raise_refusal(answer)  # CorruptKey, or the error itself
     if isinstance(answer, Exception):
@@ -626,21 +623,18 @@ def _tally(result: ActionResult, action: str, job_id: str, answer: Any, state: s
         code = errors.ErrorCode(int(answer))
         if code in _MOVED_CODES:
             result.moved_meanwhile += 1
-        else:
-            error = errors.error_for(code, action, job_id)
-            message = _refusal_message(action, job_id, error, state)
+        elif len(result.outcomes) < MAX_JOBS_PER_ACTION:
             # Bounded like a job action's results; the summary counts what is kept.
-            if len(result.outcomes) < MAX_JOBS_PER_ACTION:
-                result.outcomes.append(Outcome(job_id, False, code.name, message))
+            message = _refusal_message(result.action, job_id, code, result.state)
+            result.outcomes.append(Outcome(job_id, False, code.name, message))
     else:
         result.count += 1
-        return True
-    return False
+        result.moved_ids.append(job_id)
 
 
 def _set_summary(action: str, result: ActionResult, asked: int) -> str:
     """E.g. "1,201 of 1,204 jobs retried; 3 had moved meanwhile and were skipped"."""
-    parts = [f"{result.count:,} of {asked:,} jobs {_PAST[action]}"]
+    parts = [f"{result.count:,} of {asked:,} jobs {PAST[action]}"]
     if result.moved_meanwhile:
         parts.append(f"{result.moved_meanwhile:,} had moved meanwhile and were skipped")
     refused = result.outcomes

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -31,17 +32,6 @@ EDIT_ACTIONS = answers.EDIT_ACTIONS
 # The states (as the pages name them) a job's data may be edited in: no
 # worker holds it and it has not completed. updateData-8.lua enforces it.
 EDITABLE_STATES = tuple(tab.name for tab in TABS if not tab.not_editable)
-# The options a person gives a job added by hand (BullMQ's names). Others,
-# a parent above all, could make the add write outside the queue.
-ADD_OPTIONS = (
-    "attempts",
-    "delay",
-    "priority",
-    "lifo",
-    "backoff",
-    "removeOnComplete",
-    "removeOnFail",
-)
 # Options of a job that its duplicate does not take over (BullMQ's stored
 # names): its id and deduplication id would make the add a no-op, a parent
 # would count the copy as a child it never asked for, a scheduler's options
@@ -53,6 +43,16 @@ MAX_NAME_LENGTH = 1000
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 MAX_ATTEMPTS = 1_000_000
 MAX_DELAY_MS = 100 * 365 * 86_400_000  # a century, as the API's other limits
+# The options that are whole numbers, and their bounds (the add form's fields).
+WHOLE_OPTIONS = {
+    "attempts": (1, MAX_ATTEMPTS),
+    "delay": (0, MAX_DELAY_MS),
+    "priority": (0, MAX_PRIORITY),
+}
+_KEEP_JOBS = ("removeOnComplete", "removeOnFail")
+# The options a person gives a job added by hand (BullMQ's names). Others,
+# a parent above all, could make the add write outside the queue.
+ADD_OPTIONS = (*WHOLE_OPTIONS, "lifo", "backoff", *_KEEP_JOBS)
 # A diff is stored and shown whole up to this many characters, and computed
 # only for texts up to DIFF_INPUT_LIMIT (difflib's cost grows faster than the
 # text); larger changes are summed up by their sizes.
@@ -102,40 +102,8 @@ def _encode(data: Any) -> str:
     return data_json
 
 
-def _whole(options: Mapping[str, Any], name: str, low: int, high: int) -> None:
-    value = options.get(name)
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ActionRefused(f"{name} must be a whole number from {low:,} to {high:,}")
-
-
-def _keep_jobs(options: Mapping[str, Any], name: str) -> None:
-    value = options.get(name)
-    if value is None or isinstance(value, bool):
-        return
-    if not isinstance(value, int) or value < 0:
-        raise ActionRefused(f"{name} must be true, false or how many jobs to keep (0 or more)")
-
-
-def _backoff(options: Mapping[str, Any]) -> None:
-    value = options.get("backoff")
-    if value is None:
-        return
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return
-    if (
-        isinstance(value, Mapping)
-        and value.get("type") in ("fixed", "exponential")
-        and isinstance(value.get("delay", 0), int)
-        and not isinstance(value.get("delay", 0), bool)
-        and value.get("delay", 0) >= 0
-        and set(value) <= {"type", "delay"}
-    ):
-        return
-    raise ActionRefused(
-        'backoff must be milliseconds or {"type": "fixed" | "exponential", "delay": ms}'
-    )
+def _is_whole(value: Any, low: int = 0, high: float = math.inf) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 def check_options(options: Any) -> dict[str, Any]:
@@ -150,14 +118,29 @@ def check_options(options: Any) -> dict[str, Any]:
             f"Options the dashboard does not add: {', '.join(unknown)[:200]} "
             f"(it takes {', '.join(ADD_OPTIONS)})"
         )
-    _whole(options, "attempts", 1, MAX_ATTEMPTS)
-    _whole(options, "delay", 0, MAX_DELAY_MS)
-    _whole(options, "priority", 0, MAX_PRIORITY)
+    for name, (low, high) in WHOLE_OPTIONS.items():
+        if options.get(name) is not None and not _is_whole(options[name], low, high):
+            raise ActionRefused(f"{name} must be a whole number from {low:,} to {high:,}")
     if "lifo" in options and not isinstance(options["lifo"], bool):
         raise ActionRefused("lifo must be true or false")
-    _backoff(options)
-    _keep_jobs(options, "removeOnComplete")
-    _keep_jobs(options, "removeOnFail")
+    backoff = options.get("backoff")
+    if not (
+        backoff is None
+        or _is_whole(backoff)
+        or (
+            isinstance(backoff, Mapping)
+            and backoff.get("type") in ("fixed", "exponential")
+            and _is_whole(backoff.get("delay", 0))
+            and set(backoff) <= {"type", "delay"}
+        )
+    ):
+        raise ActionRefused(
+            'backoff must be milliseconds or {"type": "fixed" | "exponential", "delay": ms}'
+        )
+    for name in _KEEP_JOBS:
+        value = options.get(name)
+        if not (value is None or isinstance(value, bool) or _is_whole(value)):
+            raise ActionRefused(f"{name} must be true, false or how many jobs to keep (0 or more)")
     return {key: value for key, value in options.items() if value is not None}
 
 

@@ -63,18 +63,19 @@ def action_words(action: str) -> str:
     return _PAST.get(action, action.replace("_", " "))
 
 
+_PART_LABELS = {
+    GONE: "gone (removed since)",
+    _FAILED_TAB: "failed again",
+    FAILED_SAME: "of them with the same reason as before",
+}
+
+
 def part_label(part: str, *, standalone: bool = False) -> str:
     """Words for a part: beside the failed part's badge, the same-reason one
     says "of them"; as a page's heading (``standalone``) it names itself."""
     if part == FAILED_SAME and standalone:
         return "failed again with the same reason as before"
-    if part == GONE:
-        return "gone (removed since)"
-    if part == _FAILED_TAB:
-        return "failed again"
-    if part == FAILED_SAME:
-        return "of them with the same reason as before"
-    return label(part)
+    return _PART_LABELS.get(part) or label(part)
 
 
 # What a part's page says about how its jobs were found.

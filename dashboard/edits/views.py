@@ -7,6 +7,7 @@ In a JSON body ``data`` (and ``opts``) are JSON values; in a form, JSON text."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -35,10 +36,10 @@ def _job_id(text: str) -> str:
 
 
 def _posted_change(
-    request: HttpRequest, ref: QueueRef, undone: str, change: Callable[[str, str], JobChange]
+    request: HttpRequest, ref: QueueRef, undone: str, change: Callable[..., JobChange]
 ) -> HttpResponse:
     """A form on the job page that changes the posted job: ``change(job id,
-    user)`` makes the change (or raises why not), a message says what
+    user=...)`` makes the change (or raises why not), a message says what
     happened, and the page shown next is the changed job's (the copy, for a
     duplicate), or the job's own when nothing was done. ``undone`` words what
     did not happen when the id is no job id."""
@@ -48,7 +49,7 @@ def _posted_change(
         messages.error(request, f"That is not a job id: nothing was {undone}")
         return redirect(queue_url("dashboard:queue", ref))
     try:
-        done = change(job_id, user_label(request.user))
+        done = change(job_id, user=user_label(request.user))
     except ActionRefused as error:
         messages.error(request, str(error))
         return redirect(queue_url("dashboard:job", ref, job_id))
@@ -58,7 +59,7 @@ def _posted_change(
 
 @page_view("POST", change=True)
 def edit_job_data(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    def edit(job_id: str, user: str) -> JobChange:
+    def edit(job_id: str, *, user: str) -> JobChange:
         data = job_edits.parse_data(request.POST.get("data", ""))
         return job_edits.edit_data(client, ref, job_id, data, user=user)
 
@@ -67,26 +68,20 @@ def edit_job_data(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRes
 
 @page_view("POST", change=True)
 def duplicate_job(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    def duplicate(job_id: str, user: str) -> JobChange:
-        return job_edits.duplicate_job(client, ref, job_id, user=user)
-
-    return _posted_change(request, ref, "duplicated", duplicate)
-
-
-def _whole_number(form: QueryDict, name: str) -> int | None:
-    text = (form.get(name) or "").strip()
-    if not text:
-        return None
-    try:
-        return parse_whole(text)
-    except NotWholeNumber:
-        raise ActionRefused(f"{name} must be a whole number") from None
+    return _posted_change(request, ref, "duplicated", partial(job_edits.duplicate_job, client, ref))
 
 
 def _form_options(form: QueryDict) -> dict[str, Any]:
     """The add form's options: empty fields are left to the job's defaults."""
-    numbers = {name: _whole_number(form, name) for name in ("attempts", "delay", "priority")}
-    return {name: value for name, value in numbers.items() if value is not None}
+    options = {}
+    for name in job_edits.WHOLE_OPTIONS:
+        text = (form.get(name) or "").strip()
+        try:
+            if text:
+                options[name] = parse_whole(text)
+        except NotWholeNumber:
+            raise ActionRefused(f"{name} must be a whole number") from None
+    return options
 
 
 @page_view("POST", change=True)

@@ -42,7 +42,6 @@ TAB = "failed"
 # so one request holds a bounded list of ids.
 MAX_GROUP_ACTION_JOBS = actions.MAX_IDS_PER_SET
 _GROUP_KEY = re.compile(rf"[0-9a-f]{{16}}\Z|{read.OTHER}\Z")
-_PAST = {"retry": "retried", "remove": "removed"}
 
 
 def clean_group_key(raw: Any) -> str:
@@ -94,7 +93,7 @@ def _message(
     action: str, result: actions.ActionResult, asked: int, broken: list[str], left: int
 ) -> str:
     count, meanwhile = result.count, result.moved_meanwhile
-    parts = [f"{count:,} failed job{'' if count == 1 else 's'} of the group {_PAST[action]}"]
+    parts = [f"{count:,} failed job{'' if count == 1 else 's'} of the group {actions.PAST[action]}"]
     if meanwhile:
         parts.append(f"{meanwhile:,} had moved meanwhile and were left alone")
     if broken:
