@@ -49,7 +49,16 @@ FINISHED_STATES: dict[str, FinishedState] = {"failed": "failed", "completed": "c
 # Which single-job actions each state's jobs can take (what the buttons offer).
 ACTIONS_BY_STATE: dict[str, tuple[str, ...]] = {tab.name: tab.actions for tab in TABS}
 
-PAST = {"retry": "retried", "promote": "promoted", "fail": "failed", "remove": "removed"}
+# What an action did to its jobs, as its message says it.
+PAST = {
+    "retry": "retried",
+    "promote": "promoted",
+    "fail": "failed",
+    "remove": "removed",
+    "retry_all": "moved back to waiting",
+    "promote_all": "promoted to waiting",
+    "clean": "removed",
+}
 _NOT_IN_STATE = {
     "retry": "Job {id} is no longer {state} — someone retried it already",
     "promote": "Job {id} is no longer delayed — it was promoted or has run already",
@@ -58,12 +67,6 @@ _NOT_IN_STATE = {
 }
 # The actions whose jobs go back to run, so "what became of them" has an answer.
 COHORT_ACTIONS = ("retry", "promote", "retry_all", "promote_all")
-# What a bulk action did to the jobs it moved, as its message says it.
-_BULKPAST = {
-    "retry_all": "moved back to waiting",
-    "promote_all": "promoted to waiting",
-    "clean": "removed",
-}
 # How many broken jobs a message names before it says "and N more".
 NAMED_BROKEN = 3
 
@@ -387,13 +390,18 @@ def queue_action(
             _bulk_done(bulk, result)
             result.skipped = list(bulk.skipped.values())
             result.message = _with_broken(
-                f"{bulk.count:,} {which}{older} {_BULKPAST[action]}", result.skipped
+                f"{bulk.count:,} {which}{older} {PAST[action]}", result.skipped
             )
     except (BulkStopped, OutOfMemoryError, errors.CorruptKey) as error:
-        refusal = refusal_for(error, "")
-        if isinstance(error, BulkStopped):
-            refusal = _bulk_refusal(action, which, error)
+        refused: Exception = error
+        done = ""
+        if isinstance(error, BulkStopped):  # what its completed batches did
+            refused = error.refusal
             _bulk_done(error.done, result)
+            if result.count:
+                moved = f"{result.count:,} {which} were {PAST[action]}"
+                done = _with_broken(moved, list(error.done.skipped.values()))
+        refusal = refusal_for(refused, done)
         jobs = f"state={state}"
         raise _refused(client, user, result, jobs, refusal, f"count={result.count} ") from error
     skipped = ",".join(job.job_id for job in result.skipped[:20])
@@ -405,14 +413,6 @@ def queue_action(
 def _bulk_done(bulk: BulkResult, result: ActionResult) -> None:
     """Copy what a bulk action moved into ``result`` (and its cohort)."""
     result.count, result.moved_ids, result.reasons = bulk.count, bulk.ids, bulk.previous_reasons
-
-
-def _bulk_refusal(action: str, which: str, stopped: BulkStopped) -> ActionRefused:
-    """A refusal of a bulk action, saying what its completed batches did."""
-    if not stopped.done.count:
-        return refusal_for(stopped.refusal, "")
-    done = f"{stopped.done.count:,} {which} were {_BULKPAST[action]}"
-    return refusal_for(stopped.refusal, _with_broken(done, list(stopped.done.skipped.values())))
 
 
 def _age(ms: int) -> str:

@@ -212,15 +212,6 @@ def _changed(
     )
 
 
-def _record_refusal(
-    user: str, action: str, ref: QueueRef, job_id: str, refusal: ActionRefused
-) -> None:
-    """The audit entry of a change Redis or the job's state refused."""
-    outcome = Outcome(job_id, False, refusal.code, str(refusal))
-    result = ActionResult(action, ref, [outcome], count=0, message=str(refusal))
-    record_audit(user, result, job_id, f"changed=0 refused:{refusal.code}", job=job_id)
-
-
 def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
     if isinstance(error, errors.JobNotExist):
         return ActionRefused(
@@ -259,7 +250,9 @@ def edit_data(
         done = queue.update_data(job_id, data)
     except (errors.ScriptError, errors.JobBroken, OutOfMemoryError, errors.CorruptKey) as error:
         refusal = _refused_edit(queue, job_id, error)
-        _record_refusal(user, "edit_data", ref, job_id, refusal)
+        outcome = Outcome(job_id, False, refusal.code, str(refusal))
+        result = ActionResult("edit_data", ref, [outcome], count=0, message=str(refusal))
+        record_audit(user, result, job_id, f"changed=0 refused:{refusal.code}", job=job_id)
         raise refusal from error
     state = "waiting" if done.state in ("wait", "paused") else done.state
     message = (
