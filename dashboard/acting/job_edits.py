@@ -20,7 +20,6 @@ from redis.exceptions import OutOfMemoryError, ResponseError
 
 from dashboard.acting.actions import ActionRefused, ActionResult, record_audit, refusal_for
 from dashboard.core import answers, conf, json_input
-from dashboard.core.answers import JobOutcome as Outcome
 from dashboard.models import AuditEntry
 from queues import codec, errors
 from queues.job_options import MAX_PRIORITY, InvalidJobOptions, to_json
@@ -199,7 +198,7 @@ def _changed(
     user: str, action: str, ref: QueueRef, job_id: str, message: str, diff: str, source: str = ""
 ) -> answers.JobChange:
     """The audit entry of a change, and the change as the API answers it."""
-    result = ActionResult(action, ref, [Outcome(job_id, True, "ok", message)], 1, message)
+    result = ActionResult(action, ref, count=1, message=message)
     copied = f" source={source}" if source else ""
     record_audit(user, result, job_id, f"changed=1{copied}", diff=diff, job=job_id)
     return answers.JobChange(
@@ -250,8 +249,7 @@ def edit_data(
         done = queue.update_data(job_id, data)
     except (errors.ScriptError, errors.JobBroken, OutOfMemoryError, errors.CorruptKey) as error:
         refusal = _refused_edit(queue, job_id, error)
-        outcome = Outcome(job_id, False, refusal.code, str(refusal))
-        result = ActionResult("edit_data", ref, [outcome], count=0, message=str(refusal))
+        result = ActionResult("edit_data", ref, message=str(refusal))
         record_audit(user, result, job_id, f"changed=0 refused:{refusal.code}", job=job_id)
         raise refusal from error
     state = "waiting" if done.state in ("wait", "paused") else done.state

@@ -246,52 +246,44 @@ def _cohort_or_404(client: Redis, ref: QueueRef, cohort_id: str) -> Cohort:
     return cohort
 
 
-@dataclass(frozen=True, slots=True)
-class PartLook:
-    """One cohort looked at, and the ids of one of its parts."""
-
-    view: CohortView
-    part: str
-    ids: list[str]
-
-
-def _look_at_part(client: Redis, ref: QueueRef, cohort_id: str, part: str) -> PartLook:
-    """The cohort broken down and the ids of ``part`` ("" = the first it
-    has); Http404 for an unknown cohort, BadInput for a bad part."""
+def _look_at_part(
+    client: Redis, ref: QueueRef, cohort_id: str, part: str
+) -> tuple[CohortView, str, list[str]]:
+    """The cohort broken down, the part (``part``, or "" for the first it has)
+    and its ids; Http404 for an unknown cohort, BadInput for a bad part."""
     cohort = _cohort_or_404(client, ref, cohort_id)
     counted = breakdown(client, ref.keys, cohort)
     part = part or next(iter(counted.parts), GONE)
     if part not in COHORT_PARTS:
         raise BadInput(f"part must be one of {', '.join(COHORT_PARTS)}")
     ids = counted.failed_same if part == FAILED_SAME else counted.parts.get(part, [])
-    return PartLook(CohortView(cohort, ref, counted), part, ids)
+    return CohortView(cohort, ref, counted), part, ids
 
 
 @page_view()
 def cohort_page(request: HttpRequest, client: Redis, ref: QueueRef, cohort_id: str) -> HttpResponse:
     """One cohort: its breakdown and the jobs of one part, a page at a time."""
     try:
-        look = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
+        view, part, ids = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
     except BadInput as error:
         raise Http404(str(error)) from None
-    ref, ids = look.view.ref, look.ids
     page_number = int_param(request.GET.get("page"), 1, lowest=1)
     start = (page_number - 1) * PAGE_SIZE
     shown_ids = ids[start : start + PAGE_SIZE]
     jobs = {job.id: job for job in load_jobs(client, ref.keys, shown_ids)}
     context = {
         "ref": ref,
-        "view": look.view,
-        "part": look.part,
-        "part_label": part_label(look.part, standalone=True),
-        "part_note": _PART_NOTES.get(look.part, ""),
+        "view": view,
+        "part": part,
+        "part_label": part_label(part, standalone=True),
+        "part_note": _PART_NOTES.get(part, ""),
         "rows": [(job_id, jobs.get(job_id)) for job_id in shown_ids],
         "total": len(ids),
         "first": start + 1 if shown_ids else 0,
         "last": start + len(shown_ids),
         "previous_page": page_number - 1 if page_number > 1 else None,
         "next_page": page_number + 1 if start + PAGE_SIZE < len(ids) else None,
-        "shows_reason": look.part in (_FAILED_TAB, FAILED_SAME),
+        "shows_reason": part in (_FAILED_TAB, FAILED_SAME),
     }
     return render_page(request, "dashboard/cohorts/cohort.html", context)
 
@@ -336,14 +328,14 @@ def api_one(
     request: HttpRequest, client: Redis, ref: QueueRef, cohort_id: str
 ) -> answers.CohortJobs:
     """One recent action's cohort and the ids of one part of it"""
-    look = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
+    view, part, ids = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
     start = int_param(request.GET.get("start"), 0)
     count = int_param(request.GET.get("count"), PAGE_SIZE, lowest=1, highest=COHORT_IDS_MAX)
     return answers.CohortJobs(
-        queue=look.view.ref.qualified,
-        cohort=look.view.answer(),
-        part=look.part,
+        queue=ref.qualified,
+        cohort=view.answer(),
+        part=part,
         start=start,
-        total=len(look.ids),
-        ids=look.ids[start : start + count],
+        total=len(ids),
+        ids=ids[start : start + count],
     )
