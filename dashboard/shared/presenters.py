@@ -581,27 +581,51 @@ def event_row(event: Event, job_prefix: str) -> EventRow:
     return row
 
 
+# An event's row: the one markup of the pages' rows and, empty, of the events
+# tab's <template> that the live feed fills (static/dashboard/feed.js).
+_EVENT_ROW = (
+    '<tr data-event-id="{id}" data-event="{name}"{job_attribute}>'
+    '\n  <td class="time"><time title="{time}">{clock}</time></td>'
+    '\n  <td><span class="badge state-{tone}">{name}</span></td>'
+    '\n  {job_cell}  <td class="detail">{detail}</td>\n</tr>\n'
+)
+_JOB_CELL = '<td class="id">{link}</td>\n  '
+
+
 def event_row_html(event: Event, job_prefix: str, *, one_job: bool = False) -> SafeString:
     """An event's row on the pages (``one_job``: without the job column).
     html.escape: any writer may put anything in an event."""
     esc = html.escape
     row = event_row(event, job_prefix)
-    when = row["time"]
     job_id = event.job_id
-    name = esc(event.event)
-    job_cell = job_attribute = ""
-    if job_id:
-        job_attribute = f' data-job-id="{esc(job_id)}"'
-    if not one_job:
-        link = ""
-        if job_id and row["job_url"] is not None:
-            label = row.get("job_label", job_id)
-            link = f'<a href="{esc(row["job_url"])}">{esc(label)}</a>'
-        job_cell = f'<td class="id">{link}</td>\n  '
+    link = ""
+    if job_id and row["job_url"] is not None:
+        label = row.get("job_label", job_id)
+        link = f'<a href="{esc(row["job_url"])}">{esc(label)}</a>'
     return mark_safe(  # noqa: S308 - every value in it is escaped or made of safe characters
-        f'<tr data-event-id="{esc(event.stream_id)}" data-event="{name}"{job_attribute}>'
-        f'\n  <td class="time"><time title="{when}">{when[11:23]}</time></td>'
-        f'\n  <td><span class="badge state-{row["tone"]}">{name}'
-        f'</span></td>\n  {job_cell}  <td class="detail">{esc(row["detail"])}</td>'
-        "\n</tr>\n"
+        _EVENT_ROW.format(
+            id=esc(event.stream_id),
+            name=esc(event.event),
+            job_attribute=f' data-job-id="{esc(job_id)}"' if job_id else "",
+            time=row["time"],
+            clock=row["time"][11:23],
+            tone=row["tone"],
+            job_cell="" if one_job else _JOB_CELL.format(link=link),
+            detail=esc(row["detail"]),
+        )
     )
+
+
+# The row the live feed clones and fills: the same markup, every value empty.
+EVENT_ROW_TEMPLATE = mark_safe(  # noqa: S308 - no value in it
+    _EVENT_ROW.format(
+        id="",
+        name="",
+        job_attribute="",
+        time="",
+        clock="",
+        tone="",
+        job_cell=_JOB_CELL.format(link=""),
+        detail="",
+    )
+)
