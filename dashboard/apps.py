@@ -17,7 +17,7 @@ class DashboardConfig(AppConfig):
 
         from dashboard.checks import check_project
         from dashboard.core.permissions import permission_answers
-        from dashboard.core.user_cache import users
+        from dashboard.core.short_cache import users
 
         checks.register(check_project)
 

@@ -60,30 +60,26 @@ def _context_processors() -> set[str]:
 
 
 def check_project(**_: Any) -> list[CheckMessage]:
-    problems: list[CheckMessage] = []
-    for app in REQUIRED_APPS:
-        if not apps.is_installed(app):
-            problems.append(
-                Error(f"'{app}' must be in INSTALLED_APPS for the dashboard.", id="dashboard.E001")
-            )
-    for middleware in REQUIRED_MIDDLEWARE:
-        if not _has_middleware(middleware, list(settings.MIDDLEWARE)):
-            problems.append(
-                Error(
-                    f"'{middleware}' must be in MIDDLEWARE for the dashboard.", id="dashboard.E002"
-                )
-            )
-    for processor in sorted(set(REQUIRED_CONTEXT_PROCESSORS) - _context_processors()):
-        problems.append(
-            Error(
-                f"'{processor}' must be in the context processors of a DjangoTemplates "
-                "engine in TEMPLATES for the dashboard's pages.",
-                id="dashboard.E003",
-            )
+    middleware = list(settings.MIDDLEWARE)
+    problems = [
+        Error(f"'{app}' must be in INSTALLED_APPS for the dashboard.", id="dashboard.E001")
+        for app in REQUIRED_APPS
+        if not apps.is_installed(app)
+    ]
+    problems += [
+        Error(f"'{name}' must be in MIDDLEWARE for the dashboard.", id="dashboard.E002")
+        for name in REQUIRED_MIDDLEWARE
+        if not _has_middleware(name, middleware)
+    ]
+    problems += [
+        Error(
+            f"'{processor}' must be in the context processors of a DjangoTemplates "
+            "engine in TEMPLATES for the dashboard's pages.",
+            id="dashboard.E003",
         )
-    problems.extend(check_user_model(get_user_model()))
-    problems.extend(check_connections())
-    return problems
+        for processor in sorted(set(REQUIRED_CONTEXT_PROCESSORS) - _context_processors())
+    ]
+    return [*problems, *check_user_model(get_user_model()), *check_connections()]
 
 
 def check_connections() -> list[CheckMessage]:

@@ -112,8 +112,8 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    # Django's, with the signed-in user kept briefly per process (dashboard.core.user_cache).
-    "dashboard.core.user_cache.CachedAuthenticationMiddleware",
+    # Django's, with the signed-in user kept briefly per process (dashboard.core.short_cache).
+    "dashboard.core.short_cache.CachedAuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "dashboard.middleware.ContentSecurityPolicyMiddleware",

@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from redis import Redis
 
-from dashboard.core import queue_urls, short_cache, user_cache
+from dashboard.core import queue_urls, short_cache
 from dashboard.shared import charts
 from queues import discovery
 from queues.read.lists import job_page, job_page_if_exists
@@ -89,11 +89,11 @@ def test_logging_out_signs_out_whatever_is_cached(viewer_user: User) -> None:
 def test_the_cache_holds_at_most_max_users(
     dashboard_redis: Redis, make_user: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(user_cache.users, "most", 3)
+    monkeypatch.setattr(short_cache.users, "most", 3)
     clients = [_signed_in(make_user("viewer", f"user-{n}")) for n in range(5)]
     for client in clients:
         assert client.get(API_QUEUES).status_code == 200
-        assert len(user_cache.users) <= 3
+        assert len(short_cache.users) <= 3
 
 
 def _seed_queues(client: Redis, names: list[str]) -> None:

@@ -161,7 +161,7 @@ async def test_logins_beyond_the_waiting_bound_are_told_to_come_back(
     transactional_db: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = ThreadedDjangoHTTP(threads=1)
-    monkeypatch.setattr(app, "waiting_logins", MAX_WAITING_LOGINS)
+    monkeypatch.setattr(app.logins, "count", MAX_WAITING_LOGINS)
     sent = await _call(app, _scope("POST", "/login/"), [b"username=a&password=b"])
     assert sent[0]["status"] == 503
     assert dict(sent[0]["headers"])[b"Retry-After"] == b"2"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import msgspec
-from msgspec import Meta
+from msgspec import UNSET, Meta
+from msgspec import UnsetType as Unset
 
 from queues.errors import ErrorCode
 from queues.read import search as read_search
@@ -93,8 +93,8 @@ class SearchStep(Answer):
             str,
             Meta(description="Only with `markup=1` (the page's own calls): the rows, rendered"),
         ]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+        | Unset
+    ) = UNSET
 
 
 class JobChange(Answer):
@@ -248,28 +248,21 @@ class Cohort(Answer, kw_only=True):
     record has only `id`, `at_ms` and `problem`."""
 
     id: CohortId
-    action: Annotated[str, Meta(min_length=1, description="retry, promote, retry_all, ...")] | (
-        msgspec.UnsetType
-    ) = msgspec.UNSET
-    source: Annotated[str, Meta(description="The state the jobs came from")] | (
-        msgspec.UnsetType
-    ) = msgspec.UNSET
-    user: str | msgspec.UnsetType = msgspec.UNSET
+    action: (
+        Annotated[str, Meta(min_length=1, description="retry, promote, retry_all, ...")] | Unset
+    ) = UNSET
+    source: Annotated[str, Meta(description="The state the jobs came from")] | Unset = UNSET
+    user: str | Unset = UNSET
     at_ms: Count
-    at: Annotated[str, Meta(description="The same moment in UTC, for people")] | (
-        msgspec.UnsetType
-    ) = msgspec.UNSET
-    count: Annotated[int, Meta(ge=0, description="Jobs the action moved")] | (
-        msgspec.UnsetType
-    ) = msgspec.UNSET
+    at: Annotated[str, Meta(description="The same moment in UTC, for people")] | Unset = UNSET
+    count: Annotated[int, Meta(ge=0, description="Jobs the action moved")] | Unset = UNSET
     tracked: (
         Annotated[int, Meta(ge=0, description="Of those, the ones followed (the first 100,000)")]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+        | Unset
+    ) = UNSET
     audit_id: (
-        Annotated[int | None, Meta(description="The action's AuditEntry (its record)")]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+        Annotated[int | None, Meta(description="The action's AuditEntry (its record)")] | Unset
+    ) = UNSET
     breakdown: (
         Annotated[
             CohortBreakdown | None,
@@ -278,19 +271,18 @@ class Cohort(Answer, kw_only=True):
                 "cohorts (ask for the cohort itself)"
             ),
         ]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+        | Unset
+    ) = UNSET
     previous_reason: (
         Annotated[
             str | None,
             Meta(description="The commonest kind of reason the jobs had failed with before"),
         ]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+        | Unset
+    ) = UNSET
     previous_sample: (
-        Annotated[str | None, Meta(description="One of the jobs' own reasons of it")]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+        Annotated[str | None, Meta(description="One of the jobs' own reasons of it")] | Unset
+    ) = UNSET
     problem: Annotated[str | None, Meta(description="Why the record cannot be read")]
 
 

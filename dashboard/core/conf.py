@@ -1,9 +1,6 @@
-"""The app's settings: every one it reads, with its default, in one place.
-
-Each is read through these functions at the time of use (so
-``override_settings`` and the demo's late ``REDIS_URL`` apply); a project sets
-only those it wants changed. What each means: docs/mounting.md ("The app's
-settings"); the stand-alone site's environment variables: dashboard/settings.py.
+"""The app's settings, every one it reads with its default (docs/mounting.md,
+"The app's settings"), read at the time of use so that ``override_settings``
+and the demo's late ``REDIS_URL`` apply.
 """
 
 from __future__ import annotations

@@ -1,18 +1,16 @@
-"""Every error answer, in one place: JSON under the API, a page elsewhere.
-
-The API promises ``{"error": {"code", "message"}}`` for every failure, those
-Django answers itself included (CSRF, method, unknown path, body too large, a
-crash). Redis unreachable is a 503 for both ("redis_unavailable";
-"redis_failing_over" behind Sentinel), never a 500; an ACL refusal (NOPERM)
-is a 403 naming it. "Under the API" is asked of the URL resolver (the
-``dashboard:api`` namespace), not a path prefix, so it holds under any mount
-and leaves a project's own answers alone.
+"""Every error answer, in one place: JSON under the API (``{"error": {"code",
+"message"}}``, Django's own refusals and crashes included), a page elsewhere.
+Redis unreachable is a 503 ("redis_failing_over" behind Sentinel), an ACL
+refusal (NOPERM) a 403 naming it. "Under the API" is asked of the URL resolver
+(the ``dashboard:api`` namespace), so it holds under any mount and leaves a
+project's own answers alone.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from http import HTTPStatus
 
 from django.core.exceptions import RequestDataTooBig
@@ -32,7 +30,7 @@ log = logging.getLogger("echomq.http")
 
 # The application namespaces of the app and of its API (dashboard.urls).
 APP_NAMESPACE = "dashboard"
-API_NAMESPACE = "api"
+API_NAMESPACE = "dashboard:api"
 # A page that could not reach Redis reloads itself this often (seconds).
 RETRY_AFTER_S = 5
 REDIS_UNAVAILABLE = "redis_unavailable"
@@ -55,13 +53,10 @@ def json_error(status: int, code: str, message: str) -> JsonResponse:
     )
 
 
-def _inside(app_names: list[str], *namespaces: str) -> bool:
-    """Whether a chain of application namespaces enters ``namespaces`` in turn
+def _inside(app_names: list[str], namespace: str) -> bool:
+    """Whether a chain of application namespaces enters ``namespace`` ("a:b")
     (a project may nest the app's include inside namespaces of its own)."""
-    width = len(namespaces)
-    return any(
-        tuple(app_names[i : i + width]) == namespaces for i in range(len(app_names) - width + 1)
-    )
+    return f":{namespace}:" in f":{':'.join(app_names)}:"
 
 
 def is_api_path(path_info: str) -> bool:
@@ -74,20 +69,20 @@ def is_api_path(path_info: str) -> bool:
         # inside the API's resolver means the path was below the API's root.
         tried = missing.args[0].get("tried", []) if missing.args else []
         return any(_went_into_api(chain) for chain in tried)
-    return _inside(match.app_names, APP_NAMESPACE, API_NAMESPACE)
+    return _inside(match.app_names, API_NAMESPACE)
 
 
 def _went_into_api(chain: list[object]) -> bool:
     app_names = [
         step.app_name for step in chain[:-1] if isinstance(step, URLResolver) and step.app_name
     ]
-    return _inside(app_names, APP_NAMESPACE, API_NAMESPACE)
+    return _inside(app_names, API_NAMESPACE)
 
 
 def is_api_request(request: HttpRequest) -> bool:
     match = request.resolver_match
     if match is not None:
-        return _inside(match.app_names, APP_NAMESPACE, API_NAMESPACE)
+        return _inside(match.app_names, API_NAMESPACE)
     return is_api_path(request.path_info)
 
 
@@ -226,7 +221,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     return render(request, "403.html", {"exception": message}, status=403)
 
 
-def _page(request: HttpRequest, template: str, status: int, exception: Exception) -> HttpResponse:
+def _page(template: str, status: int, request: HttpRequest, exception: Exception) -> HttpResponse:
     # Django's own handlers re-run the CSRF check to set up the token, which
     # reads the body: a broken multipart body then turned a 404 into a 500.
     # The token is there already (CsrfViewMiddleware ran before resolving).
@@ -240,14 +235,9 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
         response = HttpResponse(b"Request body too large", status=413)
         response["Content-Type"] = "text/plain; charset=utf-8"
         return response
-    return _page(request, "400.html", 400, exception)
+    return _page("400.html", 400, request, exception)
 
 
-def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """handler403."""
-    return _page(request, "403.html", 403, exception)
-
-
-def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """handler404."""
-    return _page(request, "404.html", 404, exception)
+# handler403 and handler404.
+permission_denied = partial(_page, "403.html", 403)
+page_not_found = partial(_page, "404.html", 404)

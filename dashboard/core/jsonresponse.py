@@ -1,9 +1,7 @@
-"""The API's JSON answers, encoded by msgspec: the read model's Structs
-(queues.read.answers) and plain values alike, by one encoder built once (the
-fastest measured: docs/benchmarks.md, issue 25). Text goes out as UTF-8, NaN
-and Infinity (job data from another writer's JSON may hold them) as null, as
-JSON has neither; what msgspec cannot encode (a lazy translation string, a
-date) through Django's own encoder."""
+"""The API's JSON answers, Structs and plain values, by one msgspec encoder built
+once (the fastest measured: docs/benchmarks.md, issue 25): text as UTF-8, NaN
+and Infinity (another writer's job data may hold them) as null, what msgspec
+cannot encode (a lazy translation, a date) through Django's encoder."""
 
 from __future__ import annotations
 

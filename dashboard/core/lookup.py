@@ -1,10 +1,6 @@
-"""Queue names and job ids from URLs and forms, validated before they touch a key.
-
-A name that could not be a key, a prefix we do not serve, or a queue with no
-trace in Redis is a 404; so is a malformed job id. Never a 500.
-
-Each connection (dashboard.core.connections) has its own prefixes and configured
-queues; a queue page's connection is the one its URL names.
+"""Queue names and job ids from URLs and forms, validated before they touch a
+key: a name that could not be a key, a prefix not served (on the connection
+the URL names), a queue with no trace in Redis or a malformed job id is a 404.
 """
 
 from __future__ import annotations

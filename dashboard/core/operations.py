@@ -16,25 +16,17 @@ Schema = dict[str, Any]
 
 VIEW_ERRORS = ("Unauthenticated", "Forbidden", "ServerError")
 READ_ERRORS = (*VIEW_ERRORS, "NotFound", "RedisUnavailable")
-ACT_ERRORS = (
-    "BadRequest",
-    "Unauthenticated",
-    "ForbiddenToAct",
-    "BodyTooLarge",
-    "ServerError",
-    "RedisUnavailable",
-    "RedisOutOfMemory",
-)
+# Any POST: refused before it runs, or failing as it runs.
+_POSTED = ("BadRequest", "Unauthenticated")
+_FAILED = ("ServerError", "RedisUnavailable", "RedisOutOfMemory")
+ACT_ERRORS = (*_POSTED, "ForbiddenToAct", "BodyTooLarge", *_FAILED)
 CHANGE_ERRORS = (
-    "BadRequest",
-    "Unauthenticated",
+    *_POSTED,
     "ForbiddenToChange",
     "ChangeNotFound",
     "ChangeRefused",
     "ChangeTooLarge",
-    "ServerError",
-    "RedisUnavailable",
-    "RedisOutOfMemory",
+    *_FAILED,
 )
 GARBAGE = " (anything not a number reads as the default)"
 

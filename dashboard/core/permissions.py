@@ -16,7 +16,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
-from dashboard.core import conf
+from dashboard.core.conf import read_only as read_only
 from dashboard.core.errors import json_error
 from dashboard.core.short_cache import ShortCache
 
@@ -26,10 +26,7 @@ ACT_PERMISSION = "dashboard.act_on_queues"
 CHANGE_PERMISSION = "dashboard.change_jobs"
 # What a view needs: to see, to act on jobs, or to change them.
 Need = Literal["view", "act", "change"]
-
-
-def read_only() -> bool:
-    return conf.read_only()
+_NEEDED = {"act": ACT_PERMISSION, "change": CHANGE_PERMISSION}
 
 
 # Permission answers per user, kept briefly (dashboard.core.short_cache): has_perm
@@ -78,10 +75,8 @@ def _denial(request: HttpRequest, *, need: Need) -> str | None:
         return "view"
     if need != "view" and read_only():
         return "read_only"
-    if need == "act" and not can_act(user):
-        return "act"
-    if need == "change" and not can_change(user):
-        return "change"
+    if need != "view" and not _has_perm(user, _NEEDED[need]):
+        return need
     return None
 
 

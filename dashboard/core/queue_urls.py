@@ -1,10 +1,7 @@
 """A queue's URLs name its Redis connection: the one place that says how.
-
-Every queue view has two URL patterns of one name (dashboard.urls): the
-default connection's ``queues/<prefix>/<name>/...`` and another's
-``c/<connection>/queues/<prefix>/<name>/...``. ``reverse`` picks one by the
-number of arguments, so build a queue's URLs with ``queue_args`` (or
-``queue_url``), never with ``[ref.prefix, ref.name]``.
+``reverse`` picks a queue view's default-connection pattern or its
+``c/<connection>/`` twin (dashboard.urls) by the number of arguments, so build
+a queue's URLs with ``queue_args`` or ``queue_url``, never ``[ref.prefix, ref.name]``.
 """
 
 from __future__ import annotations

@@ -18,11 +18,8 @@ from queues.sentinel import failing_over as sentinels_failing_over
 
 # A server of another connection that does not answer must not hold a page
 # (the overview shows it as unreachable, beside the others): its clients give
-# up connecting after CONNECT_TIMEOUT_S and waiting for an answer after
-# READ_TIMEOUT_S, and try again once, at once, only when the connection broke
-# (a pooled connection the server closed); redis-py's default is three more
-# tries 1-4 s apart, on timeouts too: half a minute per page for a server that
-# hangs. The default connection's client keeps the settings it always had.
+# up connecting after CONNECT_TIMEOUT_S and waiting after READ_TIMEOUT_S, and
+# retry_once. The default connection's client keeps the settings it always had.
 CONNECT_TIMEOUT_S = 2.0
 READ_TIMEOUT_S = 3.0
 
@@ -32,8 +29,9 @@ def retry_once() -> Retry:
     server closed): for a caller that paces its own attempts (the history
     collector tries again every second) or must not hang (another connection's
     pages). redis-py's default, three more tries after random waits of up to
-    2, 4 and 8 s, could hold the collector off a new master for 14 s after a
-    Sentinel failover, where it must resume within 5 s."""
+    2, 4 and 8 s, on timeouts too, held a page half a minute for a server that
+    hangs, and the collector off a new master for 14 s after a Sentinel
+    failover, where it must resume within 5 s."""
     return Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
 
 
@@ -66,16 +64,15 @@ def get_client(connection: str | None = None) -> Redis:
     if client is None:
         with _lock:
             client = _clients.get(key)
-            if client is None:
-                if name == DEFAULT_CONNECTION:
-                    client = _clients[key] = connect(url)
-                else:
-                    client = _clients[key] = connect(
-                        url,
-                        socket_connect_timeout=CONNECT_TIMEOUT_S,
-                        socket_timeout=READ_TIMEOUT_S,
-                        retry=retry_once(),
-                    )
+            if client is None and name == DEFAULT_CONNECTION:
+                client = _clients[key] = connect(url)
+            elif client is None:
+                client = _clients[key] = connect(
+                    url,
+                    socket_connect_timeout=CONNECT_TIMEOUT_S,
+                    socket_timeout=READ_TIMEOUT_S,
+                    retry=retry_once(),
+                )
     return client
 
 

@@ -1,17 +1,22 @@
-"""The session, the user and the permission answers, each kept a few seconds per
-process: three database reads a request would otherwise make (their cost:
-docs/benchmarks.md, "page loads with revocable sessions"). One lifetime for the
-three: a change made in another process applies within ``TTL_S``; one made in
-this process at once (the session engine deletes its entry on logout, and
-signals wired in apps.py clear the users and the answers)."""
+"""The session, the user and the permission answers, each kept ``TTL_S`` per
+process: three database reads a request would otherwise make (docs/benchmarks.md,
+"page loads with revocable sessions"). A change made in another process applies
+within ``TTL_S``, one made in this process at once (the session engine deletes
+its entry on logout, signals wired in apps.py clear the users and the answers).
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Any, Generic, TypeVar
 
+from django.contrib import auth
+from django.contrib.auth.middleware import AuthenticationMiddleware
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.locmem import LocMemCache
+from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
 
 TTL_S = 10.0
 
@@ -57,3 +62,43 @@ class ShortLivedLocMemCache(LocMemCache):
         if timeout is DEFAULT_TIMEOUT or timeout is None or timeout > TTL_S:
             timeout = TTL_S
         return super().get_backend_timeout(timeout)
+
+
+# By the session's (user id, backend, session hash): a cookie of another hash (a
+# password changed since) misses and goes through Django's full check.
+users: ShortCache[tuple[object, object, object], AbstractBaseUser] = ShortCache()
+
+
+def cached_user(request: HttpRequest) -> AbstractBaseUser | AnonymousUser:
+    session = request.session
+    key = (
+        session.get(auth.SESSION_KEY),
+        session.get(auth.BACKEND_SESSION_KEY),
+        session.get(auth.HASH_SESSION_KEY),
+    )
+    if None in key:  # nobody signed in (or a session Django would refuse): no cache
+        return auth.get_user(request)
+    found = users.get(key)
+    if found is not None:
+        return found
+    user = auth.get_user(request)
+    if user.is_authenticated:
+        users.put(key, user)
+    return user
+
+
+class CachedAuthenticationMiddleware(AuthenticationMiddleware):
+    """``request.user`` as Django's middleware sets it (lazily, the session
+    checked first), read through the cache above. ``request.auser`` (async
+    views: none of ours) stays Django's."""
+
+    def process_request(self, request: HttpRequest) -> None:
+        super().process_request(request)
+        request.user = SimpleLazyObject(lambda: _request_user(request))  # type: ignore[assignment]
+
+
+def _request_user(request: Any) -> AbstractBaseUser | AnonymousUser:
+    # Django's lazy user keeps its answer on the request; so does this.
+    if not hasattr(request, "_cached_user"):
+        request._cached_user = cached_user(request)
+    return request._cached_user  # type: ignore[no-any-return]

@@ -10,6 +10,7 @@ import hmac
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
@@ -93,6 +94,9 @@ class Families:
     same families (the text format lists each family once)."""
 
     def __init__(self) -> None:
+        gauge = partial(GaugeMetricFamily, labels=LABELS)
+        counter = partial(CounterMetricFamily, labels=LABELS)
+        histogram = partial(HistogramMetricFamily, labels=LABELS)
         self.up = GaugeMetricFamily(
             "echomq_redis_up",
             "1 when the dashboard reached Redis for this scrape",
@@ -101,43 +105,26 @@ class Families:
         self.jobs = GaugeMetricFamily(
             "echomq_queue_jobs", "Jobs in each state", labels=[*LABELS, "state"]
         )
-        self.paused = GaugeMetricFamily(
-            "echomq_queue_paused", "1 when the queue is paused", labels=LABELS
+        self.paused = gauge("echomq_queue_paused", "1 when the queue is paused")
+        self.workers = gauge("echomq_queue_workers", "Workers connected to the queue")
+        self.completed = counter(
+            "echomq_queue_completed", "Jobs completed, as the history collector counted them"
         )
-        self.workers = GaugeMetricFamily(
-            "echomq_queue_workers", "Workers connected to the queue", labels=LABELS
+        self.failed = counter(
+            "echomq_queue_failed", "Jobs failed, as the history collector counted them"
         )
-        self.completed = CounterMetricFamily(
-            "echomq_queue_completed",
-            "Jobs completed, as the history collector counted them",
-            labels=LABELS,
+        self.backlog = gauge(
+            "echomq_queue_backlog", "Jobs ready to run (waiting + prioritized), last sample"
         )
-        self.failed = CounterMetricFamily(
-            "echomq_queue_failed",
-            "Jobs failed, as the history collector counted them",
-            labels=LABELS,
+        self.wait = histogram("echomq_queue_wait_seconds", "Time from ready to active")
+        self.run = histogram("echomq_queue_run_seconds", "Time from active to completed or failed")
+        self.gaps = counter(
+            "echomq_history_gaps", "Reads that found events trimmed before the collector read them"
         )
-        self.backlog = GaugeMetricFamily(
-            "echomq_queue_backlog",
-            "Jobs ready to run (waiting + prioritized), last sample",
-            labels=LABELS,
-        )
-        self.wait = HistogramMetricFamily(
-            "echomq_queue_wait_seconds", "Time from ready to active", labels=LABELS
-        )
-        self.run = HistogramMetricFamily(
-            "echomq_queue_run_seconds", "Time from active to completed or failed", labels=LABELS
-        )
-        self.gaps = CounterMetricFamily(
-            "echomq_history_gaps",
-            "Reads that found events trimmed before the collector read them",
-            labels=LABELS,
-        )
-        self.history_stopped = GaugeMetricFamily(
+        self.history_stopped = gauge(
             "echomq_history_stopped",
             "1 when the collector stopped this queue's history: a key of it is broken"
             " (the queue's page names it)",
-            labels=LABELS,
         )
         self.lag = GaugeMetricFamily(
             "echomq_collector_lag_seconds",

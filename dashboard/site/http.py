@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import io
+import math
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -44,15 +44,6 @@ MAX_STEPS_PER_SESSION = 3
 MAX_WAITING_STEPS = 64
 # Marks a view whose requests are search steps (see runs_as_search_step).
 _SEARCH_STEP = "echomq_search_step"
-
-
-class _InFlight:
-    """Requests the pages' pool serves now: search steps let Redis serve those first."""
-
-    count = 0
-
-
-PAGES_IN_FLIGHT = _InFlight()
 
 
 def path_info(scope: Scope) -> str:
@@ -173,35 +164,49 @@ def session_key(scope: Scope) -> str:
 
 
 class Admission:
-    """Requests admitted per key, bounded per key and in all (event loop only: no lock)."""
+    """The requests one pool admits, bounded in all and per key (a session's
+    search steps), beyond which it refuses them at once (``always_json``: in
+    the API's JSON wherever the path). Event loop only: no lock."""
 
-    def __init__(self, per_key: int, in_all: int) -> None:
-        self.per_key = per_key
+    def __init__(
+        self,
+        in_all: float = math.inf,
+        per_key: float = math.inf,
+        what: str = "",
+        always_json: bool = False,
+    ) -> None:
         self.in_all = in_all
+        self.per_key = per_key
+        self.what = what
+        self.always_json = always_json
         self.admitted: dict[str, int] = {}
-        self.total = 0
+        self.count = 0
 
     def refusal(self, key: str) -> tuple[int, str, str] | None:
         if self.admitted.get(key, 0) >= self.per_key:
             busy = f"You have {self.per_key} search steps running; ask again when one answers"
             return 429, "search_busy", busy
-        if self.total >= self.in_all:
-            return 503, "busy", "Too many searches at once; try again in a few seconds"
+        if self.count >= self.in_all:
+            return 503, "busy", f"Too many {self.what} at once; try again in a few seconds"
         return None
 
-    @contextmanager
-    def admitted_for(self, key: str) -> Iterator[None]:
+    # A method each way, not a context manager: this runs for every request, and
+    # a generator-based one cost 5 us a request, ten times these two (timeit).
+    def admit(self, key: str) -> None:
         self.admitted[key] = self.admitted.get(key, 0) + 1
-        self.total += 1
-        try:
-            yield
-        finally:
-            self.total -= 1
-            left = self.admitted[key] - 1
-            if left:
-                self.admitted[key] = left
-            else:
-                del self.admitted[key]
+        self.count += 1
+
+    def release(self, key: str) -> None:
+        self.count -= 1
+        left = self.admitted[key] - 1
+        if left:
+            self.admitted[key] = left
+        else:
+            del self.admitted[key]
+
+
+# Requests the pages' pool serves now: search steps let Redis serve those first.
+PAGES_IN_FLIGHT = Admission()
 
 
 def leave_bodies_to_the_application() -> None:
@@ -245,11 +250,14 @@ class ThreadedDjangoHTTP:
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="django-http")
         # Hashing is CPU work: one thread leaves the other core to the pages.
         self.login_executor = ThreadPoolExecutor(login_threads, thread_name_prefix="django-login")
-        self.waiting_logins = 0
+        self.logins = Admission(MAX_WAITING_LOGINS, what="logins")
         self.search_executor = ThreadPoolExecutor(
             search_threads, thread_name_prefix="django-search"
         )
-        self.search_steps = Admission(MAX_STEPS_PER_SESSION, MAX_WAITING_STEPS)
+        # JSON on the page's search URL too: the page reads it as it reads the API.
+        self.search_steps = Admission(
+            MAX_WAITING_STEPS, MAX_STEPS_PER_SESSION, "searches", always_json=True
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -268,43 +276,23 @@ class ThreadedDjangoHTTP:
             if not message.get("more_body", False):
                 break
         environ = wsgi_environ(scope, bytes(body))
-        if checks_password(scope["method"], path_info(scope)):
-            await self._login(scope, environ, send)
-        elif is_search_step(scope["method"], path_info(scope)):
-            await self._search_step(scope, environ, send)
-        else:
-            PAGES_IN_FLIGHT.count += 1
-            try:
-                await self._serve(self.executor, environ, send)
-            finally:
-                PAGES_IN_FLIGHT.count -= 1
-
-    async def _search_step(self, scope: Scope, environ: dict[str, Any], send: Send) -> None:
-        key = session_key(scope)
-        refusal = self.search_steps.refusal(key)
+        method, path = scope["method"], path_info(scope)
+        executor, admission, key = self.executor, PAGES_IN_FLIGHT, ""
+        if checks_password(method, path):
+            executor, admission = self.login_executor, self.logins
+        elif is_search_step(method, path):
+            executor, admission, key = self.search_executor, self.search_steps, session_key(scope)
+        refusal = admission.refusal(key)
         if refusal is not None:
-            # JSON on the page's search URL too: the page reads it as it reads the API.
-            status, code, message = refusal
-            await _refuse(send, path_info(scope), status, code, message, always_json=True)
+            await _refuse(send, path, *refusal, always_json=admission.always_json)
             return
-        with self.search_steps.admitted_for(key):
-            await self._serve(self.search_executor, environ, send)
-
-    async def _login(self, scope: Scope, environ: dict[str, Any], send: Send) -> None:
-        if self.waiting_logins >= MAX_WAITING_LOGINS:
-            busy = "Too many logins at once; try again in a few seconds"
-            await _refuse(send, path_info(scope), 503, "busy", busy)
-            return
-        self.waiting_logins += 1
+        admission.admit(key)
         try:
-            await self._serve(self.login_executor, environ, send)
+            loop = asyncio.get_running_loop()
+            status, headers, chunks = await loop.run_in_executor(
+                executor, _run, self.handler, environ
+            )
+            # Django's WSGI Set-Cookie values start with a space; HTTP allows none.
+            await _answer(send, status, [(k, v.strip()) for k, v in headers], b"".join(chunks))
         finally:
-            self.waiting_logins -= 1
-
-    async def _serve(
-        self, executor: ThreadPoolExecutor, environ: dict[str, Any], send: Send
-    ) -> None:
-        loop = asyncio.get_running_loop()
-        status, headers, chunks = await loop.run_in_executor(executor, _run, self.handler, environ)
-        # Django's WSGI Set-Cookie values start with a space; HTTP allows none.
-        await _answer(send, status, [(k, v.strip()) for k, v in headers], b"".join(chunks))
+            admission.release(key)

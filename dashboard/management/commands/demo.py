@@ -46,19 +46,14 @@ class Command(BaseCommand):
         traffic, producer = "off", None
         if not options["no_traffic"]:
             traffic, producer = self._start_traffic(redis.url, options["prefix"], stop)
-        url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(
-            "\n".join(
-                [
-                    "",
-                    f"  EchoMQ dashboard   {url}",
-                    f"  login              {DEMO_USER} / {password}",
-                    f"  Redis              {redacted(redis.url)} ({redis.source})",
-                    f"  demo traffic       {traffic}",
-                    "  stop with Ctrl+C",
-                    "",
-                ]
-            )
+            f"""
+  EchoMQ dashboard   http://{options["host"]}:{options["port"]}/
+  login              {DEMO_USER} / {password}
+  Redis              {redacted(redis.url)} ({redis.source})
+  demo traffic       {traffic}
+  stop with Ctrl+C
+"""
         )
         # Piped or logged, stdout is block-buffered: the login must show now, not at exit.
         self.stdout.flush()
