@@ -199,6 +199,45 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_requeue_wakes.py",
         "tests/test_requeue_edges.py",
     ),
+    # The queue page's pause and resume (Queue.pause, Queue.resume): the
+    # ready jobs between wait and paused, the marker that wakes workers.
+    "priv/scripts/pause-7.lua": (
+        "tests/test_queue_admin.py",
+        "tests/test_broken_keys.py",
+        "tests/test_global_concurrency.py",
+        "tests/test_views_actions.py",
+        "tests/test_worker.py",
+        "tests/test_pause_mutants.py",
+    ),
+    # The schedulers tab's "Run now" and "Remove" (JobSchedulers.run_now,
+    # JobSchedulers.remove).
+    **dict.fromkeys(
+        ("priv/scripts/runJobScheduler-11.lua", "priv/scripts/removeJobScheduler-7.lua"),
+        (
+            "tests/test_schedulers.py",
+            "tests/test_views_schedulers.py",
+            "tests/test_scheduler_mutants.py",
+        ),
+    ),
+    # The job page's edit of a job's data (Queue.update_data).
+    "priv/scripts/updateData-8.lua": (
+        "tests/test_update_data.py",
+        "tests/test_job_edits.py",
+        "tests/test_update_data_mutants.py",
+    ),
+    # Which states hold a job: the one-job scripts' state check (fail,
+    # remove, the data edit) and the bulk scripts' batches (clean, drain,
+    # retry-all), with the listed pairs' loop cleanJobsInSet and requeueJobs
+    # share.
+    "priv/scripts/includes/locateJob.lua": (
+        *_BULK_TESTS,
+        "tests/test_requeue_wakes.py",
+        "tests/test_requeue_edges.py",
+        "tests/test_update_data.py",
+        "tests/test_admin_fail_remove.py",
+        "tests/test_actions_on_ids.py",
+        "tests/test_locate_job_mutants.py",
+    ),
 }
 
 # Survivors no test can kill: (module, original line, mutated line) -> why.
@@ -1276,6 +1315,95 @@ EQUIVALENT.update(
             " calls a run of broken or orphaned prioritized jobs costs"
         )
         for size in ("99", "101")
+    }
+)
+
+# The scripts of the dashboard's pause, schedulers and edit buttons, and the
+# state lookups they share (ninth pass of docs/mutation.md).
+_PAUSE = "priv/scripts/pause-7.lua"
+_PAUSED_FIELD = 'redis.call("HSET", KEYS[3], "paused", 1)'
+EQUIVALENT.update(
+    {
+        (_PAUSE, _PAUSED_FIELD, _PAUSED_FIELD.replace("1)", value)): (
+            "meta's paused field is read by its presence alone, by every reader: HEXISTS"
+            " in pause-7.lua itself, obliterate-21.lua, queueCounts-0.lua,"
+            " queues/read/counts.py, and in bullmq 2.20.1's Queue.isPaused and scripts;"
+            " BullMQ writes 1, and a value of 0 or 2 pauses the queue the same"
+        )
+        for value in ("2)", "0)")
+    }
+)
+_RUN_ARGS = 'lifo and "1" or "0", "", 0, "", ""}, 1)'
+EQUIVALENT[
+    (
+        "priv/scripts/runJobScheduler-11.lua",
+        _RUN_ARGS,
+        _RUN_ARGS.replace('"", 0, "", ""', '"", 1, "", ""'),
+    )
+] = (
+    "the deduplication TTL of a run-now job, which names no deduplication id (the"
+    ' argument before it is ""): add_one_job reads the TTL only when it claims a'
+    " deduplication key, so 0 or 1 ms writes the same job"
+)
+EQUIVALENT[
+    (
+        "priv/scripts/removeJobScheduler-7.lua",
+        "{unpack(ARGV, 4)}, states)",
+        "{unpack(ARGV, 3)}, states)",
+    )
+] = (
+    "ARGV[3] (the now in ms, all digits) looked up as one more possible id of a legacy"
+    " run: a candidate is taken only when a state holds it and its hash names the"
+    " legacy key in rjk, and the only writer of such a hash is a legacy run, whose id"
+    " is repeat:<checksum>:<ms> (BullMQ refuses an integer custom id): it never matches,"
+    " and the real candidates are looked at after it, as before"
+)
+_LOCATE = "priv/scripts/includes/locateJob.lua"
+_SLICE_OVERLAP = (
+    "zset_holders' slices overlap by one id (slices of 1,000 ids starting every 999,"
+    " or of 1,001 starting every 1,000): every id is still asked once or twice and"
+    " note_holder keeps the first answer, so the same holders; one id more a ZMSCORE"
+    " (test_locate_job_mutants kills the slices that leave a gap)"
+)
+EQUIVALENT.update(
+    {
+        (_LOCATE, "for first = 1, slices, 1000 do", "for first = 1, slices, 999 do"): (
+            _SLICE_OVERLAP
+        ),
+        (
+            _LOCATE,
+            "local last = math.min(first + 999, #ids)",
+            "local last = math.min(first + 1000, #ids)",
+        ): _SLICE_OVERLAP,
+        (
+            _LOCATE,
+            'return type(size) == "number" and size > 0',
+            'return type(size) == "number" and size >= 0',
+        ): (
+            "occupied_states also keeps the empty states: list_holders reads an empty"
+            " list (LRANGE answers nothing) and zset_holders passes over an empty set"
+            " by its own EXISTS, so the same holders; one LRANGE or EXISTS more an"
+            " empty state (a key of another type is still left out by the type test)"
+        ),
+        (
+            _LOCATE,
+            "for index = first, #ARGV - 1, 2 do",
+            "for index = first, #ARGV - 0, 2 do",
+        ): (
+            "both callers (cleanJobsInSet-11, requeueJobs-13) always send 6 arguments and"
+            " then pairs, so #ARGV is even and the odd indexes from 7 stop at #ARGV - 1"
+            " either way"
+        ),
+        (
+            _LOCATE,
+            "for index = first, #ARGV - 1, 2 do",
+            "for index = first, #ARGV - 1, 1 do",
+        ): (
+            "the pairs also read shifted by one add entries keyed by a state's name"
+            " (wait, paused, active) on top of the right ones: no job has such an id,"
+            " because its hash's key would be that state's own key (an add of the custom"
+            " id 'wait' answers 'duplicated'), so no job is found listed that was not"
+        ),
     }
 )
 
