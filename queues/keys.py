@@ -67,6 +67,12 @@ def validate_custom_job_id(job_id: str) -> str:
         raise InvalidName(f"invalid job id {job_id!r}")
     if _INTEGER.match(job_id):
         raise InvalidName(f"custom job id {job_id!r} may not be an integer")
+    if job_id in _QUEUE_OWN_KEYS:
+        # A job's hash is <base><id>: the queue's own key. While that key
+        # exists the add is answered "duplicated" and adds nothing; once the
+        # job's hash takes its place the scripts refuse the queue (a pause:
+        # "the key ...:paused holds a hash, where the queue keeps a list").
+        raise InvalidName(f"custom job id {job_id!r} is the name of one of the queue's own keys")
     return job_id
 
 
@@ -186,6 +192,16 @@ class QueueKeys:
         ends in a second segment after a job id other than its own suffixes
         (lock, logs, ...), so a job named ``dashboard-error-groups`` keeps its keys."""
         return f"{self.base}{ERROR_GROUPS_SEGMENT}:{part}"
+
+
+def _own_keys() -> frozenset[str]:
+    probe = QueueKeys("q")
+    own = (getattr(probe, name) for name in QueueKeys.__slots__ if name not in ("name", "prefix"))
+    return frozenset(key.removeprefix(probe.base) for key in own if key.startswith(probe.base))
+
+
+# The queue's keys a job's hash could collide with: wait, meta, id, events ...
+_QUEUE_OWN_KEYS = _own_keys() - {""}
 
 
 # The dashboard's own keys, beside the queues' (never under a queue's prefix,

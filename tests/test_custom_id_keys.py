@@ -1,0 +1,34 @@
+"""A custom job id that is the name of one of the queue's own keys.
+
+A job's hash lives at <prefix>:<queue>:<id>, beside the queue's wait, paused,
+meta ... keys: a job named "meta" or "wait" of a running queue was answered
+"duplicated" and never added, and one named "paused" took the paused list's
+place, after which the queue could not be paused until someone repaired the key."""
+
+from __future__ import annotations
+
+import pytest
+from redis import Redis
+
+from queues.job_options import InvalidJobOptions
+from queues.queue import Queue
+
+
+@pytest.mark.parametrize("job_id", ["paused", "wait", "meta", "id", "events", "waiting-children"])
+def test_a_job_may_not_be_named_after_one_of_its_queues_keys(
+    redis_client: Redis, job_id: str
+) -> None:
+    queue = Queue("invoices", redis_client)
+    queue.add("render-pdf", {"invoice": "INV-2024-1187"}, {"jobId": "inv-2024-1187"})
+    before = {key: redis_client.type(key) for key in redis_client.keys("*")}
+    with pytest.raises(InvalidJobOptions, match="one of the queue's own keys"):
+        queue.add("render-pdf", {"invoice": "INV-2024-1188"}, {"jobId": job_id})
+    assert {key: redis_client.type(key) for key in redis_client.keys("*")} == before
+
+
+def test_a_job_named_like_a_key_of_another_kind_is_still_a_job(redis_client: Redis) -> None:
+    # Only the exact names collide: "paused-orders" or "waitlist-7" are ids like any other.
+    queue = Queue("invoices", redis_client)
+    for job_id in ("paused-orders", "waitlist-7", "metadata", "Wait"):
+        assert queue.add("render-pdf", {}, {"jobId": job_id}) == job_id
+        assert redis_client.type(f"bull:invoices:{job_id}") == b"hash"
