@@ -89,17 +89,10 @@ class Outbox:
         self._protocol.sendPreparedMessage(message.prepared())
         return True
 
-    async def wait_drained(self, timeout: float) -> bool:
-        try:
-            await asyncio.wait_for(self.drained.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
-
 
 def daphne_protocol(send: Any) -> Any:
-    """Daphne's WebSocket protocol under its ``send`` (a partial of
-    ``Server.handle_reply``); None under other servers."""
+    """Daphne's WebSocket protocol under a socket's ``send`` (a partial of
+    ``Server.handle_reply``), for the socket's ``Outbox``; None under other servers."""
     while inspect.ismethod(send) and hasattr(send.__self__, "real_send"):
         send = send.__self__.real_send  # Channels' SessionMiddleware wraps it
     if not isinstance(send, functools.partial) or not send.args:
@@ -110,14 +103,3 @@ def daphne_protocol(send: Any) -> Any:
     if not all(hasattr(transport, name) for name in needed):
         return None
     return protocol if hasattr(protocol, "sendPreparedMessage") else None
-
-
-class SocketOutbox:
-    """Gives each WebSocket its ``Outbox`` in ``scope["outbox"]``."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
-        outbox = Outbox(daphne_protocol(send))
-        return await self.inner(dict(scope, outbox=outbox), receive, send)
