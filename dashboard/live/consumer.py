@@ -100,14 +100,11 @@ async def access_now(scope: Mapping[str, Any]) -> int | None:
         store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
         fresh = await get_user({"session": store})
     else:
-        fresh = await database_sync_to_async(_reloaded)(user)
+        users = auth.get_user_model()._default_manager.filter(pk=user.pk)
+        fresh = await database_sync_to_async(users.first)()
     if fresh is None or not fresh.is_authenticated or fresh.pk != user.pk:
         return CLOSE_NOT_LOGGED_IN
     return None if await database_sync_to_async(user_may_view)(fresh) else CLOSE_FORBIDDEN
-
-
-def _reloaded(user: Any) -> Any:
-    return auth.get_user_model()._default_manager.filter(pk=user.pk).first()
 
 
 class Inbox:
@@ -116,7 +113,6 @@ class Inbox:
     ``deliver`` the streams' batches and gaps, bounded."""
 
     def __init__(self) -> None:
-        self.limit = INBOX_MESSAGES
         self._messages: deque[Message] = deque()
         self._ready = asyncio.Event()
         self._waiting = False  # the socket's task waits in ``get``
@@ -142,7 +138,7 @@ class Inbox:
         if marker is not None:
             marker["tip"] = message["tip"]  # the page will continue from the newest missed
             return
-        if len(self._messages) >= self.limit:
+        if len(self._messages) >= INBOX_MESSAGES:
             message = {"type": "live.gap", "queue": queue, "tip": message["tip"]}
             self._lagging[queue] = message
         self.put(message)
@@ -180,7 +176,7 @@ class Subscription:
     told_at: float = 0.0
     # Until our barrier comes back, live events are dropped: the replay has them.
     replaying: bool = True
-    barrier: asyncio.Task[None] | None = None
+    barrier: asyncio.TimerHandle | None = None  # the replay's next try
     # Events went unsent while the outbox was full: a gap is owed.
     missed: bool = False
 
@@ -188,12 +184,10 @@ class Subscription:
         self.ref = self.queue.address
 
     def deliver(self, message: Message) -> None:
-        self.socket.deliver(self, message)
-
-    def stop_barrier(self) -> None:
-        if self.barrier is not None:
-            self.barrier.cancel()
-            self.barrier = None
+        """Under daphne a whole batch that finds the socket's task idle is sent from
+        the reader's hand-out (docs/live.md, "One inbox per socket"); else queued."""
+        if not (self.socket.inbox.idle and self.socket.send_now(self, message)):
+            self.socket.inbox.deliver(message)
 
 
 def stream_id(position: tuple[int, int]) -> str:
@@ -207,7 +201,6 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         daphne's cancel would skip ``disconnect``)."""
         self.scope = scope
         self.base_send = send
-        self.channel_layer = None
         self.inbox = Inbox()
         self.subscriptions: dict[str, Subscription] = {}
         self.discovering = False
@@ -299,7 +292,6 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             self.status_changed.set()  # it may be down already
 
     async def _follow_reachability(self) -> None:
-        self.status_changed.set()  # it may be down already
         while True:
             await self.status_changed.wait()
             self.status_changed.clear()
@@ -307,11 +299,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     async def _tell_reachability(self) -> None:
         """Tell the page whether Redis answers, when that changed since it was last told."""
-        down = [hub for hub in self.watched_hubs if not hub.reachable]
+        down = [hub.failover for hub in self.watched_hubs if not hub.reachable]
         status = STATUS_OK
-        if down:
-            failing_over = all(hub.failover is not None for hub in down)
-            status = STATUS_FAILING_OVER if failing_over else STATUS_UNREACHABLE
+        if down:  # failing over while every connection down is failing over
+            status = STATUS_UNREACHABLE if None in down else STATUS_FAILING_OVER
         if status != self.told_status:
             self.told_status = status
             await self.send_json({"type": "status", "redis": status})
@@ -422,11 +413,9 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             resumed = max(parse_stream_id(sub.resume_from) or (0, 0), old.last_sent)
             sub.resume_from = stream_id(resumed)
         self.subscriptions[ref] = sub
-        self.inbox.put({"type": "live.barrier", "queue": ref, "subscription": sub})
+        self._put_barrier(sub)
 
-    async def _barrier_later(self, sub: Subscription) -> None:
-        """The replay could not be read: try again in a while (Redis may be back)."""
-        await asyncio.sleep(BARRIER_RETRY_S)
+    def _put_barrier(self, sub: Subscription) -> None:
         sub.barrier = None
         if self.subscriptions.get(sub.ref) is sub and sub.replaying:
             self.inbox.put({"type": "live.barrier", "queue": sub.ref, "subscription": sub})
@@ -435,7 +424,8 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         """Forget a subscription and release its stream (synchronous: never cut short)."""
         sub = self.subscriptions.pop(ref, None)
         if sub is not None:
-            sub.stop_barrier()
+            if sub.barrier is not None:
+                sub.barrier.cancel()
             get_hub(sub.queue.connection).release(ref, sub)
         return sub
 
@@ -469,8 +459,9 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
                 replay = Missed([], False, await hub.ask(newest_id(hub.client, key)))
             else:
                 replay = await hub.ask(missed_after(hub.client, key, sub.resume_from, REPLAY_LIMIT))
-        except OUTAGES:
-            sub.barrier = self._start(self._barrier_later(sub))
+        except OUTAGES:  # try again in a while: Redis may be back
+            loop = asyncio.get_running_loop()
+            sub.barrier = loop.call_later(BARRIER_RETRY_S, self._put_barrier, sub)
             return
         except RedisError:
             self._drop(sub.ref)
@@ -481,8 +472,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         kind = "gap" if replay.gap else "subscribed"
         await self._send_position(sub, kind, replay.tip, parse_stream_id(replay.tip) or (0, 0))
         sub.replaying = False
-        sub.stop_barrier()
-        await self._send_events(sub, [payload(event, sub.ref) for event in replay.events])
+        await self._send_text(self._events_frame(sub, [payload(e, sub.ref) for e in replay.events]))
 
     async def live_events(self, message: dict[str, Any]) -> None:
         # Shared by every socket of this process on the queue: read it, never change it.
@@ -495,17 +485,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         if events and time.monotonic() - batch.sent_at > BEHIND_S:
             await self._skip(sub, events)
         else:
-            await self._send_events(sub, events, batch if whole else None)
+            await self._send_text(self._events_frame(sub, events, batch if whole else None))
 
-    def deliver(self, sub: Subscription, message: Message) -> None:
-        """A stream's batch or gap for ``sub``: into the inbox, or under daphne, when
-        this socket's task waits idle, a whole batch sent from the reader's hand-out
-        (what ``live_events`` would do next, minus a task wake-up; docs/live.md)."""
-        if not (self.inbox.idle and self._send_now(sub, message)):
-            self.inbox.deliver(message)
-
-    def _send_now(self, sub: Subscription, message: Message) -> bool:
-        """False, with nothing changed: the inbox takes it."""
+    def send_now(self, sub: Subscription, message: Message) -> bool:
+        """What ``live_events`` would do next, minus a task wake-up; False, with
+        nothing changed: the inbox takes it."""
         if message["type"] != "live.events" or self.giving_up:
             return False
         batch: Batch = message["batch"]
@@ -551,11 +535,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     async def send_json(self, content: dict[str, Any], close: bool = False) -> None:
         await self._send_text(json.dumps(content), close)
 
-    async def _send_text(self, text: str | SharedText, close: bool = False) -> None:
-        """Send ``text``; a ``SharedText`` (the same for many sockets) goes as the
-        frame prepared once for all of them where the server allows it."""
-        if self.giving_up:
-            return  # closed for not reading: nothing more for this client
+    async def _send_text(self, text: str | SharedText | None, close: bool = False) -> None:
+        """Send ``text`` (None: nothing); a ``SharedText`` (the same for many sockets)
+        goes as the frame prepared once for all of them where the server allows it."""
+        if text is None or self.giving_up:
+            return  # giving up: closed for not reading, nothing more for this client
         if isinstance(text, str):
             await self.send(text_data=text, close=close)
         elif close or not self.outbox.send_shared(text):
@@ -594,14 +578,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         now = time.monotonic()
         if now - sub.hinted_at >= HINT_INTERVAL_S:
             sub.hinted_at = now
-            await self._send_events(sub, [])
-
-    async def _send_events(
-        self, sub: Subscription, events: list[EventPayload], batch: Batch | None = None
-    ) -> None:
-        frame = self._events_frame(sub, events, batch)
-        if frame is not None:
-            await self._send_text(frame)
+            await self._send_text(self._events_frame(sub, []))
 
     def _events_frame(
         self, sub: Subscription, events: list[EventPayload], batch: Batch | None = None

@@ -144,9 +144,7 @@ class Batch:
 class Subscriber(Protocol):
     """What a stream hands its batches to (a socket's subscription to one queue)."""
 
-    @property
-    def bodies(self) -> bool:
-        """Whether it shows events (their rows), not only counts them."""
+    bodies: bool  # whether it shows events (their rows), not only counts them
 
     def deliver(self, message: Message) -> None: ...
 
@@ -420,22 +418,17 @@ class StreamHub:
                 reader.task.cancel()
 
     def _reader_for(self, key: str) -> StreamReader:
-        plain = not split_cluster_flag(redis_url(self.connection))[1]
-        shard = 0 if plain else key_slot(key.encode())
+        cluster = split_cluster_flag(redis_url(self.connection))[1]
+        shard = key_slot(key.encode()) if cluster else 0
+        blocking = {reader.shard for reader in self.readers if reader.shard != POLLED}
+        if cluster and shard not in blocking and len(blocking) >= BLOCKING_SLOTS:
+            shard = POLLED
         mine = [reader for reader in self.readers if reader.shard == shard]
-        if not plain and not mine:
-            blocking = {reader.shard for reader in self.readers if reader.shard != POLLED}
-            if len(blocking) >= BLOCKING_SLOTS:
-                shard = POLLED
-                mine = [reader for reader in self.readers if reader.shard == POLLED]
-        if shard == POLLED:
-            if not mine:
-                mine = [PollingReader(self, POLLED)]
-                self.readers.extend(mine)
-            return mine[0]
-        roomy = [reader for reader in mine if len(reader.streams) < STREAMS_PER_READER]
-        if not roomy and len(mine) < READERS:
-            reader = StreamReader(self, shard)
+        # The polling reader takes every stream it is given; a blocking one up to
+        # STREAMS_PER_READER before another starts.
+        roomy = [r for r in mine if shard == POLLED or len(r.streams) < STREAMS_PER_READER]
+        if not mine or (not roomy and len(mine) < READERS):
+            reader = (PollingReader if shard == POLLED else StreamReader)(self, shard)
             self.readers.append(reader)
             return reader
         return min(roomy or mine, key=lambda reader: len(reader.streams))

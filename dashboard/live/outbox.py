@@ -25,19 +25,15 @@ STALL_CLOSE_S = 15.0
 class SharedText:
     """A text message that many sockets send unchanged, framed once when first sent."""
 
-    __slots__ = ("_prepared", "text")
-
     def __init__(self, text: str) -> None:
         self.text = text
-        self._prepared: PreparedMessage | None = None
 
+    @functools.cached_property
     def prepared(self) -> PreparedMessage:
-        if self._prepared is None:
-            # A server's frames are not masked.
-            self._prepared = PreparedMessage(
-                self.text.encode(), isBinary=False, applyMask=False, doNotCompress=False
-            )
-        return self._prepared
+        # A server's frames are not masked.
+        return PreparedMessage(
+            self.text.encode(), isBinary=False, applyMask=False, doNotCompress=False
+        )
 
 
 class Outbox:
@@ -86,7 +82,7 @@ class Outbox:
         """Write the prepared frame; False: send it through ASGI instead."""
         if not self.can_send_shared():
             return False
-        self._protocol.sendPreparedMessage(message.prepared())
+        self._protocol.sendPreparedMessage(message.prepared)
         return True
 
 

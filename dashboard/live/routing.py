@@ -19,15 +19,12 @@ from django.urls import URLPattern, get_script_prefix, re_path, reverse
 
 from dashboard.live.consumer import LiveConsumer
 
-# The page's scheme for the socket's: a page on https:// opens wss://.
-PAGE_SCHEME = {"ws": "http", "wss": "https"}
-
 
 def origin_allowed(scope: dict[str, Any]) -> bool:
     """Any site can open a socket with the user's cookies, so Django's CSRF origin
     test decides, as for a POST (Channels' ``AllowedHostsOriginValidator`` let in
     another port of the same host)."""
-    scheme = PAGE_SCHEME.get(scope.get("scheme", "ws"), "http")
+    scheme = "https" if scope.get("scheme") == "wss" else "http"  # a page on https opens wss
     request = ASGIRequest(dict(scope, type="http", method="GET", scheme=scheme), io.BytesIO())
     if "HTTP_ORIGIN" not in request.META:
         return False  # every browser sends one; a socket without it is no page's
