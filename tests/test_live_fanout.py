@@ -83,7 +83,8 @@ def held_send(gate: asyncio.Event) -> Callable[[Send], Send]:
 
     def wrap(send: Send) -> Send:
         async def waiting(message: dict[str, Any]) -> None:
-            if message.get("type") == "websocket.send" and '"type": "events"' in message["text"]:
+            sends = message.get("type") == "websocket.send"
+            if sends and json.loads(message["text"]).get("type") == "events":
                 await gate.wait()
             await send(message)
 

@@ -158,10 +158,11 @@ def fill_queues(redis: Redis, count: int, events: int) -> tuple[str, ...]:
 async def test_a_socket_that_never_reads_is_closed_and_what_it_was_sent_goes_with_it(
     server: DashboardServer, redis_client: Redis
 ) -> None:
-    """Replays of 50 queues (50 messages of about 220 KB, 11 MB) to sockets that
-    do not read: each is closed STALL_CLOSE_S after its outbox filled, having
-    been sent a fraction of it. Before, daphne kept all of it for them, open."""
-    queues = await asyncio.to_thread(fill_queues, redis_client, 50, 100)
+    """Replays of 50 queues (50 messages of about 115 KB, 6 MB: more than the
+    kernel's buffers take) to sockets that do not read: each is closed
+    STALL_CLOSE_S after its outbox filled, having been sent a fraction of it.
+    Before, daphne kept all of it for them, open."""
+    queues = await asyncio.to_thread(fill_queues, redis_client, 50, 400)
     cookie = await asyncio.to_thread(login_cookie, server.url)
     stalled = [
         await open_client(server, cookie, small_buffer=True, queues=queues, last_id="0-0")

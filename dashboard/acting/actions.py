@@ -49,48 +49,62 @@ FINISHED_STATES: dict[str, FinishedState] = {"failed": "failed", "completed": "c
 # Which single-job actions each state's jobs can take (what the buttons offer).
 ACTIONS_BY_STATE: dict[str, tuple[str, ...]] = {tab.name: tab.actions for tab in TABS}
 
-_PAST = {"retry": "retried", "promote": "promoted", "fail": "failed", "remove": "removed"}
+# What an action did to its jobs, as its message says it.
+PAST = {
+    "retry": "retried",
+    "promote": "promoted",
+    "fail": "failed",
+    "remove": "removed",
+    "retry_all": "moved back to waiting",
+    "promote_all": "promoted to waiting",
+    "clean": "removed",
+}
 _NOT_IN_STATE = {
     "retry": "Job {id} is no longer {state} — someone retried it already",
     "promote": "Job {id} is no longer delayed — it was promoted or has run already",
     "fail": "Job {id} was not failed: it is not waiting, delayed or active any more",
     "remove": "Job {id} was not removed: it is not in a state it can be removed from",
 }
+# The actions whose jobs go back to run, so "what became of them" has an answer.
+COHORT_ACTIONS = ("retry", "promote", "retry_all", "promote_all")
+# How many broken jobs a message names before it says "and N more".
+NAMED_BROKEN = 3
 
 
 class ActionRefused(ValueError):
-    """An action that did not run: bad input (unknown action, state, age...)
-    by default; the subclasses are Redis refusing it. ``status`` and ``code``
-    are what the API answers."""
+    """An action that did not run: bad input by default (400; ``status`` and
+    ``code`` may say otherwise); the subclasses are Redis refusing it."""
 
     status = 400
     code = "bad_request"
 
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
+        super().__init__(message)
+        self.status = status or self.status
+        self.code = code or self.code
+
 
 class RedisOutOfMemory(ActionRefused):
-    """Redis is over ``maxmemory`` and refused to start the action. 507
-    (Insufficient Storage), unlike an outage's 503: retrying will not help
-    until memory is freed."""
+    """Over ``maxmemory``: 507, unlike an outage's 503, since retrying will
+    not help until memory is freed."""
 
     status = 507
     code = "redis_out_of_memory"
 
 
 class QueueKeyCorrupt(ActionRefused):
-    """A key of the queue (``failed``, ``wait``, ``meta`` ...) has the wrong
-    type, so the action's script refused to run. 409: the queue's data, not
-    the request, is in the way."""
+    """A key of the queue has the wrong type, so the script refused to run:
+    409, the queue's data, not the request, is in the way."""
 
     status = 409
     code = "corrupt_key"
 
 
-# How many broken jobs a message names before it says "and N more".
-NAMED_BROKEN = 3
-
-
 @dataclass(slots=True)
 class ActionResult:
+    """What an action did; ``state``, ``started``, ``reasons`` and
+    ``moved_ids`` are what a retry's or promote's cohort keeps."""
+
     action: str
     ref: QueueRef
     outcomes: list[Outcome] = field(default_factory=list)
@@ -100,8 +114,10 @@ class ActionResult:
     skipped: list[errors.SkippedJob] = field(default_factory=list)
     # act_on_ids: jobs that had left the state (or were gone) when their turn came.
     moved_meanwhile: int = 0
-    # act_on_ids: the ids it moved (its callers keep their own indexes right).
     moved_ids: list[str] = field(default_factory=list)
+    state: str = ""
+    started: int = 0
+    reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -138,8 +154,16 @@ class ActionResult:
         return shape(**(fields | more))
 
 
-def _refusal_message(action: str, job_id: str, error: errors.ScriptError, state: str) -> str:
-    code = error.code
+def _begun(
+    client: Redis, ref: QueueRef, action: str, ids: Sequence[str], state: str
+) -> ActionResult:
+    """The result of an action on listed jobs, started now."""
+    # Read before the retry deletes them: "failed again (same reason)" later.
+    reasons = previous_reasons(client, ref.keys, ids) if action == "retry" else {}
+    return ActionResult(action, ref, state=state, started=now_ms(), reasons=reasons)
+
+
+def _refusal_message(action: str, job_id: str, code: errors.ErrorCode, state: str) -> str:
     if code == errors.ErrorCode.JOB_NOT_EXIST:
         return f"Job {job_id} no longer exists — it was removed already"
     if code == errors.ErrorCode.JOB_NOT_IN_STATE:
@@ -150,13 +174,18 @@ def _refusal_message(action: str, job_id: str, error: errors.ScriptError, state:
         return f"Job {job_id} belongs to a job scheduler; remove the scheduler instead"
     if code in (errors.ErrorCode.JOB_PENDING_CHILDREN, errors.ErrorCode.JOB_HAS_FAILED_CHILDREN):
         return f"Job {job_id} has children that have not finished"
-    return f"Job {job_id} was not {_PAST[action]}: {code.name.replace('_', ' ').lower()}"
+    return f"Job {job_id} was not {PAST[action]}: {code.name.replace('_', ' ').lower()}"
 
 
 def _named(said: Sequence[str]) -> str:
     """The first :data:`NAMED_BROKEN` of ``said``, and how many more."""
     more = f"; and {len(said) - NAMED_BROKEN:,} more" if len(said) > NAMED_BROKEN else ""
     return "; ".join(said[:NAMED_BROKEN]) + more
+
+
+def _first_ids(ids: Sequence[str]) -> str:
+    """The first 20 ids, as an audit line lists them."""
+    return ",".join(ids[:20]) + ("..." if len(ids) > 20 else "")
 
 
 def _with_broken(message: str, skipped: Sequence[errors.SkippedJob]) -> str:
@@ -180,26 +209,33 @@ def refusal_for(error: Exception, done: str) -> ActionRefused:
     )
 
 
+def _audited(client: Redis, user: str, result: ActionResult, jobs: str, outcome: str) -> None:
+    """Audit an action and keep what a retry or promote moved as its cohort
+    (acting/cohort_record.py), linked to the audit row."""
+    audit_id = record_audit(user, result, jobs, outcome)
+    if result.action in COHORT_ACTIONS:
+        record_cohort(
+            client,
+            result.ref,
+            result.action,
+            result.moved_ids,
+            user=user,
+            at_ms=result.started,
+            source="delayed" if result.action.startswith("promote") else result.state,
+            count=result.count,
+            previous_reasons=result.reasons,
+            audit_id=audit_id,
+        )
+
+
 def _refused(
-    user: str, result: ActionResult, jobs: str, refusal: ActionRefused, figures: str = ""
-) -> int | None:
-    """Audit an action Redis refused to start or go on with (``figures``: what
-    it did before): its message is the refusal's. Returns the audit row's id."""
+    client: Redis, user: str, result: ActionResult, jobs: str, refusal: ActionRefused, did: str = ""
+) -> ActionRefused:
+    """Audit an action Redis refused to start or go on with (``did``: the
+    figures of what it did before) and return the refusal to raise."""
     result.message = str(refusal)
-    return record_audit(user, result, jobs, f"{figures}refused:{refusal.code}")
-
-
-def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
-    moved = [o for o in outcomes if o.ok]
-    refused = [o for o in outcomes if not o.ok]
-    if len(outcomes) == 1:
-        return outcomes[0].message
-    parts = []
-    if moved:
-        parts.append(f"{len(moved)} jobs {_PAST[action]}")
-    if refused:
-        parts.append(f"{len(refused)} not: " + _named([o.message for o in refused]))
-    return ". ".join(parts)
+    _audited(client, user, result, jobs, f"{did}refused:{refusal.code}")
+    return refusal
 
 
 def record_audit(
@@ -263,11 +299,9 @@ def job_action(
         raise ActionRefused("Only failed or completed jobs can be retried")
     queue = Queue(ref.name, client, prefix=ref.prefix)
     admin_reason = f"{reason.strip() or 'Failed by an operator'} (failed by {user})"
-    ids = ",".join(job_ids[:20]) + ("..." if len(job_ids) > 20 else "")
-    # Read before the retry deletes them: "failed again (same reason)" later.
-    reasons = previous_reasons(client, ref.keys, job_ids) if action == "retry" else {}
-    started = now_ms()
-    outcomes = []
+    ids = _first_ids(job_ids)
+    result = _begun(client, ref, action, job_ids, state)
+    outcomes, past = result.outcomes, PAST[action]
     for job_id in job_ids:
         try:
             if action == "retry":
@@ -279,77 +313,41 @@ def job_action(
             else:
                 queue.remove(job_id)
         except errors.ScriptError as error:
-            message = _refusal_message(action, job_id, error, state)
+            message = _refusal_message(action, job_id, error.code, state)
             outcomes.append(Outcome(job_id, False, error.code.name, message))
         except errors.JobBroken as error:
-            message = (
-                f"Job {job_id} was not {_PAST[action]}: {errors.describe_reason(error.reason)}"
-            )
+            message = f"Job {job_id} was not {past}: {errors.describe_reason(error.reason)}"
             outcomes.append(Outcome(job_id, False, "JOB_BROKEN", message))
         except (OutOfMemoryError, errors.CorruptKey) as error:
-            moved = sum(o.ok for o in outcomes)
-            done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {_PAST[action]}"
-            refusal = refusal_for(error, done if moved else "")
-            _refused(
-                user, ActionResult(action, ref, outcomes, moved), ids, refusal, f"moved={moved} "
-            )
-            raise refusal from error
+            moved = result.count
+            done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {past}" if moved else ""
+            refusal = refusal_for(error, done)
+            raise _refused(client, user, result, ids, refusal, f"moved={moved} ") from error
         else:
-            outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {_PAST[action]}"))
-    result = ActionResult(action, ref, outcomes, sum(o.ok for o in outcomes))
+            outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {past}"))
+            result.count += 1
     result.message = _summary(action, outcomes)
     broken = [o.id for o in outcomes if o.code == "JOB_BROKEN"]
-    audit_id = record_audit(
-        user,
-        result,
-        ids,
-        f"moved={result.count} refused={len(job_ids) - result.count}"
-        + (f" broken={','.join(broken[:20])}" if broken else ""),
+    # Listed only now: a refusal half-way keeps no cohort.
+    result.moved_ids = [o.id for o in outcomes if o.ok]
+    outcome = f"moved={result.count} refused={len(job_ids) - result.count}"
+    _audited(
+        client, user, result, ids, outcome + (f" broken={','.join(broken[:20])}" if broken else "")
     )
-    moved_ids = [o.id for o in outcomes if o.ok]
-    _record(client, result, moved_ids, user, started, state, reasons, audit_id)
     return result
 
 
-# The actions whose jobs go back to run, so "what became of them" has an answer.
-COHORT_ACTIONS = ("retry", "promote", "retry_all", "promote_all")
-
-
-def _record(
-    client: Redis,
-    result: ActionResult,
-    moved: Sequence[str],
-    user: str,
-    at_ms: int,
-    state: str,
-    reasons: dict[str, str],
-    audit_id: int | None,
-) -> None:
-    """Keep what a retry or promote moved as a cohort (acting/cohort_record.py);
-    ``state``: the finished set a retry took its jobs from."""
-    if result.action not in COHORT_ACTIONS:
-        return
-    source = "delayed" if result.action.startswith("promote") else state
-    record_cohort(
-        client,
-        result.ref,
-        result.action,
-        moved,
-        user=user,
-        at_ms=at_ms,
-        source=source,
-        count=result.count,
-        previous_reasons=reasons,
-        audit_id=audit_id,
-    )
-
-
-# What a bulk action did to the jobs it moved, as its message says it.
-_BULK_PAST = {
-    "retry_all": "moved back to waiting",
-    "promote_all": "promoted to waiting",
-    "clean": "removed",
-}
+def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
+    moved = [o for o in outcomes if o.ok]
+    refused = [o for o in outcomes if not o.ok]
+    if len(outcomes) == 1:
+        return outcomes[0].message
+    parts = []
+    if moved:
+        parts.append(f"{len(moved)} jobs {PAST[action]}")
+    if refused:
+        parts.append(f"{len(refused)} not: " + _named([o.message for o in refused]))
+    return ". ".join(parts)
 
 
 def queue_action(
@@ -365,67 +363,56 @@ def queue_action(
     if action not in QUEUE_ACTIONS:
         raise ActionRefused(f"Unknown action {action!r}")
     queue = Queue(ref.name, client, prefix=ref.prefix)
-    result = ActionResult(action, ref)
     finished = FINISHED_STATES.get(state)
     if action in ("retry_all", "clean") and finished is None:
         verb = "retried" if action == "retry_all" else "cleaned"
         raise ActionRefused(f"Only failed or completed jobs can be {verb}")
     if action == "clean" and grace_ms < 0:
         raise ActionRefused("Choose an age: zero or more milliseconds")
-    started = now_ms()
-    moved = BulkResult()  # the ids retry all / promote all moved, for the cohort
+    result = ActionResult(action, ref, state=state, started=now_ms())
+    # The jobs a bulk action moves, as its message names them.
+    which = f"{'delayed' if action == 'promote_all' else state} jobs"
+    older = f" older than {_age(grace_ms)}" if action == "clean" else ""
     try:
-        if action == "retry_all":
-            moved = queue.retry_all(finished or "failed", track=MAX_TRACKED)
-            done = _bulk_done(moved, result)
-            result.message = f"{done} {state} jobs {_BULK_PAST[action]}"
-        elif action == "promote_all":
-            moved = queue.promote_all(track=MAX_TRACKED)
-            done = _bulk_done(moved, result)
-            result.message = f"{done} delayed jobs {_BULK_PAST[action]}"
-        elif action == "clean":
-            done = _bulk_done(queue.clean(finished or "failed", grace_ms, keep_ids=False), result)
-            result.message = f"{done} {state} jobs older than {_age(grace_ms)} removed"
-        elif action == "pause":
+        if action == "pause":
             queue.pause()
             result.message = f"Queue {ref.name} paused: workers take no new jobs"
-        else:
+        elif action == "resume":
             queue.resume()
             result.message = f"Queue {ref.name} resumed"
+        else:
+            if action == "retry_all":
+                bulk = queue.retry_all(finished or "failed", track=MAX_TRACKED)
+            elif action == "promote_all":
+                bulk = queue.promote_all(track=MAX_TRACKED)
+            else:
+                bulk = queue.clean(finished or "failed", grace_ms, keep_ids=False)
+            _bulk_done(bulk, result)
+            result.skipped = list(bulk.skipped.values())
+            result.message = _with_broken(
+                f"{bulk.count:,} {which}{older} {PAST[action]}", result.skipped
+            )
     except (BulkStopped, OutOfMemoryError, errors.CorruptKey) as error:
-        refusal = _bulk_refusal(action, state, error)
-        result.count = error.done.count if isinstance(error, BulkStopped) else 0
-        audit_id = _refused(user, result, f"state={state}", refusal, f"count={result.count} ")
-        if isinstance(error, BulkStopped):
-            done_ids, reasons = error.done.ids, error.done.previous_reasons
-            _record(client, result, done_ids, user, started, state, reasons, audit_id)
-        raise refusal from error
-    result.message = _with_broken(result.message, result.skipped)
+        refused: Exception = error
+        done = ""
+        if isinstance(error, BulkStopped):  # what its completed batches did
+            refused = error.refusal
+            _bulk_done(error.done, result)
+            if result.count:
+                moved = f"{result.count:,} {which} were {PAST[action]}"
+                done = _with_broken(moved, list(error.done.skipped.values()))
+        refusal = refusal_for(refused, done)
+        jobs = f"state={state}"
+        raise _refused(client, user, result, jobs, refusal, f"count={result.count} ") from error
     skipped = ",".join(job.job_id for job in result.skipped[:20])
-    audit_id = record_audit(
-        user,
-        result,
-        f"state={state}",
-        f"count={result.count}" + (f" skipped={skipped}" if skipped else ""),
-    )
-    _record(client, result, moved.ids, user, started, state, moved.previous_reasons, audit_id)
+    outcome = f"count={result.count}" + (f" skipped={skipped}" if skipped else "")
+    _audited(client, user, result, f"state={state}", outcome)
     return result
 
 
-def _bulk_done(bulk: BulkResult, result: ActionResult) -> str:
-    """Copy a bulk action's figures into ``result``; the count as shown."""
-    result.count = bulk.count
-    result.skipped = list(bulk.skipped.values())
-    return f"{bulk.count:,}"
-
-
-def _bulk_refusal(action: str, state: str, error: Exception) -> ActionRefused:
-    """A refusal of a bulk action, saying what its completed batches did."""
-    if not isinstance(error, BulkStopped) or not error.done.count:
-        return refusal_for(error.refusal if isinstance(error, BulkStopped) else error, "")
-    which = "delayed" if action == "promote_all" else state
-    done = f"{error.done.count:,} {which} jobs were {_BULK_PAST.get(action, 'moved')}"
-    return refusal_for(error.refusal, _with_broken(done, list(error.done.skipped.values())))
+def _bulk_done(bulk: BulkResult, result: ActionResult) -> None:
+    """Copy what a bulk action moved into ``result`` (and its cohort)."""
+    result.count, result.moved_ids, result.reasons = bulk.count, bulk.ids, bulk.previous_reasons
 
 
 def _age(ms: int) -> str:
@@ -452,9 +439,7 @@ def set_global_concurrency(
     try:
         previous = Queue(ref.name, client, prefix=ref.prefix).set_global_concurrency(limit)
     except (OutOfMemoryError, errors.CorruptKey) as error:
-        refusal = refusal_for(error, "")
-        _refused(user, result, setting, refusal)
-        raise refusal from error
+        raise _refused(client, user, result, setting, refusal_for(error, "")) from error
     # Whatever another writer stored is quoted, and cut: it goes into a log line.
     before = (previous if previous.isdigit() else repr(previous))[:40] if previous else "none"
     was = f"it was {before}" if previous else "there was none"
@@ -480,12 +465,9 @@ MAX_SCHEDULER_ID_LENGTH = 1000
 
 
 def _scheduler_id(raw: str) -> str:
+    # Not printable: control characters, and lone surrogates UTF-8 cannot encode.
     if not 0 < len(raw) <= MAX_SCHEDULER_ID_LENGTH or not raw.isprintable():
         raise ActionRefused("Not a job scheduler id")
-    try:
-        raw.encode()
-    except UnicodeEncodeError:
-        raise ActionRefused("Not a job scheduler id") from None
     return raw
 
 
@@ -523,16 +505,13 @@ def scheduler_action(
     scheduler_id = _scheduler_id(scheduler_id)
     result = ActionResult(action, ref)
     owner = JobSchedulers(ref.name, client, prefix=ref.prefix)
+    jobs = f"scheduler={scheduler_id}"
     try:
         outcome = _scheduler_outcome(owner, action, scheduler_id)
     except (OutOfMemoryError, errors.CorruptKey) as error:
-        refusal = refusal_for(error, "")
-        _refused(user, result, f"scheduler={scheduler_id}", refusal)
-        raise refusal from error
-    result.outcomes.append(outcome)
-    result.count = int(outcome.ok)
-    result.message = outcome.message
-    record_audit(user, result, f"scheduler={scheduler_id}", "ok" if outcome.ok else outcome.code)
+        raise _refused(client, user, result, jobs, refusal_for(error, "")) from error
+    result = ActionResult(action, ref, [outcome], int(outcome.ok), outcome.message)
+    record_audit(user, result, jobs, "ok" if outcome.ok else outcome.code)
     return result
 
 
@@ -610,44 +589,29 @@ def act_on_ids(
     ids = _set_ids(action, job_ids, state)
     keys = ref.keys
     scripts.ensure_loaded(client, (_SET_SCRIPTS[action],))
-    result = ActionResult(action, ref)
-    listed = ",".join(ids[:20]) + ("..." if len(ids) > 20 else "")
-    jobs = f"{len(ids)} ids from {state}: {listed}"
-    # Read before the retry deletes them: "failed again (same reason)" later.
-    reasons = previous_reasons(client, keys, ids) if action == "retry" else {}
-    started = now_ms()
-    moved = result.moved_ids
+    jobs = f"{len(ids)} ids from {state}: {_first_ids(ids)}"
+    result = _begun(client, ref, action, ids, state)
     for first in range(0, len(ids), SET_BATCH):
         batch = ids[first : first + SET_BATCH]
         try:
             answers = _run_batch(client, [_set_call(keys, action, i, state) for i in batch])
             for job_id, answer in zip(batch, answers, strict=True):
-                if _tally(result, action, job_id, answer, state):
-                    moved.append(job_id)
+                _tally(result, job_id, answer)
         except (OutOfMemoryError, errors.CorruptKey) as error:
-            done = f"{result.count:,} jobs were {_PAST[action]}" if result.count else ""
+            done = f"{result.count:,} jobs were {PAST[action]}" if result.count else ""
             refusal = refusal_for(error, done)
-            audit_id = _refused(user, result, jobs, refusal, f"moved={result.count} ")
-            _record(client, result, moved, user, started, state, reasons, audit_id)
-            raise refusal from error
+            raise _refused(client, user, result, jobs, refusal, f"moved={result.count} ") from error
     result.message = _set_summary(action, result, len(ids))
     broken = ",".join(job.job_id for job in result.skipped[:20])
-    audit_id = record_audit(
-        user,
-        result,
-        jobs,
-        f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
-        + (f" broken={broken}" if broken else ""),
-    )
+    outcome = f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
     # A search result or an error group retried or promoted: its jobs are
     # followed as any retry's are ("what became of them").
-    _record(client, result, moved, user, started, state, reasons, audit_id)
+    _audited(client, user, result, jobs, outcome + (f" broken={broken}" if broken else ""))
     return result
 
 
-def _tally(result: ActionResult, action: str, job_id: str, answer: Any, state: str) -> bool:
-    """Count one script's answer into ``result`` (True: the job moved); an
-    error reply is raised."""
+def _tally(result: ActionResult, job_id: str, answer: Any) -> None:
+    """Count one script's answer into ``result``; an error reply is raised."""
     if isinstance(answer, ResponseError) and not isinstance(answer, OutOfMemoryError):
         errors.raise_refusal(answer)  # CorruptKey, or the error itself
     if isinstance(answer, Exception):
@@ -659,21 +623,18 @@ def _tally(result: ActionResult, action: str, job_id: str, answer: Any, state: s
         code = errors.ErrorCode(int(answer))
         if code in _MOVED_CODES:
             result.moved_meanwhile += 1
-        else:
-            error = errors.error_for(code, action, job_id)
-            message = _refusal_message(action, job_id, error, state)
+        elif len(result.outcomes) < MAX_JOBS_PER_ACTION:
             # Bounded like a job action's results; the summary counts what is kept.
-            if len(result.outcomes) < MAX_JOBS_PER_ACTION:
-                result.outcomes.append(Outcome(job_id, False, code.name, message))
+            message = _refusal_message(result.action, job_id, code, result.state)
+            result.outcomes.append(Outcome(job_id, False, code.name, message))
     else:
         result.count += 1
-        return True
-    return False
+        result.moved_ids.append(job_id)
 
 
 def _set_summary(action: str, result: ActionResult, asked: int) -> str:
     """E.g. "1,201 of 1,204 jobs retried; 3 had moved meanwhile and were skipped"."""
-    parts = [f"{result.count:,} of {asked:,} jobs {_PAST[action]}"]
+    parts = [f"{result.count:,} of {asked:,} jobs {PAST[action]}"]
     if result.moved_meanwhile:
         parts.append(f"{result.moved_meanwhile:,} had moved meanwhile and were skipped")
     refused = result.outcomes

@@ -1,11 +1,8 @@
-"""Recording an action's cohort: the jobs a retry or promote moved, kept 24
-hours so the queue page can say what became of them (queues.read.cohorts
-reads them back; docs/pages.md, "Recent actions", lists the keys).
-
-:func:`record_cohort` is the one writer; every action that moves jobs back to
-run calls it afterwards. Recording is never part of the action: when Redis
-cannot take it, the failure is logged and the answer is unchanged.
-"""
+"""The one writer of an action's cohort: the jobs a retry or promote moved,
+kept 24 hours so the queue page can say what became of them (queues.read.cohorts
+reads them back; docs/pages.md, "Recent actions", lists the keys). Recording
+is never part of the action: when Redis cannot take it, the failure is logged
+and the answer is unchanged."""
 
 from __future__ import annotations
 
@@ -22,11 +19,6 @@ from queues.read.cohorts import KEEP_MS, MAX_COHORTS_PER_QUEUE, build_cohort
 from queues.read.refs import QueueRef
 
 log = logging.getLogger("echomq.cohorts")
-
-
-def new_cohort_id(at_ms: int) -> str:
-    """Sortable by time, unique: the action's time and 32 random bits."""
-    return f"{at_ms:013d}-{secrets.token_hex(4)}"
 
 
 def record_cohort(
@@ -51,7 +43,7 @@ def record_cohort(
     if not moved_ids:
         return None
     cohort = build_cohort(
-        new_cohort_id(at_ms),
+        f"{at_ms:013d}-{secrets.token_hex(4)}",  # sortable by time, unique: 32 random bits
         action=action,
         source=source,
         user=user,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +20,6 @@ from redis.exceptions import OutOfMemoryError, ResponseError
 
 from dashboard.acting.actions import ActionRefused, ActionResult, record_audit, refusal_for
 from dashboard.core import answers, conf, json_input
-from dashboard.core.answers import JobOutcome as Outcome
 from dashboard.models import AuditEntry
 from queues import codec, errors
 from queues.job_options import MAX_PRIORITY, InvalidJobOptions, to_json
@@ -32,17 +31,6 @@ EDIT_ACTIONS = answers.EDIT_ACTIONS
 # The states (as the pages name them) a job's data may be edited in: no
 # worker holds it and it has not completed. updateData-8.lua enforces it.
 EDITABLE_STATES = tuple(tab.name for tab in TABS if not tab.not_editable)
-# The options a person gives a job added by hand (BullMQ's names). Others,
-# a parent above all, could make the add write outside the queue.
-ADD_OPTIONS = (
-    "attempts",
-    "delay",
-    "priority",
-    "lifo",
-    "backoff",
-    "removeOnComplete",
-    "removeOnFail",
-)
 # Options of a job that its duplicate does not take over (BullMQ's stored
 # names): its id and deduplication id would make the add a no-op, a parent
 # would count the copy as a child it never asked for, a scheduler's options
@@ -54,6 +42,16 @@ MAX_NAME_LENGTH = 1000
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 MAX_ATTEMPTS = 1_000_000
 MAX_DELAY_MS = 100 * 365 * 86_400_000  # a century, as the API's other limits
+# The options that are whole numbers, and their bounds (the add form's fields).
+WHOLE_OPTIONS = {
+    "attempts": (1, MAX_ATTEMPTS),
+    "delay": (0, MAX_DELAY_MS),
+    "priority": (0, MAX_PRIORITY),
+}
+_KEEP_JOBS = ("removeOnComplete", "removeOnFail")
+# The options a person gives a job added by hand (BullMQ's names). Others,
+# a parent above all, could make the add write outside the queue.
+ADD_OPTIONS = (*WHOLE_OPTIONS, "lifo", "backoff", *_KEEP_JOBS)
 # A diff is stored and shown whole up to this many characters, and computed
 # only for texts up to DIFF_INPUT_LIMIT (difflib's cost grows faster than the
 # text); larger changes are summed up by their sizes.
@@ -65,37 +63,6 @@ CLOCK_MARGIN_MS = 1_000
 _MISSING = object()
 
 
-class ChangeRefused(ActionRefused):
-    """A change that did not happen; ``status`` and ``code`` are the API's answer."""
-
-    def __init__(self, message: str, *, status: int = 400, code: str = "bad_request") -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-
-
-@dataclass(frozen=True, slots=True)
-class JobChange:
-    """What a change did: the job it made or edited, in words and as a diff."""
-
-    action: str
-    ref: QueueRef
-    job_id: str
-    message: str
-    diff: str
-    source_id: str | None = None  # the job a duplicate copied
-
-    def as_json(self) -> answers.JobChange:
-        return answers.JobChange(
-            action=self.action,
-            queue=self.ref.qualified,
-            id=self.job_id,
-            source=self.source_id,
-            message=self.message,
-            diff=self.diff,
-        )
-
-
 # --------------------------------------------------------------------------- input
 
 
@@ -104,7 +71,7 @@ def check_size(data_json: str) -> None:
     limit = conf.max_job_data_bytes()
     size = len(data_json.encode("utf-8", errors="surrogatepass"))
     if size > limit:
-        raise ChangeRefused(
+        raise ActionRefused(
             f"The data is {size:,} bytes; the dashboard writes at most {limit:,} "
             "(ECHOMQ_MAX_JOB_DATA_BYTES). Nothing was changed.",
             status=413,
@@ -118,56 +85,24 @@ def parse_data(text: str) -> Any:
     try:
         return json_input.loads(text, "The data")
     except json_input.JsonRefused as error:
-        raise ChangeRefused(f"{error}: nothing was changed") from None
+        raise ActionRefused(f"{error}: nothing was changed") from None
 
 
 def _encode(data: Any) -> str:
     try:
         data_json = to_json(data)
     except InvalidJobOptions:
-        raise ChangeRefused("The data cannot be written as JSON") from None
+        raise ActionRefused("The data cannot be written as JSON") from None
     try:
         data_json.encode()
     except UnicodeEncodeError:  # "\ud800": half a character, which Redis cannot store as UTF-8
-        raise ChangeRefused("The data holds text that is not valid Unicode") from None
+        raise ActionRefused("The data holds text that is not valid Unicode") from None
     check_size(data_json)
     return data_json
 
 
-def _whole(options: Mapping[str, Any], name: str, low: int, high: int) -> None:
-    value = options.get(name)
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ChangeRefused(f"{name} must be a whole number from {low:,} to {high:,}")
-
-
-def _keep_jobs(options: Mapping[str, Any], name: str) -> None:
-    value = options.get(name)
-    if value is None or isinstance(value, bool):
-        return
-    if not isinstance(value, int) or value < 0:
-        raise ChangeRefused(f"{name} must be true, false or how many jobs to keep (0 or more)")
-
-
-def _backoff(options: Mapping[str, Any]) -> None:
-    value = options.get("backoff")
-    if value is None:
-        return
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return
-    if (
-        isinstance(value, Mapping)
-        and value.get("type") in ("fixed", "exponential")
-        and isinstance(value.get("delay", 0), int)
-        and not isinstance(value.get("delay", 0), bool)
-        and value.get("delay", 0) >= 0
-        and set(value) <= {"type", "delay"}
-    ):
-        return
-    raise ChangeRefused(
-        'backoff must be milliseconds or {"type": "fixed" | "exponential", "delay": ms}'
-    )
+def _is_whole(value: Any, low: int = 0, high: float = math.inf) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 def check_options(options: Any) -> dict[str, Any]:
@@ -175,31 +110,46 @@ def check_options(options: Any) -> dict[str, Any]:
     if options is None:
         return {}
     if not isinstance(options, Mapping):
-        raise ChangeRefused("opts must be a JSON object")
+        raise ActionRefused("opts must be a JSON object")
     unknown = sorted(set(options) - set(ADD_OPTIONS))
     if unknown:
-        raise ChangeRefused(
+        raise ActionRefused(
             f"Options the dashboard does not add: {', '.join(unknown)[:200]} "
             f"(it takes {', '.join(ADD_OPTIONS)})"
         )
-    _whole(options, "attempts", 1, MAX_ATTEMPTS)
-    _whole(options, "delay", 0, MAX_DELAY_MS)
-    _whole(options, "priority", 0, MAX_PRIORITY)
+    for name, (low, high) in WHOLE_OPTIONS.items():
+        if options.get(name) is not None and not _is_whole(options[name], low, high):
+            raise ActionRefused(f"{name} must be a whole number from {low:,} to {high:,}")
     if "lifo" in options and not isinstance(options["lifo"], bool):
-        raise ChangeRefused("lifo must be true or false")
-    _backoff(options)
-    _keep_jobs(options, "removeOnComplete")
-    _keep_jobs(options, "removeOnFail")
+        raise ActionRefused("lifo must be true or false")
+    backoff = options.get("backoff")
+    if not (
+        backoff is None
+        or _is_whole(backoff)
+        or (
+            isinstance(backoff, Mapping)
+            and backoff.get("type") in ("fixed", "exponential")
+            and _is_whole(backoff.get("delay", 0))
+            and set(backoff) <= {"type", "delay"}
+        )
+    ):
+        raise ActionRefused(
+            'backoff must be milliseconds or {"type": "fixed" | "exponential", "delay": ms}'
+        )
+    for name in _KEEP_JOBS:
+        value = options.get(name)
+        if not (value is None or isinstance(value, bool) or _is_whole(value)):
+            raise ActionRefused(f"{name} must be true, false or how many jobs to keep (0 or more)")
     return {key: value for key, value in options.items() if value is not None}
 
 
 def check_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
-        raise ChangeRefused("A job needs a name")
+        raise ActionRefused("A job needs a name")
     if len(name) > MAX_NAME_LENGTH:
-        raise ChangeRefused(f"A job's name may be at most {MAX_NAME_LENGTH:,} characters")
+        raise ActionRefused(f"A job's name may be at most {MAX_NAME_LENGTH:,} characters")
     if _UNPRINTABLE.search(name):
-        raise ChangeRefused(
+        raise ActionRefused(
             "A job's name may not hold control characters (NUL, a tab, a line break…)"
             " or half characters"
         )
@@ -244,32 +194,30 @@ def diff(before: Mapping[str, str], after: Mapping[str, str]) -> str:
 # --------------------------------------------------------------------------- the changes
 
 
-def _record(user: str, change: JobChange) -> None:
-    """The audit entry of a change."""
-    outcome = Outcome(change.job_id, True, "ok", change.message)
-    result = ActionResult(change.action, change.ref, [outcome], count=1, message=change.message)
-    source = f" source={change.source_id}" if change.source_id else ""
-    record_audit(
-        user, result, change.job_id, f"changed=1{source}", diff=change.diff, job=change.job_id
+def _changed(
+    user: str, action: str, ref: QueueRef, job_id: str, message: str, diff: str, source: str = ""
+) -> answers.JobChange:
+    """The audit entry of a change, and the change as the API answers it."""
+    result = ActionResult(action, ref, count=1, message=message)
+    copied = f" source={source}" if source else ""
+    record_audit(user, result, job_id, f"changed=1{copied}", diff=diff, job=job_id)
+    return answers.JobChange(
+        action=action,
+        queue=ref.qualified,
+        id=job_id,
+        source=source or None,
+        message=message,
+        diff=diff,
     )
-
-
-def _record_refusal(
-    user: str, action: str, ref: QueueRef, job_id: str, refusal: ChangeRefused | ActionRefused
-) -> None:
-    """The audit entry of a change Redis or the job's state refused."""
-    outcome = Outcome(job_id, False, refusal.code, str(refusal))
-    result = ActionResult(action, ref, [outcome], count=0, message=str(refusal))
-    record_audit(user, result, job_id, f"changed=0 refused:{refusal.code}", job=job_id)
 
 
 def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
     if isinstance(error, errors.JobNotExist):
-        return ChangeRefused(
+        return ActionRefused(
             f"Job {job_id} no longer exists — it was removed", status=404, code="job_not_exist"
         )
     if isinstance(error, errors.JobBroken):
-        return ChangeRefused(
+        return ActionRefused(
             f"Job {job_id}'s data was not changed: {errors.describe_reason(error.reason)}",
             status=409,
             code="job_broken",
@@ -282,7 +230,7 @@ def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
             if tab and tab.not_editable
             else f"it is in no state it can be edited in ({state})"
         )
-        return ChangeRefused(
+        return ActionRefused(
             f"Job {job_id}'s data was not changed: {why}. Only waiting, prioritized, "
             "delayed and failed jobs can be edited.",
             status=409,
@@ -291,7 +239,9 @@ def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
     return refusal_for(error, "")
 
 
-def edit_data(client: Redis, ref: QueueRef, job_id: str, data: Any, *, user: str) -> JobChange:
+def edit_data(
+    client: Redis, ref: QueueRef, job_id: str, data: Any, *, user: str
+) -> answers.JobChange:
     """Replace a job's data, if it is still waiting, prioritized, delayed or failed."""
     data_json = _encode(data)
     queue = Queue(ref.name, client, prefix=ref.prefix)
@@ -299,31 +249,29 @@ def edit_data(client: Redis, ref: QueueRef, job_id: str, data: Any, *, user: str
         done = queue.update_data(job_id, data)
     except (errors.ScriptError, errors.JobBroken, OutOfMemoryError, errors.CorruptKey) as error:
         refusal = _refused_edit(queue, job_id, error)
-        _record_refusal(user, "edit_data", ref, job_id, refusal)
+        result = ActionResult("edit_data", ref, message=str(refusal))
+        record_audit(user, result, job_id, f"changed=0 refused:{refusal.code}", job=job_id)
         raise refusal from error
     state = "waiting" if done.state in ("wait", "paused") else done.state
     message = (
         f"Job {job_id}'s data was changed (the job is {state}); its next run reads the new data"
     )
-    change = JobChange(
-        "edit_data", ref, job_id, message, diff({"data": done.previous}, {"data": data_json})
-    )
-    _record(user, change)
-    return change
+    changed = diff({"data": done.previous}, {"data": data_json})
+    return _changed(user, "edit_data", ref, job_id, message, changed)
 
 
 def _add(queue: Queue, name: str, data: Any, opts: Mapping[str, Any]) -> str:
     try:
         return queue.add(name, data, opts)
     except InvalidJobOptions as error:
-        raise ChangeRefused(str(error)) from None
+        raise ActionRefused(str(error)) from None
     except (OutOfMemoryError, errors.CorruptKey) as error:
         raise refusal_for(error, "") from error
 
 
 def add_job(
     client: Redis, ref: QueueRef, name: Any, data: Any, opts: Any, *, user: str
-) -> JobChange:
+) -> answers.JobChange:
     """Add a job by hand (through the runtime's add, as a producer would)."""
     name = check_name(name)
     options = check_options(opts)
@@ -332,9 +280,7 @@ def add_job(
     job_id = _add(queue, name, data, options)
     message = f"Job {job_id} ({name[:100]}) added to {ref.name}"
     after = {"name": json.dumps(name), "data": data_json, "opts": to_json(options)}
-    change = JobChange("add", ref, job_id, message, diff({}, after))
-    _record(user, change)
-    return change
+    return _changed(user, "add", ref, job_id, message, diff({}, after))
 
 
 def _source(queue: Queue, job_id: str) -> tuple[str, Any, dict[str, Any]]:
@@ -344,18 +290,18 @@ def _source(queue: Queue, job_id: str) -> tuple[str, Any, dict[str, Any]]:
     except ResponseError:  # the key is not a hash
         job = None
         if queue.connection.exists(queue.keys.job(job_id)):
-            raise ChangeRefused(
+            raise ActionRefused(
                 f"Job {job_id} was not duplicated: its key is not a job hash",
                 status=409,
                 code="job_broken",
             ) from None
     if job is None:
-        raise ChangeRefused(f"Job {job_id} does not exist", status=404, code="job_not_exist")
+        raise ActionRefused(f"Job {job_id} does not exist", status=404, code="job_not_exist")
     data = codec.loads(job.data_text, _MISSING) if job.data_text else {}
     opts = codec.loads(job.opts_text, None) if job.opts_text else {}
     if data is _MISSING or not isinstance(opts, dict):
         which = "data is not valid JSON" if data is _MISSING else "options are not a JSON object"
-        raise ChangeRefused(
+        raise ActionRefused(
             f"Job {job_id} was not duplicated: its {which} (edit its data first)",
             status=409,
             code="job_broken",
@@ -364,7 +310,7 @@ def _source(queue: Queue, job_id: str) -> tuple[str, Any, dict[str, Any]]:
     return job.name, data, kept
 
 
-def duplicate_job(client: Redis, ref: QueueRef, job_id: str, *, user: str) -> JobChange:
+def duplicate_job(client: Redis, ref: QueueRef, job_id: str, *, user: str) -> answers.JobChange:
     """A new job with the same name, data and options as ``job_id`` (less its id,
     deduplication, parent and scheduler: :data:`NOT_DUPLICATED`)."""
     queue = Queue(ref.name, client, prefix=ref.prefix)
@@ -373,9 +319,7 @@ def duplicate_job(client: Redis, ref: QueueRef, job_id: str, *, user: str) -> Jo
     new_id = _add(queue, name, data, opts)
     message = f"Job {job_id} duplicated as job {new_id}"
     after = {"name": json.dumps(name), "data": data_json, "opts": to_json(opts)}
-    change = JobChange("duplicate", ref, new_id, message, diff({}, after), source_id=job_id)
-    _record(user, change)
-    return change
+    return _changed(user, "duplicate", ref, new_id, message, diff({}, after), job_id)
 
 
 def changes_of_job(ref: QueueRef, job_id: str, created_ms: int | None) -> list[AuditEntry]:

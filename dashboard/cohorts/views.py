@@ -21,6 +21,7 @@ from dashboard.core.operations import GARBAGE, READ_ERRORS, query_param, size_pa
 from dashboard.core.queue_urls import queue_url
 from dashboard.shared import presenters
 from dashboard.shared.web import BadInput, api_view, page_view, render_page
+from queues.queue import now_ms
 from queues.read.answers import Count
 from queues.read.cohorts import (
     GONE,
@@ -57,13 +58,16 @@ _PAST = {
 }
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def action_words(action: str) -> str:
     """The action as its line starts: "retried", "promoted all"."""
     return _PAST.get(action, action.replace("_", " "))
+
+
+_PART_LABELS = {
+    GONE: "gone (removed since)",
+    _FAILED_TAB: "failed again",
+    FAILED_SAME: "of them with the same reason as before",
+}
 
 
 def part_label(part: str, *, standalone: bool = False) -> str:
@@ -71,13 +75,7 @@ def part_label(part: str, *, standalone: bool = False) -> str:
     says "of them"; as a page's heading (``standalone``) it names itself."""
     if part == FAILED_SAME and standalone:
         return "failed again with the same reason as before"
-    if part == GONE:
-        return "gone (removed since)"
-    if part == _FAILED_TAB:
-        return "failed again"
-    if part == FAILED_SAME:
-        return "of them with the same reason as before"
-    return label(part)
+    return _PART_LABELS.get(part) or label(part)
 
 
 # What a part's page says about how its jobs were found.
@@ -90,22 +88,20 @@ _PART_NOTES = {
 }
 
 
-def part_note(part: str) -> str:
-    return _PART_NOTES.get(part, "")
-
-
 @dataclass(frozen=True, slots=True)
 class Part:
     name: str  # a tab name, "gone" or "failed-same"
     label: str
     count: int
     url: str
+    # The same-reason part holding every job of the failed part beside it:
+    # "all of them ...", not a second count the reader must compare.
+    all_of_them: bool = False
 
     @property
     def words(self) -> str:
-        """Its badge: "2 failed again", "1 of them with the same reason as
-        before"; every one of the failed part's jobs: "all of them ..."."""
-        return f"{self.count:,} {self.label}"
+        """Its badge: "2 failed again", "1 of them with the same reason as before"."""
+        return f"all {self.label}" if self.all_of_them else f"{self.count:,} {self.label}"
 
     @property
     def within_failed(self) -> bool:
@@ -118,17 +114,6 @@ class Part:
         if self.name == GONE:
             return "other"
         return _FAILED_TAB if self.name == FAILED_SAME else self.name
-
-
-class AllOfThem(Part):
-    """The same-reason part when every job of the failed part beside it is in
-    it: "all of them ...", not a second count the reader must compare."""
-
-    __slots__ = ()
-
-    @property
-    def words(self) -> str:
-        return f"all {self.label}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +159,7 @@ class CohortView:
                 same = len(self.counted.failed_same)
                 url = f"{self.url}?part={FAILED_SAME}"
                 shown.append(
-                    AllOfThem(FAILED_SAME, part_label(FAILED_SAME), same, url)
-                    if same == len(ids) > 1
-                    else Part(FAILED_SAME, part_label(FAILED_SAME), same, url)
+                    Part(FAILED_SAME, part_label(FAILED_SAME), same, url, same == len(ids) > 1)
                 )
         return shown
 
@@ -263,58 +246,44 @@ def _cohort_or_404(client: Redis, ref: QueueRef, cohort_id: str) -> Cohort:
     return cohort
 
 
-def _part_ids(counted: Breakdown, part: str) -> list[str]:
-    if part == FAILED_SAME:
-        return counted.failed_same
-    return counted.parts.get(part, [])
-
-
-@dataclass(frozen=True, slots=True)
-class PartLook:
-    """One cohort looked at, and the ids of one of its parts."""
-
-    client: Redis
-    view: CohortView
-    part: str
-    ids: list[str]
-
-
-def _look_at_part(client: Redis, ref: QueueRef, cohort_id: str, part: str) -> PartLook:
-    """The cohort broken down and the ids of ``part`` ("" = the first it
-    has); Http404 for an unknown cohort, BadInput for a bad part."""
+def _look_at_part(
+    client: Redis, ref: QueueRef, cohort_id: str, part: str
+) -> tuple[CohortView, str, list[str]]:
+    """The cohort broken down, the part (``part``, or "" for the first it has)
+    and its ids; Http404 for an unknown cohort, BadInput for a bad part."""
     cohort = _cohort_or_404(client, ref, cohort_id)
     counted = breakdown(client, ref.keys, cohort)
     part = part or next(iter(counted.parts), GONE)
     if part not in COHORT_PARTS:
         raise BadInput(f"part must be one of {', '.join(COHORT_PARTS)}")
-    return PartLook(client, CohortView(cohort, ref, counted), part, _part_ids(counted, part))
+    ids = counted.failed_same if part == FAILED_SAME else counted.parts.get(part, [])
+    return CohortView(cohort, ref, counted), part, ids
 
 
 @page_view()
 def cohort_page(request: HttpRequest, client: Redis, ref: QueueRef, cohort_id: str) -> HttpResponse:
     """One cohort: its breakdown and the jobs of one part, a page at a time."""
     try:
-        look = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
+        view, part, ids = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
     except BadInput as error:
         raise Http404(str(error)) from None
-    ref, ids = look.view.ref, look.ids
     page_number = int_param(request.GET.get("page"), 1, lowest=1)
     start = (page_number - 1) * PAGE_SIZE
     shown_ids = ids[start : start + PAGE_SIZE]
-    jobs = {job.id: job for job in load_jobs(look.client, ref.keys, shown_ids)}
+    jobs = {job.id: job for job in load_jobs(client, ref.keys, shown_ids)}
     context = {
         "ref": ref,
-        "view": look.view,
-        "part": look.part,
-        "part_label": part_label(look.part, standalone=True),
-        "part_note": part_note(look.part),
+        "view": view,
+        "part": part,
+        "part_label": part_label(part, standalone=True),
+        "part_note": _PART_NOTES.get(part, ""),
         "rows": [(job_id, jobs.get(job_id)) for job_id in shown_ids],
         "total": len(ids),
         "first": start + 1 if shown_ids else 0,
         "last": start + len(shown_ids),
         "previous_page": page_number - 1 if page_number > 1 else None,
         "next_page": page_number + 1 if start + PAGE_SIZE < len(ids) else None,
-        "shows_reason": look.part in (_FAILED_TAB, FAILED_SAME),
+        "shows_reason": part in (_FAILED_TAB, FAILED_SAME),
     }
     return render_page(request, "dashboard/cohorts/cohort.html", context)
 
@@ -359,14 +328,14 @@ def api_one(
     request: HttpRequest, client: Redis, ref: QueueRef, cohort_id: str
 ) -> answers.CohortJobs:
     """One recent action's cohort and the ids of one part of it"""
-    look = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
+    view, part, ids = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
     start = int_param(request.GET.get("start"), 0)
     count = int_param(request.GET.get("count"), PAGE_SIZE, lowest=1, highest=COHORT_IDS_MAX)
     return answers.CohortJobs(
-        queue=look.view.ref.qualified,
-        cohort=look.view.answer(),
-        part=look.part,
+        queue=ref.qualified,
+        cohort=view.answer(),
+        part=part,
         start=start,
-        total=len(look.ids),
-        ids=look.ids[start : start + count],
+        total=len(ids),
+        ids=ids[start : start + count],
     )

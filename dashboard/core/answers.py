@@ -185,7 +185,6 @@ class ErrorGroupActionResult(ActionResult):
             description=f"The first {LISTED_REFUSALS} jobs that were not moved, and why",
         ),
     ]
-    skipped: Annotated[list[SkippedJob], Meta(max_length=0)]
     group: GroupKey
     asked: Annotated[int, Meta(ge=0, description="Jobs of the group this call tried")]
     moved_meanwhile: Annotated[

@@ -7,6 +7,7 @@ In a JSON body ``data`` (and ``opts``) are JSON values; in a form, JSON text."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -34,77 +35,53 @@ def _job_id(text: str) -> str:
     return job_id
 
 
-def _job_url(ref: QueueRef, job_id: str) -> str:
-    return queue_url("dashboard:job", ref, job_id)
-
-
-def _queue_url(ref: QueueRef) -> str:
-    return queue_url("dashboard:queue", ref)
-
-
-def _posted_job_id(request: HttpRequest) -> str | None:
-    try:
-        return _job_id(request.POST.get("id", ""))
-    except (InvalidName, ValueError):
-        return None
-
-
-def _change_posted_job(
-    request: HttpRequest,
-    client: Redis,
-    ref: QueueRef,
-    undone: str,
-    change: Callable[[Redis, QueueRef, str, str], job_edits.JobChange],
+def _posted_change(
+    request: HttpRequest, ref: QueueRef, undone: str, change: Callable[..., JobChange]
 ) -> HttpResponse:
-    """A form on the job page that changes the posted job: ``change(client,
-    ref, job id, user)`` makes the change (or raises why not), a message says
-    what happened, and the page shown next is the changed job's (the copy,
-    for a duplicate), or the job's own when nothing was done. ``undone``
-    words what did not happen when the id is no job id."""
-    job_id = _posted_job_id(request)
-    if job_id is None:
-        messages.error(request, f"That is not a job id: nothing was {undone}")
-        return redirect(_queue_url(ref))
+    """A form on the job page that changes the posted job: ``change(job id,
+    user=...)`` makes the change (or raises why not), a message says what
+    happened, and the page shown next is the changed job's (the copy, for a
+    duplicate), or the job's own when nothing was done. ``undone`` words what
+    did not happen when the id is no job id."""
     try:
-        done = change(client, ref, job_id, user_label(request.user))
+        job_id = _job_id(request.POST.get("id", ""))
+    except (InvalidName, ValueError):
+        messages.error(request, f"That is not a job id: nothing was {undone}")
+        return redirect(queue_url("dashboard:queue", ref))
+    try:
+        done = change(job_id, user=user_label(request.user))
     except ActionRefused as error:
         messages.error(request, str(error))
-        return redirect(_job_url(ref, job_id))
+        return redirect(queue_url("dashboard:job", ref, job_id))
     messages.success(request, done.message)
-    return redirect(_job_url(ref, done.job_id))
+    return redirect(queue_url("dashboard:job", ref, done.id))
 
 
 @page_view("POST", change=True)
 def edit_job_data(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    def edit(client: Redis, ref: QueueRef, job_id: str, user: str) -> job_edits.JobChange:
+    def edit(job_id: str, *, user: str) -> JobChange:
         data = job_edits.parse_data(request.POST.get("data", ""))
         return job_edits.edit_data(client, ref, job_id, data, user=user)
 
-    return _change_posted_job(request, client, ref, "changed", edit)
+    return _posted_change(request, ref, "changed", edit)
 
 
 @page_view("POST", change=True)
 def duplicate_job(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    def duplicate(client: Redis, ref: QueueRef, job_id: str, user: str) -> job_edits.JobChange:
-        return job_edits.duplicate_job(client, ref, job_id, user=user)
-
-    return _change_posted_job(request, client, ref, "duplicated", duplicate)
-
-
-def _whole_number(form: QueryDict, name: str) -> int | None:
-    text = (form.get(name) or "").strip()
-    if not text:
-        return None
-    try:
-        return parse_whole(text)
-    except NotWholeNumber:
-        raise job_edits.ChangeRefused(f"{name} must be a whole number") from None
+    return _posted_change(request, ref, "duplicated", partial(job_edits.duplicate_job, client, ref))
 
 
 def _form_options(form: QueryDict) -> dict[str, Any]:
     """The add form's options: empty fields are left to the job's defaults."""
-    numbers = {name: _whole_number(form, name) for name in ("attempts", "delay", "priority")}
-    return {name: value for name, value in numbers.items() if value is not None}
+    options = {}
+    for name in job_edits.WHOLE_OPTIONS:
+        text = (form.get(name) or "").strip()
+        try:
+            if text:
+                options[name] = parse_whole(text)
+        except NotWholeNumber:
+            raise ActionRefused(f"{name} must be a whole number") from None
+    return options
 
 
 @page_view("POST", change=True)
@@ -121,9 +98,9 @@ def add_job(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
         )
     except ActionRefused as error:
         messages.error(request, f"No job was added: {error}")
-        return redirect(_queue_url(ref))
+        return redirect(queue_url("dashboard:queue", ref))
     messages.success(request, change.message)
-    return redirect(_job_url(ref, change.job_id))
+    return redirect(queue_url("dashboard:job", ref, change.id))
 
 
 # --------------------------------------------------------------------------- JSON
@@ -162,7 +139,7 @@ def api_edit_job_data(
     if body.data is UNSET:
         raise BadInput("data is required")
     data = _value(request, body.data)
-    return job_edits.edit_data(client, ref, job_id, data, user=user_label(request.user)).as_json()
+    return job_edits.edit_data(client, ref, job_id, data, user=user_label(request.user))
 
 
 @_change("duplicateJob", bodies.DuplicateJobRequest, {"id": "42"}, "201")
@@ -171,7 +148,7 @@ def api_duplicate_job(
 ) -> JobChange:
     """Add a new job with a job's name, data and options"""
     job_id = _job_id(body.id)
-    return job_edits.duplicate_job(client, ref, job_id, user=user_label(request.user)).as_json()
+    return job_edits.duplicate_job(client, ref, job_id, user=user_label(request.user))
 
 
 @_change(
@@ -187,6 +164,4 @@ def api_add_job(
     data = None if body.data is UNSET else _value(request, body.data)
     opts = None if body.opts is UNSET else _value(request, body.opts)
     data = {} if data is None else data
-    return job_edits.add_job(
-        client, ref, body.name, data, opts, user=user_label(request.user)
-    ).as_json()
+    return job_edits.add_job(client, ref, body.name, data, opts, user=user_label(request.user))

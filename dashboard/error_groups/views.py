@@ -8,7 +8,6 @@ the moved jobs at once.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib import messages
@@ -43,7 +42,6 @@ TAB = "failed"
 # so one request holds a bounded list of ids.
 MAX_GROUP_ACTION_JOBS = actions.MAX_IDS_PER_SET
 _GROUP_KEY = re.compile(rf"[0-9a-f]{{16}}\Z|{read.OTHER}\Z")
-_PAST = {"retry": "retried", "remove": "removed"}
 
 
 def clean_group_key(raw: Any) -> str:
@@ -55,32 +53,9 @@ def clean_group_key(raw: Any) -> str:
 # -- acting on a group --------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class GroupActionResult:
-    """What retrying or removing a group did, job by job counted."""
-
-    result: actions.ActionResult
-    group: str
-    asked: int = 0
-    moved_meanwhile: int = 0
-    broken: list[str] = field(default_factory=list)
-    left: int = 0  # jobs of the group beyond this click's share
-
-    def answer(self) -> dashboard_answers.ErrorGroupActionResult:
-        return self.result.answer(
-            dashboard_answers.ErrorGroupActionResult,
-            results=self.result.outcomes[:LISTED_REFUSALS],
-            group=self.group,
-            asked=self.asked,
-            moved_meanwhile=self.moved_meanwhile,
-            broken=self.broken[:LISTED_REFUSALS],
-            left=self.left,
-        )
-
-
 def group_action(
     client: Redis, ref: QueueRef, group: str, action: str, *, user: str
-) -> GroupActionResult:
+) -> dashboard_answers.ErrorGroupActionResult:
     """Retry or remove every failed job of an error group (up to
     ``MAX_GROUP_ACTION_JOBS`` per call), each through its own script
     (dashboard.acting.actions.act_on_ids: a job that moved meanwhile is skipped and
@@ -88,41 +63,49 @@ def group_action(
     if action not in GROUP_ACTIONS:
         raise actions.ActionRefused(f"Unknown action {action!r}: retry or remove a group")
     group = clean_group_key(group)
-    read.error_groups(client, ref)  # caught up: the ids are the group's as of now
-    total = read.group_count(client, ref, group)
-    ids = read.group_job_ids(client, ref, group, start=0, size=min(total, MAX_GROUP_ACTION_JOBS))
-    if not ids:
-        raise actions.ActionRefused("This error group has no failed jobs any more")
-    result = actions.act_on_ids(client, ref, action, ids, user=user, state=TAB)
-    # Out of the index now, rather than when the next look reads their events.
-    read.forget_jobs(client, ref, result.moved_ids)
-    outcome = GroupActionResult(
-        result,
-        group,
+    try:
+        read.error_groups(client, ref)  # caught up: the ids are the group's as of now
+        total = read.group_count(client, ref, group)
+        size = min(total, MAX_GROUP_ACTION_JOBS)
+        ids = read.group_job_ids(client, ref, group, start=0, size=size)
+        if not ids:
+            raise actions.ActionRefused("This error group has no failed jobs any more")
+        result = actions.act_on_ids(client, ref, action, ids, user=user, state=TAB)
+        # Out of the index now, rather than when the next look reads their events.
+        read.forget_jobs(client, ref, result.moved_ids)
+    except errors.CorruptKey as error:
+        raise actions.QueueKeyCorrupt(str(error)) from error
+    broken = [job.job_id for job in result.skipped]
+    left = max(0, total - len(ids))  # jobs of the group beyond this click's share
+    result.message = _message(action, result, len(ids), broken, left)
+    return result.answer(
+        dashboard_answers.ErrorGroupActionResult,
+        results=result.outcomes[:LISTED_REFUSALS],
+        group=group,
         asked=len(ids),
         moved_meanwhile=result.moved_meanwhile,
-        broken=[job.job_id for job in result.skipped],
-        left=max(0, total - len(ids)),
+        broken=broken[:LISTED_REFUSALS],
+        left=left,
     )
-    result.message = _message(action, outcome)
-    return outcome
 
 
-def _message(action: str, outcome: GroupActionResult) -> str:
-    count = outcome.result.count
-    parts = [f"{count:,} failed job{'' if count == 1 else 's'} of the group {_PAST[action]}"]
-    if outcome.moved_meanwhile:
-        parts.append(f"{outcome.moved_meanwhile:,} had moved meanwhile and were left alone")
-    if outcome.broken:
-        named = ", ".join(outcome.broken[:3])
-        more = f" and {len(outcome.broken) - 3:,} more" if len(outcome.broken) > 3 else ""
-        parts.append(f"{len(outcome.broken):,} broken, left in failed: {named}{more}")
-    others = outcome.asked - count - outcome.moved_meanwhile - len(outcome.broken)
+def _message(
+    action: str, result: actions.ActionResult, asked: int, broken: list[str], left: int
+) -> str:
+    count, meanwhile = result.count, result.moved_meanwhile
+    parts = [f"{count:,} failed job{'' if count == 1 else 's'} of the group {actions.PAST[action]}"]
+    if meanwhile:
+        parts.append(f"{meanwhile:,} had moved meanwhile and were left alone")
+    if broken:
+        named = ", ".join(broken[:3])
+        more = f" and {len(broken) - 3:,} more" if len(broken) > 3 else ""
+        parts.append(f"{len(broken):,} broken, left in failed: {named}{more}")
+    others = asked - count - meanwhile - len(broken)
     if others > 0:
-        refusal = next((o.message for o in outcome.result.outcomes if not o.ok), "")
+        refusal = next((o.message for o in result.outcomes if not o.ok), "")
         parts.append(f"{others:,} not: {refusal}")
-    if outcome.left:
-        parts.append(f"{outcome.left:,} more in the group: run it again for them")
+    if left:
+        parts.append(f"{left:,} more in the group: run it again for them")
     return "; ".join(parts)
 
 
@@ -151,24 +134,17 @@ def groups_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespo
     context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
     context.update(fragment=is_htmx(request), groups_url=_groups_url(ref), corrupt=corrupt)
     context.update(grouped=grouped, acting=can_act(request.user), group_actions=GROUP_ACTIONS)
+    fragment = "_error_groups.html"
     if group:
-        return _group_jobs(request, client, ref, group, grouped, context)
-    template = (
-        "dashboard/error_groups/_error_groups.html"
-        if is_htmx(request)
-        else "dashboard/error_groups/error_groups.html"
-    )
-    return render_page(request, template, context)
+        fragment = "_error_group_jobs.html"
+        context.update(_group_jobs(request, client, ref, group, grouped))
+    name = fragment if is_htmx(request) else "error_groups.html"
+    return render_page(request, f"dashboard/error_groups/{name}", context)
 
 
 def _group_jobs(
-    request: HttpRequest,
-    client: Redis,
-    ref: QueueRef,
-    group: str,
-    grouped: read.ErrorGroups,
-    context: dict[str, Any],
-) -> HttpResponse:
+    request: HttpRequest, client: Redis, ref: QueueRef, group: str, grouped: read.ErrorGroups
+) -> dict[str, Any]:
     """One group's jobs, newest failure first, a page at a time."""
     try:
         group = clean_group_key(group)
@@ -180,39 +156,33 @@ def _group_jobs(
     total = shown.count if shown else 0
     ids = read.group_job_ids(client, ref, group, start=start, size=size) if total else []
     jobs = lists.JobPage(ref, TAB, start, size, total, lists.job_rows(client, ref.keys, TAB, ids))
-    context.update(
-        group=shown,
-        group_key=group,
-        jobs=jobs,
-        rows_html=presenters.job_rows_html(jobs, selectable=False),
-        page_number=page_number,
-        size=size,
-        page_sizes=PAGE_SIZES,
-    )
-    template = (
-        "dashboard/error_groups/_error_group_jobs.html"
-        if is_htmx(request)
-        else "dashboard/error_groups/error_groups.html"
-    )
-    return render_page(request, template, context)
+    return {
+        "group": shown,
+        "group_key": group,
+        "jobs": jobs,
+        "rows_html": presenters.job_rows_html(jobs, selectable=False),
+        "page_number": page_number,
+        "size": size,
+        "page_sizes": PAGE_SIZES,
+    }
 
 
 @page_view("POST", act=True)
 def group_action_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     try:
-        outcome = group_action(
+        done = group_action(
             client,
             ref,
             request.POST.get("group", ""),
             request.POST.get("action", ""),
             user=user_label(request.user),
         )
-    except (actions.ActionRefused, errors.CorruptKey) as error:
+    except actions.ActionRefused as error:
         messages.error(request, str(error))
         return redirect_back(request, _groups_url(ref))
-    clean = not (outcome.broken or outcome.moved_meanwhile or outcome.left)
-    level = messages.SUCCESS if outcome.result.count and clean else messages.WARNING
-    messages.add_message(request, level, outcome.result.message)
+    clean = not (done.broken or done.moved_meanwhile or done.left)
+    level = messages.SUCCESS if done.count and clean else messages.WARNING
+    messages.add_message(request, level, done.message)
     return redirect_back(request, _groups_url(ref))
 
 
@@ -283,8 +253,4 @@ def api_group_action(
     Each job through its own script, re-checked there: one that moved meanwhile
     is left alone and counted, a broken one is reported.
     """
-    try:
-        outcome = group_action(client, ref, body.group, body.action, user=user_label(request.user))
-    except errors.CorruptKey as error:
-        raise actions.QueueKeyCorrupt(str(error)) from error
-    return outcome.answer()
+    return group_action(client, ref, body.group, body.action, user=user_label(request.user))

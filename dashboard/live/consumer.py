@@ -629,20 +629,26 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         return SharedText(encode())
 
 
+def _dumps(message: dict[str, Any]) -> str:
+    # No spaces after ":" and ",": every page of the queue gets each byte of
+    # every event (about 20 of an event's 210), and its browser pays for it.
+    return json.dumps(message, separators=(",", ":"))
+
+
 def within_message_limit(message: dict[str, Any]) -> str:
     """The message as JSON of at most MESSAGE_BYTES: the newest events that fit,
     the rest counted as skipped; an event too big alone goes without its row."""
-    text = json.dumps(message)
+    text = _dumps(message)
     events = message["events"]
     while len(text) > MESSAGE_BYTES and events:
         if len(events) > 1:
             events = events[len(events) // 2 :]
-        elif events[0]["row"]:
-            events = [{**events[0], "row": ""}]
+        elif events[0]["row"] is not None:
+            events = [{**events[0], "row": None}]
         else:
             events = []
         left_out = len(message["events"]) - len(events)
-        text = json.dumps(
+        text = _dumps(
             {**message, "events": events, "skipped": message["skipped"] + left_out, "refresh": True}
         )
     return text

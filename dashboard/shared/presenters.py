@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NotRequired, TypedDict
 from urllib.parse import quote
 
 from django.utils.html import conditional_escape, escape, format_html, format_html_join
@@ -552,28 +553,79 @@ def event_detail(fields: Mapping[str, str]) -> str:
     return fields.get("name", "")[:100]
 
 
-def event_row_html(event: Event, job_prefix: str, *, one_job: bool = False) -> SafeString:
-    """The one rendering of an event, for the pages and the live feed
-    (``one_job``: without the job column). html.escape: the live layer renders
-    every event of a followed queue."""
-    esc = html.escape
-    when = exact_time(event.timestamp_ms)
+class EventRow(TypedDict):
+    """What the Events tab shows of an event beside its id, name and job: the
+    values event_row_html places, and what the live feed gets to fill the same
+    row in the page (static/dashboard/feed.js), so both come from event_row."""
+
+    time: str  # exact UTC time, the cell's title; the cell shows [11:23]
+    tone: str  # the badge's colour
+    detail: str
+    job_url: str | None  # None without a job
+    # The job id as the job column shows it, only when that is not the id
+    # itself (over 40 characters): every page gets every event's bytes.
+    job_label: NotRequired[str]
+
+
+def event_row(event: Event, job_prefix: str) -> EventRow:
     job_id = event.job_id
-    name = esc(event.event)
-    job_cell = job_attribute = ""
-    if job_id:
-        job_attribute = f' data-job-id="{esc(job_id)}"'
-    if not one_job:
-        link = ""
-        if job_id:
-            # Truncator counts combining accents as nothing: only a longer id can be cut.
-            shown = esc(job_id if len(job_id) <= 40 else Truncator(job_id).chars(40))
-            link = f'<a href="{esc(job_url(job_prefix, job_id))}">{shown}</a>'
-        job_cell = f'<td class="id">{link}</td>\n  '
+    row: EventRow = {
+        "time": exact_time(event.timestamp_ms),
+        "tone": event_state(event.event),
+        "detail": event_detail(event.fields),
+        "job_url": job_url(job_prefix, job_id) if job_id else None,
+    }
+    if job_id and len(job_id) > 40:
+        # Truncator counts combining accents as nothing: only a longer id can be cut.
+        row["job_label"] = Truncator(job_id).chars(40)
+    return row
+
+
+# An event's row: the one markup of the pages' rows and, empty, of the events
+# tab's <template> that the live feed fills (static/dashboard/feed.js).
+_EVENT_ROW = (
+    '<tr data-event-id="{id}" data-event="{name}"{job_attribute}>'
+    '\n  <td class="time"><time title="{time}">{clock}</time></td>'
+    '\n  <td><span class="badge state-{tone}">{name}</span></td>'
+    '\n  {job_cell}  <td class="detail">{detail}</td>\n</tr>\n'
+)
+_JOB_CELL = '<td class="id">{link}</td>\n  '
+
+
+def event_row_html(event: Event, job_prefix: str, *, one_job: bool = False) -> SafeString:
+    """An event's row on the pages (``one_job``: without the job column).
+    html.escape: any writer may put anything in an event."""
+    esc = html.escape
+    row = event_row(event, job_prefix)
+    job_id = event.job_id
+    link = ""
+    if job_id and row["job_url"] is not None:
+        label = row.get("job_label", job_id)
+        link = f'<a href="{esc(row["job_url"])}">{esc(label)}</a>'
     return mark_safe(  # noqa: S308 - every value in it is escaped or made of safe characters
-        f'<tr data-event-id="{esc(event.stream_id)}" data-event="{name}"{job_attribute}>'
-        f'\n  <td class="time"><time title="{when}">{when[11:23]}</time></td>'
-        f'\n  <td><span class="badge state-{event_state(event.event)}">{name}'
-        f'</span></td>\n  {job_cell}  <td class="detail">{esc(event_detail(event.fields))}</td>'
-        "\n</tr>\n"
+        _EVENT_ROW.format(
+            id=esc(event.stream_id),
+            name=esc(event.event),
+            job_attribute=f' data-job-id="{esc(job_id)}"' if job_id else "",
+            time=row["time"],
+            clock=row["time"][11:23],
+            tone=row["tone"],
+            job_cell="" if one_job else _JOB_CELL.format(link=link),
+            detail=esc(row["detail"]),
+        )
     )
+
+
+# The row the live feed clones and fills: the same markup, every value empty.
+EVENT_ROW_TEMPLATE = mark_safe(  # noqa: S308 - no value in it
+    _EVENT_ROW.format(
+        id="",
+        name="",
+        job_attribute="",
+        time="",
+        clock="",
+        tone="",
+        job_cell=_JOB_CELL.format(link=""),
+        detail="",
+    )
+)

@@ -111,3 +111,8 @@ def attempts(job: Job) -> SafeString:
 @register.simple_tag
 def event_row(event: Event, ref: QueueRef, one_job: bool = False) -> SafeString:
     return presenters.event_row_html(event, presenters.job_url_prefix(ref), one_job=one_job)
+
+
+@register.simple_tag
+def event_row_template() -> SafeString:
+    return presenters.EVENT_ROW_TEMPLATE

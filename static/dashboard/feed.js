@@ -50,6 +50,7 @@ export function startFeed(livePage) {
   feed = document.getElementById("event-feed");
   feedBody = document.getElementById("event-rows");
   if (!feed) return null;
+  rowTemplate = document.getElementById("event-row").content.querySelector("tr");
   page = livePage;
   live = !/[?&]before=/.test(location.search);
   if (live) page.lastIds[page.queues[0]] = feed.getAttribute("data-last-id") || "0-0";
@@ -224,16 +225,48 @@ function onFrame() {
   if (shrunk && !paused && !held) redraw(page.queues[0]);
 }
 
+// An event's row: the markup of the tab's own rows, empty, as the server
+// renders it into the page (<template id="event-row">, presenters.EVENT_ROW_TEMPLATE),
+// filled with the values the server sent for the event (presenters.event_row):
+// a live row and the same row after a reload are one markup. Cloned and filled,
+// not parsed: parsing each event's row of HTML took a page twice as long, and
+// made its message 2.4 times longer.
+var rowTemplate = null;
+var jobLink = document.createElement("a");
+function feedRow(event, className) {
+  var values = event.row;
+  var row = rowTemplate.cloneNode(true);
+  row.setAttribute("data-event-id", event.id);
+  row.setAttribute("data-event", event.event);
+  if (event.job_id) row.setAttribute("data-job-id", event.job_id);
+  row.className = className;
+  var cells = row.cells;
+  var time = cells[0].firstChild;
+  time.title = values.time;
+  time.textContent = values.time.slice(11, 23);
+  var badge = cells[1].firstChild;
+  badge.className = "badge state-" + values.tone;
+  badge.textContent = event.event;
+  if (values.job_url !== null) {
+    var link = jobLink.cloneNode(false);
+    link.setAttribute("href", values.job_url);
+    link.textContent = values.job_label === undefined ? event.job_id : values.job_label;
+    cells[2].appendChild(link);
+  }
+  cells[3].textContent = values.detail;
+  return row;
+}
+
 function drawRows(queue, events, keep, redrawn) {
   var chunk = document.createElement("tbody");
   chunk.className = "live-chunk";
-  // Newest first, each event's row as the server renders the tab's own rows
-  // (presenters.event_row_html, escaped there): one parse per update.
-  var rows = "";
-  for (var i = events.length - 1; i >= 0; i--) rows += events[i].row;
-  chunk.innerHTML = rows;
   var marks = !redrawn && page.rate() < ANIMATE_BELOW_PER_S ? "live-new live-fresh" : "live-new";
-  for (var r = 0; r < chunk.rows.length; r++) chunk.rows[r].className = marks;
+  // Newest first; an event sent without its row (too big for a message) gets none.
+  for (var i = events.length - 1; i >= 0; i--) {
+    if (!events[i].row) continue;
+    chunk.appendChild(feedRow(events[i], marks));
+    chunk.appendChild(document.createTextNode("\n"));
+  }
   feed.insertBefore(chunk, feed.tBodies[0]);
   if (!redrawn) {
     var now = Date.now();
