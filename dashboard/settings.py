@@ -125,7 +125,7 @@ MIDDLEWARE = [
 ROOT_URLCONF = "dashboard.site_urls"
 ASGI_APPLICATION = "dashboard.asgi.application"
 # No CHANNEL_LAYERS: the live updates need none (each process's readers hand
-# their batches to its sockets in process: dashboard.live.fanout).
+# their batches to its sockets in process: dashboard.live.hub).
 
 TEMPLATES = [
     {

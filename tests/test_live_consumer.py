@@ -18,8 +18,7 @@ from redis import Redis
 from dashboard.asgi import application
 from dashboard.live import consumer as consumer_module
 from dashboard.live.consumer import LiveConsumer
-from dashboard.live.fanout import Batch
-from dashboard.live.hub import get_hub
+from dashboard.live.hub import Batch, get_hub
 from dashboard.shared import presenters
 from queues.connection import connect
 from queues.events import Event
@@ -443,7 +442,7 @@ async def test_deactivating_the_user_closes_an_open_socket_with_4401(
 async def test_discover_sends_the_queues_then_each_new_set(
     redis_client: Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dashboard.live import discovery as watcher
+    from dashboard.live import hub as watcher
     from queues import discovery
 
     monkeypatch.setattr(watcher, "WATCH_INTERVAL_S", 0.05)
@@ -548,7 +547,7 @@ async def test_rows_are_rendered_only_for_a_queue_a_page_shows_the_events_of(
 ) -> None:
     """The overview and count-only pages follow every queue without bodies: the
     reader renders no row for them, and once per event when an Events tab joins."""
-    from dashboard.live import streams
+    from dashboard.live import hub as streams
 
     rendered: list[str] = []
 

@@ -1,7 +1,7 @@
-"""The in-process fan-out (dashboard.live.fanout) against a real Redis: a reader hands
-each batch to every socket of its process; one socket's slowness stays its own;
-what a socket leaves waiting is bounded; a frame is encoded once per kind of
-subscription."""
+"""The in-process fan-out (dashboard.live.hub to the sockets) against a real Redis:
+a reader hands each batch to every socket of its process; one socket's slowness
+stays its own; what a socket leaves waiting is bounded; a frame is encoded once
+per kind of subscription."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from django.contrib.auth.models import Permission, User
 from redis import Redis
 
 from dashboard.live import consumer as consumer_module
-from dashboard.live import fanout
 from dashboard.live.consumer import LiveConsumer
 from dashboard.live.hub import get_hub
 from dashboard.live.outbox import Outbox
@@ -122,11 +121,11 @@ async def test_what_a_socket_leaves_waiting_is_bounded_and_it_is_told_with_a_gap
     """Past the inbox's bound a queue's batches are dropped for that socket, which
     then gets one gap (from the newest it missed) and the live feed after it; the
     socket that reads misses nothing."""
-    monkeypatch.setattr(fanout, "INBOX_MESSAGES", 5)
+    monkeypatch.setattr(consumer_module, "INBOX_MESSAGES", 5)
     gate = asyncio.Event()
     stuck = await open_socket(viewer, wrap_send=held_send(gate))
     (stuck_subscription,) = get_hub().streams[QUEUE].subscribers
-    stuck_inbox = stuck_subscription.inbox  # type: ignore[attr-defined]
+    stuck_inbox = stuck_subscription.socket.inbox  # type: ignore[attr-defined]
     reader = await open_socket(viewer)
     sent = []
     for n in range(30):  # thirty batches: the reader's window keeps them apart

@@ -1,4 +1,4 @@
-"""The live socket's Origin check (dashboard.live.origin): the page's own origin, port
+"""The live socket's Origin check (dashboard.live.routing): the page's own origin, port
 included, or one of CSRF_TRUSTED_ORIGINS; anything else is refused at the handshake."""
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def test_sockets_write_the_same_frame_as_sendmessage_framed_once() -> None:
         reference.sendMessage(text.encode(), False)
         expected = reference_transport.value()
         assert [transport.value() for _, transport in sockets] == [expected] * 3
-        assert shared.prepared() is shared.prepared(), "framed once, however many send it"
+        assert shared.prepared is shared.prepared, "framed once, however many send it"
 
 
 def test_a_socket_that_is_not_open_sends_through_asgi() -> None:

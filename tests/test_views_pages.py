@@ -915,7 +915,7 @@ def test_the_live_socket_may_connect_to_this_site_and_its_trusted_origins_only(
     dashboard_redis: Redis, viewer: Any, settings: Any
 ) -> None:
     """connect-src named "ws: wss:", any host (issue 22): now the origins the
-    socket's own Origin check accepts (dashboard.live.origin)."""
+    socket's own Origin check accepts (dashboard.live.routing)."""
     settings.ALLOWED_HOSTS = ["queues.example.com"]
     settings.CSRF_TRUSTED_ORIGINS = ["https://ops.example.com", "https://*.example.org"]
     plain = viewer.get("/", HTTP_HOST="queues.example.com:8000")

@@ -1,3 +1,3 @@
 """Live updates: the queues' events streams pushed to browsers over WebSockets
-(``hub`` reads, ``fanout`` hands out, ``consumer`` is the socket; docs/live.md).
+(``hub`` reads, ``consumer`` is the socket, ``outbox`` bounds what it holds; docs/live.md).
 """

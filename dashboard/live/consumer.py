@@ -11,8 +11,9 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
@@ -20,23 +21,27 @@ from channels.auth import get_user
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
 from redis.exceptions import RedisError
 
 from dashboard.core import connections
 from dashboard.core.lookup import served_queues_async
-from dashboard.live.cancellation import raise_if_cancelled
-from dashboard.live.discovery import QueueSetWatcher
-from dashboard.live.fanout import Batch, Inbox, Message
-from dashboard.live.hub import StreamHub, get_hub
-from dashboard.live.outbox import STALL_CLOSE_S, Outbox, SharedText
-from dashboard.live.streams import EventPayload, Replay, replay_after
+from dashboard.live.hub import (
+    Batch,
+    EventPayload,
+    Message,
+    StreamHub,
+    get_hub,
+    payload,
+    raise_if_cancelled,
+)
+from dashboard.live.outbox import STALL_CLOSE_S, Outbox, SharedText, daphne_protocol
 from dashboard.shared.connection_groups import OUTAGES
 from queues.keys import InvalidName, validate_job_id
 from queues.read.refs import QueueRef
-from queues.read.stream import newest_id, parse_stream_id
+from queues.read.stream import Missed, missed_after, newest_id, parse_stream_id
 
 log = logging.getLogger("echomq.live")
 
@@ -74,6 +79,9 @@ RECHECK_S = 30.0
 POSITION_EVERY_S = 5.0
 # A job filter's ids (a flow's tree), bounded as the queues per socket are.
 MAX_JOBS_PER_FILTER = 100
+# Messages a socket may leave waiting (about 5 s of a busy queue's batches);
+# past it a queue's further batches give way to one gap.
+INBOX_MESSAGES = 256
 
 
 def user_may_view(user: Any) -> bool:
@@ -87,41 +95,79 @@ async def access_now(scope: Mapping[str, Any]) -> int | None:
     session is read again from its key so an expiry or a changed password shows
     now; a socket without one (a host's own auth) has its user reloaded."""
     user: Any = scope.get("user")
-    session = scope.get("session")
-    session_key = getattr(session, "session_key", None)
+    session_key = getattr(scope.get("session"), "session_key", None)
     if session_key is not None:
         store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
         fresh = await get_user({"session": store})
     else:
-        fresh = await database_sync_to_async(_reloaded)(user)
+        users = auth.get_user_model()._default_manager.filter(pk=user.pk)
+        fresh = await database_sync_to_async(users.first)()
     if fresh is None or not fresh.is_authenticated or fresh.pk != user.pk:
         return CLOSE_NOT_LOGGED_IN
     return None if await database_sync_to_async(user_may_view)(fresh) else CLOSE_FORBIDDEN
 
 
-def _reloaded(user: Any) -> Any:
-    return auth.get_user_model()._default_manager.filter(pk=user.pk).first()
+class Inbox:
+    """One socket's messages in order. ``put`` takes what must not be dropped
+    (client frames, which the outbox bounds; barriers; the queue set);
+    ``deliver`` the streams' batches and gaps, bounded."""
 
+    def __init__(self) -> None:
+        self._messages: deque[Message] = deque()
+        self._ready = asyncio.Event()
+        self._waiting = False  # the socket's task waits in ``get``
+        # A queue whose batches are dropped: the gap marker waiting in the inbox for it.
+        self._lagging: dict[str, Message] = {}
 
-@dataclass
-class Wanted:
-    """One valid item of a subscribe message."""
+    def __len__(self) -> int:
+        return len(self._messages)
 
-    queue: QueueRef
-    resume_from: str | None
-    job: frozenset[str] | None
-    bodies: bool
+    @property
+    def idle(self) -> bool:
+        """The socket's task waits with nothing queued: what comes now is next."""
+        return self._waiting and not self._messages
+
+    def put(self, message: Message) -> None:
+        self._messages.append(message)
+        self._ready.set()
+
+    def deliver(self, message: Message) -> None:
+        """A queue's batch or gap (with its ``queue`` and newest id, ``tip``); never waits."""
+        queue = message["queue"]
+        marker = self._lagging.get(queue)
+        if marker is not None:
+            marker["tip"] = message["tip"]  # the page will continue from the newest missed
+            return
+        if len(self._messages) >= INBOX_MESSAGES:
+            message = {"type": "live.gap", "queue": queue, "tip": message["tip"]}
+            self._lagging[queue] = message
+        self.put(message)
+
+    async def get(self) -> Message:
+        while not self._messages:
+            self._ready.clear()
+            self._waiting = True
+            try:
+                await self._ready.wait()
+            finally:
+                self._waiting = False
+        message = self._messages.popleft()
+        if message["type"] == "live.gap" and self._lagging.get(message["queue"]) is message:
+            del self._lagging[message["queue"]]  # later batches of the queue are kept again
+        return message
 
 
 @dataclass(eq=False)
 class Subscription:
-    """One queue a socket watches; what the stream hands it goes to the socket's inbox."""
+    """One queue a socket watches (an item of a subscribe message, checked); the
+    stream hands it batches, which it passes to its socket."""
 
-    ref: str
-    inbox: Inbox
+    socket: LiveConsumer
+    queue: QueueRef
     resume_from: str | None
-    job: frozenset[str] | None = None  # only these jobs' events
-    bodies: bool = True  # False: how many events and their names, not the events
+    job: frozenset[str] | None  # only these jobs' events
+    bodies: bool  # False: how many events and their names, not the events
+    ref: str = field(init=False)  # the queue's address
     last_sent: tuple[int, int] = (0, 0)
     skipped: int = 0
     hinted_at: float = 0.0
@@ -130,39 +176,35 @@ class Subscription:
     told_at: float = 0.0
     # Until our barrier comes back, live events are dropped: the replay has them.
     replaying: bool = True
-    barrier: asyncio.Task[None] | None = None
+    barrier: asyncio.TimerHandle | None = None  # the replay's next try
     # Events went unsent while the outbox was full: a gap is owed.
     missed: bool = False
-    # The socket's way to send a batch at once (LiveConsumer._send_now); False: queue it.
-    send_now: Callable[[Subscription, Message], bool] | None = None
+
+    def __post_init__(self) -> None:
+        self.ref = self.queue.address
 
     def deliver(self, message: Message) -> None:
-        if self.send_now is not None and self.inbox.idle and self.send_now(self, message):
-            return
-        self.inbox.deliver(message)
-
-    def stop_barrier(self) -> None:
-        if self.barrier is not None:
-            self.barrier.cancel()
-            self.barrier = None
+        """Under daphne a whole batch that finds the socket's task idle is sent from
+        the reader's hand-out (docs/live.md, "One inbox per socket"); else queued."""
+        if not (self.socket.inbox.idle and self.socket.send_now(self, message)):
+            self.socket.inbox.deliver(message)
 
 
 def stream_id(position: tuple[int, int]) -> str:
     return "{}-{}".format(*position)
 
 
-class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """Channels' consumer on one ``Inbox`` (the client's frames and the readers'
         batches, in order); all the socket holds goes however it ends (an error or
         daphne's cancel would skip ``disconnect``)."""
         self.scope = scope
         self.base_send = send
-        self.channel_layer = None
         self.inbox = Inbox()
         self.subscriptions: dict[str, Subscription] = {}
-        self.queue_watcher: QueueSetWatcher | None = None
-        self.outbox: Outbox = scope.get("outbox") or Outbox()
+        self.discovering = False
+        self.outbox: Outbox = scope.get("outbox") or Outbox(daphne_protocol(send))
         self.tasks: set[asyncio.Task[None]] = set()  # rechecks, status, stall watch
         self.stall_watch: asyncio.Task[None] | None = None
         self.giving_up = False
@@ -208,13 +250,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         for task in list(self.tasks):
             if task is not asyncio.current_task():
                 task.cancel()
-        for watched in self.watched_hubs:
-            watched.unwatch_reachability(self._on_reachability)
+        for hub in self.watched_hubs:
+            hub.status_listeners.discard(self.status_changed)
         self.watched_hubs.clear()
         for ref in list(self.subscriptions):
             self._drop(ref)
-        if self.queue_watcher is not None:
-            self.queue_watcher = None
+        if self.discovering:
+            self.discovering = False
             get_hub().unwatch_queues(self.inbox.put)
 
     async def connect(self) -> None:
@@ -242,18 +284,14 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     # ------------------------------------------------------------ Redis there or not
 
-    def _on_reachability(self, reachable: bool) -> None:
-        self.status_changed.set()
-
     def _watch_reachability(self, hub: StreamHub) -> None:
         """Hear whether ``hub``'s Redis answers, from now on (once per hub)."""
         if hub not in self.watched_hubs:
             self.watched_hubs.add(hub)
-            hub.watch_reachability(self._on_reachability)
+            hub.status_listeners.add(self.status_changed)
             self.status_changed.set()  # it may be down already
 
     async def _follow_reachability(self) -> None:
-        self.status_changed.set()  # it may be down already
         while True:
             await self.status_changed.wait()
             self.status_changed.clear()
@@ -261,11 +299,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def _tell_reachability(self) -> None:
         """Tell the page whether Redis answers, when that changed since it was last told."""
-        down = [hub for hub in self.watched_hubs if not hub.reachable]
+        down = [hub.failover for hub in self.watched_hubs if not hub.reachable]
         status = STATUS_OK
-        if down:
-            failing_over = all(hub.failover is not None for hub in down)
-            status = STATUS_FAILING_OVER if failing_over else STATUS_UNREACHABLE
+        if down:  # failing over while every connection down is failing over
+            status = STATUS_UNREACHABLE if None in down else STATUS_FAILING_OVER
         if status != self.told_status:
             self.told_status = status
             await self.send_json({"type": "status", "redis": status})
@@ -275,38 +312,27 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
     ) -> None:
-        if not text_data:  # a binary (or empty) frame is none of ours
-            await self.close(code=CLOSE_BAD_MESSAGE)
-            return
-        await self.receive_json(await self.decode_json(text_data), **kwargs)
-
-    @classmethod
-    async def decode_json(cls, text_data: str) -> Any:
-        try:
-            return json.loads(text_data)
+        try:  # a binary (or empty) frame is none of ours
+            content = json.loads(text_data) if text_data else None
         except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
-            return None  # receive_json closes with CLOSE_BAD_MESSAGE
-
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+            content = None
         kind = content.get("type") if isinstance(content, dict) else None
+        items = content.get("queues") if isinstance(content, dict) else None
         if kind == "discover":
             await self._discover()
-            return
-        items = content.get("queues") if isinstance(content, dict) else None
-        if (
+        elif (
             kind not in ("subscribe", "unsubscribe")
             or not isinstance(items, list)
             or len(items) > MAX_QUEUES_PER_SOCKET
         ):
             await self.close(code=CLOSE_BAD_MESSAGE)
-            return
-        if kind == "subscribe":
+        elif kind == "subscribe":
             await self._subscribe_all(items)
-            return
-        for item in items:
-            if isinstance(item, str):
-                with contextlib.suppress(InvalidName):
-                    self._drop(QueueRef.from_address(item).address)
+        else:
+            for item in items:
+                if isinstance(item, str):
+                    with contextlib.suppress(InvalidName):
+                        self._drop(QueueRef.from_address(item).address)
 
     async def _error(self, queue: object, message: str) -> None:
         if message == REDIS_UNREACHABLE:
@@ -316,7 +342,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         named = queue[:ECHOED_NAME_CHARS] if isinstance(queue, str) else None
         await self.send_json({"type": "error", "queue": named, "message": message})
 
-    async def _wanted(self, item: object) -> Wanted | None:
+    async def _wanted(self, item: object) -> Subscription | None:
         """One item of a subscribe message, checked; None (and an error sent) when bad."""
         raw = item.get("queue") if isinstance(item, dict) else None
         try:
@@ -335,41 +361,41 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             return None
         last_id = item.get("last_id")
         resume = last_id if parse_stream_id(last_id) is not None else None
-        return Wanted(queue, resume, jobs, bodies)
+        return Subscription(self, queue, resume, jobs, bodies)
 
     async def _subscribe_all(self, items: list[Any]) -> None:
-        wanted = [w for w in [await self._wanted(item) for item in items] if w is not None]
-        by_connection: dict[str, list[Wanted]] = {}
-        for w in wanted:
-            by_connection.setdefault(w.queue.connection, []).append(w)
+        by_connection: dict[str, list[Subscription]] = {}
+        for item in items:
+            sub = await self._wanted(item)
+            if sub is not None:
+                by_connection.setdefault(sub.queue.connection, []).append(sub)
         for name, group in by_connection.items():
             await self._subscribe_on(get_hub(name), group)
 
-    async def _subscribe_on(self, hub: StreamHub, wanted: list[Wanted]) -> None:
+    async def _subscribe_on(self, hub: StreamHub, wanted: list[Subscription]) -> None:
         """The wanted queues of one Redis connection (``hub``'s)."""
         self._watch_reachability(hub)
         try:
             served = await hub.ask(served_queues_async(hub.client, [w.queue for w in wanted]))
         except (RedisError, OSError) as error:
             reason = REDIS_UNREACHABLE if isinstance(error, OUTAGES) else "Redis error"
-            for w in wanted:
-                await self._error(w.queue.address, reason)
+            for sub in wanted:
+                await self._error(sub.ref, reason)
             return
-        for w in wanted:
+        for sub in wanted:
             raise_if_cancelled()  # a socket going away stops subscribing at once
-            ref = w.queue.address
-            if w.queue not in served:
-                await self._error(ref, "unknown queue")
-            elif ref not in self.subscriptions and len(self.subscriptions) >= MAX_QUEUES_PER_SOCKET:
-                await self._error(ref, "too many queues")
+            if sub.queue not in served:
+                await self._error(sub.ref, "unknown queue")
+            elif (
+                sub.ref not in self.subscriptions
+                and len(self.subscriptions) >= MAX_QUEUES_PER_SOCKET
+            ):
+                await self._error(sub.ref, "too many queues")
             else:
-                await self._subscribe(w)
+                await self._subscribe(hub, sub)
 
-    async def _subscribe(self, wanted: Wanted) -> None:
-        ref = wanted.queue.address
-        hub = get_hub(wanted.queue.connection)
-        resume, job, bodies = wanted.resume_from, wanted.job, wanted.bodies
-        sub = Subscription(ref, self.inbox, resume, job=job, bodies=bodies, send_now=self._send_now)
+    async def _subscribe(self, hub: StreamHub, sub: Subscription) -> None:
+        ref = sub.ref
         try:
             await hub.acquire(ref, sub)  # before the old one goes: the stream stays up
         except OUTAGES:
@@ -387,11 +413,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             resumed = max(parse_stream_id(sub.resume_from) or (0, 0), old.last_sent)
             sub.resume_from = stream_id(resumed)
         self.subscriptions[ref] = sub
-        self.inbox.put({"type": "live.barrier", "queue": ref, "subscription": sub})
+        self._put_barrier(sub)
 
-    async def _barrier_later(self, sub: Subscription) -> None:
-        """The replay could not be read: try again in a while (Redis may be back)."""
-        await asyncio.sleep(BARRIER_RETRY_S)
+    def _put_barrier(self, sub: Subscription) -> None:
         sub.barrier = None
         if self.subscriptions.get(sub.ref) is sub and sub.replaying:
             self.inbox.put({"type": "live.barrier", "queue": sub.ref, "subscription": sub})
@@ -400,20 +424,23 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         """Forget a subscription and release its stream (synchronous: never cut short)."""
         sub = self.subscriptions.pop(ref, None)
         if sub is not None:
-            sub.stop_barrier()
-            _hub_of(ref).release(ref, sub)
+            if sub.barrier is not None:
+                sub.barrier.cancel()
+            get_hub(sub.queue.connection).release(ref, sub)
         return sub
 
     async def _discover(self) -> None:
-        if self.queue_watcher is not None:
+        if self.discovering:
             return  # asked twice: the set already comes
         # Listen first, then read: a change after this read arrives as a message.
-        watcher = self.queue_watcher = get_hub().watch_queues(self.inbox.put)
+        self.discovering = True
+        hub = get_hub()
+        hub.watch_queues(self.inbox.put)
         try:
-            await asyncio.wait_for(watcher.ready.wait(), DISCOVER_TIMEOUT_S)
+            await asyncio.wait_for(hub.queues_read.wait(), DISCOVER_TIMEOUT_S)
         except TimeoutError:
             return  # Redis unreachable: the page keeps the queues it shows
-        await self.send_json({"type": "queues", "queues": watcher.known})
+        await self.send_json({"type": "queues", "queues": hub.known_queues})
 
     # ------------------------------------------------------------ what the hub hands us
 
@@ -425,17 +452,16 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         sub: Subscription = message["subscription"]
         if self.subscriptions.get(sub.ref) is not sub or not sub.replaying:
             return
-        hub = _hub_of(sub.ref)
-        stream_key = QueueRef.from_address(sub.ref).keys.events
+        hub = get_hub(sub.queue.connection)
+        key = sub.queue.keys.events
         try:
             if sub.resume_from is None:
-                replay = Replay([], False, await hub.ask(newest_id(hub.client, stream_key)))
+                replay = Missed([], False, await hub.ask(newest_id(hub.client, key)))
             else:
-                replay = await hub.ask(
-                    replay_after(hub.client, sub.ref, stream_key, sub.resume_from, REPLAY_LIMIT)
-                )
-        except OUTAGES:
-            sub.barrier = self._start(self._barrier_later(sub))
+                replay = await hub.ask(missed_after(hub.client, key, sub.resume_from, REPLAY_LIMIT))
+        except OUTAGES:  # try again in a while: Redis may be back
+            loop = asyncio.get_running_loop()
+            sub.barrier = loop.call_later(BARRIER_RETRY_S, self._put_barrier, sub)
             return
         except RedisError:
             self._drop(sub.ref)
@@ -446,12 +472,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         kind = "gap" if replay.gap else "subscribed"
         await self._send_position(sub, kind, replay.tip, parse_stream_id(replay.tip) or (0, 0))
         sub.replaying = False
-        sub.stop_barrier()
-        await self._send_events(sub, replay.events)
+        await self._send_text(self._events_frame(sub, [payload(e, sub.ref) for e in replay.events]))
 
     async def live_events(self, message: dict[str, Any]) -> None:
-        # The batch is shared with every socket of this process on the queue
-        # (dashboard.live.fanout): read it, never change it.
+        # Shared by every socket of this process on the queue: read it, never change it.
         batch: Batch = message["batch"]
         sub = self.subscriptions.get(batch.queue)
         if sub is None or sub.replaying:
@@ -461,12 +485,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if events and time.monotonic() - batch.sent_at > BEHIND_S:
             await self._skip(sub, events)
         else:
-            await self._send_events(sub, events, batch if whole else None)
+            await self._send_text(self._events_frame(sub, events, batch if whole else None))
 
-    def _send_now(self, sub: Subscription, message: Message) -> bool:
-        """Send a whole batch from the reader's hand-out when this socket's task
-        waits idle (what ``live_events`` would do next, minus a task wake-up;
-        docs/live.md). False, with nothing changed: the inbox takes it."""
+    def send_now(self, sub: Subscription, message: Message) -> bool:
+        """What ``live_events`` would do next, minus a task wake-up; False, with
+        nothing changed: the inbox takes it."""
         if message["type"] != "live.events" or self.giving_up:
             return False
         batch: Batch = message["batch"]
@@ -481,7 +504,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         try:
             frame = self._events_frame(sub, batch.events, batch)
             if frame is not None:
-                self._send_shared_now(frame)
+                if not self.outbox.send_shared(frame):
+                    raise RuntimeError("a frame that cannot be written at once")
+                self._watch_outbox()
         except Exception:
             # In the reader's hand-out: end this socket, as a failure in its own
             # task would, and let the reader go on to the others.
@@ -508,23 +533,17 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     # ------------------------------------------------------------ sending
 
     async def send_json(self, content: dict[str, Any], close: bool = False) -> None:
-        await self._send_text(await self.encode_json(content), close)
+        await self._send_text(json.dumps(content), close)
 
-    async def _send_text(self, text: str | SharedText, close: bool = False) -> None:
-        """Send ``text``; a ``SharedText`` (the same for many sockets) goes as the
-        frame prepared once for all of them where the server allows it."""
-        if self.giving_up:
-            return  # closed for not reading: nothing more for this client
+    async def _send_text(self, text: str | SharedText | None, close: bool = False) -> None:
+        """Send ``text`` (None: nothing); a ``SharedText`` (the same for many sockets)
+        goes as the frame prepared once for all of them where the server allows it."""
+        if text is None or self.giving_up:
+            return  # giving up: closed for not reading, nothing more for this client
         if isinstance(text, str):
             await self.send(text_data=text, close=close)
         elif close or not self.outbox.send_shared(text):
             await self.send(text_data=text.text, close=close)
-        self._watch_outbox()
-
-    def _send_shared_now(self, frame: str | SharedText) -> None:
-        """``frame`` written at once (the caller checked ``Outbox.can_send_shared``)."""
-        if not isinstance(frame, SharedText) or not self.outbox.send_shared(frame):
-            raise RuntimeError("a frame that cannot be written at once")
         self._watch_outbox()
 
     def _watch_outbox(self) -> None:
@@ -534,11 +553,12 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def _wait_for_reader(self) -> None:
         """The client stopped taking what we send: close it, or owe gaps once it catches up."""
         try:
-            caught_up = await self.outbox.wait_drained(STALL_CLOSE_S)
+            await asyncio.wait_for(self.outbox.drained.wait(), STALL_CLOSE_S)
+        except TimeoutError:
+            self.giving_up = True
         finally:
             self.stall_watch = None
-        if not caught_up:
-            self.giving_up = True
+        if self.giving_up:
             await self.close(code=CLOSE_TOO_SLOW)
             return
         for sub in list(self.subscriptions.values()):
@@ -558,23 +578,14 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         now = time.monotonic()
         if now - sub.hinted_at >= HINT_INTERVAL_S:
             sub.hinted_at = now
-            await self._send_events(sub, [])
-
-    async def _send_events(
-        self, sub: Subscription, events: list[EventPayload], batch: Batch | None = None
-    ) -> None:
-        frame = self._events_frame(sub, events, batch)
-        if frame is not None:
-            await self._send_text(frame)
+            await self._send_text(self._events_frame(sub, []))
 
     def _events_frame(
         self, sub: Subscription, events: list[EventPayload], batch: Batch | None = None
-    ) -> str | SharedText | None:
+    ) -> SharedText | None:
         """The events message to send now (None: nothing), ``sub`` moved as if sent.
         With ``batch`` (``events`` are all of it) the frame is encoded once for
         every socket of the same filter."""
-        # Skipped events counted before would make this socket's frame its own.
-        shared = batch if sub.skipped == 0 else None
         if events:
             newest = batch.last if batch is not None else parse_stream_id(events[-1]["id"])
             sub.last_sent = max(sub.last_sent, newest or (0, 0))
@@ -593,6 +604,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         quiet = sub.last_sent == sub.told or now - sub.told_at < POSITION_EVERY_S
         if not sent and not skipped and quiet:
             return None
+        # Skipped events counted before make this socket's frame its own.
+        shared = batch if sub.skipped == 0 else None
         sub.skipped = 0
         sub.told, sub.told_at = sub.last_sent, now
 
@@ -613,12 +626,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
         if shared is not None:
             return shared.frame((sub.bodies, sub.job), encode)
-        return encode()
-
-
-def _hub_of(address: str) -> StreamHub:
-    """The hub of the connection a subscribed queue's address names."""
-    return get_hub(QueueRef.from_address(address).connection)
+        return SharedText(encode())
 
 
 def _dumps(message: dict[str, Any]) -> str:
@@ -651,16 +659,7 @@ def job_filter(value: object) -> frozenset[str] | None:
     ids = [value] if isinstance(value, str) else value
     if not isinstance(ids, list) or not 0 < len(ids) <= MAX_JOBS_PER_FILTER:
         return None
-    if not all(valid_job_id(job_id) for job_id in ids):
-        return None
-    return frozenset(ids)
-
-
-def valid_job_id(value: object) -> bool:
-    if not isinstance(value, str):
-        return False
     try:
-        validate_job_id(value)
-    except InvalidName:
-        return False
-    return True
+        return frozenset(validate_job_id(job_id) for job_id in ids)
+    except (InvalidName, TypeError):  # TypeError: an id that is no string
+        return None

@@ -1,8 +1,8 @@
-"""The events-stream readers of one server process, shared by all its pages: a
-bounded pool of blocking XREADs per Redis connection (per slot on a cluster,
-the rest polled) that hand each batch to the subscribers and never wait for a
-socket, and the one fact per server of whether Redis answers. Design and
-bounds: docs/live.md ("A few shared readers"), docs/deploy.md ("Connections").
+"""What one server process reads from Redis for all its live pages: a bounded
+pool of blocking XREADs per connection (per slot on a cluster, the rest polled)
+that hand each batch to the subscriptions and never wait for a socket, whether
+Redis answers, and which queues exist. Design and bounds: docs/live.md,
+docs/deploy.md ("Connections").
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from functools import lru_cache
+from typing import Any, Protocol, TypedDict, TypeVar
 
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.retry import Retry
@@ -23,21 +24,22 @@ from redis.backoff import NoBackoff
 from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
-from dashboard.core.redis import redis_url
-from dashboard.live.cancellation import raise_if_cancelled
-from dashboard.live.discovery import QueueSetWatcher
-from dashboard.live.fanout import Batch, Message, Subscriber
-from dashboard.live.streams import EventPayload, payload
+from dashboard.core import connections
+from dashboard.core.lookup import all_queues
+from dashboard.core.redis import get_client, redis_url
+from dashboard.live.outbox import SharedText
 from dashboard.shared.connection_groups import OUTAGES
+from dashboard.shared.presenters import EventRow, event_row, job_url_prefix
 from queues import codec
 from queues.connection import connect_async, split_cluster_flag
 from queues.events import Event
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
-from queues.read.stream import newest_id, was_trimmed
+from queues.read.stream import newest_id, parse_stream_id, was_trimmed
 from queues.sentinel import Failover, failing_over_async
 
 log = logging.getLogger("echomq.live")
 T = TypeVar("T")
+Message = dict[str, Any]
 
 READ_BATCH = 500  # events per stream per XREAD, and at most per batch handed out
 # At most one batch per queue a window (10 ms, 20 ms from 7 pages on: each
@@ -64,14 +66,96 @@ CONNECT_TIMEOUT_S = 2.0
 # Short: once Redis is back, pages resume within a few seconds.
 RETRY_DELAYS_S = (0.1, 0.2, 0.5, 1.0)
 PROBE_INTERVAL_S = 0.5
+WATCH_INTERVAL_S = 3.0  # how often the set of queues is read while a page lists them
+WATCH_RETRY_S = 5.0
 # Named, so CLIENT LIST shows which connections are the live pages'.
 READER_CLIENT_NAME = "echomq-live-reader"
 CONTROL_CLIENT_NAME = "echomq-live"
 
 
+def raise_if_cancelled() -> None:
+    """Honour a cancel that a library swallowed: on Python 3.11 ``wait_for`` (under
+    every redis-py command) can drop one (CPython gh-86296), yet the task still
+    counts it, so the live side's loops check after each turn."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
+class EventPayload(TypedDict):
+    """One event as sent: what the page picks events by, and what its row shows
+    (presenters.event_row, the values the pages' own rows are rendered from;
+    feed.js places them in the same markup). Values, not the row's HTML: every
+    page of the queue gets every event, and the HTML made it 2.4 times longer
+    and twice as long to put in (docs/live.md)."""
+
+    id: str
+    event: str
+    job_id: str | None
+    row: EventRow | None
+
+
+@lru_cache(maxsize=4096)
+def _job_prefix(address: str) -> str:
+    """A queue's job URL without the id, reversed once per queue, not per event."""
+    return job_url_prefix(QueueRef.from_address(address))
+
+
+def payload(event: Event, address: str, *, row: bool = True) -> EventPayload:
+    """``row=False`` when no page that gets it shows events: presenting is most
+    of an event's cost on the server."""
+    return {
+        "id": event.stream_id,
+        "event": event.event,
+        "job_id": event.job_id,
+        "row": event_row(event, _job_prefix(address)) if row else None,
+    }
+
+
+@dataclass(eq=False)
+class Batch:
+    """One stream's new events as one read brought them, shared read-only by the
+    sockets; ``first`` and ``last`` parsed once here rather than by each."""
+
+    queue: str
+    events: list[EventPayload]
+    sent_at: float  # time.monotonic() when the reader handed it out
+    first: tuple[int, int] = field(init=False)
+    last: tuple[int, int] = field(init=False)
+    frames: dict[object, SharedText] = field(default_factory=dict)  # by kind of subscription
+
+    def __post_init__(self) -> None:
+        self.first = parse_stream_id(self.events[0]["id"]) or (0, 0)
+        self.last = parse_stream_id(self.events[-1]["id"]) or (0, 0)
+
+    def message(self) -> Message:
+        return {
+            "type": "live.events",
+            "queue": self.queue,
+            "tip": self.events[-1]["id"],
+            "batch": self,
+        }
+
+    def frame(self, kind: object, encode: Callable[[], str]) -> SharedText:
+        """The frame for sockets of this ``kind`` (all the frame depends on
+        besides the batch), encoded by the first of them."""
+        shared = self.frames.get(kind)
+        if shared is None:
+            shared = self.frames[kind] = SharedText(encode())
+        return shared
+
+
+class Subscriber(Protocol):
+    """What a stream hands its batches to (a socket's subscription to one queue)."""
+
+    bodies: bool  # whether it shows events (their rows), not only counts them
+
+    def deliver(self, message: Message) -> None: ...
+
+
 @dataclass(eq=False)
 class Stream:
-    """One queue's events stream as this process reads it, and the sockets' subscriptions to it."""
+    """One queue's events stream as this process reads it, and the subscriptions to it."""
 
     ref: str
     key: str
@@ -127,9 +211,6 @@ class StreamReader:
         if self.reading is not None:
             self.reading.cancel()
 
-    def stop(self) -> None:
-        self.task.cancel()
-
     async def _run(self) -> None:
         failures = 0
         sent_at, window = 0.0, 0.0
@@ -140,7 +221,7 @@ class StreamReader:
                     if failures:
                         # Entries may have been trimmed while Redis was unreachable.
                         for stream in list(self.streams.values()):
-                            await self._gap_if_trimmed(stream, stream.position)
+                            await self._gap_if_trimmed(stream)
                     # At most one message per window: the time spent reading counts.
                     wait = sent_at + window - time.monotonic()
                     if wait > 0:
@@ -213,21 +294,19 @@ class StreamReader:
     async def _publish(self, stream: Stream, entries: list[Any]) -> bool:
         """Hand one stream's new entries to its subscribers; False when there was a gap instead."""
         # A big batch means a burst: it may have trimmed entries we never read.
-        if len(entries) >= GAP_CHECK_BATCH and await self._gap_if_trimmed(stream, stream.position):
+        if len(entries) >= GAP_CHECK_BATCH and await self._gap_if_trimmed(stream):
             return False
         # No await from here on: the position moves with the hand-out, and the
         # subscribers that get the batch are the ones asked whether rows are needed.
         rows = any(sub.bodies for sub in stream.subscribers)
-        events: list[EventPayload] = [
-            payload(Event.from_entry(i, raw), stream.ref, row=rows) for i, raw in entries
-        ]
+        events = [payload(Event.from_entry(i, raw), stream.ref, row=rows) for i, raw in entries]
         stream.fan_out(Batch(stream.ref, events, time.monotonic()).message())
         stream.position = events[-1]["id"]
         return True
 
-    async def _gap_if_trimmed(self, stream: Stream, position: str) -> bool:
-        """Entries after ``position`` are gone: pages reload, the stream jumps to the newest."""
-        if stream.unreadable or not await was_trimmed(self.client, stream.key, position):
+    async def _gap_if_trimmed(self, stream: Stream) -> bool:
+        """Entries after the stream's position are gone: pages reload, it jumps to the newest."""
+        if stream.unreadable or not await was_trimmed(self.client, stream.key, stream.position):
             return False
         stream.position = await newest_id(self.client, stream.key)
         stream.fan_out({"type": "live.gap", "queue": stream.ref, "tip": stream.position})
@@ -262,21 +341,41 @@ class PollingReader(StreamReader):
         return found
 
 
+def current_queues() -> list[str]:
+    """Every queue's address in the overview's order (blocking). Another connection
+    that does not answer is left out; the default one raises (the hub hears of it)."""
+    found: list[str] = []
+    for connection in connections.configured():
+        try:
+            refs = all_queues(get_client(connection.name), connection.name)
+        except OUTAGES:
+            if connection.name == DEFAULT_CONNECTION:
+                raise
+            continue
+        found.extend(ref.address for ref in refs)
+    return found
+
+
 class StreamHub:
-    """The streams, readers and queue-set watcher of one event loop (one server process)."""
+    """One event loop's (one server process's) streams and readers of one Redis
+    connection; the default connection's hub also watches the set of queues."""
 
     def __init__(self, connection: str = DEFAULT_CONNECTION) -> None:
         self.connection = connection  # a configured one (the consumer checks)
         self.streams: dict[str, Stream] = {}  # by queue address
         self.readers: list[StreamReader] = []
-        self.queue_watcher: QueueSetWatcher | None = None
         self.reachable = True
         # While unreachable behind Sentinel: what the sentinels are doing about it.
         self.failover: Failover | None = None
-        self._listeners: set[Callable[[bool], None]] = set()
+        self.status_listeners: set[asyncio.Event] = set()  # each socket's "tell the page" flag
         self._probe: asyncio.Task[None] | None = None
         self._client: AsyncRedis | None = None
         self._asking = asyncio.Semaphore(CONTROL_CONNECTIONS)
+        # The pages listing the queues, and what they were last told.
+        self.queue_listeners: set[Callable[[Message], None]] = set()
+        self.queue_watcher: asyncio.Task[None] | None = None
+        self.known_queues: list[str] = []
+        self.queues_read = asyncio.Event()
 
     @property
     def client(self) -> AsyncRedis:
@@ -320,25 +419,20 @@ class StreamHub:
             reader.remove(stream)
             if not reader.streams:
                 self.readers.remove(reader)
-                reader.stop()
+                reader.task.cancel()
 
     def _reader_for(self, key: str) -> StreamReader:
-        plain = not split_cluster_flag(redis_url(self.connection))[1]
-        shard = 0 if plain else key_slot(key.encode())
+        cluster = split_cluster_flag(redis_url(self.connection))[1]
+        shard = key_slot(key.encode()) if cluster else 0
+        blocking = {reader.shard for reader in self.readers if reader.shard != POLLED}
+        if cluster and shard not in blocking and len(blocking) >= BLOCKING_SLOTS:
+            shard = POLLED
         mine = [reader for reader in self.readers if reader.shard == shard]
-        if not plain and not mine:
-            blocking = {reader.shard for reader in self.readers if reader.shard != POLLED}
-            if len(blocking) >= BLOCKING_SLOTS:
-                shard = POLLED
-                mine = [reader for reader in self.readers if reader.shard == POLLED]
-        if shard == POLLED:
-            if not mine:
-                mine = [PollingReader(self, POLLED)]
-                self.readers.extend(mine)
-            return mine[0]
-        roomy = [reader for reader in mine if len(reader.streams) < STREAMS_PER_READER]
-        if not roomy and len(mine) < READERS:
-            reader = StreamReader(self, shard)
+        # The polling reader takes every stream it is given; a blocking one up to
+        # STREAMS_PER_READER before another starts.
+        roomy = [r for r in mine if shard == POLLED or len(r.streams) < STREAMS_PER_READER]
+        if not mine or (not roomy and len(mine) < READERS):
+            reader = (PollingReader if shard == POLLED else StreamReader)(self, shard)
             self.readers.append(reader)
             return reader
         return min(roomy or mine, key=lambda reader: len(reader.streams))
@@ -372,18 +466,8 @@ class StreamHub:
         )
         if not reachable and self._probe is None:
             self._probe = asyncio.create_task(self._probe_until_back(), name="echomq-live-probe")
-        for listener in list(self._listeners):
-            listener(reachable)
-
-    def _note_error(self, error: Exception) -> None:
-        if isinstance(error, OUTAGES):
-            self.report(reachable=False)
-
-    def watch_reachability(self, listener: Callable[[bool], None]) -> None:
-        self._listeners.add(listener)
-
-    def unwatch_reachability(self, listener: Callable[[bool], None]) -> None:
-        self._listeners.discard(listener)
+        for listener in self.status_listeners:
+            listener.set()
 
     async def _probe_until_back(self) -> None:
         try:
@@ -393,54 +477,63 @@ class StreamHub:
                 try:
                     await self.client.ping()
                 except OUTAGES:
-                    await self._ask_sentinels()
+                    # Whether the sentinels (if any) are replacing the master.
+                    failover = await failing_over_async(self.client)
+                    if (failover is None) != (self.failover is None) and not self.reachable:
+                        self.failover = failover
+                        for listener in self.status_listeners:
+                            listener.set()
                 else:
                     self.report(reachable=True)
         finally:
             self._probe = None
 
-    async def _ask_sentinels(self) -> None:
-        """Whether the sentinels (if any) are replacing the master; the pages hear of a change."""
-        failover = await failing_over_async(self.client)
-        if (failover is None) != (self.failover is None) and not self.reachable:
-            self.failover = failover
-            for listener in list(self._listeners):
-                listener(False)
+    # ------------------------------------------------------------ the set of queues
 
-    # ------------------------------------------------------------ the overview's queue set
-
-    def watch_queues(self, listener: Callable[[Message], None]) -> QueueSetWatcher:
-        """One more page listing the queues; the first starts the watcher."""
-        watcher = self.queue_watcher
-        if watcher is None:
-            watcher = self.queue_watcher = QueueSetWatcher(on_error=self._note_error)
-            watcher.start()
-        watcher.listeners.add(listener)
-        return watcher
+    def watch_queues(self, listener: Callable[[Message], None]) -> None:
+        """One more page listing the queues; the first starts the watcher, and
+        ``queues_read`` is set once ``known_queues`` holds them."""
+        self.queue_listeners.add(listener)
+        if self.queue_watcher is None:
+            self.queues_read.clear()
+            self.queue_watcher = asyncio.create_task(
+                self._watch_queues(), name="echomq-live:queues"
+            )
 
     def unwatch_queues(self, listener: Callable[[Message], None]) -> None:
         """One page fewer; the last one stops the watcher (synchronous: never cut short)."""
-        watcher = self.queue_watcher
-        if watcher is None:
-            return
-        watcher.listeners.discard(listener)
-        if not watcher.listeners:
+        self.queue_listeners.discard(listener)
+        if not self.queue_listeners and self.queue_watcher is not None:
+            self.queue_watcher.cancel()
             self.queue_watcher = None
-            watcher.cancel()
+
+    async def _watch_queues(self) -> None:
+        while True:
+            raise_if_cancelled()
+            try:
+                queues = await asyncio.to_thread(current_queues)
+                if self.queues_read.is_set() and queues != self.known_queues:
+                    for listener in list(self.queue_listeners):
+                        listener({"type": "live.queues", "queues": queues})
+                self.known_queues = queues
+                self.queues_read.set()
+                await asyncio.sleep(WATCH_INTERVAL_S)
+            except Exception as exc:
+                # Redis down: keep watching once it is back.
+                if isinstance(exc, OUTAGES):
+                    self.report(reachable=False)
+                log.warning("queue watcher: %r; retrying in %.0fs", exc, WATCH_RETRY_S)
+                await asyncio.sleep(WATCH_RETRY_S)
 
     async def close(self) -> None:
-        readers, self.readers, self.streams = self.readers, [], {}
-        for reader in readers:
-            reader.stop()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader.task
-        if self.queue_watcher is not None:
-            watcher, self.queue_watcher = self.queue_watcher, None
-            await watcher.stop()
-        if self._probe is not None:
-            self._probe.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._probe
+        tasks = [reader.task for reader in self.readers] + [self.queue_watcher, self._probe]
+        self.readers, self.streams, self.queue_watcher = [], {}, None
+        self.queue_listeners.clear()
+        for task in tasks:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -453,8 +546,7 @@ _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, StreamHub]
 
 def get_hub(connection: str = DEFAULT_CONNECTION) -> StreamHub:
     """This event loop's hub of a configured ``connection``."""
-    loop = asyncio.get_running_loop()
-    hubs = _hubs.setdefault(loop, {})
+    hubs = _hubs.setdefault(asyncio.get_running_loop(), {})
     hub = hubs.get(connection)
     if hub is None:
         hub = hubs[connection] = StreamHub(connection)
@@ -462,6 +554,5 @@ def get_hub(connection: str = DEFAULT_CONNECTION) -> StreamHub:
 
 
 async def close_hubs() -> None:
-    hubs = _hubs.pop(asyncio.get_running_loop(), {})
-    for hub in hubs.values():
+    for hub in _hubs.pop(asyncio.get_running_loop(), {}).values():
         await hub.close()

@@ -25,19 +25,15 @@ STALL_CLOSE_S = 15.0
 class SharedText:
     """A text message that many sockets send unchanged, framed once when first sent."""
 
-    __slots__ = ("_prepared", "text")
-
     def __init__(self, text: str) -> None:
         self.text = text
-        self._prepared: PreparedMessage | None = None
 
+    @functools.cached_property
     def prepared(self) -> PreparedMessage:
-        if self._prepared is None:
-            # A server's frames are not masked.
-            self._prepared = PreparedMessage(
-                self.text.encode(), isBinary=False, applyMask=False, doNotCompress=False
-            )
-        return self._prepared
+        # A server's frames are not masked.
+        return PreparedMessage(
+            self.text.encode(), isBinary=False, applyMask=False, doNotCompress=False
+        )
 
 
 class Outbox:
@@ -86,20 +82,13 @@ class Outbox:
         """Write the prepared frame; False: send it through ASGI instead."""
         if not self.can_send_shared():
             return False
-        self._protocol.sendPreparedMessage(message.prepared())
-        return True
-
-    async def wait_drained(self, timeout: float) -> bool:
-        try:
-            await asyncio.wait_for(self.drained.wait(), timeout)
-        except TimeoutError:
-            return False
+        self._protocol.sendPreparedMessage(message.prepared)
         return True
 
 
 def daphne_protocol(send: Any) -> Any:
-    """Daphne's WebSocket protocol under its ``send`` (a partial of
-    ``Server.handle_reply``); None under other servers."""
+    """Daphne's WebSocket protocol under a socket's ``send`` (a partial of
+    ``Server.handle_reply``), for the socket's ``Outbox``; None under other servers."""
     while inspect.ismethod(send) and hasattr(send.__self__, "real_send"):
         send = send.__self__.real_send  # Channels' SessionMiddleware wraps it
     if not isinstance(send, functools.partial) or not send.args:
@@ -110,14 +99,3 @@ def daphne_protocol(send: Any) -> Any:
     if not all(hasattr(transport, name) for name in needed):
         return None
     return protocol if hasattr(protocol, "sendPreparedMessage") else None
-
-
-class SocketOutbox:
-    """Gives each WebSocket its ``Outbox`` in ``scope["outbox"]``."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
-        outbox = Outbox(daphne_protocol(send))
-        return await self.inner(dict(scope, outbox=outbox), receive, send)

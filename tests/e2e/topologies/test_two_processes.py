@@ -7,7 +7,7 @@ database they share, signed with the key they share. Pages whose sockets the
 front handed to different processes both follow a retry done through either,
 live, each event once: each process reads the events streams itself (its own
 reader connection on Redis) and hands what it read only to its own sockets
-(dashboard.live.fanout); nothing goes through Redis pub/sub. Which process
+(dashboard.live.hub); nothing goes through Redis pub/sub. Which process
 collects the history and builds error groups: tests/test_collector_processes.py.
 """
 
