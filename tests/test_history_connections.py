@@ -134,3 +134,28 @@ def test_the_overview_says_which_server_it_could_not_read(
     html = answer.content.decode()
     assert "Not read: eu-down did not answer." in html
     assert 'data-summary-queue="staging bull:emails"' in html
+
+
+def test_the_history_chart_marks_the_admin_actions_of_its_own_server(
+    collected: None, client_as: Callable[[str | None], Client]
+) -> None:
+    from dashboard.models import AuditEntry
+
+    # The same queue name on both servers, one action on each.
+    for connection, result in (("default", "Retried 4 jobs"), ("staging", "Retried 6 jobs")):
+        AuditEntry.objects.create(
+            user="oncall",
+            action="retry_all",
+            queue=EMAILS.qualified,
+            connection=connection,
+            jobs="state=failed",
+            count=4 if connection == "default" else 6,
+            result=result,
+        )
+    viewer = client_as("viewer")
+    staging = viewer.get("/c/staging/queues/bull/emails/history/", {"range": "1h"})
+    assert "retry all by oncall: Retried 6 jobs" in staging.content.decode()
+    assert "Retried 4 jobs" not in staging.content.decode()
+    default = viewer.get("/queues/bull/emails/history/", {"range": "1h"}).content.decode()
+    assert "retry all by oncall: Retried 4 jobs" in default
+    assert "Retried 6 jobs" not in default

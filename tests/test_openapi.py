@@ -506,7 +506,7 @@ def _searches(api: Api, client: Redis) -> None:
     api(Ask(V, "search", 400, {"state": "nowhere", "q": "name ~ a"}, valid=False))
     user = permissions.user_label(api.users[V])
     search_id = search.SEARCHES.start(user)
-    (current,) = (s for s in search.SEARCHES._by_user[user] if s.search_id == search_id)
+    current = search.SEARCHES._by_user[user][search_id]
     with current.stepping:  # a step of this search still running
         api(Ask(V, "search", 429, {"q": "name ~ a", "search": search_id, "cursor": "0||0|10|"}))
     stale = {"q": "name ~ a", "search": "old", "cursor": "0||0|10|"}

@@ -833,7 +833,7 @@ def test_running_time_reads_in_whole_seconds_then_coarser_units() -> None:
 
 
 def test_a_span_of_years_reads_in_years_not_thousands_of_days() -> None:
-    from dashboard.shared.presenters import span
+    from dashboard.shared.formatting import span
 
     day = 86_400_000
     assert span(5 * day) == "5 d"

@@ -45,17 +45,6 @@ from queues.read.refs import QueueRef
 from queues.read.states import STATES
 
 
-# A hundred years: ages beyond it are typos, and they must stay exact in Lua's doubles.
-def _milliseconds(value: int | str | None, name: str) -> int | None:
-    """A whole number of milliseconds, 0 up to a century: a JSON integer or a
-    string of digits (a form field); None when not given."""
-    if value is None or value == "":
-        return None
-    must = f"{name} must be an integer (milliseconds)"
-    within = f"{name} must be between 0 and {MAX_MILLISECONDS:,} (milliseconds)"
-    return whole_number(value, 0, MAX_MILLISECONDS, must=must, within=within)
-
-
 @api_view(
     "listQueues",
     ["queues"],
@@ -240,13 +229,13 @@ def queue_actions(
     Bulk moves run in bounded batches; jobs whose keys are broken stay where
     they are and are listed in `skipped`.
     """
-    grace_ms = _milliseconds(body.grace_ms, "grace_ms")
+    # 0 up to a century (MAX_MILLISECONDS): more is a typo, and must stay exact in Lua's doubles.
+    grace_ms = -1  # not given
+    if body.grace_ms not in (None, ""):
+        must = "grace_ms must be an integer (milliseconds)"
+        within = f"grace_ms must be between 0 and {MAX_MILLISECONDS:,} (milliseconds)"
+        grace_ms = whole_number(body.grace_ms, 0, MAX_MILLISECONDS, must=must, within=within)
     result = actions.queue_action(
-        client,
-        ref,
-        body.action,
-        user=user_label(request.user),
-        state=body.state,
-        grace_ms=-1 if grace_ms is None else grace_ms,
+        client, ref, body.action, user=user_label(request.user), state=body.state, grace_ms=grace_ms
     )
     return result.answer(ActionResult)

@@ -1,11 +1,8 @@
-"""What the health rule (dashboard.shared.health) reads beyond a queue's counts: its
-connected workers and, for a queue without any, when its last job finished.
-
-Workers are counted only for queues with jobs ready and not paused, from one
-client list at most ``CLIENT_LIST_MAX_AGE_S`` old (its cost grows with the
-clients); a list showing no worker is trusted for ``ABSENCE_MAX_AGE_S`` only,
-so a worker that just connected does not read as missing. Those without get
-one more round trip for their newest finished jobs.
+"""What the health rule (dashboard.shared.health) reads beyond a queue's counts:
+its connected workers (for queues with jobs ready and not paused), from one client
+list at most ``CLIENT_LIST_MAX_AGE_S`` old (its cost grows with the clients), one
+showing no worker only ``ABSENCE_MAX_AGE_S`` old (a worker may just have
+connected); for a queue without any, one more round trip: when its last job finished.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect
+from django.utils.safestring import SafeString
 from redis import Redis
 
 from dashboard.acting import actions, job_edits
@@ -22,7 +23,7 @@ from dashboard.core.lookup import clean_job_ids, int_param, job_id_or_404
 from dashboard.core.permissions import can_act, user_label
 from dashboard.core.queue_urls import queue_url
 from dashboard.flows import views as flows
-from dashboard.shared import action_bars, charts, connection_groups, presenters
+from dashboard.shared import action_bars, connection_groups, presenters
 from dashboard.shared.web import (
     PAGE_SIZES,
     is_htmx,
@@ -63,14 +64,11 @@ EVENT_TYPES = (
     "resumed",
     "drained",
 )
-# What the events tab hides by default, so state changes (and failures first
-# of all) are not buried: events that move no job, or that repeat a move
-# another event shows. "progress" moves nothing and can come many times a
-# second per job; "added" is always followed by the state the job entered
-# ("waiting", "delayed", "waiting-children"), which is shown; "duplicated" and
-# "deduplicated" added nothing; "drained" (nothing left waiting) follows from
-# the moves shown. "waiting" stays: it is also how a retry or a promotion
-# shows ("did my retry work?"), and "retries-exhausted" marks a failure as final.
+# What the events tab hides by default, so that state changes (failures first)
+# are not buried: "progress" moves no job and can come many times a second;
+# "added" is always followed by the state the job entered, which shows;
+# "duplicated" and "deduplicated" added nothing; "drained" follows from the
+# moves shown. "waiting" stays: it is how a retry or a promotion shows.
 QUIET_EVENTS = ("progress", "added", "duplicated", "deduplicated", "drained")
 
 
@@ -81,7 +79,7 @@ class OverviewPage(lists.PagePosition):
     start: int
     size: int
     total: int  # queues the filter lets through
-    rows: Sequence[presenters.QueueRow]
+    rows: Sequence[SafeString]
     known: int  # queues before the filter
     needle: str
     sort: str
@@ -112,12 +110,10 @@ class OverviewPage(lists.PagePosition):
 
 @page_view(fragments=True, queue=False)
 def overview(request: HttpRequest) -> HttpResponse:
-    """Every queue of every connection, a page of rows at a time: a thousand
-    queues cost a page's worth of reads and HTML (counts, metrics and sparklines
-    for the rows shown), plus one count per queue when sorted by failures.
-    With several connections the rows come grouped by connection, each group
-    in name (or most-failed) order, and a connection whose Redis does not
-    answer is a heading saying so."""
+    """Every queue of every connection, a page of rows at a time: a thousand queues
+    cost a page's worth of reads and HTML, plus one count per queue sorted by failures.
+    With several connections the rows come grouped by connection (each in name or
+    most-failed order), one whose Redis does not answer a heading saying so."""
     groups = connection_groups.discovered()
     needle = request.GET.get("q", "").strip()[:MAX_FILTER_CHARS]
     sort = "failed" if request.GET.get("sort") == "failed" else "name"
@@ -132,7 +128,9 @@ def overview(request: HttpRequest) -> HttpResponse:
             # Most failed first; a stable sort keeps discovery's name order
             # among equal counts (no QueueRef comparisons: see discovery._BY_NAME).
             # None: the server stopped answering (the group now says unreachable).
-            pairs = sorted(zip(failed, refs, strict=True), key=_most_failed) if failed else []
+            pairs = (
+                sorted(zip(failed, refs, strict=True), key=lambda pair: -pair[0]) if failed else []
+            )
             refs = [ref for _, ref in pairs]
         matching[group.name] = len(refs)
         listed.extend((group, ref) for ref in refs)
@@ -193,7 +191,7 @@ class GroupSection:
     """A connection's part of the overview's page: its heading and its rows."""
 
     group: connection_groups.ConnectionGroup
-    rows: list[presenters.QueueRow]
+    rows: list[SafeString]
     matching: int  # its queues the filter lets through, on every page
 
 
@@ -202,10 +200,6 @@ def _matching(refs: list[QueueRef], needle: str) -> list[QueueRef]:
         return refs
     folded = needle.casefold()
     return [ref for ref in refs if folded in ref.qualified.casefold()]
-
-
-def _most_failed(pair: tuple[int, QueueRef]) -> int:
-    return -pair[0]
 
 
 @page_view(fragments=True)
@@ -225,8 +219,6 @@ def queue_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespon
     context = queue_context(
         ref, summary, state, counted.get(ref) if counted else None, chart=not is_htmx(request)
     )
-    hour = charts.hour_totals(summary)
-    completed_last_hour = hour[0] if hour is not None else None
     acting = can_act(request.user)
     row_actions = actions.ACTIONS_BY_STATE[state]
     selectable = acting and bool(row_actions)
@@ -244,9 +236,7 @@ def queue_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespon
         clean_ages=action_bars.CLEAN_AGES,
         default_clean_age=action_bars.DEFAULT_CLEAN_AGE_MS,
         fragment=is_htmx(request),
-        empty_hint=""
-        if jobs.rows
-        else presenters.empty_tab_hint(state, summary, completed_last_hour),
+        empty_hint="" if jobs.rows else presenters.empty_tab_hint(state, summary),
     )
     if is_htmx(request):
         return render_page(request, "dashboard/browse/_job_table.html", context)

@@ -1,10 +1,7 @@
-"""The job page's flow tree (and its next pages of children) as HTML, built in
-Python like the job table's and the overview's rows (presenters).
-
-A template per node was 68% of the flow page's time (docs/benchmarks.md,
-"Runs of 2026-12-01, evening"). Every value read from Redis goes through
-``escape`` once; our own words and digits do not, and the queue's names and
-job URL prefix are escaped and reversed once per tree.
+"""The job page's flow tree (and its next pages of children) as HTML built in Python
+(a template per node was 68% of the flow page's time: docs/benchmarks.md, "Runs of
+2026-12-01, evening"). Every value read from Redis is escaped once; the queue's
+names and job URL prefix are escaped and reversed once per tree.
 """
 
 from __future__ import annotations
@@ -18,7 +15,8 @@ from django.utils.text import Truncator
 
 from dashboard.core.queue_urls import queue_url
 from dashboard.shared import presenters
-from dashboard.shared.formatting import thousands
+from dashboard.shared.formatting import span, thousands
+from queues.read import states
 from queues.read.flows import ChildrenPage, FlowTree, TreeNode
 from queues.read.refs import QueueRef
 
@@ -72,7 +70,7 @@ class _TreeWriter:
         else:
             # A state is one of queues.read.states' names: our own word, like its label.
             state = node.state or "unknown"
-            label = presenters.STATE_LABELS.get(state, state)
+            label = states.label(state)
             badge = f'<span class="badge state-{state}">{label}</span>'
             current = ' aria-current="page"' if is_focus else ""
             url = presenters.job_url(queue.job_url_prefix, node.id)
@@ -90,10 +88,7 @@ class _TreeWriter:
         )
         took = node.duration_ms
         if took is not None:
-            add(
-                f'    <span class="muted" title="{thousands(took)} ms">'
-                f"took {presenters.span(took)}</span>\n"
-            )
+            add(f'    <span class="muted" title="{thousands(took)} ms">took {span(took)}</span>\n')
         if node.relation:  # one of queues.read.flows' words for a kind of child
             add(f'    <span class="flow-relation">{node.relation}</span>\n')
         deps = node.dependencies

@@ -14,23 +14,19 @@ from dataclasses import dataclass
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from dashboard.models import AuditEntry
 from dashboard.shared.charts import (
     FAILURES_MEANING,
-    MAX_MARKERS,
     Marker,
-    action_markers,
-    finished_bars,
-    grid_svg,
+    chart_body,
     half_scales,
     marker_svg,
     markers_list,
+    markers_since,
+    minute_svg,
     nice_ceiling,
-    scale_svg,
     time_ticks_svg,
 )
-from dashboard.shared.formatting import compact, failures, format_ms, thousands
-from dashboard.shared.presenters import span
+from dashboard.shared.formatting import compact, failures, format_ms, span, thousands
 from queues.read.history import RANGES, Figures, History, HistoryRange
 
 
@@ -55,6 +51,13 @@ _D_TOP, _D_BOTTOM = 46.0, 70.0
 _B_TOP, _B_BOTTOM = 78.0, 90.0
 _TIME = 98.0
 _MIN_BAR = 0.8
+# The durations' lines: which, which percentile, drawn as.
+_DURATION_LINES = (
+    ("wait", 0.95, "line-wait"),
+    ("wait", 0.5, "line-wait p50"),
+    ("run", 0.95, "line-run"),
+    ("run", 0.5, "line-run p50"),
+)
 _DASH = "\u2013"
 
 
@@ -104,10 +107,6 @@ def _readout(slot: Slot, when: str) -> str:
     return " ".join(parts)
 
 
-def _y(value: float, top_value: float, top: float, bottom: float) -> float:
-    return bottom - min(value / max(top_value, 1e-9), 1.0) * (bottom - top)
-
-
 def _line(
     css: str,
     width: float,
@@ -117,13 +116,15 @@ def _line(
 ) -> str:
     """A line through the slots that have a value (a slot without one breaks it);
     a lone value is a dot. Segments, not a polyline: points in % need them."""
+    high, low = band
     runs: list[list[tuple[str, str]]] = [[]]
     for index, value in enumerate(values):
         if value is None:
             if runs[-1]:
                 runs.append([])
             continue
-        runs[-1].append((f"{(index + 0.5) * width:.3f}%", f"{_y(value, top, *band):.2f}%"))
+        y = low - min(value / max(top, 1e-9), 1.0) * (low - high)
+        runs[-1].append((f"{(index + 0.5) * width:.3f}%", f"{y:.2f}%"))
     drawn = []
     for run in runs:
         if len(run) == 1:
@@ -131,33 +132,6 @@ def _line(
         for (x1, y1), (x2, y2) in itertools.pairwise(run):
             drawn.append(f'<line class="{css}" x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}"/>')
     return "".join(drawn)
-
-
-def _grid() -> str:
-    return grid_svg(
-        (
-            ("grid", _C_TOP),
-            ("axis", _C_AXIS),
-            ("grid", _C_BOTTOM),
-            ("grid", _D_TOP),
-            ("axis", _D_BOTTOM),
-            ("grid", _B_TOP),
-            ("axis", _B_BOTTOM),
-        )
-    )
-
-
-def _scale(top_done: int, top_failed: int, top_ms: float, top_backlog: int) -> str:
-    labels = (
-        (_C_TOP, compact(top_done)),
-        (_C_AXIS, "0"),
-        (_C_BOTTOM, compact(top_failed)),
-        (_D_TOP, format_ms(top_ms)),
-        (_D_BOTTOM, "0"),
-        (_B_TOP, compact(top_backlog)),
-        (_B_BOTTOM, "0"),
-    )
-    return scale_svg(labels, 300)
 
 
 def _band_titles(slot: str) -> str:
@@ -174,18 +148,6 @@ def _band_titles(slot: str) -> str:
     )
 
 
-def _time_ticks(layout: Layout, count: int, width: float, chosen: HistoryRange) -> str:
-    slot_ms = chosen.step_ms * layout.merge
-    ticks = (
-        (
-            (index + 0.5) * width,
-            f"{(count - 1 - index) * slot_ms // layout.tick_unit_ms} {layout.tick_unit}",
-        )
-        for index in range(count - 1 - layout.tick_every, 0, -layout.tick_every)
-    )
-    return time_ticks_svg(ticks, _B_BOTTOM, 2, _TIME)
-
-
 def history_chart(history: History, markers: Sequence[Marker], range_links: str) -> SafeString:
     """The figure: range links, the three bands, a readout line, the markers listed."""
     chosen = history.range
@@ -196,19 +158,12 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
     top_done, top_failed = half_scales(
         max((f.completed for f in figures), default=0), max((f.failed for f in figures), default=0)
     )
-    percentiles = {
-        name: [getattr(f, kind).percentile(q) if getattr(f, kind).count else None for f in figures]
-        for name, kind, q in (
-            ("wait95", "wait", 0.95),
-            ("wait50", "wait", 0.5),
-            ("run95", "run", 0.95),
-            ("run50", "run", 0.5),
-        )
-    }
+    percentiles = [
+        (css, [getattr(f, kind).percentile(q) if getattr(f, kind).count else None for f in figures])
+        for kind, q, css in _DURATION_LINES
+    ]
     top_ms = float(
-        nice_ceiling(
-            max((v for vs in percentiles.values() for v in vs if v is not None), default=1)
-        )
+        nice_ceiling(max((v for _, vs in percentiles for v in vs if v is not None), default=1))
     )
     backlogs: list[float | None] = [
         None if f.backlog is None else float(f.backlog) for f in figures
@@ -219,31 +174,20 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
     for index, slot in enumerate(slots):
         when = _when(slot.start_ms, chosen, layout.merge)
         words = escape(_readout(slot, when))
-        f = slot.figures
-        x = f'x="{index * width + width * 0.14:.3f}%" width="{width * 0.72:.3f}%"'
-        bars = finished_bars(
-            x,
-            (f.completed, f.failed),
-            (top_done, top_failed),
-            (_C_TOP, _C_AXIS, _C_BOTTOM),
-            _MIN_BAR,
-        )
         groups.append(
-            f'<g class="minute{" partial" if slot.current else ""}" data-when="{escape(when)}"'
-            f' data-readout="{words}"><title>{words}</title>'
-            f'<rect class="hit" x="{index * width:.3f}%" y="0" width="{width:.3f}%" height="100%"/>'
-            f"{bars}</g>"
+            minute_svg(
+                index,
+                width,
+                f'data-when="{escape(when)}" data-readout="{words}"',
+                words,
+                slot.current,
+                (slot.figures.completed, slot.figures.failed),
+                (top_done, top_failed),
+                (_C_TOP, _C_AXIS, _C_BOTTOM),
+                _MIN_BAR,
+            )
         )
-    band = (_D_TOP, _D_BOTTOM)
-    lines = "".join(
-        _line(css, width, percentiles[name], top_ms, band)
-        for name, css in (
-            ("wait95", "line-wait"),
-            ("wait50", "line-wait p50"),
-            ("run95", "line-run"),
-            ("run50", "line-run p50"),
-        )
-    )
+    lines = "".join(_line(css, width, vs, top_ms, (_D_TOP, _D_BOTTOM)) for css, vs in percentiles)
     lines += _line("line-backlog", width, backlogs, top_backlog, (_B_TOP, _B_BOTTOM))
     start_ms = slots[0].start_ms
     span_ms = chosen.points * chosen.step_ms
@@ -263,14 +207,28 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         summary += f", run p95 {format_ms(total.run.percentile(0.95))}"
     readout = escape(summary)
     label = escape(f"Queue history, last {chosen.label}: {summary}")
-    bar_span = span(chosen.step_ms * layout.merge)  # "5 min": what one bar counts
-    svg = (
-        f'<div class="chart-area">{_scale(top_done, top_failed, top_ms, top_backlog)}'
-        f'<svg class="chart" width="100%" height="300" role="img" aria-label="{label}">'
-        f'{_grid()}{_band_titles(bar_span)}<g class="minutes">{"".join(groups)}</g>'
-        f'<g class="lines">{lines}</g>{_time_ticks(layout, len(slots), width, chosen)}'
+    slot_ms = chosen.step_ms * layout.merge
+    last = len(slots) - 1
+    ticks = (
+        (
+            (index + 0.5) * width,
+            f"{(last - index) * slot_ms // layout.tick_unit_ms} {layout.tick_unit}",
+        )
+        for index in range(last - layout.tick_every, 0, -layout.tick_every)
+    )
+    rules = (
+        (_C_TOP, "grid", compact(top_done)),
+        (_C_AXIS, "axis", "0"),
+        (_C_BOTTOM, "grid", compact(top_failed)),
+        (_D_TOP, "grid", format_ms(top_ms)),
+        (_D_BOTTOM, "axis", "0"),
+        (_B_TOP, "grid", compact(top_backlog)),
+        (_B_BOTTOM, "axis", "0"),
+    )
+    plot = (
+        f'{_band_titles(span(slot_ms))}<g class="minutes">{"".join(groups)}</g>'
+        f'<g class="lines">{lines}</g>{time_ticks_svg(ticks, _B_BOTTOM, 2, _TIME)}'
         f'<g class="markers">{drawn_markers}</g>'
-        "</svg></div>"
     )
     return mark_safe(  # noqa: S308 - numbers, fixed words and escaped text only
         f'<figure class="queue-chart history-chart" data-history-chart data-range="{chosen.name}">'
@@ -281,8 +239,7 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         '<span class="chart-key"><span class="key key-wait"></span>wait</span>'
         '<span class="chart-key"><span class="key key-run"></span>run</span>'
         '<span class="chart-key"><span class="key key-backlog"></span>backlog</span>'
-        f"</figcaption>{stopped_note(history)}{svg}"
-        f'<p class="chart-readout" data-chart-readout data-default="{readout}">{readout}</p>'
+        f"</figcaption>{stopped_note(history)}{chart_body(rules, 300, label, plot, readout)}"
         f"{markers_list(markers, chosen.label)}</figure>"
     )
 
@@ -325,12 +282,10 @@ def stopped_note(history: History) -> str:
 
 
 def markers_for(history: History) -> list[Marker]:
-    """The queue's admin actions in the chart's window, from the audit trail
-    (at most MAX_MARKERS)."""
+    """The queue's admin actions in the chart's window."""
     span = history.range.points * history.range.step_ms
     start = history.points[0].start_ms if history.points else history.read_at_ms - span
-    since = dt.datetime.fromtimestamp(start / 1000, tz=dt.UTC)
-    return action_markers(AuditEntry.on_queue_since(history.ref.qualified, since, MAX_MARKERS))
+    return markers_since(history.ref, start)
 
 
 __all__ = ["LAYOUTS", "RANGES", "history_chart", "history_missing", "markers_for", "slots_of"]

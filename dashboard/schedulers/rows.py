@@ -1,10 +1,7 @@
-"""The schedulers tab's table rows, built in Python like the job table's and the
-overview's (presenters).
-
-The row loop in a template was 73% of the tab's time at 50 rows
-(docs/benchmarks.md, "Runs of 2026-12-01, evening"). Every value read from
-Redis goes through ``escape`` once; the pending runs' URLs are one reverse()
-per page (presenters.job_url_prefix).
+"""The schedulers tab's table rows, built in Python like the job table's (a template
+loop was 73% of the tab's time at 50 rows: docs/benchmarks.md, "Runs of 2026-12-01,
+evening"). Every value read from Redis is escaped once; the pending runs' URLs
+are one reverse() per page (presenters.job_url_prefix).
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
 
 @page_view("POST", act=True)
 def page_action(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    fallback = _schedulers_url(ref)
+    fallback = queue_url("dashboard:schedulers", ref)
     try:
         result = actions.scheduler_action(
             client,
@@ -80,10 +80,6 @@ def page_action(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespo
     level = messages.SUCCESS if result.ok else messages.WARNING
     messages.add_message(request, level, result.message)
     return redirect_back(request, fallback)
-
-
-def _schedulers_url(ref: QueueRef) -> str:
-    return queue_url("dashboard:schedulers", ref)
 
 
 @api_view(

@@ -89,25 +89,22 @@ class _Searches:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_user: dict[str, list[_Search]] = {}
+        self._by_user: dict[str, dict[str, _Search]] = {}  # by id, oldest first
 
     def start(self, user: str) -> str:
         search = _Search(secrets.token_urlsafe(9))
         with self._lock:
-            searches = self._by_user.setdefault(user, [])
+            searches = self._by_user.setdefault(user, {})
             while len(searches) >= MAX_SEARCHES_PER_USER:
-                searches.pop(0).replaced.set()  # its running step stops at its next call
-            searches.append(search)
+                # Its running step stops at its next call.
+                searches.pop(next(iter(searches))).replaced.set()
+            searches[search.search_id] = search
         return search.search_id
-
-    def _find(self, user: str, search_id: str) -> _Search | None:
-        with self._lock:
-            return next((s for s in self._by_user.get(user, ()) if s.search_id == search_id), None)
 
     def end(self, user: str, search_id: str) -> None:
         with self._lock:
-            searches = self._by_user.get(user, [])
-            searches[:] = [s for s in searches if s.search_id != search_id]
+            searches = self._by_user.get(user, {})
+            searches.pop(search_id, None)
             if not searches:
                 self._by_user.pop(user, None)
 
@@ -116,7 +113,8 @@ class _Searches:
         """The running search's ``replaced`` flag, while its step runs;
         _Replaced when it is no longer one of the user's, _Busy when
         another of its steps is running (both at once, without waiting)."""
-        search = self._find(user, search_id)
+        with self._lock:
+            search = self._by_user.get(user, {}).get(search_id)
         if search is None:
             raise _Replaced
         if not search.stepping.acquire(blocking=False):
@@ -130,18 +128,14 @@ class _Searches:
 SEARCHES = _Searches()
 
 
-def _state(raw: str) -> str:
-    if raw not in TAB:
-        raise BadInput(f"state must be one of {', '.join(TAB)}")
-    return raw
-
-
 def _answer_step(
     request: HttpRequest, client: Redis, ref: QueueRef, *, markup: bool
 ) -> HttpResponse:
     """One step, as JSON; with ``markup`` the rows also as the job table's
     rows (the page shows them exactly like its table, escaped server-side)."""
-    state = _state(request.GET.get("state", "failed"))
+    state = request.GET.get("state", "failed")
+    if state not in TAB:
+        raise BadInput(f"state must be one of {', '.join(TAB)}")
     user = user_label(request.user)
     rows_wanted = min(int_param(request.GET.get("rows"), MAX_ROWS, lowest=0), MAX_ROWS)
     try:

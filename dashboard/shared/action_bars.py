@@ -1,13 +1,13 @@
-"""What the queue page offers above its job table, tab by tab: labels, weight and
-confirmations decided once. A confirmation is a question for the page's dialog,
-which fills in ``{selected}``, ``{count}``, ``{n}``, ``{age}`` and ``{query}``
-(queue names cannot hold braces). Destructive actions always ask; retry and
-promote ask past :data:`HANDFUL` jobs.
+"""What the queue page and the job page offer as buttons, tab by tab: labels,
+weight and confirmations decided once. A confirmation is a question for the
+page's dialog, which fills in ``{selected}``, ``{count}``, ``{n}``, ``{age}``
+and ``{query}`` (queue names cannot hold braces). Destructive actions always
+ask; retry and promote ask past :data:`HANDFUL` jobs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dashboard.acting.actions import ACTIONS_BY_STATE
 from dashboard.core.answers import SET_ACTIONS
@@ -33,7 +33,8 @@ HANDFUL = 5
 @dataclass(frozen=True, slots=True)
 class Button:
     """A submit button; ``confirm`` "" acts at once, ``many`` asks only past a
-    handful; the label is ``verb`` and ``tail`` (a phone shows the verb)."""
+    handful; its words are ``verb`` and ``tail`` (a phone shows the verb; a
+    bulk button puts the tab's count between them)."""
 
     action: str
     verb: str
@@ -42,27 +43,10 @@ class Button:
     confirm: str = ""
     many: bool = False
 
-    @property
-    def label(self) -> str:
-        words = f"{self.verb} {self.tail}" if self.tail else self.verb
-        return words + ("…" if self.confirm and not self.many else "")
-
-
-@dataclass(frozen=True, slots=True)
-class BulkButton:
-    """An action on every job of a tab: "Retry all 25 failed", the count kept
-    current by the page; it asks past a handful."""
-
-    action: str
-    verb: str
-    noun: str
-    style: str
-    confirm: str
-
 
 @dataclass(frozen=True, slots=True)
 class ActionBar:
-    bulk: tuple[BulkButton, ...]
+    bulk: tuple[Button, ...]  # on every job of the tab: "Retry all 25 failed"
     clean: Button | None  # the destructive bulk action, behind the "More" menu
     selection: tuple[Button, ...]
 
@@ -74,76 +58,71 @@ class ActionBar:
         return f"Tick jobs to {' or '.join(verbs)} them."
 
 
-def _selection_button(ref: QueueRef, state: str, action: str) -> Button:
-    queue = ref.name
-    if action == "retry" and state == "completed":
-        # Re-running finished work repeats its side effects (a password-reset
-        # job sends another email): secondary, and it asks first.
-        return Button(
-            action,
-            "Run again",
-            confirm=f"Run {{selected}} of {queue} again? Each completed job runs once more,"
-            " side effects included (an email job sends its email again).",
-        )
-    if action == "retry":
-        return Button(
-            action,
-            "Retry",
-            "selected",
-            "btn-primary",
-            f"Retry {{selected}} of {queue}? Each moves back to waiting and runs again.",
-            many=True,
-        )
-    if action == "promote":
-        return Button(
-            action,
-            "Promote",
-            "selected",
-            confirm=f"Promote {{selected}} of {queue}? Each runs now instead of at its time.",
-            many=True,
-        )
-    if action == "fail":
-        return Button(
-            action,
-            "Fail",
-            "selected",
-            "btn-danger",
-            f"Fail {{selected}} of {queue}? They move to failed with your reason;"
-            " a worker still running one loses its result.",
-        )
-    return Button(
-        action,
-        "Remove",
-        "selected",
+# Each action on ticked jobs: verb, style, question ({queue} is the queue's name).
+_SELECTION = {
+    "retry": (
+        "Retry",
+        "btn-primary",
+        "Retry {selected} of {queue}? Each moves back to waiting and runs again.",
+    ),
+    "promote": (
+        "Promote",
+        "",
+        "Promote {selected} of {queue}? Each runs now instead of at its time.",
+    ),
+    "fail": (
+        "Fail",
         "btn-danger",
-        f"Remove {{selected}} of {queue}? Their data and logs are deleted. This cannot be undone.",
-    )
+        "Fail {selected} of {queue}? They move to failed with your reason;"
+        " a worker still running one loses its result.",
+    ),
+    "remove": (
+        "Remove",
+        "btn-danger",
+        "Remove {selected} of {queue}? Their data and logs are deleted. This cannot be undone.",
+    ),
+}
+# Re-running finished work repeats its side effects (a password-reset job sends
+# another email): secondary, and it asks first.
+_RUN_AGAIN = Button(
+    "retry",
+    "Run again",
+    confirm="Run {selected} of {queue} again? Each completed job runs once more,"
+    " side effects included (an email job sends its email again).",
+)
+# The tabs' buttons on all their jobs: the count goes between verb and tail.
+_BULK = {
+    "failed": Button(
+        "retry_all",
+        "Retry all",
+        "failed",
+        "btn-primary",
+        "Retry all {n} failed jobs of {queue}? Each moves back to waiting and runs again.",
+        many=True,
+    ),
+    "delayed": Button(
+        "promote_all",
+        "Promote all",
+        "delayed",
+        confirm="Promote all {n} delayed jobs of {queue}? Each runs now instead of at its time.",
+        many=True,
+    ),
+}
+
+
+def _selection_button(state: str, action: str) -> Button:
+    if action == "retry" and state == "completed":
+        return _RUN_AGAIN
+    verb, style, confirm = _SELECTION[action]
+    return Button(action, verb, "selected", style, confirm, many=action in ("retry", "promote"))
+
+
+def _naming(button: Button, queue: str) -> Button:
+    return replace(button, confirm=button.confirm.replace("{queue}", queue))
 
 
 def action_bar(ref: QueueRef, state: str) -> ActionBar:
-    bulk: tuple[BulkButton, ...] = ()
-    if state == "failed":
-        bulk = (
-            BulkButton(
-                "retry_all",
-                "Retry all",
-                "failed",
-                "btn-primary",
-                f"Retry all {{n}} failed jobs of {ref.name}? Each moves back to waiting"
-                " and runs again.",
-            ),
-        )
-    elif state == "delayed":
-        bulk = (
-            BulkButton(
-                "promote_all",
-                "Promote all",
-                "delayed",
-                "",
-                f"Promote all {{n}} delayed jobs of {ref.name}? Each runs now instead of"
-                " at its time.",
-            ),
-        )
+    bulk = (_naming(_BULK[state], ref.name),) if state in _BULK else ()
     clean = None
     if state in ("failed", "completed"):
         clean = Button(
@@ -154,14 +133,14 @@ def action_bar(ref: QueueRef, state: str) -> ActionBar:
             " with their logs. This cannot be undone.",
         )
     selection = tuple(
-        _selection_button(ref, state, action) for action in ACTIONS_BY_STATE.get(state, ())
+        _naming(_selection_button(state, action), ref.name)
+        for action in ACTIONS_BY_STATE.get(state, ())
     )
     return ActionBar(bulk, clean, selection)
 
 
 # A search's buttons ("Retry all 12 matching"): {count} the matches and {query}
 # the search, filled in by the page as it asks (it knows both then).
-_SEARCH_VERBS = {"retry": "Retry", "promote": "Promote", "remove": "Remove"}
 _SEARCH_CONFIRMS = {
     "retry": "Retry {count} of {queue}? They matched the search “{query}”: each one still {state} "
     "goes back to waiting; jobs that moved meanwhile are skipped and counted.",
@@ -178,7 +157,7 @@ def search_buttons(ref: QueueRef, state: str) -> list[Button]:
     return [
         Button(
             action,
-            _SEARCH_VERBS[action],
+            _SELECTION[action][0],
             style="btn-danger" if action == "remove" else "",
             confirm=_SEARCH_CONFIRMS[action]
             .replace("{state}", tab.label)

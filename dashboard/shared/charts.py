@@ -21,6 +21,7 @@ from dashboard.shared.formatting import compact, failures, thousands
 from dashboard.shared.health import Health, Workers, queue_health
 from queues.read.counts import QueueSummary
 from queues.read.history import with_history_series
+from queues.read.refs import QueueRef
 from queues.throughput import MINUTE_MS, padded
 
 # The overview's sparkline: 90 px for 30 minutes, completed above the middle
@@ -172,16 +173,8 @@ def latest_rate(summary: QueueSummary) -> SafeString:
 # are percentages of its box, which CSS sizes, and text keeps its pixel size on
 # any screen).
 _TOP, _AXIS, _BOTTOM, _TIME = 10.0, 58.0, 84.0, 97.0
-_SLOTS = CHART_MINUTES + 1
-_SLOT = 100 / _SLOTS
-# Each slot's hit area and where its bars sit across: the same on every chart.
-_SLOT_HIT = [
-    f'<rect class="hit" x="{i * _SLOT:.3f}%" y="0" width="{_SLOT:.3f}%" height="100%"/>'
-    for i in range(_SLOTS)
-]
-_SLOT_BAR_X = [
-    f'x="{i * _SLOT + _SLOT * 0.14:.3f}%" width="{_SLOT * 0.72:.3f}%"' for i in range(_SLOTS)
-]
+_SLOT = 100 / (CHART_MINUTES + 1)
+_BAND = (_TOP, _AXIS, _BOTTOM)
 _MIN_BAR = 1.2  # a minute with any count is at least this tall (about 2 px)
 _ACTION_WORDS = {
     "retry_all": "retry all",
@@ -197,9 +190,12 @@ class Marker:
     label: str
 
 
-def action_markers(entries: Iterable[AuditEntry]) -> list[Marker]:
+def markers_since(ref: QueueRef, start_ms: int) -> list[Marker]:
+    """The queue's admin actions from ``start_ms`` on (the newest MAX_MARKERS),
+    from the audit trail of the queue's own Redis connection."""
+    since = dt.datetime.fromtimestamp(start_ms / 1000, tz=dt.UTC)
     markers = []
-    for entry in entries:
+    for entry in AuditEntry.on_queue_since(ref.qualified, since, MAX_MARKERS, ref.connection):
         at_ms = int(entry.at.timestamp() * 1000)
         what = _ACTION_WORDS.get(entry.action, entry.action)
         when = dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.UTC).strftime("%H:%M:%S UTC")
@@ -207,27 +203,43 @@ def action_markers(entries: Iterable[AuditEntry]) -> list[Marker]:
     return markers
 
 
-def finished_bars(
-    x: str,
-    done: tuple[int, int],
+@functools.lru_cache(maxsize=1024)
+def _across(index: int, width: float) -> tuple[str, str]:
+    """A slot's hit area and where its bars sit, in % across: the same on every chart."""
+    left = index * width
+    return (
+        f'<rect class="hit" x="{left:.3f}%" y="0" width="{width:.3f}%" height="100%"/>',
+        f'x="{left + width * 0.14:.3f}%" width="{width * 0.72:.3f}%"',
+    )
+
+
+def minute_svg(
+    index: int,
+    width: float,
+    data: str,
+    words: str,
+    current: bool,
+    done: tuple[int, int] | None,
     tops: tuple[int, int],
     band: tuple[float, float, float],
     least: float = _MIN_BAR,
 ) -> str:
-    """A slot's bars (``x``: its attributes across): completed up from the axis
-    and failed down, on their own scales, in ``band`` (top, axis, bottom, in %);
-    any count at least ``least`` tall."""
+    """Slot ``index`` of a chart (``width`` % each): its bars of ``done``,
+    completed up from the axis and failed down on their own scales, in ``band``
+    (top, axis, bottom, in %), any count at least ``least`` tall."""
+    hit, x = _across(index, width)
     top, axis, bottom = band
     bars = ""
     for kind, value, scale, room in (
-        ("completed", done[0], tops[0], axis - top),
-        ("failed", done[1], tops[1], bottom - axis),
+        ("completed", done[0] if done else 0, tops[0], axis - top),
+        ("failed", done[1] if done else 0, tops[1], bottom - axis),
     ):
         if value > 0:
             height = max(value / scale * room, least)
             y = axis - height if kind == "completed" else axis
             bars += f'<rect class="bar-{kind}" {x} y="{y:.2f}%" height="{height:.2f}%"/>'
-    return bars
+    partial = " partial" if current else ""
+    return f'<g class="minute{partial}" {data}><title>{words}</title>{hit}{bars}</g>'
 
 
 def _minutes(
@@ -243,36 +255,27 @@ def _minutes(
     return slots
 
 
-def grid_svg(lines: Iterable[tuple[str, float]]) -> str:
-    drawn = "".join(f'<line class="{k}" x1="0" x2="100%" y1="{y}%" y2="{y}%"/>' for k, y in lines)
-    return f'<g class="grid-lines">{drawn}</g>'
-
-
-def scale_svg(labels: Iterable[tuple[float, str]], height: int) -> str:
-    """A count axis in its own narrow SVG left of the plot, so no label sits on a bar."""
-    texts = "".join(
-        f'<text class="tick" x="100%" dx="-6" y="{y}%" dominant-baseline="middle"'
-        f' text-anchor="end">{text}</text>'
-        for y, text in labels
-        if text
+def chart_body(
+    rules: Iterable[tuple[float, str, str]], height: int, label: str, plot: str, readout: str
+) -> str:
+    """A chart's SVG and its readout line: ``rules`` are its lines across (y in
+    %, "grid" or "axis", the count they stand for), the counts in their own
+    narrow SVG left of the plot so that none sits on a bar; ``plot`` is drawn
+    over the lines."""
+    texts = lines = ""
+    for y, kind, count in rules:
+        lines += f'<line class="{kind}" x1="0" x2="100%" y1="{y}%" y2="{y}%"/>'
+        if count:
+            texts += (
+                f'<text class="tick" x="100%" dx="-6" y="{y}%" dominant-baseline="middle"'
+                f' text-anchor="end">{count}</text>'
+            )
+    return (
+        f'<div class="chart-area"><svg class="chart-scale" width="52" height="{height}"'
+        f' aria-hidden="true">{texts}</svg><svg class="chart" width="100%" height="{height}"'
+        f' role="img" aria-label="{label}"><g class="grid-lines">{lines}</g>{plot}</svg></div>'
+        f'<p class="chart-readout" data-chart-readout data-default="{readout}">{readout}</p>'
     )
-    return f'<svg class="chart-scale" width="52" height="{height}" aria-hidden="true">{texts}</svg>'
-
-
-def _grid() -> str:
-    middle = (_TOP + _AXIS) / 2
-    return grid_svg((("grid", _TOP), ("grid", middle), ("axis", _AXIS), ("grid", _BOTTOM)))
-
-
-def _scale(top_completed: int, top_failed: int) -> str:
-    half = top_completed / 2
-    labels = (
-        (_TOP, f"{compact(top_completed)}/min"),
-        ((_TOP + _AXIS) / 2, compact(half) if half.is_integer() else f"{half:g}"),
-        (_AXIS, "0"),
-        (_BOTTOM, f"{compact(top_failed)}/min"),
-    )
-    return scale_svg(labels, 180)
 
 
 def time_ticks_svg(ticks: Iterable[tuple[float, str]], axis: float, mark: float, y: float) -> str:
@@ -344,29 +347,21 @@ def queue_chart(
     window_start = this_minute_start - CHART_MINUTES * MINUTE_MS
     slots = _minutes(completed, failed, summary.this_minute)
     counted = [slot for slot in slots if slot is not None]
-    top_completed, top_failed = half_scales(
+    total_completed, total_failed = sum(c for c, _ in counted), sum(f for _, f in counted)
+    tops = half_scales(
         max((c for c, _ in counted), default=0), max((f for _, f in counted), default=0)
     )
     bars = []
     for index, slot in enumerate(slots):
-        minute = window_start + index * MINUTE_MS
         current = index == CHART_MINUTES
-        when = minute_label(minute) + (", this minute so far" if current else "")
+        when = minute_label(window_start + index * MINUTE_MS)
+        when += ", this minute so far" if current else ""
         if slot is None:
-            words = f"{when}: no data"
-            data = f'data-when="{when}"'
-            drawn = ""
+            words, data = f"{when}: no data", f'data-when="{when}"'
         else:
             words = f"{when}: {thousands(slot[0])} completed, {failures(slot[1])}"
             data = f'data-when="{when}" data-completed="{slot[0]}" data-failed="{slot[1]}"'
-            drawn = finished_bars(
-                _SLOT_BAR_X[index], slot, (top_completed, top_failed), (_TOP, _AXIS, _BOTTOM)
-            )
-        bars.append(
-            f'<g class="minute{" partial" if current else ""}" {data}><title>{words}</title>'
-            f"{_SLOT_HIT[index]}{drawn}</g>"
-        )
-    total_completed, total_failed = hour_totals(summary) or (0, 0)
+        bars.append(minute_svg(index, _SLOT, data, words, current, slot, tops, _BAND))
     last = slots[-2]
     latest = (
         f"{minute_label(this_minute_start - MINUTE_MS)}: {thousands(last[0])} completed,"
@@ -386,12 +381,14 @@ def queue_chart(
         marker_svg(m, (m.at_ms - window_start) / MINUTE_MS * _SLOT, _TOP - 4, _BOTTOM)
         for m in markers
     )
-    svg = (
-        f'<div class="chart-area">{_scale(top_completed, top_failed)}'
-        f'<svg class="chart" width="100%" height="180" role="img" aria-label="{label}">'
-        f'{_grid()}<g class="minutes">{"".join(bars)}</g>{ticks}'
-        f'<g class="markers">{drawn_markers}</g></svg></div>'
+    half = tops[0] / 2
+    rules = (
+        (_TOP, "grid", f"{compact(tops[0])}/min"),
+        ((_TOP + _AXIS) / 2, "grid", compact(half) if half.is_integer() else f"{half:g}"),
+        (_AXIS, "axis", "0"),
+        (_BOTTOM, "grid", f"{compact(tops[1])}/min"),
     )
+    plot = f'<g class="minutes">{"".join(bars)}</g>{ticks}<g class="markers">{drawn_markers}</g>'
     marker_key = ""
     if markers:
         marker_key = '<span class="chart-key"><span class="key-marker">▼</span>admin action</span>'
@@ -402,9 +399,8 @@ def queue_chart(
         '<span class="chart-key"><span class="key key-completed"></span>completed'
         f' (above the line)</span><span class="chart-key" title="{FAILURES_MEANING}">'
         '<span class="key key-failed"></span>failures (below, own scale)</span>'
-        f"{marker_key}</figcaption>"
-        f'{svg}<p class="chart-readout" data-chart-readout data-default="{readout}">'
-        f"{readout}</p>{markers_list(markers, 'hour')}</figure>"
+        f"{marker_key}</figcaption>{chart_body(rules, 180, label, plot, readout)}"
+        f"{markers_list(markers, 'hour')}</figure>"
     )
 
 
@@ -444,12 +440,8 @@ def queue_chart_for(summary: QueueSummary, workers: Workers | None = None) -> Sa
                 health,
             )
     start = summary.read_at_ms // MINUTE_MS * MINUTE_MS - CHART_MINUTES * MINUTE_MS
-    since = dt.datetime.fromtimestamp(start / 1000, tz=dt.UTC)
-    entries = AuditEntry.on_queue_since(
-        summary.ref.qualified, since, MAX_MARKERS, connection=summary.ref.connection
-    )
     source = HISTORY_SOURCE if summary.counted_from_events else ""
-    return queue_chart(summary, action_markers(entries), health, source)
+    return queue_chart(summary, markers_since(summary.ref, start), health, source)
 
 
 # What a chart's "failures" count, against the failed tab's jobs (issue 21: a

@@ -132,8 +132,9 @@ def read_summaries(
         ask(group, read)
 
 
-def queue_groups(count_workers: CountWorkers | None = None) -> list[ConnectionGroup]:
+def queue_groups() -> list[ConnectionGroup]:
+    """Every group with the counts of all its queues (the JSON API's list)."""
     groups = discovered()
     for group in groups:
-        read_summaries(group, group.refs, count_workers)
+        read_summaries(group, group.refs)
     return groups

@@ -119,10 +119,6 @@ class Workers:
     last_finished: LastFinished | None = None
 
 
-def _workers_words(workers: int) -> str:
-    return f"{workers:,} worker{'s' if workers != 1 else ''} connected"
-
-
 def _when(at_ms: int, now_ms: int) -> str:
     """ "14 min ago (10:42 UTC)": how bad first, then the clock to line up with a
     deploy log ("Nov 30 10:42 UTC" another day)."""
@@ -158,14 +154,10 @@ def _since_words(last: LastFinished | None, now_ms: int) -> str:
 def _no_workers(summary: QueueSummary, workers: Workers, detail: str) -> Health:
     ready = sum(map(summary.counts.__getitem__, READY))
     words = [f"{ready:,} waiting"]  # the badge says "no workers"
-    since = _since_words(workers.last_finished, summary.read_at_ms or _now_ms())
+    since = _since_words(workers.last_finished, summary.read_at_ms or int(time.time() * 1000))
     words += [since] if since else []
     words += [detail] if detail else []  # the failures, when there were some lately
     return Health("stuck", "no workers", "; ".join(words))
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def queue_health(summary: QueueSummary, workers: Workers | None = None) -> Health:
@@ -190,6 +182,7 @@ def queue_health(summary: QueueSummary, workers: Workers | None = None) -> Healt
         if recent is not None and recent.completed is not None:
             waiting += f", none finished in the {_window(recent)}"
         if workers is not None:
-            waiting += f", {_workers_words(workers.connected)}"
+            count = workers.connected
+            waiting += f", {count:,} worker{'s' if count != 1 else ''} connected"
         return Health("stuck", "nothing active", waiting)
     return Health("", "", detail)

@@ -11,7 +11,6 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import NotRequired, TypedDict
 from urllib.parse import quote
@@ -22,11 +21,8 @@ from django.utils.text import Truncator
 
 from dashboard.core.queue_urls import PATH_SAFE, queue_url, queue_url_maker
 from dashboard.shared import charts
-
-# Re-exported: presenters.thousands / compact read well in templates' tag code.
-from dashboard.shared.formatting import compact as compact
-from dashboard.shared.formatting import span as span
-from dashboard.shared.formatting import thousands as thousands
+from dashboard.shared.action_bars import Button
+from dashboard.shared.formatting import compact, span, thousands
 from dashboard.shared.health import Health, Workers, queue_health
 from queues import codec
 from queues.events import Event
@@ -37,11 +33,8 @@ from queues.read.lists import JobPage, JobRow
 from queues.read.progress import Progress
 from queues.read.refs import QueueRef
 from queues.read.search import FoundText
-from queues.read.states import EVENT_TONES, LABELS, TAB, TABS
+from queues.read.states import EVENT_TONES, TAB, TABS, label
 from queues.throughput import MINUTE_MS
-
-# Words for every state a page names, and the events tab.
-STATE_LABELS = {**LABELS, "events": "events"}
 
 
 def exact_time(ms: object) -> str:
@@ -130,80 +123,9 @@ def job_url(prefix: str, job_id: str) -> str:
     return prefix + quote(job_id, safe=PATH_SAFE)
 
 
-@dataclass(slots=True)
-class CountCell:
-    state: str
-    label: str
-    count: int
-    short: str
-    exact: str
-    url: str
-
-
 # What an overview row's dot means, on hover and in the overview's legend.
 LIVE_DOT_MEANING = "pulses as events arrive"
 _LIVE_DOT = html.escape(LIVE_DOT_MEANING.capitalize())
-
-
-@dataclass(slots=True)
-class QueueRow:
-    summary: QueueSummary
-    url: str
-    sparkline: SafeString
-    health: Health
-
-    @property
-    def html(self) -> SafeString:
-        """The overview's ``<tr>``: html.escape, as Django's escape() minus its
-        lazy-string wrapper (a fifth of the row's time)."""
-        ref = self.summary.ref
-        qualified = html.escape(ref.qualified)
-        paused = '<span class="badge state-paused">paused</span>' if self.summary.paused else ""
-        # data-queue is the live subscription's name: with the connection when not the default.
-        return SafeString(
-            f'<tr data-queue="{html.escape(ref.address)}" class="{self.health.css}">\n'
-            f'  <th scope="row">\n'
-            f'    <span class="live-dot" data-live-dot aria-hidden="true"'
-            f' title="{_LIVE_DOT}"></span>\n'
-            f'    <a href="{html.escape(self.url)}" class="queue-name" title="{qualified}">'
-            f"{html.escape(ref.name)}</a>\n"
-            f'    <span class="muted prefix">{html.escape(ref.prefix)}</span>\n'
-            f"    {paused}{charts.health_note(self.health)}\n"
-            f"  </th>\n"
-            f"  {self.cells_html}\n"
-            f'  <td class="spark">{self.sparkline}{charts.latest_rate(self.summary)}</td>\n'
-            f"</tr>\n"
-        )
-
-    @property
-    def cells_html(self) -> SafeString:
-        """The count cells: our own words and digits, so only the URL is escaped,
-        once (format_html per piece cost more than the rest of the row)."""
-        url = html.escape(self.url)
-        counts = self.summary.counts
-        return SafeString(
-            "".join(
-                f'<td class="num"><a href="{url}?state={tab.name}" class="count state-{tab.name}'
-                f'{"" if counts[tab.name] else " zero"}" data-label="{tab.label}"'
-                f' data-count-state="{tab.name}" title="{thousands(counts[tab.name])}'
-                f' {tab.label}">{compact(counts[tab.name])}</a></td>'
-                for tab in TABS
-            )
-        )
-
-
-def count_cells(base_url: str, counts: dict[str, int]) -> list[CountCell]:
-    return [
-        CountCell(
-            tab.name,
-            tab.label,
-            counts[tab.name],
-            compact(counts[tab.name]),
-            thousands(counts[tab.name]),
-            f"{base_url}?state={tab.name}",
-        )
-        for tab in TABS
-    ]
 
 
 def queue_rows(
@@ -211,37 +133,63 @@ def queue_rows(
     *,
     slots: int = METRICS_POINTS,
     workers: Mapping[QueueRef, Workers] | None = None,
-) -> list[QueueRow]:
-    """The overview's rows; ``workers``: connected workers where counted."""
-    rows = []
+) -> list[SafeString]:
+    """The overview's ``<tr>``s; ``workers``: connected workers where counted."""
     queue_page_url = queue_url_maker("dashboard:queue")
-    for summary in summaries:
-        url = queue_page_url(summary.ref)
-        rows.append(
-            QueueRow(
-                summary=summary,
-                url=url,
-                sparkline=charts.sparkline_svg(
-                    summary.completed_per_minute,
-                    summary.failed_per_minute,
-                    slots,
-                    newest_minute=summary.read_at_ms // MINUTE_MS - 1,
-                    counted_from_events=summary.counted_from_events,
-                ),
-                health=queue_health(summary, None if workers is None else workers.get(summary.ref)),
-            )
+    return [
+        _queue_row_html(
+            summary,
+            queue_page_url(summary.ref),
+            slots,
+            queue_health(summary, None if workers is None else workers.get(summary.ref)),
         )
-    return rows
+        for summary in summaries
+    ]
 
 
-def empty_tab_hint(tab: str, summary: QueueSummary, completed_last_hour: int | None) -> str:
-    """What an empty tab can still tell, from what the page already read."""
-    counts = summary.counts
-    done = (
-        f"{thousands(completed_last_hour)} completed in the last hour."
-        if completed_last_hour is not None
-        else ""
+def _queue_row_html(summary: QueueSummary, url: str, slots: int, health: Health) -> SafeString:
+    """html.escape, as Django's escape() minus its lazy-string wrapper (a fifth
+    of the row's time). The count cells are our own words and digits, so only
+    the URL is escaped, once (format_html per piece cost more than the rest)."""
+    ref, counts = summary.ref, summary.counts
+    url = html.escape(url)
+    qualified = html.escape(ref.qualified)
+    paused = '<span class="badge state-paused">paused</span>' if summary.paused else ""
+    cells = "".join(
+        f'<td class="num"><a href="{url}?state={tab.name}" class="count state-{tab.name}'
+        f'{"" if counts[tab.name] else " zero"}" data-label="{tab.label}"'
+        f' data-count-state="{tab.name}" title="{thousands(counts[tab.name])}'
+        f' {tab.label}">{compact(counts[tab.name])}</a></td>'
+        for tab in TABS
     )
+    sparkline = charts.sparkline_svg(
+        summary.completed_per_minute,
+        summary.failed_per_minute,
+        slots,
+        newest_minute=summary.read_at_ms // MINUTE_MS - 1,
+        counted_from_events=summary.counted_from_events,
+    )
+    # data-queue is the live subscription's name: with the connection when not the default.
+    return SafeString(
+        f'<tr data-queue="{html.escape(ref.address)}" class="{health.css}">\n'
+        f'  <th scope="row">\n'
+        f'    <span class="live-dot" data-live-dot aria-hidden="true"'
+        f' title="{_LIVE_DOT}"></span>\n'
+        f'    <a href="{url}" class="queue-name" title="{qualified}">'
+        f"{html.escape(ref.name)}</a>\n"
+        f'    <span class="muted prefix">{html.escape(ref.prefix)}</span>\n'
+        f"    {paused}{charts.health_note(health)}\n"
+        f"  </th>\n"
+        f"  {cells}\n"
+        f'  <td class="spark">{sparkline}{charts.latest_rate(summary)}</td>\n'
+        f"</tr>\n"
+    )
+
+
+def empty_tab_hint(tab: str, summary: QueueSummary) -> str:
+    """What an empty tab can still tell, from what the page already read."""
+    counts, hour = summary.counts, charts.hour_totals(summary)
+    done = f"{thousands(hour[0])} completed in the last hour." if hour is not None else ""
     if tab == "failed":
         return done or f"{thousands(counts['completed'])} completed jobs are kept."
     if tab == "active":
@@ -252,7 +200,7 @@ def empty_tab_hint(tab: str, summary: QueueSummary, completed_last_hour: int | N
         return done
     if tab == "wait":
         return f"{thousands(counts['active'])} active right now." if counts["active"] else done
-    if tab == "completed" and completed_last_hour:
+    if tab == "completed" and hour and hour[0]:
         return f"{done[:-1]}, not kept (removeOnComplete)."
     return ""
 
@@ -307,7 +255,7 @@ def progress_label(progress: Progress) -> str:
     return f"{progress.percent}%"
 
 
-def progress_html(progress: Progress, *, text_limit: int = 40) -> SafeString:
+def progress_html(progress: Progress) -> SafeString:
     """A progress bar and its words; other values as short JSON text, not a repr."""
     if progress.percent is not None:
         return format_html(
@@ -323,7 +271,7 @@ def progress_html(progress: Progress, *, text_limit: int = 40) -> SafeString:
         text = value
     else:
         text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
-    text = _truncate(codec.printable(text), text_limit)
+    text = _truncate(codec.printable(text), 40)
     return format_html('<span class="muted" title="{}">{}</span>', text, text)
 
 
@@ -351,20 +299,16 @@ def job_table_head_html(
     )
 
 
-def found_cell_html(found: FoundText | None) -> SafeString:
+def _found_cell(found: FoundText | None) -> str:
     """A search result's "Matched" cell: the field and its text around the marked
     match; empty for a match with no place in a text (an id, a JSON path)."""
     if found is None:
-        return mark_safe('<td class="found"></td>')
-    return format_html(
-        '<td class="found"><span class="found-field">{}</span>'
-        " <code>{}{}<mark>{}</mark>{}{}</code></td>",
-        found.name,
-        "…" if found.more_before else "",
-        found.before,
-        found.match,
-        found.after,
-        "…" if found.more_after else "",
+        return '<td class="found"></td>'
+    esc = html.escape
+    return (
+        f'<td class="found"><span class="found-field">{esc(found.name)}</span> <code>'
+        f"{'…' if found.more_before else ''}{esc(found.before)}<mark>{esc(found.match)}</mark>"
+        f"{esc(found.after)}{'…' if found.more_after else ''}</code></td>"
     )
 
 
@@ -374,23 +318,25 @@ def job_rows_html(
     """All rows of a job page; with ``found``, each ends with what its job matched."""
     prefix = job_url_prefix(page.ref)
     now = int(time.time() * 1000)
-    rows = [
-        _job_row_html(
-            row,
-            page.state,
-            prefix,
-            now,
-            selectable,
-            None if found is None else found_cell_html(found.get(row.job.id)),
-        )
-        for row in page.rows
-    ]
-    return mark_safe("\n".join(rows))  # noqa: S308 - each row is built by format_html
+    rows = [_job_row_html(row, page.state, prefix, now, selectable, found) for row in page.rows]
+    return mark_safe("\n".join(rows))  # noqa: S308 - every value read is escaped in the rows
+
+
+_MISSING_NAME = '<span class="muted">hash missing</span>'
+_NO_NAME = '<span class="muted">(no name)</span>'
+_MISSING_ROW = ' class="missing"'
 
 
 def _job_row_html(
-    row: JobRow, state: str, prefix: str, now: int, selectable: bool, found: SafeString | None
-) -> SafeString:
+    row: JobRow,
+    state: str,
+    prefix: str,
+    now: int,
+    selectable: bool,
+    found: Mapping[str, FoundText] | None,
+) -> str:
+    """html.escape on what is read (Django's escape() minus its lazy-string wrapper)."""
+    esc = html.escape
     job, tab = row.job, TAB[state]
     if tab.row_time == "due":
         moment = row.due_ms
@@ -398,51 +344,31 @@ def _job_row_html(
         moment = job.finished_on
     else:
         moment = job.timestamp
+    job_id = esc(job.id)
     check = (
-        format_html(
-            '<td class="check"><input type="checkbox" name="ids" value="{}"'
-            ' aria-label="Select job {}"></td>',
-            job.id,
-            job.id,
-        )
+        f'<td class="check"><input type="checkbox" name="ids" value="{job_id}"'
+        f' aria-label="Select job {job_id}"></td>'
         if selectable
         else ""
     )
     shown_name = _truncate(job.name, 300)
-    if row.missing:
-        name = mark_safe('<span class="muted">hash missing</span>')
-    elif not shown_name:
-        name = mark_safe('<span class="muted">(no name)</span>')
-    else:
-        name = conditional_escape(shown_name)
-    progress = progress_html(row.progress)
-    running = running_html(job.processed_on, now) if state == "active" else mark_safe("")
+    name = _MISSING_NAME if row.missing else esc(shown_name) if shown_name else _NO_NAME
+    progress: str = progress_html(row.progress)
+    running = running_html(job.processed_on, now) if state == "active" else ""
     if running:
-        progress = format_html("{} {}", progress, running) if progress else running
-    reason = (
-        format_html('<td class="reason" title="{}">{}</td>', row.reason_line, row.reason_line)
-        if tab.shows_reason
-        else ""
-    )
-    return format_html(
-        '<tr data-job-id="{}"{}>{}<td class="id"><a href="{}" title="{}">{}</a></td>'
-        '<td class="name" title="{}">{}</td>'
-        '<td class="when"><time title="{}">{}</time></td><td class="num">{}</td>'
-        '<td class="progress">{}</td>{}{}</tr>',
-        job.id,
-        mark_safe(' class="missing"') if row.missing else "",
-        check,
-        job_url(prefix, job.id),
-        job.id,
-        _truncate(job.id, 40),
-        shown_name,
-        name,
-        exact_time(moment),
-        relative_time(moment, now),
-        attempts_html(job.attempts_made, job.attempts),
-        progress,
-        reason,
-        found or "",
+        progress = f"{progress} {running}" if progress else running
+    reason = ""
+    if tab.shows_reason:
+        reason = f'<td class="reason" title="{esc(row.reason_line)}">{esc(row.reason_line)}</td>'
+    # The times are our own digits and words: nothing to escape.
+    return (
+        f'<tr data-job-id="{job_id}"{_MISSING_ROW if row.missing else ""}>{check}'
+        f'<td class="id"><a href="{esc(job_url(prefix, job.id))}" title="{job_id}">'
+        f'{esc(_truncate(job.id, 40))}</a></td><td class="name" title="{esc(shown_name)}">{name}'
+        f'</td><td class="when"><time title="{exact_time(moment)}">{relative_time(moment, now)}'
+        f'</time></td><td class="num">{attempts_html(job.attempts_made, job.attempts)}</td>'
+        f'<td class="progress">{progress}</td>'
+        f"{reason}{'' if found is None else _found_cell(found.get(job.id))}</tr>"
     )
 
 
@@ -488,14 +414,6 @@ def failure_label(attempt: FailedAttempt) -> SafeString:
     return format_html("attempt {} failed: {}", attempt.number, reason)
 
 
-@dataclass(frozen=True, slots=True)
-class JobButton:
-    action: str
-    label: str
-    style: str  # "btn-primary", "btn-danger" or "" (a secondary button)
-    confirm: str
-
-
 # Each job action's button: label, style, and the question it asks first ("" =
 # none); {job} is "job 42", {named} adds its name: "job 42 (password-reset)".
 _JOB_BUTTONS = {
@@ -514,9 +432,7 @@ _RUN_AGAIN = (
 )
 
 
-def job_buttons(
-    job_id: str, name: str, state: str | None, actions: Sequence[str]
-) -> list[JobButton]:
+def job_buttons(job_id: str, name: str, state: str | None, actions: Sequence[str]) -> list[Button]:
     job = f"job {job_id}"
     named = f"{job} ({_truncate(name, 60)})" if name else job
     buttons = []
@@ -524,12 +440,10 @@ def job_buttons(
         label, style, question = (
             _RUN_AGAIN if action == "retry" and state == "completed" else _JOB_BUTTONS[action]
         )
-        buttons.append(JobButton(action, label, style, question.format(job=job, named=named)))
+        buttons.append(
+            Button(action, label, style=style, confirm=question.format(job=job, named=named))
+        )
     return buttons
-
-
-def event_state(event: str) -> str:
-    return EVENT_TONES.get(event, "other")
 
 
 def event_detail(fields: Mapping[str, str]) -> str:
@@ -542,7 +456,7 @@ def event_detail(fields: Mapping[str, str]) -> str:
     if "data" in fields:
         return f"progress {fields['data'][:100]}"
     if "prev" in fields:
-        return f"from {STATE_LABELS.get(fields['prev'], fields['prev'] or 'unknown')}"
+        return f"from {label(fields['prev'])}"
     if "count" in fields:
         return f"{fields['count']} jobs"
     if "attemptsMade" in fields:  # retries-exhausted: how many tries it had
@@ -571,7 +485,7 @@ def event_row(event: Event, job_prefix: str) -> EventRow:
     job_id = event.job_id
     row: EventRow = {
         "time": exact_time(event.timestamp_ms),
-        "tone": event_state(event.event),
+        "tone": EVENT_TONES.get(event.event, "other"),
         "detail": event_detail(event.fields),
         "job_url": job_url(job_prefix, job_id) if job_id else None,
     }

@@ -37,12 +37,13 @@ from dashboard.core.permissions import (
 )
 from dashboard.core.queue_urls import queue_url
 from dashboard.core.redis import get_client
-from dashboard.shared import bodies, charts, presenters
+from dashboard.shared import bodies, charts
 from dashboard.shared.health import Workers
 from queues.keys import InvalidName
 from queues.numerals import NotWholeNumber, parse_whole
 from queues.read import counts
 from queues.read.refs import QueueRef
+from queues.read.states import TABS
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
 View = Callable[..., HttpResponse]
@@ -269,7 +270,8 @@ def queue_context(
         "ref": ref,
         "summary": summary,
         "tab": tab,
-        "cells": presenters.count_cells(base_url, summary.counts),
+        # (tab, its count, its URL): the tabs' row (_queue_tabs.html).
+        "cells": [(t, summary.counts[t.name], f"{base_url}?state={t.name}") for t in TABS],
         "chart": charts.queue_chart_for(summary, workers) if chart else "",
     }
 

@@ -11,27 +11,51 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from dashboard.acting.actions import MAX_IDS_PER_SET
 from dashboard.core import conf, connections, queue_urls
 from dashboard.shared import action_bars, formatting, presenters
 from queues.events import Event
 from queues.job import Job
+from queues.read.history import Durations
 from queues.read.refs import QueueRef
+from queues.read.states import label
 
 register = template.Library()
 
 
 register.filter("thousands", formatting.thousands)
+register.filter("compact", formatting.compact)
 register.filter("ms_datetime", presenters.exact_time)
 register.filter("json_highlight", presenters.highlight_json)
 register.filter("ago", presenters.relative_time)
 register.filter("failure_label", presenters.failure_label)
+register.filter("state_label", label)
+register.simple_tag(presenters.job_table_head_html, name="job_table_head")
+register.simple_tag(action_bars.search_buttons, name="search_actions")
+register.simple_tag(lambda: MAX_IDS_PER_SET, name="search_limit")
+register.simple_tag(lambda: action_bars.HANDFUL, name="handful")
+register.simple_tag(lambda: presenters.LIVE_DOT_MEANING, name="live_dot_meaning")
+# The URLs the page script needs, reversed here so that it never pastes paths
+# together (queue names may hold "/" or "~", the app may be mounted anywhere).
+register.simple_tag(lambda: reverse("dashboard:live"), name="live_socket_url")
+register.simple_tag(lambda: resolve_url(settings.LOGIN_URL), name="login_url")
+
+
+@register.filter
+def p95(durations: Durations) -> str:
+    return formatting.format_ms(durations.percentile(0.95))
+
+
+@register.filter
+def seconds(value: int) -> str:
+    return formatting.span(value * 1000)
 
 
 @register.simple_tag
 def duration(start: Any, end: Any) -> str:
     if not isinstance(start, int) or not isinstance(end, int):
         return ""
-    return presenters.span(end - start)
+    return formatting.span(end - start)
 
 
 @register.simple_tag
@@ -59,48 +83,11 @@ def job_url(ref: QueueRef, job_id: str) -> str:
         return presenters.job_url(presenters.job_url_prefix(ref), job_id)
 
 
-# The URLs the page script needs, reversed here so that it never pastes paths
-# together (queue names may hold "/" or "~", the app may be mounted anywhere).
-
-
-register.simple_tag(presenters.job_table_head_html, name="job_table_head")
-
-
-@register.simple_tag
-def api_queue_url(ref: QueueRef) -> str:
-    return queue_urls.queue_url("dashboard:api:queue", ref)
-
-
-@register.simple_tag
-def live_socket_url() -> str:
-    return reverse("dashboard:live")
-
-
-@register.simple_tag
-def handful() -> int:
-    return action_bars.HANDFUL
-
-
-@register.simple_tag
-def live_dot_meaning() -> str:
-    return presenters.LIVE_DOT_MEANING
-
-
-@register.simple_tag
-def login_url() -> str:
-    return resolve_url(settings.LOGIN_URL)
-
-
 @register.simple_tag
 def logout_url() -> str:
     """Where "Log out" posts, or "" for no button."""
     configured = conf.logout_url()
     return resolve_url(configured) if configured else ""
-
-
-@register.filter
-def state_label(state: str | None) -> str:
-    return presenters.STATE_LABELS.get(state or "", state or "unknown")
 
 
 @register.filter

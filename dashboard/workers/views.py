@@ -5,8 +5,6 @@ writes no event, so the tab's live part is also polled (workers.js).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
@@ -20,6 +18,7 @@ from dashboard.core.operations import ACT_ERRORS, READ_ERRORS
 from dashboard.core.permissions import user_label
 from dashboard.core.queue_urls import queue_url
 from dashboard.shared import bodies, presenters
+from dashboard.shared.formatting import span
 from dashboard.shared.web import (
     BadInput,
     api_view,
@@ -34,49 +33,13 @@ from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.read import answers, counts
 from queues.read.limits import Limits, read_limits
 from queues.read.refs import QueueRef
-from queues.read.workers import ConnectedWorker, queue_workers
+from queues.read.workers import queue_workers
 
 # How often the tab asks for its workers again while it is visible (ms).
 POLL_MS = 3000
 
 
 # --------------------------------------------------------------------------- display
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerRow:
-    name: str
-    connection_name: str
-    unnamed: bool
-    host: str
-    addresses: str
-    node: str | None
-    connections: int
-    connected: str
-    connected_exact: str
-    idle: str
-
-
-def _seconds_words(seconds: int) -> str:
-    return presenters.span(seconds * 1000)
-
-
-def worker_rows(workers: Sequence[ConnectedWorker]) -> list[WorkerRow]:
-    return [
-        WorkerRow(
-            name=worker.name,
-            connection_name=worker.connection_name,
-            unnamed=not worker.name,
-            host=worker.host,
-            addresses=", ".join(worker.addresses[:20]),
-            node=worker.node,
-            connections=worker.connections,
-            connected=_seconds_words(worker.connected_s),
-            connected_exact=f"{worker.connected_s:,} s",
-            idle=_seconds_words(worker.idle_s),
-        )
-        for worker in workers
-    ]
 
 
 def _number(value: int | float) -> str:
@@ -98,9 +61,7 @@ def limit_lines(limits: Limits) -> dict[str, str]:
     else:
         concurrency = "none: each worker runs up to its own concurrency"
     if limits.rate_max is not None and limits.rate_duration_ms is not None:
-        rate = (
-            f"{_number(limits.rate_max)} jobs per {presenters.span(int(limits.rate_duration_ms))}"
-        )
+        rate = f"{_number(limits.rate_max)} jobs per {span(int(limits.rate_duration_ms))}"
     elif limits.rate_garbage:
         rate = (
             f"max “{limits.rate_max_raw or ''}” per “{limits.rate_duration_raw or ''}”: not"
@@ -109,11 +70,11 @@ def limit_lines(limits: Limits) -> dict[str, str]:
     else:
         rate = "none stored (workers may carry their own)"
     if limits.rate_limited_ms > 0:
-        now = "rate-limited: no job starts for " + presenters.span(limits.rate_limited_ms)
+        now = "rate-limited: no job starts for " + span(limits.rate_limited_ms)
     elif limits.window_count is not None and limits.window_left_ms > 0:
         now = (
             f"{limits.window_count:,} jobs started in this window, which ends in "
-            f"{presenters.span(limits.window_left_ms)}"
+            f"{span(limits.window_left_ms)}"
         )
     else:
         now = "not rate-limited"
@@ -124,7 +85,7 @@ def _tab_context(client: Redis, ref: QueueRef) -> dict[str, Any]:
     workers, clients = queue_workers(client, ref)
     limits = read_limits(client, ref)
     return {
-        "workers": worker_rows(workers or []),
+        "workers": workers or [],
         "workers_known": workers is not None,
         "workers_error": clients.error or "",
         "on_cluster": bool(clients.nodes),
