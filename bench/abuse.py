@@ -570,7 +570,9 @@ def print_profile(path: Path, top: int) -> None:
 
 
 def start_server(redis_url: str, workdir: Path, trace: bool, profile: bool) -> DashboardServer:
-    env = prepare(redis_url, workdir)
+    # Its sockets all sign in as one user: lift the per-user cap (tested on its
+    # own in test_live_consumer.py) so each phase measures the per-socket bounds.
+    env = prepare(redis_url, workdir, ECHOMQ_LIVE_SOCKETS_PER_USER="100000")
     if trace and profile:
         raise SystemExit("--trace-memory and --profile: one at a time")
     if trace:

@@ -352,7 +352,10 @@ def main() -> None:
     print(f"load average before: {load_average()} on {os.cpu_count()} CPUs")
     redis = LocalRedisServer(server_binary()[0]).start()
     workdir = Path(tempfile.mkdtemp(prefix="echomq-bench-live-"))
-    server = DashboardServer(prepare(redis.url, workdir), free_port(), workdir / "daphne.log")
+    # Every page and socket signs in as one user, standing for --pages people.
+    sockets = str(2 * args.pages + 10)
+    env = prepare(redis.url, workdir, ECHOMQ_LIVE_SOCKETS_PER_USER=sockets)
+    server = DashboardServer(env, free_port(), workdir / "daphne.log")
     client = connect(redis.url)
     Queue(QUEUE, client).add("seed")  # the queue exists, so its pages answer
     server.start()

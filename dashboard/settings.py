@@ -88,6 +88,9 @@ ECHOMQ_PREFIXES = _env_list("ECHOMQ_PREFIXES", "bull")
 ECHOMQ_CONNECTIONS = _env_json("ECHOMQ_CONNECTIONS", [])
 ECHOMQ_READ_ONLY = env_flag("ECHOMQ_READ_ONLY")
 ECHOMQ_HISTORY_COLLECTOR = env_flag("ECHOMQ_HISTORY_COLLECTOR", default=True)
+# Each live page holds its inbox and outbox: a script opening sockets in a
+# loop as one user would otherwise grow the server without bound (per process).
+ECHOMQ_LIVE_SOCKETS_PER_USER = env_int("ECHOMQ_LIVE_SOCKETS_PER_USER", 30)
 ECHOMQ_METRICS_TOKEN = os.environ.get("ECHOMQ_METRICS_TOKEN", "").strip() or None
 
 INSTALLED_APPS = [

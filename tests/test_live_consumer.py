@@ -40,8 +40,8 @@ async def hub(redis_client: Redis) -> AsyncIterator[None]:
     await get_hub().close()
 
 
-def make_user(*, staff: bool = True, view: bool = True) -> User:
-    user = User.objects.create_user("ann", password="pw", is_staff=staff)
+def make_user(*, staff: bool = True, view: bool = True, name: str = "ann") -> User:
+    user = User.objects.create_user(name, password="pw", is_staff=staff)
     if view:
         user.user_permissions.add(Permission.objects.get(codename="view_queues"))
     return user
@@ -112,6 +112,30 @@ async def test_user_without_view_permission_is_closed_with_4403() -> None:
     user = await asyncio.to_thread(make_user, view=False)
     communicator = await connect_as(user)
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+
+
+@pytest.mark.usefixtures("hub")
+async def test_one_user_holds_at_most_its_share_of_live_sockets() -> None:
+    """A script signed in as one user, opening sockets in a loop: each holds an
+    inbox and an outbox, so past ECHOMQ_LIVE_SOCKETS_PER_USER (30 by default)
+    the next is closed with 4429, while another user still gets in and a
+    closed socket frees its place."""
+    from django.conf import settings
+
+    looping = await asyncio.to_thread(make_user)
+    colleague = await asyncio.to_thread(make_user, name="bob")
+    sockets = [await connect_as(looping) for _ in range(settings.ECHOMQ_LIVE_SOCKETS_PER_USER)]
+    assert all([await s.receive_nothing(timeout=0.05) for s in sockets[:3]])
+    refused = await connect_as(looping)
+    assert await refused.receive_output(timeout=5) == {"type": "websocket.close", "code": 4429}
+    other = await connect_as(colleague)
+    assert await other.receive_nothing(timeout=0.1)
+    await sockets.pop().disconnect()
+    again = await connect_as(looping)
+    assert await again.receive_nothing(timeout=0.1)
+    for communicator in [*sockets, again, other]:
+        await communicator.disconnect()
+    assert consumer_module._sockets_of == {}
 
 
 @pytest.mark.usefixtures("hub")

@@ -103,14 +103,15 @@ async def open_client(
     small_buffer: bool,
     queues: tuple[str, ...] = (QUEUE,),
     last_id: str | None = None,
+    window: int | None = None,
 ) -> Client:
     """Subscribed; it reads nothing more until told to (``read``), and then soon
     takes no more frames (a one-message queue). A small receive buffer keeps what
     it was sent in the server instead of the kernel (it also makes reading slow:
-    a 4 KB window)."""
+    a 4 KB window); ``window`` bounds it at another size."""
     sock = socket.socket()
-    if small_buffer:  # before connecting: the window is agreed in the handshake
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    if small_buffer or window:  # before connecting: the window is agreed in the handshake
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, window or 4096)
     sock.connect(("127.0.0.1", server.port))
     connection = await connect(
         f"ws://127.0.0.1:{server.port}/ws/live/",
@@ -193,7 +194,10 @@ async def test_sockets_that_stop_reading_in_a_burst_hold_little_and_the_rest_kee
     reader = await open_client(server, cookie, small_buffer=False)
     reader.read()
     stalled = [await open_client(server, cookie, small_buffer=True) for _ in range(4)]
-    late = await open_client(server, cookie, small_buffer=False)  # reads again in time
+    # Reads again in time. Its 64 KB window keeps the kernel's buffers from
+    # taking the whole burst (12,000 events are about 2.3 MB of frames, which
+    # an autotuned window could hold): the rest waits in its outbox.
+    late = await open_client(server, cookie, small_buffer=False, window=64 * 1024)
     baseline = rss(server)
     stalled_at = time.monotonic()
 

@@ -11,7 +11,7 @@ import contextlib
 import json
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -50,6 +50,7 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_BAD_MESSAGE = 4400
 CLOSE_TOO_SLOW = 4408
 CLOSE_SERVER_ERROR = 1011
+CLOSE_TOO_MANY = 4429
 REDIS_UNREACHABLE = "Redis unreachable"
 # What a status message says of Redis.
 STATUS_OK, STATUS_UNREACHABLE, STATUS_FAILING_OVER = "ok", "unreachable", "failing_over"
@@ -79,6 +80,9 @@ RECHECK_S = 30.0
 POSITION_EVERY_S = 5.0
 # A job filter's ids (a flow's tree), bounded as the queues per socket are.
 MAX_JOBS_PER_FILTER = 100
+# Live pages one user may hold open in this process: settings'
+# ECHOMQ_LIVE_SOCKETS_PER_USER (docs/live.md, "Bounded per socket").
+_sockets_of: Counter[Any] = Counter()  # user pk -> sockets open now
 # Messages a socket may leave waiting (about 5 s of a busy queue's batches);
 # past it a queue's further batches give way to one gap.
 INBOX_MESSAGES = 256
@@ -212,6 +216,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.told_status = STATUS_OK  # what the page assumes until told otherwise
         # The hubs (one per Redis connection) whose reachability this page hears.
         self.watched_hubs: set[StreamHub] = set()
+        self.counted_as: Any = None  # the user pk this socket counts against
         client = asyncio.create_task(self._take_client_frames(receive))
         try:
             while True:
@@ -247,6 +252,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     def _let_go(self) -> None:
         """Synchronous, so nothing can cut it short."""
+        if self.counted_as is not None:
+            _sockets_of[self.counted_as] -= 1
+            if not _sockets_of[self.counted_as]:
+                del _sockets_of[self.counted_as]
+            self.counted_as = None
         for task in list(self.tasks):
             if task is not asyncio.current_task():
                 task.cancel()
@@ -268,7 +278,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=CLOSE_NOT_LOGGED_IN)
         elif not await database_sync_to_async(user_may_view)(user):
             await self.close(code=CLOSE_FORBIDDEN)
+        elif _sockets_of[user.pk] >= settings.ECHOMQ_LIVE_SOCKETS_PER_USER:
+            await self.close(code=CLOSE_TOO_MANY)
         else:
+            self.counted_as = user.pk
+            _sockets_of[user.pk] += 1
             self._start(self._recheck_access())
             self._watch_reachability(get_hub())
             self._start(self._follow_reachability())

@@ -83,8 +83,9 @@ function connect() {
     }
     if (close.code === 4403 || close.code === 4400 || stopped) return;
     // 4408: this page did not read what it was sent in time (a sleeping tab, a
-    // stalled network): come back after the longest wait.
-    if (close.code === 4408) attempt = BACKOFF_MS.length - 1;
+    // stalled network); 4429: this user has too many live pages open (the
+    // server's SOCKETS_PER_USER): come back after the longest wait.
+    if (close.code === 4408 || close.code === 4429) attempt = BACKOFF_MS.length - 1;
     var wait = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)];
     attempt += 1;
     setTimeout(connect, wait / 2 + Math.random() * wait / 2);
