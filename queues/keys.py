@@ -197,10 +197,15 @@ class QueueKeys:
 def _own_keys() -> frozenset[str]:
     probe = QueueKeys("q")
     own = (getattr(probe, name) for name in QueueKeys.__slots__ if name not in ("name", "prefix"))
-    return frozenset(key.removeprefix(probe.base) for key in own if key.startswith(probe.base))
+    # The first segment: a job's own keys are <id>:<suffix> (lock, logs, failed
+    # ...), so a job "metrics" had its :failed at the queue's metrics:failed,
+    # and its removal deleted the failure counts there.
+    suffixes = (key.removeprefix(probe.base) for key in own if key.startswith(probe.base))
+    return frozenset(suffix.split(":", 1)[0] for suffix in suffixes)
 
 
-# The queue's keys a job's hash could collide with: wait, meta, id, events ...
+# The queue's keys a job's hash (or its :failed, :lock ...) could collide
+# with: wait, meta, id, events, metrics ...
 _QUEUE_OWN_KEYS = _own_keys() - {""}
 
 
