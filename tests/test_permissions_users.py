@@ -221,3 +221,19 @@ def test_a_permission_answer_is_kept_for_its_ttl_and_asked_again_after(
         assert can_view(viewer)  # the kept answer: no query
     clock[0] += 0.001  # exactly the TTL later: lapsed, asked again
     assert not can_view(viewer)
+
+
+def test_the_read_only_note_shows_only_on_a_read_only_dashboard(
+    invoices: Redis, settings: Any
+) -> None:
+    """Where the action buttons would be, a read-only dashboard says why they are
+    off; a dashboard that acts shows its buttons and no such note."""
+    client = _logged_in(_employee("j.okafor", staff=True, acts=True))
+    note = "The dashboard is read-only (ECHOMQ_READ_ONLY): actions are turned off."
+    for path in (f"{PAGE}?state=failed", f"{PAGE}job/inv-2024-000871"):
+        acting = client.get(path).content.decode()
+        assert note not in acting and 'value="retry"' in acting, path
+    settings.ECHOMQ_READ_ONLY = True
+    for path in (f"{PAGE}?state=failed", f"{PAGE}job/inv-2024-000871"):
+        reading = client.get(path).content.decode()
+        assert note in reading and 'value="retry"' not in reading, path
