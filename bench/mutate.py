@@ -242,6 +242,24 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_actions_on_ids.py",
         "tests/test_locate_job_mutants.py",
     ),
+    # Adding a job (Queue.add, Queue.add_bulk, the job page's "Add job"):
+    # addJob-10 and addJobs-10 are the refusal, the context and the finish
+    # around the steps of includes/addJobSteps.lua, which both inline.
+    **dict.fromkeys(
+        (
+            "priv/scripts/addJob-10.lua",
+            "priv/scripts/addJobs-10.lua",
+            "priv/scripts/includes/addJobSteps.lua",
+        ),
+        (
+            "tests/test_queue_add.py",
+            "tests/test_queue_add_bulk.py",
+            "tests/test_custom_id_keys.py",
+            "tests/test_transitions_delayed.py",
+            "tests/test_interop_bullmq.py",
+            "tests/test_command_budget.py",
+        ),
+    ),
 }
 
 # Survivors no test can kill: (module, original line, mutated line) -> why.
