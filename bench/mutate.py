@@ -258,6 +258,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
             "tests/test_transitions_delayed.py",
             "tests/test_interop_bullmq.py",
             "tests/test_command_budget.py",
+            "tests/test_add_mutants.py",
         ),
     ),
 }
