@@ -72,3 +72,21 @@ def test_the_stride_stops_doubling_at_its_cap(redis_client: Redis, queue: Queue)
 
     assert int(job_id) == ids[-1] == ids[-2] + STRIDE_CAP
     assert redis_client.hget(queue.keys.job(job_id), "data") == b'{"invoice":"INV-2024-000873"}'
+
+
+def test_a_deduplication_key_of_another_type_is_ignored(redis_client: Redis, queue: Queue) -> None:
+    """Something else's hash where the deduplication key would be (another
+    tool sharing the prefix): the add neither refuses nor touches it, and
+    the job is added as if no deduplication were asked."""
+    foreign = queue.keys.deduplication("customer-4411")
+    redis_client.hset(foreign, mapping={"owner": "billing-sync", "seen": "2024-11-02T08:14:09Z"})
+    opts = {"deduplication": {"id": "customer-4411", "ttl": 60_000}}
+
+    job_id = queue.add("invoice.render", {"invoice": "INV-2024-000874"}, opts)
+
+    assert job_id == "1"
+    assert redis_client.lrange(queue.keys.wait, 0, -1) == [b"1"]
+    assert redis_client.hgetall(foreign) == {
+        b"owner": b"billing-sync",
+        b"seen": b"2024-11-02T08:14:09Z",
+    }
