@@ -5,6 +5,7 @@ the id it reached was free."""
 
 from __future__ import annotations
 
+import time
 from itertools import pairwise
 
 import pytest
@@ -90,3 +91,16 @@ def test_a_deduplication_key_of_another_type_is_ignored(redis_client: Redis, que
         b"owner": b"billing-sync",
         b"seen": b"2024-11-02T08:14:09Z",
     }
+
+
+def test_a_deduplication_of_one_millisecond_lapses(redis_client: Redis, queue: Queue) -> None:
+    """The shortest ttl is a ttl too: a second add once that millisecond has
+    passed is a new job, not deduplicated for ever."""
+    opts = {"deduplication": {"id": "webhook-evt_1QfT2v", "ttl": 1}}
+    first = queue.add("webhook.deliver", {"event": "evt_1QfT2v"}, opts)
+    time.sleep(0.05)
+
+    second = queue.add("webhook.deliver", {"event": "evt_1QfT2v"}, opts)
+
+    assert (first, second) == ("1", "2")
+    assert redis_client.lrange(queue.keys.wait, 0, -1) == [b"2", b"1"]
