@@ -12,6 +12,7 @@ import pytest
 from redis import Redis
 
 from queues.queue import Queue
+from tests.queue_helpers import stream_events as events
 
 # The stride the passed-over ids grow to, at most (addJobSteps.lua).
 STRIDE_CAP = 2**30
@@ -104,3 +105,13 @@ def test_a_deduplication_of_one_millisecond_lapses(redis_client: Redis, queue: Q
 
     assert (first, second) == ("1", "2")
     assert redis_client.lrange(queue.keys.wait, 0, -1) == [b"2", b"1"]
+
+
+def test_a_delay_of_one_millisecond_is_a_delay(redis_client: Redis, queue: Queue) -> None:
+    """The shortest delay still goes through delayed (and its event), not
+    straight to wait: a worker promotes it when it is due."""
+    job_id = queue.add("webhook.retry", {"event": "evt_1QfT2v"}, {"delay": 1})
+
+    assert redis_client.zscore(queue.keys.delayed, job_id) is not None
+    assert redis_client.llen(queue.keys.wait) == 0
+    assert [event["event"] for event in events(redis_client, queue)] == ["added", "delayed"]
