@@ -120,11 +120,11 @@ async def test_one_user_holds_at_most_its_share_of_live_sockets() -> None:
     inbox and an outbox, so past ECHOMQ_LIVE_SOCKETS_PER_USER (30 by default)
     the next is closed with 4429, while another user still gets in and a
     closed socket frees its place."""
-    from django.conf import settings
+    from dashboard.core import conf
 
     looping = await asyncio.to_thread(make_user)
     colleague = await asyncio.to_thread(make_user, name="bob")
-    sockets = [await connect_as(looping) for _ in range(settings.ECHOMQ_LIVE_SOCKETS_PER_USER)]
+    sockets = [await connect_as(looping) for _ in range(conf.live_sockets_per_user())]
     assert all([await s.receive_nothing(timeout=0.05) for s in sockets[:3]])
     refused = await connect_as(looping)
     assert await refused.receive_output(timeout=5) == {"type": "websocket.close", "code": 4429}

@@ -49,3 +49,7 @@ def history_collector() -> bool:
 def metrics_token() -> str | None:
     configured: str | None = getattr(settings, "ECHOMQ_METRICS_TOKEN", None)
     return configured or None
+
+
+def live_sockets_per_user() -> int:
+    return int(getattr(settings, "ECHOMQ_LIVE_SOCKETS_PER_USER", 30))

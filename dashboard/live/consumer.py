@@ -26,7 +26,7 @@ from django.conf import settings
 from django.contrib import auth
 from redis.exceptions import RedisError
 
-from dashboard.core import connections
+from dashboard.core import conf, connections
 from dashboard.core.lookup import served_queues_async
 from dashboard.live.hub import (
     Batch,
@@ -278,7 +278,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=CLOSE_NOT_LOGGED_IN)
         elif not await database_sync_to_async(user_may_view)(user):
             await self.close(code=CLOSE_FORBIDDEN)
-        elif _sockets_of[user.pk] >= settings.ECHOMQ_LIVE_SOCKETS_PER_USER:
+        elif _sockets_of[user.pk] >= conf.live_sockets_per_user():
             await self.close(code=CLOSE_TOO_MANY)
         else:
             self.counted_as = user.pk

@@ -59,7 +59,9 @@ def three_connections(
                 Queue(ref.name, client, prefix=ref.prefix).add("send", {"to": "a@example.com"})
             client.close()
 
-    with shipped_site(topology, workdir, processes, before=add_queues) as site:
+    # Its pages all sign in as one user, standing for a hundred people.
+    lifted = {"ECHOMQ_LIVE_SOCKETS_PER_USER": "1000"}
+    with shipped_site(topology, workdir, processes, before=add_queues, **lifted) as site:
         yield site
 
 
