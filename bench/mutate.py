@@ -242,6 +242,25 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_actions_on_ids.py",
         "tests/test_locate_job_mutants.py",
     ),
+    # Adding a job (Queue.add, Queue.add_bulk, the job page's "Add job"):
+    # addJob-10 and addJobs-10 are the refusal, the context and the finish
+    # around the steps of includes/addJobSteps.lua, which both inline.
+    **dict.fromkeys(
+        (
+            "priv/scripts/addJob-10.lua",
+            "priv/scripts/addJobs-10.lua",
+            "priv/scripts/includes/addJobSteps.lua",
+        ),
+        (
+            "tests/test_queue_add.py",
+            "tests/test_queue_add_bulk.py",
+            "tests/test_custom_id_keys.py",
+            "tests/test_transitions_delayed.py",
+            "tests/test_interop_bullmq.py",
+            "tests/test_command_budget.py",
+            "tests/test_add_mutants.py",
+        ),
+    ),
 }
 
 # Survivors no test can kill: (module, original line, mutated line) -> why.
@@ -1424,6 +1443,41 @@ EQUIVALENT[("priv/scripts/drain-11.lua", "if budget <= 0 then", "if budget < 0 t
     " read of its own for a count of 0, so nothing is taken and the call still"
     " answers {1, skipped}; a few reads more a call whose batch ran out"
     " (test_drain_mutants kills the state passed over with room for one more job)"
+)
+
+_ADD_STEPS = "priv/scripts/includes/addJobSteps.lua"
+_ADD_ARGS_ALWAYS_SENT = (
+    "fallback never taken: job_args (queues/commands/admin.py), the one builder of"
+    " addJob's and addJobs' arguments, always sends PreparedJob's delay and priority,"
+    " ints the options checks validated"
+)
+EQUIVALENT.update(
+    {
+        (
+            _ADD_STEPS,
+            "local delay = tonumber(args[at + 5]) or 0",
+            "local delay = tonumber(args[at + 5]) or 1",
+        ): _ADD_ARGS_ALWAYS_SENT,
+        (
+            _ADD_STEPS,
+            "local priority = tonumber(args[at + 6]) or 0",
+            "local priority = tonumber(args[at + 6]) or 1",
+        ): _ADD_ARGS_ALWAYS_SENT,
+        (
+            _ADD_STEPS,
+            "local ttl = tonumber(args[at + 9]) or 0",
+            "local ttl = tonumber(args[at + 9]) or 1",
+        ): _ADD_ARGS_ALWAYS_SENT.replace("delay and priority", "dedup_ttl"),
+        (
+            _ADD_STEPS,
+            "if taken > 8 and stride < 1073741824 then",
+            "if taken > 8 and stride < 1073741823 then",
+        ): (
+            "the stride is a power of two (1, doubled), and none lies between 2^30 - 1"
+            " and 2^30: it doubles up to 2^30 and stops there either way"
+            " (test_add_mutants kills the cap moved to 2^30 + 1 or made <=)"
+        ),
+    }
 )
 
 # cosmic-ray operators kept (the rest replace an operator with an unrelated
