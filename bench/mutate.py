@@ -261,6 +261,29 @@ TARGETS: dict[str, tuple[str, ...]] = {
             "tests/test_add_mutants.py",
         ),
     ),
+    # Adding a flow (FlowProducer.add): the tree's checks, its parents parked
+    # in waiting-children, its leaves added by addJobSteps. The files are the
+    # ones whose tests add a flow (the unmutated run's lookups of addFlow).
+    "priv/scripts/addFlow-1.lua": (
+        "tests/test_flow.py",
+        "tests/test_interop_flows.py",
+        "tests/test_read_flows.py",
+        "tests/test_views_flows.py",
+        "tests/test_flow_mutants.py",
+    ),
+    # A worker taking a job scheduler's run adds the next one (the worker's
+    # _schedule_next_run): our workers' tests and BullMQ's workers beside ours.
+    "priv/scripts/scheduleNextRun-11.lua": (
+        "tests/test_schedulers.py",
+        "tests/test_interop_schedulers.py",
+        "tests/test_next_run_mutants.py",
+    ),
+    # The queue's obliterate (Queue.obliterate): paused queues only, in batches.
+    "priv/scripts/obliterate-21.lua": (
+        "tests/test_queue_admin.py",
+        "tests/test_broken_keys.py",
+        "tests/test_obliterate_mutants.py",
+    ),
 }
 
 # Survivors no test can kill: (module, original line, mutated line) -> why.
