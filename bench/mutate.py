@@ -1503,6 +1503,39 @@ EQUIVALENT.update(
     }
 )
 
+# The thirteenth pass's survivors judged equivalent (docs/mutation.md).
+_FLOW = "priv/scripts/addFlow-1.lua"
+_FLOW_ARGS_ALWAYS_SENT = (
+    "fallback never taken: add_flow (queues/commands/flows.py) sends each node's"
+    " arguments by job_args, which always sends PreparedJob's delay and priority,"
+    " ints the options checks validated (test_flow_mutants kills the parent's"
+    " delay and priority read from another argument or dropped)"
+)
+EQUIVALENT.update(
+    {
+        (
+            _FLOW,
+            '"timestamp", ARGV[at + 4], "delay", tonumber(ARGV[at + 5]) or 0,',
+            '"timestamp", ARGV[at + 4], "delay", tonumber(ARGV[at + 5]) or 1,',
+        ): _FLOW_ARGS_ALWAYS_SENT,
+        (
+            _FLOW,
+            '"priority", tonumber(ARGV[at + 6]) or 0}',
+            '"priority", tonumber(ARGV[at + 6]) or 1}',
+        ): _FLOW_ARGS_ALWAYS_SENT,
+        (
+            "priv/scripts/obliterate-21.lua",
+            'redis.call("DEL", unpack(KEYS, 11))',
+            'redis.call("DEL", unpack(KEYS, 10))',
+        ): (
+            "KEYS[10] (repeat) deleted once more: the call reaches this DEL only with"
+            " budget left after the schedulers' take_batch, whose keep never keeps an"
+            " id, so it took (and ZREMed) every member and the zset no longer exists;"
+            " DEL of a missing key changes nothing"
+        ),
+    }
+)
+
 # cosmic-ray operators kept (the rest replace an operator with an unrelated
 # one, e.g. + with **, which fails at once and only costs time).
 _PY_COMPARISONS = {

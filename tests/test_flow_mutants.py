@@ -14,7 +14,9 @@ from queues.keys import QueueKeys
 from tests.transition_helpers import fetch, finish, lrange, zmembers
 
 LEDGER, INVOICES = QueueKeys("ledger"), QueueKeys("invoices")
+REMINDERS = QueueKeys("reminders")
 INVOICE = {"invoice": "INV-2024-000871", "customer": "cus_Q3l8vN2bXk", "total_cents": 129900}
+REMINDER = {"invoice": "INV-2024-000871", "to": "billing@northwind.example", "days_late": 14}
 
 
 @pytest.fixture
@@ -57,6 +59,29 @@ def test_a_parent_keeps_its_own_delay_and_priority_for_when_its_children_are_don
     assert zmembers(redis_client, LEDGER.prioritized) == ["close-2024-11-30"]
     assert lrange(redis_client, LEDGER.wait) == []
     assert redis_client.zcard(LEDGER.waiting_children) == 0
+
+
+def test_a_flow_s_leaves_wake_the_workers_of_their_queues(
+    redis_client: Redis, producer: FlowProducer
+) -> None:
+    # Idle workers block on their queue's marker (BZPOPMIN): a ready leaf
+    # must wake the invoices' workers now, a delayed one arm the reminders'
+    # marker for its due time, or they sleep until their block times out.
+    producer.add(
+        FlowJob(
+            "close-month",
+            "ledger",
+            {"month": "2024-11"},
+            children=[
+                FlowJob("render-invoice", "invoices", INVOICE),
+                FlowJob("send-reminder", "reminders", REMINDER, {"delay": 3_600_000}),
+            ],
+        )
+    )
+    assert redis_client.zrange(INVOICES.marker, 0, -1, withscores=True) == [(b"0", 0.0)]
+    [(_reminder, score)] = redis_client.zrange(REMINDERS.delayed, 0, -1, withscores=True)
+    due = int(score) // 4096
+    assert redis_client.zrange(REMINDERS.marker, 0, -1, withscores=True) == [(b"1", due)]
 
 
 @pytest.mark.parametrize(
