@@ -551,26 +551,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         ("dashboard/shared/health.py", original, mutated): why
         for original, mutated, why in (
             (
-                "if value == 0 or value >= 10:",
-                "if value == 0 or value > 10:",
-                "a share of exactly 10% takes the other branch and reads '10.0' stripped"
-                " to '10%' there too",
-            ),
-            *(
-                (
-                    "if value == 0 or value >= 10:",
-                    f"if value == {other} or value >= 10:",
-                    "0 through the other branch reads '0.00', stripped to '0%' as well (and"
-                    " 1% reads '1%' through either)",
-                )
-                for other in (1, -1)
-            ),
-            (
-                "digits = 1 if value >= 1 else 2",
-                "digits = 1 if value > 1 else 2",
-                "a share of exactly 1% reads '1.00' instead of '1.0', both stripped to '1%'",
-            ),
-            (
                 "total = recent.total or 0  # 0: the rate is not known",
                 "total = recent.total or -1  # 0: the rate is not known",
                 "the rate it then gives (negative) is only compared with FAILING_RATE, as"
