@@ -272,10 +272,11 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_flow_mutants.py",
     ),
     # A worker taking a job scheduler's run adds the next one (the worker's
-    # _schedule_next_run): our workers' tests and BullMQ's workers beside ours.
+    # _schedule_next_run). Not tests/test_interop_schedulers.py, whose BullMQ
+    # workers wait up to 60 s for their runs: past TEST_TIMEOUT_S on the
+    # loaded machine, its unmutated run failed.
     "priv/scripts/scheduleNextRun-11.lua": (
         "tests/test_schedulers.py",
-        "tests/test_interop_schedulers.py",
         "tests/test_next_run_mutants.py",
     ),
     # The queue's obliterate (Queue.obliterate): paused queues only, in batches.
