@@ -109,8 +109,11 @@ def overview(request: HttpRequest) -> HttpResponse:
     sort = "failed" if request.GET.get("sort") == "failed" else "name"
     listed: list[tuple[connection_groups.ConnectionGroup, QueueRef]] = []
     matching: dict[str, int] = {}
+    folded = needle.casefold()
     for group in groups:
-        refs = _matching(group.refs, needle)
+        refs = group.refs
+        if needle:
+            refs = [ref for ref in refs if folded in ref.qualified.casefold()]
         if sort == "failed" and refs:
             failed = connection_groups.ask(
                 group, functools.partial(counts.one_count_each, refs=refs, name="failed")
@@ -179,13 +182,6 @@ class GroupSection:
     group: connection_groups.ConnectionGroup
     rows: list[SafeString]
     matching: int  # its queues the filter lets through, on every page
-
-
-def _matching(refs: list[QueueRef], needle: str) -> list[QueueRef]:
-    if not needle:
-        return refs
-    folded = needle.casefold()
-    return [ref for ref in refs if folded in ref.qualified.casefold()]
 
 
 @page_view(fragments=True)
@@ -369,10 +365,8 @@ def queue_actions(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRes
 
 
 def live_socket_over_http(request: HttpRequest) -> HttpResponse:
-    """The live updates' WebSocket path, asked for over plain HTTP.
-
-    The path is in these URLs so that it follows the app's prefix: the pages
-    reverse it, and the WebSocket route is built from it (dashboard.live.routing)."""
+    """The live updates' WebSocket path over plain HTTP: in these URLs so that
+    it follows the app's prefix (the socket's route is built from it, live.routing)."""
     return HttpResponseBadRequest(
         "This is the live updates' WebSocket: open it with a WebSocket client.",
         content_type="text/plain; charset=utf-8",

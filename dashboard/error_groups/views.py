@@ -189,10 +189,7 @@ def group_action_page(request: HttpRequest, client: Redis, ref: QueueRef) -> Htt
 
 
 @api_view(
-    "listErrorGroups",
-    ["jobs"],
-    ("The groups", answers.ErrorGroups),
-    (*READ_ERRORS, "CorruptKey"),
+    "listErrorGroups", ["jobs"], ("The groups", answers.ErrorGroups), (*READ_ERRORS, "CorruptKey")
 )
 def api_groups(request: HttpRequest, client: Redis, ref: QueueRef) -> answers.ErrorGroups:
     """The queue's failed jobs grouped by their folded reason, most first

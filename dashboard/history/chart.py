@@ -164,9 +164,6 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
     top_ms = float(
         nice_ceiling(max((v for _, vs in percentiles for v in vs if v is not None), default=1))
     )
-    backlogs: list[float | None] = [
-        None if f.backlog is None else float(f.backlog) for f in figures
-    ]
     top_backlog = nice_ceiling(max((f.backlog_max or f.backlog or 0 for f in figures), default=0))
 
     groups = []
@@ -187,6 +184,7 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
             )
         )
     lines = "".join(_line(css, width, vs, top_ms, (_D_TOP, _D_BOTTOM)) for css, vs in percentiles)
+    backlogs = [f.backlog for f in figures]
     lines += _line("line-backlog", width, backlogs, top_backlog, (_B_TOP, _B_BOTTOM))
     start_ms = slots[0].start_ms
     span_ms = chosen.points * chosen.step_ms
