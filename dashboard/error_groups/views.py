@@ -137,17 +137,14 @@ def _groups_url(ref: QueueRef) -> str:
 def groups_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     group = request.GET.get("group", "")
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
-    corrupt = ""
     try:
-        grouped = caught_up(client, ref)
-    except actions.QueueKeyCorrupt as error:
-        grouped = read.ErrorGroups(ref, [], 0, 0, complete=True)
-        corrupt = str(error)
-    if not corrupt:
+        grouped, corrupt = caught_up(client, ref), ""
         # The tab says the groups' total, read after the counts: set before the
         # tabs are built, or a failure between the two reads showed the tab at
         # 178 beside groups adding up to 180 (issue 21).
         summary.counts[TAB] = grouped.failed
+    except actions.QueueKeyCorrupt as error:
+        grouped, corrupt = read.ErrorGroups(ref, [], 0, 0, complete=True), str(error)
     context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
     context.update(fragment=is_htmx(request), groups_url=_groups_url(ref), corrupt=corrupt)
     context.update(grouped=grouped, acting=can_act(request.user), group_actions=GROUP_ACTIONS)

@@ -68,7 +68,6 @@ _PACING = Pacing(sleep=_rest_behind_pages)
 class _Search:
     """One running search: a lock held by its step, and the flag that stops it."""
 
-    search_id: str
     stepping: threading.Lock = field(default_factory=threading.Lock)
     replaced: threading.Event = field(default_factory=threading.Event)
 
@@ -90,14 +89,14 @@ class _Searches:
         self._by_user: dict[str, dict[str, _Search]] = {}  # by id, oldest first
 
     def start(self, user: str) -> str:
-        search = _Search(secrets.token_urlsafe(9))
+        search_id = secrets.token_urlsafe(9)
         with self._lock:
             searches = self._by_user.setdefault(user, {})
             while len(searches) >= MAX_SEARCHES_PER_USER:
                 # Its running step stops at its next call.
                 searches.pop(next(iter(searches))).replaced.set()
-            searches[search.search_id] = search
-        return search.search_id
+            searches[search_id] = _Search()
+        return search_id
 
     def end(self, user: str, search_id: str) -> None:
         with self._lock:
