@@ -287,49 +287,26 @@ def job_action(
     state: str = "failed",
     reason: str = "",
 ) -> ActionResult:
-    """Run ``action`` on each job (each one script); refusals become messages."""
+    """Run ``action`` on each job (each its own script, :data:`BATCH` to a
+    round trip); each job's refusal becomes its message."""
     if action not in JOB_ACTIONS:
         raise ActionRefused(f"Unknown action {action!r}")
     if not job_ids:
         raise ActionRefused("Select at least one job")
     if len(job_ids) > MAX_JOBS_PER_ACTION:
         raise ActionRefused(f"At most {MAX_JOBS_PER_ACTION} jobs per action")
-    finished = FINISHED_STATES.get(state)
-    if action == "retry" and finished is None:
+    if action == "retry" and state not in FINISHED_STATES:
         raise ActionRefused("Only failed or completed jobs can be retried")
-    queue = Queue(ref.name, client, prefix=ref.prefix)
+    for job_id in job_ids:
+        validate_job_id(job_id)
     admin_reason = f"{reason.strip() or 'Failed by an operator'} (failed by {user})"
     ids = _first_ids(job_ids)
     result = _begun(client, ref, action, job_ids, state)
-    outcomes, past = result.outcomes, PAST[action]
-    for job_id in job_ids:
-        try:
-            if action == "retry":
-                queue.retry(job_id, state=finished or "failed")
-            elif action == "promote":
-                queue.promote(job_id)
-            elif action == "fail":
-                queue.fail(job_id, admin_reason)
-            else:
-                queue.remove(job_id)
-        except errors.ScriptError as error:
-            message = _refusal_message(action, job_id, error.code, state)
-            outcomes.append(Outcome(job_id, False, error.code.name, message))
-        except errors.JobBroken as error:
-            message = f"Job {job_id} was not {past}: {errors.describe_reason(error.reason)}"
-            outcomes.append(Outcome(job_id, False, "JOB_BROKEN", message))
-        except (OutOfMemoryError, errors.CorruptKey) as error:
-            moved = result.count
-            done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {past}" if moved else ""
-            refusal = refusal_for(error, done)
-            raise _refused(client, user, result, ids, refusal, f"moved={moved} ") from error
-        else:
-            outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {past}"))
-            result.count += 1
-    result.message = _summary(action, outcomes)
-    broken = [o.id for o in outcomes if o.code == "JOB_BROKEN"]
+    _run_each(client, user, result, job_ids, ids, reason=admin_reason)
+    result.message = _summary(action, result.outcomes)
+    broken = [o.id for o in result.outcomes if o.code == "JOB_BROKEN"]
     # Listed only now: a refusal half-way keeps no cohort.
-    result.moved_ids = [o.id for o in outcomes if o.ok]
+    result.moved_ids = [o.id for o in result.outcomes if o.ok]
     outcome = f"moved={result.count} refused={len(job_ids) - result.count}"
     _audited(
         client, user, result, ids, outcome + (f" broken={','.join(broken[:20])}" if broken else "")
@@ -515,22 +492,28 @@ def scheduler_action(
     return result
 
 
-# -- acting on an explicit set of ids (a search result, an error group, a cohort) --
+# -- one script per job, in batches (the ticked jobs, a search result, an error group) --
 
 # The most ids one call of act_on_ids takes: a search keeps this many matches
 # for acting; beyond it the person narrows the search.
 MAX_IDS_PER_SET = 10_000
 # Ids per pipelined round trip: each is one short script, so Redis serves the
 # workers between them; 100 per trip makes 10,000 jobs about 100 round trips.
-SET_BATCH = 100
+BATCH = 100
 _SET_SCRIPTS = {"retry": "requeueJob", "promote": "requeueJob", "remove": "removeJob"}
 # Codes meaning "no longer where the set was taken from": skipped and counted.
 _MOVED_CODES = (errors.ErrorCode.JOB_NOT_EXIST, errors.ErrorCode.JOB_NOT_IN_STATE)
 
 
-def _set_call(keys: QueueKeys, action: str, job_id: str, state: str) -> ScriptCall:
+def _call(
+    keys: QueueKeys, action: str, job_id: str, state: str, *, reason: str = "", listed: bool = True
+) -> ScriptCall:
+    """The script of ``action`` on one job; a set's remove (``listed`` False)
+    only takes the job from ``state``, where the set found it."""
+    if action == "fail":
+        return admin.fail_job(keys, job_id, reason=reason, now_ms=now_ms())
     if action == "remove":
-        only_from = [key.name for key in TAB[state].keys]
+        only_from = () if listed else [key.name for key in TAB[state].keys]
         return admin.remove_job(keys, job_id, now_ms=now_ms(), only_from=only_from)
     source: RequeueSource = "delayed" if action == "promote" else FINISHED_STATES[state]
     return admin.requeue_job(keys, job_id, source)
@@ -559,17 +542,39 @@ def _set_ids(action: str, job_ids: Sequence[str], state: str) -> list[str]:
     return ids
 
 
-def _run_batch(client: Redis, calls: Sequence[ScriptCall]) -> list[Any]:
-    """One pipelined round trip of scripts; a script Redis forgot meanwhile
-    (SCRIPT FLUSH, a restart) is run again on its own, loading it."""
-    pipe: Any = client.pipeline(transaction=False)
-    for call in calls:
-        scripts.queue_in_pipeline(pipe, call)
-    answers: list[Any] = pipe.execute(raise_on_error=False)
-    return [
-        scripts.run(client, call) if isinstance(answer, NoScriptError) else answer
-        for call, answer in zip(calls, answers, strict=True)
-    ]
+def _run_each(
+    client: Redis,
+    user: str,
+    result: ActionResult,
+    ids: Sequence[str],
+    jobs: str,
+    *,
+    listed: bool = True,
+    reason: str = "",
+) -> None:
+    """Each job's script (_call), :data:`BATCH` to a pipelined round trip,
+    each answer counted into ``result`` (_tally). A script Redis forgot
+    meanwhile (SCRIPT FLUSH, a restart) is run again on its own, loading it;
+    Redis refusing a batch is audited and raised, saying what was done."""
+    keys, action, state = result.ref.keys, result.action, result.state
+    calls = [_call(keys, action, i, state, reason=reason, listed=listed) for i in ids]
+    try:
+        for first in range(0, len(calls), BATCH):
+            pipe: Any = client.pipeline(transaction=False)
+            for call in calls[first : first + BATCH]:
+                scripts.queue_in_pipeline(pipe, call)
+            answers: list[Any] = pipe.execute(raise_on_error=False)
+            for i, answer in enumerate(answers, first):
+                if isinstance(answer, NoScriptError):
+                    answer = scripts.run(client, calls[i])
+                _tally(result, ids[i], answer, listed=listed)
+    except (OutOfMemoryError, errors.CorruptKey) as error:
+        moved, past = result.count, PAST[result.action]
+        done = f"{moved:,} jobs were {past}"
+        if listed:  # a page's few ticked jobs
+            done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {past}"
+        refusal = refusal_for(error, done if moved else "")
+        raise _refused(client, user, result, jobs, refusal, f"moved={moved} ") from error
 
 
 def act_on_ids(
@@ -585,22 +590,12 @@ def act_on_ids(
     that were in ``state`` when it was taken (a search result, an error group,
     a cohort): each by its own script, which checks the job is still there
     (one that moved meanwhile is counted, a broken one listed in ``skipped``),
-    :data:`SET_BATCH` to a round trip, one audit entry for the set."""
+    :data:`BATCH` to a round trip, one audit entry for the set."""
     ids = _set_ids(action, job_ids, state)
-    keys = ref.keys
     scripts.ensure_loaded(client, (_SET_SCRIPTS[action],))
     jobs = f"{len(ids)} ids from {state}: {_first_ids(ids)}"
     result = _begun(client, ref, action, ids, state)
-    for first in range(0, len(ids), SET_BATCH):
-        batch = ids[first : first + SET_BATCH]
-        try:
-            answers = _run_batch(client, [_set_call(keys, action, i, state) for i in batch])
-            for job_id, answer in zip(batch, answers, strict=True):
-                _tally(result, job_id, answer)
-        except (OutOfMemoryError, errors.CorruptKey) as error:
-            done = f"{result.count:,} jobs were {PAST[action]}" if result.count else ""
-            refusal = refusal_for(error, done)
-            raise _refused(client, user, result, jobs, refusal, f"moved={result.count} ") from error
+    _run_each(client, user, result, ids, jobs, listed=False)
     result.message = _set_summary(action, result, len(ids))
     broken = ",".join(job.job_id for job in result.skipped[:20])
     outcome = f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
@@ -610,18 +605,25 @@ def act_on_ids(
     return result
 
 
-def _tally(result: ActionResult, job_id: str, answer: Any) -> None:
-    """Count one script's answer into ``result``; an error reply is raised."""
+def _tally(result: ActionResult, job_id: str, answer: Any, *, listed: bool) -> None:
+    """Count one script's answer into ``result``; an error reply is raised.
+    ``listed``: jobs a person ticked, each answered with its own outcome
+    (a broken one refused); else a set's, where a job that moved meanwhile is
+    counted and a broken one skipped."""
     if isinstance(answer, ResponseError) and not isinstance(answer, OutOfMemoryError):
         errors.raise_refusal(answer)  # CorruptKey, or the error itself
     if isinstance(answer, Exception):
         raise answer
+    past = PAST[result.action]
     reason = errors.broken_reason(answer)
-    if reason is not None:
+    if reason is not None and not listed:
         result.skipped.append(errors.SkippedJob(job_id, reason))
+    elif reason is not None:
+        message = f"Job {job_id} was not {past}: {errors.describe_reason(reason)}"
+        result.outcomes.append(Outcome(job_id, False, "JOB_BROKEN", message))
     elif errors.is_error_code(answer):
         code = errors.ErrorCode(int(answer))
-        if code in _MOVED_CODES:
+        if code in _MOVED_CODES and not listed:
             result.moved_meanwhile += 1
         elif len(result.outcomes) < MAX_JOBS_PER_ACTION:
             # Bounded like a job action's results; the summary counts what is kept.
@@ -629,7 +631,10 @@ def _tally(result: ActionResult, job_id: str, answer: Any) -> None:
             result.outcomes.append(Outcome(job_id, False, code.name, message))
     else:
         result.count += 1
-        result.moved_ids.append(job_id)
+        if listed:
+            result.outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {past}"))
+        else:
+            result.moved_ids.append(job_id)
 
 
 def _set_summary(action: str, result: ActionResult, asked: int) -> str:
