@@ -441,13 +441,6 @@ def set_global_concurrency(
 MAX_SCHEDULER_ID_LENGTH = 1000
 
 
-def _scheduler_id(raw: str) -> str:
-    # Not printable: control characters, and lone surrogates UTF-8 cannot encode.
-    if not 0 < len(raw) <= MAX_SCHEDULER_ID_LENGTH or not raw.isprintable():
-        raise ActionRefused("Not a job scheduler id")
-    return raw
-
-
 def _scheduler_outcome(owner: JobSchedulers, action: str, scheduler_id: str) -> Outcome:
     """The one script of a scheduler action, in words; refusals included."""
 
@@ -479,7 +472,9 @@ def scheduler_action(
     definition is broken is refused, nothing changed, with the reason."""
     if action not in SCHEDULER_ACTIONS:
         raise ActionRefused(f"Unknown action {action!r}")
-    scheduler_id = _scheduler_id(scheduler_id)
+    # Not printable: control characters, and lone surrogates UTF-8 cannot encode.
+    if not 0 < len(scheduler_id) <= MAX_SCHEDULER_ID_LENGTH or not scheduler_id.isprintable():
+        raise ActionRefused("Not a job scheduler id")
     result = ActionResult(action, ref)
     owner = JobSchedulers(ref.name, client, prefix=ref.prefix)
     jobs = f"scheduler={scheduler_id}"
@@ -487,7 +482,7 @@ def scheduler_action(
         outcome = _scheduler_outcome(owner, action, scheduler_id)
     except (OutOfMemoryError, errors.CorruptKey) as error:
         raise _refused(client, user, result, jobs, refusal_for(error, "")) from error
-    result = ActionResult(action, ref, [outcome], int(outcome.ok), outcome.message)
+    result.outcomes, result.count, result.message = [outcome], int(outcome.ok), outcome.message
     record_audit(user, result, jobs, "ok" if outcome.ok else outcome.code)
     return result
 

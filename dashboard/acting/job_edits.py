@@ -260,27 +260,32 @@ def edit_data(
     return _changed(user, "edit_data", ref, job_id, message, changed)
 
 
-def _add(queue: Queue, name: str, data: Any, opts: Mapping[str, Any]) -> str:
+def _add(
+    queue: Queue, ref: QueueRef, user: str, name: str, data: Any, opts: Any, source: str = ""
+) -> answers.JobChange:
+    """Add the job (through the runtime's add, as a producer would), a copy of
+    job ``source`` when given, audited with its fields as the diff."""
+    data_json = _encode(data)
     try:
-        return queue.add(name, data, opts)
+        job_id = queue.add(name, data, opts)
     except InvalidJobOptions as error:
         raise ActionRefused(str(error)) from None
     except (OutOfMemoryError, errors.CorruptKey) as error:
         raise refusal_for(error, "") from error
+    after = {"name": json.dumps(name), "data": data_json, "opts": to_json(opts)}
+    if source:
+        message = f"Job {source} duplicated as job {job_id}"
+        return _changed(user, "duplicate", ref, job_id, message, diff({}, after), source)
+    message = f"Job {job_id} ({name[:100]}) added to {ref.name}"
+    return _changed(user, "add", ref, job_id, message, diff({}, after))
 
 
 def add_job(
     client: Redis, ref: QueueRef, name: Any, data: Any, opts: Any, *, user: str
 ) -> answers.JobChange:
-    """Add a job by hand (through the runtime's add, as a producer would)."""
-    name = check_name(name)
-    options = check_options(opts)
-    data_json = _encode(data)
-    queue = Queue(ref.name, client, prefix=ref.prefix)
-    job_id = _add(queue, name, data, options)
-    message = f"Job {job_id} ({name[:100]}) added to {ref.name}"
-    after = {"name": json.dumps(name), "data": data_json, "opts": to_json(options)}
-    return _changed(user, "add", ref, job_id, message, diff({}, after))
+    """Add a job by hand."""
+    name, options = check_name(name), check_options(opts)
+    return _add(Queue(ref.name, client, prefix=ref.prefix), ref, user, name, data, options)
 
 
 def _source(queue: Queue, job_id: str) -> tuple[str, Any, dict[str, Any]]:
@@ -315,11 +320,7 @@ def duplicate_job(client: Redis, ref: QueueRef, job_id: str, *, user: str) -> an
     deduplication, parent and scheduler: :data:`NOT_DUPLICATED`)."""
     queue = Queue(ref.name, client, prefix=ref.prefix)
     name, data, opts = _source(queue, job_id)
-    data_json = _encode(data)
-    new_id = _add(queue, name, data, opts)
-    message = f"Job {job_id} duplicated as job {new_id}"
-    after = {"name": json.dumps(name), "data": data_json, "opts": to_json(opts)}
-    return _changed(user, "duplicate", ref, new_id, message, diff({}, after), job_id)
+    return _add(queue, ref, user, name, data, opts, job_id)
 
 
 def changes_of_job(ref: QueueRef, job_id: str, created_ms: int | None) -> list[AuditEntry]:

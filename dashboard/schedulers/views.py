@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from redis import Redis
 
@@ -19,18 +18,17 @@ from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import int_param
 from dashboard.core.operations import ACT_ERRORS, GARBAGE, READ_ERRORS, query_param, start_param
 from dashboard.core.permissions import can_act, user_label
-from dashboard.core.queue_urls import queue_url
 from dashboard.schedulers import rows as scheduler_rows
 from dashboard.shared import bodies
 from dashboard.shared.web import (
     PAGE_SIZES,
     BadInput,
     api_view,
+    form_view,
     is_htmx,
     page_params,
     page_view,
     queue_context,
-    redirect_back,
     render_page,
 )
 from queues.read import answers as read_answers
@@ -63,23 +61,14 @@ def page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     return render_page(request, "dashboard/schedulers/schedulers.html", context)
 
 
-@page_view("POST", act=True)
-def page_action(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    fallback = queue_url("dashboard:schedulers", ref)
-    try:
-        result = actions.scheduler_action(
-            client,
-            ref,
-            request.POST.get("action", ""),
-            request.POST.get("id", ""),
-            user=user_label(request.user),
-        )
-    except actions.ActionRefused as error:
-        messages.error(request, str(error))
-        return redirect_back(request, fallback)
-    level = messages.SUCCESS if result.ok else messages.WARNING
-    messages.add_message(request, level, result.message)
-    return redirect_back(request, fallback)
+@form_view("dashboard:schedulers", act=True)
+def page_action(request: HttpRequest, client: Redis, ref: QueueRef) -> tuple[str, bool]:
+    post = request.POST
+    user = user_label(request.user)
+    result = actions.scheduler_action(
+        client, ref, post.get("action", ""), post.get("id", ""), user=user
+    )
+    return result.message, result.ok
 
 
 @api_view(
