@@ -71,32 +71,37 @@ COHORT_ACTIONS = ("retry", "promote", "retry_all", "promote_all")
 NAMED_BROKEN = 3
 
 
-class ActionRefused(ValueError):
-    """An action that did not run: bad input by default (400; ``status`` and
-    ``code`` may say otherwise); the subclasses are Redis refusing it."""
+# The API's status of each refusal: a full Redis 507, not an outage's 503 (a
+# retry will not help until memory is freed); a corrupt key 409 (the queue's
+# data is in the way, not the request).
+REFUSAL_STATUS = {
+    "bad_request": 400,
+    "job_not_exist": 404,
+    "job_not_in_state": 409,
+    "job_broken": 409,
+    "corrupt_key": 409,
+    "data_too_large": 413,
+    "redis_out_of_memory": 507,
+}
 
-    status = 400
+
+class ActionRefused(ValueError):
+    """An action that did not run, and why: bad input unless its ``code``
+    says otherwise; the subclasses are Redis refusing it."""
+
     code = "bad_request"
 
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
+    def __init__(self, message: str, code: str | None = None):
         super().__init__(message)
-        self.status = status or self.status
         self.code = code or self.code
+        self.status = REFUSAL_STATUS[self.code]
 
 
 class RedisOutOfMemory(ActionRefused):
-    """Over ``maxmemory``: 507, unlike an outage's 503, since retrying will
-    not help until memory is freed."""
-
-    status = 507
     code = "redis_out_of_memory"
 
 
 class QueueKeyCorrupt(ActionRefused):
-    """A key of the queue has the wrong type, so the script refused to run:
-    409, the queue's data, not the request, is in the way."""
-
-    status = 409
     code = "corrupt_key"
 
 
@@ -152,15 +157,6 @@ class ActionResult:
             "skipped": skipped,
         }
         return shape(**(fields | more))
-
-
-def _begun(
-    client: Redis, ref: QueueRef, action: str, ids: Sequence[str], state: str
-) -> ActionResult:
-    """The result of an action on listed jobs, started now."""
-    # Read before the retry deletes them: "failed again (same reason)" later.
-    reasons = previous_reasons(client, ref.keys, ids) if action == "retry" else {}
-    return ActionResult(action, ref, state=state, started=now_ms(), reasons=reasons)
 
 
 def _refusal_message(action: str, job_id: str, code: errors.ErrorCode, state: str) -> str:
@@ -301,8 +297,9 @@ def job_action(
         validate_job_id(job_id)
     admin_reason = f"{reason.strip() or 'Failed by an operator'} (failed by {user})"
     ids = _first_ids(job_ids)
-    result = _begun(client, ref, action, job_ids, state)
-    _run_each(client, user, result, job_ids, ids, reason=admin_reason)
+    result = _act_on_each(
+        client, ref, action, job_ids, state, user=user, jobs=ids, reason=admin_reason
+    )
     result.message = _summary(action, result.outcomes)
     broken = [o.id for o in result.outcomes if o.code == "JOB_BROKEN"]
     # Listed only now: a refusal half-way keeps no cohort.
@@ -537,22 +534,26 @@ def _set_ids(action: str, job_ids: Sequence[str], state: str) -> list[str]:
     return ids
 
 
-def _run_each(
+def _act_on_each(
     client: Redis,
-    user: str,
-    result: ActionResult,
+    ref: QueueRef,
+    action: str,
     ids: Sequence[str],
-    jobs: str,
+    state: str,
     *,
+    user: str,
+    jobs: str,
     listed: bool = True,
     reason: str = "",
-) -> None:
+) -> ActionResult:
     """Each job's script (_call), :data:`BATCH` to a pipelined round trip,
-    each answer counted into ``result`` (_tally). A script Redis forgot
+    each answer counted into the result (_tally). A script Redis forgot
     meanwhile (SCRIPT FLUSH, a restart) is run again on its own, loading it;
     Redis refusing a batch is audited and raised, saying what was done."""
-    keys, action, state = result.ref.keys, result.action, result.state
-    calls = [_call(keys, action, i, state, reason=reason, listed=listed) for i in ids]
+    # Read before the retry deletes them: "failed again (same reason)" later.
+    reasons = previous_reasons(client, ref.keys, ids) if action == "retry" else {}
+    result = ActionResult(action, ref, state=state, started=now_ms(), reasons=reasons)
+    calls = [_call(ref.keys, action, i, state, reason=reason, listed=listed) for i in ids]
     try:
         for first in range(0, len(calls), BATCH):
             pipe: Any = client.pipeline(transaction=False)
@@ -564,12 +565,13 @@ def _run_each(
                     answer = scripts.run(client, calls[i])
                 _tally(result, ids[i], answer, listed=listed)
     except (OutOfMemoryError, errors.CorruptKey) as error:
-        moved, past = result.count, PAST[result.action]
+        moved, past = result.count, PAST[action]
         done = f"{moved:,} jobs were {past}"
         if listed:  # a page's few ticked jobs
             done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {past}"
         refusal = refusal_for(error, done if moved else "")
         raise _refused(client, user, result, jobs, refusal, f"moved={moved} ") from error
+    return result
 
 
 def act_on_ids(
@@ -589,8 +591,7 @@ def act_on_ids(
     ids = _set_ids(action, job_ids, state)
     scripts.ensure_loaded(client, (_SET_SCRIPTS[action],))
     jobs = f"{len(ids)} ids from {state}: {_first_ids(ids)}"
-    result = _begun(client, ref, action, ids, state)
-    _run_each(client, user, result, ids, jobs, listed=False)
+    result = _act_on_each(client, ref, action, ids, state, user=user, jobs=jobs, listed=False)
     result.message = _set_summary(action, result, len(ids))
     broken = ",".join(job.job_id for job in result.skipped[:20])
     outcome = f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"

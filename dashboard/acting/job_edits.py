@@ -74,8 +74,7 @@ def check_size(data_json: str) -> None:
         raise ActionRefused(
             f"The data is {size:,} bytes; the dashboard writes at most {limit:,} "
             "(ECHOMQ_MAX_JOB_DATA_BYTES). Nothing was changed.",
-            status=413,
-            code="data_too_large",
+            "data_too_large",
         )
 
 
@@ -213,14 +212,11 @@ def _changed(
 
 def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
     if isinstance(error, errors.JobNotExist):
-        return ActionRefused(
-            f"Job {job_id} no longer exists — it was removed", status=404, code="job_not_exist"
-        )
+        return ActionRefused(f"Job {job_id} no longer exists — it was removed", "job_not_exist")
     if isinstance(error, errors.JobBroken):
         return ActionRefused(
             f"Job {job_id}'s data was not changed: {errors.describe_reason(error.reason)}",
-            status=409,
-            code="job_broken",
+            "job_broken",
         )
     if isinstance(error, errors.ScriptError):
         state = queue.get_state(job_id) or "gone"
@@ -233,8 +229,7 @@ def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
         return ActionRefused(
             f"Job {job_id}'s data was not changed: {why}. Only waiting, prioritized, "
             "delayed and failed jobs can be edited.",
-            status=409,
-            code="job_not_in_state",
+            "job_not_in_state",
         )
     return refusal_for(error, "")
 
@@ -296,20 +291,16 @@ def _source(queue: Queue, job_id: str) -> tuple[str, Any, dict[str, Any]]:
         job = None
         if queue.connection.exists(queue.keys.job(job_id)):
             raise ActionRefused(
-                f"Job {job_id} was not duplicated: its key is not a job hash",
-                status=409,
-                code="job_broken",
+                f"Job {job_id} was not duplicated: its key is not a job hash", "job_broken"
             ) from None
     if job is None:
-        raise ActionRefused(f"Job {job_id} does not exist", status=404, code="job_not_exist")
+        raise ActionRefused(f"Job {job_id} does not exist", "job_not_exist")
     data = codec.loads(job.data_text, _MISSING) if job.data_text else {}
     opts = codec.loads(job.opts_text, None) if job.opts_text else {}
     if data is _MISSING or not isinstance(opts, dict):
         which = "data is not valid JSON" if data is _MISSING else "options are not a JSON object"
         raise ActionRefused(
-            f"Job {job_id} was not duplicated: its {which} (edit its data first)",
-            status=409,
-            code="job_broken",
+            f"Job {job_id} was not duplicated: its {which} (edit its data first)", "job_broken"
         )
     kept = {key: value for key, value in opts.items() if key not in NOT_DUPLICATED}
     return job.name, data, kept

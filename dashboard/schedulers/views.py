@@ -45,20 +45,22 @@ def page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     page_number, size = page_params(request)
     listed = read.scheduler_page(client, ref, start=(page_number - 1) * size, size=size)
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
-    context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
-    now_ms = int(time.time() * 1000)
+    fragment = is_htmx(request)
+    context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not fragment)
+    rows_html = scheduler_rows.rows_html(
+        listed, can_act=can_act(request.user), now_ms=int(time.time() * 1000)
+    )
     context.update(
         listed=listed,
-        rows_html=scheduler_rows.rows_html(listed, can_act=can_act(request.user), now_ms=now_ms),
+        rows_html=rows_html,
         page_number=page_number,
         page_sizes=PAGE_SIZES,
         size=size,
         scheduler_actions=answers.SCHEDULER_ACTIONS,
-        fragment=is_htmx(request),
+        fragment=fragment,
     )
-    if is_htmx(request):
-        return render_page(request, "dashboard/schedulers/_scheduler_table.html", context)
-    return render_page(request, "dashboard/schedulers/schedulers.html", context)
+    template = "_scheduler_table.html" if fragment else "schedulers.html"
+    return render_page(request, f"dashboard/schedulers/{template}", context)
 
 
 @form_view("dashboard:schedulers", act=True)
