@@ -256,3 +256,19 @@ def test_ticked_jobs_move_a_batch_to_a_round_trip_not_one_each(
     assert result.count == ticked
     past = actions.PAST[action]
     assert [o.message for o in result.outcomes] == [f"Job {i} {past}" for i in ids[1:]]
+
+
+@pytest.mark.cluster
+def test_ticked_jobs_move_on_a_cluster_and_one_refused_says_why(cluster: Redis) -> None:
+    """The pipeline of a page's job action on a Redis Cluster (a cold script
+    cache first: its NOSCRIPT answers run again on their own, loading it)."""
+    ref = QueueRef("{ops}", "tagged")
+    queue = Queue(ref.name, cluster, prefix=ref.prefix)
+    ids = _failed(queue, 3)
+    cluster.script_flush()
+    result = actions.job_action(cluster, ref, "retry", [*ids, ids[0]], user="oncall")
+    assert [o.message for o in result.outcomes] == [
+        *(f"Job {i} retried" for i in ids),
+        f"Job {ids[0]} is no longer failed — someone retried it already",
+    ]
+    assert sorted(job.id for job in queue.get_jobs("wait")) == sorted(ids)

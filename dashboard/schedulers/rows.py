@@ -32,8 +32,11 @@ def _row_html(row: SchedulerRow, job_prefix: str, can_act: bool, now_ms: int, nu
     name = escape(row.name) if row.name else ""
     broken = ' class="broken"' if row.notes else ""
     badge = "badge-muted" if row.is_legacy else "badge-scheduler"
-    notes = "".join(f"<li><strong>Broken:</strong> {escape(note)}</li>" for note in row.notes)
-    notes = f'<ul class="notes">{notes}</ul>' if row.notes else ""
+    pending = row.pending_job_id  # a property that builds and checks the id: read once
+    notes = ""
+    if row.notes:
+        items = "".join(f"<li><strong>Broken:</strong> {escape(note)}</li>" for note in row.notes)
+        notes = f'<ul class="notes">{items}</ul>'
     schedule = [
         f"<code>{escape(row.schedule)}</code>"
         if row.schedule
@@ -47,6 +50,7 @@ def _row_html(row: SchedulerRow, job_prefix: str, can_act: bool, now_ms: int, nu
     runs = _NONE if row.iterations is None else thousands(row.iterations)
     if row.limit is not None:
         runs += f' <span class="muted">of {thousands(row.limit)}</span>'
+    next_run = _next_run_html(row, pending, job_prefix, now_ms)
     opts = template_preview(row.opts)
     opts = "" if opts == "{}" else f"{_OPTS}{escape(opts)}</code></div>"
     return (
@@ -57,17 +61,17 @@ def _row_html(row: SchedulerRow, job_prefix: str, can_act: bool, now_ms: int, nu
         f"    {notes}\n"
         f"  </td>\n"
         f'  <td class="schedule">{_LINE.join(schedule)}</td>\n'
-        f'  <td class="when" data-label="next">{_next_run_html(row, job_prefix, now_ms)}</td>\n'
+        f'  <td class="when" data-label="next">{next_run}</td>\n'
         f'  <td class="runs" data-label="iterations">{runs}</td>\n'
         f'  <td class="template"><span class="template-name">{name or _NO_NAME}</span>\n'
         f'    <code class="preview" title="template data">{escape(template_preview(row.data))}'
         f"</code>{opts}</td>\n"
-        f"{_actions_html(row, scheduler_id, name, number) if can_act else ''}"
+        f"{_actions_html(row, scheduler_id, name, pending, number) if can_act else ''}"
         "</tr>\n"
     )
 
 
-def _next_run_html(row: SchedulerRow, job_prefix: str, now_ms: int) -> str:
+def _next_run_html(row: SchedulerRow, pending: str | None, job_prefix: str, now_ms: int) -> str:
     due = row.next_run_ms
     if due is None:
         return _NONE
@@ -77,13 +81,15 @@ def _next_run_html(row: SchedulerRow, job_prefix: str, now_ms: int) -> str:
         f"{presenters.relative_time(due, now_ms)}</time>\n"
         f'    <div class="muted">{exact}</div>'
     )
-    if row.pending_job_id:
-        url = presenters.job_url(job_prefix, row.pending_job_id)
+    if pending:
+        url = presenters.job_url(job_prefix, pending)
         html += f'\n    <a href="{escape(url)}">pending run</a>'
     return html
 
 
-def _actions_html(row: SchedulerRow, scheduler_id: str, name: str, number: int) -> str:
+def _actions_html(
+    row: SchedulerRow, scheduler_id: str, name: str, pending: str | None, number: int
+) -> str:
     """Run now and remove: each submits the form above the table named by its
     ``form`` attribute, with the scheduler's id as its value (the id and the
     name come escaped). A run now that cannot run says why under the buttons,
@@ -101,7 +107,7 @@ def _actions_html(row: SchedulerRow, scheduler_id: str, name: str, number: int) 
         why_id = f"run-now-why-{number}"
         refused = f' disabled aria-describedby="{why_id}"'
         why = f'    <div class="muted why-disabled" id="{why_id}">{reason}</div>\n'
-    run = f" {escape(row.pending_job_id)}" if row.pending_job_id else ""
+    run = f" {escape(pending)}" if pending else ""
     return (
         '  <td class="row-actions">\n'
         f'    <button type="submit" form="scheduler-run_now" name="id" value="{scheduler_id}"'
