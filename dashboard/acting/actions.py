@@ -1,9 +1,9 @@
-"""Every dashboard action runs here, through ``queues.queue.Queue`` (one Lua
-script per move), and becomes a plain-words message, an audit line and an
-``AuditEntry`` row: pages and the API call the same function, so a click and
-a POST say the same. Broken jobs left where they were are named; a refusal by
-Redis raises :class:`ActionRefused` (its ``status`` and ``code`` the API's),
-saying what earlier batches did."""
+"""Every dashboard action runs here, one Lua script per move (each job's
+own, pipelined, or ``queues.queue.Queue``'s), and becomes a plain-words
+message, an audit line and an ``AuditEntry`` row: pages and the API call the
+same function, so a click and a POST say the same. Broken jobs left where
+they were are named; a refusal by Redis raises :class:`ActionRefused` (its
+``status`` and ``code`` the API's), saying what earlier batches did."""
 
 from __future__ import annotations
 
