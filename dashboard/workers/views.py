@@ -79,10 +79,11 @@ def limit_lines(limits: Limits) -> dict[str, str]:
     return {"concurrency": concurrency, "rate": rate, "now": now}
 
 
-def _tab_context(client: Redis, ref: QueueRef) -> dict[str, Any]:
+@page_view(fragments=True)
+def workers_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     workers, clients = queue_workers(client, ref)
     limits = read_limits(client, ref)
-    return {
+    context: dict[str, Any] = {
         "workers": workers or [],
         "workers_known": workers is not None,
         "workers_error": clients.error or "",
@@ -94,11 +95,6 @@ def _tab_context(client: Redis, ref: QueueRef) -> dict[str, Any]:
         "poll_ms": POLL_MS,
         "max_concurrency": MAX_GLOBAL_CONCURRENCY,
     }
-
-
-@page_view(fragments=True)
-def workers_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    context = _tab_context(client, ref)
     if is_htmx(request):
         context["ref"] = ref
         return render_page(request, "dashboard/workers/_workers_live.html", context)
