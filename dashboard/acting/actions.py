@@ -87,14 +87,15 @@ REFUSAL_STATUS = {
 
 class ActionRefused(ValueError):
     """An action that did not run, and why: bad input unless its ``code``
-    says otherwise; the subclasses are Redis refusing it."""
+    says otherwise, its ``status`` the code's (or 400) unless given; the
+    subclasses are Redis refusing it."""
 
     code = "bad_request"
 
-    def __init__(self, message: str, code: str | None = None):
+    def __init__(self, message: str, code: str | None = None, *, status: int | None = None):
         super().__init__(message)
         self.code = code or self.code
-        self.status = REFUSAL_STATUS[self.code]
+        self.status = status or REFUSAL_STATUS.get(self.code, 400)
 
 
 class RedisOutOfMemory(ActionRefused):
