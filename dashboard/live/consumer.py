@@ -81,9 +81,8 @@ RECHECK_S = 30.0
 POSITION_EVERY_S = 5.0
 # A job filter's ids (a flow's tree), bounded as the queues per socket are.
 MAX_JOBS_PER_FILTER = 100
-# Live pages one user may hold open in this process: settings'
-# ECHOMQ_LIVE_SOCKETS_PER_USER (docs/live.md, "Bounded per socket").
-_sockets_of: Counter[Any] = Counter()  # user pk -> sockets open now
+# Live pages open in this process by user pk, at most conf.live_sockets_per_user().
+_sockets_of: Counter[Any] = Counter()
 # Messages a socket may leave waiting (about 5 s of a busy queue's batches);
 # past it a queue's further batches give way to one gap.
 INBOX_MESSAGES = 256
@@ -131,10 +130,8 @@ class Inbox(asyncio.Queue[Message]):
 
     async def get(self) -> Message:
         self.waiting = True
-        try:
-            message = await super().get()
-        finally:
-            self.waiting = False
+        message = await super().get()  # a cancel here ends the socket: it lets go of all
+        self.waiting = False
         if message["type"] == "live.gap" and self._lagging.get(message["queue"]) is message:
             del self._lagging[message["queue"]]  # later batches of the queue are kept again
         return message
@@ -187,7 +184,6 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.base_send = send
         self.inbox = Inbox()
         self.subscriptions: dict[str, Subscription] = {}
-        self.discovering = False
         self.outbox: Outbox = scope.get("outbox") or Outbox(daphne_protocol(send))
         self.outbox.on_full = lambda: self._start(self._wait_for_reader())
         self.tasks: set[asyncio.Task[None]] = set()  # rechecks, status, stall watch
@@ -228,11 +224,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     def _let_go(self) -> None:
         """Synchronous, so nothing can cut it short."""
+        self.outbox.on_full = lambda: None  # no stall watch for a socket gone
         if self.counted_as is not None:
             _sockets_of[self.counted_as] -= 1
             if not _sockets_of[self.counted_as]:
                 del _sockets_of[self.counted_as]
-            self.counted_as = None
         for task in list(self.tasks):
             if task is not asyncio.current_task():
                 task.cancel()
@@ -241,9 +237,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.watched_hubs.clear()
         for ref in list(self.subscriptions):
             self._drop(ref)
-        if self.discovering:
-            self.discovering = False
-            get_hub().unwatch_queues(self.inbox.put_nowait)
+        get_hub().unwatch_queues(self.inbox.put_nowait)  # if it listed the queues
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -263,13 +257,12 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             self._watch_reachability(get_hub())
 
     async def _recheck_access(self) -> None:
-        while True:
+        code = None
+        while code is None:
             raise_if_cancelled()
             await asyncio.sleep(RECHECK_S)
             code = await access_now(self.scope)
-            if code is not None:
-                await self.close(code=code)
-                return
+        await self.close(code=code)
 
     # ------------------------------------------------------------ Redis there or not
 
@@ -407,11 +400,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         return sub
 
     async def _discover(self) -> None:
-        if self.discovering:
+        hub = get_hub()
+        if self.inbox.put_nowait in hub.queue_listeners:
             return  # asked twice: the set already comes
         # Listen first, then read: a change after this read arrives as a message.
-        self.discovering = True
-        hub = get_hub()
         hub.watch_queues(self.inbox.put_nowait)
         try:
             await asyncio.wait_for(hub.queues_read.wait(), DISCOVER_TIMEOUT_S)
@@ -505,18 +497,18 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     # ------------------------------------------------------------ sending
 
-    async def send_json(self, content: dict[str, Any], close: bool = False) -> None:
-        await self._send_text(json.dumps(content), close)
+    async def send_json(self, content: dict[str, Any]) -> None:
+        await self._send_text(json.dumps(content))
 
-    async def _send_text(self, text: str | SharedText | None, close: bool = False) -> None:
+    async def _send_text(self, text: str | SharedText | None) -> None:
         """Send ``text`` (None: nothing); a ``SharedText`` (the same for many sockets)
         goes as the frame prepared once for all of them where the server allows it."""
         if text is None or self.giving_up:
             return  # giving up: closed for not reading, nothing more for this client
         if isinstance(text, str):
-            await self.send(text_data=text, close=close)
-        elif close or not self.outbox.send_shared(text):
-            await self.send(text_data=text.text, close=close)
+            await self.send(text_data=text)
+        elif not self.outbox.send_shared(text):
+            await self.send(text_data=text.text)
 
     async def _wait_for_reader(self) -> None:
         """The client stopped taking what we send: close it, or owe gaps once it catches up."""
@@ -528,8 +520,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             return
         for sub in list(self.subscriptions.values()):
             if sub.missed and not sub.replaying:
-                sub.missed = False
-                sub.skipped = 0
+                sub.missed, sub.skipped = False, 0
                 await self._send_position(sub, "gap", stream_id(sub.last_sent))
 
     def _events_frame(

@@ -242,15 +242,14 @@ class StreamReader:
         """The next entries of any of the streams; [] when the set of streams changed."""
         self.stale = False
         positions = {key: s.position for key, s in self.streams.items() if not s.unreadable}
-        if not positions:
-            return await self._wait_for_streams()
+        if not positions:  # nothing to read: wait until the set of streams changes
+            await self._cut_short_by_changes(asyncio.get_running_loop().create_future())
+            return []
+        return await self._read_from(positions)
+
+    async def _read_from(self, positions: dict[str, str]) -> list[tuple[Stream, list[Any]]]:
         read = self.client.xread(positions, count=READ_BATCH, block=BLOCK_MS)  # type: ignore[arg-type]
         return self._found(await self._cut_short_by_changes(read) or ())
-
-    async def _wait_for_streams(self) -> list[tuple[Stream, list[Any]]]:
-        """Nothing to read: wait until the set of streams changes."""
-        await self._cut_short_by_changes(asyncio.get_running_loop().create_future())
-        return []
 
     async def _cut_short_by_changes(self, awaitable: Awaitable[T]) -> T | None:
         """``awaitable``'s result, or None when ``_read_again`` cut it short (not a stop)."""
@@ -310,17 +309,13 @@ class PollingReader(StreamReader):
     """The streams of the slots past BLOCKING_SLOTS on a cluster: one XREAD a
     slot a round, without BLOCK, and a pause of POLL_S after an empty round."""
 
-    async def _read(self) -> list[tuple[Stream, list[Any]]]:
-        self.stale = False
+    async def _read_from(self, positions: dict[str, str]) -> list[tuple[Stream, list[Any]]]:
         by_slot: dict[int, dict[str, str]] = {}
-        for key, stream in self.streams.items():
-            if not stream.unreadable:
-                by_slot.setdefault(key_slot(key.encode()), {})[key] = stream.position
-        if not by_slot:
-            return await self._wait_for_streams()
+        for key, position in positions.items():
+            by_slot.setdefault(key_slot(key.encode()), {})[key] = position
         pipe = self.client.pipeline(transaction=False)
-        for positions in by_slot.values():
-            pipe.xread(positions, count=READ_BATCH)  # type: ignore[arg-type]
+        for of_slot in by_slot.values():
+            pipe.xread(of_slot, count=READ_BATCH)  # type: ignore[arg-type]
         found = [each for reply in await pipe.execute() for each in self._found(reply or ())]
         if not found:
             await self._cut_short_by_changes(asyncio.sleep(POLL_S))
