@@ -452,7 +452,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         if message["type"] != "live.events" or self.giving_up or not self.outbox.can_send_shared():
             return False
         try:
-            frame = self._batch_frame(message["batch"])
+            frame = self._batch_frame(message["batch"], queued=False)
             if frame is not None:
                 self.outbox.send_shared(frame)
         except Exception:
@@ -462,9 +462,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             self._start(self.close(code=CLOSE_SERVER_ERROR))
         return True
 
-    def _batch_frame(self, batch: Batch) -> SharedText | None:
+    def _batch_frame(self, batch: Batch, queued: bool = True) -> SharedText | None:
         """What this socket sends of ``batch`` (shared by every socket of the queue:
-        read it, never change it); a socket behind counts events, hints now and then."""
+        read it, never change it); a socket whose inbox held it too long counts its
+        events instead, and hints now and then."""
         sub = self.subscriptions.get(batch.queue)
         if sub is None or sub.replaying:
             return None
@@ -472,7 +473,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         whole = batch.first > sub.last_sent  # the usual case: nothing in it was sent yet
         if not whole:
             events = [e for e in events if (parse_stream_id(e["id"]) or (0, 0)) > sub.last_sent]
-        if not events or time.monotonic() - batch.sent_at <= BEHIND_S:
+        if not (events and queued and time.monotonic() - batch.sent_at > BEHIND_S):
             return self._events_frame(sub, events, batch if whole else None)
         sub.skipped += len(events)
         sub.last_sent = parse_stream_id(events[-1]["id"]) or sub.last_sent
