@@ -7,9 +7,8 @@ like Django's active language, so no queue view names its connection.
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import wraps
@@ -56,18 +55,6 @@ def default() -> Connection:
     )
 
 
-def problems() -> list[str]:
-    """What is wrong with ``ECHOMQ_CONNECTIONS``, one sentence each ([] when right)."""
-    raw = conf.connections()
-    if not isinstance(raw, list | tuple):
-        return ["ECHOMQ_CONNECTIONS must be a list of connections"]
-    found: list[str] = []
-    seen = {DEFAULT_CONNECTION}
-    for position, entry in enumerate(raw, start=1):
-        found.extend(_entry_problems(position, entry, seen))
-    return found
-
-
 def _entry_problems(position: int, entry: object, seen: set[str]) -> list[str]:
     where = f"ECHOMQ_CONNECTIONS entry {position}"
     if not isinstance(entry, dict):
@@ -110,33 +97,40 @@ def _entry_problems(position: int, entry: object, seen: set[str]) -> list[str]:
     return found
 
 
-def _extra() -> list[Connection]:
-    """The right entries of ``ECHOMQ_CONNECTIONS`` (the checks name the others)."""
+def _read() -> tuple[list[Connection], list[str]]:
+    """``ECHOMQ_CONNECTIONS``: its right entries, and what is wrong with the
+    others, one sentence each (the checks name them; they are not served)."""
     raw = conf.connections()
     if not isinstance(raw, list | tuple):
-        return []
+        return [], ["ECHOMQ_CONNECTIONS must be a list of connections"]
     extra: list[Connection] = []
+    found: list[str] = []
     seen = {DEFAULT_CONNECTION}
     for position, entry in enumerate(raw, start=1):
-        if _entry_problems(position, entry, set(seen)):
-            continue
-        name = entry["name"]
-        seen.add(name)
-        prefixes = list(entry.get("prefixes") or ["bull"])
-        queues = _always_listed(entry.get("queues", []), prefixes, name)
-        extra.append(Connection(name, entry["url"].strip(), tuple(prefixes), tuple(queues)))
-    return extra
+        wrong = _entry_problems(position, entry, seen)
+        found += wrong
+        if not wrong:
+            name, url = entry["name"], entry["url"].strip()
+            prefixes = list(entry.get("prefixes") or ["bull"])
+            queues = _always_listed(entry.get("queues", []), prefixes, name)
+            extra.append(Connection(name, url, tuple(prefixes), tuple(queues)))
+    return extra, found
+
+
+def problems() -> list[str]:
+    """What is wrong with ``ECHOMQ_CONNECTIONS`` ([] when right)."""
+    return _read()[1]
 
 
 def configured() -> list[Connection]:
     """Every connection served, the default first (the overview's group order)."""
-    return [default(), *_extra()]
+    return [default(), *_read()[0]]
 
 
 def named(name: str) -> Connection | None:
     if name == DEFAULT_CONNECTION:
         return default()
-    return next((c for c in _extra() if c.name == name), None)
+    return next((c for c in _read()[0] if c.name == name), None)
 
 
 def connection_or_404(name: str) -> Connection:
@@ -148,7 +142,7 @@ def connection_or_404(name: str) -> Connection:
 
 def several() -> bool:
     """More than the default connection: the pages then name each queue's."""
-    return bool(_extra())
+    return bool(_read()[0])
 
 
 # ------------------------------------------------------------ the request's connection
@@ -161,16 +155,6 @@ def current() -> str:
     return _current.get()
 
 
-@contextlib.contextmanager
-def serving(name: str) -> Iterator[None]:
-    token = _current.set(name)
-    try:
-        yield
-    finally:
-        # Reset, not left set: a pool thread runs the next request in the same context.
-        _current.reset(token)
-
-
 def on_connection(view: V) -> V:
     """``view`` for a URL that names its connection (``connection=``), serving it.
 
@@ -180,7 +164,11 @@ def on_connection(view: V) -> V:
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, connection: str, **kwargs: Any) -> HttpResponse:
-        with serving(connection):
+        token = _current.set(connection)
+        try:
             return view(request, *args, **kwargs)
+        finally:
+            # Reset, not left set: a pool thread runs the next request in the same context.
+            _current.reset(token)
 
     return wrapper  # type: ignore[return-value]
