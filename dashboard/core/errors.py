@@ -33,9 +33,6 @@ APP_NAMESPACE = "dashboard"
 API_NAMESPACE = "dashboard:api"
 # A page that could not reach Redis reloads itself this often (seconds).
 RETRY_AFTER_S = 5
-REDIS_UNAVAILABLE = "redis_unavailable"
-REDIS_FAILING_OVER = "redis_failing_over"
-REDIS_NO_PERMISSION = "redis_no_permission"
 # What the API says when Django, not one of our views, refused a request.
 _CODES = {
     400: ("bad_request", "The request could not be read"),
@@ -131,10 +128,10 @@ def redis_unavailable(request: HttpRequest) -> HttpResponse:
     failover = failing_over(_connection(request))
     if is_api_request(request):
         if failover is not None:
-            code = REDIS_FAILING_OVER
+            code = "redis_failing_over"
             message = f"Redis is failing over ({failover.describe()}): try again in "
         else:
-            code, message = REDIS_UNAVAILABLE, "Redis unreachable: try again in "
+            code, message = "redis_unavailable", "Redis unreachable: try again in "
         message += f"{RETRY_AFTER_S} seconds."
         if not reading:
             message += " The action may or may not have run: look before repeating it."
@@ -161,7 +158,7 @@ def redis_refused(request: HttpRequest, error: Exception) -> HttpResponse:
     if request.method not in ("GET", "HEAD"):
         message += " The action may have stopped part-way: look before repeating it."
     if is_api_request(request):
-        return json_error(403, REDIS_NO_PERMISSION, message)
+        return json_error(403, "redis_no_permission", message)
     return render(request, "dashboard/redis_refused.html", {"message": message}, status=403)
 
 
@@ -191,14 +188,14 @@ class ErrorAnswersMiddleware:
         return _api_error(request, response)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        # BusyLoadingError (Redis loading its data after a restart) is a ConnectionError too.
         # Only the app's views: a project's own Redis is not the queues' Redis.
-        if isinstance(exception, RedisConnectionError | RedisTimeoutError) and is_app_request(
-            request
-        ):
+        if not is_app_request(request):
+            return None
+        # BusyLoadingError (Redis loading its data after a restart) is a ConnectionError too.
+        if isinstance(exception, RedisConnectionError | RedisTimeoutError):
             log.warning("Redis unreachable while serving %s: %s", request.path, exception)
             return redis_unavailable(request)
-        if is_no_permission(exception) and is_app_request(request):
+        if is_no_permission(exception):
             log.warning("Redis refused a command while serving %s: %s", request.path, exception)
             return redis_refused(request, exception)
         return None
