@@ -35,24 +35,20 @@ class Connection:
     queues: tuple[QueueRef, ...]  # always listed, on this connection
 
 
-def _always_listed(entries: Sequence[str], prefixes: Sequence[str], name: str) -> list[QueueRef]:
-    refs = []
-    for entry in entries:
+def _connection(
+    name: str, url: str | None, prefixes: Sequence[str], queues: Sequence[str]
+) -> Connection:
+    listed = []
+    for entry in queues:
         try:
-            refs.append(QueueRef.parse(entry, prefixes[0] if prefixes else "bull").on(name))
+            listed.append(QueueRef.parse(entry, prefixes[0] if prefixes else "bull").on(name))
         except InvalidName:
             continue  # a bad setting hides one queue rather than breaking every page
-    return refs
+    return Connection(name, url, tuple(prefixes), tuple(listed))
 
 
 def default() -> Connection:
-    prefixes = conf.prefixes()
-    return Connection(
-        DEFAULT_CONNECTION,
-        conf.redis_url(),
-        tuple(prefixes),
-        tuple(_always_listed(conf.queues(), prefixes, DEFAULT_CONNECTION)),
-    )
+    return _connection(DEFAULT_CONNECTION, conf.redis_url(), conf.prefixes(), conf.queues())
 
 
 def _entry_problems(position: int, entry: object, seen: set[str]) -> list[str]:
@@ -110,10 +106,9 @@ def _read() -> tuple[list[Connection], list[str]]:
         wrong = _entry_problems(position, entry, seen)
         found += wrong
         if not wrong:
-            name, url = entry["name"], entry["url"].strip()
-            prefixes = list(entry.get("prefixes") or ["bull"])
-            queues = _always_listed(entry.get("queues", []), prefixes, name)
-            extra.append(Connection(name, url, tuple(prefixes), tuple(queues)))
+            prefixes = entry.get("prefixes") or ["bull"]
+            url = entry["url"].strip()
+            extra.append(_connection(entry["name"], url, prefixes, entry.get("queues", [])))
     return extra, found
 
 
