@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 
 from dashboard.core import conf
 from queues.connection import url_problem
@@ -128,13 +128,6 @@ def named(name: str) -> Connection | None:
     return next((c for c in _read()[0] if c.name == name), None)
 
 
-def connection_or_404(name: str) -> Connection:
-    found = named(name)
-    if found is None:
-        raise Http404(f"No Redis connection named {name}")
-    return found
-
-
 def several() -> bool:
     """More than the default connection: the pages then name each queue's."""
     return bool(_read()[0])
@@ -154,7 +147,7 @@ def on_connection(view: V) -> V:
     """``view`` for a URL that names its connection (``connection=``), serving it.
 
     An unknown name is not refused here but where the view asks for its client
-    (``connection_or_404``): after the view's permission check, so that nobody
+    (``redis.redis_url``): after the view's permission check, so that nobody
     logged out learns which names exist."""
 
     @wraps(view)

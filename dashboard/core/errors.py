@@ -9,14 +9,14 @@ project's own answers alone.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from http import HTTPStatus
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
-from django.urls import Resolver404, URLResolver, resolve
+from django.urls import Resolver404, resolve
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -50,10 +50,10 @@ def json_error(status: int, code: str, message: str) -> JsonResponse:
     )
 
 
-def _inside(app_names: list[str], namespace: str) -> bool:
+def _inside(app_names: Sequence[str | None], namespace: str) -> bool:
     """Whether a chain of application namespaces enters ``namespace`` ("a:b")
     (a project may nest the app's include inside namespaces of its own)."""
-    return f":{namespace}:" in f":{':'.join(app_names)}:"
+    return f":{namespace}:" in f":{':'.join(name for name in app_names if name)}:"
 
 
 def is_api_path(path_info: str) -> bool:
@@ -62,18 +62,13 @@ def is_api_path(path_info: str) -> bool:
     try:
         match = resolve(path_info)
     except Resolver404 as missing:
-        # Each entry is the chain of patterns tried; a chain that went on
-        # inside the API's resolver means the path was below the API's root.
+        # Each entry is a chain of patterns tried (resolvers, then the last); one
+        # that went on inside the API's resolver means the path was below its root.
         tried = missing.args[0].get("tried", []) if missing.args else []
-        return any(_went_into_api(chain) for chain in tried)
+        return any(
+            _inside([step.app_name for step in chain[:-1]], API_NAMESPACE) for chain in tried
+        )
     return _inside(match.app_names, API_NAMESPACE)
-
-
-def _went_into_api(chain: list[object]) -> bool:
-    app_names = [
-        step.app_name for step in chain[:-1] if isinstance(step, URLResolver) and step.app_name
-    ]
-    return _inside(app_names, API_NAMESPACE)
 
 
 def is_api_request(request: HttpRequest) -> bool:
