@@ -199,16 +199,14 @@ _HEADERS: dict[str, Schema] = {
 
 _SEGMENT = "a `/` in it is written `~s`, a `~` as `~~`"
 _PARAMETERS: dict[str, Schema] = {
-    "cohort_id": parameter("path", "cohort_id", "A recent action's cohort", of(CohortId)),
-    "prefix": parameter("path", "prefix", f"The queue's key prefix (`bull`); {_SEGMENT}", of(Text)),
-    "name": parameter("path", "name", f"The queue's name; {_SEGMENT}", of(Text)),
-    "group": parameter("path", "group", "An error group's `key`", of(GroupKey)),
-    "job_id": parameter(
-        "path",
-        "job_id",
-        "The job's id (it may contain `/`: it takes the rest of the path)",
-        of(JobId),
-    ),
+    name: parameter("path", name, description, of(shape))
+    for name, description, shape in (
+        ("cohort_id", "A recent action's cohort", CohortId),
+        ("prefix", f"The queue's key prefix (`bull`); {_SEGMENT}", Text),
+        ("name", f"The queue's name; {_SEGMENT}", Text),
+        ("group", "An error group's `key`", GroupKey),
+        ("job_id", "The job's id (it may contain `/`: it takes the rest of the path)", JobId),
+    )
 }
 
 # --------------------------------------------------------------------------- operations
