@@ -87,11 +87,8 @@ class Families(Collector):
         gauge = partial(GaugeMetricFamily, labels=LABELS)
         counter = partial(CounterMetricFamily, labels=LABELS)
         histogram = partial(HistogramMetricFamily, labels=LABELS)
-        self.up = GaugeMetricFamily(
-            "echomq_redis_up",
-            "1 when the dashboard reached Redis for this scrape",
-            labels=SERVER_LABELS,
-        )
+        server = partial(GaugeMetricFamily, labels=SERVER_LABELS)
+        self.up = server("echomq_redis_up", "1 when the dashboard reached Redis for this scrape")
         self.jobs = GaugeMetricFamily(
             "echomq_queue_jobs", "Jobs in each state", labels=[*LABELS, "state"]
         )
@@ -116,10 +113,9 @@ class Families(Collector):
             "1 when the collector stopped this queue's history: a key of it is broken"
             " (the queue's page names it)",
         )
-        self.lag = GaugeMetricFamily(
+        self.lag = server(
             "echomq_collector_lag_seconds",
             "Seconds since the history collector last read every events stream to its end",
-            labels=SERVER_LABELS,
         )
         self.omitted = GaugeMetricFamily(
             "echomq_queues_omitted",
