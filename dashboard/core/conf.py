@@ -14,6 +14,8 @@ T = TypeVar("T")
 
 
 def _setting(name: str, default: Any, kind: Callable[[Any], T]) -> Callable[[], T]:
+    """The reader of setting ``name``: its value at each call (or ``default``), as ``kind``."""
+
     def read() -> T:
         return kind(getattr(settings, name, default))
 
