@@ -174,7 +174,7 @@ def request_body(request: HttpRequest, shape: type[B]) -> B:
         value = fields.get(name)
         if value is None or value == "":
             fields[name] = default
-        elif isinstance(value, str) and not _utf8(value):
+        elif isinstance(value, str) and _HALF_CHARACTER.search(value):
             raise BadInput(f"{name} is not valid Unicode text")
     try:
         return msgspec.convert(fields, shape)
@@ -182,7 +182,9 @@ def request_body(request: HttpRequest, shape: type[B]) -> B:
         found = _FIELD.search(str(error))
         name = found.group(1) if found else "The body"
     except UnicodeEncodeError:  # msgspec's, for half a character where a list goes
-        name = next(k for k, v in fields.items() if isinstance(v, str) and not _utf8(v))
+        name = next(
+            k for k, v in fields.items() if isinstance(v, str) and _HALF_CHARACTER.search(v)
+        )
     raise BadInput(shape.refusals.get(name, f"{name} must be a string"))
 
 
@@ -203,6 +205,8 @@ def whole_number(value: object, low: int, high: int, *, must: str, within: str) 
 
 # msgspec's words for where a value is wrong: "... - at `$.ids[0]`", "... field `ids`".
 _FIELD = re.compile(r"(?:at `\$\.|field `)(\w+)")
+# Half a character, which JSON lets through ("\ud800") and UTF-8, all Redis takes, has not.
+_HALF_CHARACTER = re.compile("[\ud800-\udfff]")
 
 
 @cache
@@ -215,26 +219,12 @@ def _words(shape: type[bodies.Body]) -> dict[str, str]:
     }
 
 
-def _utf8(text: str) -> bool:
-    # JSON lets "\ud800" (half a character) through; Redis takes UTF-8 only.
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def is_htmx(request: HttpRequest) -> bool:
-    """An htmx swap, which wants only the fragment it replaces.
-
-    htmx 2 sends ``HX-Request`` on a history restore too (Back to a URL it
-    pushed, when its snapshot is gone): that request gets the whole page, or
-    the bare fragment would become the page. Views answering both ways also
-    vary on ``HX-Request``, so the browser's cache never hands a fragment to a
-    plain navigation of the same URL (Back after leaving the page).
-
-    Read from the headers here rather than from django-htmx's middleware, so
-    a project need not install that middleware for the app."""
+    """An htmx swap, which wants only the fragment it replaces. Not a history
+    restore (htmx 2 sends ``HX-Request`` on Back when its snapshot is gone):
+    that gets the whole page. Views answering both ways vary on ``HX-Request``,
+    so the browser's cache never hands a fragment to a plain navigation. Read
+    from the headers, so a project need not install django-htmx's middleware."""
     htmx = HtmxDetails(request)
     return bool(htmx) and not htmx.history_restore_request
 
