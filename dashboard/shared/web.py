@@ -13,6 +13,7 @@ from functools import cache, wraps
 from typing import Any, TypeVar, cast
 
 import msgspec
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -116,6 +117,27 @@ def page_view(
         if fragments:
             guarded = vary_on_headers("HX-Request")(guarded)
         return require_http_methods([method])(guarded)
+
+    return decorate
+
+
+def form_view(back: str, **permission: bool) -> Callable[[Callable[..., tuple[str, bool]]], View]:
+    """A queue page's form that acts (``permission``: page_view's): the view
+    returns its message and whether all went well (else it is a warning), or
+    raises why not; then back to the form's page, else to ``back``'s URL."""
+
+    def decorate(view: Callable[..., tuple[str, bool]]) -> View:
+        @wraps(view)
+        def acted(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
+            try:
+                message, well = view(request, client, ref)
+                level = messages.SUCCESS if well else messages.WARNING
+            except (actions.ActionRefused, BadInput, InvalidName) as error:
+                message, level = str(error), messages.ERROR
+            messages.add_message(request, level, message)
+            return redirect_back(request, queue_url(back, ref))
+
+        return page_view("POST", **permission)(acted)
 
     return decorate
 
