@@ -319,12 +319,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     "common = self.failed_reasons.most_common(1)",
                 )
             ),
-            *(
-                (line, line.replace("common[0]", "common[ -1]"), "most_common(1): one item")
-                for line in (
-                    'return self.reasons[common[0][0]] if common else ""',
-                    'return common[0][0] if common else ""',
-                )
+            (
+                'return common[0][0] if common else ""',
+                'return common[ -1][0] if common else ""',
+                "most_common(1): one item",
             ),
             (
                 "index = cohort.reason_of[start + offset] if cohort.reason_of else -1",
@@ -332,15 +330,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                 "any negative index means no previous reason (index >= 0 is what is asked)",
             ),
             *(('"v": 1,', f'"v": {n},', "nothing reads the record's version yet") for n in (2, 0)),
-            *(
-                (
-                    'return zlib.compress(json.dumps(record, separators=(",", ":")).encode(), 6)',
-                    'return zlib.compress(json.dumps(record, separators=(",", ":")).encode(),'
-                    f" {n})",
-                    "another compression level inflates to the same record",
-                )
-                for n in (7, 5)
-            ),
         )
     },
     **{
@@ -387,46 +376,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "return job_from_hash(job_id, dict(zip(pairs, pairs, strict=True)))",
     ): "zip of one iterator with itself: strict only differs on an odd list, and a pick-up's"
     " HGETALL is always field, value pairs",
-    (
-        "priv/scripts/moveToFinished-1.lua",
-        "local record_points = tonumber(opts.maxMetricsSize) or 0",
-        "local record_points = tonumber(opts.maxMetricsSize) or 1",
-    ): "the fallback is never taken: FinishOptions.packed, the one writer of these options,"
-    " always sets maxMetricsSize to a number",
-    **{
-        ("priv/scripts/moveToFinished-1.lua", original, mutated): why
-        for original, mutated, why in (
-            (
-                'redis.call("XTRIM", queue.events, "MAXLEN", "~", queue.cap)',
-                "",
-                "every finish then emits its completed or failed event by XADD MAXLEN ~ with"
-                " the same cap, which trims the stream the same way",
-            ),
-            *(
-                (
-                    "local keep_count = tonumber(keep.count) or -1",
-                    f"local keep_count = tonumber(keep.count) or {other}",
-                    "the fallback is never taken: KeepJobs.packed always sends count",
-                )
-                for other in ("-2", "-0")
-            ),
-            (
-                "if keep_count > 0 then",
-                "if keep_count >= 0 then",
-                "keep_count 0 took the branch above (the job removed): here it is -1 or positive",
-            ),
-            *(
-                (
-                    'if target == "failed" and attempts_made >= (tonumber(opts.attempts)'
-                    " or 1) then",
-                    'if target == "failed" and attempts_made >= (tonumber(opts.attempts) or'
-                    f" {other}) then",
-                    "the fallback is never taken: FinishOptions.packed always sends attempts",
-                )
-                for other in ("2", "0")
-            ),
-        )
-    },
     **{
         ("priv/scripts/requeueJobs-13.lua", original, mutated): why
         for original, mutated, why in (
@@ -435,17 +384,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                 "local passed = tonumber(ARGV[5]) or 1",
                 "the fallback is never taken: admin.requeue_jobs, the script's one caller,"
                 " always sends pass_over as a number",
-            ),
-            (
-                "local reason_bytes = tonumber(ARGV[6]) or 0",
-                "local reason_bytes = tonumber(ARGV[6]) or 1",
-                "the fallback is never taken: admin.requeue_jobs always sends"
-                " report_reason_bytes as a number",
-            ),
-            (
-                'reported[#reported + 1] = string.sub(reasons[index] or "", 1, reason_bytes)',
-                'reported[#reported + 1] = string.sub(reasons[index] or "", 0, reason_bytes)',
-                "Lua's string.sub takes a start of 0 as 1",
             ),
         )
     },
@@ -456,21 +394,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                 'local ids, next_start, next_anchor, length = {}, "", "", 0',
                 'local ids, next_start, next_anchor, length = {}, "", "", 1',
                 "both branches that follow set length before it is read",
-            ),
-            (
-                "if string.find(value, text, 1, true) then",
-                "if string.find(value, text, 0, true) then",
-                "Lua 5.1's string.find takes a start of 0 as 1 (it clamps init - 1 at 0)",
-            ),
-            (
-                "local answer = {0, next_start, next_anchor, length, 0}",
-                "local answer = {1, next_start, next_anchor, length, 0}",
-                "answer[1] is set to #ids before the answer is returned",
-            ),
-            (
-                "local answer = {0, next_start, next_anchor, length, 0}",
-                "local answer = {0, next_start, next_anchor, length, 1}",
-                "answer[5] is set to the unchecked count before the answer is returned",
             ),
         )
     },
@@ -641,15 +564,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             ),
         )
     },
-    **{
-        (
-            "priv/scripts/moveToDelayed-8.lua",
-            "local delay = math.max(math.floor(tonumber(ARGV[5]) or 0), 0)",
-            f"local delay = math.max(math.floor(tonumber(ARGV[5]) or {fallback}), 0)",
-        ): "a fallback never taken: move_to_delayed, the one builder, refuses a negative"
-        " delay and always sends the integer"
-        for fallback in (1, -1)
-    },
+    (
+        "priv/scripts/moveToDelayed-8.lua",
+        "local delay = math.max(math.floor(tonumber(ARGV[5]) or 0), 0)",
+        "local delay = math.max(math.floor(tonumber(ARGV[5]) or 1), 0)",
+    ): "a fallback never taken: move_to_delayed, the one builder, refuses a negative"
+    " delay and always sends the integer",
 }
 
 _CLEAN = "priv/scripts/cleanJobsInSet-11.lua"
@@ -661,16 +581,6 @@ EQUIVALENT.update(
     {
         (_CLEAN, "local SCAN_CHUNK = 1000", "local SCAN_CHUNK = 1001"): _CHUNK_ONLY,
         (_CLEAN, "local SCAN_CHUNK = 1000", "local SCAN_CHUNK = 999"): _CHUNK_ONLY,
-        (_CLEAN, "for index = 7, #ARGV - 1, 2 do", "for index = 7, #ARGV - 0, 2 do"): (
-            "ARGV holds 6 arguments and then pairs, so #ARGV is even and the loop's odd"
-            " indexes stop at #ARGV - 1 either way"
-        ),
-        (_CLEAN, "for index = 7, #ARGV - 1, 2 do", "for index = 7, #ARGV - 1, 1 do"): (
-            "the extra steps map each pair's state name ('wait', 'paused', 'active') to the"
-            " next id: only a job whose custom id is one of those three words would be"
-            " kept as listed, and neither BullMQ nor this project's producers give such ids"
-            " (equivalent for the ids that exist, not for every string)"
-        ),
         (_CLEAN, "local looked_at = 0", "local looked_at = 1"): (
             "set to #ids for completed and failed; for the other states Queue.clean, the"
             " script's one caller, never reads it"
