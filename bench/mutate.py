@@ -385,6 +385,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                 "the fallback is never taken: admin.requeue_jobs, the script's one caller,"
                 " always sends pass_over as a number",
             ),
+            (
+                "passed, tonumber(ARGV[6]) or 0)",
+                "passed, tonumber(ARGV[6]) or 1)",
+                "the fallback is never taken: admin.requeue_jobs always sends"
+                " report_reason_bytes as a number (an int, refused when negative)",
+            ),
         )
     },
     **{
@@ -493,6 +499,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             ),
         )
     },
+    (
+        "priv/scripts/requeueJob-13.lua",
+        "local moved, skipped = requeue_jobs(q, ARGV[1], {job_id}, ARGV[3], nil, nil, 0)",
+        "local moved, skipped = requeue_jobs(q, ARGV[1], {job_id}, ARGV[3], nil, nil, 1)",
+    ): (
+        "a reason_bytes of 1 only fills requeue_jobs' third answer (the job's id and the"
+        " first byte of its previous reason), which this script never reads: it keeps"
+        " moved and skipped, so the same writes and the same answer; one string.sub more"
+    ),
     ("priv/scripts/listedJobs-4.lua", "return {0, 0, {}}", "return {0, 1, {}}"): (
         "a list of 0 means every list was looked at: the caller stops there and never"
         " reads the index beside it"
