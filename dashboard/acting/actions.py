@@ -28,6 +28,7 @@ from dashboard.core.answers import (
     SchedulerOutcome,
 )
 from dashboard.core.answers import JobOutcome as Outcome
+from dashboard.core.jsonresponse import JsonResponse
 from dashboard.models import AuditEntry
 from queues import errors, scripts
 from queues.commands import admin
@@ -129,18 +130,14 @@ class ActionResult:
     def ok(self) -> bool:
         return self.count > 0 or all(o.ok for o in self.outcomes)
 
-    @property
-    def status(self) -> int:
-        """HTTP status for the API: the first failure's when nothing moved."""
+    def api_answer(self, shape: type[_Answer], refused: type[_Answer]) -> _Answer | JsonResponse:
+        """The API's answer: ``shape``, or when nothing moved ``refused`` with
+        the first refusal as its ``error`` and status."""
         if self.ok:
-            return 200
-        return next(o.status for o in self.outcomes if not o.ok)
-
-    @property
-    def error(self) -> answers.ErrorDetail:
-        """Why nothing moved (the first refusal), as the API says it."""
+            return self.answer(shape)
         first = next(o for o in self.outcomes if not o.ok)
-        return answers.ErrorDetail(code=first.code.lower(), message=self.message)
+        error = answers.ErrorDetail(code=first.code.lower(), message=self.message)
+        return JsonResponse(self.answer(refused, error=error), status=first.status)
 
     def answer(self, shape: type[_Answer], **more: Any) -> _Answer:
         """This result as the API answers it: ``shape`` (answers.ActionResult or
@@ -428,7 +425,7 @@ def set_global_concurrency(
             f"Global concurrency of {ref.name} set to {limit:,} ({was}): at most {limit:,}"
             f" {jobs} run at once, across all workers"
         )
-    record_audit(user, result, setting, f"previous={before}")
+    _audited(client, user, result, setting, f"previous={before}")
     return result
 
 
@@ -481,7 +478,7 @@ def scheduler_action(
     except (OutOfMemoryError, errors.CorruptKey) as error:
         raise _refused(client, user, result, jobs, refusal_for(error, "")) from error
     result.outcomes, result.count, result.message = [outcome], int(outcome.ok), outcome.message
-    record_audit(user, result, jobs, "ok" if outcome.ok else outcome.code)
+    _audited(client, user, result, jobs, "ok" if outcome.ok else outcome.code)
     return result
 
 
