@@ -294,19 +294,7 @@ def job_action(
     for job_id in job_ids:
         validate_job_id(job_id)
     admin_reason = f"{reason.strip() or 'Failed by an operator'} (failed by {user})"
-    ids = _first_ids(job_ids)
-    result = _act_on_each(
-        client, ref, action, job_ids, state, user=user, jobs=ids, reason=admin_reason
-    )
-    result.message = _summary(action, result.outcomes)
-    broken = [o.id for o in result.outcomes if o.code == "JOB_BROKEN"]
-    # Listed only now: a refusal half-way keeps no cohort.
-    result.moved_ids = [o.id for o in result.outcomes if o.ok]
-    outcome = f"moved={result.count} refused={len(job_ids) - result.count}"
-    _audited(
-        client, user, result, ids, outcome + (f" broken={','.join(broken[:20])}" if broken else "")
-    )
-    return result
+    return _act_on_each(client, ref, action, job_ids, state, user=user, reason=admin_reason)
 
 
 def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
@@ -342,6 +330,7 @@ def queue_action(
     if action == "clean" and grace_ms < 0:
         raise ActionRefused("Choose an age: zero or more milliseconds")
     result = ActionResult(action, ref, state=state, started=now_ms())
+    jobs = f"state={state}"
     # The jobs a bulk action moves, as its message names them.
     which = f"{'delayed' if action == 'promote_all' else state} jobs"
     older = f" older than {_age(grace_ms)}" if action == "clean" else ""
@@ -374,11 +363,10 @@ def queue_action(
                 moved = f"{result.count:,} {which} were {PAST[action]}"
                 done = _with_broken(moved, list(error.done.skipped.values()))
         refusal = refusal_for(refused, done)
-        jobs = f"state={state}"
         raise _refused(client, user, result, jobs, refusal, f"count={result.count} ") from error
     skipped = ",".join(job.job_id for job in result.skipped[:20])
     outcome = f"count={result.count}" + (f" skipped={skipped}" if skipped else "")
-    _audited(client, user, result, f"state={state}", outcome)
+    _audited(client, user, result, jobs, outcome)
     return result
 
 
@@ -540,14 +528,15 @@ def _act_on_each(
     state: str,
     *,
     user: str,
-    jobs: str,
     listed: bool = True,
     reason: str = "",
 ) -> ActionResult:
     """Each job's script (_call), :data:`BATCH` to a pipelined round trip,
-    each answer counted into the result (_tally). A script Redis forgot
+    each answer counted into the result (_tally), then its message and audit
+    (``listed``: the jobs a person ticked; else a set's). A script Redis forgot
     meanwhile (SCRIPT FLUSH, a restart) is run again on its own, loading it;
     Redis refusing a batch is audited and raised, saying what was done."""
+    jobs = _first_ids(ids) if listed else f"{len(ids)} ids from {state}: {_first_ids(ids)}"
     # Read before the retry deletes them: "failed again (same reason)" later.
     reasons = previous_reasons(client, ref.keys, ids) if action == "retry" else {}
     result = ActionResult(action, ref, state=state, started=now_ms(), reasons=reasons)
@@ -569,6 +558,18 @@ def _act_on_each(
             done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {past}"
         refusal = refusal_for(error, done if moved else "")
         raise _refused(client, user, result, jobs, refusal, f"moved={moved} ") from error
+    if listed:
+        result.message = _summary(action, result.outcomes)
+        # Listed only now: a refusal half-way keeps no cohort.
+        result.moved_ids = [o.id for o in result.outcomes if o.ok]
+        broken = [o.id for o in result.outcomes if o.code == "JOB_BROKEN"]
+        outcome = f"moved={result.count} refused={len(ids) - result.count}"
+    else:
+        result.message = _set_summary(action, result, len(ids))
+        broken = [job.job_id for job in result.skipped]
+        outcome = f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
+    broken_ids = ",".join(broken[:20])
+    _audited(client, user, result, jobs, outcome + (f" broken={broken_ids}" if broken else ""))
     return result
 
 
@@ -588,15 +589,9 @@ def act_on_ids(
     :data:`BATCH` to a round trip, one audit entry for the set."""
     ids = _set_ids(action, job_ids, state)
     scripts.ensure_loaded(client, (_SET_SCRIPTS[action],))
-    jobs = f"{len(ids)} ids from {state}: {_first_ids(ids)}"
-    result = _act_on_each(client, ref, action, ids, state, user=user, jobs=jobs, listed=False)
-    result.message = _set_summary(action, result, len(ids))
-    broken = ",".join(job.job_id for job in result.skipped[:20])
-    outcome = f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
     # A search result or an error group retried or promoted: its jobs are
     # followed as any retry's are ("what became of them").
-    _audited(client, user, result, jobs, outcome + (f" broken={broken}" if broken else ""))
-    return result
+    return _act_on_each(client, ref, action, ids, state, user=user, listed=False)
 
 
 def _tally(result: ActionResult, job_id: str, answer: Any, *, listed: bool) -> None:

@@ -65,11 +65,10 @@ def page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
 @form_view("dashboard:schedulers", act=True)
 def page_action(request: HttpRequest, client: Redis, ref: QueueRef) -> tuple[str, bool]:
     post = request.POST
-    user = user_label(request.user)
-    result = actions.scheduler_action(
-        client, ref, post.get("action", ""), post.get("id", ""), user=user
+    done = actions.scheduler_action(
+        client, ref, post.get("action", ""), post.get("id", ""), user=user_label(request.user)
     )
-    return result.message, result.ok
+    return done.message, done.ok
 
 
 @api_view(
