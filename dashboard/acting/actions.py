@@ -298,15 +298,13 @@ def job_action(
 
 
 def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
-    moved = [o for o in outcomes if o.ok]
-    refused = [o for o in outcomes if not o.ok]
     if len(outcomes) == 1:
         return outcomes[0].message
-    parts = []
-    if moved:
-        parts.append(f"{len(moved)} jobs {PAST[action]}")
+    refused = [o.message for o in outcomes if not o.ok]
+    moved = len(outcomes) - len(refused)
+    parts = [f"{moved} jobs {PAST[action]}"] if moved else []
     if refused:
-        parts.append(f"{len(refused)} not: " + _named([o.message for o in refused]))
+        parts.append(f"{len(refused)} not: " + _named(refused))
     return ". ".join(parts)
 
 
@@ -349,7 +347,6 @@ def queue_action(
             else:
                 bulk = queue.clean(finished or "failed", grace_ms, keep_ids=False)
             _bulk_done(bulk, result)
-            result.skipped = list(bulk.skipped.values())
             result.message = _with_broken(
                 f"{bulk.count:,} {which}{older} {PAST[action]}", result.skipped
             )
@@ -361,7 +358,7 @@ def queue_action(
             _bulk_done(error.done, result)
             if result.count:
                 moved = f"{result.count:,} {which} were {PAST[action]}"
-                done = _with_broken(moved, list(error.done.skipped.values()))
+                done = _with_broken(moved, result.skipped)
         refusal = refusal_for(refused, done)
         raise _refused(client, user, result, jobs, refusal, f"count={result.count} ") from error
     skipped = ",".join(job.job_id for job in result.skipped[:20])
@@ -371,8 +368,9 @@ def queue_action(
 
 
 def _bulk_done(bulk: BulkResult, result: ActionResult) -> None:
-    """Copy what a bulk action moved into ``result`` (and its cohort)."""
+    """Copy what a bulk action moved into ``result`` (and its cohort), and what it skipped."""
     result.count, result.moved_ids, result.reasons = bulk.count, bulk.ids, bulk.previous_reasons
+    result.skipped = list(bulk.skipped.values())
 
 
 def _age(ms: int) -> str:
