@@ -20,6 +20,7 @@ from queues.read.cohorts import Cohort, fold_reason, recent_cohorts
 from queues.read.refs import QueueRef
 from queues.read.search import parse_query, search_all
 from queues.read.states import KEY_STATES
+from tests.round_trips import counted_sends
 from tests.worker_helpers import running, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -232,3 +233,42 @@ def test_a_retried_result_is_kept_as_a_cohort_of_the_jobs_that_moved(
     # Removing is not followed: nothing comes back to run.
     act_on_ids(redis_client, REF, "remove", ids[1:], user="oncall", state="wait")
     assert len(recent_cohorts(redis_client, REF.keys, now_ms())) == 1
+
+
+@pytest.mark.parametrize(("action", "ticked"), [("retry", 1), ("retry", 250), ("fail", 250)])
+def test_ticked_jobs_move_a_batch_to_a_round_trip_not_one_each(
+    redis_client: Redis, queue: Queue, monkeypatch: pytest.MonkeyPatch, action: str, ticked: int
+) -> None:
+    """A page's job action runs each job's own script, pipelined actions.BATCH
+    to a round trip: 250 ticked jobs are three round trips of scripts, one job
+    still one (no SCRIPT LOAD in front), and each job is still answered alone."""
+    state = "failed" if action == "retry" else "wait"
+    ids = (
+        _failed(queue, ticked + 1)
+        if action == "retry"
+        else queue.add_bulk([("j", {}, None)] * (ticked + 1))
+    )
+    actions.job_action(redis_client, REF, action, ids[:1], user="oncall", state=state)  # loaded
+    with counted_sends(monkeypatch) as sent:
+        result = actions.job_action(redis_client, REF, action, ids[1:], user="oncall", state=state)
+    scripts_sent = [args for args in sent if "EVALSHA" in repr(args)]
+    assert len(scripts_sent) == -(-ticked // 100)
+    assert result.count == ticked
+    past = actions.PAST[action]
+    assert [o.message for o in result.outcomes] == [f"Job {i} {past}" for i in ids[1:]]
+
+
+@pytest.mark.cluster
+def test_ticked_jobs_move_on_a_cluster_and_one_refused_says_why(cluster: Redis) -> None:
+    """The pipeline of a page's job action on a Redis Cluster (a cold script
+    cache first: its NOSCRIPT answers run again on their own, loading it)."""
+    ref = QueueRef("{ops}", "tagged")
+    queue = Queue(ref.name, cluster, prefix=ref.prefix)
+    ids = _failed(queue, 3)
+    cluster.script_flush()
+    result = actions.job_action(cluster, ref, "retry", [*ids, ids[0]], user="oncall")
+    assert [o.message for o in result.outcomes] == [
+        *(f"Job {i} retried" for i in ids),
+        f"Job {ids[0]} is no longer failed — someone retried it already",
+    ]
+    assert sorted(job.id for job in queue.get_jobs("wait")) == sorted(ids)

@@ -12,7 +12,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from redis import Redis
 
-from dashboard.shared.charts import minute_label, queue_chart
+from dashboard.shared.charts import queue_chart
+from dashboard.shared.formatting import minute_label
 from queues.read.counts import QueueSummary
 from queues.read.refs import QueueRef
 from queues.read.states import STATES

@@ -1,9 +1,9 @@
-"""Every dashboard action runs here, through ``queues.queue.Queue`` (one Lua
-script per move), and becomes a plain-words message, an audit line and an
-``AuditEntry`` row: pages and the API call the same function, so a click and
-a POST say the same. Broken jobs left where they were are named; a refusal by
-Redis raises :class:`ActionRefused` (its ``status`` and ``code`` the API's),
-saying what earlier batches did."""
+"""Every dashboard action runs here, one Lua script per move (each job's
+own, pipelined, or ``queues.queue.Queue``'s), and becomes a plain-words
+message, an audit line and an ``AuditEntry`` row: pages and the API call the
+same function, so a click and a POST say the same. Broken jobs left where
+they were are named; a refusal by Redis raises :class:`ActionRefused` (its
+``status`` and ``code`` the API's), saying what earlier batches did."""
 
 from __future__ import annotations
 
@@ -71,32 +71,38 @@ COHORT_ACTIONS = ("retry", "promote", "retry_all", "promote_all")
 NAMED_BROKEN = 3
 
 
-class ActionRefused(ValueError):
-    """An action that did not run: bad input by default (400; ``status`` and
-    ``code`` may say otherwise); the subclasses are Redis refusing it."""
+# The API's status of each refusal: a full Redis 507, not an outage's 503 (a
+# retry will not help until memory is freed); a corrupt key 409 (the queue's
+# data is in the way, not the request).
+REFUSAL_STATUS = {
+    "bad_request": 400,
+    "job_not_exist": 404,
+    "job_not_in_state": 409,
+    "job_broken": 409,
+    "corrupt_key": 409,
+    "data_too_large": 413,
+    "redis_out_of_memory": 507,
+}
 
-    status = 400
+
+class ActionRefused(ValueError):
+    """An action that did not run, and why: bad input unless its ``code``
+    says otherwise, its ``status`` the code's (or 400) unless given; the
+    subclasses are Redis refusing it."""
+
     code = "bad_request"
 
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
+    def __init__(self, message: str, code: str | None = None, *, status: int | None = None):
         super().__init__(message)
-        self.status = status or self.status
         self.code = code or self.code
+        self.status = status or REFUSAL_STATUS.get(self.code, 400)
 
 
 class RedisOutOfMemory(ActionRefused):
-    """Over ``maxmemory``: 507, unlike an outage's 503, since retrying will
-    not help until memory is freed."""
-
-    status = 507
     code = "redis_out_of_memory"
 
 
 class QueueKeyCorrupt(ActionRefused):
-    """A key of the queue has the wrong type, so the script refused to run:
-    409, the queue's data, not the request, is in the way."""
-
-    status = 409
     code = "corrupt_key"
 
 
@@ -152,15 +158,6 @@ class ActionResult:
             "skipped": skipped,
         }
         return shape(**(fields | more))
-
-
-def _begun(
-    client: Redis, ref: QueueRef, action: str, ids: Sequence[str], state: str
-) -> ActionResult:
-    """The result of an action on listed jobs, started now."""
-    # Read before the retry deletes them: "failed again (same reason)" later.
-    reasons = previous_reasons(client, ref.keys, ids) if action == "retry" else {}
-    return ActionResult(action, ref, state=state, started=now_ms(), reasons=reasons)
 
 
 def _refusal_message(action: str, job_id: str, code: errors.ErrorCode, state: str) -> str:
@@ -287,49 +284,27 @@ def job_action(
     state: str = "failed",
     reason: str = "",
 ) -> ActionResult:
-    """Run ``action`` on each job (each one script); refusals become messages."""
+    """Run ``action`` on each job (each its own script, :data:`BATCH` to a
+    round trip); each job's refusal becomes its message."""
     if action not in JOB_ACTIONS:
         raise ActionRefused(f"Unknown action {action!r}")
     if not job_ids:
         raise ActionRefused("Select at least one job")
     if len(job_ids) > MAX_JOBS_PER_ACTION:
         raise ActionRefused(f"At most {MAX_JOBS_PER_ACTION} jobs per action")
-    finished = FINISHED_STATES.get(state)
-    if action == "retry" and finished is None:
+    if action == "retry" and state not in FINISHED_STATES:
         raise ActionRefused("Only failed or completed jobs can be retried")
-    queue = Queue(ref.name, client, prefix=ref.prefix)
+    for job_id in job_ids:
+        validate_job_id(job_id)
     admin_reason = f"{reason.strip() or 'Failed by an operator'} (failed by {user})"
     ids = _first_ids(job_ids)
-    result = _begun(client, ref, action, job_ids, state)
-    outcomes, past = result.outcomes, PAST[action]
-    for job_id in job_ids:
-        try:
-            if action == "retry":
-                queue.retry(job_id, state=finished or "failed")
-            elif action == "promote":
-                queue.promote(job_id)
-            elif action == "fail":
-                queue.fail(job_id, admin_reason)
-            else:
-                queue.remove(job_id)
-        except errors.ScriptError as error:
-            message = _refusal_message(action, job_id, error.code, state)
-            outcomes.append(Outcome(job_id, False, error.code.name, message))
-        except errors.JobBroken as error:
-            message = f"Job {job_id} was not {past}: {errors.describe_reason(error.reason)}"
-            outcomes.append(Outcome(job_id, False, "JOB_BROKEN", message))
-        except (OutOfMemoryError, errors.CorruptKey) as error:
-            moved = result.count
-            done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {past}" if moved else ""
-            refusal = refusal_for(error, done)
-            raise _refused(client, user, result, ids, refusal, f"moved={moved} ") from error
-        else:
-            outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {past}"))
-            result.count += 1
-    result.message = _summary(action, outcomes)
-    broken = [o.id for o in outcomes if o.code == "JOB_BROKEN"]
+    result = _act_on_each(
+        client, ref, action, job_ids, state, user=user, jobs=ids, reason=admin_reason
+    )
+    result.message = _summary(action, result.outcomes)
+    broken = [o.id for o in result.outcomes if o.code == "JOB_BROKEN"]
     # Listed only now: a refusal half-way keeps no cohort.
-    result.moved_ids = [o.id for o in outcomes if o.ok]
+    result.moved_ids = [o.id for o in result.outcomes if o.ok]
     outcome = f"moved={result.count} refused={len(job_ids) - result.count}"
     _audited(
         client, user, result, ids, outcome + (f" broken={','.join(broken[:20])}" if broken else "")
@@ -464,13 +439,6 @@ def set_global_concurrency(
 MAX_SCHEDULER_ID_LENGTH = 1000
 
 
-def _scheduler_id(raw: str) -> str:
-    # Not printable: control characters, and lone surrogates UTF-8 cannot encode.
-    if not 0 < len(raw) <= MAX_SCHEDULER_ID_LENGTH or not raw.isprintable():
-        raise ActionRefused("Not a job scheduler id")
-    return raw
-
-
 def _scheduler_outcome(owner: JobSchedulers, action: str, scheduler_id: str) -> Outcome:
     """The one script of a scheduler action, in words; refusals included."""
 
@@ -502,7 +470,9 @@ def scheduler_action(
     definition is broken is refused, nothing changed, with the reason."""
     if action not in SCHEDULER_ACTIONS:
         raise ActionRefused(f"Unknown action {action!r}")
-    scheduler_id = _scheduler_id(scheduler_id)
+    # Not printable: control characters, and lone surrogates UTF-8 cannot encode.
+    if not 0 < len(scheduler_id) <= MAX_SCHEDULER_ID_LENGTH or not scheduler_id.isprintable():
+        raise ActionRefused("Not a job scheduler id")
     result = ActionResult(action, ref)
     owner = JobSchedulers(ref.name, client, prefix=ref.prefix)
     jobs = f"scheduler={scheduler_id}"
@@ -510,27 +480,33 @@ def scheduler_action(
         outcome = _scheduler_outcome(owner, action, scheduler_id)
     except (OutOfMemoryError, errors.CorruptKey) as error:
         raise _refused(client, user, result, jobs, refusal_for(error, "")) from error
-    result = ActionResult(action, ref, [outcome], int(outcome.ok), outcome.message)
+    result.outcomes, result.count, result.message = [outcome], int(outcome.ok), outcome.message
     record_audit(user, result, jobs, "ok" if outcome.ok else outcome.code)
     return result
 
 
-# -- acting on an explicit set of ids (a search result, an error group, a cohort) --
+# -- one script per job, in batches (the ticked jobs, a search result, an error group) --
 
 # The most ids one call of act_on_ids takes: a search keeps this many matches
 # for acting; beyond it the person narrows the search.
 MAX_IDS_PER_SET = 10_000
 # Ids per pipelined round trip: each is one short script, so Redis serves the
 # workers between them; 100 per trip makes 10,000 jobs about 100 round trips.
-SET_BATCH = 100
+BATCH = 100
 _SET_SCRIPTS = {"retry": "requeueJob", "promote": "requeueJob", "remove": "removeJob"}
 # Codes meaning "no longer where the set was taken from": skipped and counted.
 _MOVED_CODES = (errors.ErrorCode.JOB_NOT_EXIST, errors.ErrorCode.JOB_NOT_IN_STATE)
 
 
-def _set_call(keys: QueueKeys, action: str, job_id: str, state: str) -> ScriptCall:
+def _call(
+    keys: QueueKeys, action: str, job_id: str, state: str, *, reason: str = "", listed: bool = True
+) -> ScriptCall:
+    """The script of ``action`` on one job; a set's remove (``listed`` False)
+    only takes the job from ``state``, where the set found it."""
+    if action == "fail":
+        return admin.fail_job(keys, job_id, reason=reason, now_ms=now_ms())
     if action == "remove":
-        only_from = [key.name for key in TAB[state].keys]
+        only_from = () if listed else [key.name for key in TAB[state].keys]
         return admin.remove_job(keys, job_id, now_ms=now_ms(), only_from=only_from)
     source: RequeueSource = "delayed" if action == "promote" else FINISHED_STATES[state]
     return admin.requeue_job(keys, job_id, source)
@@ -559,17 +535,44 @@ def _set_ids(action: str, job_ids: Sequence[str], state: str) -> list[str]:
     return ids
 
 
-def _run_batch(client: Redis, calls: Sequence[ScriptCall]) -> list[Any]:
-    """One pipelined round trip of scripts; a script Redis forgot meanwhile
-    (SCRIPT FLUSH, a restart) is run again on its own, loading it."""
-    pipe: Any = client.pipeline(transaction=False)
-    for call in calls:
-        scripts.queue_in_pipeline(pipe, call)
-    answers: list[Any] = pipe.execute(raise_on_error=False)
-    return [
-        scripts.run(client, call) if isinstance(answer, NoScriptError) else answer
-        for call, answer in zip(calls, answers, strict=True)
-    ]
+def _act_on_each(
+    client: Redis,
+    ref: QueueRef,
+    action: str,
+    ids: Sequence[str],
+    state: str,
+    *,
+    user: str,
+    jobs: str,
+    listed: bool = True,
+    reason: str = "",
+) -> ActionResult:
+    """Each job's script (_call), :data:`BATCH` to a pipelined round trip,
+    each answer counted into the result (_tally). A script Redis forgot
+    meanwhile (SCRIPT FLUSH, a restart) is run again on its own, loading it;
+    Redis refusing a batch is audited and raised, saying what was done."""
+    # Read before the retry deletes them: "failed again (same reason)" later.
+    reasons = previous_reasons(client, ref.keys, ids) if action == "retry" else {}
+    result = ActionResult(action, ref, state=state, started=now_ms(), reasons=reasons)
+    calls = [_call(ref.keys, action, i, state, reason=reason, listed=listed) for i in ids]
+    try:
+        for first in range(0, len(calls), BATCH):
+            pipe: Any = client.pipeline(transaction=False)
+            for call in calls[first : first + BATCH]:
+                scripts.queue_in_pipeline(pipe, call)
+            answers: list[Any] = pipe.execute(raise_on_error=False)
+            for i, answer in enumerate(answers, first):
+                if isinstance(answer, NoScriptError):
+                    answer = scripts.run(client, calls[i])
+                _tally(result, ids[i], answer, listed=listed)
+    except (OutOfMemoryError, errors.CorruptKey) as error:
+        moved, past = result.count, PAST[action]
+        done = f"{moved:,} jobs were {past}"
+        if listed:  # a page's few ticked jobs
+            done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {past}"
+        refusal = refusal_for(error, done if moved else "")
+        raise _refused(client, user, result, jobs, refusal, f"moved={moved} ") from error
+    return result
 
 
 def act_on_ids(
@@ -585,22 +588,11 @@ def act_on_ids(
     that were in ``state`` when it was taken (a search result, an error group,
     a cohort): each by its own script, which checks the job is still there
     (one that moved meanwhile is counted, a broken one listed in ``skipped``),
-    :data:`SET_BATCH` to a round trip, one audit entry for the set."""
+    :data:`BATCH` to a round trip, one audit entry for the set."""
     ids = _set_ids(action, job_ids, state)
-    keys = ref.keys
     scripts.ensure_loaded(client, (_SET_SCRIPTS[action],))
     jobs = f"{len(ids)} ids from {state}: {_first_ids(ids)}"
-    result = _begun(client, ref, action, ids, state)
-    for first in range(0, len(ids), SET_BATCH):
-        batch = ids[first : first + SET_BATCH]
-        try:
-            answers = _run_batch(client, [_set_call(keys, action, i, state) for i in batch])
-            for job_id, answer in zip(batch, answers, strict=True):
-                _tally(result, job_id, answer)
-        except (OutOfMemoryError, errors.CorruptKey) as error:
-            done = f"{result.count:,} jobs were {PAST[action]}" if result.count else ""
-            refusal = refusal_for(error, done)
-            raise _refused(client, user, result, jobs, refusal, f"moved={result.count} ") from error
+    result = _act_on_each(client, ref, action, ids, state, user=user, jobs=jobs, listed=False)
     result.message = _set_summary(action, result, len(ids))
     broken = ",".join(job.job_id for job in result.skipped[:20])
     outcome = f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
@@ -610,18 +602,25 @@ def act_on_ids(
     return result
 
 
-def _tally(result: ActionResult, job_id: str, answer: Any) -> None:
-    """Count one script's answer into ``result``; an error reply is raised."""
+def _tally(result: ActionResult, job_id: str, answer: Any, *, listed: bool) -> None:
+    """Count one script's answer into ``result``; an error reply is raised.
+    ``listed``: jobs a person ticked, each answered with its own outcome
+    (a broken one refused); else a set's, where a job that moved meanwhile is
+    counted and a broken one skipped."""
     if isinstance(answer, ResponseError) and not isinstance(answer, OutOfMemoryError):
         errors.raise_refusal(answer)  # CorruptKey, or the error itself
     if isinstance(answer, Exception):
         raise answer
+    past = PAST[result.action]
     reason = errors.broken_reason(answer)
-    if reason is not None:
+    if reason is not None and not listed:
         result.skipped.append(errors.SkippedJob(job_id, reason))
+    elif reason is not None:
+        message = f"Job {job_id} was not {past}: {errors.describe_reason(reason)}"
+        result.outcomes.append(Outcome(job_id, False, "JOB_BROKEN", message))
     elif errors.is_error_code(answer):
         code = errors.ErrorCode(int(answer))
-        if code in _MOVED_CODES:
+        if code in _MOVED_CODES and not listed:
             result.moved_meanwhile += 1
         elif len(result.outcomes) < MAX_JOBS_PER_ACTION:
             # Bounded like a job action's results; the summary counts what is kept.
@@ -629,7 +628,10 @@ def _tally(result: ActionResult, job_id: str, answer: Any) -> None:
             result.outcomes.append(Outcome(job_id, False, code.name, message))
     else:
         result.count += 1
-        result.moved_ids.append(job_id)
+        if listed:
+            result.outcomes.append(Outcome(job_id, True, "ok", f"Job {job_id} {past}"))
+        else:
+            result.moved_ids.append(job_id)
 
 
 def _set_summary(action: str, result: ActionResult, asked: int) -> str:

@@ -15,6 +15,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from queues import codec
+from queues.keys import QueueKeys
 from queues.read.cohorts import KEEP_MS, MAX_COHORTS_PER_QUEUE, build_cohort
 from queues.read.refs import QueueRef
 
@@ -35,11 +36,9 @@ def record_cohort(
     audit_id: int | None = None,
 ) -> str | None:
     """Keep the cohort of an action that moved ``moved_ids`` (the first
-    MAX_TRACKED of them; ``count`` says how many moved in all, when more)
-    out of ``source`` ("failed", "completed", "delayed"). ``previous_reasons``:
-    id -> the failedReason it had (queues.read.cohorts.previous_reasons, or a
-    bulk result's), so "failed again (same reason)" can be told. Returns the
-    cohort's id, or None when nothing moved or Redis did not take it."""
+    MAX_TRACKED; ``count`` of them in all) out of ``source``, with the reason
+    each had failed with (``previous_reasons``) so "failed again (same
+    reason)" can be told. Its id, or None when nothing moved or Redis refused."""
     if not moved_ids:
         return None
     cohort = build_cohort(
@@ -53,12 +52,11 @@ def record_cohort(
         previous_reasons=dict(previous_reasons or {}),
         audit_id=audit_id,
     )
-    index = ref.keys.cohort_index()
-    record = cohort.encode()
+    keys, record = ref.keys, cohort.encode()
     try:
-        errors = _write(client, ref, cohort.id, record, at_ms)
-        if errors and _replace_broken_index(client, index):
-            errors = _write(client, ref, cohort.id, record, at_ms)
+        errors = _write(client, keys, cohort.id, record, at_ms)
+        if errors and _replace_broken_index(client, keys.cohort_index()):
+            errors = _write(client, keys, cohort.id, record, at_ms)
     except RedisError:
         log.exception("the cohort of %s on %s was not recorded", action, ref.qualified)
         return None
@@ -68,9 +66,8 @@ def record_cohort(
     return cohort.id
 
 
-def _write(client: Redis, ref: QueueRef, cohort_id: str, record: bytes, at_ms: int) -> list[Any]:
+def _write(client: Redis, keys: QueueKeys, cohort_id: str, record: bytes, at_ms: int) -> list[Any]:
     """Store a cohort and list it in the queue's index; the errors answered."""
-    keys = ref.keys
     index = keys.cohort_index()
     pipe = client.pipeline(transaction=False)
     pipe.set(keys.cohort(cohort_id), record, px=KEEP_MS)
@@ -80,9 +77,7 @@ def _write(client: Redis, ref: QueueRef, cohort_id: str, record: bytes, at_ms: i
     pipe.zremrangebyscore(index, "-inf", at_ms - KEEP_MS)
     pipe.zremrangebyrank(index, 0, -MAX_COHORTS_PER_QUEUE - 1)
     pipe.pexpire(index, KEEP_MS)
-    return [
-        answer for answer in pipe.execute(raise_on_error=False) if isinstance(answer, Exception)
-    ]
+    return [error for error in pipe.execute(raise_on_error=False) if isinstance(error, Exception)]
 
 
 def _replace_broken_index(client: Redis, index: str) -> bool:

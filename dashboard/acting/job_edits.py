@@ -74,8 +74,7 @@ def check_size(data_json: str) -> None:
         raise ActionRefused(
             f"The data is {size:,} bytes; the dashboard writes at most {limit:,} "
             "(ECHOMQ_MAX_JOB_DATA_BYTES). Nothing was changed.",
-            status=413,
-            code="data_too_large",
+            "data_too_large",
         )
 
 
@@ -213,14 +212,11 @@ def _changed(
 
 def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
     if isinstance(error, errors.JobNotExist):
-        return ActionRefused(
-            f"Job {job_id} no longer exists — it was removed", status=404, code="job_not_exist"
-        )
+        return ActionRefused(f"Job {job_id} no longer exists — it was removed", "job_not_exist")
     if isinstance(error, errors.JobBroken):
         return ActionRefused(
             f"Job {job_id}'s data was not changed: {errors.describe_reason(error.reason)}",
-            status=409,
-            code="job_broken",
+            "job_broken",
         )
     if isinstance(error, errors.ScriptError):
         state = queue.get_state(job_id) or "gone"
@@ -233,8 +229,7 @@ def _refused_edit(queue: Queue, job_id: str, error: Exception) -> ActionRefused:
         return ActionRefused(
             f"Job {job_id}'s data was not changed: {why}. Only waiting, prioritized, "
             "delayed and failed jobs can be edited.",
-            status=409,
-            code="job_not_in_state",
+            "job_not_in_state",
         )
     return refusal_for(error, "")
 
@@ -260,27 +255,32 @@ def edit_data(
     return _changed(user, "edit_data", ref, job_id, message, changed)
 
 
-def _add(queue: Queue, name: str, data: Any, opts: Mapping[str, Any]) -> str:
+def _add(
+    queue: Queue, ref: QueueRef, user: str, name: str, data: Any, opts: Any, source: str = ""
+) -> answers.JobChange:
+    """Add the job (through the runtime's add, as a producer would), a copy of
+    job ``source`` when given, audited with its fields as the diff."""
+    data_json = _encode(data)
     try:
-        return queue.add(name, data, opts)
+        job_id = queue.add(name, data, opts)
     except InvalidJobOptions as error:
         raise ActionRefused(str(error)) from None
     except (OutOfMemoryError, errors.CorruptKey) as error:
         raise refusal_for(error, "") from error
+    after = {"name": json.dumps(name), "data": data_json, "opts": to_json(opts)}
+    if source:
+        message = f"Job {source} duplicated as job {job_id}"
+        return _changed(user, "duplicate", ref, job_id, message, diff({}, after), source)
+    message = f"Job {job_id} ({name[:100]}) added to {ref.name}"
+    return _changed(user, "add", ref, job_id, message, diff({}, after))
 
 
 def add_job(
     client: Redis, ref: QueueRef, name: Any, data: Any, opts: Any, *, user: str
 ) -> answers.JobChange:
-    """Add a job by hand (through the runtime's add, as a producer would)."""
-    name = check_name(name)
-    options = check_options(opts)
-    data_json = _encode(data)
-    queue = Queue(ref.name, client, prefix=ref.prefix)
-    job_id = _add(queue, name, data, options)
-    message = f"Job {job_id} ({name[:100]}) added to {ref.name}"
-    after = {"name": json.dumps(name), "data": data_json, "opts": to_json(options)}
-    return _changed(user, "add", ref, job_id, message, diff({}, after))
+    """Add a job by hand."""
+    name, options = check_name(name), check_options(opts)
+    return _add(Queue(ref.name, client, prefix=ref.prefix), ref, user, name, data, options)
 
 
 def _source(queue: Queue, job_id: str) -> tuple[str, Any, dict[str, Any]]:
@@ -291,20 +291,16 @@ def _source(queue: Queue, job_id: str) -> tuple[str, Any, dict[str, Any]]:
         job = None
         if queue.connection.exists(queue.keys.job(job_id)):
             raise ActionRefused(
-                f"Job {job_id} was not duplicated: its key is not a job hash",
-                status=409,
-                code="job_broken",
+                f"Job {job_id} was not duplicated: its key is not a job hash", "job_broken"
             ) from None
     if job is None:
-        raise ActionRefused(f"Job {job_id} does not exist", status=404, code="job_not_exist")
+        raise ActionRefused(f"Job {job_id} does not exist", "job_not_exist")
     data = codec.loads(job.data_text, _MISSING) if job.data_text else {}
     opts = codec.loads(job.opts_text, None) if job.opts_text else {}
     if data is _MISSING or not isinstance(opts, dict):
         which = "data is not valid JSON" if data is _MISSING else "options are not a JSON object"
         raise ActionRefused(
-            f"Job {job_id} was not duplicated: its {which} (edit its data first)",
-            status=409,
-            code="job_broken",
+            f"Job {job_id} was not duplicated: its {which} (edit its data first)", "job_broken"
         )
     kept = {key: value for key, value in opts.items() if key not in NOT_DUPLICATED}
     return job.name, data, kept
@@ -315,11 +311,7 @@ def duplicate_job(client: Redis, ref: QueueRef, job_id: str, *, user: str) -> an
     deduplication, parent and scheduler: :data:`NOT_DUPLICATED`)."""
     queue = Queue(ref.name, client, prefix=ref.prefix)
     name, data, opts = _source(queue, job_id)
-    data_json = _encode(data)
-    new_id = _add(queue, name, data, opts)
-    message = f"Job {job_id} duplicated as job {new_id}"
-    after = {"name": json.dumps(name), "data": data_json, "opts": to_json(opts)}
-    return _changed(user, "duplicate", ref, new_id, message, diff({}, after), job_id)
+    return _add(queue, ref, user, name, data, opts, job_id)
 
 
 def changes_of_job(ref: QueueRef, job_id: str, created_ms: int | None) -> list[AuditEntry]:

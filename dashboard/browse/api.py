@@ -69,18 +69,6 @@ def queue(request: HttpRequest, client: Redis, ref: QueueRef) -> answers.QueueSu
     return summary.as_json()
 
 
-def _page_window(request: HttpRequest) -> tuple[str, int, int]:
-    """The state, first row and size a job list asks for."""
-    state = request.GET.get("state", "wait")
-    if state not in STATES:
-        raise BadInput(f"state must be one of {', '.join(STATES)}")
-    start = int_param(request.GET.get("start"), 0)
-    end = int_param(request.GET.get("end"), start + 49)
-    if end < start:
-        raise BadInput("end must not be before start")
-    return state, start, min(end - start + 1, MAX_RANGE)
-
-
 @api_view(
     "listJobs",
     ["jobs"],
@@ -104,13 +92,15 @@ def jobs(request: HttpRequest, prefix: str, name: str) -> answers.JobPage:
     # it (queue_to_read): the bench's most asked answer, one round trip less.
     client = get_client()
     ref, if_it_exists = queue_to_read(prefix, name)
-    try:
-        state, start, size = _page_window(request)
-    except BadInput:
+    state = request.GET.get("state", "wait")
+    start = int_param(request.GET.get("start"), 0)
+    end = int_param(request.GET.get("end"), start + 49)
+    if state not in STATES or end < start:
         queue_or_404(client, prefix, name)  # an unknown queue is a 404 before bad input
-        raise
+        wrong = f"state must be one of {', '.join(STATES)}"
+        raise BadInput(wrong if state not in STATES else "end must not be before start")
     read = job_page_if_exists if if_it_exists else job_page
-    page = read(client, ref, state, start=start, size=size)
+    page = read(client, ref, state, start=start, size=min(end - start + 1, MAX_RANGE))
     if page is None:
         raise no_queue(ref)
     return page.as_json()

@@ -91,21 +91,11 @@ class OverviewPage(lists.PagePosition):
         # Defaults stay out of the address: "?page=2", not "?q=&sort=name&page=2".
         return "?" + urlencode({k: v for k, v in query.items() if v not in ("", 1, "name")})
 
-    @property
-    def previous_url(self) -> str:
-        return self.url(page=self.number - 1)
-
-    @property
-    def next_url(self) -> str:
-        return self.url(page=self.number + 1)
-
-    @property
-    def name_sort_url(self) -> str:
-        return self.url(sort="name")
-
-    @property
-    def failed_sort_url(self) -> str:
-        return self.url(sort="failed")
+    # The pager's and the sort links' addresses.
+    previous_url = property(lambda self: self.url(page=self.number - 1))
+    next_url = property(lambda self: self.url(page=self.number + 1))
+    name_sort_url = property(lambda self: self.url(sort="name"))
+    failed_sort_url = property(lambda self: self.url(sort="failed"))
 
 
 @page_view(fragments=True, queue=False)
@@ -119,8 +109,11 @@ def overview(request: HttpRequest) -> HttpResponse:
     sort = "failed" if request.GET.get("sort") == "failed" else "name"
     listed: list[tuple[connection_groups.ConnectionGroup, QueueRef]] = []
     matching: dict[str, int] = {}
+    folded = needle.casefold()
     for group in groups:
-        refs = _matching(group.refs, needle)
+        refs = group.refs
+        if needle:
+            refs = [ref for ref in refs if folded in ref.qualified.casefold()]
         if sort == "failed" and refs:
             failed = connection_groups.ask(
                 group, functools.partial(counts.one_count_each, refs=refs, name="failed")
@@ -178,12 +171,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         "spark_slots": counts.METRICS_POINTS,  # the minutes a sparkline's width stands for
         "states": states.STATES,
     }
-    template = (
-        "dashboard/browse/_overview_list.html"
-        if is_htmx(request)
-        else "dashboard/browse/overview.html"
-    )
-    return render_page(request, template, context)
+    name = "_overview_list" if is_htmx(request) else "overview"
+    return render_page(request, f"dashboard/browse/{name}.html", context)
 
 
 @dataclass(slots=True)
@@ -193,13 +182,6 @@ class GroupSection:
     group: connection_groups.ConnectionGroup
     rows: list[SafeString]
     matching: int  # its queues the filter lets through, on every page
-
-
-def _matching(refs: list[QueueRef], needle: str) -> list[QueueRef]:
-    if not needle:
-        return refs
-    folded = needle.casefold()
-    return [ref for ref in refs if folded in ref.qualified.casefold()]
 
 
 @page_view(fragments=True)
@@ -238,9 +220,8 @@ def queue_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespon
         fragment=is_htmx(request),
         empty_hint="" if jobs.rows else presenters.empty_tab_hint(state, summary),
     )
-    if is_htmx(request):
-        return render_page(request, "dashboard/browse/_job_table.html", context)
-    return render_page(request, "dashboard/browse/queue.html", context)
+    name = "_job_table" if is_htmx(request) else "queue"
+    return render_page(request, f"dashboard/browse/{name}.html", context)
 
 
 @page_view(fragments=True)
@@ -271,9 +252,8 @@ def events_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespo
         quiet_events=QUIET_EVENTS,
         continued=bool(request.GET.get("before")),
     )
-    if is_htmx(request):
-        return render_page(request, "dashboard/browse/_event_rows.html", context)
-    return render_page(request, "dashboard/browse/events.html", context)
+    name = "_event_rows" if is_htmx(request) else "events"
+    return render_page(request, f"dashboard/browse/{name}.html", context)
 
 
 @page_view(fragments=True)
@@ -385,10 +365,8 @@ def queue_actions(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRes
 
 
 def live_socket_over_http(request: HttpRequest) -> HttpResponse:
-    """The live updates' WebSocket path, asked for over plain HTTP.
-
-    The path is in these URLs so that it follows the app's prefix: the pages
-    reverse it, and the WebSocket route is built from it (dashboard.live.routing)."""
+    """The live updates' WebSocket path over plain HTTP: in these URLs so that
+    it follows the app's prefix (the socket's route is built from it, live.routing)."""
     return HttpResponseBadRequest(
         "This is the live updates' WebSocket: open it with a WebSocket client.",
         content_type="text/plain; charset=utf-8",

@@ -50,19 +50,13 @@ PAGE_SIZE = 50
 REFRESH_MS = 2000
 LOOK_DUTY = 0.1
 _FAILED_TAB = TAB_OF_KEY[FAILED.name]
+# The action as its line starts (another by its name, "_" read as a space).
 _PAST = {
     "retry": "retried",
     "promote": "promoted",
     "retry_all": "retried all",
     "promote_all": "promoted all",
 }
-
-
-def action_words(action: str) -> str:
-    """The action as its line starts: "retried", "promoted all"."""
-    return _PAST.get(action, action.replace("_", " "))
-
-
 _PART_LABELS = {
     GONE: "gone (removed since)",
     _FAILED_TAB: "failed again",
@@ -90,30 +84,15 @@ _PART_NOTES = {
 
 @dataclass(frozen=True, slots=True)
 class Part:
+    """A part of a cohort's breakdown, as its badge shows it."""
+
     name: str  # a tab name, "gone" or "failed-same"
     label: str
     count: int
     url: str
-    # The same-reason part holding every job of the failed part beside it:
-    # "all of them ...", not a second count the reader must compare.
-    all_of_them: bool = False
-
-    @property
-    def words(self) -> str:
-        """Its badge: "2 failed again", "1 of them with the same reason as before"."""
-        return f"all {self.label}" if self.all_of_them else f"{self.count:,} {self.label}"
-
-    @property
-    def within_failed(self) -> bool:
-        """A part of the failed part (drawn dashed beside it)."""
-        return self.name == FAILED_SAME
-
-    @property
-    def tone(self) -> str:
-        """The state colour of its badge (gone: none)."""
-        if self.name == GONE:
-            return "other"
-        return _FAILED_TAB if self.name == FAILED_SAME else self.name
+    words: str  # "2 failed again", "1 of them with the same reason as before"
+    tone: str  # the state colour of its badge (gone: none)
+    within_failed: bool  # the same-reason part, drawn dashed beside the failed one
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +111,8 @@ class CohortView:
         c = self.cohort
         jobs = "job" if c.count == 1 else "jobs"
         clock = dt.datetime.fromtimestamp(c.at_ms / 1000, tz=dt.UTC).strftime("%H:%M UTC")
-        return (
-            f"{action_words(c.action)} {c.count:,} {label(c.source)} {jobs} at {clock} by {c.user}"
-        )
+        action = _PAST.get(c.action, c.action.replace("_", " "))
+        return f"{action} {c.count:,} {label(c.source)} {jobs} at {clock} by {c.user}"
 
     problem = ""  # an Unreadable cohort has one
 
@@ -154,14 +132,19 @@ class CohortView:
             return []
         shown = []
         for name, ids in self.counted.parts.items():
-            shown.append(Part(name, part_label(name), len(ids), f"{self.url}?part={name}"))
+            shown.append(self._part(name, len(ids)))
             if name == _FAILED_TAB and self.cohort.reasons:
                 same = len(self.counted.failed_same)
-                url = f"{self.url}?part={FAILED_SAME}"
-                shown.append(
-                    Part(FAILED_SAME, part_label(FAILED_SAME), same, url, same == len(ids) > 1)
-                )
+                # Every job of the failed part beside it: "all of them ...", not
+                # a second count the reader must compare.
+                shown.append(self._part(FAILED_SAME, same, all_of_them=same == len(ids) > 1))
         return shown
+
+    def _part(self, name: str, count: int, *, all_of_them: bool = False) -> Part:
+        named = part_label(name)
+        words = f"all {named}" if all_of_them else f"{count:,} {named}"
+        tone = "other" if name == GONE else _FAILED_TAB if name == FAILED_SAME else name
+        return Part(name, named, count, f"{self.url}?part={name}", words, tone, name == FAILED_SAME)
 
     @property
     def top_failed_reason(self) -> str:
@@ -173,30 +156,34 @@ class CohortView:
         now = self.top_failed_reason
         return bool(now) and now == self.cohort.top_previous_reason
 
-    def answer(self) -> answers.Cohort:
-        c, counted = self.cohort, self.counted
-        return answers.Cohort(
-            id=c.id,
-            action=c.action,
-            source=c.source,
-            user=c.user,
-            at_ms=c.at_ms,
-            at=self.at,
-            count=c.count,
-            tracked=c.tracked,
-            audit_id=c.audit_id,
-            breakdown=None
-            if counted is None
-            else answers.CohortBreakdown(
-                parts={name: len(ids) for name, ids in counted.parts.items()},
-                failed_same=len(counted.failed_same) if c.reasons else None,
-                failed_reason=counted.top_failed_reason or None,
-                failed_sample=counted.top_failed_sample or None,
-            ),
-            previous_reason=c.top_previous_reason or None,
-            previous_sample=c.top_previous_sample or None,
-            problem=None,
-        )
+
+def _answer(view: CohortView | Unreadable) -> answers.Cohort:
+    """A cohort's JSON; an unreadable record's says why."""
+    if isinstance(view, Unreadable):
+        return answers.Cohort(id=view.id, at_ms=view.at_ms, problem=f"not readable: {view.problem}")
+    c, counted = view.cohort, view.counted
+    return answers.Cohort(
+        id=c.id,
+        action=c.action,
+        source=c.source,
+        user=c.user,
+        at_ms=c.at_ms,
+        at=view.at,
+        count=c.count,
+        tracked=c.tracked,
+        audit_id=c.audit_id,
+        breakdown=None
+        if counted is None
+        else answers.CohortBreakdown(
+            parts={name: len(ids) for name, ids in counted.parts.items()},
+            failed_same=len(counted.failed_same) if c.reasons else None,
+            failed_reason=counted.top_failed_reason or None,
+            failed_sample=counted.top_failed_sample or None,
+        ),
+        previous_reason=c.top_previous_reason or None,
+        previous_sample=c.top_previous_sample or None,
+        problem=None,
+    )
 
 
 def _views(client: Redis, ref: QueueRef, limit: int) -> list[CohortView | Unreadable]:
@@ -215,12 +202,6 @@ def _views(client: Redis, ref: QueueRef, limit: int) -> list[CohortView | Unread
     return shown
 
 
-def _unreadable(cohort: Unreadable) -> answers.Cohort:
-    return answers.Cohort(
-        id=cohort.id, at_ms=cohort.at_ms, problem=f"not readable: {cohort.problem}"
-    )
-
-
 @page_view()
 def panel(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     """The "Recent actions" panel's fragment (empty when there is none)."""
@@ -236,26 +217,21 @@ def panel(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     return render_page(request, "dashboard/cohorts/_recent_actions.html", context)
 
 
-def _cohort_or_404(client: Redis, ref: QueueRef, cohort_id: str) -> Cohort:
+def _look_at_part(
+    request: HttpRequest, client: Redis, ref: QueueRef, cohort_id: str, bad: type[Exception]
+) -> tuple[CohortView, str, list[str]]:
+    """The cohort broken down, the part its ``part`` names (none: the first it
+    has) and its ids; Http404 for an unknown cohort, ``bad`` for a bad part."""
     try:
         cohort = load_cohort(client, ref.keys, cohort_id)
     except CohortUnreadable as problem:
         raise Http404(f"Cohort {cohort_id} cannot be read: {problem}") from None
     if cohort is None:
         raise Http404(f"No cohort {cohort_id}: it was never recorded or is over 24 hours old")
-    return cohort
-
-
-def _look_at_part(
-    client: Redis, ref: QueueRef, cohort_id: str, part: str
-) -> tuple[CohortView, str, list[str]]:
-    """The cohort broken down, the part (``part``, or "" for the first it has)
-    and its ids; Http404 for an unknown cohort, BadInput for a bad part."""
-    cohort = _cohort_or_404(client, ref, cohort_id)
     counted = breakdown(client, ref.keys, cohort)
-    part = part or next(iter(counted.parts), GONE)
+    part = request.GET.get("part", "") or next(iter(counted.parts), GONE)
     if part not in COHORT_PARTS:
-        raise BadInput(f"part must be one of {', '.join(COHORT_PARTS)}")
+        raise bad(f"part must be one of {', '.join(COHORT_PARTS)}")
     ids = counted.failed_same if part == FAILED_SAME else counted.parts.get(part, [])
     return CohortView(cohort, ref, counted), part, ids
 
@@ -263,10 +239,7 @@ def _look_at_part(
 @page_view()
 def cohort_page(request: HttpRequest, client: Redis, ref: QueueRef, cohort_id: str) -> HttpResponse:
     """One cohort: its breakdown and the jobs of one part, a page at a time."""
-    try:
-        view, part, ids = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
-    except BadInput as error:
-        raise Http404(str(error)) from None
+    view, part, ids = _look_at_part(request, client, ref, cohort_id, Http404)
     page_number = int_param(request.GET.get("page"), 1, lowest=1)
     start = (page_number - 1) * PAGE_SIZE
     shown_ids = ids[start : start + PAGE_SIZE]
@@ -302,12 +275,8 @@ def api_list(request: HttpRequest, client: Redis, ref: QueueRef) -> answers.Coho
     (O(jobs), only when asked); one answer looks at 200,000 jobs at most.
     """
     limit = int_param(request.GET.get("count"), PANEL_COHORTS, lowest=1, highest=COHORTS_MAX)
-    shown = _views(client, ref, limit)
     return answers.CohortList(
-        queue=ref.qualified,
-        cohorts=[
-            _unreadable(item) if isinstance(item, Unreadable) else item.answer() for item in shown
-        ],
+        queue=ref.qualified, cohorts=[_answer(item) for item in _views(client, ref, limit)]
     )
 
 
@@ -328,12 +297,12 @@ def api_one(
     request: HttpRequest, client: Redis, ref: QueueRef, cohort_id: str
 ) -> answers.CohortJobs:
     """One recent action's cohort and the ids of one part of it"""
-    view, part, ids = _look_at_part(client, ref, cohort_id, request.GET.get("part", ""))
+    view, part, ids = _look_at_part(request, client, ref, cohort_id, BadInput)
     start = int_param(request.GET.get("start"), 0)
     count = int_param(request.GET.get("count"), PAGE_SIZE, lowest=1, highest=COHORT_IDS_MAX)
     return answers.CohortJobs(
         queue=ref.qualified,
-        cohort=view.answer(),
+        cohort=_answer(view),
         part=part,
         start=start,
         total=len(ids),

@@ -20,11 +20,11 @@ from dashboard.acting import job_edits
 from dashboard.acting.actions import ActionRefused
 from dashboard.core.answers import JobChange
 from dashboard.core.lookup import clean_job_ids
-from dashboard.core.operations import CHANGE_ERRORS, Schema
+from dashboard.core.operations import CHANGE_ERRORS
 from dashboard.core.permissions import user_label
 from dashboard.core.queue_urls import queue_url
 from dashboard.shared import bodies
-from dashboard.shared.web import BadInput, View, api_view, page_view
+from dashboard.shared.web import BadInput, api_view, page_view
 from queues.keys import InvalidName
 from queues.numerals import NotWholeNumber, parse_whole
 from queues.read.refs import QueueRef
@@ -111,25 +111,22 @@ def _value(request: HttpRequest, value: Any) -> Any:
     return value if request.content_type == "application/json" else job_edits.parse_data(value)
 
 
-def _change(
-    operation_id: str, body: type[bodies.Body], example: Schema, status: str
-) -> Callable[[Callable[..., Any]], View]:
-    """The decorator of a change to a job: its operation, ``dashboard.change_jobs``."""
-    return api_view(
-        operation_id,
-        ["changes"],
-        ("Done", JobChange),
-        CHANGE_ERRORS,
-        change=True,
-        body=body,
-        example=example,
-        status=status,
-        description="Needs `dashboard.change_jobs`; audited with a before/after diff.",
-    )
+# The decorator of a change to a job: its operation, ``dashboard.change_jobs``.
+_change = partial(
+    api_view,
+    tags=["changes"],
+    answer=("Done", JobChange),
+    errors=CHANGE_ERRORS,
+    change=True,
+    description="Needs `dashboard.change_jobs`; audited with a before/after diff.",
+)
 
 
 @_change(
-    "editJobData", bodies.EditDataRequest, {"id": "42", "data": {"to": "ops@example.com"}}, "200"
+    "editJobData",
+    body=bodies.EditDataRequest,
+    example={"id": "42", "data": {"to": "ops@example.com"}},
+    status="200",
 )
 def api_edit_job_data(
     request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.EditDataRequest
@@ -142,7 +139,7 @@ def api_edit_job_data(
     return job_edits.edit_data(client, ref, job_id, data, user=user_label(request.user))
 
 
-@_change("duplicateJob", bodies.DuplicateJobRequest, {"id": "42"}, "201")
+@_change("duplicateJob", body=bodies.DuplicateJobRequest, example={"id": "42"}, status="201")
 def api_duplicate_job(
     request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.DuplicateJobRequest
 ) -> JobChange:
@@ -153,9 +150,9 @@ def api_duplicate_job(
 
 @_change(
     "addJob",
-    bodies.AddJobRequest,
-    {"name": "send", "data": {"to": "ops@example.com"}, "opts": {"delay": 5000}},
-    "201",
+    body=bodies.AddJobRequest,
+    example={"name": "send", "data": {"to": "ops@example.com"}, "opts": {"delay": 5000}},
+    status="201",
 )
 def api_add_job(
     request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.AddJobRequest

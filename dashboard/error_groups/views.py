@@ -44,10 +44,27 @@ MAX_GROUP_ACTION_JOBS = actions.MAX_IDS_PER_SET
 _GROUP_KEY = re.compile(rf"[0-9a-f]{{16}}\Z|{read.OTHER}\Z")
 
 
-def clean_group_key(raw: Any) -> str:
+def clean_group_key(raw: Any, unknown: Exception | None = None) -> str:
+    """``raw`` if it can name a group; else ``unknown`` (a refusal by default) is raised."""
     if not isinstance(raw, str) or not _GROUP_KEY.match(raw):
-        raise actions.ActionRefused("Unknown error group")
+        raise unknown or actions.ActionRefused("Unknown error group")
     return raw
+
+
+def caught_up(client: Redis, ref: QueueRef) -> read.ErrorGroups:
+    """The queue's groups as of now; a broken key of it refused (409) by name."""
+    try:
+        return read.error_groups(client, ref)
+    except errors.CorruptKey as error:
+        raise actions.QueueKeyCorrupt(str(error)) from error
+
+
+def group_page(
+    client: Redis, ref: QueueRef, group: str, start: int, size: int, total: int
+) -> lists.JobPage:
+    """A page of the group's ``total`` jobs, newest failure first."""
+    ids = read.group_job_ids(client, ref, group, start=start, size=size) if total else []
+    return lists.JobPage(ref, TAB, start, size, total, lists.job_rows(client, ref.keys, TAB, ids))
 
 
 # -- acting on a group --------------------------------------------------------------
@@ -120,51 +137,30 @@ def _groups_url(ref: QueueRef) -> str:
 def groups_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     group = request.GET.get("group", "")
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
-    corrupt = ""
     try:
-        grouped = read.error_groups(client, ref)
-    except errors.CorruptKey as error:
-        grouped = read.ErrorGroups(ref, [], 0, 0, complete=True)
-        corrupt = str(error)
-    if not corrupt:
+        grouped, corrupt = caught_up(client, ref), ""
         # The tab says the groups' total, read after the counts: set before the
         # tabs are built, or a failure between the two reads showed the tab at
         # 178 beside groups adding up to 180 (issue 21).
         summary.counts[TAB] = grouped.failed
+    except actions.QueueKeyCorrupt as error:
+        grouped, corrupt = read.ErrorGroups(ref, [], 0, 0, complete=True), str(error)
     context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
     context.update(fragment=is_htmx(request), groups_url=_groups_url(ref), corrupt=corrupt)
     context.update(grouped=grouped, acting=can_act(request.user), group_actions=GROUP_ACTIONS)
     fragment = "_error_groups.html"
-    if group:
+    if group:  # one group's jobs, a page at a time
         fragment = "_error_group_jobs.html"
-        context.update(_group_jobs(request, client, ref, group, grouped))
+        group = clean_group_key(group, Http404("No such error group"))
+        page_number, size = page_params(request)
+        shown = next((g for g in grouped.groups if g.key == group), None)
+        start, total = (page_number - 1) * size, shown.count if shown else 0
+        jobs = group_page(client, ref, group, start, size, total)
+        rows_html = presenters.job_rows_html(jobs, selectable=False)
+        context.update(group=shown, group_key=group, jobs=jobs, rows_html=rows_html)
+        context.update(page_number=page_number, size=size, page_sizes=PAGE_SIZES)
     name = fragment if is_htmx(request) else "error_groups.html"
     return render_page(request, f"dashboard/error_groups/{name}", context)
-
-
-def _group_jobs(
-    request: HttpRequest, client: Redis, ref: QueueRef, group: str, grouped: read.ErrorGroups
-) -> dict[str, Any]:
-    """One group's jobs, newest failure first, a page at a time."""
-    try:
-        group = clean_group_key(group)
-    except actions.ActionRefused:
-        raise Http404("No such error group") from None
-    page_number, size = page_params(request)
-    start = (page_number - 1) * size
-    shown = next((g for g in grouped.groups if g.key == group), None)
-    total = shown.count if shown else 0
-    ids = read.group_job_ids(client, ref, group, start=start, size=size) if total else []
-    jobs = lists.JobPage(ref, TAB, start, size, total, lists.job_rows(client, ref.keys, TAB, ids))
-    return {
-        "group": shown,
-        "group_key": group,
-        "jobs": jobs,
-        "rows_html": presenters.job_rows_html(jobs, selectable=False),
-        "page_number": page_number,
-        "size": size,
-        "page_sizes": PAGE_SIZES,
-    }
 
 
 @page_view("POST", act=True)
@@ -190,10 +186,7 @@ def group_action_page(request: HttpRequest, client: Redis, ref: QueueRef) -> Htt
 
 
 @api_view(
-    "listErrorGroups",
-    ["jobs"],
-    ("The groups", answers.ErrorGroups),
-    (*READ_ERRORS, "CorruptKey"),
+    "listErrorGroups", ["jobs"], ("The groups", answers.ErrorGroups), (*READ_ERRORS, "CorruptKey")
 )
 def api_groups(request: HttpRequest, client: Redis, ref: QueueRef) -> answers.ErrorGroups:
     """The queue's failed jobs grouped by their folded reason, most first
@@ -201,11 +194,7 @@ def api_groups(request: HttpRequest, client: Redis, ref: QueueRef) -> answers.Er
     Kept in Redis by the dashboard and caught up on each call (the first call
     counts every failed job, in bounded batches).
     """
-    try:
-        grouped = read.error_groups(client, ref)
-    except errors.CorruptKey as error:
-        raise actions.QueueKeyCorrupt(str(error)) from error
-    return grouped.as_json()
+    return caught_up(client, ref).as_json()
 
 
 @api_view(
@@ -219,21 +208,13 @@ def api_group_jobs(
     request: HttpRequest, client: Redis, ref: QueueRef, group: str
 ) -> answers.ErrorGroupJobs:
     """One page of an error group's jobs, newest failure first"""
-    try:
-        group = clean_group_key(group)
-    except actions.ActionRefused:
-        raise Http404(f"No error group {group[:40]!r} in {ref.qualified}") from None
+    group = clean_group_key(group, Http404(f"No error group {group[:40]!r} in {ref.qualified}"))
     start = int_param(request.GET.get("start"), 0)
     size = int_param(request.GET.get("size"), 50, lowest=1, highest=500)
-    total = read.group_count(client, ref, group)
-    ids = read.group_job_ids(client, ref, group, start=start, size=size)
-    rows = lists.job_rows(client, ref.keys, TAB, ids)
+    page = group_page(client, ref, group, start, size, read.group_count(client, ref, group))
+    jobs = [row.as_json() for row in page.rows]
     return answers.ErrorGroupJobs(
-        queue=ref.qualified,
-        group=group,
-        start=start,
-        total=total,
-        jobs=[row.as_json() for row in rows],
+        queue=ref.qualified, group=group, start=start, total=page.total, jobs=jobs
     )
 
 

@@ -48,24 +48,19 @@ class _TreeWriter:
         self.parts: list[str] = []
         self._queues: dict[QueueRef, _Queue] = {}
 
-    def queue(self, ref: QueueRef) -> _Queue:
-        queue = self._queues.get(ref)
+    def node(self, node: TreeNode) -> None:
+        is_focus = (node.ref, node.id) == self.focus
+        classes = f"flow-node{' on-path' if node.on_path else ''}{' focus' if is_focus else ''}"
+        queue = self._queues.get(node.ref)
         if queue is None:
-            queue = self._queues[ref] = _Queue(
+            ref = node.ref
+            queue = _Queue(
                 escape(ref.address), escape(ref.qualified), presenters.job_url_prefix(ref)
             )
-        return queue
-
-    def node(self, node: TreeNode) -> None:
-        is_focus = self.focus is not None and (node.ref, node.id) == self.focus
-        classes = (
-            "flow-node" + (" on-path" if node.on_path else "") + (" focus" if is_focus else "")
-        )
-        queue = self.queue(node.ref)
+            self._queues[ref] = queue
         if node.missing or node.not_a_job:
-            badge = (
-                f'<span class="badge badge-muted">{"gone" if node.missing else "not a job"}</span>'
-            )
+            gone = "gone" if node.missing else "not a job"
+            badge = f'<span class="badge badge-muted">{gone}</span>'
             title = f"<span>#{escape(_cut(node.id, 60))}</span>"
         else:
             # A state is one of queues.read.states' names: our own word, like its label.

@@ -27,7 +27,7 @@ from dashboard.shared.charts import (
     time_ticks_svg,
 )
 from dashboard.shared.formatting import compact, failures, format_ms, span, thousands
-from queues.read.history import RANGES, Figures, History, HistoryRange
+from queues.read.history import Figures, History, HistoryRange
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +85,8 @@ def slots_of(history: History) -> list[Slot]:
 def _when(start_ms: int, chosen: HistoryRange, merge: int) -> str:
     start = dt.datetime.fromtimestamp(start_ms / 1000, tz=dt.UTC)
     end = dt.datetime.fromtimestamp((start_ms + chosen.step_ms * merge) / 1000, tz=dt.UTC)
-    if chosen.step_ms * merge < _DAY:
-        return f"{start:%b %d %H:%M}{_DASH}{end:%H:%M} UTC"
-    return f"{start:%b %d %H:%M}{_DASH}{end:%b %d %H:%M} UTC"
+    end_format = "%H:%M" if chosen.step_ms * merge < _DAY else "%b %d %H:%M"
+    return f"{start:%b %d %H:%M}{_DASH}{end:{end_format}} UTC"
 
 
 def _readout(slot: Slot, when: str) -> str:
@@ -165,9 +164,6 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
     top_ms = float(
         nice_ceiling(max((v for _, vs in percentiles for v in vs if v is not None), default=1))
     )
-    backlogs: list[float | None] = [
-        None if f.backlog is None else float(f.backlog) for f in figures
-    ]
     top_backlog = nice_ceiling(max((f.backlog_max or f.backlog or 0 for f in figures), default=0))
 
     groups = []
@@ -188,6 +184,7 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
             )
         )
     lines = "".join(_line(css, width, vs, top_ms, (_D_TOP, _D_BOTTOM)) for css, vs in percentiles)
+    backlogs = [f.backlog for f in figures]
     lines += _line("line-backlog", width, backlogs, top_backlog, (_B_TOP, _B_BOTTOM))
     start_ms = slots[0].start_ms
     span_ms = chosen.points * chosen.step_ms
@@ -286,6 +283,3 @@ def markers_for(history: History) -> list[Marker]:
     span = history.range.points * history.range.step_ms
     start = history.points[0].start_ms if history.points else history.read_at_ms - span
     return markers_since(history.ref, start)
-
-
-__all__ = ["LAYOUTS", "RANGES", "history_chart", "history_missing", "markers_for", "slots_of"]

@@ -16,33 +16,43 @@ from queues.read.schedulers import SchedulerPage, SchedulerRow, template_preview
 _DUE = '<span title="No worker has taken this run yet">due</span> '
 _NONE = '<span class="muted">—</span>'
 _NO_NAME = '<span class="muted">no name</span>'
+_LINE = "\n    "
+_OPTS = '\n    <div class="muted preview" title="template options">opts <code>'
 
 
 def rows_html(page: SchedulerPage, *, can_act: bool, now_ms: int) -> SafeString:
     """The page's ``<tr>``s; ``can_act`` adds each row's run-now and remove buttons."""
-    job_prefix = presenters.job_url_prefix(page.ref)
-    rows = [
-        _row_html(row, job_prefix, can_act=can_act, now_ms=now_ms, number=number)
-        for number, row in enumerate(page.rows)
-    ]
+    prefix = presenters.job_url_prefix(page.ref)
+    rows = [_row_html(row, prefix, can_act, now_ms, number) for number, row in enumerate(page.rows)]
     return mark_safe("".join(rows))  # noqa: S308 - every value read is escaped in _row_html
 
 
-def _row_html(
-    row: SchedulerRow, job_prefix: str, *, can_act: bool, now_ms: int, number: int
-) -> str:
+def _row_html(row: SchedulerRow, job_prefix: str, can_act: bool, now_ms: int, number: int) -> str:
     scheduler_id = escape(row.scheduler_id)
     name = escape(row.name) if row.name else ""
-    pending = row.pending_job_id
     broken = ' class="broken"' if row.notes else ""
     badge = "badge-muted" if row.is_legacy else "badge-scheduler"
-    notes = (
-        '<ul class="notes">'
-        + "".join(f"<li><strong>Broken:</strong> {escape(note)}</li>" for note in row.notes)
-        + "</ul>"
-        if row.notes
-        else ""
-    )
+    pending = row.pending_job_id  # a property that builds and checks the id: read once
+    notes = ""
+    if row.notes:
+        items = "".join(f"<li><strong>Broken:</strong> {escape(note)}</li>" for note in row.notes)
+        notes = f'<ul class="notes">{items}</ul>'
+    schedule = [
+        f"<code>{escape(row.schedule)}</code>"
+        if row.schedule
+        else '<span class="muted">unreadable</span>'
+    ]
+    if row.tz:
+        schedule.append(f'<span class="muted">{escape(row.tz)}</span>')
+    for word, at in (("from", row.start_ms), ("until", row.end_ms)):
+        if at is not None:
+            schedule.append(f'<div class="muted">{word} {presenters.exact_time(at)}</div>')
+    runs = _NONE if row.iterations is None else thousands(row.iterations)
+    if row.limit is not None:
+        runs += f' <span class="muted">of {thousands(row.limit)}</span>'
+    next_run = _next_run_html(row, pending, job_prefix, now_ms)
+    opts = template_preview(row.opts)
+    opts = "" if opts == "{}" else f"{_OPTS}{escape(opts)}</code></div>"
     return (
         f'<tr data-job-id="{scheduler_id}"{broken}>\n'
         f'  <td class="scheduler-id">\n'
@@ -50,28 +60,15 @@ def _row_html(
         f'    <span class="badge {badge}">{row.kind}</span>\n'
         f"    {notes}\n"
         f"  </td>\n"
-        f'  <td class="schedule">{_schedule_html(row)}</td>\n'
-        f'  <td class="when" data-label="next">{_next_run_html(row, pending, job_prefix, now_ms)}'
-        "</td>\n"
-        f'  <td class="runs" data-label="iterations">{_runs_html(row)}</td>\n'
-        f'  <td class="template">{_template_html(row, name)}</td>\n'
+        f'  <td class="schedule">{_LINE.join(schedule)}</td>\n'
+        f'  <td class="when" data-label="next">{next_run}</td>\n'
+        f'  <td class="runs" data-label="iterations">{runs}</td>\n'
+        f'  <td class="template"><span class="template-name">{name or _NO_NAME}</span>\n'
+        f'    <code class="preview" title="template data">{escape(template_preview(row.data))}'
+        f"</code>{opts}</td>\n"
         f"{_actions_html(row, scheduler_id, name, pending, number) if can_act else ''}"
-        f"</tr>\n"
+        "</tr>\n"
     )
-
-
-def _schedule_html(row: SchedulerRow) -> str:
-    schedule = row.schedule
-    parts = [
-        f"<code>{escape(schedule)}</code>" if schedule else '<span class="muted">unreadable</span>'
-    ]
-    if row.tz:
-        parts.append(f'<span class="muted">{escape(row.tz)}</span>')
-    if row.start_ms is not None:
-        parts.append(f'<div class="muted">from {presenters.exact_time(row.start_ms)}</div>')
-    if row.end_ms is not None:
-        parts.append(f'<div class="muted">until {presenters.exact_time(row.end_ms)}</div>')
-    return "\n    ".join(parts)
 
 
 def _next_run_html(row: SchedulerRow, pending: str | None, job_prefix: str, now_ms: int) -> str:
@@ -87,28 +84,6 @@ def _next_run_html(row: SchedulerRow, pending: str | None, job_prefix: str, now_
     if pending:
         url = presenters.job_url(job_prefix, pending)
         html += f'\n    <a href="{escape(url)}">pending run</a>'
-    return html
-
-
-def _runs_html(row: SchedulerRow) -> str:
-    runs = _NONE if row.iterations is None else thousands(row.iterations)
-    if row.limit is not None:
-        runs += f' <span class="muted">of {thousands(row.limit)}</span>'
-    return runs
-
-
-def _template_html(row: SchedulerRow, name: str) -> str:
-    html = (
-        f'<span class="template-name">{name or _NO_NAME}</span>\n'
-        f'    <code class="preview" title="template data">'
-        f"{escape(template_preview(row.data))}</code>"
-    )
-    opts = template_preview(row.opts)
-    if opts != "{}":
-        html += (
-            '\n    <div class="muted preview" title="template options">'
-            f"opts <code>{escape(opts)}</code></div>"
-        )
     return html
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from redis import Redis
 
@@ -19,18 +18,17 @@ from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import int_param
 from dashboard.core.operations import ACT_ERRORS, GARBAGE, READ_ERRORS, query_param, start_param
 from dashboard.core.permissions import can_act, user_label
-from dashboard.core.queue_urls import queue_url
 from dashboard.schedulers import rows as scheduler_rows
 from dashboard.shared import bodies
 from dashboard.shared.web import (
     PAGE_SIZES,
     BadInput,
     api_view,
+    form_view,
     is_htmx,
     page_params,
     page_view,
     queue_context,
-    redirect_back,
     render_page,
 )
 from queues.read import answers as read_answers
@@ -47,39 +45,32 @@ def page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     page_number, size = page_params(request)
     listed = read.scheduler_page(client, ref, start=(page_number - 1) * size, size=size)
     (summary,) = counts.queue_summaries(client, [ref], metrics_points=0)
-    context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
-    now_ms = int(time.time() * 1000)
+    fragment = is_htmx(request)
+    context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not fragment)
+    rows_html = scheduler_rows.rows_html(
+        listed, can_act=can_act(request.user), now_ms=int(time.time() * 1000)
+    )
     context.update(
         listed=listed,
-        rows_html=scheduler_rows.rows_html(listed, can_act=can_act(request.user), now_ms=now_ms),
+        rows_html=rows_html,
         page_number=page_number,
         page_sizes=PAGE_SIZES,
         size=size,
         scheduler_actions=answers.SCHEDULER_ACTIONS,
-        fragment=is_htmx(request),
+        fragment=fragment,
     )
-    if is_htmx(request):
-        return render_page(request, "dashboard/schedulers/_scheduler_table.html", context)
-    return render_page(request, "dashboard/schedulers/schedulers.html", context)
+    template = "_scheduler_table.html" if fragment else "schedulers.html"
+    return render_page(request, f"dashboard/schedulers/{template}", context)
 
 
-@page_view("POST", act=True)
-def page_action(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    fallback = queue_url("dashboard:schedulers", ref)
-    try:
-        result = actions.scheduler_action(
-            client,
-            ref,
-            request.POST.get("action", ""),
-            request.POST.get("id", ""),
-            user=user_label(request.user),
-        )
-    except actions.ActionRefused as error:
-        messages.error(request, str(error))
-        return redirect_back(request, fallback)
-    level = messages.SUCCESS if result.ok else messages.WARNING
-    messages.add_message(request, level, result.message)
-    return redirect_back(request, fallback)
+@form_view("dashboard:schedulers", act=True)
+def page_action(request: HttpRequest, client: Redis, ref: QueueRef) -> tuple[str, bool]:
+    post = request.POST
+    user = user_label(request.user)
+    result = actions.scheduler_action(
+        client, ref, post.get("action", ""), post.get("id", ""), user=user
+    )
+    return result.message, result.ok
 
 
 @api_view(

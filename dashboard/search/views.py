@@ -19,7 +19,6 @@ from redis import Redis
 
 from dashboard.acting import actions
 from dashboard.core import answers
-from dashboard.core.errors import json_error
 from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import int_param
 from dashboard.core.operations import ACT_ERRORS, GARBAGE, READ_ERRORS, parameter, query_param
@@ -69,17 +68,15 @@ _PACING = Pacing(sleep=_rest_behind_pages)
 class _Search:
     """One running search: a lock held by its step, and the flag that stops it."""
 
-    search_id: str
     stepping: threading.Lock = field(default_factory=threading.Lock)
     replaced: threading.Event = field(default_factory=threading.Event)
 
 
-class _Replaced(Exception):
-    pass
-
-
-class _Busy(Exception):
-    pass
+def _replaced() -> actions.ActionRefused:
+    # json_errors answers it (as the API's other refusals), in both views.
+    return actions.ActionRefused(
+        "A newer search replaced this one", status=409, code="search_replaced"
+    )
 
 
 class _Searches:
@@ -92,14 +89,14 @@ class _Searches:
         self._by_user: dict[str, dict[str, _Search]] = {}  # by id, oldest first
 
     def start(self, user: str) -> str:
-        search = _Search(secrets.token_urlsafe(9))
+        search_id = secrets.token_urlsafe(9)
         with self._lock:
             searches = self._by_user.setdefault(user, {})
             while len(searches) >= MAX_SEARCHES_PER_USER:
                 # Its running step stops at its next call.
                 searches.pop(next(iter(searches))).replaced.set()
-            searches[search.search_id] = search
-        return search.search_id
+            searches[search_id] = _Search()
+        return search_id
 
     def end(self, user: str, search_id: str) -> None:
         with self._lock:
@@ -110,15 +107,16 @@ class _Searches:
 
     @contextmanager
     def step(self, user: str, search_id: str) -> Iterator[threading.Event]:
-        """The running search's ``replaced`` flag, while its step runs;
-        _Replaced when it is no longer one of the user's, _Busy when
-        another of its steps is running (both at once, without waiting)."""
+        """The running search's ``replaced`` flag, while its step runs; refused
+        (at once, without waiting) when it is no longer one of the user's or
+        another of its steps is running."""
         with self._lock:
             search = self._by_user.get(user, {}).get(search_id)
         if search is None:
-            raise _Replaced
+            raise _replaced()
         if not search.stepping.acquire(blocking=False):
-            raise _Busy
+            busy = "This search's previous step is still running"
+            raise actions.ActionRefused(busy, status=429, code="search_busy")
         try:
             yield search.replaced
         finally:
@@ -143,13 +141,12 @@ def _answer_step(
         raw_cursor = request.GET.get("cursor")
         cursor = Cursor.decode(raw_cursor, TAB[state]) if raw_cursor else None
     except QueryError as error:
-        return json_error(400, "bad_query", str(error))
+        raise actions.ActionRefused(str(error), code="bad_query") from None
     search_id = request.GET.get("search") or ""
     if cursor is None:
         search_id = SEARCHES.start(user)
-    replaced = json_error(409, "search_replaced", "A newer search replaced this one")
-    try:
-        with SEARCHES.step(user, search_id) as stop:
+    with SEARCHES.step(user, search_id) as stop:
+        try:
             step = search_step(
                 client,
                 ref,
@@ -161,18 +158,13 @@ def _answer_step(
                 pacing=_PACING,
                 stopped=stop.is_set,
             )
-            if stop.is_set():
-                return replaced
-    except _Replaced:
-        return replaced
-    except _Busy:
-        return json_error(429, "search_busy", "This search's previous step is still running")
-    except QueryError as error:
-        SEARCHES.end(user, search_id)
-        return json_error(400, "bad_query", str(error))
-    except SearchError as error:
-        SEARCHES.end(user, search_id)
-        return json_error(409, "corrupt_key", str(error))
+        except SearchError as error:  # a QueryError is one too
+            SEARCHES.end(user, search_id)
+            bad = isinstance(error, QueryError)
+            status, code = (400, "bad_query") if bad else (409, "corrupt_key")
+            raise actions.ActionRefused(str(error), status=status, code=code) from None
+        if stop.is_set():
+            raise _replaced()
     if step.done:
         SEARCHES.end(user, search_id)
     rows = job_rows(client, ref.keys, state, step.hits[:rows_wanted]) if rows_wanted else []

@@ -58,29 +58,21 @@ class ActionBar:
         return f"Tick jobs to {' or '.join(verbs)} them."
 
 
-# Each action on ticked jobs: verb, style, question ({queue} is the queue's name).
+# Each action on ticked jobs: its verb and style, and its question ({queue} is
+# the queue's name); retry and promote ask only past a handful.
 _SELECTION = {
-    "retry": (
-        "Retry",
-        "btn-primary",
-        "Retry {selected} of {queue}? Each moves back to waiting and runs again.",
-    ),
-    "promote": (
-        "Promote",
-        "",
-        "Promote {selected} of {queue}? Each runs now instead of at its time.",
-    ),
-    "fail": (
-        "Fail",
-        "btn-danger",
-        "Fail {selected} of {queue}? They move to failed with your reason;"
-        " a worker still running one loses its result.",
-    ),
-    "remove": (
-        "Remove",
-        "btn-danger",
-        "Remove {selected} of {queue}? Their data and logs are deleted. This cannot be undone.",
-    ),
+    "retry": ("Retry", "btn-primary"),
+    "promote": ("Promote", ""),
+    "fail": ("Fail", "btn-danger"),
+    "remove": ("Remove", "btn-danger"),
+}
+_QUESTIONS = {
+    "retry": "Retry {selected} of {queue}? Each moves back to waiting and runs again.",
+    "promote": "Promote {selected} of {queue}? Each runs now instead of at its time.",
+    "fail": "Fail {selected} of {queue}? They move to failed with your reason;"
+    " a worker still running one loses its result.",
+    "remove": "Remove {selected} of {queue}? Their data and logs are deleted."
+    " This cannot be undone.",
 }
 # Re-running finished work repeats its side effects (a password-reset job sends
 # another email): secondary, and it asks first.
@@ -90,31 +82,17 @@ _RUN_AGAIN = Button(
     confirm="Run {selected} of {queue} again? Each completed job runs once more,"
     " side effects included (an email job sends its email again).",
 )
-# The tabs' buttons on all their jobs: the count goes between verb and tail.
-_BULK = {
-    "failed": Button(
-        "retry_all",
-        "Retry all",
-        "failed",
-        "btn-primary",
-        "Retry all {n} failed jobs of {queue}? Each moves back to waiting and runs again.",
-        many=True,
-    ),
-    "delayed": Button(
-        "promote_all",
-        "Promote all",
-        "delayed",
-        confirm="Promote all {n} delayed jobs of {queue}? Each runs now instead of at its time.",
-        many=True,
-    ),
-}
+# A tab's button on all its jobs ("Retry all 25 failed": the count between verb
+# and tail) asks what its action asks of ticked jobs, of "all {n} failed jobs".
+_BULK = {"failed": "retry", "delayed": "promote"}
 
 
 def _selection_button(state: str, action: str) -> Button:
     if action == "retry" and state == "completed":
         return _RUN_AGAIN
-    verb, style, confirm = _SELECTION[action]
-    return Button(action, verb, "selected", style, confirm, many=action in ("retry", "promote"))
+    verb, style = _SELECTION[action]
+    many = action in ("retry", "promote")
+    return Button(action, verb, "selected", style, _QUESTIONS[action], many=many)
 
 
 def _naming(button: Button, queue: str) -> Button:
@@ -122,7 +100,13 @@ def _naming(button: Button, queue: str) -> Button:
 
 
 def action_bar(ref: QueueRef, state: str) -> ActionBar:
-    bulk = (_naming(_BULK[state], ref.name),) if state in _BULK else ()
+    bulk: tuple[Button, ...] = ()
+    if state in _BULK:
+        action = _BULK[state]
+        verb, style = _SELECTION[action]
+        asks = _QUESTIONS[action].replace("{selected}", f"all {{n}} {state} jobs")
+        button = Button(f"{action}_all", f"{verb} all", state, style, asks, many=True)
+        bulk = (_naming(button, ref.name),)
     clean = None
     if state in ("failed", "completed"):
         clean = Button(

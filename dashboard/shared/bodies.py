@@ -1,18 +1,15 @@
 """The bodies the API's POSTs take, each declared once as a msgspec Struct:
-web.request_body converts a JSON object (read by json_input, which refuses a
-key twice) or a form into one, and the OpenAPI document describes them from
-these declarations (dashboard/openapi.py).
-
-msgspec checks each field's type, and a wrong one is refused in the words of
-``refusals``. What a value may be (an action's name, a range, a job id) is
-checked where it is used, which says why in the pages' words: here it is only
-described for the document (``extra_json_schema``), as is ``whole``, what the
-body as a whole needs. A text field left out, null or empty reads as its
-default; fields the API does not know are ignored.
+web.request_body converts a JSON object or a form into one (a wrong type is
+refused in the words of ``refusals``), and the OpenAPI document describes them
+from these declarations. What a value may be (an action's name, a range) is
+checked where it is used, in the pages' words: here it is only described for
+the document (``extra_json_schema``, and ``whole`` for the body as a whole).
+Fields the API does not know are ignored.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, ClassVar
 
 import msgspec
@@ -28,7 +25,6 @@ from queues.read.answers import ERROR_GROUP_OTHER, JobId
 from queues.read.states import STATES
 
 Schema = dict[str, Any]
-FINISHED = tuple(FINISHED_STATES)
 # The most milliseconds an age may be: a century.
 MAX_MILLISECONDS = 100 * 365 * 86_400_000
 
@@ -45,14 +41,12 @@ class Words:
     refused (Redis stores UTF-8 only)."""
 
 
-def _one_of(values: tuple[str, ...], description: str | None = None) -> Meta:
+def _one_of(values: Iterable[str], description: str | None = None) -> Meta:
     return _doc({"enum": list(values)}, description)
 
 
-JobIds = Annotated[
-    list[str],
-    _doc({"items": _JOB_ID, "minItems": 1, "maxItems": MAX_JOBS_PER_ACTION}),
-]
+def _ids(most: int) -> Meta:
+    return _doc({"items": _JOB_ID, "minItems": 1, "maxItems": most})
 
 
 class Body(msgspec.Struct, kw_only=True):
@@ -64,11 +58,13 @@ class Body(msgspec.Struct, kw_only=True):
 
 class JobActionRequest(Body):
     action: Annotated[str, Words(), _one_of(JOB_ACTIONS)]
-    ids: JobIds | Annotated[str, _doc(_JOB_ID)] | UnsetType = UNSET
+    ids: (
+        Annotated[list[str], _ids(MAX_JOBS_PER_ACTION)] | Annotated[str, _doc(_JOB_ID)] | UnsetType
+    ) = UNSET
     # Any: read only when ids is left out, and then as ids is.
     id: Annotated[Any, _doc(_JOB_ID, "One job, instead of `ids`")] = UNSET
     state: Annotated[
-        str, Words(), _one_of(FINISHED, "Which finished set `retry` takes the jobs from")
+        str, Words(), _one_of(FINISHED_STATES, "Which finished set `retry` takes the jobs from")
     ] = "failed"
     reason: Annotated[
         str, Words(), Meta(description="For `fail`: the reason the jobs get (a long one is cut)")
@@ -80,7 +76,7 @@ class JobActionRequest(Body):
 class QueueActionRequest(Body):
     action: Annotated[str, Words(), _one_of(QUEUE_ACTIONS)]
     state: Annotated[
-        str, Words(), _one_of(FINISHED, "The finished set `retry_all` and `clean` work on")
+        str, Words(), _one_of(FINISHED_STATES, "The finished set `retry_all` and `clean` work on")
     ] = "failed"
     grace_ms: Annotated[
         Annotated[int, _doc({"minimum": 0, "maximum": MAX_MILLISECONDS})]
@@ -133,7 +129,7 @@ class ErrorGroupActionRequest(Body):
 
 class SearchActRequest(Body):
     action: Annotated[str, Words(), _one_of(SET_ACTIONS)]
-    ids: Annotated[list[str], _doc({"items": _JOB_ID, "minItems": 1, "maxItems": MAX_IDS_PER_SET})]
+    ids: Annotated[list[str], _ids(MAX_IDS_PER_SET)]
     state: Annotated[str, Words(), _one_of(STATES, "The state the search ran in")] = "failed"
     refusals = {"ids": "ids must be a list of job ids"}
 
@@ -197,14 +193,5 @@ class AddJobRequest(Body):
     ] = UNSET
 
 
-BODIES: tuple[type[Body], ...] = (
-    JobActionRequest,
-    QueueActionRequest,
-    GlobalConcurrencyRequest,
-    SchedulerActionRequest,
-    ErrorGroupActionRequest,
-    SearchActRequest,
-    EditDataRequest,
-    DuplicateJobRequest,
-    AddJobRequest,
-)
+# Every body above, in the order declared.
+BODIES: tuple[type[Body], ...] = tuple(Body.__subclasses__())

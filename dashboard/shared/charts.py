@@ -17,9 +17,9 @@ from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.core.redis import get_client
 from dashboard.models import AuditEntry
-from dashboard.shared.formatting import compact, failures, thousands
+from dashboard.shared.formatting import compact, failures, minute_label, thousands
 from dashboard.shared.health import Health, Workers, queue_health
-from queues.read.counts import QueueSummary
+from queues.read.counts import METRICS_POINTS, QueueSummary
 from queues.read.history import with_history_series
 from queues.read.refs import QueueRef
 from queues.throughput import MINUTE_MS, padded
@@ -31,7 +31,6 @@ SPARK_HALF = 11  # px from the middle line to the top (or bottom)
 # The queue page's chart: the last CHART_MINUTES full minutes and the current one.
 CHART_MINUTES = 60
 MAX_MARKERS = 20
-_NICE_STEPS = (1, 2, 5)
 
 
 def nice_ceiling(value: float) -> int:
@@ -39,17 +38,10 @@ def nice_ceiling(value: float) -> int:
     reads at a glance and moves only when the traffic does."""
     magnitude = 1
     while True:
-        for step in _NICE_STEPS:
+        for step in (1, 2, 5):
             if step * magnitude >= value:
                 return step * magnitude
         magnitude *= 10
-
-
-def minute_label(minute_start_ms: int) -> str:
-    """ "07:31 UTC". Arithmetic, not strftime: 61 labels a chart, strftime was
-    two thirds of its rendering time."""
-    minute = minute_start_ms // MINUTE_MS
-    return f"{minute // 60 % 24:02d}:{minute % 60:02d} UTC"
 
 
 def half_scales(most_completed: float, most_failed: float) -> tuple[int, int]:
@@ -58,9 +50,6 @@ def half_scales(most_completed: float, most_failed: float) -> tuple[int, int]:
     beside 400 completions is a sliver, a real incident still fills it."""
     top_completed = nice_ceiling(most_completed)
     return top_completed, nice_ceiling(max(most_failed, top_completed / 10))
-
-
-# --------------------------------------------------------------------------- overview
 
 
 def sparkline_points(points: Sequence[int], *, slots: int, direction: int, top: int) -> str:
@@ -84,10 +73,9 @@ def sparkline_points(points: Sequence[int], *, slots: int, direction: int, top: 
     ]
     if len(coords) == 1:
         # One minute of data: a bar one minute wide instead of a hairline.
-        step = SPARK_WIDTH / max(slots - 1, 1)
-        coords.insert(0, f"{SPARK_WIDTH - step:.1f},{coords[0].split(',')[1]}")
-    first_x = coords[0].split(",")[0]
-    return f"{first_x},{SPARK_HALF} {' '.join(coords)} {SPARK_WIDTH:.1f},{SPARK_HALF}"
+        xs = _spark_xs(2, slots)
+        coords.insert(0, f"{xs[0]},{coords[0].split(',')[1]}")
+    return f"{xs[0]},{SPARK_HALF} {' '.join(coords)} {SPARK_WIDTH:.1f},{SPARK_HALF}"
 
 
 @functools.lru_cache(maxsize=64)
@@ -112,66 +100,53 @@ NO_SERIES = mark_safe(
 _FROM_EVENTS = "; from the dashboard's history"
 
 
-def sparkline_svg(
-    completed: Sequence[int],
-    failed: Sequence[int],
-    slots: int,
-    *,
-    newest_minute: int,
-    counted_from_events: bool = False,
-) -> SafeString:
+def sparkline_svg(summary: QueueSummary) -> SafeString:
     """The overview's row chart: completed above the line, failures below, each on
-    the row's own scale (the rate beside it says how busy); the minutes' figures
-    in data attributes for chart.js (``newest_minute``: ms // 60,000). Short
-    words: a page of 100 rows stays under 300 KB."""
+    the row's own scale, then the latest rate (which says how busy); the minutes'
+    figures in data attributes for chart.js. Short words: a page of 100 rows
+    stays under 300 KB."""
+    completed, failed = summary.completed_per_minute, summary.failed_per_minute
     minutes = max(len(completed), len(failed))
     if not minutes:
         return NO_SERIES
     top_completed, top_failed = half_scales(max(completed, default=0), max(failed, default=0))
     # Only digits, commas and fixed words below: nothing to escape.
-    summary = (
+    words = (
         f"{thousands(sum(completed))} completed, {failures(sum(failed))} in the last"
         f" {minutes} min; full height {thousands(top_completed)}/min up,"
-        f" {thousands(top_failed)}/min down{_FROM_EVENTS if counted_from_events else ''}"
+        f" {thousands(top_failed)}/min down{_FROM_EVENTS if summary.counted_from_events else ''}"
     )
     size = f'viewBox="0 -1 {SPARK_WIDTH} {2 * SPARK_HALF + 2}" width="{SPARK_WIDTH}"'
     series = (
-        f'data-completed="{",".join(map(str, completed))}"'
-        f' data-failed="{",".join(map(str, failed))}" data-newest="{newest_minute}"'
+        f'data-completed="{",".join(map(str, completed))}" data-failed='
+        f'"{",".join(map(str, failed))}" data-newest="{summary.read_at_ms // MINUTE_MS - 1}"'
     )
-    return mark_safe(  # noqa: S308 - numbers and fixed text only
+    svg = (
         f'<svg class="sparkline" {size} height="{2 * SPARK_HALF + 2}" role="img" {series}'
-        f' aria-label="{summary}">'
+        f' aria-label="{words}">'
         f'<line class="spark-base" x1="0" y1="{SPARK_HALF}" x2="{SPARK_WIDTH}" y2="{SPARK_HALF}"/>'
-        f"{_spark_area('spark-completed', completed, slots, -1, top_completed)}"
-        f"{_spark_area('spark-failed', failed, slots, 1, top_failed)}</svg>"
     )
-
-
-def _spark_area(css: str, points: Sequence[int], slots: int, direction: int, top: int) -> str:
-    drawn = sparkline_points(points, slots=slots, direction=direction, top=top)
-    return f'<polygon class="{css}" points="{drawn}"/>' if drawn else ""
-
-
-def latest_rate(summary: QueueSummary) -> SafeString:
-    """Completed in the latest full minute ("3.2k/min"), exact counts on hover."""
-    if not summary.completed_per_minute:
-        return mark_safe("")
-    done = summary.completed_per_minute[-1]
-    lost = summary.failed_per_minute[-1] if summary.failed_per_minute else 0
-    # Digits, commas and unit letters only: nothing to escape (format_html's
-    # escaping was most of this on a 100-row overview).
+    for css, points, direction, top in (
+        ("spark-completed", completed, -1, top_completed),
+        ("spark-failed", failed, 1, top_failed),
+    ):
+        drawn = sparkline_points(points, slots=METRICS_POINTS, direction=direction, top=top)
+        svg += f'<polygon class="{css}" points="{drawn}"/>' if drawn else ""
+    if not completed:
+        return SafeString(f"{svg}</svg>")
+    # The latest full minute's rate ("3.2k/min"), exact counts on hover. Digits,
+    # commas and unit letters only: nothing to escape (format_html's escaping
+    # was most of this on a 100-row overview).
+    lost = failed[-1] if failed else 0
     return SafeString(
-        f'<span class="rate" title="latest full minute: {thousands(done)} completed,'
-        f' {failures(lost)}">{compact(done)}/min</span>'
+        f'{svg}</svg><span class="rate" title="latest full minute: {thousands(completed[-1])}'
+        f' completed, {failures(lost)}">{compact(completed[-1])}/min</span>'
     )
 
 
-# --------------------------------------------------------------------------- queue page
-
-# Where things sit, in % of the chart's height (the SVG has no viewBox: x and y
-# are percentages of its box, which CSS sizes, and text keeps its pixel size on
-# any screen).
+# The queue page's chart: where things sit, in % of its height (the SVG has no
+# viewBox: x and y are percentages of its box, which CSS sizes, and text keeps
+# its pixel size on any screen).
 _TOP, _AXIS, _BOTTOM, _TIME = 10.0, 58.0, 84.0, 97.0
 _SLOT = 100 / (CHART_MINUTES + 1)
 _BAND = (_TOP, _AXIS, _BOTTOM)
@@ -242,17 +217,15 @@ def minute_svg(
     return f'<g class="minute{partial}" {data}><title>{words}</title>{hit}{bars}</g>'
 
 
-def _minutes(
-    completed: Sequence[int], failed: Sequence[int], this_minute: tuple[int, int] | None
-) -> list[tuple[int, int] | None]:
-    """(completed, failed) per slot, oldest first; None where there is no data."""
+def _minutes(summary: QueueSummary) -> list[tuple[int, int] | None]:
+    """(completed, failed) per slot of the chart's hour, oldest first and this
+    minute last; None where there is no data."""
+    completed, failed = summary.completed_per_minute, summary.failed_per_minute
     length = max(len(completed), len(failed))  # the read model lines them up already
     known: list[tuple[int, int] | None] = list(
         zip(padded(completed, length), padded(failed, length), strict=True)
     )
-    slots = [None] * (CHART_MINUTES - len(known)) + known[-CHART_MINUTES:]
-    slots.append(this_minute)
-    return slots
+    return [None] * (CHART_MINUTES - len(known)) + known[-CHART_MINUTES:] + [summary.this_minute]
 
 
 def chart_body(
@@ -322,32 +295,22 @@ def hour_totals(summary: QueueSummary) -> tuple[int, int] | None:
     "last hour" figure of the page; None without per-minute figures."""
     if not summary.completed_per_minute and not summary.failed_per_minute:
         return None
-    counted = [
-        slot
-        for slot in _minutes(
-            summary.completed_per_minute, summary.failed_per_minute, summary.this_minute
-        )
-        if slot is not None
-    ]
+    counted = [slot for slot in _minutes(summary) if slot is not None]
     return sum(c for c, _ in counted), sum(f for _, f in counted)
 
 
 def queue_chart(
-    summary: QueueSummary,
-    markers: Sequence[Marker],
-    health: SafeString | None = None,
-    source: str = "",
+    summary: QueueSummary, markers: Sequence[Marker], health: SafeString | None = None
 ) -> SafeString:
     """The queue page's chart of the last hour, so "did my fix work" shows as
     the red bars stopping after a marker; "" when the queue keeps no metrics."""
-    completed, failed = summary.completed_per_minute, summary.failed_per_minute
-    if not completed and not failed:
+    totals = hour_totals(summary)
+    if totals is None:
         return mark_safe("")
     this_minute_start = summary.read_at_ms // MINUTE_MS * MINUTE_MS
     window_start = this_minute_start - CHART_MINUTES * MINUTE_MS
-    slots = _minutes(completed, failed, summary.this_minute)
+    slots = _minutes(summary)
     counted = [slot for slot in slots if slot is not None]
-    total_completed, total_failed = sum(c for c, _ in counted), sum(f for _, f in counted)
     tops = half_scales(
         max((c for c, _ in counted), default=0), max((f for _, f in counted), default=0)
     )
@@ -369,7 +332,7 @@ def queue_chart(
         if last is not None
         else "no data for the last full minute"
     )
-    hour = f"{thousands(total_completed)} completed, {failures(total_failed)}"
+    hour = f"{thousands(totals[0])} completed, {failures(totals[1])}"
     readout = escape(f"Last full minute, {latest} · {hour} in the last hour")
     label = f"Jobs finished per minute over the last hour: {hour}"
     if markers:
@@ -394,8 +357,8 @@ def queue_chart(
         marker_key = '<span class="chart-key"><span class="key-marker">▼</span>admin action</span>'
     return mark_safe(  # noqa: S308 - numbers, fixed words and escaped labels only
         '<figure class="queue-chart" data-queue-chart><figcaption>'
-        f'<span class="chart-title">Jobs finished per minute, last hour</span>{source}'
-        f"{health or ''}"
+        '<span class="chart-title">Jobs finished per minute, last hour</span>'
+        f"{HISTORY_SOURCE if summary.counted_from_events else ''}{health or ''}"
         '<span class="chart-key"><span class="key key-completed"></span>completed'
         f' (above the line)</span><span class="chart-key" title="{FAILURES_MEANING}">'
         '<span class="key key-failed"></span>failures (below, own scale)</span>'
@@ -440,8 +403,7 @@ def queue_chart_for(summary: QueueSummary, workers: Workers | None = None) -> Sa
                 health,
             )
     start = summary.read_at_ms // MINUTE_MS * MINUTE_MS - CHART_MINUTES * MINUTE_MS
-    source = HISTORY_SOURCE if summary.counted_from_events else ""
-    return queue_chart(summary, markers_since(summary.ref, start), health, source)
+    return queue_chart(summary, markers_since(summary.ref, start), health)
 
 
 # What a chart's "failures" count, against the failed tab's jobs (issue 21: a

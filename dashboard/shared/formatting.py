@@ -28,6 +28,13 @@ def compact(value: object) -> str:
     return str(number)
 
 
+def minute_label(ms: int) -> str:
+    """ "07:31 UTC": the minute of a time. Arithmetic, not strftime: 61 labels a
+    chart, strftime was two thirds of its rendering time."""
+    minute = ms // 60_000
+    return f"{minute // 60 % 24:02d}:{minute % 60:02d} UTC"
+
+
 def percent(share: float) -> str:
     """0.0004 -> "0.04%", 0.048 -> "4.8%", 0.23 -> "23%": two figures at most."""
     value = share * 100

@@ -11,7 +11,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from dashboard.shared.formatting import percent, span
+from dashboard.shared.formatting import minute_label, percent, span
 from queues.read.counts import LastFinished, QueueSummary
 from queues.read.states import READY
 from queues.throughput import MINUTE_MS, RECENT_MINUTES, RecentFinishes
@@ -59,15 +59,7 @@ def low_end(failed: int, total: int) -> float:
 
 
 def _window(recent: RecentFinishes) -> str:
-    minutes = min(RECENT_MINUTES, max(1, round(recent.minutes)))
-    return f"last {minutes} min"
-
-
-def _failed_words(recent: RecentFinishes) -> str:
-    """ "23% failed, last 5 min", or "12 failed, …" when the rate is unknown."""
-    rate = recent.rate
-    amount = percent(rate) if rate is not None else f"{recent.failed:,}"
-    return f"{amount} failed, {_window(recent)}"
+    return f"last {min(RECENT_MINUTES, max(1, round(recent.minutes)))} min"
 
 
 def _rising(recent: RecentFinishes) -> str | None:
@@ -122,7 +114,6 @@ class Workers:
 def _when(at_ms: int, now_ms: int) -> str:
     """ "14 min ago (10:42 UTC)": how bad first, then the clock to line up with a
     deploy log ("Nov 30 10:42 UTC" another day)."""
-    minute = at_ms // MINUTE_MS
     day = ""
     if at_ms // _DAY_MS != now_ms // _DAY_MS:
         try:
@@ -131,9 +122,7 @@ def _when(at_ms: int, now_ms: int) -> str:
             return f"at {at_ms} ms, a time no clock wrote"  # a score of 1e308, say
         day = f"{moment:%b} {moment.day} "
     ago = now_ms - at_ms
-    # Arithmetic, not strftime, for the clock: a page may hold 100 of these.
-    clock = f"{day}{minute // 60 % 24:02d}:{minute % 60:02d} UTC"
-    return f"{span(ago) + ' ago' if ago >= MINUTE_MS else 'just now'} ({clock})"
+    return f"{span(ago) + ' ago' if ago >= MINUTE_MS else 'just now'} ({day}{minute_label(at_ms)})"
 
 
 def _since_words(last: LastFinished | None, now_ms: int) -> str:
@@ -151,23 +140,20 @@ def _since_words(last: LastFinished | None, now_ms: int) -> str:
     return "no finished job kept to date it"
 
 
-def _no_workers(summary: QueueSummary, workers: Workers, detail: str) -> Health:
-    ready = sum(map(summary.counts.__getitem__, READY))
-    words = [f"{ready:,} waiting"]  # the badge says "no workers"
-    since = _since_words(workers.last_finished, summary.read_at_ms or int(time.time() * 1000))
-    words += [since] if since else []
-    words += [detail] if detail else []  # the failures, when there were some lately
-    return Health("stuck", "no workers", "; ".join(words))
-
-
 def queue_health(summary: QueueSummary, workers: Workers | None = None) -> Health:
     """No workers (nothing changes until one is back; the failures follow in its
     words) outranks failing (surely over FAILING_FLOOR), then rising, then
     stuck (``workers`` None: they could not be counted)."""
-    recent = summary.recent
-    detail = _failed_words(recent) if recent is not None and recent.failed else ""
+    recent, ready = summary.recent, sum(map(summary.counts.__getitem__, READY))
+    detail = ""
+    if recent is not None and recent.failed:  # "23% failed, last 5 min", or "12 failed, ..."
+        amount = percent(recent.rate) if recent.rate is not None else f"{recent.failed:,}"
+        detail = f"{amount} failed, {_window(recent)}"
     if workers is not None and workers.connected == 0 and wants_workers(summary):
-        return _no_workers(summary, workers, detail)
+        since = _since_words(workers.last_finished, summary.read_at_ms or int(time.time() * 1000))
+        # The badge says "no workers"; the failures follow when there were some lately.
+        words = (f"{ready:,} waiting", since, detail)
+        return Health("stuck", "no workers", "; ".join(word for word in words if word))
     if recent is not None and recent.failed >= MIN_FAILED:
         total = recent.total or 0  # 0: the rate is not known
         rate = recent.failed / total if total else 0.0
@@ -177,7 +163,6 @@ def queue_health(summary: QueueSummary, workers: Workers | None = None) -> Healt
         if was is not None:
             return Health("rising", "failures rising", f"{detail} ({was})")
     if looks_stuck(summary):
-        ready = sum(map(summary.counts.__getitem__, READY))
         waiting = f"{ready:,} waiting, none active"
         if recent is not None and recent.completed is not None:
             waiting += f", none finished in the {_window(recent)}"

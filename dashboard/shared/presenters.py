@@ -10,6 +10,7 @@ import html
 import json
 import re
 import time
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import NotRequired, TypedDict
@@ -23,18 +24,17 @@ from dashboard.core.queue_urls import PATH_SAFE, queue_url, queue_url_maker
 from dashboard.shared import charts
 from dashboard.shared.action_bars import Button
 from dashboard.shared.formatting import compact, span, thousands
-from dashboard.shared.health import Health, Workers, queue_health
+from dashboard.shared.health import Workers, queue_health
 from queues import codec
 from queues.events import Event
-from queues.read.counts import METRICS_POINTS, QueueSummary
+from queues.read.counts import QueueSummary
 from queues.read.failures import FailedAttempt, first_line
 from queues.read.job import JobDetail
-from queues.read.lists import JobPage, JobRow
+from queues.read.lists import JobPage
 from queues.read.progress import Progress
 from queues.read.refs import QueueRef
 from queues.read.search import FoundText
 from queues.read.states import EVENT_TONES, TAB, TABS, label
-from queues.throughput import MINUTE_MS
 
 
 def exact_time(ms: object) -> str:
@@ -67,11 +67,9 @@ def running_html(processed_on: int | None, now_ms: int) -> SafeString:
     if processed_on is None:
         return mark_safe("")
     ran = max(0, now_ms - processed_on)
-    return format_html(
-        '<span class="running" data-running-ms="{}" title="started {}">{}</span>',
-        ran,
-        exact_time(processed_on),
-        running_label(ran),
+    return SafeString(  # digits and our words only
+        f'<span class="running" data-running-ms="{ran}" title="started {exact_time(processed_on)}">'
+        f"{running_label(ran)}</span>"
     )
 
 
@@ -129,61 +127,44 @@ _LIVE_DOT = html.escape(LIVE_DOT_MEANING.capitalize())
 
 
 def queue_rows(
-    summaries: Sequence[QueueSummary],
-    *,
-    slots: int = METRICS_POINTS,
-    workers: Mapping[QueueRef, Workers] | None = None,
+    summaries: Sequence[QueueSummary], *, workers: Mapping[QueueRef, Workers] | None = None
 ) -> list[SafeString]:
-    """The overview's ``<tr>``s; ``workers``: connected workers where counted."""
+    """The overview's ``<tr>``s; ``workers``: connected workers where counted.
+    html.escape, as Django's escape() minus its lazy-string wrapper (a fifth of
+    the row's time). The count cells are our own words and digits, so only the
+    URL is escaped, once (format_html per piece cost more than the rest)."""
     queue_page_url = queue_url_maker("dashboard:queue")
-    return [
-        _queue_row_html(
-            summary,
-            queue_page_url(summary.ref),
-            slots,
-            queue_health(summary, None if workers is None else workers.get(summary.ref)),
+    rows = []
+    for summary in summaries:
+        ref, counts = summary.ref, summary.counts
+        health = queue_health(summary, None if workers is None else workers.get(ref))
+        url = html.escape(queue_page_url(ref))
+        paused = '<span class="badge state-paused">paused</span>' if summary.paused else ""
+        cells = "".join(
+            f'<td class="num"><a href="{url}?state={tab.name}" class="count state-{tab.name}'
+            f'{"" if counts[tab.name] else " zero"}" data-label="{tab.label}"'
+            f' data-count-state="{tab.name}" title="{thousands(counts[tab.name])}'
+            f' {tab.label}">{compact(counts[tab.name])}</a></td>'
+            for tab in TABS
         )
-        for summary in summaries
-    ]
-
-
-def _queue_row_html(summary: QueueSummary, url: str, slots: int, health: Health) -> SafeString:
-    """html.escape, as Django's escape() minus its lazy-string wrapper (a fifth
-    of the row's time). The count cells are our own words and digits, so only
-    the URL is escaped, once (format_html per piece cost more than the rest)."""
-    ref, counts = summary.ref, summary.counts
-    url = html.escape(url)
-    qualified = html.escape(ref.qualified)
-    paused = '<span class="badge state-paused">paused</span>' if summary.paused else ""
-    cells = "".join(
-        f'<td class="num"><a href="{url}?state={tab.name}" class="count state-{tab.name}'
-        f'{"" if counts[tab.name] else " zero"}" data-label="{tab.label}"'
-        f' data-count-state="{tab.name}" title="{thousands(counts[tab.name])}'
-        f' {tab.label}">{compact(counts[tab.name])}</a></td>'
-        for tab in TABS
-    )
-    sparkline = charts.sparkline_svg(
-        summary.completed_per_minute,
-        summary.failed_per_minute,
-        slots,
-        newest_minute=summary.read_at_ms // MINUTE_MS - 1,
-        counted_from_events=summary.counted_from_events,
-    )
-    # data-queue is the live subscription's name: with the connection when not the default.
-    return SafeString(
-        f'<tr data-queue="{html.escape(ref.address)}" class="{health.css}">\n'
-        f'  <th scope="row">\n'
-        f'    <span class="live-dot" data-live-dot aria-hidden="true"'
-        f' title="{_LIVE_DOT}"></span>\n'
-        f'    <a href="{url}" class="queue-name" title="{qualified}">'
-        f"{html.escape(ref.name)}</a>\n"
-        f'    <span class="muted prefix">{html.escape(ref.prefix)}</span>\n'
-        f"    {paused}{charts.health_note(health)}\n"
-        f"  </th>\n"
-        f"  {cells}\n"
-        f'  <td class="spark">{sparkline}{charts.latest_rate(summary)}</td>\n'
-        f"</tr>\n"
-    )
+        # data-queue is the live subscription's name: with the connection when not the default.
+        rows.append(
+            SafeString(
+                f'<tr data-queue="{html.escape(ref.address)}" class="{health.css}">\n'
+                f'  <th scope="row">\n'
+                f'    <span class="live-dot" data-live-dot aria-hidden="true"'
+                f' title="{_LIVE_DOT}"></span>\n'
+                f'    <a href="{url}" class="queue-name" title="{html.escape(ref.qualified)}">'
+                f"{html.escape(ref.name)}</a>\n"
+                f'    <span class="muted prefix">{html.escape(ref.prefix)}</span>\n'
+                f"    {paused}{charts.health_note(health)}\n"
+                f"  </th>\n"
+                f"  {cells}\n"
+                f'  <td class="spark">{charts.sparkline_svg(summary)}</td>\n'
+                f"</tr>\n"
+            )
+        )
+    return rows
 
 
 def empty_tab_hint(tab: str, summary: QueueSummary) -> str:
@@ -208,32 +189,26 @@ def empty_tab_hint(tab: str, summary: QueueSummary) -> str:
 # A manual retry keeps the attempt counters (docs/protocol.md), so a job retried
 # after its attempts ran out made more than allowed: "2/1" read as a broken
 # counter, and only a retry from outside the worker gets there, hence the words.
-_BY_HAND = "retried by hand"
-_OVER_ALLOWED_TITLE = (
-    "More attempts than allowed: after its attempts ran out the job was retried"
-    " by hand, and a manual retry keeps counting them."
+_OVER_ALLOWED = (
+    '<span title="More attempts than allowed: after its attempts ran out the job was retried'
+    ' by hand, and a manual retry keeps counting them.">{} <span class="muted">({} allowed;'
+    " retried by hand)</span></span>"
 )
 
 
 def attempts_html(made: int, allowed: int) -> SafeString:
     """ "2/5", or past the allowed "2 (1 allowed; retried by hand)", never a
-    fraction above one."""
+    fraction above one (ints: nothing to escape)."""
     if made <= allowed:
-        return format_html("{}/{}", made, allowed)
-    return format_html(
-        '<span title="{}">{} <span class="muted">({} allowed; {})</span></span>',
-        _OVER_ALLOWED_TITLE,
-        made,
-        allowed,
-        _BY_HAND,
-    )
+        return SafeString(f"{made}/{allowed}")
+    return SafeString(_OVER_ALLOWED.format(made, allowed))
 
 
 def attempt_of_html(number: int, allowed: int) -> SafeString:
     """ "attempt 2 of 5", or "attempt 2 (1 allowed; retried by hand)"."""
     if number <= allowed:
-        return format_html("attempt {} of {}", number, allowed)
-    return format_html("attempt {} ({} allowed; {})", number, allowed, _BY_HAND)
+        return SafeString(f"attempt {number} of {allowed}")
+    return SafeString(f"attempt {number} ({allowed} allowed; retried by hand)")
 
 
 def _truncate(text: str, limit: int) -> str:
@@ -257,12 +232,10 @@ def progress_label(progress: Progress) -> str:
 
 def progress_html(progress: Progress) -> SafeString:
     """A progress bar and its words; other values as short JSON text, not a repr."""
-    if progress.percent is not None:
-        return format_html(
-            '<progress max="100" value="{}" aria-hidden="true"></progress>'
-            ' <span class="pct">{}</span>',
-            progress.percent,
-            progress_label(progress),
+    if progress.percent is not None:  # digits and our words: nothing to escape
+        return SafeString(
+            f'<progress max="100" value="{progress.percent}" aria-hidden="true"></progress>'
+            f' <span class="pct">{progress_label(progress)}</span>'
         )
     value = progress.value
     if value is None:
@@ -312,67 +285,58 @@ def _found_cell(found: FoundText | None) -> str:
     )
 
 
-def job_rows_html(
-    page: JobPage, *, selectable: bool, found: Mapping[str, FoundText] | None = None
-) -> SafeString:
-    """All rows of a job page; with ``found``, each ends with what its job matched."""
-    prefix = job_url_prefix(page.ref)
-    now = int(time.time() * 1000)
-    rows = [_job_row_html(row, page.state, prefix, now, selectable, found) for row in page.rows]
-    return mark_safe("\n".join(rows))  # noqa: S308 - every value read is escaped in the rows
-
-
 _MISSING_NAME = '<span class="muted">hash missing</span>'
 _NO_NAME = '<span class="muted">(no name)</span>'
 _MISSING_ROW = ' class="missing"'
 
 
-def _job_row_html(
-    row: JobRow,
-    state: str,
-    prefix: str,
-    now: int,
-    selectable: bool,
-    found: Mapping[str, FoundText] | None,
-) -> str:
-    """html.escape on what is read (Django's escape() minus its lazy-string wrapper)."""
+def job_rows_html(
+    page: JobPage, *, selectable: bool, found: Mapping[str, FoundText] | None = None
+) -> SafeString:
+    """All rows of a job page; with ``found``, each ends with what its job matched.
+    html.escape on what is read (Django's escape() minus its lazy-string wrapper)."""
     esc = html.escape
-    job, tab = row.job, TAB[state]
-    if tab.row_time == "due":
-        moment = row.due_ms
-    elif tab.row_time == "finished":
-        moment = job.finished_on
-    else:
-        moment = job.timestamp
-    job_id = esc(job.id)
-    check = (
-        f'<td class="check"><input type="checkbox" name="ids" value="{job_id}"'
-        f' aria-label="Select job {job_id}"></td>'
-        if selectable
-        else ""
-    )
-    shown_name = _truncate(job.name, 300)
-    name = _MISSING_NAME if row.missing else esc(shown_name) if shown_name else _NO_NAME
-    progress: str = progress_html(row.progress)
-    running = running_html(job.processed_on, now) if state == "active" else ""
-    if running:
-        progress = f"{progress} {running}" if progress else running
-    reason = ""
-    if tab.shows_reason:
-        reason = f'<td class="reason" title="{esc(row.reason_line)}">{esc(row.reason_line)}</td>'
-    # The times are our own digits and words: nothing to escape.
-    return (
-        f'<tr data-job-id="{job_id}"{_MISSING_ROW if row.missing else ""}>{check}'
-        f'<td class="id"><a href="{esc(job_url(prefix, job.id))}" title="{job_id}">'
-        f'{esc(_truncate(job.id, 40))}</a></td><td class="name" title="{esc(shown_name)}">{name}'
-        f'</td><td class="when"><time title="{exact_time(moment)}">{relative_time(moment, now)}'
-        f'</time></td><td class="num">{attempts_html(job.attempts_made, job.attempts)}</td>'
-        f'<td class="progress">{progress}</td>'
-        f"{reason}{'' if found is None else _found_cell(found.get(job.id))}</tr>"
-    )
-
-
-# --------------------------------------------------------------------------- the job page
+    prefix = job_url_prefix(page.ref)
+    now = int(time.time() * 1000)
+    tab = TAB[page.state]
+    rows = []
+    for row in page.rows:
+        job = row.job
+        if tab.row_time == "due":
+            moment = row.due_ms
+        elif tab.row_time == "finished":
+            moment = job.finished_on
+        else:
+            moment = job.timestamp
+        job_id = esc(job.id)
+        check = (
+            f'<td class="check"><input type="checkbox" name="ids" value="{job_id}"'
+            f' aria-label="Select job {job_id}"></td>'
+            if selectable
+            else ""
+        )
+        shown_name = _truncate(job.name, 300)
+        name = _MISSING_NAME if row.missing else esc(shown_name) if shown_name else _NO_NAME
+        progress: str = progress_html(row.progress)
+        running = running_html(job.processed_on, now) if page.state == "active" else ""
+        if running:
+            progress = f"{progress} {running}" if progress else running
+        reason = ""
+        if tab.shows_reason:
+            line = esc(row.reason_line)
+            reason = f'<td class="reason" title="{line}">{line}</td>'
+        # The times are our own digits and words: nothing to escape.
+        rows.append(
+            f'<tr data-job-id="{job_id}"{_MISSING_ROW if row.missing else ""}>{check}'
+            f'<td class="id"><a href="{esc(job_url(prefix, job.id))}" title="{job_id}">'
+            f'{esc(_truncate(job.id, 40))}</a></td><td class="name" title="{esc(shown_name)}">'
+            f'{name}</td><td class="when"><time title="{exact_time(moment)}">'
+            f"{relative_time(moment, now)}</time></td>"
+            f'<td class="num">{attempts_html(job.attempts_made, job.attempts)}</td>'
+            f'<td class="progress">{progress}</td>'
+            f"{reason}{'' if found is None else _found_cell(found.get(job.id))}</tr>"
+        )
+    return mark_safe("\n".join(rows))  # noqa: S308 - every value read is escaped in the rows
 
 
 def job_status_html(detail: JobDetail, now_ms: int) -> SafeString:
@@ -380,8 +344,7 @@ def job_status_html(detail: JobDetail, now_ms: int) -> SafeString:
     it retries; "" when the badge says it all (earlier failures never headline)."""
     job, state = detail.job, detail.state
     allowed = job.attempts
-    failures = detail.failed_attempts
-    latest = failures[0] if failures else None
+    latest = detail.failed_attempts[0] if detail.failed_attempts else None
     if state == "completed":
         made = max(job.attempts_made, job.attempts_started)
         return format_html("completed on attempt {}", made) if made > 1 else mark_safe("")
@@ -421,15 +384,15 @@ _JOB_BUTTONS = {
     "promote": ("Promote", "btn-primary", ""),
     "fail": ("Fail", "btn-danger", "Fail {job}? Its worker's result will be discarded."),
     "remove": ("Remove", "btn-danger", "Remove {job}? Its data and logs are deleted."),
+    # Retrying a completed job runs its work a second time (another email, another
+    # charge): a secondary button that names the job and asks.
+    "run_again": (
+        "Run again",
+        "",
+        "Run {named} again? It completed already: whatever it does (an email, a charge)"
+        " is done a second time.",
+    ),
 }
-# Retrying a completed job runs its work a second time (another email, another
-# charge): a secondary button that names the job and asks.
-_RUN_AGAIN = (
-    "Run again",
-    "",
-    "Run {named} again? It completed already: whatever it does (an email, a charge)"
-    " is done a second time.",
-)
 
 
 def job_buttons(job_id: str, name: str, state: str | None, actions: Sequence[str]) -> list[Button]:
@@ -437,12 +400,10 @@ def job_buttons(job_id: str, name: str, state: str | None, actions: Sequence[str
     named = f"{job} ({_truncate(name, 60)})" if name else job
     buttons = []
     for action in actions:
-        label, style, question = (
-            _RUN_AGAIN if action == "retry" and state == "completed" else _JOB_BUTTONS[action]
-        )
-        buttons.append(
-            Button(action, label, style=style, confirm=question.format(job=job, named=named))
-        )
+        again = action == "retry" and state == "completed"
+        label, style, question = _JOB_BUTTONS["run_again" if again else action]
+        confirm = question.format(job=job, named=named)
+        buttons.append(Button(action, label, style=style, confirm=confirm))
     return buttons
 
 
@@ -514,8 +475,7 @@ def event_row_html(event: Event, job_prefix: str, *, one_job: bool = False) -> S
     job_id = event.job_id
     link = ""
     if job_id and row["job_url"] is not None:
-        label = row.get("job_label", job_id)
-        link = f'<a href="{esc(row["job_url"])}">{esc(label)}</a>'
+        link = f'<a href="{esc(row["job_url"])}">{esc(row.get("job_label", job_id))}</a>'
     return mark_safe(  # noqa: S308 - every value in it is escaped or made of safe characters
         _EVENT_ROW.format(
             id=esc(event.stream_id),
@@ -532,14 +492,5 @@ def event_row_html(event: Event, job_prefix: str, *, one_job: bool = False) -> S
 
 # The row the live feed clones and fills: the same markup, every value empty.
 EVENT_ROW_TEMPLATE = mark_safe(  # noqa: S308 - no value in it
-    _EVENT_ROW.format(
-        id="",
-        name="",
-        job_attribute="",
-        time="",
-        clock="",
-        tone="",
-        job_cell=_JOB_CELL.format(link=""),
-        detail="",
-    )
+    _EVENT_ROW.format_map(defaultdict(str, job_cell=_JOB_CELL.format(link="")))
 )

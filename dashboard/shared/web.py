@@ -13,6 +13,7 @@ from functools import cache, wraps
 from typing import Any, TypeVar, cast
 
 import msgspec
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -120,6 +121,27 @@ def page_view(
     return decorate
 
 
+def form_view(back: str, **permission: bool) -> Callable[[Callable[..., tuple[str, bool]]], View]:
+    """A queue page's form that acts (``permission``: page_view's): the view
+    returns its message and whether all went well (else it is a warning), or
+    raises why not; then back to the form's page, else to ``back``'s URL."""
+
+    def decorate(view: Callable[..., tuple[str, bool]]) -> View:
+        @wraps(view)
+        def acted(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
+            try:
+                message, well = view(request, client, ref)
+                level = messages.SUCCESS if well else messages.WARNING
+            except (actions.ActionRefused, BadInput, InvalidName) as error:
+                message, level = str(error), messages.ERROR
+            messages.add_message(request, level, message)
+            return redirect_back(request, queue_url(back, ref))
+
+        return page_view("POST", **permission)(acted)
+
+    return decorate
+
+
 def api_view(
     operation_id: str,
     tags: list[str],
@@ -174,7 +196,7 @@ def request_body(request: HttpRequest, shape: type[B]) -> B:
         value = fields.get(name)
         if value is None or value == "":
             fields[name] = default
-        elif isinstance(value, str) and not _utf8(value):
+        elif isinstance(value, str) and _HALF_CHARACTER.search(value):
             raise BadInput(f"{name} is not valid Unicode text")
     try:
         return msgspec.convert(fields, shape)
@@ -182,7 +204,9 @@ def request_body(request: HttpRequest, shape: type[B]) -> B:
         found = _FIELD.search(str(error))
         name = found.group(1) if found else "The body"
     except UnicodeEncodeError:  # msgspec's, for half a character where a list goes
-        name = next(k for k, v in fields.items() if isinstance(v, str) and not _utf8(v))
+        name = next(
+            k for k, v in fields.items() if isinstance(v, str) and _HALF_CHARACTER.search(v)
+        )
     raise BadInput(shape.refusals.get(name, f"{name} must be a string"))
 
 
@@ -203,6 +227,8 @@ def whole_number(value: object, low: int, high: int, *, must: str, within: str) 
 
 # msgspec's words for where a value is wrong: "... - at `$.ids[0]`", "... field `ids`".
 _FIELD = re.compile(r"(?:at `\$\.|field `)(\w+)")
+# Half a character, which JSON lets through ("\ud800") and UTF-8, all Redis takes, has not.
+_HALF_CHARACTER = re.compile("[\ud800-\udfff]")
 
 
 @cache
@@ -215,26 +241,12 @@ def _words(shape: type[bodies.Body]) -> dict[str, str]:
     }
 
 
-def _utf8(text: str) -> bool:
-    # JSON lets "\ud800" (half a character) through; Redis takes UTF-8 only.
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def is_htmx(request: HttpRequest) -> bool:
-    """An htmx swap, which wants only the fragment it replaces.
-
-    htmx 2 sends ``HX-Request`` on a history restore too (Back to a URL it
-    pushed, when its snapshot is gone): that request gets the whole page, or
-    the bare fragment would become the page. Views answering both ways also
-    vary on ``HX-Request``, so the browser's cache never hands a fragment to a
-    plain navigation of the same URL (Back after leaving the page).
-
-    Read from the headers here rather than from django-htmx's middleware, so
-    a project need not install that middleware for the app."""
+    """An htmx swap, which wants only the fragment it replaces. Not a history
+    restore (htmx 2 sends ``HX-Request`` on Back when its snapshot is gone):
+    that gets the whole page. Views answering both ways vary on ``HX-Request``,
+    so the browser's cache never hands a fragment to a plain navigation. Read
+    from the headers, so a project need not install django-htmx's middleware."""
     htmx = HtmxDetails(request)
     return bool(htmx) and not htmx.history_restore_request
 

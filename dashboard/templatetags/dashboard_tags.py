@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 from django.conf import settings
 from django.shortcuts import resolve_url
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
@@ -15,13 +15,10 @@ from dashboard.acting.actions import MAX_IDS_PER_SET
 from dashboard.core import conf, connections, queue_urls
 from dashboard.shared import action_bars, formatting, presenters
 from queues.events import Event
-from queues.job import Job
-from queues.read.history import Durations
 from queues.read.refs import QueueRef
 from queues.read.states import label
 
 register = template.Library()
-
 
 register.filter("thousands", formatting.thousands)
 register.filter("compact", formatting.compact)
@@ -30,25 +27,19 @@ register.filter("json_highlight", presenters.highlight_json)
 register.filter("ago", presenters.relative_time)
 register.filter("failure_label", presenters.failure_label)
 register.filter("state_label", label)
+register.filter("p95", lambda durations: formatting.format_ms(durations.percentile(0.95)))
+register.filter("seconds", lambda value: formatting.span(value * 1000))
+register.filter("attempts", lambda job: presenters.attempts_html(job.attempts_made, job.attempts))
 register.simple_tag(presenters.job_table_head_html, name="job_table_head")
 register.simple_tag(action_bars.search_buttons, name="search_actions")
 register.simple_tag(lambda: MAX_IDS_PER_SET, name="search_limit")
 register.simple_tag(lambda: action_bars.HANDFUL, name="handful")
 register.simple_tag(lambda: presenters.LIVE_DOT_MEANING, name="live_dot_meaning")
+register.simple_tag(lambda: presenters.EVENT_ROW_TEMPLATE, name="event_row_template")
 # The URLs the page script needs, reversed here so that it never pastes paths
 # together (queue names may hold "/" or "~", the app may be mounted anywhere).
 register.simple_tag(lambda: reverse("dashboard:live"), name="live_socket_url")
 register.simple_tag(lambda: resolve_url(settings.LOGIN_URL), name="login_url")
-
-
-@register.filter
-def p95(durations: Durations) -> str:
-    return formatting.format_ms(durations.percentile(0.95))
-
-
-@register.filter
-def seconds(value: int) -> str:
-    return formatting.span(value * 1000)
 
 
 @register.simple_tag
@@ -75,12 +66,9 @@ def connection_badge(ref: QueueRef) -> SafeString:
 
 @register.simple_tag
 def job_url(ref: QueueRef, job_id: str) -> str:
-    """An id read from Redis may be none a job can have ("a\\nb"), which reverse()
-    refuses: its link leads to the page saying so."""
-    try:
-        return queue_urls.queue_url("dashboard:job", ref, job_id)
-    except NoReverseMatch:
-        return presenters.job_url(presenters.job_url_prefix(ref), job_id)
+    """As the job rows build it, so that an id reverse() refuses ("a\\nb", which no
+    job can have) still links to the page saying so."""
+    return presenters.job_url(presenters.job_url_prefix(ref), job_id)
 
 
 @register.simple_tag
@@ -90,16 +78,6 @@ def logout_url() -> str:
     return resolve_url(configured) if configured else ""
 
 
-@register.filter
-def attempts(job: Job) -> SafeString:
-    return presenters.attempts_html(job.attempts_made, job.attempts)
-
-
 @register.simple_tag
 def event_row(event: Event, ref: QueueRef, one_job: bool = False) -> SafeString:
     return presenters.event_row_html(event, presenters.job_url_prefix(ref), one_job=one_job)
-
-
-@register.simple_tag
-def event_row_template() -> SafeString:
-    return presenters.EVENT_ROW_TEMPLATE

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from msgspec import UNSET
 from redis import Redis
@@ -16,16 +15,15 @@ from dashboard.acting import actions
 from dashboard.core.answers import ActionResult
 from dashboard.core.operations import ACT_ERRORS, READ_ERRORS
 from dashboard.core.permissions import user_label
-from dashboard.core.queue_urls import queue_url
 from dashboard.shared import bodies, presenters
 from dashboard.shared.formatting import span
 from dashboard.shared.web import (
     BadInput,
     api_view,
+    form_view,
     is_htmx,
     page_view,
     queue_context,
-    redirect_back,
     render_page,
     whole_number,
 )
@@ -81,10 +79,11 @@ def limit_lines(limits: Limits) -> dict[str, str]:
     return {"concurrency": concurrency, "rate": rate, "now": now}
 
 
-def _tab_context(client: Redis, ref: QueueRef) -> dict[str, Any]:
+@page_view(fragments=True)
+def workers_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     workers, clients = queue_workers(client, ref)
     limits = read_limits(client, ref)
-    return {
+    context: dict[str, Any] = {
         "workers": workers or [],
         "workers_known": workers is not None,
         "workers_error": clients.error or "",
@@ -96,11 +95,6 @@ def _tab_context(client: Redis, ref: QueueRef) -> dict[str, Any]:
         "poll_ms": POLL_MS,
         "max_concurrency": MAX_GLOBAL_CONCURRENCY,
     }
-
-
-@page_view(fragments=True)
-def workers_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    context = _tab_context(client, ref)
     if is_htmx(request):
         context["ref"] = ref
         return render_page(request, "dashboard/workers/_workers_live.html", context)
@@ -122,19 +116,14 @@ def _limit_from(value: Any) -> int | None:
     return whole_number(value, 1, MAX_GLOBAL_CONCURRENCY, must=must, within=within)
 
 
-@page_view("POST", act=True)
-def global_concurrency_action(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    back = queue_url("dashboard:workers", ref)
+@form_view("dashboard:workers", act=True)
+def global_concurrency_action(
+    request: HttpRequest, client: Redis, ref: QueueRef
+) -> tuple[str, bool]:
     wanted = None if request.POST.get("action") == "clear" else request.POST.get("concurrency", "")
-    try:
-        result = actions.set_global_concurrency(
-            client, ref, _limit_from(wanted), user=user_label(request.user)
-        )
-    except (BadInput, actions.ActionRefused) as error:
-        messages.error(request, str(error))
-    else:
-        messages.success(request, result.message)
-    return redirect_back(request, back)
+    limit = _limit_from(wanted)
+    result = actions.set_global_concurrency(client, ref, limit, user=user_label(request.user))
+    return result.message, True
 
 
 # --------------------------------------------------------------------------- JSON
