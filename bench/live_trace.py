@@ -34,7 +34,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.cdp import Browser  # noqa: E402
-from bench.live import QUEUE, load_average, open_pages, produce  # noqa: E402
 from queues.connection import connect  # noqa: E402
 from queues.queue import Queue  # noqa: E402
 from queues.redis_server import LocalRedisServer, server_binary  # noqa: E402
@@ -139,6 +138,10 @@ def main() -> None:
     parser.add_argument("--browser-nice", type=int, default=10)
     parser.add_argument("--top", type=int, default=25, help="trace events printed")
     args = parser.parse_args()
+    # Here, not above: bench.live imports autobahn's asyncio flavour, which a
+    # process that already chose Twisted's (the tests, for the arithmetic
+    # below) cannot import.
+    from bench.live import QUEUE, load_average, open_pages, produce
 
     print(f"load average before: {load_average()}; serving {args.tree.resolve()}")
     redis = LocalRedisServer(server_binary()[0]).start()
