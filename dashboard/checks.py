@@ -50,17 +50,15 @@ def _has_middleware(wanted: str, installed: list[str]) -> bool:
     return False
 
 
-def _context_processors() -> set[str]:
-    found: set[str] = set()
-    engines: list[dict[str, Any]] = settings.TEMPLATES
-    for engine in engines:
-        if engine.get("BACKEND") == "django.template.backends.django.DjangoTemplates":
-            found.update(engine.get("OPTIONS", {}).get("context_processors", []))
-    return found
-
-
 def check_project(**_: Any) -> list[CheckMessage]:
     middleware = list(settings.MIDDLEWARE)
+    engines: list[dict[str, Any]] = settings.TEMPLATES
+    processors = {
+        processor
+        for engine in engines
+        if engine.get("BACKEND") == "django.template.backends.django.DjangoTemplates"
+        for processor in engine.get("OPTIONS", {}).get("context_processors", [])
+    }
     problems = [
         Error(f"'{app}' must be in INSTALLED_APPS for the dashboard.", id="dashboard.E001")
         for app in REQUIRED_APPS
@@ -77,7 +75,7 @@ def check_project(**_: Any) -> list[CheckMessage]:
             "engine in TEMPLATES for the dashboard's pages.",
             id="dashboard.E003",
         )
-        for processor in sorted(set(REQUIRED_CONTEXT_PROCESSORS) - _context_processors())
+        for processor in sorted(set(REQUIRED_CONTEXT_PROCESSORS) - processors)
     ]
     return [*problems, *check_user_model(get_user_model()), *check_connections()]
 

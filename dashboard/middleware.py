@@ -31,13 +31,11 @@ _SOCKET_SCHEME = {"http": "ws", "https": "wss"}
 def socket_sources(request: HttpRequest) -> list[str]:
     """Where the live socket may connect: the origins its Origin check accepts (this
     host with the request's scheme, and CSRF_TRUSTED_ORIGINS) as WebSocket URLs."""
-    sources = []
     try:
         host = request.get_host()  # checked against ALLOWED_HOSTS: no stray characters
     except DisallowedHost:
         host = ""
-    if host:
-        sources.append(f"{'wss' if request.is_secure() else 'ws'}://{host}")
+    sources = [f"{'wss' if request.is_secure() else 'ws'}://{host}"] if host else []
     for origin in settings.CSRF_TRUSTED_ORIGINS:
         scheme, separator, rest = origin.partition("://")
         if separator and scheme in _SOCKET_SCHEME:

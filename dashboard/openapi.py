@@ -11,14 +11,14 @@ anonymous users.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from importlib import metadata
 from typing import Annotated, Any
 
 import msgspec
 from django.conf import settings
 from django.http import HttpRequest
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import URLPattern, get_resolver, reverse
 from msgspec import Meta
 
 from dashboard.core import answers as dashboard_answers
@@ -199,16 +199,14 @@ _HEADERS: dict[str, Schema] = {
 
 _SEGMENT = "a `/` in it is written `~s`, a `~` as `~~`"
 _PARAMETERS: dict[str, Schema] = {
-    "cohort_id": parameter("path", "cohort_id", "A recent action's cohort", of(CohortId)),
-    "prefix": parameter("path", "prefix", f"The queue's key prefix (`bull`); {_SEGMENT}", of(Text)),
-    "name": parameter("path", "name", f"The queue's name; {_SEGMENT}", of(Text)),
-    "group": parameter("path", "group", "An error group's `key`", of(GroupKey)),
-    "job_id": parameter(
-        "path",
-        "job_id",
-        "The job's id (it may contain `/`: it takes the rest of the path)",
-        of(JobId),
-    ),
+    name: parameter("path", name, description, of(shape))
+    for name, description, shape in (
+        ("cohort_id", "A recent action's cohort", CohortId),
+        ("prefix", f"The queue's key prefix (`bull`); {_SEGMENT}", Text),
+        ("name", f"The queue's name; {_SEGMENT}", Text),
+        ("group", "An error group's `key`", GroupKey),
+        ("job_id", "The job's id (it may contain `/`: it takes the rest of the path)", JobId),
+    )
 }
 
 # --------------------------------------------------------------------------- operations
@@ -290,42 +288,10 @@ _CSRF_HEADER = "The CSRF cookie's value, on every POST"
 _CONVERTED = re.compile(r"<(?:\w+:)?(\w+)>")
 
 
-def _api_resolver(namespace: str, urlconf: str | None) -> URLResolver:
-    resolver = get_resolver(urlconf)
-    for part in namespace.split(":"):
-        resolver = resolver.namespace_dict[part][1]
-    return resolver
-
-
-def _endpoints(resolver: URLResolver) -> Iterator[tuple[URLPattern, str]]:
-    """Each endpoint of the API and its OpenAPI path (relative to the API root)."""
-    for pattern in resolver.url_patterns:
-        if isinstance(pattern, URLPattern):
-            yield pattern, "/" + _CONVERTED.sub(r"{\1}", str(pattern.pattern))
-
-
 def operation_of(pattern: URLPattern) -> Operation | None:
     """The operation an API view declares (shared.web.api_view)."""
     declared: Operation | None = getattr(pattern.callback, "operation", None)
     return declared
-
-
-def _connection_servers(root: str) -> list[Schema]:
-    """A queue path's servers: the default connection's at the API root, any
-    connection's below ``c/{connection}/`` (dashboard.urls)."""
-    return [
-        {"url": root},
-        {
-            "url": root.rstrip("/") + "/c/{connection}",
-            "variables": {
-                "connection": {
-                    "default": DEFAULT_CONNECTION,
-                    "description": "The Redis connection: `default` or a name from "
-                    "`ECHOMQ_CONNECTIONS` (letters, digits, `-`, `_`)",
-                }
-            },
-        },
-    ]
 
 
 def _version() -> str:
@@ -343,18 +309,33 @@ def document(namespace: str, urlconf: str | None = None) -> Schema:
     # URL less its route (dashboard.urls).
     root = reverse(f"{namespace}:schema", urlconf=urlconf).removesuffix("schema/")
     root = root.rstrip("/") or "/"
+    # A queue path's servers: the default connection's at the API root, any
+    # connection's below c/{connection}/ (dashboard.urls).
+    connection = {
+        "default": DEFAULT_CONNECTION,
+        "description": "The Redis connection: `default` or a name from "
+        "`ECHOMQ_CONNECTIONS` (letters, digits, `-`, `_`)",
+    }
+    queue_servers = [
+        {"url": root},
+        {"url": root.rstrip("/") + "/c/{connection}", "variables": {"connection": connection}},
+    ]
+    resolver = get_resolver(urlconf)
+    for part in namespace.split(":"):
+        resolver = resolver.namespace_dict[part][1]
     paths: dict[str, Schema] = {}
-    for pattern, path in _endpoints(_api_resolver(namespace, urlconf)):
-        declared = operation_of(pattern)
+    for pattern in resolver.url_patterns:
+        declared = operation_of(pattern) if isinstance(pattern, URLPattern) else None
         converters = getattr(pattern.pattern, "converters", {})  # the path's parameters
         if declared is None:
             continue  # undocumented: tests/test_openapi.py fails on it
         if "connection" in converters:
-            continue  # the same operation at a second server (_connection_servers)
+            continue  # the same operation at a second server (queue_servers)
         method, operation = _operation(declared, converters)
+        path = "/" + _CONVERTED.sub(r"{\1}", str(pattern.pattern))
         paths[path] = {method: operation}
         if "prefix" in converters:
-            paths[path]["servers"] = _connection_servers(root)
+            paths[path]["servers"] = queue_servers
     return {
         "openapi": "3.1.0",
         "info": {

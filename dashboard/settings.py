@@ -51,15 +51,6 @@ def _env_json(name: str, default: object) -> object:
         raise ImproperlyConfigured(f"{name} is not valid JSON: {error}") from None
 
 
-def _proxy_ssl_header(name: str) -> tuple[str, str] | None:
-    """``X-Forwarded-Proto``: requests whose header says ``https`` are secure. Unset
-    by default: trust it only behind a proxy that always sets (or strips) it."""
-    header = os.environ.get(name, "").strip()
-    if not header:
-        return None
-    return "HTTP_" + header.upper().replace("-", "_"), "https"
-
-
 DEBUG = env_flag("DEBUG")
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
@@ -72,7 +63,10 @@ ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver
 # HTTPS behind a proxy: all off by default, so plain http on localhost works.
 # The origins a browser shows for this site, e.g. "https://queues.example.com".
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS")
-SECURE_PROXY_SSL_HEADER = _proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+# X-Forwarded-Proto: a request whose header says https is secure. Unset by
+# default: trust it only behind a proxy that always sets (or strips) it.
+_PROXY_HEADER = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip().upper().replace("-", "_")
+SECURE_PROXY_SSL_HEADER = ("HTTP_" + _PROXY_HEADER, "https") if _PROXY_HEADER else None
 USE_X_FORWARDED_HOST = env_flag("USE_X_FORWARDED_HOST")
 SESSION_COOKIE_SECURE = env_flag("SESSION_COOKIE_SECURE")
 CSRF_COOKIE_SECURE = env_flag("CSRF_COOKIE_SECURE")
@@ -207,17 +201,10 @@ CACHES = {
         "OPTIONS": {"MAX_ENTRIES": 10_000},
     },
 }
-SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SAMESITE = "Lax"
-CSRF_COOKIE_SAMESITE = "Lax"
-X_FRAME_OPTIONS = "DENY"
-SECURE_CONTENT_TYPE_NOSNIFF = True
-SECURE_REFERRER_POLICY = "same-origin"
-
-LANGUAGE_CODE = "en-us"
+# Django's defaults hold the rest: HttpOnly, SameSite=Lax cookies, X-Frame-Options
+# DENY, nosniff, a same-origin Referer, aware datetimes.
 TIME_ZONE = "UTC"
 USE_I18N = False
-USE_TZ = True
 
 STATIC_URL = "/static/"
 # The checkout's static files (the app's, under dashboard/; a wheel holds them in the app).

@@ -16,6 +16,7 @@ from django.test import Client
 from redis import Redis
 
 from dashboard.checks import check_connections
+from dashboard.core import connections
 from dashboard.models import AuditEntry
 from dashboard.shared import connection_groups
 from queues.connection import connect
@@ -304,6 +305,22 @@ def test_a_name_used_twice_and_a_setting_that_is_no_list_are_check_errors(settin
     ]
     settings.ECHOMQ_CONNECTIONS = [{"name": "eu", "url": "redis://a", "queues": ["emails"]}]
     assert check_connections() == []
+
+
+def test_a_name_the_check_calls_twice_is_not_served_even_after_a_wrong_entry(
+    settings: Any,
+) -> None:
+    """Every entry the start-up check names is left out, so what the check says
+    and what the pages serve agree: the second "eu" is the one named twice."""
+    settings.ECHOMQ_CONNECTIONS = [
+        {"name": "eu", "url": "http://eu-redis:6379"},
+        {"name": "eu", "url": "redis://eu-redis:6379/0"},
+    ]
+    assert [p.msg for p in check_connections()][1] == (
+        "ECHOMQ_CONNECTIONS connection 'eu' is named twice"
+    )
+    assert connections.named("eu") is None
+    assert [c.name for c in connections.configured()] == ["default"]
 
 
 def test_a_flow_on_the_second_server_links_and_follows_its_jobs_there(

@@ -132,8 +132,8 @@ async def test_what_a_socket_leaves_waiting_is_bounded_and_it_is_told_with_a_gap
         sent.append(add_event(redis_client, str(n)))
         assert await received_ids(reader, 1) == [sent[-1]]
         # The first batch is held in send; behind it at most the bound plus one gap.
-        assert len(stuck_inbox) <= 5 + 1
-    assert len(stuck_inbox) == 5 + 1
+        assert stuck_inbox.qsize() <= 5 + 1
+    assert stuck_inbox.qsize() == 5 + 1
     gate.set()
     ids: list[str] = []
     gap = None

@@ -5,51 +5,41 @@ and the demo's late ``REDIS_URL`` apply.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from django.conf import settings
 
-
-def redis_url() -> str | None:
-    """``REDIS_URL``, or None: start a private server (queues.redis_server)."""
-    configured: str | None = getattr(settings, "REDIS_URL", None)
-    return configured or None
+T = TypeVar("T")
 
 
-def queues() -> list[str]:
-    return list(getattr(settings, "ECHOMQ_QUEUES", []))
+def _setting(name: str, default: Any, kind: Callable[[Any], T]) -> Callable[[], T]:
+    """The reader of setting ``name``: its value at each call (or ``default``), as ``kind``."""
+
+    def read() -> T:
+        return kind(getattr(settings, name, default))
+
+    return read
 
 
-def prefixes() -> list[str]:
-    return list(getattr(settings, "ECHOMQ_PREFIXES", ["bull"]))
+def _or_none(value: str | None) -> str | None:
+    return value or None
 
 
-def read_only() -> bool:
-    return bool(getattr(settings, "ECHOMQ_READ_ONLY", False))
+def _as_set(value: object) -> object:
+    return value
 
 
-def max_job_data_bytes() -> int:
-    return int(getattr(settings, "ECHOMQ_MAX_JOB_DATA_BYTES", 1024 * 1024))
-
-
-def logout_url() -> str | None:
-    """``ECHOMQ_LOGOUT_URL``: a URL name or a path, or None."""
-    configured: str | None = getattr(settings, "ECHOMQ_LOGOUT_URL", None)
-    return configured or None
-
-
-def connections() -> object:
-    """``ECHOMQ_CONNECTIONS``, as set (dashboard.core.connections reads and checks it)."""
-    configured: object = getattr(settings, "ECHOMQ_CONNECTIONS", [])
-    return configured
-
-
-def history_collector() -> bool:
-    return bool(getattr(settings, "ECHOMQ_HISTORY_COLLECTOR", True))
-
-
-def metrics_token() -> str | None:
-    configured: str | None = getattr(settings, "ECHOMQ_METRICS_TOKEN", None)
-    return configured or None
-
-
-def live_sockets_per_user() -> int:
-    return int(getattr(settings, "ECHOMQ_LIVE_SOCKETS_PER_USER", 30))
+# None: start a private server (queues.redis_server).
+redis_url = _setting("REDIS_URL", None, _or_none)
+queues = _setting("ECHOMQ_QUEUES", [], list)
+prefixes = _setting("ECHOMQ_PREFIXES", ["bull"], list)
+read_only = _setting("ECHOMQ_READ_ONLY", False, bool)
+max_job_data_bytes = _setting("ECHOMQ_MAX_JOB_DATA_BYTES", 1024 * 1024, int)
+# A URL name or a path, or None.
+logout_url = _setting("ECHOMQ_LOGOUT_URL", None, _or_none)
+# As set: dashboard.core.connections reads and checks it.
+connections = _setting("ECHOMQ_CONNECTIONS", [], _as_set)
+history_collector = _setting("ECHOMQ_HISTORY_COLLECTOR", True, bool)
+metrics_token = _setting("ECHOMQ_METRICS_TOKEN", None, _or_none)
+live_sockets_per_user = _setting("ECHOMQ_LIVE_SOCKETS_PER_USER", 30, int)

@@ -7,15 +7,14 @@ like Django's active language, so no queue view names its connection.
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 
 from dashboard.core import conf
 from queues.connection import url_problem
@@ -36,36 +35,20 @@ class Connection:
     queues: tuple[QueueRef, ...]  # always listed, on this connection
 
 
-def _always_listed(entries: Sequence[str], prefixes: Sequence[str], name: str) -> list[QueueRef]:
-    refs = []
-    for entry in entries:
+def _connection(
+    name: str, url: str | None, prefixes: Sequence[str], queues: Sequence[str]
+) -> Connection:
+    listed = []
+    for entry in queues:
         try:
-            refs.append(QueueRef.parse(entry, prefixes[0] if prefixes else "bull").on(name))
+            listed.append(QueueRef.parse(entry, prefixes[0] if prefixes else "bull").on(name))
         except InvalidName:
             continue  # a bad setting hides one queue rather than breaking every page
-    return refs
+    return Connection(name, url, tuple(prefixes), tuple(listed))
 
 
 def default() -> Connection:
-    prefixes = conf.prefixes()
-    return Connection(
-        DEFAULT_CONNECTION,
-        conf.redis_url(),
-        tuple(prefixes),
-        tuple(_always_listed(conf.queues(), prefixes, DEFAULT_CONNECTION)),
-    )
-
-
-def problems() -> list[str]:
-    """What is wrong with ``ECHOMQ_CONNECTIONS``, one sentence each ([] when right)."""
-    raw = conf.connections()
-    if not isinstance(raw, list | tuple):
-        return ["ECHOMQ_CONNECTIONS must be a list of connections"]
-    found: list[str] = []
-    seen = {DEFAULT_CONNECTION}
-    for position, entry in enumerate(raw, start=1):
-        found.extend(_entry_problems(position, entry, seen))
-    return found
+    return _connection(DEFAULT_CONNECTION, conf.redis_url(), conf.prefixes(), conf.queues())
 
 
 def _entry_problems(position: int, entry: object, seen: set[str]) -> list[str]:
@@ -110,45 +93,44 @@ def _entry_problems(position: int, entry: object, seen: set[str]) -> list[str]:
     return found
 
 
-def _extra() -> list[Connection]:
-    """The right entries of ``ECHOMQ_CONNECTIONS`` (the checks name the others)."""
+def _read() -> tuple[list[Connection], list[str]]:
+    """``ECHOMQ_CONNECTIONS``: its right entries, and what is wrong with the
+    others, one sentence each (the checks name them; they are not served)."""
     raw = conf.connections()
     if not isinstance(raw, list | tuple):
-        return []
+        return [], ["ECHOMQ_CONNECTIONS must be a list of connections"]
     extra: list[Connection] = []
+    found: list[str] = []
     seen = {DEFAULT_CONNECTION}
     for position, entry in enumerate(raw, start=1):
-        if _entry_problems(position, entry, set(seen)):
-            continue
-        name = entry["name"]
-        seen.add(name)
-        prefixes = list(entry.get("prefixes") or ["bull"])
-        queues = _always_listed(entry.get("queues", []), prefixes, name)
-        extra.append(Connection(name, entry["url"].strip(), tuple(prefixes), tuple(queues)))
-    return extra
+        wrong = _entry_problems(position, entry, seen)
+        found += wrong
+        if not wrong:
+            prefixes = entry.get("prefixes") or ["bull"]
+            url = entry["url"].strip()
+            extra.append(_connection(entry["name"], url, prefixes, entry.get("queues", [])))
+    return extra, found
+
+
+def problems() -> list[str]:
+    """What is wrong with ``ECHOMQ_CONNECTIONS`` ([] when right)."""
+    return _read()[1]
 
 
 def configured() -> list[Connection]:
     """Every connection served, the default first (the overview's group order)."""
-    return [default(), *_extra()]
+    return [default(), *_read()[0]]
 
 
 def named(name: str) -> Connection | None:
     if name == DEFAULT_CONNECTION:
         return default()
-    return next((c for c in _extra() if c.name == name), None)
-
-
-def connection_or_404(name: str) -> Connection:
-    found = named(name)
-    if found is None:
-        raise Http404(f"No Redis connection named {name}")
-    return found
+    return next((c for c in _read()[0] if c.name == name), None)
 
 
 def several() -> bool:
     """More than the default connection: the pages then name each queue's."""
-    return bool(_extra())
+    return bool(_read()[0])
 
 
 # ------------------------------------------------------------ the request's connection
@@ -161,26 +143,20 @@ def current() -> str:
     return _current.get()
 
 
-@contextlib.contextmanager
-def serving(name: str) -> Iterator[None]:
-    token = _current.set(name)
-    try:
-        yield
-    finally:
-        # Reset, not left set: a pool thread runs the next request in the same context.
-        _current.reset(token)
-
-
 def on_connection(view: V) -> V:
     """``view`` for a URL that names its connection (``connection=``), serving it.
 
     An unknown name is not refused here but where the view asks for its client
-    (``connection_or_404``): after the view's permission check, so that nobody
+    (``redis.redis_url``): after the view's permission check, so that nobody
     logged out learns which names exist."""
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, connection: str, **kwargs: Any) -> HttpResponse:
-        with serving(connection):
+        token = _current.set(connection)
+        try:
             return view(request, *args, **kwargs)
+        finally:
+            # Reset, not left set: a pool thread runs the next request in the same context.
+            _current.reset(token)
 
     return wrapper  # type: ignore[return-value]

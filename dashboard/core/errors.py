@@ -9,14 +9,14 @@ project's own answers alone.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from http import HTTPStatus
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
-from django.urls import Resolver404, URLResolver, resolve
+from django.urls import Resolver404, resolve
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -33,9 +33,6 @@ APP_NAMESPACE = "dashboard"
 API_NAMESPACE = "dashboard:api"
 # A page that could not reach Redis reloads itself this often (seconds).
 RETRY_AFTER_S = 5
-REDIS_UNAVAILABLE = "redis_unavailable"
-REDIS_FAILING_OVER = "redis_failing_over"
-REDIS_NO_PERMISSION = "redis_no_permission"
 # What the API says when Django, not one of our views, refused a request.
 _CODES = {
     400: ("bad_request", "The request could not be read"),
@@ -53,10 +50,10 @@ def json_error(status: int, code: str, message: str) -> JsonResponse:
     )
 
 
-def _inside(app_names: list[str], namespace: str) -> bool:
+def _inside(app_names: Sequence[str | None], namespace: str) -> bool:
     """Whether a chain of application namespaces enters ``namespace`` ("a:b")
     (a project may nest the app's include inside namespaces of its own)."""
-    return f":{namespace}:" in f":{':'.join(app_names)}:"
+    return f":{namespace}:" in f":{':'.join(name for name in app_names if name)}:"
 
 
 def is_api_path(path_info: str) -> bool:
@@ -65,18 +62,13 @@ def is_api_path(path_info: str) -> bool:
     try:
         match = resolve(path_info)
     except Resolver404 as missing:
-        # Each entry is the chain of patterns tried; a chain that went on
-        # inside the API's resolver means the path was below the API's root.
+        # Each entry is a chain of patterns tried (resolvers, then the last); one
+        # that went on inside the API's resolver means the path was below its root.
         tried = missing.args[0].get("tried", []) if missing.args else []
-        return any(_went_into_api(chain) for chain in tried)
+        return any(
+            _inside([step.app_name for step in chain[:-1]], API_NAMESPACE) for chain in tried
+        )
     return _inside(match.app_names, API_NAMESPACE)
-
-
-def _went_into_api(chain: list[object]) -> bool:
-    app_names = [
-        step.app_name for step in chain[:-1] if isinstance(step, URLResolver) and step.app_name
-    ]
-    return _inside(app_names, API_NAMESPACE)
 
 
 def is_api_request(request: HttpRequest) -> bool:
@@ -131,10 +123,10 @@ def redis_unavailable(request: HttpRequest) -> HttpResponse:
     failover = failing_over(_connection(request))
     if is_api_request(request):
         if failover is not None:
-            code = REDIS_FAILING_OVER
+            code = "redis_failing_over"
             message = f"Redis is failing over ({failover.describe()}): try again in "
         else:
-            code, message = REDIS_UNAVAILABLE, "Redis unreachable: try again in "
+            code, message = "redis_unavailable", "Redis unreachable: try again in "
         message += f"{RETRY_AFTER_S} seconds."
         if not reading:
             message += " The action may or may not have run: look before repeating it."
@@ -161,7 +153,7 @@ def redis_refused(request: HttpRequest, error: Exception) -> HttpResponse:
     if request.method not in ("GET", "HEAD"):
         message += " The action may have stopped part-way: look before repeating it."
     if is_api_request(request):
-        return json_error(403, REDIS_NO_PERMISSION, message)
+        return json_error(403, "redis_no_permission", message)
     return render(request, "dashboard/redis_refused.html", {"message": message}, status=403)
 
 
@@ -191,14 +183,14 @@ class ErrorAnswersMiddleware:
         return _api_error(request, response)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        # BusyLoadingError (Redis loading its data after a restart) is a ConnectionError too.
         # Only the app's views: a project's own Redis is not the queues' Redis.
-        if isinstance(exception, RedisConnectionError | RedisTimeoutError) and is_app_request(
-            request
-        ):
+        if not is_app_request(request):
+            return None
+        # BusyLoadingError (Redis loading its data after a restart) is a ConnectionError too.
+        if isinstance(exception, RedisConnectionError | RedisTimeoutError):
             log.warning("Redis unreachable while serving %s: %s", request.path, exception)
             return redis_unavailable(request)
-        if is_no_permission(exception) and is_app_request(request):
+        if is_no_permission(exception):
             log.warning("Redis refused a command while serving %s: %s", request.path, exception)
             return redis_refused(request, exception)
         return None

@@ -18,23 +18,20 @@ from queues.numerals import NotWholeNumber, parse_whole
 from queues.read.refs import DEFAULT_CONNECTION, QueueRef
 
 
-def configured_queues(connection: str | None = None) -> list[QueueRef]:
-    """The queues always listed on ``connection`` (None: the running view's)."""
-    found = connections.named(connection or connections.current())
-    return list(found.queues) if found is not None else []
-
-
-def served_prefixes(connection: str | None = None) -> list[str]:
-    found = connections.named(connection or connections.current())
-    return list(found.prefixes) if found is not None else []
+def _serving(connection: str | None) -> connections.Connection:
+    """``connection`` (None: the running view's); an unknown one serves nothing."""
+    name = connection or connections.current()
+    return connections.named(name) or connections.Connection(name, None, (), ())
 
 
 def all_queues(client: Redis, connection: str | None = None) -> list[QueueRef]:
     """Every queue of ``connection`` (None: the running view's), whose client is ``client``."""
-    name = connection or connections.current()
-    found = discovery.discover_queues(client, served_prefixes(name), configured_queues(name))
+    served = _serving(connection)
+    found = discovery.discover_queues(client, list(served.prefixes), list(served.queues))
     # Discovery names queues as the runtime does, on no connection in particular.
-    return found if name == DEFAULT_CONNECTION else [ref.on(name) for ref in found]
+    if served.name == DEFAULT_CONNECTION:
+        return found
+    return [ref.on(served.name) for ref in found]
 
 
 def split_served(refs: Iterable[QueueRef]) -> tuple[set[QueueRef], list[QueueRef]]:
@@ -42,11 +39,10 @@ def split_served(refs: Iterable[QueueRef]) -> tuple[set[QueueRef], list[QueueRef
     those served if they exist in Redis (under a served prefix of their
     connection). The rest never are (an unknown connection's included)."""
     wanted = set(refs)
-    names = {ref.connection for ref in wanted}
-    configured = {ref for name in names for ref in configured_queues(name)}
-    prefixes = {name: set(served_prefixes(name)) for name in names}
-    served = wanted & configured
-    return served, sorted(ref for ref in wanted - served if ref.prefix in prefixes[ref.connection])
+    serving = {ref.connection: _serving(ref.connection) for ref in wanted}
+    served = {ref for ref in wanted if ref in serving[ref.connection].queues}
+    maybe = (ref for ref in wanted - served if ref.prefix in serving[ref.connection].prefixes)
+    return served, sorted(maybe)
 
 
 async def served_queues_async(client: AsyncRedis, refs: Iterable[QueueRef]) -> set[QueueRef]:

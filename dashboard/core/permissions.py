@@ -95,50 +95,38 @@ _MESSAGES = {
 }
 
 
-def _guarded(
-    need: Need,
-    answer_anonymous: Callable[[HttpRequest], HttpResponse],
-    answer_denied: Callable[[str], HttpResponse],
-) -> Callable[[V], V]:
+def _guarded(act: bool, change: bool, api: bool) -> Callable[[V], V]:
+    need: Need = "change" if change else "act" if act else "view"
+
     def decorate(view: V) -> V:
         @wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             # Every POST acts at least, whatever the view says.
             posted = need == "view" and request.method == "POST"
             denial = _denial(request, need="act" if posted else need)
+            if denial is None:
+                return view(request, *args, **kwargs)
+            if api and denial == "login":
+                return json_error(401, "unauthenticated", _MESSAGES[denial])
+            if api:
+                return json_error(403, "forbidden", _MESSAGES[denial])
             if denial == "login":
-                return answer_anonymous(request)
-            if denial is not None:
-                return answer_denied(denial)
-            return view(request, *args, **kwargs)
+                return redirect_to_login(request.get_full_path())
+            raise PermissionDenied(_MESSAGES[denial])
 
         return cast(V, wrapper)
 
     return decorate
 
 
-def _forbidden_page(denial: str) -> HttpResponse:
-    raise PermissionDenied(_MESSAGES[denial])
-
-
-def _need(act: bool, change: bool) -> Need:
-    return "change" if change else "act" if act else "view"
-
-
 def page_permission(*, act: bool = False, change: bool = False) -> Callable[[V], V]:
     """For HTML views: login redirect for anonymous users, 403 page otherwise."""
-    return _guarded(
-        _need(act, change), lambda r: redirect_to_login(r.get_full_path()), _forbidden_page
-    )
+    return _guarded(act, change, api=False)
 
 
 def api_permission(*, act: bool = False, change: bool = False) -> Callable[[V], V]:
     """For API views: JSON 401 for anonymous users, JSON 403 otherwise."""
-    return _guarded(
-        _need(act, change),
-        lambda _: json_error(401, "unauthenticated", _MESSAGES["login"]),
-        lambda denial: json_error(403, "forbidden", _MESSAGES[denial]),
-    )
+    return _guarded(act, change, api=True)
 
 
 def user_label(user: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from django.http import Http404
 from redis import Redis
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -46,9 +47,10 @@ def redis_url(connection: str | None = None) -> str:
     name = connection or connections.current()
     if name == DEFAULT_CONNECTION:
         return conf.redis_url() or resolve_redis().url
-    url = connections.connection_or_404(name).url
-    assert url is not None
-    return url
+    found = connections.named(name)
+    if found is None or found.url is None:
+        raise Http404(f"No Redis connection named {name}")
+    return found.url
 
 
 def get_client(connection: str | None = None) -> Redis:

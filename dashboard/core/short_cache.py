@@ -94,11 +94,4 @@ class CachedAuthenticationMiddleware(AuthenticationMiddleware):
 
     def process_request(self, request: HttpRequest) -> None:
         super().process_request(request)
-        request.user = SimpleLazyObject(lambda: _request_user(request))  # type: ignore[assignment]
-
-
-def _request_user(request: Any) -> AbstractBaseUser | AnonymousUser:
-    # Django's lazy user keeps its answer on the request; so does this.
-    if not hasattr(request, "_cached_user"):
-        request._cached_user = cached_user(request)
-    return request._cached_user  # type: ignore[no-any-return]
+        request.user = SimpleLazyObject(lambda: cached_user(request))  # type: ignore[assignment]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from redis import Redis
 
@@ -25,11 +24,11 @@ from dashboard.shared import bodies, presenters
 from dashboard.shared.web import (
     PAGE_SIZES,
     api_view,
+    form_view,
     is_htmx,
     page_params,
     page_view,
     queue_context,
-    redirect_back,
     render_page,
 )
 from queues import errors
@@ -163,23 +162,13 @@ def groups_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespo
     return render_page(request, f"dashboard/error_groups/{name}", context)
 
 
-@page_view("POST", act=True)
-def group_action_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    try:
-        done = group_action(
-            client,
-            ref,
-            request.POST.get("group", ""),
-            request.POST.get("action", ""),
-            user=user_label(request.user),
-        )
-    except actions.ActionRefused as error:
-        messages.error(request, str(error))
-        return redirect_back(request, _groups_url(ref))
+@form_view("dashboard:error_groups", act=True)
+def group_action_page(request: HttpRequest, client: Redis, ref: QueueRef) -> tuple[str, bool]:
+    post = request.POST
+    user = user_label(request.user)
+    done = group_action(client, ref, post.get("group", ""), post.get("action", ""), user=user)
     clean = not (done.broken or done.moved_meanwhile or done.left)
-    level = messages.SUCCESS if done.count and clean else messages.WARNING
-    messages.add_message(request, level, done.message)
-    return redirect_back(request, _groups_url(ref))
+    return done.message, bool(done.count and clean)
 
 
 # -- the API -------------------------------------------------------------------------

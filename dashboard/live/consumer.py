@@ -11,7 +11,7 @@ import contextlib
 import json
 import logging
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -28,6 +28,7 @@ from redis.exceptions import RedisError
 
 from dashboard.core import conf, connections
 from dashboard.core.lookup import served_queues_async
+from dashboard.core.permissions import can_view
 from dashboard.live.hub import (
     Batch,
     EventPayload,
@@ -80,18 +81,11 @@ RECHECK_S = 30.0
 POSITION_EVERY_S = 5.0
 # A job filter's ids (a flow's tree), bounded as the queues per socket are.
 MAX_JOBS_PER_FILTER = 100
-# Live pages one user may hold open in this process: settings'
-# ECHOMQ_LIVE_SOCKETS_PER_USER (docs/live.md, "Bounded per socket").
-_sockets_of: Counter[Any] = Counter()  # user pk -> sockets open now
+# Live pages open in this process by user pk, at most conf.live_sockets_per_user().
+_sockets_of: Counter[Any] = Counter()
 # Messages a socket may leave waiting (about 5 s of a busy queue's batches);
 # past it a queue's further batches give way to one gap.
 INBOX_MESSAGES = 256
-
-
-def user_may_view(user: Any) -> bool:
-    from dashboard.core import permissions
-
-    return bool(permissions.can_view(user))
 
 
 async def access_now(scope: Mapping[str, Any]) -> int | None:
@@ -108,32 +102,19 @@ async def access_now(scope: Mapping[str, Any]) -> int | None:
         fresh = await database_sync_to_async(users.first)()
     if fresh is None or not fresh.is_authenticated or fresh.pk != user.pk:
         return CLOSE_NOT_LOGGED_IN
-    return None if await database_sync_to_async(user_may_view)(fresh) else CLOSE_FORBIDDEN
+    return None if await database_sync_to_async(can_view)(fresh) else CLOSE_FORBIDDEN
 
 
-class Inbox:
-    """One socket's messages in order. ``put`` takes what must not be dropped
+class Inbox(asyncio.Queue[Message]):
+    """One socket's messages in order. ``put_nowait`` takes what must not be dropped
     (client frames, which the outbox bounds; barriers; the queue set);
     ``deliver`` the streams' batches and gaps, bounded."""
 
     def __init__(self) -> None:
-        self._messages: deque[Message] = deque()
-        self._ready = asyncio.Event()
-        self._waiting = False  # the socket's task waits in ``get``
+        super().__init__()
+        self.waiting = False  # the socket's task waits in ``get``
         # A queue whose batches are dropped: the gap marker waiting in the inbox for it.
         self._lagging: dict[str, Message] = {}
-
-    def __len__(self) -> int:
-        return len(self._messages)
-
-    @property
-    def idle(self) -> bool:
-        """The socket's task waits with nothing queued: what comes now is next."""
-        return self._waiting and not self._messages
-
-    def put(self, message: Message) -> None:
-        self._messages.append(message)
-        self._ready.set()
 
     def deliver(self, message: Message) -> None:
         """A queue's batch or gap (with its ``queue`` and newest id, ``tip``); never waits."""
@@ -142,20 +123,15 @@ class Inbox:
         if marker is not None:
             marker["tip"] = message["tip"]  # the page will continue from the newest missed
             return
-        if len(self._messages) >= INBOX_MESSAGES:
+        if self.qsize() >= INBOX_MESSAGES:
             message = {"type": "live.gap", "queue": queue, "tip": message["tip"]}
             self._lagging[queue] = message
-        self.put(message)
+        self.put_nowait(message)
 
     async def get(self) -> Message:
-        while not self._messages:
-            self._ready.clear()
-            self._waiting = True
-            try:
-                await self._ready.wait()
-            finally:
-                self._waiting = False
-        message = self._messages.popleft()
+        self.waiting = True
+        message = await super().get()  # a cancel here ends the socket: it lets go of all
+        self.waiting = False
         if message["type"] == "live.gap" and self._lagging.get(message["queue"]) is message:
             del self._lagging[message["queue"]]  # later batches of the queue are kept again
         return message
@@ -188,10 +164,11 @@ class Subscription:
         self.ref = self.queue.address
 
     def deliver(self, message: Message) -> None:
-        """Under daphne a whole batch that finds the socket's task idle is sent from
-        the reader's hand-out (docs/live.md, "One inbox per socket"); else queued."""
-        if not (self.socket.inbox.idle and self.socket.send_now(self, message)):
-            self.socket.inbox.deliver(message)
+        """Under daphne a batch that finds the socket's task idle is sent from the
+        reader's hand-out (docs/live.md, "One inbox per socket"); else queued."""
+        inbox = self.socket.inbox
+        if not (inbox.waiting and inbox.empty() and self.socket.send_now(message)):
+            inbox.deliver(message)
 
 
 def stream_id(position: tuple[int, int]) -> str:
@@ -207,12 +184,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.base_send = send
         self.inbox = Inbox()
         self.subscriptions: dict[str, Subscription] = {}
-        self.discovering = False
         self.outbox: Outbox = scope.get("outbox") or Outbox(daphne_protocol(send))
+        self.outbox.on_full = lambda: self._start(self._wait_for_reader())
         self.tasks: set[asyncio.Task[None]] = set()  # rechecks, status, stall watch
-        self.stall_watch: asyncio.Task[None] | None = None
         self.giving_up = False
-        self.status_changed = asyncio.Event()
         self.told_status = STATUS_OK  # what the page assumes until told otherwise
         # The hubs (one per Redis connection) whose reachability this page hears.
         self.watched_hubs: set[StreamHub] = set()
@@ -230,18 +205,15 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     async def _take_client_frames(self, receive: Any) -> None:
         try:
             while True:
-                self.inbox.put(await receive())
+                self.inbox.put_nowait(await receive())
         except Exception:  # the server's receive failed: end the socket as if it went
             log.exception("live socket: receive failed")
-            self.inbox.put({"type": "websocket.disconnect", "code": 1011})
+            self.inbox.put_nowait({"type": "websocket.disconnect", "code": 1011})
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Channels' dispatch minus its per-message hop to close stale database
         connections (``database_sync_to_async`` closes them; docs/live.md)."""
-        handler = getattr(self, get_handler_name(message), None)
-        if handler is None:
-            raise ValueError(f"no handler for message type {message['type']!r}")
-        await handler(message)
+        await getattr(self, get_handler_name(message))(message)
         raise_if_cancelled()  # daphne's cancel, should a Redis command have swallowed it
 
     def _start(self, job: Any) -> asyncio.Task[None]:
@@ -252,22 +224,20 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     def _let_go(self) -> None:
         """Synchronous, so nothing can cut it short."""
+        self.outbox.on_full = lambda: None  # no stall watch for a socket gone
         if self.counted_as is not None:
             _sockets_of[self.counted_as] -= 1
             if not _sockets_of[self.counted_as]:
                 del _sockets_of[self.counted_as]
-            self.counted_as = None
         for task in list(self.tasks):
             if task is not asyncio.current_task():
                 task.cancel()
         for hub in self.watched_hubs:
-            hub.status_listeners.discard(self.status_changed)
+            hub.status_listeners.discard(self._reachability_changed)
         self.watched_hubs.clear()
         for ref in list(self.subscriptions):
             self._drop(ref)
-        if self.discovering:
-            self.discovering = False
-            get_hub().unwatch_queues(self.inbox.put)
+        get_hub().unwatch_queues(self.inbox.put_nowait)  # if it listed the queues
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -276,7 +246,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         await self.accept()
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_NOT_LOGGED_IN)
-        elif not await database_sync_to_async(user_may_view)(user):
+        elif not await database_sync_to_async(can_view)(user):
             await self.close(code=CLOSE_FORBIDDEN)
         elif _sockets_of[user.pk] >= conf.live_sockets_per_user():
             await self.close(code=CLOSE_TOO_MANY)
@@ -285,16 +255,14 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             _sockets_of[user.pk] += 1
             self._start(self._recheck_access())
             self._watch_reachability(get_hub())
-            self._start(self._follow_reachability())
 
     async def _recheck_access(self) -> None:
-        while True:
+        code = None
+        while code is None:
             raise_if_cancelled()
             await asyncio.sleep(RECHECK_S)
             code = await access_now(self.scope)
-            if code is not None:
-                await self.close(code=code)
-                return
+        await self.close(code=code)
 
     # ------------------------------------------------------------ Redis there or not
 
@@ -302,14 +270,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         """Hear whether ``hub``'s Redis answers, from now on (once per hub)."""
         if hub not in self.watched_hubs:
             self.watched_hubs.add(hub)
-            hub.status_listeners.add(self.status_changed)
-            self.status_changed.set()  # it may be down already
+            hub.status_listeners.add(self._reachability_changed)
+            self._reachability_changed()  # it may be down already
 
-    async def _follow_reachability(self) -> None:
-        while True:
-            await self.status_changed.wait()
-            self.status_changed.clear()
-            await self._tell_reachability()
+    def _reachability_changed(self) -> None:
+        self._start(self._tell_reachability())
 
     async def _tell_reachability(self) -> None:
         """Tell the page whether Redis answers, when that changed since it was last told."""
@@ -378,46 +343,36 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         return Subscription(self, queue, resume, jobs, bodies)
 
     async def _subscribe_all(self, items: list[Any]) -> None:
-        by_connection: dict[str, list[Subscription]] = {}
-        for item in items:
-            sub = await self._wanted(item)
-            if sub is not None:
-                by_connection.setdefault(sub.queue.connection, []).append(sub)
-        for name, group in by_connection.items():
-            await self._subscribe_on(get_hub(name), group)
+        wanted = [sub for item in items if (sub := await self._wanted(item)) is not None]
+        for name in dict.fromkeys(sub.queue.connection for sub in wanted):  # a hub at a time
+            hub, group = get_hub(name), [sub for sub in wanted if sub.queue.connection == name]
+            self._watch_reachability(hub)
+            try:
+                served = await hub.ask(served_queues_async(hub.client, [s.queue for s in group]))
+            except (RedisError, OSError) as error:
+                reason = REDIS_UNREACHABLE if isinstance(error, OUTAGES) else "Redis error"
+                for sub in group:
+                    await self._error(sub.ref, reason)
+                continue
+            for sub in group:
+                raise_if_cancelled()  # a socket going away stops subscribing at once
+                why_not = await self._subscribe(sub, served)
+                if why_not is not None:
+                    await self._error(sub.ref, why_not)
 
-    async def _subscribe_on(self, hub: StreamHub, wanted: list[Subscription]) -> None:
-        """The wanted queues of one Redis connection (``hub``'s)."""
-        self._watch_reachability(hub)
-        try:
-            served = await hub.ask(served_queues_async(hub.client, [w.queue for w in wanted]))
-        except (RedisError, OSError) as error:
-            reason = REDIS_UNREACHABLE if isinstance(error, OUTAGES) else "Redis error"
-            for sub in wanted:
-                await self._error(sub.ref, reason)
-            return
-        for sub in wanted:
-            raise_if_cancelled()  # a socket going away stops subscribing at once
-            if sub.queue not in served:
-                await self._error(sub.ref, "unknown queue")
-            elif (
-                sub.ref not in self.subscriptions
-                and len(self.subscriptions) >= MAX_QUEUES_PER_SOCKET
-            ):
-                await self._error(sub.ref, "too many queues")
-            else:
-                await self._subscribe(hub, sub)
-
-    async def _subscribe(self, hub: StreamHub, sub: Subscription) -> None:
+    async def _subscribe(self, sub: Subscription, served: set[QueueRef]) -> str | None:
+        """Watch ``sub``'s queue from now on; None, or why not."""
         ref = sub.ref
-        try:
-            await hub.acquire(ref, sub)  # before the old one goes: the stream stays up
+        if sub.queue not in served:
+            return "unknown queue"
+        if ref not in self.subscriptions and len(self.subscriptions) >= MAX_QUEUES_PER_SOCKET:
+            return "too many queues"
+        try:  # the new one before the old one goes: the stream stays up
+            await get_hub(sub.queue.connection).acquire(ref, sub)
         except OUTAGES:
-            await self._error(ref, REDIS_UNREACHABLE)
-            return
+            return REDIS_UNREACHABLE
         except RedisError:  # most likely a key of another type where the stream should be
-            await self._error(ref, "unreadable events stream")
-            return
+            return "unreadable events stream"
         # No await from here to the barrier: every batch handed out from now on
         # is behind it in the inbox.
         old = self._drop(ref)
@@ -428,11 +383,12 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             sub.resume_from = stream_id(resumed)
         self.subscriptions[ref] = sub
         self._put_barrier(sub)
+        return None
 
     def _put_barrier(self, sub: Subscription) -> None:
         sub.barrier = None
         if self.subscriptions.get(sub.ref) is sub and sub.replaying:
-            self.inbox.put({"type": "live.barrier", "queue": sub.ref, "subscription": sub})
+            self.inbox.put_nowait({"type": "live.barrier", "queue": sub.ref, "subscription": sub})
 
     def _drop(self, ref: str) -> Subscription | None:
         """Forget a subscription and release its stream (synchronous: never cut short)."""
@@ -444,12 +400,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         return sub
 
     async def _discover(self) -> None:
-        if self.discovering:
+        hub = get_hub()
+        if self.inbox.put_nowait in hub.queue_listeners:
             return  # asked twice: the set already comes
         # Listen first, then read: a change after this read arrives as a message.
-        self.discovering = True
-        hub = get_hub()
-        hub.watch_queues(self.inbox.put)
+        hub.watch_queues(self.inbox.put_nowait)
         try:
             await asyncio.wait_for(hub.queues_read.wait(), DISCOVER_TIMEOUT_S)
         except TimeoutError:
@@ -484,43 +439,22 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         if self.subscriptions.get(sub.ref) is not sub:
             return  # replaced or dropped while the replay was read
         kind = "gap" if replay.gap else "subscribed"
-        await self._send_position(sub, kind, replay.tip, parse_stream_id(replay.tip) or (0, 0))
+        await self._send_position(sub, kind, replay.tip)
         sub.replaying = False
         await self._send_text(self._events_frame(sub, [payload(e, sub.ref) for e in replay.events]))
 
     async def live_events(self, message: dict[str, Any]) -> None:
-        # Shared by every socket of this process on the queue: read it, never change it.
-        batch: Batch = message["batch"]
-        sub = self.subscriptions.get(batch.queue)
-        if sub is None or sub.replaying:
-            return
-        whole = batch.first > sub.last_sent  # the usual case: nothing in it was sent yet
-        events = batch.events if whole else self._unseen(sub, batch.events)
-        if events and time.monotonic() - batch.sent_at > BEHIND_S:
-            await self._skip(sub, events)
-        else:
-            await self._send_text(self._events_frame(sub, events, batch if whole else None))
+        await self._send_text(self._batch_frame(message["batch"]))
 
-    def send_now(self, sub: Subscription, message: Message) -> bool:
-        """What ``live_events`` would do next, minus a task wake-up; False, with
-        nothing changed: the inbox takes it."""
-        if message["type"] != "live.events" or self.giving_up:
-            return False
-        batch: Batch = message["batch"]
-        if (
-            self.subscriptions.get(sub.ref) is not sub
-            or sub.replaying
-            or sub.skipped  # a frame of its own
-            or not batch.first > sub.last_sent
-            or not self.outbox.can_send_shared()
-        ):
+    def send_now(self, message: Message) -> bool:
+        """What ``live_events`` would do next, without a wake-up of this socket's
+        task, where the frame can be written at once; False: the inbox takes it."""
+        if message["type"] != "live.events" or self.giving_up or not self.outbox.can_send_shared():
             return False
         try:
-            frame = self._events_frame(sub, batch.events, batch)
+            frame = self._batch_frame(message["batch"], queued=False)
             if frame is not None:
-                if not self.outbox.send_shared(frame):
-                    raise RuntimeError("a frame that cannot be written at once")
-                self._watch_outbox()
+                self.outbox.send_shared(frame)
         except Exception:
             # In the reader's hand-out: end this socket, as a failure in its own
             # task would, and let the reader go on to the others.
@@ -528,41 +462,54 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             self._start(self.close(code=CLOSE_SERVER_ERROR))
         return True
 
+    def _batch_frame(self, batch: Batch, queued: bool = True) -> SharedText | None:
+        """What this socket sends of ``batch`` (shared by every socket of the queue:
+        read it, never change it); a socket whose inbox held it too long counts its
+        events instead, and hints now and then."""
+        sub = self.subscriptions.get(batch.queue)
+        if sub is None or sub.replaying:
+            return None
+        events = batch.events
+        whole = batch.first > sub.last_sent  # the usual case: nothing in it was sent yet
+        if not whole:
+            events = [e for e in events if (parse_stream_id(e["id"]) or (0, 0)) > sub.last_sent]
+        if not (events and queued and time.monotonic() - batch.sent_at > BEHIND_S):
+            return self._events_frame(sub, events, batch if whole else None)
+        sub.skipped += len(events)
+        sub.last_sent = parse_stream_id(events[-1]["id"]) or sub.last_sent
+        now = time.monotonic()
+        if now - sub.hinted_at < HINT_INTERVAL_S:
+            return None
+        sub.hinted_at = now
+        return self._events_frame(sub, [])
+
     async def live_gap(self, message: dict[str, Any]) -> None:
         sub = self.subscriptions.get(message["queue"])
         if sub is None or sub.replaying:
             return  # the replay detects the gap itself
         sub.missed = False  # the gap says it all
-        tip = message["tip"]
-        await self._send_position(sub, "gap", tip, parse_stream_id(tip) or sub.last_sent)
+        await self._send_position(sub, "gap", message["tip"])
 
-    async def _send_position(
-        self, sub: Subscription, kind: str, last_id: str, position: tuple[int, int]
-    ) -> None:
+    async def _send_position(self, sub: Subscription, kind: str, last_id: str) -> None:
         """A "subscribed" or "gap" message: where the page resumes from."""
-        sub.last_sent = sub.told = position
+        sub.last_sent = sub.told = parse_stream_id(last_id) or sub.last_sent
         sub.told_at = time.monotonic()
         await self.send_json({"type": kind, "queue": sub.ref, "last_id": last_id})
 
     # ------------------------------------------------------------ sending
 
-    async def send_json(self, content: dict[str, Any], close: bool = False) -> None:
-        await self._send_text(json.dumps(content), close)
+    async def send_json(self, content: dict[str, Any]) -> None:
+        await self._send_text(json.dumps(content))
 
-    async def _send_text(self, text: str | SharedText | None, close: bool = False) -> None:
+    async def _send_text(self, text: str | SharedText | None) -> None:
         """Send ``text`` (None: nothing); a ``SharedText`` (the same for many sockets)
         goes as the frame prepared once for all of them where the server allows it."""
         if text is None or self.giving_up:
             return  # giving up: closed for not reading, nothing more for this client
         if isinstance(text, str):
-            await self.send(text_data=text, close=close)
-        elif close or not self.outbox.send_shared(text):
-            await self.send(text_data=text.text, close=close)
-        self._watch_outbox()
-
-    def _watch_outbox(self) -> None:
-        if self.outbox.full and self.stall_watch is None:
-            self.stall_watch = self._start(self._wait_for_reader())
+            await self.send(text_data=text)
+        elif not self.outbox.send_shared(text):
+            await self.send(text_data=text.text)
 
     async def _wait_for_reader(self) -> None:
         """The client stopped taking what we send: close it, or owe gaps once it catches up."""
@@ -570,29 +517,12 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             await asyncio.wait_for(self.outbox.drained.wait(), STALL_CLOSE_S)
         except TimeoutError:
             self.giving_up = True
-        finally:
-            self.stall_watch = None
-        if self.giving_up:
             await self.close(code=CLOSE_TOO_SLOW)
             return
         for sub in list(self.subscriptions.values()):
             if sub.missed and not sub.replaying:
-                sub.missed = False
-                sub.skipped = 0
-                await self._send_position(sub, "gap", stream_id(sub.last_sent), sub.last_sent)
-
-    @staticmethod
-    def _unseen(sub: Subscription, events: list[EventPayload]) -> list[EventPayload]:
-        return [e for e in events if (parse_stream_id(e["id"]) or (0, 0)) > sub.last_sent]
-
-    async def _skip(self, sub: Subscription, events: list[EventPayload]) -> None:
-        """This socket is behind: count events instead of sending them, hint now and then."""
-        sub.skipped += len(events)
-        sub.last_sent = parse_stream_id(events[-1]["id"]) or sub.last_sent
-        now = time.monotonic()
-        if now - sub.hinted_at >= HINT_INTERVAL_S:
-            sub.hinted_at = now
-            await self._send_text(self._events_frame(sub, []))
+                sub.missed, sub.skipped = False, 0
+                await self._send_position(sub, "gap", stream_id(sub.last_sent))
 
     def _events_frame(
         self, sub: Subscription, events: list[EventPayload], batch: Batch | None = None
@@ -618,12 +548,13 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         quiet = sub.last_sent == sub.told or now - sub.told_at < POSITION_EVERY_S
         if not sent and not skipped and quiet:
             return None
-        # Skipped events counted before make this socket's frame its own.
-        shared = batch if sub.skipped == 0 else None
+        # Skipped events counted before make this socket's frame its own; else
+        # the first socket of a kind (all the frame depends on) encodes it for all.
+        shared = batch.frames if batch is not None and sub.skipped == 0 else {}
         sub.skipped = 0
         sub.told, sub.told_at = sub.last_sent, now
-
-        def encode() -> str:
+        kind = (sub.bodies, sub.job)
+        if kind not in shared:
             message: dict[str, Any] = {
                 "type": "events",
                 "queue": sub.ref,
@@ -636,11 +567,8 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
                 message["events"] = []
                 message["count"] = len(sent)
                 message["kinds"] = sorted({e["event"] for e in sent})
-            return within_message_limit(message)
-
-        if shared is not None:
-            return shared.frame((sub.bodies, sub.job), encode)
-        return SharedText(encode())
+            shared[kind] = SharedText(within_message_limit(message))
+        return shared[kind]
 
 
 def _dumps(message: dict[str, Any]) -> str:

@@ -83,11 +83,8 @@ def raise_if_cancelled() -> None:
 
 
 class EventPayload(TypedDict):
-    """One event as sent: what the page picks events by, and what its row shows
-    (presenters.event_row, the values the pages' own rows are rendered from;
-    feed.js places them in the same markup). Values, not the row's HTML: every
-    page of the queue gets every event, and the HTML made it 2.4 times longer
-    and twice as long to put in (docs/live.md)."""
+    """One event as sent: what the page picks events by, and the values of its row
+    (presenters.event_row's, as the pages' own rows; why not HTML: docs/live.md)."""
 
     id: str
     event: str
@@ -136,14 +133,6 @@ class Batch:
             "batch": self,
         }
 
-    def frame(self, kind: object, encode: Callable[[], str]) -> SharedText:
-        """The frame for sockets of this ``kind`` (all the frame depends on
-        besides the batch), encoded by the first of them."""
-        shared = self.frames.get(kind)
-        if shared is None:
-            shared = self.frames[kind] = SharedText(encode())
-        return shared
-
 
 class Subscriber(Protocol):
     """What a stream hands its batches to (a socket's subscription to one queue)."""
@@ -160,8 +149,8 @@ class Stream:
     ref: str
     key: str
     position: str  # the id of the last entry read (or the tip when it was first watched)
+    reader: StreamReader
     subscribers: set[Subscriber] = field(default_factory=set)
-    reader: StreamReader | None = None
     # A key of another type where the stream should be: not read until it goes.
     unreadable: bool = False
 
@@ -184,7 +173,6 @@ class StreamReader:
         self.streams: dict[str, Stream] = {}  # by key
         self.reading: asyncio.Future[Any] | None = None
         self.stale = False  # the set of streams changed since the read in flight was sent
-        self.wake = asyncio.Event()  # a stream was added to a reader that had none to read
         # No silent retries: after a dropped connection the reader checks for a trim.
         self.client: AsyncRedis = connect_async(
             redis_url(hub.connection),
@@ -196,10 +184,8 @@ class StreamReader:
         self.task = asyncio.create_task(self._run(), name=f"echomq-live-reader:{shard}")
 
     def add(self, stream: Stream) -> None:
-        stream.reader = self
         self.streams[stream.key] = stream
         self._read_again()
-        self.wake.set()
 
     def remove(self, stream: Stream) -> None:
         self.streams.pop(stream.key, None)
@@ -256,15 +242,14 @@ class StreamReader:
         """The next entries of any of the streams; [] when the set of streams changed."""
         self.stale = False
         positions = {key: s.position for key, s in self.streams.items() if not s.unreadable}
-        if not positions:
-            return await self._wait_for_streams()
+        if not positions:  # nothing to read: wait until the set of streams changes
+            await self._cut_short_by_changes(asyncio.get_running_loop().create_future())
+            return []
+        return await self._read_from(positions)
+
+    async def _read_from(self, positions: dict[str, str]) -> list[tuple[Stream, list[Any]]]:
         read = self.client.xread(positions, count=READ_BATCH, block=BLOCK_MS)  # type: ignore[arg-type]
         return self._found(await self._cut_short_by_changes(read) or ())
-
-    async def _wait_for_streams(self) -> list[tuple[Stream, list[Any]]]:
-        self.wake.clear()
-        await self.wake.wait()
-        return []
 
     async def _cut_short_by_changes(self, awaitable: Awaitable[T]) -> T | None:
         """``awaitable``'s result, or None when ``_read_again`` cut it short (not a stop)."""
@@ -324,17 +309,13 @@ class PollingReader(StreamReader):
     """The streams of the slots past BLOCKING_SLOTS on a cluster: one XREAD a
     slot a round, without BLOCK, and a pause of POLL_S after an empty round."""
 
-    async def _read(self) -> list[tuple[Stream, list[Any]]]:
-        self.stale = False
+    async def _read_from(self, positions: dict[str, str]) -> list[tuple[Stream, list[Any]]]:
         by_slot: dict[int, dict[str, str]] = {}
-        for key, stream in self.streams.items():
-            if not stream.unreadable:
-                by_slot.setdefault(key_slot(key.encode()), {})[key] = stream.position
-        if not by_slot:
-            return await self._wait_for_streams()
+        for key, position in positions.items():
+            by_slot.setdefault(key_slot(key.encode()), {})[key] = position
         pipe = self.client.pipeline(transaction=False)
-        for positions in by_slot.values():
-            pipe.xread(positions, count=READ_BATCH)  # type: ignore[arg-type]
+        for of_slot in by_slot.values():
+            pipe.xread(of_slot, count=READ_BATCH)  # type: ignore[arg-type]
         found = [each for reply in await pipe.execute() for each in self._found(reply or ())]
         if not found:
             await self._cut_short_by_changes(asyncio.sleep(POLL_S))
@@ -367,7 +348,7 @@ class StreamHub:
         self.reachable = True
         # While unreachable behind Sentinel: what the sentinels are doing about it.
         self.failover: Failover | None = None
-        self.status_listeners: set[asyncio.Event] = set()  # each socket's "tell the page" flag
+        self.status_listeners: set[Callable[[], None]] = set()  # each socket's "tell the page"
         self._probe: asyncio.Task[None] | None = None
         self._client: AsyncRedis | None = None
         self._asking = asyncio.Semaphore(CONTROL_CONNECTIONS)
@@ -400,8 +381,8 @@ class StreamHub:
             position = await self.ask(newest_id(self.client, key))
             stream = self.streams.get(ref)  # another socket may have started it meanwhile
             if stream is None:
-                stream = self.streams[ref] = Stream(ref, key, position)
-                self._reader_for(key).add(stream)
+                stream = self.streams[ref] = Stream(ref, key, position, self._reader_for(key))
+                stream.reader.add(stream)
         # No await from here on: a cancelled caller cannot leave the set wrong.
         stream.subscribers.add(subscriber)
 
@@ -414,12 +395,10 @@ class StreamHub:
         if stream.subscribers:
             return
         del self.streams[ref]
-        reader = stream.reader
-        if reader is not None:
-            reader.remove(stream)
-            if not reader.streams:
-                self.readers.remove(reader)
-                reader.task.cancel()
+        stream.reader.remove(stream)
+        if not stream.reader.streams:
+            self.readers.remove(stream.reader)
+            stream.reader.task.cancel()
 
     def _reader_for(self, key: str) -> StreamReader:
         cluster = split_cluster_flag(redis_url(self.connection))[1]
@@ -467,7 +446,7 @@ class StreamHub:
         if not reachable and self._probe is None:
             self._probe = asyncio.create_task(self._probe_until_back(), name="echomq-live-probe")
         for listener in self.status_listeners:
-            listener.set()
+            listener()
 
     async def _probe_until_back(self) -> None:
         try:
@@ -482,7 +461,7 @@ class StreamHub:
                     if (failover is None) != (self.failover is None) and not self.reachable:
                         self.failover = failover
                         for listener in self.status_listeners:
-                            listener.set()
+                            listener()
                 else:
                     self.report(reachable=True)
         finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 from autobahn.websocket.protocol import PreparedMessage
@@ -37,13 +38,15 @@ class SharedText:
 
 
 class Outbox:
-    """Twisted's streaming-producer interface on one socket's transport (or none)."""
+    """Twisted's streaming-producer interface on one socket's transport (or none);
+    ``on_full`` is called when the transport's buffer fills."""
 
     def __init__(self, protocol: Any = None) -> None:
         """``protocol``: daphne's WebSocket protocol of the socket (autobahn's), or None."""
         self.full = False
         self.drained = asyncio.Event()
         self.drained.set()
+        self.on_full: Callable[[], object] = lambda: None
         self._protocol = protocol
         transport: Any = getattr(protocol, "transport", None)
         self._transport = transport
@@ -61,6 +64,7 @@ class Outbox:
             self.full = True
             self.drained.clear()
             self._transport.pauseProducing()
+            self.on_full()
 
     def resumeProducing(self) -> None:
         # Called once the transport has written everything it held.

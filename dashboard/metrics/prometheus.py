@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hmac
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 
@@ -58,16 +58,6 @@ def _histogram(family: HistogramMetricFamily, ref: QueueRef, durations: Duration
 
 
 @dataclass(frozen=True, slots=True)
-class Server:
-    """One Redis connection to export: its client and queues (at most what is
-    left of ``MAX_QUEUES``), both None when it could not be reached."""
-
-    connection: str
-    client: Redis | None
-    refs: list[QueueRef] | None
-
-
-@dataclass(frozen=True, slots=True)
 class ServerReading:
     """Everything one scrape reads from one server, read before any is exported:
     a server that fails halfway adds no sample, rather than half of them."""
@@ -89,19 +79,16 @@ class ServerReading:
         )
 
 
-class Families:
-    """The metric families of one scrape; every server adds its samples to the
-    same families (the text format lists each family once)."""
+class Families(Collector):
+    """The metric families of one scrape, in the order the text lists them;
+    every server adds its samples to the same families (each listed once)."""
 
     def __init__(self) -> None:
         gauge = partial(GaugeMetricFamily, labels=LABELS)
         counter = partial(CounterMetricFamily, labels=LABELS)
         histogram = partial(HistogramMetricFamily, labels=LABELS)
-        self.up = GaugeMetricFamily(
-            "echomq_redis_up",
-            "1 when the dashboard reached Redis for this scrape",
-            labels=SERVER_LABELS,
-        )
+        server = partial(GaugeMetricFamily, labels=SERVER_LABELS)
+        self.up = server("echomq_redis_up", "1 when the dashboard reached Redis for this scrape")
         self.jobs = GaugeMetricFamily(
             "echomq_queue_jobs", "Jobs in each state", labels=[*LABELS, "state"]
         )
@@ -126,13 +113,22 @@ class Families:
             "1 when the collector stopped this queue's history: a key of it is broken"
             " (the queue's page names it)",
         )
-        self.lag = GaugeMetricFamily(
+        self.lag = server(
             "echomq_collector_lag_seconds",
             "Seconds since the history collector last read every events stream to its end",
-            labels=SERVER_LABELS,
+        )
+        self.omitted = GaugeMetricFamily(
+            "echomq_queues_omitted",
+            f"Queues left out of this scrape (at most {MAX_QUEUES} are exported)",
+            labels=[],
         )
 
-    def add(self, reading: ServerReading) -> None:
+    def add(self, connection: str, reading: ServerReading | None) -> None:
+        self.up.add_metric([connection], 0 if reading is None else 1)
+        if reading is None:
+            return
+        if reading.lag_s is not None:
+            self.lag.add_metric([connection], reading.lag_s)
         for summary in reading.summaries:
             for state, count in summary.counts.items():
                 self.jobs.add_metric([*_labels(summary.ref), state], count)
@@ -150,68 +146,29 @@ class Families:
             self.gaps.add_metric(_labels(ref), figures.gaps)
             self.history_stopped.add_metric(_labels(ref), 1 if ref in reading.stopped else 0)
 
-    def all(self) -> list[Metric]:
-        """Every family, in the order ``__init__`` made them."""
-        return list(vars(self).values())
-
-
-class QueueCollector(Collector):
-    """Reads the servers' queues on each ``collect`` (each scrape)."""
-
-    def __init__(self, servers: Sequence[Server], omitted: int) -> None:
-        self.servers = list(servers)
-        self.omitted = omitted
-
     def collect(self) -> Iterator[Metric]:
-        families = Families()
-        for server in self.servers:
-            reading = None
-            if server.client is not None and server.refs is not None:
-                try:
-                    reading = ServerReading.read(server.client, server.refs)
-                except REDIS_FAILURES:  # this server is down: echomq_redis_up 0
-                    reading = None
-            families.up.add_metric([server.connection], 0 if reading is None else 1)
-            if reading is None:
-                continue
-            families.add(reading)
-            if reading.lag_s is not None:
-                families.lag.add_metric([server.connection], reading.lag_s)
-        yield from families.all()
-        yield GaugeMetricFamily(
-            "echomq_queues_omitted",
-            f"Queues left out of this scrape (at most {MAX_QUEUES} are exported)",
-            value=self.omitted,
-        )
+        return iter(vars(self).values())
 
 
-def _servers() -> tuple[list[Server], int]:
-    """Every connection with its queues, at most ``MAX_QUEUES`` in all (the
-    overview's order); how many were left out."""
-    servers: list[Server] = []
+def _scrape() -> Families:
+    """Every connection's queues read, at most ``MAX_QUEUES`` in all (the
+    overview's order)."""
+    families = Families()
     kept = omitted = 0
     for connection in connections.configured():
         try:
             # A cluster client already fails here when it reaches no node.
             client = get_client(connection.name)
             refs = all_queues(client, connection=connection.name)
-        except REDIS_FAILURES:
-            servers.append(Server(connection.name, None, None))
-            continue
-        room = max(0, MAX_QUEUES - kept)
-        servers.append(Server(connection.name, client, refs[:room]))
-        kept += min(room, len(refs))
-        omitted += max(0, len(refs) - room)
-    return servers, omitted
-
-
-def _authorised(request: HttpRequest, token: str) -> bool | None:
-    """True: the right token; False: a wrong one; None: none sent."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, sent = header.partition(" ")
-    if scheme.lower() != "bearer" or not sent.strip():
-        return None
-    return hmac.compare_digest(sent.strip().encode(), token.encode())
+            room = max(0, MAX_QUEUES - kept)
+            kept += min(room, len(refs))
+            omitted += max(0, len(refs) - room)
+            reading: ServerReading | None = ServerReading.read(client, refs[:room])
+        except REDIS_FAILURES:  # this server is down: echomq_redis_up 0
+            reading = None
+        families.add(connection.name, reading)
+    families.omitted.add_metric([], omitted)
+    return families
 
 
 @require_GET
@@ -219,15 +176,15 @@ def metrics(request: HttpRequest) -> HttpResponse:
     token = conf.metrics_token()
     if token is None:
         raise Http404("metrics are off (ECHOMQ_METRICS_TOKEN is not set)")
-    authorised = _authorised(request, token)
-    if authorised is None:
+    scheme, _, sent = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not sent.strip():
         response = HttpResponse(
             "a bearer token is required\n", status=401, content_type="text/plain"
         )
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
-    if not authorised:
+    if not hmac.compare_digest(sent.strip().encode(), token.encode()):
         return HttpResponse("wrong token\n", status=403, content_type="text/plain")
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QueueCollector(*_servers()))
+    registry.register(_scrape())
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

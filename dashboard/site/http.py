@@ -14,6 +14,7 @@ import math
 import sys
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -163,24 +164,18 @@ def session_key(scope: Scope) -> str:
     return f"address:{client[0]}"
 
 
+@dataclass(slots=True)
 class Admission:
     """The requests one pool admits, bounded in all and per key (a session's
     search steps), beyond which it refuses them at once (``always_json``: in
     the API's JSON wherever the path). Event loop only: no lock."""
 
-    def __init__(
-        self,
-        in_all: float = math.inf,
-        per_key: float = math.inf,
-        what: str = "",
-        always_json: bool = False,
-    ) -> None:
-        self.in_all = in_all
-        self.per_key = per_key
-        self.what = what
-        self.always_json = always_json
-        self.admitted: dict[str, int] = {}
-        self.count = 0
+    in_all: float = math.inf
+    per_key: float = math.inf
+    what: str = ""
+    always_json: bool = False
+    admitted: dict[str, int] = field(default_factory=dict)
+    count: int = 0
 
     def refusal(self, key: str) -> tuple[int, str, str] | None:
         if self.admitted.get(key, 0) >= self.per_key:
@@ -243,16 +238,14 @@ def checks_password(method: str, path_info: str) -> bool:
 
 
 class ThreadedDjangoHTTP:
-    def __init__(
-        self, threads: int = 8, login_threads: int = 1, search_threads: int = SEARCH_THREADS
-    ) -> None:
+    def __init__(self, threads: int = 8) -> None:
         self.handler = WSGIHandler()
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="django-http")
         # Hashing is CPU work: one thread leaves the other core to the pages.
-        self.login_executor = ThreadPoolExecutor(login_threads, thread_name_prefix="django-login")
+        self.login_executor = ThreadPoolExecutor(1, thread_name_prefix="django-login")
         self.logins = Admission(MAX_WAITING_LOGINS, what="logins")
         self.search_executor = ThreadPoolExecutor(
-            search_threads, thread_name_prefix="django-search"
+            SEARCH_THREADS, thread_name_prefix="django-search"
         )
         # JSON on the page's search URL too: the page reads it as it reads the API.
         self.search_steps = Admission(
