@@ -128,10 +128,6 @@ def _message(
 # -- the page ----------------------------------------------------------------------
 
 
-def _groups_url(ref: QueueRef) -> str:
-    return queue_url("dashboard:error_groups", ref)
-
-
 @page_view(fragments=True)
 def groups_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     group = request.GET.get("group", "")
@@ -145,7 +141,8 @@ def groups_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespo
     except actions.QueueKeyCorrupt as error:
         grouped, corrupt = read.ErrorGroups(ref, [], 0, 0, complete=True), str(error)
     context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
-    context.update(fragment=is_htmx(request), groups_url=_groups_url(ref), corrupt=corrupt)
+    groups_url = queue_url("dashboard:error_groups", ref)
+    context.update(fragment=is_htmx(request), groups_url=groups_url, corrupt=corrupt)
     context.update(grouped=grouped, acting=can_act(request.user), group_actions=GROUP_ACTIONS)
     fragment = "_error_groups.html"
     if group:  # one group's jobs, a page at a time
