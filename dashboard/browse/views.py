@@ -207,7 +207,6 @@ def queue_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespon
     context.update(
         jobs=jobs,
         tab_state=states.TAB[state],
-        tab_count=jobs.total,
         rows_html=presenters.job_rows_html(jobs, selectable=selectable),
         page_number=page_number,
         page_sizes=PAGE_SIZES,
@@ -285,7 +284,6 @@ def job_page(request: HttpRequest, client: Redis, ref: QueueRef, job_id: str) ->
         "earlier_logs_query": _job_query(logs_page - 1, full=full_data),
         "later_logs_query": _job_query(logs_page + 1, full=full_data),
         "logs_page": logs_page,
-        "logs_size": LOGS_PAGE_SIZE,
         "logs_has_next": detail.logs_start + len(detail.logs) < detail.logs_total,
         **flows.flow_context(client, ref, job_id),
         "editable": detail.state in job_edits.EDITABLE_STATES,
