@@ -44,26 +44,6 @@ OVERVIEW_PAGE_SIZE = 100
 # Longer than any queue's "prefix:name" worth typing: a filter past it is cut.
 MAX_FILTER_CHARS = 200
 LOGS_PAGE_SIZE = 50
-# The event filter's choices (docs/protocol.md, Events).
-EVENT_TYPES = (
-    "added",
-    "waiting",
-    "delayed",
-    "active",
-    "progress",
-    "completed",
-    "failed",
-    "retries-exhausted",
-    "stalled",
-    "removed",
-    "waiting-children",
-    "duplicated",
-    "deduplicated",
-    "cleaned",
-    "paused",
-    "resumed",
-    "drained",
-)
 # What the events tab hides by default, so that state changes (failures first)
 # are not buried: "progress" moves no job and can come many times a second;
 # "added" is always followed by the state the job entered, which shows;
@@ -247,7 +227,7 @@ def events_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespo
         page=page,
         event_type=shown,
         job_filter=job_filter or "",
-        event_types=EVENT_TYPES,
+        event_types=states.EVENT_TONES,  # its keys: every event, in order
         quiet_events=QUIET_EVENTS,
         continued=bool(request.GET.get("before")),
     )
