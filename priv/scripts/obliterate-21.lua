@@ -81,7 +81,11 @@ local function keep(job_id)
   return nil
 end
 
-for index = 2, 9 do
+-- waiting-children first: deleting a child releases a parent of this queue
+-- still waiting for it into wait, paused, prioritized or delayed, and a
+-- state this call had already passed would keep it (with its hash) once the
+-- queue's keys go. A parent taken first is gone when its children are.
+for _, index in ipairs({9, 2, 3, 4, 5, 6, 7, 8}) do
   local ids = take_batch(KEYS[index], index <= 4, budget, keep, skipped)
   for _, job_id in ipairs(ids) do
     discard_job(queue_base, job_id, tonumber(ARGV[4]))
