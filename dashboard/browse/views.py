@@ -258,7 +258,7 @@ def job_page(request: HttpRequest, client: Redis, ref: QueueRef, job_id: str) ->
         "job": detail.job,
         "events": events.job_events(client, ref, job_id, size=30),
         "status": presenters.job_status_html(detail, int(time.time() * 1000)),
-        "buttons": presenters.job_buttons(job_id, detail.job.name, detail.state, job_actions),
+        "buttons": action_bars.job_buttons(job_id, detail.job.name, detail.state, job_actions),
         "progress_label": presenters.progress_label(detail.progress),
         "full_data_query": _job_query(logs_page, full=True),
         "earlier_logs_query": _job_query(logs_page - 1, full=full_data),
