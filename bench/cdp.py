@@ -5,7 +5,8 @@ Why not Playwright here: Playwright enables the Network domain on every page
 frame a page receives is also serialised by the browser process and shipped to
 the Node driver. With 20 busy pages that reporting costs a large share of the
 machine the bench measures, and no user's browser pays it. This client enables
-no domain: it opens tabs, runs a script in them now and then, and that is all.
+no domain: it opens tabs, runs a script in them now and then, and that is all
+(bench/live_trace.py adds tracing, through ``on_event``).
 
 The browser is started with ``--remote-debugging-pipe``: it reads commands on
 fd 3 and writes answers on fd 4, each a JSON object followed by a NUL byte.
@@ -22,7 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,16 @@ class ProtocolError(RuntimeError):
 class Browser:
     """One headless Chromium process; ``call`` sends a command and waits for its answer."""
 
-    def __init__(self, executable: str, args: Sequence[str], nice: int = 0) -> None:
+    def __init__(
+        self,
+        executable: str,
+        args: Sequence[str],
+        nice: int = 0,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        """``on_event``: called on the reader thread with each event the browser sends
+        (only a domain a caller enables sends any: bench/live_trace.py's tracing)."""
+        self.on_event = on_event
         self.profile = tempfile.mkdtemp(prefix="echomq-bench-chromium-")
         to_browser_read, self._to_browser = os.pipe()
         self._from_browser, from_browser_write = os.pipe()
@@ -120,10 +130,12 @@ class Browser:
             *messages, buffer = buffer.split(b"\0")
             for raw in messages:
                 message = json.loads(raw)
-                if "id" in message:  # events are ignored: no domain is enabled
+                if "id" in message:
                     with self._arrived:
                         self._answers[message["id"]] = message
                         self._arrived.notify_all()
+                elif self.on_event is not None:
+                    self.on_event(message)
 
     def call(
         self, method: str, params: dict[str, Any] | None = None, session: str | None = None

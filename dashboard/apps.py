@@ -26,9 +26,8 @@ class DashboardConfig(AppConfig):
         # cached user objects.
         user_model = get_user_model()
         for clear in (permission_answers.clear, users.clear):
-            user_logged_in.connect(clear)
-            user_logged_out.connect(clear)
+            for signal in (user_logged_in, user_logged_out, m2m_changed):
+                signal.connect(clear)
             for model in (user_model, Group):
                 post_save.connect(clear, sender=model)
                 post_delete.connect(clear, sender=model)
-            m2m_changed.connect(clear)

@@ -5,6 +5,7 @@ in, or a Redis server silently missing.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 from django.apps import apps
@@ -39,19 +40,17 @@ REQUIRED_CONTEXT_PROCESSORS = (
 )
 
 
-def _has_middleware(wanted: str, installed: list[str]) -> bool:
-    wanted_class = import_string(wanted)
-    for path in installed:
-        try:
-            if issubclass(import_string(path), wanted_class):
-                return True
-        except ImportError:
-            continue  # Django reports a middleware it cannot import itself
-    return False
+def _middleware_classes() -> list[type]:
+    """MIDDLEWARE's classes (a function middleware is none of ours)."""
+    found = []
+    for path in settings.MIDDLEWARE:
+        with suppress(ImportError):  # Django reports a middleware it cannot import itself
+            found.append(import_string(path))
+    return [middleware for middleware in found if isinstance(middleware, type)]
 
 
 def check_project(**_: Any) -> list[CheckMessage]:
-    middleware = list(settings.MIDDLEWARE)
+    middleware = _middleware_classes()
     engines: list[dict[str, Any]] = settings.TEMPLATES
     processors = {
         processor
@@ -67,7 +66,7 @@ def check_project(**_: Any) -> list[CheckMessage]:
     problems += [
         Error(f"'{name}' must be in MIDDLEWARE for the dashboard.", id="dashboard.E002")
         for name in REQUIRED_MIDDLEWARE
-        if not _has_middleware(name, middleware)
+        if not any(issubclass(found, import_string(name)) for found in middleware)
     ]
     problems += [
         Error(

@@ -224,8 +224,7 @@ def _operation(declared: Operation, path_parameters: Iterable[str]) -> tuple[str
     }
     if declared.description:
         operation["description"] = declared.description
-    parameters = [_ref("parameters", name) for name in path_parameters]
-    parameters += declared.parameters
+    parameters = [*(_ref("parameters", name) for name in path_parameters), *declared.parameters]
     if declared.parameters:
         operation["parameters"] = parameters
     request = declared.body

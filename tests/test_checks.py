@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -36,6 +37,20 @@ def test_a_missing_middleware_or_context_processor_is_named(settings: Any) -> No
     problems = check_project()
     assert ids(problems) == ["dashboard.E002"] + ["dashboard.E003"] * 3
     assert "MessageMiddleware" in problems[0].msg
+
+
+def request_timer(get_response: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A function middleware, as Django's documentation writes one."""
+
+    def middleware(request: Any) -> Any:
+        return get_response(request)
+
+    return middleware
+
+
+def test_a_function_middleware_is_no_crash_of_the_check(settings: Any) -> None:
+    settings.MIDDLEWARE = ["tests.test_checks.request_timer", *settings.MIDDLEWARE]
+    assert check_project() == []
 
 
 def test_a_user_model_without_permissions_is_warned_about() -> None:

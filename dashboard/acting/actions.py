@@ -28,6 +28,7 @@ from dashboard.core.answers import (
     SchedulerOutcome,
 )
 from dashboard.core.answers import JobOutcome as Outcome
+from dashboard.core.jsonresponse import JsonResponse
 from dashboard.models import AuditEntry
 from queues import errors, scripts
 from queues.commands import admin
@@ -129,18 +130,14 @@ class ActionResult:
     def ok(self) -> bool:
         return self.count > 0 or all(o.ok for o in self.outcomes)
 
-    @property
-    def status(self) -> int:
-        """HTTP status for the API: the first failure's when nothing moved."""
+    def api_answer(self, shape: type[_Answer], refused: type[_Answer]) -> _Answer | JsonResponse:
+        """The API's answer: ``shape``, or when nothing moved ``refused`` with
+        the first refusal as its ``error`` and status."""
         if self.ok:
-            return 200
-        return next(o.status for o in self.outcomes if not o.ok)
-
-    @property
-    def error(self) -> answers.ErrorDetail:
-        """Why nothing moved (the first refusal), as the API says it."""
+            return self.answer(shape)
         first = next(o for o in self.outcomes if not o.ok)
-        return answers.ErrorDetail(code=first.code.lower(), message=self.message)
+        error = answers.ErrorDetail(code=first.code.lower(), message=self.message)
+        return JsonResponse(self.answer(refused, error=error), status=first.status)
 
     def answer(self, shape: type[_Answer], **more: Any) -> _Answer:
         """This result as the API answers it: ``shape`` (answers.ActionResult or
@@ -297,31 +294,17 @@ def job_action(
     for job_id in job_ids:
         validate_job_id(job_id)
     admin_reason = f"{reason.strip() or 'Failed by an operator'} (failed by {user})"
-    ids = _first_ids(job_ids)
-    result = _act_on_each(
-        client, ref, action, job_ids, state, user=user, jobs=ids, reason=admin_reason
-    )
-    result.message = _summary(action, result.outcomes)
-    broken = [o.id for o in result.outcomes if o.code == "JOB_BROKEN"]
-    # Listed only now: a refusal half-way keeps no cohort.
-    result.moved_ids = [o.id for o in result.outcomes if o.ok]
-    outcome = f"moved={result.count} refused={len(job_ids) - result.count}"
-    _audited(
-        client, user, result, ids, outcome + (f" broken={','.join(broken[:20])}" if broken else "")
-    )
-    return result
+    return _act_on_each(client, ref, action, job_ids, state, user=user, reason=admin_reason)
 
 
 def _summary(action: str, outcomes: Sequence[Outcome]) -> str:
-    moved = [o for o in outcomes if o.ok]
-    refused = [o for o in outcomes if not o.ok]
     if len(outcomes) == 1:
         return outcomes[0].message
-    parts = []
-    if moved:
-        parts.append(f"{len(moved)} jobs {PAST[action]}")
+    refused = [o.message for o in outcomes if not o.ok]
+    moved = len(outcomes) - len(refused)
+    parts = [f"{moved} jobs {PAST[action]}"] if moved else []
     if refused:
-        parts.append(f"{len(refused)} not: " + _named([o.message for o in refused]))
+        parts.append(f"{len(refused)} not: " + _named(refused))
     return ". ".join(parts)
 
 
@@ -345,6 +328,7 @@ def queue_action(
     if action == "clean" and grace_ms < 0:
         raise ActionRefused("Choose an age: zero or more milliseconds")
     result = ActionResult(action, ref, state=state, started=now_ms())
+    jobs = f"state={state}"
     # The jobs a bulk action moves, as its message names them.
     which = f"{'delayed' if action == 'promote_all' else state} jobs"
     older = f" older than {_age(grace_ms)}" if action == "clean" else ""
@@ -363,7 +347,6 @@ def queue_action(
             else:
                 bulk = queue.clean(finished or "failed", grace_ms, keep_ids=False)
             _bulk_done(bulk, result)
-            result.skipped = list(bulk.skipped.values())
             result.message = _with_broken(
                 f"{bulk.count:,} {which}{older} {PAST[action]}", result.skipped
             )
@@ -375,19 +358,19 @@ def queue_action(
             _bulk_done(error.done, result)
             if result.count:
                 moved = f"{result.count:,} {which} were {PAST[action]}"
-                done = _with_broken(moved, list(error.done.skipped.values()))
+                done = _with_broken(moved, result.skipped)
         refusal = refusal_for(refused, done)
-        jobs = f"state={state}"
         raise _refused(client, user, result, jobs, refusal, f"count={result.count} ") from error
     skipped = ",".join(job.job_id for job in result.skipped[:20])
     outcome = f"count={result.count}" + (f" skipped={skipped}" if skipped else "")
-    _audited(client, user, result, f"state={state}", outcome)
+    _audited(client, user, result, jobs, outcome)
     return result
 
 
 def _bulk_done(bulk: BulkResult, result: ActionResult) -> None:
-    """Copy what a bulk action moved into ``result`` (and its cohort)."""
+    """Copy what a bulk action moved into ``result`` (and its cohort), and what it skipped."""
     result.count, result.moved_ids, result.reasons = bulk.count, bulk.ids, bulk.previous_reasons
+    result.skipped = list(bulk.skipped.values())
 
 
 def _age(ms: int) -> str:
@@ -428,7 +411,7 @@ def set_global_concurrency(
             f"Global concurrency of {ref.name} set to {limit:,} ({was}): at most {limit:,}"
             f" {jobs} run at once, across all workers"
         )
-    record_audit(user, result, setting, f"previous={before}")
+    _audited(client, user, result, setting, f"previous={before}")
     return result
 
 
@@ -481,7 +464,7 @@ def scheduler_action(
     except (OutOfMemoryError, errors.CorruptKey) as error:
         raise _refused(client, user, result, jobs, refusal_for(error, "")) from error
     result.outcomes, result.count, result.message = [outcome], int(outcome.ok), outcome.message
-    record_audit(user, result, jobs, "ok" if outcome.ok else outcome.code)
+    _audited(client, user, result, jobs, "ok" if outcome.ok else outcome.code)
     return result
 
 
@@ -543,14 +526,15 @@ def _act_on_each(
     state: str,
     *,
     user: str,
-    jobs: str,
     listed: bool = True,
     reason: str = "",
 ) -> ActionResult:
     """Each job's script (_call), :data:`BATCH` to a pipelined round trip,
-    each answer counted into the result (_tally). A script Redis forgot
+    each answer counted into the result (_tally), then its message and audit
+    (``listed``: the jobs a person ticked; else a set's). A script Redis forgot
     meanwhile (SCRIPT FLUSH, a restart) is run again on its own, loading it;
     Redis refusing a batch is audited and raised, saying what was done."""
+    jobs = _first_ids(ids) if listed else f"{len(ids)} ids from {state}: {_first_ids(ids)}"
     # Read before the retry deletes them: "failed again (same reason)" later.
     reasons = previous_reasons(client, ref.keys, ids) if action == "retry" else {}
     result = ActionResult(action, ref, state=state, started=now_ms(), reasons=reasons)
@@ -572,6 +556,18 @@ def _act_on_each(
             done = f"{moved} of the jobs {'was' if moved == 1 else 'were'} {past}"
         refusal = refusal_for(error, done if moved else "")
         raise _refused(client, user, result, jobs, refusal, f"moved={moved} ") from error
+    if listed:
+        result.message = _summary(action, result.outcomes)
+        # Listed only now: a refusal half-way keeps no cohort.
+        result.moved_ids = [o.id for o in result.outcomes if o.ok]
+        broken = [o.id for o in result.outcomes if o.code == "JOB_BROKEN"]
+        outcome = f"moved={result.count} refused={len(ids) - result.count}"
+    else:
+        result.message = _set_summary(action, result, len(ids))
+        broken = [job.job_id for job in result.skipped]
+        outcome = f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
+    broken_ids = ",".join(broken[:20])
+    _audited(client, user, result, jobs, outcome + (f" broken={broken_ids}" if broken else ""))
     return result
 
 
@@ -591,15 +587,9 @@ def act_on_ids(
     :data:`BATCH` to a round trip, one audit entry for the set."""
     ids = _set_ids(action, job_ids, state)
     scripts.ensure_loaded(client, (_SET_SCRIPTS[action],))
-    jobs = f"{len(ids)} ids from {state}: {_first_ids(ids)}"
-    result = _act_on_each(client, ref, action, ids, state, user=user, jobs=jobs, listed=False)
-    result.message = _set_summary(action, result, len(ids))
-    broken = ",".join(job.job_id for job in result.skipped[:20])
-    outcome = f"moved={result.count} moved_meanwhile={result.moved_meanwhile}"
     # A search result or an error group retried or promoted: its jobs are
     # followed as any retry's are ("what became of them").
-    _audited(client, user, result, jobs, outcome + (f" broken={broken}" if broken else ""))
-    return result
+    return _act_on_each(client, ref, action, ids, state, user=user, listed=False)
 
 
 def _tally(result: ActionResult, job_id: str, answer: Any, *, listed: bool) -> None:

@@ -11,7 +11,6 @@ from redis import Redis
 from dashboard.acting import actions
 from dashboard.core import answers as dashboard_answers
 from dashboard.core.answers import ActionResult
-from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import (
     clean_job_ids,
     int_param,
@@ -196,11 +195,7 @@ def job_actions(
         state=body.state,
         reason=body.reason[:1000],
     )
-    if result.status != 200:
-        # Nothing moved: the error names why, the per-id results stay alongside.
-        refused = result.answer(dashboard_answers.ActionRefused, error=result.error)
-        return JsonResponse(refused, status=result.status)
-    return result.answer(ActionResult)
+    return result.api_answer(ActionResult, dashboard_answers.ActionRefused)
 
 
 @api_view(

@@ -26,11 +26,11 @@ from dashboard.flows import views as flows
 from dashboard.shared import action_bars, connection_groups, presenters
 from dashboard.shared.web import (
     PAGE_SIZES,
+    form_view,
     is_htmx,
     page_params,
     page_view,
     queue_context,
-    redirect_back,
     render_page,
 )
 from queues.keys import InvalidName
@@ -44,26 +44,6 @@ OVERVIEW_PAGE_SIZE = 100
 # Longer than any queue's "prefix:name" worth typing: a filter past it is cut.
 MAX_FILTER_CHARS = 200
 LOGS_PAGE_SIZE = 50
-# The event filter's choices (docs/protocol.md, Events).
-EVENT_TYPES = (
-    "added",
-    "waiting",
-    "delayed",
-    "active",
-    "progress",
-    "completed",
-    "failed",
-    "retries-exhausted",
-    "stalled",
-    "removed",
-    "waiting-children",
-    "duplicated",
-    "deduplicated",
-    "cleaned",
-    "paused",
-    "resumed",
-    "drained",
-)
 # What the events tab hides by default, so that state changes (failures first)
 # are not buried: "progress" moves no job and can come many times a second;
 # "added" is always followed by the state the job entered, which shows;
@@ -207,7 +187,6 @@ def queue_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespon
     context.update(
         jobs=jobs,
         tab_state=states.TAB[state],
-        tab_count=jobs.total,
         rows_html=presenters.job_rows_html(jobs, selectable=selectable),
         page_number=page_number,
         page_sizes=PAGE_SIZES,
@@ -248,7 +227,7 @@ def events_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespo
         page=page,
         event_type=shown,
         job_filter=job_filter or "",
-        event_types=EVENT_TYPES,
+        event_types=states.EVENT_TONES,  # its keys: every event, in order
         quiet_events=QUIET_EVENTS,
         continued=bool(request.GET.get("before")),
     )
@@ -279,13 +258,12 @@ def job_page(request: HttpRequest, client: Redis, ref: QueueRef, job_id: str) ->
         "job": detail.job,
         "events": events.job_events(client, ref, job_id, size=30),
         "status": presenters.job_status_html(detail, int(time.time() * 1000)),
-        "buttons": presenters.job_buttons(job_id, detail.job.name, detail.state, job_actions),
+        "buttons": action_bars.job_buttons(job_id, detail.job.name, detail.state, job_actions),
         "progress_label": presenters.progress_label(detail.progress),
         "full_data_query": _job_query(logs_page, full=True),
         "earlier_logs_query": _job_query(logs_page - 1, full=full_data),
         "later_logs_query": _job_query(logs_page + 1, full=full_data),
         "logs_page": logs_page,
-        "logs_size": LOGS_PAGE_SIZE,
         "logs_has_next": detail.logs_start + len(detail.logs) < detail.logs_total,
         **flows.flow_context(client, ref, job_id),
         "editable": detail.state in job_edits.EDITABLE_STATES,
@@ -312,56 +290,42 @@ def goto_job(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse
         (job_id,) = clean_job_ids([wanted])
     except (InvalidName, ValueError):
         messages.error(request, f"“{wanted[:100]}” is not a job id")
-        return redirect(_queue_url(ref))
+        return redirect(queue_url("dashboard:queue", ref))
     return redirect(queue_url("dashboard:job", ref, job_id))
 
 
-def _queue_url(ref: QueueRef, state: str | None = None) -> str:
-    url = queue_url("dashboard:queue", ref)
+def _state_tab_url(request: HttpRequest, ref: QueueRef) -> str:
+    """Back to the tab of the state the bar acted on (posted empty: the queue's page)."""
+    url, state = queue_url("dashboard:queue", ref), request.POST.get("state", "failed")
     return f"{url}?state={state}" if state else url
 
 
-@page_view("POST", act=True)
-def job_actions(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    state = request.POST.get("state", "failed")
-    try:
-        ids = clean_job_ids(request.POST.getlist("ids"))
-        result = actions.job_action(
-            client,
-            ref,
-            request.POST.get("action", ""),
-            ids,
-            user=user_label(request.user),
-            state=state,
-            reason=request.POST.get("reason", "")[:1000],
-        )
-    except (InvalidName, actions.ActionRefused) as error:
-        messages.error(request, str(error))
-        return redirect_back(request, _queue_url(ref, state))
-    level = messages.SUCCESS if result.ok and result.count else messages.WARNING
-    messages.add_message(request, level, result.message)
-    return redirect_back(request, _queue_url(ref, state))
+@form_view(_state_tab_url, act=True)
+def job_actions(request: HttpRequest, client: Redis, ref: QueueRef) -> tuple[str, bool]:
+    result = actions.job_action(
+        client,
+        ref,
+        request.POST.get("action", ""),
+        clean_job_ids(request.POST.getlist("ids")),
+        user=user_label(request.user),
+        state=request.POST.get("state", "failed"),
+        reason=request.POST.get("reason", "")[:1000],
+    )
+    return result.message, bool(result.ok and result.count)
 
 
-@page_view("POST", act=True)
-def queue_actions(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
-    state = request.POST.get("state", "failed")
-    try:
-        result = actions.queue_action(
-            client,
-            ref,
-            request.POST.get("action", ""),
-            user=user_label(request.user),
-            state=state,
-            grace_ms=int_param(request.POST.get("grace_ms"), -1, lowest=-1),
-        )
-    except actions.ActionRefused as error:
-        messages.error(request, str(error))
-    else:
-        # Jobs left behind as broken need a look: not a plain success.
-        level = messages.WARNING if result.skipped else messages.SUCCESS
-        messages.add_message(request, level, result.message)
-    return redirect_back(request, _queue_url(ref, state))
+@form_view(_state_tab_url, act=True)
+def queue_actions(request: HttpRequest, client: Redis, ref: QueueRef) -> tuple[str, bool]:
+    result = actions.queue_action(
+        client,
+        ref,
+        request.POST.get("action", ""),
+        user=user_label(request.user),
+        state=request.POST.get("state", "failed"),
+        grace_ms=int_param(request.POST.get("grace_ms"), -1, lowest=-1),
+    )
+    # Jobs left behind as broken need a look: not a plain success.
+    return result.message, not result.skipped
 
 
 def live_socket_over_http(request: HttpRequest) -> HttpResponse:

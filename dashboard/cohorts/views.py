@@ -117,10 +117,6 @@ class CohortView:
     problem = ""  # an Unreadable cohort has one
 
     @property
-    def at(self) -> str:
-        return presenters.exact_time(self.cohort.at_ms)
-
-    @property
     def tracking(self) -> str:
         """ "first 100,000 tracked" when the action moved more than that."""
         c = self.cohort
@@ -147,13 +143,9 @@ class CohortView:
         return Part(name, named, count, f"{self.url}?part={name}", words, tone, name == FAILED_SAME)
 
     @property
-    def top_failed_reason(self) -> str:
-        return self.counted.top_failed_reason if self.counted else ""
-
-    @property
     def fails_as_before(self) -> bool:
         """Its failed jobs fail most with the kind they failed most with before."""
-        now = self.top_failed_reason
+        now = self.counted.top_failed_reason if self.counted else ""
         return bool(now) and now == self.cohort.top_previous_reason
 
 
@@ -168,7 +160,7 @@ def _answer(view: CohortView | Unreadable) -> answers.Cohort:
         source=c.source,
         user=c.user,
         at_ms=c.at_ms,
-        at=view.at,
+        at=presenters.exact_time(c.at_ms),
         count=c.count,
         tracked=c.tracked,
         audit_id=c.audit_id,

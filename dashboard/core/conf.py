@@ -26,10 +26,6 @@ def _or_none(value: str | None) -> str | None:
     return value or None
 
 
-def _as_set(value: object) -> object:
-    return value
-
-
 # None: start a private server (queues.redis_server).
 redis_url = _setting("REDIS_URL", None, _or_none)
 queues = _setting("ECHOMQ_QUEUES", [], list)
@@ -39,7 +35,7 @@ max_job_data_bytes = _setting("ECHOMQ_MAX_JOB_DATA_BYTES", 1024 * 1024, int)
 # A URL name or a path, or None.
 logout_url = _setting("ECHOMQ_LOGOUT_URL", None, _or_none)
 # As set: dashboard.core.connections reads and checks it.
-connections = _setting("ECHOMQ_CONNECTIONS", [], _as_set)
+connections = _setting("ECHOMQ_CONNECTIONS", [], lambda value: value)
 history_collector = _setting("ECHOMQ_HISTORY_COLLECTOR", True, bool)
 metrics_token = _setting("ECHOMQ_METRICS_TOKEN", None, _or_none)
 live_sockets_per_user = _setting("ECHOMQ_LIVE_SOCKETS_PER_USER", 30, int)

@@ -76,10 +76,8 @@ def _entry_problems(position: int, entry: object, seen: set[str]) -> list[str]:
     url = entry.get("url")
     if not isinstance(url, str) or not url.strip():
         found.append(f"{where} has no url (e.g. redis://host:6379/0)")
-    else:
-        wrong = url_problem(url.strip())
-        if wrong is not None:
-            found.append(f"{where} has a url Redis clients cannot use: {wrong}")
+    elif (wrong := url_problem(url.strip())) is not None:
+        found.append(f"{where} has a url Redis clients cannot use: {wrong}")
     for field in ("prefixes", "queues"):
         value = entry.get(field, [])
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):

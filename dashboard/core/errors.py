@@ -78,12 +78,6 @@ def is_api_request(request: HttpRequest) -> bool:
     return is_api_path(request.path_info)
 
 
-def is_app_request(request: HttpRequest) -> bool:
-    """Whether one of the app's views (pages or API) answers the request."""
-    match = request.resolver_match
-    return match is not None and _inside(match.app_names, APP_NAMESPACE)
-
-
 def _api_error(request: HttpRequest, response: HttpResponseBase) -> JsonResponse:
     status = response.status_code
     code, message = _CODES.get(status, ("", ""))
@@ -102,41 +96,24 @@ def _api_error(request: HttpRequest, response: HttpResponseBase) -> JsonResponse
     return answer
 
 
-def _api_redirect(response: HttpResponseBase) -> JsonResponse:
-    location = response.get("Location", "")
-    answer = JsonResponse({"redirect": location}, status=response.status_code)
-    answer["Location"] = location
-    return answer
-
-
-def _connection(request: HttpRequest) -> str:
-    """The Redis connection the request's view served (its URL names it, or the default)."""
-    match = request.resolver_match
-    name = match.kwargs.get("connection") if match is not None else None
-    return name if isinstance(name, str) else DEFAULT_CONNECTION
-
-
 def redis_unavailable(request: HttpRequest) -> HttpResponse:
     """503: the API's JSON error, or a page that says so and reloads itself."""
     # A read changed nothing; a command cut off mid-way may have run or not.
     reading = request.method in ("GET", "HEAD")
-    failover = failing_over(_connection(request))
+    # The Redis connection the request's view served (its URL names it, or the default).
+    match = request.resolver_match
+    connection = match.kwargs.get("connection") if match is not None else None
+    failover = failing_over(connection if isinstance(connection, str) else DEFAULT_CONNECTION)
+    described = failover.describe() if failover is not None else ""  # never empty
     if is_api_request(request):
-        if failover is not None:
-            code = "redis_failing_over"
-            message = f"Redis is failing over ({failover.describe()}): try again in "
-        else:
-            code, message = "redis_unavailable", "Redis unreachable: try again in "
-        message += f"{RETRY_AFTER_S} seconds."
+        said = f"Redis is failing over ({described})" if described else "Redis unreachable"
+        message = f"{said}: try again in {RETRY_AFTER_S} seconds."
         if not reading:
             message += " The action may or may not have run: look before repeating it."
+        code = "redis_failing_over" if described else "redis_unavailable"
         answer: HttpResponse = json_error(503, code, message)
     else:
-        context = {
-            "retry_after": RETRY_AFTER_S,
-            "reading": reading,
-            "failover": failover.describe() if failover is not None else "",
-        }
+        context = {"retry_after": RETRY_AFTER_S, "reading": reading, "failover": described}
         answer = render(request, "dashboard/redis_unavailable.html", context, status=503)
     answer["Retry-After"] = str(RETRY_AFTER_S)
     return answer
@@ -171,20 +148,24 @@ class ErrorAnswersMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
-        if response.status_code < 300 or response.get("Content-Type", "").startswith(
-            "application/json"
+        if (
+            response.status_code < 300
+            or response.get("Content-Type", "").startswith("application/json")
+            or not is_api_request(request)
         ):
             return response
-        if not is_api_request(request):
-            return response
-        if response.status_code < 400:
-            # APPEND_SLASH's redirect (a path without its final slash) is HTML.
-            return _api_redirect(response)
-        return _api_error(request, response)
+        if response.status_code >= 400:
+            return _api_error(request, response)
+        # APPEND_SLASH's redirect (a path without its final slash) is HTML.
+        location = response.get("Location", "")
+        answer = JsonResponse({"redirect": location}, status=response.status_code)
+        answer["Location"] = location
+        return answer
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        # Only the app's views: a project's own Redis is not the queues' Redis.
-        if not is_app_request(request):
+        # Only the app's views (pages or API): a project's own Redis is not the queues' Redis.
+        match = request.resolver_match
+        if match is None or not _inside(match.app_names, APP_NAMESPACE):
             return None
         # BusyLoadingError (Redis loading its data after a restart) is a ConnectionError too.
         if isinstance(exception, RedisConnectionError | RedisTimeoutError):

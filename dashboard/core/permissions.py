@@ -8,7 +8,7 @@ turns acting and changing off for everyone. Pages send anonymous users to
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
+from functools import partial, wraps
 from typing import Any, Literal, TypeVar, cast
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -95,7 +95,9 @@ _MESSAGES = {
 }
 
 
-def _guarded(act: bool, change: bool, api: bool) -> Callable[[V], V]:
+def guarded(*, api: bool, act: bool = False, change: bool = False) -> Callable[[V], V]:
+    """A view let through for those who may, else refused: under the API as a JSON
+    401 (anonymous users) or 403, on a page by the login redirect or a 403 page."""
     need: Need = "change" if change else "act" if act else "view"
 
     def decorate(view: V) -> V:
@@ -119,14 +121,8 @@ def _guarded(act: bool, change: bool, api: bool) -> Callable[[V], V]:
     return decorate
 
 
-def page_permission(*, act: bool = False, change: bool = False) -> Callable[[V], V]:
-    """For HTML views: login redirect for anonymous users, 403 page otherwise."""
-    return _guarded(act, change, api=False)
-
-
-def api_permission(*, act: bool = False, change: bool = False) -> Callable[[V], V]:
-    """For API views: JSON 401 for anonymous users, JSON 403 otherwise."""
-    return _guarded(act, change, api=True)
+page_permission = partial(guarded, api=False)
+api_permission = partial(guarded, api=True)
 
 
 def user_label(user: Any) -> str:

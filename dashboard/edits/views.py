@@ -19,20 +19,14 @@ from redis import Redis
 from dashboard.acting import job_edits
 from dashboard.acting.actions import ActionRefused
 from dashboard.core.answers import JobChange
-from dashboard.core.lookup import clean_job_ids
 from dashboard.core.operations import CHANGE_ERRORS
 from dashboard.core.permissions import user_label
 from dashboard.core.queue_urls import queue_url
 from dashboard.shared import bodies
 from dashboard.shared.web import BadInput, api_view, page_view
-from queues.keys import InvalidName
+from queues.keys import InvalidName, validate_job_id
 from queues.numerals import NotWholeNumber, parse_whole
 from queues.read.refs import QueueRef
-
-
-def _job_id(text: str) -> str:
-    (job_id,) = clean_job_ids([text])
-    return job_id
 
 
 def _posted_change(
@@ -44,8 +38,8 @@ def _posted_change(
     duplicate), or the job's own when nothing was done. ``undone`` words what
     did not happen when the id is no job id."""
     try:
-        job_id = _job_id(request.POST.get("id", ""))
-    except (InvalidName, ValueError):
+        job_id = validate_job_id(request.POST.get("id", "").strip())
+    except InvalidName:
         messages.error(request, f"That is not a job id: nothing was {undone}")
         return redirect(queue_url("dashboard:queue", ref))
     try:
@@ -132,7 +126,7 @@ def api_edit_job_data(
     request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.EditDataRequest
 ) -> JobChange:
     """Replace the data of a waiting, prioritized, delayed or failed job"""
-    job_id = _job_id(body.id)
+    job_id = validate_job_id(body.id.strip())
     if body.data is UNSET:
         raise BadInput("data is required")
     data = _value(request, body.data)
@@ -144,7 +138,7 @@ def api_duplicate_job(
     request: HttpRequest, client: Redis, ref: QueueRef, body: bodies.DuplicateJobRequest
 ) -> JobChange:
     """Add a new job with a job's name, data and options"""
-    job_id = _job_id(body.id)
+    job_id = validate_job_id(body.id.strip())
     return job_edits.duplicate_job(client, ref, job_id, user=user_label(request.user))
 
 

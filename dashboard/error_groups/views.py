@@ -18,8 +18,7 @@ from dashboard.core import answers as dashboard_answers
 from dashboard.core.answers import GROUP_ACTIONS, LISTED_REFUSALS
 from dashboard.core.lookup import int_param
 from dashboard.core.operations import ACT_ERRORS, READ_ERRORS, size_param, start_param
-from dashboard.core.permissions import can_act, user_label
-from dashboard.core.queue_urls import queue_url
+from dashboard.core.permissions import user_label
 from dashboard.shared import bodies, presenters
 from dashboard.shared.web import (
     PAGE_SIZES,
@@ -128,10 +127,6 @@ def _message(
 # -- the page ----------------------------------------------------------------------
 
 
-def _groups_url(ref: QueueRef) -> str:
-    return queue_url("dashboard:error_groups", ref)
-
-
 @page_view(fragments=True)
 def groups_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
     group = request.GET.get("group", "")
@@ -145,8 +140,8 @@ def groups_page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpRespo
     except actions.QueueKeyCorrupt as error:
         grouped, corrupt = read.ErrorGroups(ref, [], 0, 0, complete=True), str(error)
     context: dict[str, Any] = queue_context(ref, summary, TAB, chart=not is_htmx(request))
-    context.update(fragment=is_htmx(request), groups_url=_groups_url(ref), corrupt=corrupt)
-    context.update(grouped=grouped, acting=can_act(request.user), group_actions=GROUP_ACTIONS)
+    context.update(fragment=is_htmx(request), corrupt=corrupt)
+    context.update(grouped=grouped, group_actions=GROUP_ACTIONS)
     fragment = "_error_groups.html"
     if group:  # one group's jobs, a page at a time
         fragment = "_error_group_jobs.html"

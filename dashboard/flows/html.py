@@ -6,6 +6,7 @@ names and job URL prefix are escaped and reversed once per tree.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import NamedTuple
 from urllib.parse import quote
 
@@ -40,24 +41,22 @@ class _Queue(NamedTuple):
     job_url_prefix: str  # not escaped: a job's id is added first
 
 
+def _queue_of(ref: QueueRef) -> _Queue:
+    return _Queue(escape(ref.address), escape(ref.qualified), presenters.job_url_prefix(ref))
+
+
 class _TreeWriter:
     """Writes nodes into one list of strings; remembers what each queue shows."""
 
     def __init__(self, focus: tuple[QueueRef, str] | None) -> None:
         self.focus = focus
         self.parts: list[str] = []
-        self._queues: dict[QueueRef, _Queue] = {}
+        self.queue_of = cache(_queue_of)
 
     def node(self, node: TreeNode) -> None:
         is_focus = (node.ref, node.id) == self.focus
         classes = f"flow-node{' on-path' if node.on_path else ''}{' focus' if is_focus else ''}"
-        queue = self._queues.get(node.ref)
-        if queue is None:
-            ref = node.ref
-            queue = _Queue(
-                escape(ref.address), escape(ref.qualified), presenters.job_url_prefix(ref)
-            )
-            self._queues[ref] = queue
+        queue = self.queue_of(node.ref)
         if node.missing or node.not_a_job:
             gone = "gone" if node.missing else "not a job"
             badge = f'<span class="badge badge-muted">{gone}</span>'

@@ -32,11 +32,9 @@ def watched_jobs(tree: flows.FlowTree) -> dict[str, list[str]]:
     while pending and count < MAX_WATCHED_JOBS:
         node = pending.pop(0)
         queue = node.ref.address  # the live socket's name for it
-        ids = watched.get(queue)
-        if ids is None:
-            if len(watched) >= MAX_WATCHED_QUEUES:
-                continue
-            ids = watched[queue] = []
+        if queue not in watched and len(watched) >= MAX_WATCHED_QUEUES:
+            continue
+        ids = watched.setdefault(queue, [])
         if node.id not in ids:
             ids.append(node.id)
             count += 1

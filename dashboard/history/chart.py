@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -17,33 +16,25 @@ from django.utils.safestring import SafeString, mark_safe
 from dashboard.shared.charts import (
     FAILURES_MEANING,
     Marker,
-    chart_body,
-    half_scales,
-    marker_svg,
-    markers_list,
+    chart_figure,
+    chart_key,
     markers_since,
-    minute_svg,
+    markers_svg,
     nice_ceiling,
+    slots_svg,
     time_ticks_svg,
 )
 from dashboard.shared.formatting import compact, failures, format_ms, span, thousands
 from queues.read.history import Figures, History, HistoryRange
 
-
-@dataclass(frozen=True, slots=True)
-class Layout:
-    merge: int  # points per slot
-    tick_every: int  # slots between time ticks
-    tick_unit_ms: int
-    tick_unit: str  # "min", "h", "d"
-
-
 _MIN, _HOUR, _DAY = 60_000, 3_600_000, 86_400_000
+# Per range: the points merged into a slot, the slots between time ticks, and
+# the ticks' unit.
 LAYOUTS = {
-    "1h": Layout(1, 10, _MIN, "min"),
-    "24h": Layout(5, 48, _HOUR, "h"),
-    "7d": Layout(1, 24, _DAY, "d"),
-    "30d": Layout(4, 30, _DAY, "d"),
+    "1h": (1, 10, _MIN, "min"),
+    "24h": (5, 48, _HOUR, "h"),
+    "7d": (1, 24, _DAY, "d"),
+    "30d": (4, 30, _DAY, "d"),
 }
 # Bands, in % of the chart's height: counts, durations, backlog, time labels.
 _C_TOP, _C_AXIS, _C_BOTTOM = 4.0, 26.0, 38.0
@@ -61,25 +52,11 @@ _DURATION_LINES = (
 _DASH = "\u2013"
 
 
-@dataclass(frozen=True, slots=True)
-class Slot:
-    start_ms: int
-    figures: Figures
-    current: bool
-
-
-def slots_of(history: History) -> list[Slot]:
-    merge = LAYOUTS[history.range.name].merge
-    points = history.points
-    slots = []
-    for offset in range(0, len(points), merge):
-        group = points[offset : offset + merge]
-        summed = Figures()
-        for point in group:
-            summed.merge(point.figures)
-        current = offset + merge >= len(points)
-        slots.append(Slot(group[0].start_ms, summed, current))
-    return slots
+def _merged(figures: Iterable[Figures]) -> Figures:
+    total = Figures()
+    for each in figures:
+        total.merge(each)
+    return total
 
 
 def _when(start_ms: int, chosen: HistoryRange, merge: int) -> str:
@@ -89,9 +66,8 @@ def _when(start_ms: int, chosen: HistoryRange, merge: int) -> str:
     return f"{start:%b %d %H:%M}{_DASH}{end:{end_format}} UTC"
 
 
-def _readout(slot: Slot, when: str) -> str:
-    f = slot.figures
-    parts = [f"{when}{' (so far)' if slot.current else ''}:"]
+def _readout(f: Figures, current: bool, when: str) -> str:
+    parts = [f"{when}{' (so far)' if current else ''}:"]
     parts.append(f"{thousands(f.completed)} completed, {failures(f.failed)}")
     for name, durations in (("wait", f.wait), ("run", f.run)):
         if durations.count:
@@ -106,15 +82,10 @@ def _readout(slot: Slot, when: str) -> str:
     return " ".join(parts)
 
 
-def _line(
-    css: str,
-    width: float,
-    values: Sequence[float | None],
-    top: float,
-    band: tuple[float, float],
-) -> str:
-    """A line through the slots that have a value (a slot without one breaks it);
-    a lone value is a dot. Segments, not a polyline: points in % need them."""
+def _line(css: str, values: Sequence[float | None], top: float, band: tuple[float, float]) -> str:
+    """A line through ``values``, one a slot (None breaks it); a lone value is a
+    dot. Segments, not a polyline: points in % need them."""
+    width = 100 / len(values)
     high, low = band
     runs: list[list[tuple[str, str]]] = [[]]
     for index, value in enumerate(values):
@@ -150,13 +121,13 @@ def _band_titles(slot: str) -> str:
 def history_chart(history: History, markers: Sequence[Marker], range_links: str) -> SafeString:
     """The figure: range links, the three bands, a readout line, the markers listed."""
     chosen = history.range
-    layout = LAYOUTS[chosen.name]
-    slots = slots_of(history)
-    width = 100 / len(slots)
-    figures = [slot.figures for slot in slots]
-    top_done, top_failed = half_scales(
-        max((f.completed for f in figures), default=0), max((f.failed for f in figures), default=0)
-    )
+    merge, tick_every, tick_unit_ms, tick_unit = LAYOUTS[chosen.name]
+    points = history.points
+    firsts = range(0, len(points), merge)  # each slot's first point
+    figures = [
+        _merged(point.figures for point in points[first : first + merge]) for first in firsts
+    ]
+    width = 100 / len(figures)
     percentiles = [
         (css, [getattr(f, kind).percentile(q) if getattr(f, kind).count else None for f in figures])
         for kind, q, css in _DURATION_LINES
@@ -165,35 +136,22 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         nice_ceiling(max((v for _, vs in percentiles for v in vs if v is not None), default=1))
     )
     top_backlog = nice_ceiling(max((f.backlog_max or f.backlog or 0 for f in figures), default=0))
-
-    groups = []
-    for index, slot in enumerate(slots):
-        when = _when(slot.start_ms, chosen, layout.merge)
-        words = escape(_readout(slot, when))
-        groups.append(
-            minute_svg(
-                index,
-                width,
-                f'data-when="{escape(when)}" data-readout="{words}"',
-                words,
-                slot.current,
-                (slot.figures.completed, slot.figures.failed),
-                (top_done, top_failed),
-                (_C_TOP, _C_AXIS, _C_BOTTOM),
-                _MIN_BAR,
-            )
-        )
-    lines = "".join(_line(css, width, vs, top_ms, (_D_TOP, _D_BOTTOM)) for css, vs in percentiles)
+    drawn = []
+    for first, f in zip(firsts, figures, strict=True):
+        current = first + merge >= len(points)
+        when = _when(points[first].start_ms, chosen, merge)
+        words = escape(_readout(f, current, when))
+        data = f'data-when="{escape(when)}" data-readout="{words}"'
+        drawn.append((data, words, current, (f.completed, f.failed)))
+    bars, (top_done, top_failed) = slots_svg(drawn, (_C_TOP, _C_AXIS, _C_BOTTOM), _MIN_BAR)
+    lines = "".join(_line(css, vs, top_ms, (_D_TOP, _D_BOTTOM)) for css, vs in percentiles)
     backlogs = [f.backlog for f in figures]
-    lines += _line("line-backlog", width, backlogs, top_backlog, (_B_TOP, _B_BOTTOM))
-    start_ms = slots[0].start_ms
+    lines += _line("line-backlog", backlogs, top_backlog, (_B_TOP, _B_BOTTOM))
+    start_ms = points[0].start_ms
     span_ms = chosen.points * chosen.step_ms
-    drawn_markers = "".join(
-        marker_svg(m, (m.at_ms - start_ms) / span_ms * 100, _C_TOP - 2, _B_BOTTOM) for m in markers
-    )
-    total = Figures()
-    for f in figures:
-        total.merge(f)
+    xs = ((m.at_ms - start_ms) / span_ms * 100 for m in markers)
+    drawn_markers = markers_svg(markers, xs, _C_TOP - 2, _B_BOTTOM)
+    total = _merged(figures)
     summary = (
         f"{thousands(total.completed)} completed, {failures(total.failed)} in the last"
         f" {chosen.label}"
@@ -202,16 +160,15 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         summary += f"; wait p95 {format_ms(total.wait.percentile(0.95))}"
     if total.run.count:
         summary += f", run p95 {format_ms(total.run.percentile(0.95))}"
-    readout = escape(summary)
     label = escape(f"Queue history, last {chosen.label}: {summary}")
-    slot_ms = chosen.step_ms * layout.merge
-    last = len(slots) - 1
+    slot_ms = chosen.step_ms * merge
+    last = len(figures) - 1
     ticks = (
         (
             (index + 0.5) * width,
-            f"{(last - index) * slot_ms // layout.tick_unit_ms} {layout.tick_unit}",
+            f"{(last - index) * slot_ms // tick_unit_ms} {tick_unit}",
         )
-        for index in range(last - layout.tick_every, 0, -layout.tick_every)
+        for index in range(last - tick_every, 0, -tick_every)
     )
     rules = (
         (_C_TOP, "grid", compact(top_done)),
@@ -223,22 +180,18 @@ def history_chart(history: History, markers: Sequence[Marker], range_links: str)
         (_B_BOTTOM, "axis", "0"),
     )
     plot = (
-        f'{_band_titles(span(slot_ms))}<g class="minutes">{"".join(groups)}</g>'
-        f'<g class="lines">{lines}</g>{time_ticks_svg(ticks, _B_BOTTOM, 2, _TIME)}'
-        f'<g class="markers">{drawn_markers}</g>'
+        f'{_band_titles(span(slot_ms))}{bars}<g class="lines">{lines}</g>'
+        f"{time_ticks_svg(ticks, _B_BOTTOM, 2, _TIME)}{drawn_markers}"
     )
-    return mark_safe(  # noqa: S308 - numbers, fixed words and escaped text only
+    head = (
         f'<figure class="queue-chart history-chart" data-history-chart data-range="{chosen.name}">'
         f'<figcaption><span class="chart-title">History</span>{range_links}'
-        '<span class="chart-key"><span class="key key-completed"></span>completed</span>'
-        f'<span class="chart-key" title="{FAILURES_MEANING}">'
-        '<span class="key key-failed"></span>failures</span>'
-        '<span class="chart-key"><span class="key key-wait"></span>wait</span>'
-        '<span class="chart-key"><span class="key key-run"></span>run</span>'
-        '<span class="chart-key"><span class="key key-backlog"></span>backlog</span>'
-        f"</figcaption>{stopped_note(history)}{chart_body(rules, 300, label, plot, readout)}"
-        f"{markers_list(markers, chosen.label)}</figure>"
+        f"{chart_key('completed', 'completed')}"
+        f"{chart_key('failed', 'failures', FAILURES_MEANING)}"
+        f"{chart_key('wait', 'wait')}{chart_key('run', 'run')}{chart_key('backlog', 'backlog')}"
+        f"</figcaption>{stopped_note(history)}"
     )
+    return chart_figure(head, rules, 300, label, plot, escape(summary), markers, chosen.label)
 
 
 def history_missing(history: History, range_links: str, caught_up_ms: int | None) -> SafeString:

@@ -22,7 +22,6 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
-from redis import Redis
 
 from dashboard.core import conf, connections
 from dashboard.core.lookup import all_queues
@@ -68,16 +67,6 @@ class ServerReading:
     stopped: dict[QueueRef, str]  # the queues whose history the collector stopped
     lag_s: float | None
 
-    @classmethod
-    def read(cls, client: Redis, refs: list[QueueRef]) -> ServerReading:
-        return cls(
-            queue_summaries(client, refs, metrics_points=0),
-            worker_counts(client, refs),
-            totals(client, refs),
-            stopped_histories(client, refs),
-            collector_status(client).lag_s(int(time.time() * 1000)),
-        )
-
 
 class Families(Collector):
     """The metric families of one scrape, in the order the text lists them;
@@ -89,9 +78,7 @@ class Families(Collector):
         histogram = partial(HistogramMetricFamily, labels=LABELS)
         server = partial(GaugeMetricFamily, labels=SERVER_LABELS)
         self.up = server("echomq_redis_up", "1 when the dashboard reached Redis for this scrape")
-        self.jobs = GaugeMetricFamily(
-            "echomq_queue_jobs", "Jobs in each state", labels=[*LABELS, "state"]
-        )
+        self.jobs = gauge("echomq_queue_jobs", "Jobs in each state", labels=[*LABELS, "state"])
         self.paused = gauge("echomq_queue_paused", "1 when the queue is paused")
         self.workers = gauge("echomq_queue_workers", "Workers connected to the queue")
         self.completed = counter(
@@ -163,7 +150,14 @@ def _scrape() -> Families:
             room = max(0, MAX_QUEUES - kept)
             kept += min(room, len(refs))
             omitted += max(0, len(refs) - room)
-            reading: ServerReading | None = ServerReading.read(client, refs[:room])
+            served = refs[:room]
+            reading: ServerReading | None = ServerReading(
+                queue_summaries(client, served, metrics_points=0),
+                worker_counts(client, served),
+                totals(client, served),
+                stopped_histories(client, served),
+                collector_status(client).lag_s(int(time.time() * 1000)),
+            )
         except REDIS_FAILURES:  # this server is down: echomq_redis_up 0
             reading = None
         families.add(connection.name, reading)

@@ -14,7 +14,6 @@ from redis import Redis
 
 from dashboard.acting import actions
 from dashboard.core import answers
-from dashboard.core.jsonresponse import JsonResponse
 from dashboard.core.lookup import int_param
 from dashboard.core.operations import ACT_ERRORS, GARBAGE, READ_ERRORS, query_param, start_param
 from dashboard.core.permissions import can_act, user_label
@@ -66,11 +65,10 @@ def page(request: HttpRequest, client: Redis, ref: QueueRef) -> HttpResponse:
 @form_view("dashboard:schedulers", act=True)
 def page_action(request: HttpRequest, client: Redis, ref: QueueRef) -> tuple[str, bool]:
     post = request.POST
-    user = user_label(request.user)
-    result = actions.scheduler_action(
-        client, ref, post.get("action", ""), post.get("id", ""), user=user
+    done = actions.scheduler_action(
+        client, ref, post.get("action", ""), post.get("id", ""), user=user_label(request.user)
     )
-    return result.message, result.ok
+    return done.message, done.ok
 
 
 @api_view(
@@ -122,7 +120,4 @@ def api_action(
     result = actions.scheduler_action(
         client, ref, body.action, body.id, user=user_label(request.user)
     )
-    if result.status != 200:
-        refused = result.answer(answers.SchedulerActionRefused, error=result.error)
-        return JsonResponse(refused, status=result.status)
-    return result.answer(answers.SchedulerActionResult)
+    return result.api_answer(answers.SchedulerActionResult, answers.SchedulerActionRefused)

@@ -1,4 +1,4 @@
-"""What the queue page and the job page offer as buttons, tab by tab: labels,
+"""What the queue page, a search and the job page offer as buttons, tab by tab: labels,
 weight and confirmations decided once. A confirmation is a question for the
 page's dialog, which fills in ``{selected}``, ``{count}``, ``{n}``, ``{age}``
 and ``{query}`` (queue names cannot hold braces). Destructive actions always
@@ -7,10 +7,12 @@ ask; retry and promote ask past :data:`HANDFUL` jobs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from dashboard.acting.actions import ACTIONS_BY_STATE
 from dashboard.core.answers import SET_ACTIONS
+from dashboard.shared.formatting import truncate
 from queues.read.refs import QueueRef
 from queues.read.states import TAB
 
@@ -151,3 +153,28 @@ def search_buttons(ref: QueueRef, state: str) -> list[Button]:
         for action in tab.actions
         if action in SET_ACTIONS
     ]
+
+
+# The job page's buttons on its one job: the tab's verbs, each primary unless it
+# destroys, and only what cannot be taken back asks ({job} is "job 42"). Running
+# a completed job again repeats its work: it names the job as it asks.
+_JOB_QUESTIONS = {
+    "fail": "Fail {job}? Its worker's result will be discarded.",
+    "remove": "Remove {job}? Its data and logs are deleted.",
+    "run_again": "Run {job} again? It completed already: whatever it does (an email, a charge)"
+    " is done a second time.",
+}
+
+
+def job_buttons(job_id: str, name: str, state: str | None, actions: Sequence[str]) -> list[Button]:
+    buttons = []
+    for action in actions:
+        if action == "retry" and state == "completed":
+            named = f"job {job_id} ({truncate(name, 60)})" if name else f"job {job_id}"
+            asks = _JOB_QUESTIONS["run_again"].format(job=named)
+            buttons.append(replace(_RUN_AGAIN, confirm=asks))
+            continue
+        verb, style = _SELECTION[action]
+        asks = _JOB_QUESTIONS.get(action, "").format(job=f"job {job_id}")
+        buttons.append(Button(action, verb, style=style or "btn-primary", confirm=asks))
+    return buttons

@@ -144,12 +144,12 @@ def sparkline_svg(summary: QueueSummary) -> SafeString:
     )
 
 
-# The queue page's chart: where things sit, in % of its height (the SVG has no
-# viewBox: x and y are percentages of its box, which CSS sizes, and text keeps
-# its pixel size on any screen).
+# Where a chart's parts sit, in % of its height: the SVG has no viewBox, so x
+# and y are percentages of its box, which CSS sizes, and text keeps its pixel
+# size on any screen. The queue page's hour: bars above and below the axis,
+# time labels under them.
 _TOP, _AXIS, _BOTTOM, _TIME = 10.0, 58.0, 84.0, 97.0
 _SLOT = 100 / (CHART_MINUTES + 1)
-_BAND = (_TOP, _AXIS, _BOTTOM)
 _MIN_BAR = 1.2  # a minute with any count is at least this tall (about 2 px)
 _ACTION_WORDS = {
     "retry_all": "retry all",
@@ -188,67 +188,38 @@ def _across(index: int, width: float) -> tuple[str, str]:
     )
 
 
-def minute_svg(
-    index: int,
-    width: float,
-    data: str,
-    words: str,
-    current: bool,
-    done: tuple[int, int] | None,
-    tops: tuple[int, int],
-    band: tuple[float, float, float],
-    least: float = _MIN_BAR,
-) -> str:
-    """Slot ``index`` of a chart (``width`` % each): its bars of ``done``,
-    completed up from the axis and failed down on their own scales, in ``band``
+# A slot of a chart: its data attributes, its words on hover, whether it is
+# still filling, and its (completed, failed) or None for no data.
+Slot = tuple[str, str, bool, tuple[int, int] | None]
+
+
+def slots_svg(
+    slots: Sequence[Slot], band: tuple[float, float, float], least: float
+) -> tuple[str, tuple[int, int]]:
+    """The slots side by side, each with its bars: completed up from the axis and
+    failed down, on the two scales (half_scales) returned beside them, in ``band``
     (top, axis, bottom, in %), any count at least ``least`` tall."""
-    hit, x = _across(index, width)
+    counted = [done for *_, done in slots if done is not None]
+    tops = half_scales(
+        max((c for c, _ in counted), default=0), max((f for _, f in counted), default=0)
+    )
     top, axis, bottom = band
-    bars = ""
-    for kind, value, scale, room in (
-        ("completed", done[0] if done else 0, tops[0], axis - top),
-        ("failed", done[1] if done else 0, tops[1], bottom - axis),
-    ):
-        if value > 0:
-            height = max(value / scale * room, least)
-            y = axis - height if kind == "completed" else axis
-            bars += f'<rect class="bar-{kind}" {x} y="{y:.2f}%" height="{height:.2f}%"/>'
-    partial = " partial" if current else ""
-    return f'<g class="minute{partial}" {data}><title>{words}</title>{hit}{bars}</g>'
-
-
-def _minutes(summary: QueueSummary) -> list[tuple[int, int] | None]:
-    """(completed, failed) per slot of the chart's hour, oldest first and this
-    minute last; None where there is no data."""
-    completed, failed = summary.completed_per_minute, summary.failed_per_minute
-    length = max(len(completed), len(failed))  # the read model lines them up already
-    known: list[tuple[int, int] | None] = list(
-        zip(padded(completed, length), padded(failed, length), strict=True)
-    )
-    return [None] * (CHART_MINUTES - len(known)) + known[-CHART_MINUTES:] + [summary.this_minute]
-
-
-def chart_body(
-    rules: Iterable[tuple[float, str, str]], height: int, label: str, plot: str, readout: str
-) -> str:
-    """A chart's SVG and its readout line: ``rules`` are its lines across (y in
-    %, "grid" or "axis", the count they stand for), the counts in their own
-    narrow SVG left of the plot so that none sits on a bar; ``plot`` is drawn
-    over the lines."""
-    texts = lines = ""
-    for y, kind, count in rules:
-        lines += f'<line class="{kind}" x1="0" x2="100%" y1="{y}%" y2="{y}%"/>'
-        if count:
-            texts += (
-                f'<text class="tick" x="100%" dx="-6" y="{y}%" dominant-baseline="middle"'
-                f' text-anchor="end">{count}</text>'
-            )
-    return (
-        f'<div class="chart-area"><svg class="chart-scale" width="52" height="{height}"'
-        f' aria-hidden="true">{texts}</svg><svg class="chart" width="100%" height="{height}"'
-        f' role="img" aria-label="{label}"><g class="grid-lines">{lines}</g>{plot}</svg></div>'
-        f'<p class="chart-readout" data-chart-readout data-default="{readout}">{readout}</p>'
-    )
+    width = 100 / len(slots)
+    drawn = []
+    for index, (data, words, current, done) in enumerate(slots):
+        hit, x = _across(index, width)
+        bars = ""
+        for kind, value, scale, room in (
+            ("completed", done[0] if done else 0, tops[0], axis - top),
+            ("failed", done[1] if done else 0, tops[1], bottom - axis),
+        ):
+            if value > 0:
+                height = max(value / scale * room, least)
+                y = axis - height if kind == "completed" else axis
+                bars += f'<rect class="bar-{kind}" {x} y="{y:.2f}%" height="{height:.2f}%"/>'
+        partial = " partial" if current else ""
+        drawn.append(f'<g class="minute{partial}" {data}><title>{words}</title>{hit}{bars}</g>')
+    return f'<g class="minutes">{"".join(drawn)}</g>', tops
 
 
 def time_ticks_svg(ticks: Iterable[tuple[float, str]], axis: float, mark: float, y: float) -> str:
@@ -262,32 +233,80 @@ def time_ticks_svg(ticks: Iterable[tuple[float, str]], axis: float, mark: float,
     return f'<g class="ticks">{drawn}{now}</g>'
 
 
-def marker_svg(marker: Marker, x: float, top: float, bottom: float) -> str:
-    """An admin action's line at ``x`` (% across, kept inside) from ``top`` to ``bottom``."""
-    x = min(max(x, 0.2), 99.8)
-    label = escape(marker.label)
-    return (
-        f'<g class="marker" data-marker="{label}"><title>{label}</title>'
-        f'<line x1="{x:.3f}%" x2="{x:.3f}%" y1="{top}%" y2="{bottom}%"/>'
-        f'<text x="{x:.3f}%" y="{top + 0.5}%" text-anchor="middle">▼</text>'
-        f'<rect class="hit" x="{max(x - 0.6, 0):.3f}%" y="0" width="1.2%" height="{bottom}%"/>'
-        "</g>"
-    )
+def markers_svg(markers: Sequence[Marker], xs: Iterable[float], top: float, bottom: float) -> str:
+    """Each admin action's line at its x (% across, kept inside) from ``top`` to ``bottom``."""
+    drawn = ""
+    for marker, at in zip(markers, xs, strict=True):
+        x = min(max(at, 0.2), 99.8)
+        label = escape(marker.label)
+        drawn += (
+            f'<g class="marker" data-marker="{label}"><title>{label}</title>'
+            f'<line x1="{x:.3f}%" x2="{x:.3f}%" y1="{top}%" y2="{bottom}%"/>'
+            f'<text x="{x:.3f}%" y="{top + 0.5}%" text-anchor="middle">▼</text>'
+            f'<rect class="hit" x="{max(x - 0.6, 0):.3f}%" y="0" width="1.2%" height="{bottom}%"/>'
+            "</g>"
+        )
+    return f'<g class="markers">{drawn}</g>'
+
+
+def chart_key(kind: str, words: str, title: str = "") -> str:
+    """A caption's key: the colour of ``kind`` and what it stands for."""
+    hover = f' title="{title}"' if title else ""
+    return f'<span class="chart-key"{hover}><span class="key key-{kind}"></span>{words}</span>'
 
 
 def admin_actions(count: int) -> str:
     return f"{count} admin action{'s' if count != 1 else ''}"
 
 
-def markers_list(markers: Sequence[Marker], window: str) -> str:
-    """The chart's admin actions listed under it, newest first ("" for none)."""
-    if not markers:
-        return ""
-    items = "".join(f"<li>{escape(m.label)}</li>" for m in reversed(markers))
-    return (
-        f'<details class="chart-markers"><summary>{admin_actions(len(markers))} in the last'
-        f" {window}</summary><ol>{items}</ol></details>"
+def chart_figure(
+    head: str,
+    rules: Iterable[tuple[float, str, str]],
+    height: int,
+    label: str,
+    plot: str,
+    readout: str,
+    markers: Sequence[Marker],
+    window: str,
+) -> SafeString:
+    """A chart's figure after its ``head`` (the figure's tag and caption): its SVG
+    and readout line, then its admin actions listed newest first. ``rules`` are
+    its lines across (y in %, "grid" or "axis", the count they stand for), the
+    counts in their own narrow SVG left of the plot so that none sits on a bar;
+    ``plot`` is drawn over the lines."""
+    texts = lines = ""
+    for y, kind, count in rules:
+        lines += f'<line class="{kind}" x1="0" x2="100%" y1="{y}%" y2="{y}%"/>'
+        if count:
+            texts += (
+                f'<text class="tick" x="100%" dx="-6" y="{y}%" dominant-baseline="middle"'
+                f' text-anchor="end">{count}</text>'
+            )
+    listed = ""
+    if markers:
+        items = "".join(f"<li>{escape(m.label)}</li>" for m in reversed(markers))
+        listed = (
+            f'<details class="chart-markers"><summary>{admin_actions(len(markers))} in the last'
+            f" {window}</summary><ol>{items}</ol></details>"
+        )
+    return mark_safe(  # noqa: S308 - numbers, fixed words and escaped text only
+        f'{head}<div class="chart-area"><svg class="chart-scale" width="52" height="{height}"'
+        f' aria-hidden="true">{texts}</svg><svg class="chart" width="100%" height="{height}"'
+        f' role="img" aria-label="{label}"><g class="grid-lines">{lines}</g>{plot}</svg></div>'
+        f'<p class="chart-readout" data-chart-readout data-default="{readout}">{readout}</p>'
+        f"{listed}</figure>"
     )
+
+
+def _minutes(summary: QueueSummary) -> list[tuple[int, int] | None]:
+    """(completed, failed) per slot of the chart's hour, oldest first and this
+    minute last; None where there is no data."""
+    completed, failed = summary.completed_per_minute, summary.failed_per_minute
+    length = max(len(completed), len(failed))  # the read model lines them up already
+    known: list[tuple[int, int] | None] = list(
+        zip(padded(completed, length), padded(failed, length), strict=True)
+    )
+    return [None] * (CHART_MINUTES - len(known)) + known[-CHART_MINUTES:] + [summary.this_minute]
 
 
 def hour_totals(summary: QueueSummary) -> tuple[int, int] | None:
@@ -309,23 +328,18 @@ def queue_chart(
         return mark_safe("")
     this_minute_start = summary.read_at_ms // MINUTE_MS * MINUTE_MS
     window_start = this_minute_start - CHART_MINUTES * MINUTE_MS
-    slots = _minutes(summary)
-    counted = [slot for slot in slots if slot is not None]
-    tops = half_scales(
-        max((c for c, _ in counted), default=0), max((f for _, f in counted), default=0)
-    )
-    bars = []
-    for index, slot in enumerate(slots):
+    slots: list[Slot] = []
+    for index, done in enumerate(_minutes(summary)):
         current = index == CHART_MINUTES
         when = minute_label(window_start + index * MINUTE_MS)
         when += ", this minute so far" if current else ""
-        if slot is None:
-            words, data = f"{when}: no data", f'data-when="{when}"'
-        else:
-            words = f"{when}: {thousands(slot[0])} completed, {failures(slot[1])}"
-            data = f'data-when="{when}" data-completed="{slot[0]}" data-failed="{slot[1]}"'
-        bars.append(minute_svg(index, _SLOT, data, words, current, slot, tops, _BAND))
-    last = slots[-2]
+        data, words = f'data-when="{when}"', f"{when}: no data"
+        if done is not None:
+            data += f' data-completed="{done[0]}" data-failed="{done[1]}"'
+            words = f"{when}: {thousands(done[0])} completed, {failures(done[1])}"
+        slots.append((data, words, current, done))
+    bars, tops = slots_svg(slots, (_TOP, _AXIS, _BOTTOM), _MIN_BAR)
+    last = slots[-2][3]
     latest = (
         f"{minute_label(this_minute_start - MINUTE_MS)}: {thousands(last[0])} completed,"
         f" {failures(last[1])}"
@@ -340,10 +354,7 @@ def queue_chart(
     ticks = time_ticks_svg(
         ((m * _SLOT, f"{CHART_MINUTES - m} min") for m in (10, 20, 30, 40, 50)), _BOTTOM, 2.5, _TIME
     )
-    drawn_markers = "".join(
-        marker_svg(m, (m.at_ms - window_start) / MINUTE_MS * _SLOT, _TOP - 4, _BOTTOM)
-        for m in markers
-    )
+    xs = ((m.at_ms - window_start) / MINUTE_MS * _SLOT for m in markers)
     half = tops[0] / 2
     rules = (
         (_TOP, "grid", f"{compact(tops[0])}/min"),
@@ -351,20 +362,19 @@ def queue_chart(
         (_AXIS, "axis", "0"),
         (_BOTTOM, "grid", f"{compact(tops[1])}/min"),
     )
-    plot = f'<g class="minutes">{"".join(bars)}</g>{ticks}<g class="markers">{drawn_markers}</g>'
+    plot = f"{bars}{ticks}{markers_svg(markers, xs, _TOP - 4, _BOTTOM)}"
     marker_key = ""
     if markers:
         marker_key = '<span class="chart-key"><span class="key-marker">▼</span>admin action</span>'
-    return mark_safe(  # noqa: S308 - numbers, fixed words and escaped labels only
+    head = (
         '<figure class="queue-chart" data-queue-chart><figcaption>'
         '<span class="chart-title">Jobs finished per minute, last hour</span>'
         f"{HISTORY_SOURCE if summary.counted_from_events else ''}{health or ''}"
-        '<span class="chart-key"><span class="key key-completed"></span>completed'
-        f' (above the line)</span><span class="chart-key" title="{FAILURES_MEANING}">'
-        '<span class="key key-failed"></span>failures (below, own scale)</span>'
-        f"{marker_key}</figcaption>{chart_body(rules, 180, label, plot, readout)}"
-        f"{markers_list(markers, 'hour')}</figure>"
+        f"{chart_key('completed', 'completed (above the line)')}"
+        f"{chart_key('failed', 'failures (below, own scale)', FAILURES_MEANING)}"
+        f"{marker_key}</figcaption>"
     )
+    return chart_figure(head, rules, 180, label, plot, readout, markers, "hour")
 
 
 def health_note(health: Health) -> SafeString:

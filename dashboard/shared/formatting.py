@@ -1,4 +1,4 @@
-"""Numbers for humans, shared by the presenters and the charts."""
+"""Numbers and texts for humans, shared by the presenters, buttons and charts."""
 
 from __future__ import annotations
 
@@ -14,6 +14,11 @@ def thousands(value: object) -> str:
 def failures(count: int) -> str:
     """1 -> "1 failure", 1204 -> "1,204 failures" (charts.FAILURES_MEANING)."""
     return f"{thousands(count)} failure{'' if count == 1 else 's'}"
+
+
+def truncate(text: str, limit: int) -> str:
+    """At most ``limit`` characters, "…" last when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def compact(value: object) -> str:

@@ -22,8 +22,7 @@ from django.utils.text import Truncator
 
 from dashboard.core.queue_urls import PATH_SAFE, queue_url, queue_url_maker
 from dashboard.shared import charts
-from dashboard.shared.action_bars import Button
-from dashboard.shared.formatting import compact, span, thousands
+from dashboard.shared.formatting import compact, span, thousands, truncate
 from dashboard.shared.health import Workers, queue_health
 from queues import codec
 from queues.events import Event
@@ -211,10 +210,6 @@ def attempt_of_html(number: int, allowed: int) -> SafeString:
     return SafeString(f"attempt {number} ({allowed} allowed; retried by hand)")
 
 
-def _truncate(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _amount(value: int | float | None) -> str:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -244,7 +239,7 @@ def progress_html(progress: Progress) -> SafeString:
         text = value
     else:
         text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
-    text = _truncate(codec.printable(text), 40)
+    text = truncate(codec.printable(text), 40)
     return format_html('<span class="muted" title="{}">{}</span>', text, text)
 
 
@@ -315,7 +310,7 @@ def job_rows_html(
             if selectable
             else ""
         )
-        shown_name = _truncate(job.name, 300)
+        shown_name = truncate(job.name, 300)
         name = _MISSING_NAME if row.missing else esc(shown_name) if shown_name else _NO_NAME
         progress: str = progress_html(row.progress)
         running = running_html(job.processed_on, now) if page.state == "active" else ""
@@ -329,7 +324,7 @@ def job_rows_html(
         rows.append(
             f'<tr data-job-id="{job_id}"{_MISSING_ROW if row.missing else ""}>{check}'
             f'<td class="id"><a href="{esc(job_url(prefix, job.id))}" title="{job_id}">'
-            f'{esc(_truncate(job.id, 40))}</a></td><td class="name" title="{esc(shown_name)}">'
+            f'{esc(truncate(job.id, 40))}</a></td><td class="name" title="{esc(shown_name)}">'
             f'{name}</td><td class="when"><time title="{exact_time(moment)}">'
             f"{relative_time(moment, now)}</time></td>"
             f'<td class="num">{attempts_html(job.attempts_made, job.attempts)}</td>'
@@ -375,36 +370,6 @@ def failure_label(attempt: FailedAttempt) -> SafeString:
     if attempt.number is None:
         return format_html("an attempt failed: {}", reason)
     return format_html("attempt {} failed: {}", attempt.number, reason)
-
-
-# Each job action's button: label, style, and the question it asks first ("" =
-# none); {job} is "job 42", {named} adds its name: "job 42 (password-reset)".
-_JOB_BUTTONS = {
-    "retry": ("Retry", "btn-primary", ""),
-    "promote": ("Promote", "btn-primary", ""),
-    "fail": ("Fail", "btn-danger", "Fail {job}? Its worker's result will be discarded."),
-    "remove": ("Remove", "btn-danger", "Remove {job}? Its data and logs are deleted."),
-    # Retrying a completed job runs its work a second time (another email, another
-    # charge): a secondary button that names the job and asks.
-    "run_again": (
-        "Run again",
-        "",
-        "Run {named} again? It completed already: whatever it does (an email, a charge)"
-        " is done a second time.",
-    ),
-}
-
-
-def job_buttons(job_id: str, name: str, state: str | None, actions: Sequence[str]) -> list[Button]:
-    job = f"job {job_id}"
-    named = f"{job} ({_truncate(name, 60)})" if name else job
-    buttons = []
-    for action in actions:
-        again = action == "retry" and state == "completed"
-        label, style, question = _JOB_BUTTONS["run_again" if again else action]
-        confirm = question.format(job=job, named=named)
-        buttons.append(Button(action, label, style=style, confirm=confirm))
-    return buttons
 
 
 def event_detail(fields: Mapping[str, str]) -> str:

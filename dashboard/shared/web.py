@@ -121,10 +121,13 @@ def page_view(
     return decorate
 
 
-def form_view(back: str, **permission: bool) -> Callable[[Callable[..., tuple[str, bool]]], View]:
+def form_view(
+    back: str | Callable[[HttpRequest, QueueRef], str], **permission: bool
+) -> Callable[[Callable[..., tuple[str, bool]]], View]:
     """A queue page's form that acts (``permission``: page_view's): the view
     returns its message and whether all went well (else it is a warning), or
-    raises why not; then back to the form's page, else to ``back``'s URL."""
+    raises why not; then back to the form's page, else to ``back``'s URL (or
+    the URL it makes of the request, when it depends on what was posted)."""
 
     def decorate(view: Callable[..., tuple[str, bool]]) -> View:
         @wraps(view)
@@ -135,7 +138,8 @@ def form_view(back: str, **permission: bool) -> Callable[[Callable[..., tuple[st
             except (actions.ActionRefused, BadInput, InvalidName) as error:
                 message, level = str(error), messages.ERROR
             messages.add_message(request, level, message)
-            return redirect_back(request, queue_url(back, ref))
+            fallback = back(request, ref) if callable(back) else queue_url(back, ref)
+            return redirect_back(request, fallback)
 
         return page_view("POST", **permission)(acted)
 

@@ -44,12 +44,9 @@ def _locked_until(request: HttpRequest, username: str | None, cool_off: timedelt
     return (last or timezone.now()) + cool_off
 
 
-def _in_words(wait: timedelta) -> str:
-    seconds = max(1, math.ceil(wait.total_seconds()))
-    if seconds < 60:
-        return f"{seconds} second{'s' if seconds != 1 else ''}"
-    minutes = math.ceil(seconds / 60)
-    return f"{minutes} minute{'s' if minutes != 1 else ''}"
+def _in_words(seconds: int) -> str:
+    count, unit = (seconds, "second") if seconds < 60 else (math.ceil(seconds / 60), "minute")
+    return f"{count} {unit}{'s' if count != 1 else ''}"
 
 
 def lockout_response(
@@ -61,10 +58,10 @@ def lockout_response(
     username = get_client_username(request, credentials)
     cool_off = get_cool_off(request) or timedelta(0)
     until = _locked_until(request, username, cool_off)
-    wait = max(until - timezone.now(), timedelta(0))
+    seconds = max(1, math.ceil((until - timezone.now()).total_seconds()))
     lockout = (
         "Too many failed logins for this username from your address. "
-        f"Try again after {until:%H:%M:%S} UTC (in {_in_words(wait)})."
+        f"Try again after {until:%H:%M:%S} UTC (in {_in_words(seconds)})."
     )
     context = {
         "form": AuthenticationForm(request, initial={"username": username or ""}),
@@ -72,5 +69,5 @@ def lockout_response(
         "lockout": lockout,
     }
     response = render(request, LOGIN_TEMPLATE, context, status=429)
-    response["Retry-After"] = str(max(1, math.ceil(wait.total_seconds())))
+    response["Retry-After"] = str(seconds)
     return response

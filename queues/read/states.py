@@ -164,8 +164,9 @@ BY_ATTENTION: tuple[str, ...] = (
 # Words for every name a page labels: the tabs, a queue's paused flag, the events tab.
 LABELS: dict[str, str] = {**{tab.name: tab.label for tab in TABS}, "paused": "paused"}
 
-# The event that leads a job into a state shares that state's colour
-# (docs/protocol.md, Events); "paused" colours the queue's paused event.
+# Every event of a queue's stream (docs/protocol.md, Events) in the events filter's
+# order, and its colour: an event leading a job into a state shares that state's;
+# "paused" colours the queue's paused event; the rest move no job: none ("other").
 EVENT_TONES: dict[str, str] = {
     "added": "wait",
     "waiting": "wait",
@@ -176,8 +177,14 @@ EVENT_TONES: dict[str, str] = {
     "failed": "failed",
     "retries-exhausted": "failed",
     "stalled": "active",
+    "removed": "other",
     "waiting-children": "waiting-children",
+    "duplicated": "other",
+    "deduplicated": "other",
+    "cleaned": "other",
     "paused": "paused",
+    "resumed": "other",
+    "drained": "other",
 }
 
 
