@@ -290,6 +290,10 @@ TARGETS: dict[str, tuple[str, ...]] = {
 # Survivors no test can kill: (module, original line, mutated line) -> why.
 # Lines are compared stripped, so the entry outlives edits elsewhere in the file.
 _FROZEN = "@dataclass(frozen=True, slots=True)"
+_REQUEUE_CHECK = (
+    'if raw["err"] or not (raw[1] or raw[2]) or (priority and not as_number(priority)) then'
+)
+_REQUEUE_READ = 'problem = read_job(job_key, 3, 3, "name", "timestamp", "priority")'
 _SLOTS_ONLY = "no code sets an attribute a class does not declare or hashes one of its objects"
 _FROZEN_ONLY = "no code assigns to a field, hashes one, or sets an attribute it does not declare"
 EQUIVALENT: dict[tuple[str, str, str], str] = {
@@ -508,6 +512,50 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         " first byte of its previous reason), which this script never reads: it keeps"
         " moved and skipped, so the same writes and the same answer; one string.sub more"
     ),
+    # The fourteenth pass: includes/requeueJobs.lua after perf4's check of a
+    # sound job by one HMGET (read_job only for a job that one finds wrong).
+    **{
+        ("priv/scripts/includes/requeueJobs.lua", original, mutated): why
+        for original, mutated, why in (
+            *(
+                (
+                    _REQUEUE_CHECK,
+                    _REQUEUE_CHECK.replace(old, new),
+                    "only a cost: more jobs go to read_job, which answers no problem for"
+                    " them (it refuses a hash with neither name nor timestamp, and a"
+                    " priority that is no number, as the shortcut does): the same"
+                    f" answer, one HMGET more for each job {whom}",
+                )
+                for old, new, whom in (
+                    ("(raw[1] or raw[2])", "(raw[1] and raw[2])", "holding only one of the two"),
+                    ("(priority and not", "(priority or not", "(as_number(nil) is nil)"),
+                )
+            ),
+            *(
+                (
+                    _REQUEUE_READ,
+                    _REQUEUE_READ.replace("3, 3,", bounds),
+                    f"read_job(key, last_number, last_counter, name, timestamp, priority) {why}",
+                )
+                for bounds, why in (
+                    ("4, 3,", "checks fields 3 to 4 as numbers: there is no fourth, the same"),
+                    ("3, 4,", "also checks a fourth field as a counter: there is none, the same"),
+                    ("3, 2,", "checks no counter, as with 3: the same"),
+                    (
+                        "2, 3,",
+                        "checks the priority as integer text instead of a number: it gets"
+                        " there only when it is no number (or the hash has neither name nor"
+                        " timestamp), so field:priority either way",
+                    ),
+                )
+            ),
+            (
+                'reported[#reported + 1] = string.sub(raw[4] or "", 1, reason_bytes)',
+                'reported[#reported + 1] = string.sub(raw[4] or "", 0, reason_bytes)',
+                "Lua's string.sub takes a start of 0 as 1",
+            ),
+        )
+    },
     ("priv/scripts/listedJobs-4.lua", "return {0, 0, {}}", "return {0, 1, {}}"): (
         "a list of 0 means every list was looked at: the caller stops there and never"
         " reads the index beside it"
