@@ -405,6 +405,29 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                 'local ids, next_start, next_anchor, length = {}, "", "", 1',
                 "both branches that follow set length before it is read",
             ),
+            *(
+                (
+                    "local answer = {0, next_start, next_anchor, length, 0, texts_around}",
+                    mutated,
+                    "the answer's first and fifth slots (looked at, unchecked) are each set"
+                    " again after the loop, before the answer is returned",
+                )
+                for mutated in (
+                    "local answer = {1, next_start, next_anchor, length, 0, texts_around}",
+                    "local answer = {0, next_start, next_anchor, length, 1, texts_around}",
+                )
+            ),
+            (
+                "local first, last = string.find(value, text, 1, true)",
+                "local first, last = string.find(value, text, 0, true)",
+                "Lua's string.find takes a start of 0 as 1",
+            ),
+            (
+                "return 0, 0",
+                "return 0, 1",
+                "a path match's last byte is read only by around(), which a first of 0"
+                " never reaches (the caller's first > 0)",
+            ),
         )
     },
     **{

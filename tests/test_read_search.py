@@ -460,3 +460,28 @@ def test_a_long_match_is_cut_too(ours: Queue, redis_client: Redis) -> None:
     assert text.before == ""
     assert len((text.match + text.after).encode()) <= 3 * AROUND_BYTES
     assert text.more_after
+    # Exactly: the match cut at twice the bytes each side, then one side's worth.
+    assert (text.match, text.after) == ("x" * 2 * AROUND_BYTES, "x" * AROUND_BYTES)
+
+
+def test_the_text_says_it_is_cut_before_from_the_first_byte_left_out(
+    ours: Queue, redis_client: Redis
+) -> None:
+    """Node's refusal text, its address one character longer: a match exactly
+    AROUND_BYTES bytes in shows the whole field before it; one byte further
+    and the window leaves the field's first byte out, which it says."""
+    reasons = [
+        "connect ECONNREFUSED 10.0.31.17:6379 at TCPConnectWrap.afterConnect",
+        "connect ECONNREFUSED 10.0.31.175:6379 at TCPConnectWrap.afterConnect",
+    ]
+    ids = ours.add_bulk([("charge", {"n": n}, None) for n in range(len(reasons))])
+    for job_id, reason in zip(ids, reasons, strict=True):
+        ours.fail(job_id, reason)
+
+    _, found = _found(redis_client, "reason ~ tcpconnectwrap")
+
+    whole, cut = found[ids[0]], found[ids[1]]
+    assert len(reasons[0].split("TCP")[0]) == AROUND_BYTES
+    assert (whole.before, whole.more_before) == (reasons[0].split("TCP")[0], False)
+    assert (cut.before, cut.more_before) == (reasons[1].split("TCP")[0][1:], True)
+    assert cut.match == whole.match == "TCPConnectWrap"
