@@ -13,6 +13,7 @@ import bullmq
 import pytest
 from redis import Redis
 
+from queues.keys import MAX_JOB_ID_LENGTH, validate_job_id
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from queues.read.search import (
@@ -291,6 +292,18 @@ def test_a_forged_cursor_is_refused(forged: str) -> None:
         Cursor.decode(forged, TAB["failed"])
 
 
+def test_a_cursor_anchored_on_a_job_id_of_the_longest_length_is_taken() -> None:
+    """A slice may end on a job whose id is as long as ids go (an
+    idempotency key of 512 characters): its cursor must come back whole;
+    one character more is no job id, so a forgery."""
+    longest = ("order-2026-12-05-" + "9f86d081884c7d65" * 40)[:MAX_JOB_ID_LENGTH]
+    validate_job_id(longest)
+    cursor = Cursor(key=0, start="1764953100000", anchor=longest, searched=200, batch=400)
+    assert Cursor.decode(cursor.encode(), TAB["failed"]) == cursor
+    with pytest.raises(QueryError, match="not valid"):
+        Cursor.decode(cursor.encode() + "a", TAB["failed"])
+
+
 def test_a_list_cursor_must_be_an_index() -> None:
     with pytest.raises(QueryError):
         Cursor.decode("0|+inf|0|200|", TAB["wait"])
@@ -435,6 +448,49 @@ def test_the_text_is_a_bounded_window_of_the_field_as_stored_cut_between_charact
     assert "\ufffd" not in text.before + text.after
 
 
+def test_a_window_starting_inside_a_character_drops_each_continuation_byte(
+    ours: Queue, redis_client: Redis
+) -> None:
+    """Russian reasons whose window (40 bytes before "timeout") starts on the
+    second byte of a two-byte letter: pe (D0 BF) and er (D1 80), the two
+    ends of the continuation bytes. The half letter is left out, never shown
+    as U+FFFD."""
+    reasons = [
+        "Провайдер платежей 42 не ответил: timeout",
+        "Ошибка сервера 318: превышено время, timeout",
+    ]
+    ids = ours.add_bulk([("charge", {"n": n}, None) for n in range(len(reasons))])
+    for job_id, reason in zip(ids, reasons, strict=True):
+        ours.fail(job_id, reason)
+
+    _, found = _found(redis_client, "reason ~ timeout")
+
+    shown = {job_id: (f.before, f.more_before, f.match) for job_id, f in found.items()}
+    assert shown == {
+        ids[0]: ("латежей 42 не ответил: ", True, "timeout"),
+        ids[1]: ("а 318: превышено время, ", True, "timeout"),  # noqa: RUF001 (a Cyrillic letter)
+    }
+
+
+def test_a_window_cut_inside_a_character_at_its_end_leaves_that_character_out(
+    ours: Queue, redis_client: Redis
+) -> None:
+    """The 40 bytes after the match end on the first byte of a two-byte
+    Cyrillic letter: the half letter is left out, never shown as U+FFFD."""
+    reason = "Gateway TIMEOUT after 30412 ms: ответ не получен, повтор через 60 с"  # noqa: RUF001
+    (job_id,) = ours.add_bulk([("charge", {"n": 1}, None)])
+    ours.fail(job_id, reason)
+
+    _, found = _found(redis_client, "reason ~ gateway timeout")
+
+    text = found[job_id]
+    assert (text.match, text.after, text.more_after) == (
+        "Gateway TIMEOUT",
+        " after 30412 ms: ответ не пол",
+        True,
+    )
+
+
 def test_only_the_rows_asked_for_get_their_text_and_a_path_or_an_id_has_none(
     failed_jobs: dict[str, Any], redis_client: Redis
 ) -> None:
@@ -448,6 +504,28 @@ def test_only_the_rows_asked_for_get_their_text_and_a_path_or_an_id_has_none(
     assert found == {}
     job_id = next(iter(failed_jobs))
     assert _found(redis_client, f"id = {job_id}") == ([job_id], {})
+
+
+def test_a_step_of_several_calls_asks_each_only_for_the_texts_still_wanted(
+    failed_jobs: dict[str, Any], redis_client: Redis
+) -> None:
+    """Slices of 10 jobs, 5 of them mail jobs: the first call's 5 texts leave
+    3 of the 8 a page wants for the next call, and none after."""
+    slow = Pacing(target_call_ms=0.001, sleep=lambda _: None)  # the smallest slices
+    step = search_step(
+        redis_client,
+        REF,
+        "failed",
+        parse_query("name ~ mail"),
+        Cursor(batch=10),
+        budget_ms=60_000,
+        around=8,
+        pacing=slow,
+    )
+    assert step.done
+    assert step.calls > 2
+    assert len(step.hits) == 30
+    assert list(step.found) == step.hits[:8]
 
 
 def test_a_long_match_is_cut_too(ours: Queue, redis_client: Redis) -> None:
