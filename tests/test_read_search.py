@@ -281,6 +281,7 @@ def test_a_malformed_or_hostile_query_is_refused_in_plain_words(text: str, words
         "0|abc|0|200|5",
         "0|inf|0|200|5",
         "0|1e999|0|200|5",
+        "0|1764953100000.5.5|0|200|5",  # score characters, no number
         "0|(5|0|200|5",
         "0|5|0|200|",
         "0||0|200|5",
