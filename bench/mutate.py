@@ -294,6 +294,7 @@ _REQUEUE_CHECK = (
     'if raw["err"] or not (raw[1] or raw[2]) or (priority and not as_number(priority)) then'
 )
 _REQUEUE_READ = 'problem = read_job(job_key, 3, 3, "name", "timestamp", "priority")'
+_FOUND_WINDOW = "window = raw[0] if isinstance(raw[0], bytes) else str(raw[0]).encode()"
 _SLOTS_ONLY = "no code sets an attribute a class does not declare or hashes one of its objects"
 _FROZEN_ONLY = "no code assigns to a field, hashes one, or sets an attribute it does not declare"
 EQUIVALENT: dict[tuple[str, str, str], str] = {
@@ -346,6 +347,21 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         )
         for mutated in (f"for {loop} in zip({pair}, strict=False):",)
     },
+    **{
+        ("queues/read/search.py", _FOUND_WINDOW, _FOUND_WINDOW.replace("str(raw[0])", other)): (
+            "the fallback for a client that decodes replies, which the project never makes"
+            " (no decode_responses anywhere): a Lua string always arrives as bytes"
+        )
+        for other in ("str(raw[ 1])", "str(raw[ -1])")
+    },
+    (
+        "queues/read/search.py",
+        "around=max(0, around - len(step.found)),",
+        "around=max( -1, around - len(step.found)),",
+    ): (
+        "found never holds more than around texts (each call gives at most what it is"
+        " asked), so around - len(step.found) is never below 0"
+    ),
     ("queues/read/search.py", "break", "continue"): (
         "the loop's own condition is the one the break tested (step.cursor is None)"
     ),
