@@ -81,22 +81,24 @@ REFUSAL_STATUS = {
     "job_not_in_state": 409,
     "job_broken": 409,
     "corrupt_key": 409,
+    "search_replaced": 409,
     "data_too_large": 413,
+    "search_busy": 429,
     "redis_out_of_memory": 507,
 }
 
 
 class ActionRefused(ValueError):
     """An action that did not run, and why: bad input unless its ``code``
-    says otherwise, its ``status`` the code's (or 400) unless given; the
-    subclasses are Redis refusing it."""
+    says otherwise, its ``status`` the code's in REFUSAL_STATUS (else 400);
+    the subclasses are Redis refusing it."""
 
     code = "bad_request"
 
-    def __init__(self, message: str, code: str | None = None, *, status: int | None = None):
+    def __init__(self, message: str, code: str | None = None):
         super().__init__(message)
         self.code = code or self.code
-        self.status = status or REFUSAL_STATUS.get(self.code, 400)
+        self.status = REFUSAL_STATUS.get(self.code, 400)
 
 
 class RedisOutOfMemory(ActionRefused):

@@ -74,9 +74,7 @@ class _Search:
 
 def _replaced() -> actions.ActionRefused:
     # json_errors answers it (as the API's other refusals), in both views.
-    return actions.ActionRefused(
-        "A newer search replaced this one", status=409, code="search_replaced"
-    )
+    return actions.ActionRefused("A newer search replaced this one", "search_replaced")
 
 
 class _Searches:
@@ -116,7 +114,7 @@ class _Searches:
             raise _replaced()
         if not search.stepping.acquire(blocking=False):
             busy = "This search's previous step is still running"
-            raise actions.ActionRefused(busy, status=429, code="search_busy")
+            raise actions.ActionRefused(busy, "search_busy")
         try:
             yield search.replaced
         finally:
@@ -160,9 +158,8 @@ def _answer_step(
             )
         except SearchError as error:  # a QueryError is one too
             SEARCHES.end(user, search_id)
-            bad = isinstance(error, QueryError)
-            status, code = (400, "bad_query") if bad else (409, "corrupt_key")
-            raise actions.ActionRefused(str(error), status=status, code=code) from None
+            code = "bad_query" if isinstance(error, QueryError) else "corrupt_key"
+            raise actions.ActionRefused(str(error), code) from None
         if stop.is_set():
             raise _replaced()
     if step.done:
