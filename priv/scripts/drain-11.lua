@@ -41,8 +41,15 @@
   Memory: runs when Redis is over maxmemory (allow-oom): deleting jobs is how
   an operator frees memory.
 
+  Flows: a parent of this queue whose last pending child the drain deletes
+  is deleted too, as BullMQ's drain does (and its own parent the same way):
+  it waited for work that will never run. Released instead, it would enter
+  the wait list just drained, or not, depending on where a batch ended. A
+  parent in another queue is released there as when a child is removed; one
+  another state of this queue also holds is broken and left where it is.
+
   Events: drained (no fields) from the call that finishes the drain.
-  A flow parent freed by a deletion gets waiting (prev = waiting-children)
+  A parent freed in another queue gets waiting (prev = waiting-children)
   or delayed in its own queue's stream.
 ]]
 --- @include "emitEvent"
@@ -89,6 +96,26 @@ local function keep(job_id, drained, holder, keep_scheduled)
   return keep_scheduled and fields[at.rjk] and true or nil
 end
 
+-- A freed parent of this queue also held by one of these states is broken
+-- (a writer left it in two places) and stays where it is: deleting its hash
+-- would leave that state an id without a job. The sorted sets and active
+-- (its running jobs, a short list) are asked; wait and paused are not (LPOS
+-- would walk the lists being drained): a parent listed there is a job the
+-- drain deletes anyway. A key of another type holds no job (occupied_states).
+local PARENT_ELSEWHERE = job_states({
+  "prioritized", KEYS[3], "delayed", KEYS[4], "completed", KEYS[9], "failed", KEYS[10],
+  "active", KEYS[8],
+})
+
+local function drop_freed_parent(parent, at_time)
+  if parent.base ~= queue_base then
+    release_parent(parent, at_time)
+  elseif #states_holding(occupied_states(PARENT_ELSEWHERE), parent.id) == 0
+      and redis.call("ZREM", KEYS[11], parent.id) == 1 then
+    discard_job(queue_base, parent.id, at_time, drop_freed_parent)
+  end
+end
+
 local function drain_state(state, keep_scheduled)
   if budget <= 0 then
     return
@@ -109,7 +136,7 @@ local function drain_state(state, keep_scheduled)
     holder.sets = zset_holders(others, chunk)
   end)
   for _, job_id in ipairs(ids) do
-    discard_job(queue_base, job_id, now)
+    discard_job(queue_base, job_id, now, drop_freed_parent)
   end
   budget = budget - #ids
 end

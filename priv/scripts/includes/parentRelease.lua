@@ -108,9 +108,10 @@ local function drop_dependency(parent, child_key)
   return redis.call("SREM", parent.key .. ":dependencies", child_key) == 1
 end
 
-local function release_parent_if_done(parent, now)
+-- `release` (release_parent unless given) when no child is pending any more.
+local function release_parent_if_done(parent, now, release)
   if redis.call("SCARD", parent.key .. ":dependencies") == 0 then
-    release_parent(parent, now)
+    (release or release_parent)(parent, now)
   end
 end
 
@@ -150,9 +151,11 @@ local function child_failed(parent, child_key, reason, now, flags)
   end
 end
 
--- A child deleted on finishing can no longer be waited for.
-local function child_removed(parent, child_key, now)
+-- A child deleted (on finishing, or by an operator) can no longer be waited
+-- for. `release` frees the parent when this was its last pending child:
+-- release_parent unless the caller does something else with it (a drain).
+local function child_removed(parent, child_key, now, release)
   if drop_dependency(parent, child_key) then
-    release_parent_if_done(parent, now)
+    release_parent_if_done(parent, now, release)
   end
 end
