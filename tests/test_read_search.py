@@ -473,6 +473,35 @@ def test_a_window_starting_inside_a_character_drops_each_continuation_byte(
     }
 
 
+def test_a_window_starting_on_a_byte_that_is_no_half_character_shows_it(
+    ours: Queue, redis_client: Redis
+) -> None:
+    """Only continuation bytes (0x80-0xBF) are dropped at a cut start. A DEL
+    (0x7F) typed into a file name is text; an "À" from a worker that writes
+    Latin-1 (0xC0, never part of UTF-8) is shown as U+FFFD, so the reader
+    sees the field holds a byte that is not UTF-8. Each sits exactly
+    AROUND_BYTES before the match, where the window starts."""
+    reasons = [
+        b'sftp upload failed: no such file "/incoming/report\x7f.csv"'
+        b" on sftp.partner-bank.example:22, timeout",
+        "Erreur SMTP 451 sur mx2.exemple.fr: délai dépassé À 14:00:31,"
+        " fin de session SMTP (4 s) : timeout".encode("latin-1"),
+    ]
+    ids = ours.add_bulk([("deliver", {"n": n}, None) for n in range(len(reasons))])
+    for job_id, reason in zip(ids, reasons, strict=True):
+        ours.fail(job_id, "placeholder")
+        redis_client.hset(REF.keys.job(job_id), "failedReason", reason)
+        assert reason[reason.index(b"timeout") - AROUND_BYTES] in (0x7F, 0xC0)
+
+    _, found = _found(redis_client, "reason ~ timeout")
+
+    shown = {job_id: (f.before, f.more_before) for job_id, f in found.items()}
+    assert shown == {
+        ids[0]: ('\x7f.csv" on sftp.partner-bank.example:22, ', True),
+        ids[1]: ("\ufffd 14:00:31, fin de session SMTP (4 s) : ", True),
+    }
+
+
 def test_a_window_cut_inside_a_character_at_its_end_leaves_that_character_out(
     ours: Queue, redis_client: Redis
 ) -> None:
