@@ -166,7 +166,11 @@ TARGETS: dict[str, tuple[str, ...]] = {
         ),
         _BULK_TESTS,
     ),
-    "priv/scripts/drain-11.lua": (*_BULK_TESTS, "tests/test_drain_mutants.py"),
+    "priv/scripts/drain-11.lua": (
+        *_BULK_TESTS,
+        "tests/test_drain_mutants.py",
+        "tests/test_drain_flows.py",
+    ),
     # The job page's fail and remove buttons (Queue.fail, Queue.remove, and
     # the remove of an explicit set of ids, which also names the state).
     "priv/scripts/failJob-11.lua": (*_BULK_TESTS, "tests/test_admin_fail_remove.py"),
