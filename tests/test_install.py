@@ -111,7 +111,7 @@ def log_in(url: str, username: str, password: str) -> urllib.request.OpenerDirec
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     deadline = time.monotonic() + 30
-    while True:  # the banner comes just before the server listens
+    while True:  # the first page of a fresh install may take a moment to render
         try:
             form = opener.open(url + "login/", timeout=10).read().decode()
             break

@@ -3,9 +3,12 @@ available; after its banner the terminal stays quiet."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,7 @@ from django.test import RequestFactory
 from dashboard.core.permissions import can_act
 from dashboard.management.commands import demo as demo_command
 from dashboard.management.commands.demo import DEMO_USER, Command
-from tests.e2e.server import ROOT, free_port, process_env, terminate, wait_until_serving
+from tests.e2e.server import ROOT, process_env, terminate
 
 
 def test_demo_user_gets_a_fresh_password_and_may_act(db: None) -> None:
@@ -53,18 +56,19 @@ def test_demo_traffic_runs_in_the_background(monkeypatch: pytest.MonkeyPatch) ->
     assert not thread.is_alive()
 
 
-def test_after_its_banner_the_demo_prints_nothing_once_it_serves(
+def test_the_banner_comes_once_the_server_listens_and_nothing_after_it(
     redis_url: str, tmp_path: Path
 ) -> None:
     """The terminal shows the URL and the login, then stays quiet: the server's
     start-up lines are not repeated under the banner (the settings' LOGGING
-    passes INFO from every logger)."""
-    port = free_port()
+    passes INFO from every logger). The banner waits for the server, so its
+    URL answers at once and names the port taken: with ``--port 0`` the one
+    the system chose (before, ``http://127.0.0.1:0/``)."""
     env = process_env(redis_url, tmp_path)
     log_path = tmp_path / "demo.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "manage.py", "demo", "--no-traffic", "--port", str(port)],
+            [sys.executable, "manage.py", "demo", "--no-traffic", "--port", "0"],
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -72,11 +76,17 @@ def test_after_its_banner_the_demo_prints_nothing_once_it_serves(
             stderr=subprocess.STDOUT,
         )
     try:
-        wait_until_serving(
-            "manage.py demo", process, f"http://127.0.0.1:{port}/login/", log_path, timeout=60
-        )
+        deadline = time.monotonic() + 60
+        while "stop with Ctrl+C" not in log_path.read_text() and time.monotonic() < deadline:
+            assert process.poll() is None, log_path.read_text()
+            time.sleep(0.1)
         output = log_path.read_text()
-        assert "stop with Ctrl+C" in output, output
+        found = re.search(r"EchoMQ dashboard\s+http://127\.0\.0\.1:(\d+)/", output)
+        assert found, output
+        assert int(found.group(1)) > 0
+        # Our own loopback URL, taken from the banner: answered without a retry.
+        with urllib.request.urlopen(found.group(0).split()[-1] + "login/", timeout=10) as page:  # noqa: S310
+            assert page.status == 200
         after_banner = output.split("stop with Ctrl+C\n", 1)[1]
         assert after_banner == "", after_banner
     finally:

@@ -10,6 +10,7 @@ import logging
 import os
 import secrets
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -46,19 +47,18 @@ class Command(BaseCommand):
         traffic, producer = "off", None
         if not options["no_traffic"]:
             traffic, producer = self._start_traffic(redis.url, options["prefix"], stop)
-        self.stdout.write(
-            f"""
-  EchoMQ dashboard   http://{options["host"]}:{options["port"]}/
+
+        def banner(port: int) -> str:
+            return f"""
+  EchoMQ dashboard   http://{options["host"]}:{port}/
   login              {DEMO_USER} / {password}
   Redis              {redacted(redis.url)} ({redis.source})
   demo traffic       {traffic}
   stop with Ctrl+C
 """
-        )
-        # Piped or logged, stdout is block-buffered: the login must show now, not at exit.
-        self.stdout.flush()
+
         try:
-            self._serve(options["host"], options["port"])
+            self._serve(options["host"], options["port"], banner)
         finally:
             stop.set()
             # The private Redis stops at exit: let the workers finish first, or
@@ -89,16 +89,26 @@ class Command(BaseCommand):
         thread.start()
         return f"running (prefix {prefix!r})", thread
 
-    def _serve(self, host: str, port: int) -> None:
+    def _serve(self, host: str, port: int, banner: Callable[[int], str]) -> None:
+        """Serve until stopped; the banner is printed once the server listens,
+        with the port it got (``--port 0``: any free one), so its URL answers."""
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
 
         from dashboard.asgi import application
 
-        # The banner above says where the server listens; daphne's start-up
-        # lines (INFO, which the settings' LOGGING passes) would only repeat it
-        # in a terminal that stays quiet while the demo runs. Its warnings and
+        # The banner says where the server listens; daphne's start-up lines
+        # (INFO, which the settings' LOGGING passes) would only repeat it in a
+        # terminal that stays quiet while the demo runs. Its warnings and
         # errors still show.
         logging.getLogger("daphne").setLevel(logging.WARNING)
+
+        def listening() -> None:
+            ports = [bound for _, bound in server.listening_addresses]
+            self.stdout.write(banner(ports[0] if ports else port))
+            # Piped or logged, stdout is block-buffered: the login must show now.
+            self.stdout.flush()
+
         endpoints = build_endpoint_description_strings(host=host, port=port)
-        Server(application, endpoints=endpoints, verbosity=0).run()
+        server = Server(application, endpoints=endpoints, verbosity=0, ready_callable=listening)
+        server.run()
