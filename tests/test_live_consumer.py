@@ -926,6 +926,30 @@ async def test_subscribing_while_redis_is_down_says_so_then_works_once_it_is_bac
     redis.close()
 
 
+async def test_an_overview_opened_while_redis_is_down_hears_the_queues_once_it_is_back(
+    own_redis: RestartableRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dashboard started during an outage: the first read of the queue set
+    comes after the page asked for it, however long the outage lasts, and
+    reaches the page (before, a page whose ask had timed out heard of the
+    queues only when the set next changed)."""
+    from dashboard.live import hub as watcher
+
+    monkeypatch.setattr(watcher, "WATCH_RETRY_S", 0.2)
+    own_redis.stop()
+    communicator = await viewer_socket()
+    await communicator.send_json_to({"type": "discover"})
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "status",
+        "redis": "unreachable",
+    }
+    assert await communicator.receive_nothing(timeout=1.5)
+    own_redis.start()
+    told = [await communicator.receive_json_from(timeout=10) for _ in range(2)]
+    assert {"type": "queues", "queues": [QUEUE]} in told
+    await communicator.disconnect()
+
+
 @pytest.mark.usefixtures("hub")
 async def test_an_event_costs_a_page_under_two_hundred_bytes(redis_client: Redis) -> None:
     """Every page of a followed queue gets every event's message, and its

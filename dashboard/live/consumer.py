@@ -73,7 +73,6 @@ ECHOED_NAME_CHARS = 400
 # Daphne refuses messages over 1 MiB, and a socket must take its outbox plus one
 # message within STALL_CLOSE_S: an events message is cut to this.
 MESSAGE_BYTES = 256 * 1024
-DISCOVER_TIMEOUT_S = 10.0
 # How long a logout or a revoked permission may leave an open socket streaming.
 RECHECK_S = 30.0
 # A page with a job filter hears its position this often while other events
@@ -403,13 +402,12 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         hub = get_hub()
         if self.inbox.put_nowait in hub.queue_listeners:
             return  # asked twice: the set already comes
-        # Listen first, then read: a change after this read arrives as a message.
+        # Listen first, then read: a change after this read arrives as a
+        # message, and so does the watcher's first read when there was none
+        # yet (Redis down: whenever it is back; the page keeps what it shows).
         hub.watch_queues(self.inbox.put_nowait)
-        try:
-            await asyncio.wait_for(hub.queues_read.wait(), DISCOVER_TIMEOUT_S)
-        except TimeoutError:
-            return  # Redis unreachable: the page keeps the queues it shows
-        await self.send_json({"type": "queues", "queues": hub.known_queues})
+        if hub.queues_read.is_set():
+            await self.send_json({"type": "queues", "queues": hub.known_queues})
 
     # ------------------------------------------------------------ what the hub hands us
 

@@ -471,7 +471,8 @@ class StreamHub:
 
     def watch_queues(self, listener: Callable[[Message], None]) -> None:
         """One more page listing the queues; the first starts the watcher, and
-        ``queues_read`` is set once ``known_queues`` holds them."""
+        ``queues_read`` is set once ``known_queues`` holds them. Each listener
+        hears the watcher's first read and every change after it."""
         self.queue_listeners.add(listener)
         if self.queue_watcher is None:
             self.queues_read.clear()
@@ -491,7 +492,8 @@ class StreamHub:
             raise_if_cancelled()
             try:
                 queues = await asyncio.to_thread(current_queues)
-                if self.queues_read.is_set() and queues != self.known_queues:
+                # The first read goes to the pages that asked before it.
+                if not self.queues_read.is_set() or queues != self.known_queues:
                     for listener in list(self.queue_listeners):
                         listener({"type": "live.queues", "queues": queues})
                 self.known_queues = queues
