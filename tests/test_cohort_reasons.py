@@ -318,3 +318,70 @@ def test_a_cohort_folds_each_form_of_its_previous_reasons_once(
     kinds = [fold(text) for text in texts.values()]
     assert cohort.reasons == tuple(dict.fromkeys(kinds))
     assert [cohort.reasons[index] for index in cohort.reason_of] == kinds
+
+
+def test_a_blank_reason_is_no_reason_so_failing_blank_again_is_not_the_same_way(
+    dashboard_redis: Redis,
+) -> None:
+    """A worker that fails a job with what a command printed on stderr leaves
+    "\\n" when it printed nothing: no reason. The cohort keeps no kind for it,
+    and failing blank again is not "failed again the same way" (there is
+    nothing to compare), unlike a job that failed with its SMTP error twice."""
+    client = dashboard_redis
+    _failed_with(client, {"r-201": "\n", "r-202": " \n", "r-203": SMTP_BUSY})
+    actions.job_action(client, REF, "retry", ["r-201", "r-202", "r-203"], user="oncall")
+    cohort = _only_cohort(client)
+    assert cohort.reasons == (cohorts.fold_reason(SMTP_BUSY),)
+    assert cohort.reason_of == (-1, -1, 0)
+    queue = Queue("mailer", client)
+    for job_id, reason in (("r-201", "\n"), ("r-202", " \n"), ("r-203", SMTP_BUSY)):
+        queue.fail(job_id, reason)
+    look = breakdown(client, KEYS, cohort)
+    assert look.count("failed") == 3
+    assert look.failed_same == ["r-203"]
+
+
+def test_an_index_member_that_is_no_cohort_id_is_not_listed(dashboard_redis: Redis) -> None:
+    """The index names records by cohort id, and the tab links each by it. A
+    member that is no cohort id (here a record copied under its id in
+    capitals, by hand or by another tool on the prefix) is never listed, even
+    with a record under its name: its link would not open (load_cohort takes
+    cohort ids only)."""
+    client = dashboard_redis
+    at = now_ms()
+    made = record_cohort(client, REF, "retry", ["r-1"], user="oncall", at_ms=at, source="failed")
+    assert made is not None
+    copied = made.upper()
+    client.set(KEYS.cohort(copied), client.get(KEYS.cohort(made)) or b"")
+    client.zadd(KEYS.cohort_index(), {copied: at + 1})
+    assert [c.id for c in recent_cohorts(client, KEYS, at + 2)] == [made]
+    assert cohorts.load_cohort(client, KEYS, copied) is None
+
+
+def test_reading_cohorts_sends_only_the_reads_it_needs(dashboard_redis: Redis) -> None:
+    """The cohorts tab, a cohort's page and a retry's reading of the reasons
+    it replaces are pipelines of plain reads: no MULTI/EXEC around them (two
+    more commands each, and a transaction a Redis Cluster refuses across the
+    slots of a queue's keys)."""
+    client = dashboard_redis
+    at = now_ms()
+    _failed_with(client, {"r-1": SMTP_BUSY, "r-2": BOUNCED, "r-3": SMTP_BUSY})
+    made = [
+        record_cohort(
+            client, REF, "retry", [f"r-{n}"], user="oncall", at_ms=at + n, source="failed"
+        )
+        for n in (1, 2, 3)
+    ]
+    client.config_resetstat()
+    assert len(recent_cohorts(client, KEYS, at + 10)) == 3
+    assert cohorts.load_cohort(client, KEYS, made[0] or "") is not None
+    assert cohorts.previous_reasons(client, KEYS, ["r-1", "r-2", "r-3"]) == {
+        "r-1": SMTP_BUSY,
+        "r-2": BOUNCED,
+        "r-3": SMTP_BUSY,
+    }
+    stats = client.info("commandstats")
+    # These commands only: a thread of the test process may read Redis too.
+    wanted = ("zrevrangebyscore", "get", "hget", "multi", "exec")
+    calls = {name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in wanted}
+    assert calls == {"zrevrangebyscore": 1, "get": 4, "hget": 3, "multi": 0, "exec": 0}
