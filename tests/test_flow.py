@@ -20,6 +20,7 @@ from queues.job_options import InvalidJobOptions
 from queues.keys import QueueKeys
 from queues.queue import Queue
 from queues.worker import Worker
+from tests.keyspace import snapshot
 from tests.transition_helpers import event_names, fetch, finish, lrange, zmembers
 from tests.worker_helpers import running, until
 
@@ -29,14 +30,6 @@ ORDERS, ITEMS, PARTS = QueueKeys("orders"), QueueKeys("items"), QueueKeys("parts
 @pytest.fixture
 def producer(redis_client: Redis) -> FlowProducer:
     return FlowProducer(redis_client)
-
-
-def _snapshot(client: Redis) -> dict[bytes, Any]:
-    """Every key with its type and contents: what 'nothing written' compares."""
-    dump: dict[bytes, Any] = {}
-    for key in client.keys("*"):
-        dump[key] = (client.type(key), client.dump(key))
-    return dump
 
 
 def three_levels(**child_opts: Any) -> FlowJob:
@@ -150,12 +143,12 @@ def test_a_flow_under_a_missing_parent_writes_nothing(
 ) -> None:
     redis_client.set("bull:orders:not-a-job", "text")
     redis_client.hset(ORDERS.meta, "paused", "1")  # a hash, but a queue's, not a job's
-    before = _snapshot(redis_client)
+    before = snapshot(redis_client)
     for parent_id in ("gone", "not-a-job", "meta"):
         flow = FlowJob("ship", "orders", opts={"parent": {"id": parent_id, "queue": "bull:orders"}})
         with pytest.raises(ParentJobNotExist):
             producer.add(flow)
-    assert _snapshot(redis_client) == before
+    assert snapshot(redis_client) == before
 
 
 def test_a_parent_whose_dependencies_are_not_a_set_cannot_take_the_flow(
@@ -163,12 +156,12 @@ def test_a_parent_whose_dependencies_are_not_a_set_cannot_take_the_flow(
 ) -> None:
     redis_client.hset(ORDERS.job("big"), mapping={"name": "big", "timestamp": 1})
     redis_client.set(ORDERS.dependencies("big"), "garbage")
-    before = _snapshot(redis_client)
+    before = snapshot(redis_client)
     with pytest.raises(ParentJobNotExist):
         producer.add(
             FlowJob("sub", "items", opts={"parent": {"id": "big", "queue": "bull:orders"}})
         )
-    assert _snapshot(redis_client) == before
+    assert snapshot(redis_client) == before
 
 
 def test_a_taken_id_anywhere_in_the_flow_writes_nothing(
@@ -177,7 +170,7 @@ def test_a_taken_id_anywhere_in_the_flow_writes_nothing(
     Queue("items", redis_client).add("old", {}, {"jobId": "pack-2"})
     # Keys another job left behind under a parent's id would be inherited.
     redis_client.sadd(ORDERS.dependencies("left"), "bull:items:ghost")
-    before = _snapshot(redis_client)
+    before = snapshot(redis_client)
     flow = FlowJob("ship", "orders", children=[FlowJob("pack", "items", opts={"jobId": "pack-2"})])
     with pytest.raises(FlowJobIdTaken, match="pack-2 of bull:items already exists"):
         producer.add(flow)
@@ -195,17 +188,17 @@ def test_a_taken_id_anywhere_in_the_flow_writes_nothing(
         producer.add(
             FlowJob("ship", "orders", opts={"jobId": "left"}, children=[FlowJob("a", "items")])
         )
-    assert _snapshot(redis_client) == before
+    assert snapshot(redis_client) == before
 
 
 def test_a_queue_key_of_the_wrong_type_refuses_the_flow(
     redis_client: Redis, producer: FlowProducer
 ) -> None:
     redis_client.set(PARTS.waiting_children, "oops")
-    before = _snapshot(redis_client)
+    before = snapshot(redis_client)
     with pytest.raises(CorruptKey, match="parts:waiting-children"):
         producer.add(three_levels())
-    assert _snapshot(redis_client) == before
+    assert snapshot(redis_client) == before
 
 
 def test_flows_no_runtime_could_run_are_refused_before_redis(

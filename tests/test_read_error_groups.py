@@ -24,6 +24,7 @@ from queues.read import error_groups as eg
 from queues.read.error_folding import NO_REASON, REASON_BYTES, fold, group_key
 from queues.read.refs import QueueRef
 from tests.dashboard_seed import now_ms, seed_failed_bulk, seed_index_of_older_rules, seed_job
+from tests.keyspace import snapshot
 from tests.worker_helpers import running, until
 
 REF = QueueRef("bull", "q")
@@ -337,10 +338,6 @@ def test_a_count_that_is_not_an_integer_is_a_broken_index_rebuilt(redis_client: 
     assert shown(redis_client) == brute_force(redis_client)
 
 
-def _dump_all(client: Redis) -> dict[bytes, bytes | None]:
-    return {key: client.dump(key) for key in client.keys("*")}
-
-
 @pytest.mark.parametrize("broken", ["group count", "total"])
 def test_a_drop_meeting_a_count_that_is_not_an_integer_refuses_before_any_write(
     redis_client: Redis, broken: str
@@ -362,12 +359,12 @@ def test_a_drop_meeting_a_count_that_is_not_an_integer_refuses_before_any_write(
         group = group_key("boom <n>")
         key, words = index.counts, f"hash whose count of {group} is not an integer"
         redis_client.hset(index.counts, group, "garbage")
-    before = _dump_all(redis_client)
+    before = snapshot(redis_client)
     with pytest.raises(errors.CorruptKey) as refused:
         eg.scripts.run(redis_client, index.drop(generation, ["1"], "99999999999999-0"))
     assert refused.value.key == key
     assert refused.value.actual == words
-    assert _dump_all(redis_client) == before
+    assert snapshot(redis_client) == before
     # The page's next look rebuilds the index, exact.
     assert shown(redis_client) == brute_force(redis_client) == Counter({"boom <n>": 1})
 
@@ -383,13 +380,13 @@ def test_an_add_meeting_a_total_that_is_not_an_integer_refuses_before_any_write(
     index = eg._Index(KEYS)
     generation = redis_client.hget(index.state, "gen").decode()
     redis_client.hset(index.state, "total", "1.5")
-    before = _dump_all(redis_client)
+    before = snapshot(redis_client)
     with pytest.raises(errors.CorruptKey) as refused:
         eg.scripts.run(
             redis_client, index.add(generation, [("2", 6_000, group_key("boom <n>"), "{}")])
         )
     assert refused.value.key == index.state
-    assert _dump_all(redis_client) == before
+    assert snapshot(redis_client) == before
     assert shown(redis_client) == brute_force(redis_client)
 
 

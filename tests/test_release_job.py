@@ -12,6 +12,7 @@ from queues.commands.release import release_job
 from queues.errors import ErrorCode
 from queues.keys import QueueKeys
 from queues.scripts import SCRIPTS_DIR
+from tests.keyspace import snapshot
 
 KEYS = QueueKeys("rel")
 TOKEN = "tok"
@@ -69,9 +70,9 @@ def test_refusals_change_nothing(redis_client: Redis, setup: str, token: str, co
         _active_job(redis_client, "7")
         redis_client.lrem(KEYS.active, 0, "7")
         redis_client.lpush(KEYS.wait, "7")
-    before = {key: redis_client.dump(key) for key in redis_client.keys("*")}
+    before = snapshot(redis_client)
     assert _release(redis_client, "7", token) == code
-    assert {key: redis_client.dump(key) for key in redis_client.keys("*")} == before
+    assert snapshot(redis_client) == before
 
 
 def test_the_header_documents_the_keys_in_the_order_the_builder_passes_them() -> None:

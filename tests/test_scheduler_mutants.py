@@ -9,6 +9,7 @@ from redis import Redis
 
 from queues.queue import Queue
 from queues.schedulers import JobSchedulers, Repeat, SchedulerRefused
+from tests.keyspace import snapshot
 
 QUEUE = "billing"
 DEFINITION = f"bull:{QUEUE}:repeat:monthly-invoices"
@@ -17,10 +18,6 @@ DEFINITION = f"bull:{QUEUE}:repeat:monthly-invoices"
 @pytest.fixture
 def schedulers(redis_client: Redis) -> JobSchedulers:
     return JobSchedulers(QUEUE, redis_client)
-
-
-def _everything(client: Redis) -> dict[bytes, bytes | None]:
-    return {key: client.dump(key) for key in client.keys("*")}
 
 
 @pytest.mark.parametrize("opts", ["null", "42", '"attempts: 3"', "true"])
@@ -36,10 +33,10 @@ def test_run_now_refuses_a_template_whose_options_are_json_but_no_object(
         data={"cycle": "monthly", "currency": "EUR"},
     )
     redis_client.hset(DEFINITION, "opts", opts)
-    before = _everything(redis_client)
+    before = snapshot(redis_client)
     with pytest.raises(SchedulerRefused, match="not a JSON object"):
         schedulers.run_now("monthly-invoices")
-    assert _everything(redis_client) == before
+    assert snapshot(redis_client) == before
     assert Queue(QUEUE, redis_client).get_counts("wait") == {"wait": 0}
 
 

@@ -24,6 +24,7 @@ from queues.schedulers import (
     SchedulerRefused,
     next_cron_run,
 )
+from tests.keyspace import snapshot
 from tests.scheduler_helpers import Runs, assert_every_run_once_on_the_grid, run_time
 from tests.worker_helpers import running, until
 
@@ -265,14 +266,14 @@ def test_run_now_of_a_missing_or_broken_scheduler_refuses_and_changes_nothing(
         schedulers.run_now("nope")
     schedulers.upsert("s", Repeat(pattern="0 0 1 1 *"), name="n", data={"a": 1})
     redis_client.hset(f"bull:{QUEUE}:repeat:s", "data", "{not json")
-    dump = {key: redis_client.dump(key) for key in redis_client.keys("*")}
+    dump = snapshot(redis_client)
     with pytest.raises(SchedulerRefused, match="not valid JSON"):
         schedulers.run_now("s")
     redis_client.hdel(f"bull:{QUEUE}:repeat:s", "ic")
     with pytest.raises(SchedulerRefused, match="legacy"):
         schedulers.run_now("s")
     redis_client.hset(f"bull:{QUEUE}:repeat:s", "ic", "1")
-    assert {key: redis_client.dump(key) for key in redis_client.keys("*")} == dump
+    assert snapshot(redis_client) == dump
 
 
 def test_a_scheduler_run_id_is_a_job_id_but_never_a_custom_one() -> None:

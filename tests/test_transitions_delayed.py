@@ -10,6 +10,7 @@ from redis import Redis
 from queues import scripts
 from queues.commands import transitions as t
 from queues.keys import QueueKeys
+from tests.keyspace import snapshot
 from tests.transition_helpers import (
     NOW,
     TOKEN,
@@ -43,10 +44,6 @@ def _delay(
         fields=fields,
     )
     return scripts.run(client, call)
-
-
-def _snapshot(client: Redis) -> dict[bytes, bytes | None]:
-    return {key: client.dump(key) for key in client.keys("*")}
 
 
 def test_moves_an_active_job_to_delayed_with_its_due_time(
@@ -102,17 +99,17 @@ def test_lock_problems_are_refused_without_changes(
     redis_client: Redis, keys: QueueKeys, lock: str | None, code: int
 ) -> None:
     seed_job(redis_client, keys, "1", state="active", lock_token=lock)
-    before = _snapshot(redis_client)
+    before = snapshot(redis_client)
     assert _delay(redis_client, keys, "1", 10, fields={"x": "y"}) == code
-    assert _snapshot(redis_client) == before
+    assert snapshot(redis_client) == before
 
 
 def test_job_not_active_is_minus_3_without_changes(redis_client: Redis, keys: QueueKeys) -> None:
     seed_job(redis_client, keys, "1", state="wait")
     redis_client.set(keys.lock("1"), TOKEN)
-    before = _snapshot(redis_client)
+    before = snapshot(redis_client)
     assert _delay(redis_client, keys, "1", 10) == -3
-    assert _snapshot(redis_client) == before
+    assert snapshot(redis_client) == before
 
 
 def test_token_zero_skips_the_lock_check(redis_client: Redis, keys: QueueKeys) -> None:

@@ -12,6 +12,7 @@ from queues.commands import transitions as t
 from queues.keys import QueueKeys
 from queues.pickup import decode_answer
 from queues.queue import Queue
+from tests.keyspace import snapshot
 from tests.transition_helpers import (
     NOW,
     TOKEN,
@@ -31,10 +32,6 @@ def _active(
     client: Redis, keys: QueueKeys, job_id: str, fields: dict[str, str] | None = None
 ) -> str:
     return seed_job(client, keys, job_id, state="active", lock_token=TOKEN, fields=fields)
-
-
-def _snapshot(client: Redis) -> dict[bytes, bytes | None]:
-    return {key: client.dump(key) for key in client.keys("*")}
 
 
 def test_completing_releases_the_job_and_records_the_result(
@@ -77,18 +74,18 @@ def test_lock_gone_is_minus_2_and_an_admin_failed_job_is_left_alone(
     )
     redis_client.lrem(keys.active, 1, "1")
     redis_client.zadd(keys.failed, {"1": 5})
-    before = _snapshot(redis_client)
+    before = snapshot(redis_client)
     assert finish(redis_client, keys, "1", value='"late result"') == -2
-    assert _snapshot(redis_client) == before
+    assert snapshot(redis_client) == before
 
 
 def test_lock_held_by_another_token_is_minus_6_and_changes_nothing(
     redis_client: Redis, keys: QueueKeys
 ) -> None:
     seed_job(redis_client, keys, "1", state="active", lock_token="someone-else")
-    before = _snapshot(redis_client)
+    before = snapshot(redis_client)
     assert finish(redis_client, keys, "1") == -6
-    assert _snapshot(redis_client) == before
+    assert snapshot(redis_client) == before
 
 
 def test_locked_job_not_in_active_is_minus_3_and_changes_nothing(
@@ -97,9 +94,9 @@ def test_locked_job_not_in_active_is_minus_3_and_changes_nothing(
     _active(redis_client, keys, "1")
     redis_client.lrem(keys.active, 1, "1")
     redis_client.lpush(keys.wait, "1")
-    before = _snapshot(redis_client)
+    before = snapshot(redis_client)
     assert finish(redis_client, keys, "1") == -3
-    assert _snapshot(redis_client) == before
+    assert snapshot(redis_client) == before
 
 
 def test_completing_a_parent_with_pending_or_failed_children_is_refused(
@@ -408,9 +405,9 @@ def test_admin_fail_of_an_active_job_makes_the_workers_finish_a_no_op(
     job_id = queue.add("long", {"n": 1})
     assert fetch(redis_client, keys).job_id == job_id
     queue.fail(job_id, "stopped by alice")
-    before = _snapshot(redis_client)
+    before = snapshot(redis_client)
     assert finish(redis_client, keys, job_id, value='"too late"', fetch_next=True) == -2
-    assert _snapshot(redis_client) == before
+    assert snapshot(redis_client) == before
     job = queue.get_job(job_id)
     assert job is not None
     assert (job.failed_reason, job.returnvalue) == ("stopped by alice", None)
