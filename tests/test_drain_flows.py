@@ -6,6 +6,7 @@ FlowProducer the way a billing service adds its month-end close."""
 
 from __future__ import annotations
 
+import bullmq
 import pytest
 from redis import Redis
 
@@ -118,3 +119,33 @@ def test_a_freed_parent_another_state_also_holds_is_left_where_it_is(
     assert zmembers(redis_client, BILLING.failed) == ["close-2024-11-30"]
     assert redis_client.hget(BILLING.job("close-2024-11-30"), "name") == b"close-day"
     assert redis_client.scard(BILLING.job("close-2024-11-30") + ":dependencies") == 0
+
+
+@pytest.mark.peer
+@pytest.mark.filterwarnings("ignore::ResourceWarning")  # bullmq leaves connections to finalizers
+async def test_a_flow_the_bullmq_peer_added_is_drained_whole(
+    redis_url: str, redis_client: Redis
+) -> None:
+    """The peer names a child's parent its own way (the `parent` JSON beside
+    `parentKey`): its month-end close in one queue goes whole, as ours does."""
+    producer = bullmq.FlowProducer(redis_url)
+    tree = await producer.add(
+        {
+            "name": "close-day",
+            "queueName": "billing",
+            "data": {"day": "2024-11-30"},
+            "children": [
+                {"name": "render-invoice", "queueName": "billing", "data": {"invoice": n}}
+                for n in ("INV-2024-000871", "INV-2024-000872")
+            ],
+        }
+    )
+    await producer.close()
+    ids = [tree["job"].id] + [child["job"].id for child in tree["children"]]
+    billing = Queue("billing", redis_client)
+    assert _counts(billing) == {"wait": 2, "waiting-children": 1}
+
+    assert billing.drain() == []
+
+    assert _counts(billing) == {}
+    assert [job_id for job_id in ids if redis_client.exists(BILLING.job(job_id))] == []
