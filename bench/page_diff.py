@@ -163,6 +163,8 @@ def page_urls(ids: dict[str, str]) -> dict[str, str]:
         "flow-children": "/queues/bull/flows/flow-children/parent",
         "flow-child": "/queues/bull/flow-parts/job/part-1",
         "error-groups": f"{q}errors/",
+        "error-group": f"{q}errors/?group={ids[GROUP]}",
+        "error-group-older": f"{q}errors/?group={ids[GROUP]}&size=1&page=2",
         "recent-actions": f"{q}cohorts/",
         "cohort": f"{q}cohorts/{ids[COHORT]}/",
         "workers": f"{q}workers/",
@@ -181,7 +183,7 @@ def page_urls(ids: dict[str, str]) -> dict[str, str]:
 
 # Pages fetched again as htmx asks for them (the fragment a live refresh swaps in).
 HTMX = ("overview", "queue-failed", "queue-wait", "job-f1", "job-a1", "workers", "schedulers",
-        "error-groups", "recent-actions", "events", "flow-parent")  # fmt: skip
+        "error-groups", "error-group", "recent-actions", "events", "flow-parent")  # fmt: skip
 
 
 def api_urls(document: dict[str, Any], ids: dict[str, str]) -> dict[str, str]:
