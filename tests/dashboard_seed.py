@@ -81,13 +81,22 @@ def seed_job(
     if state in ("wait", "paused", "active"):
         pipe.lpush(keys.state(state), job_id)
     elif state == "delayed":
-        due = (ts + 60_000) * _DELAYED_SEQ
-        pipe.zadd(keys.delayed, {job_id: score if score is not None else due})
+        pipe.zadd(keys.delayed, {job_id: score if score is not None else _due(client, keys, ts)})
     elif state != "none":
         pipe.zadd(keys.state(state), {job_id: score if score is not None else ts})
     pipe.incr(keys.id)
     pipe.execute()
     return job_id
+
+
+def _due(client: Redis, keys: QueueKeys, ts: int) -> int:
+    """A minute from ``ts``, scored as delayedScore.lua scores it: jobs due in
+    the same millisecond keep the order they were added in (a tie would sort
+    them by id as text: "50" before "9")."""
+    low = (ts + 60_000) * _DELAYED_SEQ
+    high = low + _DELAYED_SEQ - 1
+    last = client.zrevrangebyscore(keys.delayed, high, low, start=0, num=1, withscores=True)
+    return min(int(last[0][1]) + 1, high) if last else low
 
 
 def seed_jobs(client: Redis, keys: QueueKeys, state: str, count: int, *, first: int = 1) -> None:
