@@ -289,6 +289,20 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_broken_keys.py",
         "tests/test_obliterate_mutants.py",
     ),
+    # What a flow parent hears of its children (every script that finishes,
+    # fails or deletes a child): its release, its failure policies, a broken
+    # parent left alone.
+    "priv/scripts/includes/parentRelease.lua": (
+        "tests/test_flow.py",
+        "tests/test_flow_mutants.py",
+        "tests/test_interop_flows.py",
+        "tests/test_drain_flows.py",
+        "tests/test_queue_admin.py",
+        "tests/test_broken_keys.py",
+        "tests/test_transitions_finished.py",
+        "tests/test_transitions_finished_general.py",
+        "tests/test_parent_release_mutants.py",
+    ),
 }
 
 # Survivors no test can kill: (module, original line, mutated line) -> why.
@@ -393,6 +407,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         ): "the fallback is never taken: FinishOptions.packed always sends the attempts allowed"
         for other in ("2", "0")
     },
+    (
+        "priv/scripts/includes/parentRelease.lua",
+        "local parent = {key = key, id = id, base = string.sub(key, 1, #key - #id), info = info}",
+        "local parent = {key = key, id = id, base = string.sub(key, 0, #key - #id), info = info}",
+    ): "Lua's string.sub takes a start of 0 as 1",
     (
         "queues/read/decode.py",
         "present = {name: value for name, value in zip(fields, values, strict=True)"
