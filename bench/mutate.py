@@ -303,6 +303,23 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_transitions_finished_general.py",
         "tests/test_parent_release_mutants.py",
     ),
+    # What every button and API action goes through (acting/actions.py): the
+    # action named, the ids checked, one script per job or a bulk one, each
+    # refusal's words and status, the audit row, the cohort recorded.
+    "dashboard/acting/actions.py": (
+        "tests/test_views_actions.py",
+        "tests/test_actions_on_ids.py",
+        "tests/test_audit.py",
+        "tests/test_api_errors.py",
+        "tests/test_out_of_memory.py",
+        "tests/test_views_error_groups.py",
+        "tests/test_views_schedulers.py",
+        "tests/test_views_workers.py",
+        "tests/test_views_cohorts.py",
+        "tests/test_views_peer.py",
+        "tests/test_cohorts.py",
+        "tests/test_odd_input.py",
+    ),
 }
 
 # Survivors no test can kill: (module, original line, mutated line) -> why.

@@ -408,10 +408,10 @@ def set_global_concurrency(
             f"Global concurrency of {ref.name} cleared ({was}): each worker runs up to its own"
         )
     else:
-        jobs = "job" if limit == 1 else "jobs"
+        run = "job runs" if limit == 1 else "jobs run"
         result.message = (
             f"Global concurrency of {ref.name} set to {limit:,} ({was}): at most {limit:,}"
-            f" {jobs} run at once, across all workers"
+            f" {run} at once, across all workers"
         )
     _audited(client, user, result, setting, f"previous={before}")
     return result

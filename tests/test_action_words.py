@@ -1,0 +1,90 @@
+"""What an action says when it does not do all it was asked (acting/actions.py),
+at the edges bench/mutate.py's eighteenth pass found its tests silent on: a
+set action's refusals named (three, then how many more), the bulk actions'
+refusal of a state they cannot take, the global concurrency's words for one
+job (before: "at most 1 job run at once"), and a scheduler refusal's code.
+Real Redis; jobs and schedulers written by our runtime as a producer would."""
+
+from __future__ import annotations
+
+import pytest
+from redis import Redis
+
+from dashboard.acting import actions
+from dashboard.acting.actions import ActionRefused
+from queues.queue import Queue
+from queues.read.refs import QueueRef
+from queues.schedulers import JobSchedulers, Repeat
+
+REF = QueueRef("bull", "reports")
+
+pytestmark = pytest.mark.django_db
+
+
+def _delayed_with_scheduler_runs(client: Redis, runs: int) -> tuple[list[str], list[str]]:
+    """Two delayed report jobs and ``runs`` schedulers' pending runs."""
+    queue = Queue(REF.name, client)
+    plain = [
+        queue.add("render-report", {"report": f"rpt_{n}"}, {"delay": 3_600_000}) for n in (1, 2)
+    ]
+    schedulers = JobSchedulers(REF.name, client)
+    pending = [
+        schedulers.upsert(f"nightly-{team}", Repeat(pattern="0 3 * * *"), name="render-report")
+        for team in ("sales", "ops", "finance", "legal")[:runs]
+    ]
+    return plain, pending
+
+
+@pytest.mark.parametrize(("runs", "more"), [(3, ""), (4, "; and 1 more")])
+def test_a_set_action_names_its_first_three_refusals_and_counts_the_rest(
+    dashboard_redis: Redis, runs: int, more: str
+) -> None:
+    """Removing a search's delayed matches: a scheduler's pending run is
+    refused with the way out ("remove the scheduler instead"), the others go."""
+    plain, pending = _delayed_with_scheduler_runs(dashboard_redis, runs)
+    result = actions.act_on_ids(
+        dashboard_redis, REF, "remove", plain + pending, user="oncall", state="delayed"
+    )
+    named = "; ".join(
+        f"Job {job_id} belongs to a job scheduler; remove the scheduler instead"
+        for job_id in pending[:3]
+    )
+    assert result.count == 2
+    assert result.message == (f"2 of {2 + runs} jobs removed; {runs} refused: {named}{more}")
+    assert [o.code for o in result.outcomes] == ["JOB_BELONGS_TO_JOB_SCHEDULER"] * runs
+
+
+@pytest.mark.parametrize(("action", "verb"), [("retry_all", "retried"), ("clean", "cleaned")])
+def test_a_bulk_action_on_a_state_it_cannot_take_says_which_it_can(
+    dashboard_redis: Redis, action: str, verb: str
+) -> None:
+    with pytest.raises(ActionRefused) as refused:
+        actions.queue_action(dashboard_redis, REF, action, user="oncall", state="wait")
+    assert str(refused.value) == f"Only failed or completed jobs can be {verb}"
+
+
+@pytest.mark.parametrize(("limit", "jobs"), [(1, "1 job runs"), (8, "8 jobs run")])
+def test_the_global_concurrency_says_how_many_jobs_run_at_once(
+    dashboard_redis: Redis, limit: int, jobs: str
+) -> None:
+    Queue(REF.name, dashboard_redis).add("render-report", {"report": "rpt_1"})
+    result = actions.set_global_concurrency(dashboard_redis, REF, limit, user="oncall")
+    assert result.message == (
+        f"Global concurrency of reports set to {limit} (there was none): at most {jobs}"
+        " at once, across all workers"
+    )
+
+
+def test_a_scheduler_refusal_says_whether_it_is_gone_or_broken(dashboard_redis: Redis) -> None:
+    schedulers = JobSchedulers(REF.name, dashboard_redis)
+    schedulers.upsert("nightly-sales", Repeat(pattern="0 3 * * *"), name="render-report")
+    dashboard_redis.hset(REF.keys.repeat_scheduler("nightly-sales"), "data", "{not json")
+    codes = {
+        scheduler_id: actions.scheduler_action(
+            dashboard_redis, REF, "run_now", scheduler_id, user="oncall"
+        )
+        .outcomes[0]
+        .code
+        for scheduler_id in ("nightly-ops", "nightly-sales")
+    }
+    assert codes == {"nightly-ops": "SCHEDULER_NOT_EXIST", "nightly-sales": "SCHEDULER_BROKEN"}
