@@ -88,3 +88,18 @@ def test_a_scheduler_refusal_says_whether_it_is_gone_or_broken(dashboard_redis: 
         for scheduler_id in ("nightly-ops", "nightly-sales")
     }
     assert codes == {"nightly-ops": "SCHEDULER_NOT_EXIST", "nightly-sales": "SCHEDULER_BROKEN"}
+
+
+@pytest.mark.parametrize("scheduler_id", ["", "x" * (actions.MAX_SCHEDULER_ID_LENGTH + 1)])
+def test_a_scheduler_id_that_cannot_be_one_is_refused_before_redis_is_asked(
+    dashboard_redis: Redis, scheduler_id: str
+) -> None:
+    """An empty id (a form posted without one) and one past the longest."""
+    with pytest.raises(ActionRefused, match=r"^Not a job scheduler id$"):
+        actions.scheduler_action(dashboard_redis, REF, "remove", scheduler_id, user="oncall")
+
+
+def test_a_scheduler_id_of_the_longest_length_is_looked_up(dashboard_redis: Redis) -> None:
+    longest = "x" * actions.MAX_SCHEDULER_ID_LENGTH
+    result = actions.scheduler_action(dashboard_redis, REF, "remove", longest, user="oncall")
+    assert result.outcomes[0].code == "SCHEDULER_NOT_EXIST"
