@@ -12,6 +12,9 @@ from redis import Redis
 
 from dashboard.acting import actions
 from dashboard.acting.actions import ActionRefused
+from dashboard.core.answers import MAX_JOBS_PER_ACTION
+from dashboard.models import AuditEntry
+from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.queue import Queue
 from queues.read.refs import QueueRef
 from queues.schedulers import JobSchedulers, Repeat
@@ -103,3 +106,42 @@ def test_a_scheduler_id_of_the_longest_length_is_looked_up(dashboard_redis: Redi
     longest = "x" * actions.MAX_SCHEDULER_ID_LENGTH
     result = actions.scheduler_action(dashboard_redis, REF, "remove", longest, user="oncall")
     assert result.outcomes[0].code == "SCHEDULER_NOT_EXIST"
+
+
+def test_the_global_concurrency_takes_1_to_its_largest_and_no_more(dashboard_redis: Redis) -> None:
+    Queue(REF.name, dashboard_redis).add("render-report", {"report": "rpt_1"})
+    for limit in (1, MAX_GLOBAL_CONCURRENCY):
+        assert actions.set_global_concurrency(dashboard_redis, REF, limit, user="oncall").ok
+    for limit in (0, MAX_GLOBAL_CONCURRENCY + 1):
+        with pytest.raises(ActionRefused):
+            actions.set_global_concurrency(dashboard_redis, REF, limit, user="oncall")
+
+
+def test_ticked_jobs_are_taken_up_to_the_page_s_largest_and_no_more(dashboard_redis: Redis) -> None:
+    """Ticked jobs that are gone by now: each is refused by its own script, so
+    the action's result is not ok (the API answers it with that refusal), and
+    the audit row lists the first 20 ids and says there were more."""
+    most = [f"rpt_{n}" for n in range(MAX_JOBS_PER_ACTION)]
+    result = actions.job_action(dashboard_redis, REF, "remove", most, user="oncall")
+    assert (result.count, result.ok) == (0, False)
+    assert AuditEntry.objects.get().jobs == ",".join(most[:20]) + "..."
+    with pytest.raises(ActionRefused, match=f"At most {MAX_JOBS_PER_ACTION} jobs per action"):
+        actions.job_action(dashboard_redis, REF, "remove", [*most, "rpt_x"], user="oncall")
+
+
+def test_an_audit_row_of_twenty_ids_lists_them_all(dashboard_redis: Redis) -> None:
+    twenty = [f"rpt_{n}" for n in range(20)]
+    actions.job_action(dashboard_redis, REF, "remove", twenty, user="oncall")
+    assert AuditEntry.objects.get().jobs == ",".join(twenty)
+
+
+def test_a_set_of_ids_is_taken_up_to_its_largest_and_no_more(dashboard_redis: Redis) -> None:
+    """A search keeps up to MAX_IDS_PER_SET matches for acting; one more is
+    refused with the way out, before any script runs."""
+    most = [f"rpt_{n}" for n in range(actions.MAX_IDS_PER_SET)]
+    result = actions.act_on_ids(dashboard_redis, REF, "remove", most, user="oncall", state="failed")
+    assert (result.count, result.moved_meanwhile) == (0, actions.MAX_IDS_PER_SET)
+    with pytest.raises(ActionRefused, match="narrow the search"):
+        actions.act_on_ids(
+            dashboard_redis, REF, "remove", [*most, "rpt_x"], user="oncall", state="failed"
+        )
