@@ -7,12 +7,16 @@ Real Redis; jobs and schedulers written by our runtime as a producer would."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from redis import Redis
 
 from dashboard.acting import actions
 from dashboard.acting.actions import ActionRefused
-from dashboard.core.answers import MAX_JOBS_PER_ACTION
+from dashboard.core.answers import MAX_JOBS_PER_ACTION, ActionResult
+from dashboard.core.answers import ActionRefused as ActionRefusedAnswer
+from dashboard.core.jsonresponse import JsonResponse
 from dashboard.models import AuditEntry
 from queues.commands.admin import MAX_GLOBAL_CONCURRENCY
 from queues.queue import Queue
@@ -145,3 +149,18 @@ def test_a_set_of_ids_is_taken_up_to_its_largest_and_no_more(dashboard_redis: Re
         actions.act_on_ids(
             dashboard_redis, REF, "remove", [*most, "rpt_x"], user="oncall", state="failed"
         )
+
+
+def test_an_action_that_moved_nothing_answers_the_api_with_its_first_refusal(
+    dashboard_redis: Redis,
+) -> None:
+    """Two ticked jobs, both removed by someone else meanwhile: the API's
+    answer is the first one's refusal (404, job_not_exist), in JSON."""
+    result = actions.job_action(dashboard_redis, REF, "remove", ["rpt_7", "rpt_8"], user="oncall")
+    response = result.api_answer(ActionResult, ActionRefusedAnswer)
+    assert isinstance(response, JsonResponse)
+    assert response.status_code == 404
+    assert json.loads(response.content)["error"] == {
+        "code": "job_not_exist",
+        "message": result.message,
+    }
