@@ -164,3 +164,25 @@ def test_an_action_that_moved_nothing_answers_the_api_with_its_first_refusal(
         "code": "job_not_exist",
         "message": result.message,
     }
+
+
+def test_the_audit_line_of_a_bulk_retry_names_the_broken_jobs_it_skipped(
+    dashboard_redis: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Three failed renders, one of whose keys another writer made a string:
+    two retried, the broken one named in the log line; a retry with nothing
+    broken says no "skipped"."""
+    queue = Queue(REF.name, dashboard_redis)
+    ids = [queue.add("render-report", {"report": f"rpt_{n}"}) for n in (1, 2, 3)]
+    for job_id in ids:
+        queue.fail(job_id, "TimeoutError: render exceeded 120 s")
+    dashboard_redis.delete(REF.keys.job(ids[0]))
+    dashboard_redis.set(REF.keys.job(ids[0]), "corrupt")
+    caplog.set_level("INFO", logger="echomq.audit")
+    actions.queue_action(dashboard_redis, REF, "retry_all", user="oncall", state="failed")
+    assert f"result=count=2 skipped={ids[0]}" in caplog.text
+    caplog.clear()
+    dashboard_redis.zrem(REF.keys.failed, ids[0])  # the broken one dealt with by hand
+    queue.fail(queue.add("render-report", {"report": "rpt_4"}), "TimeoutError: render exceeded")
+    actions.queue_action(dashboard_redis, REF, "retry_all", user="oncall", state="failed")
+    assert [line.rsplit(" result=", 1)[1] for line in caplog.text.splitlines()] == ["count=1"]
