@@ -319,6 +319,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/test_views_peer.py",
         "tests/test_cohorts.py",
         "tests/test_odd_input.py",
+        "tests/test_action_words.py",
     ),
 }
 

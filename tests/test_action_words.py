@@ -186,3 +186,18 @@ def test_the_audit_line_of_a_bulk_retry_names_the_broken_jobs_it_skipped(
     queue.fail(queue.add("render-report", {"report": "rpt_4"}), "TimeoutError: render exceeded")
     actions.queue_action(dashboard_redis, REF, "retry_all", user="oncall", state="failed")
     assert [line.rsplit(" result=", 1)[1] for line in caplog.text.splitlines()] == ["count=1"]
+
+
+def test_an_audit_row_of_twenty_one_ids_says_there_were_more(dashboard_redis: Redis) -> None:
+    ids = [f"rpt_{n}" for n in range(21)]
+    actions.job_action(dashboard_redis, REF, "remove", ids, user="oncall")
+    assert AuditEntry.objects.get().jobs == ",".join(ids[:20]) + "..."
+
+
+def test_an_action_that_moved_one_job_of_two_is_ok(dashboard_redis: Redis) -> None:
+    """One ticked job removed, the other gone meanwhile: the action did
+    something, so the API answers it with 200 and both results."""
+    kept = Queue(REF.name, dashboard_redis).add("render-report", {"report": "rpt_1"})
+    result = actions.job_action(dashboard_redis, REF, "remove", [kept, "rpt_9"], user="oncall")
+    assert (result.count, result.ok) == (1, True)
+    assert isinstance(result.api_answer(ActionResult, ActionRefusedAnswer), ActionResult)
