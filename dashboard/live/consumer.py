@@ -406,7 +406,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         # message, and so does the watcher's first read when there was none
         # yet (Redis down: whenever it is back; the page keeps what it shows).
         hub.watch_queues(self.inbox.put_nowait)
-        if hub.queues_read.is_set():
+        if hub.queues_read:
             await self.send_json({"type": "queues", "queues": hub.known_queues})
 
     # ------------------------------------------------------------ what the hub hands us

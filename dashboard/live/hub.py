@@ -356,7 +356,7 @@ class StreamHub:
         self.queue_listeners: set[Callable[[Message], None]] = set()
         self.queue_watcher: asyncio.Task[None] | None = None
         self.known_queues: list[str] = []
-        self.queues_read = asyncio.Event()
+        self.queues_read = False  # known_queues holds the watcher's read
 
     @property
     def client(self) -> AsyncRedis:
@@ -471,11 +471,11 @@ class StreamHub:
 
     def watch_queues(self, listener: Callable[[Message], None]) -> None:
         """One more page listing the queues; the first starts the watcher, and
-        ``queues_read`` is set once ``known_queues`` holds them. Each listener
+        ``queues_read`` is true once ``known_queues`` holds them. Each listener
         hears the watcher's first read and every change after it."""
         self.queue_listeners.add(listener)
         if self.queue_watcher is None:
-            self.queues_read.clear()
+            self.queues_read = False
             self.queue_watcher = asyncio.create_task(
                 self._watch_queues(), name="echomq-live:queues"
             )
@@ -493,11 +493,11 @@ class StreamHub:
             try:
                 queues = await asyncio.to_thread(current_queues)
                 # The first read goes to the pages that asked before it.
-                if not self.queues_read.is_set() or queues != self.known_queues:
+                if not self.queues_read or queues != self.known_queues:
                     for listener in list(self.queue_listeners):
                         listener({"type": "live.queues", "queues": queues})
                 self.known_queues = queues
-                self.queues_read.set()
+                self.queues_read = True
                 await asyncio.sleep(WATCH_INTERVAL_S)
             except Exception as exc:
                 # Redis down: keep watching once it is back.
