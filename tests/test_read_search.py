@@ -395,6 +395,14 @@ async def test_jobs_the_peer_wrote_are_found_by_data_name_path_and_reason(
 # --------------------------------------------------------------------------- why a job matched
 
 
+def _failed_with(ours: Queue, reasons: list[str]) -> list[str]:
+    """One failed charge job per reason, in order: their ids."""
+    ids = ours.add_bulk([("charge", {"n": n}, None) for n in range(len(reasons))])
+    for job_id, reason in zip(ids, reasons, strict=True):
+        ours.fail(job_id, reason)
+    return ids
+
+
 def _found(client: Redis, text: str, around: int = 50) -> tuple[list[str], dict[str, FoundText]]:
     step = search_step(client, REF, "failed", parse_query(text), around=around, pacing=NO_REST)
     assert step.done
@@ -460,9 +468,7 @@ def test_a_window_starting_inside_a_character_drops_each_continuation_byte(
         "Провайдер платежей 42 не ответил: timeout",
         "Ошибка сервера 318: превышено время, timeout",
     ]
-    ids = ours.add_bulk([("charge", {"n": n}, None) for n in range(len(reasons))])
-    for job_id, reason in zip(ids, reasons, strict=True):
-        ours.fail(job_id, reason)
+    ids = _failed_with(ours, reasons)
 
     _, found = _found(redis_client, "reason ~ timeout")
 
@@ -582,9 +588,7 @@ def test_the_text_says_it_is_cut_before_from_the_first_byte_left_out(
         "connect ECONNREFUSED 10.0.31.17:6379 at TCPConnectWrap.afterConnect",
         "connect ECONNREFUSED 10.0.31.175:6379 at TCPConnectWrap.afterConnect",
     ]
-    ids = ours.add_bulk([("charge", {"n": n}, None) for n in range(len(reasons))])
-    for job_id, reason in zip(ids, reasons, strict=True):
-        ours.fail(job_id, reason)
+    ids = _failed_with(ours, reasons)
 
     _, found = _found(redis_client, "reason ~ tcpconnectwrap")
 
